@@ -1,0 +1,70 @@
+# ember: build, test and run everything from a fresh clone.
+#
+#   make train    set up and run the main job
+#   make test     set up, build every package's wheel once, run every package's tests
+#   make parity   tests marked `parity` against PyTorch (CPU build, test-only)
+#   make bench    benchmarks (ember vs PyTorch vs NumPy, ratios)
+#   make lint     ruff
+#
+# Packages are built once into wheelhouse/ and tox envs install them from there
+# (--find-links), so C code compiles once per change, not once per env.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+WHEELHOUSE := wheelhouse
+# In dependency order (DESIGN.md).
+PACKAGES := allocator
+STAMP := $(VENV)/.ember-dev-installed
+PIP := $(BIN)/python -m pip
+
+.PHONY: all venv wheels install test parity bench lint train clean
+
+all: test
+
+$(STAMP): requirements-dev.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -r requirements-dev.txt
+	touch $@
+
+venv: $(STAMP)
+
+# One wheel per package, rebuilt only when its sources change.
+define wheel_rule
+$(WHEELHOUSE)/.$(1).stamp: $(STAMP) $$(shell find packages/$(1) -type f \
+		-not -path '*/build/*' -not -path '*.egg-info*' -not -path '*/__pycache__/*' \
+		-not -name '*.so' -not -path '*/.pytest_cache/*' -not -path '*/.hypothesis/*' 2>/dev/null)
+	mkdir -p $(WHEELHOUSE)
+	$(PIP) wheel -q --no-deps --no-build-isolation -w $(WHEELHOUSE) packages/$(1)
+	touch $$@
+endef
+$(foreach p,$(PACKAGES),$(eval $(call wheel_rule,$(p))))
+
+wheels: $(foreach p,$(PACKAGES),$(WHEELHOUSE)/.$(p).stamp)
+
+# The dev venv gets every package too (for train, bench and interactive use).
+install: wheels
+	$(BIN)/python tools/install_wheels.py $(WHEELHOUSE) $(PACKAGES)
+
+test: wheels
+	$(BIN)/tox run -e $(subst $(space),$(comma),$(PACKAGES))
+
+parity: wheels
+	$(BIN)/tox run -e parity
+
+bench: install
+	$(BIN)/python benchmarks/allocator.py
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+train: install
+	$(BIN)/python examples/allocator_demo.py --out runs/allocator_demo
+
+clean:
+	rm -rf $(WHEELHOUSE) .tox packages/*/build packages/*/src/*.egg-info runs
+
+comma := ,
+space := $(empty) $(empty)

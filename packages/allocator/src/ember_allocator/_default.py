@@ -1,0 +1,89 @@
+"""Process-wide default allocators, one per (kind, device), configured once from
+the EMBER_ALLOC_CONF environment variable, e.g.
+``EMBER_ALLOC_CONF="max_split_size_mb:256,expandable_segments:True"``."""
+
+import os
+import threading
+
+from ember_allocator._allocator import CachingAllocator
+
+_defaults = {}
+_lock = threading.Lock()
+
+
+def _parse_conf(text):
+    options = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, sep, value = item.partition(":")
+        if not sep:
+            raise ValueError(f"EMBER_ALLOC_CONF: expected key:value, got {item!r}")
+        key, value = key.strip(), value.strip()
+        if key == "max_split_size_mb":
+            options["max_split_size"] = int(value) << 20
+        elif key == "expandable_segments":
+            options["expandable_segments"] = value.lower() in ("1", "true", "yes")
+        elif key == "memory_limit_mb":
+            options["memory_limit"] = int(value) << 20
+        elif key == "memory_fraction":
+            options["memory_limit"] = float(value)
+        elif key == "history":
+            options["history"] = int(value)
+        else:
+            raise ValueError(
+                f"EMBER_ALLOC_CONF: unknown option {key!r}; known: max_split_size_mb, "
+                "expandable_segments, memory_limit_mb, memory_fraction, history"
+            )
+    return options
+
+
+def _parse_device(device):
+    """'cpu' -> ('host', 0); 'cuda' / 'cuda:1' -> ('cuda', 1); also ('pinned', 0) etc."""
+    if isinstance(device, tuple):
+        return device
+    text = str(device)
+    kind, _, index = text.partition(":")
+    index = int(index) if index else 0
+    if kind == "cpu":
+        return ("host", 0)
+    if kind in ("cuda", "pinned", "shm", "host"):
+        return (kind, index)
+    raise ValueError(f"unknown device {device!r}: use 'cpu', 'cuda[:N]', 'pinned' or 'shm'")
+
+
+def get_allocator(device="cpu"):
+    """The process-wide CachingAllocator for a device ('cpu', 'cuda:0', 'pinned', 'shm')."""
+    key = _parse_device(device)
+    allocator = _defaults.get(key)
+    if allocator is None:
+        with _lock:
+            allocator = _defaults.get(key)
+            if allocator is None:
+                options = _parse_conf(os.environ.get("EMBER_ALLOC_CONF", ""))
+                if key[0] in ("shm", "pinned"):
+                    options.pop("expandable_segments", None)
+                allocator = CachingAllocator(kind=key[0], device=key[1], **options)
+                if key == ("host", 0):
+                    allocator.make_default()
+                _defaults[key] = allocator
+    return allocator
+
+
+def host_allocator():
+    """The process-wide allocator of pageable host memory."""
+    return get_allocator("cpu")
+
+
+def memory_stats(device="cpu"):
+    return get_allocator(device).memory_stats()
+
+
+def memory_snapshot(device="cpu"):
+    return get_allocator(device).memory_snapshot()
+
+
+def empty_cache(device="cpu"):
+    get_allocator(device).empty_cache()
+
+
+def reset_peak_stats(device="cpu"):
+    get_allocator(device).reset_peak_stats()

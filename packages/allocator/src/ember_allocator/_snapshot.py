@@ -1,0 +1,80 @@
+"""Snapshots of segments and blocks, block lookup, and the event history as
+plain dicts (the layout PyTorch's memory_snapshot uses, so tools carry over)."""
+
+from ember_allocator import _lib
+from ember_allocator._lib import ffi, lib
+
+
+def _segment_dict(s, allocator):
+    return {
+        "device": allocator.device,
+        "address": s.address,
+        "total_size": s.size,
+        "mapped_size": s.mapped,
+        "allocated_size": s.allocated,
+        "active_size": s.active,
+        "requested_size": s.requested,
+        "stream": s.stream,
+        "segment_type": "small" if s.is_small else "large",
+        "expandable": bool(s.expandable),
+        "handle": s.handle,
+        "blocks": [],
+    }
+
+
+def _block_dict(b):
+    return {
+        "address": b.address,
+        "size": b.size,
+        "requested_size": b.requested,
+        "state": _lib.BLOCK_STATES[b.state],
+        "stream": b.stream,
+    }
+
+
+def snapshot(allocator):
+    n_seg, n_blk = ffi.new("int64_t*"), ffi.new("int64_t*")
+    cap_seg, cap_blk = 64, 1024
+    while True:
+        segs = ffi.new("ea_segment_info[]", cap_seg)
+        blks = ffi.new("ea_block_info[]", cap_blk)
+        lib.ea_snapshot(allocator._handle, segs, cap_seg, n_seg, blks, cap_blk, n_blk)
+        if n_seg[0] <= cap_seg and n_blk[0] <= cap_blk:
+            break
+        cap_seg, cap_blk = 2 * max(cap_seg, n_seg[0]), 2 * max(cap_blk, n_blk[0])
+    out = [_segment_dict(segs[i], allocator) for i in range(n_seg[0])]
+    for i in range(n_blk[0]):
+        out[blks[i].segment]["blocks"].append(_block_dict(blks[i]))
+    out.sort(key=lambda seg: seg["address"])
+    return out
+
+
+def block_info(allocator, ptr):
+    blk = ffi.new("ea_block_info*")
+    seg = ffi.new("ea_segment_info*")
+    _lib.ensure(lib.ea_block_of(allocator._handle, int(ptr), blk, seg), allocator.name)
+    segment = _segment_dict(seg, allocator)
+    del segment["blocks"]
+    return _block_dict(blk), segment
+
+
+def history(allocator):
+    cap = 1 << 16
+    while True:
+        events = ffi.new("ea_event[]", cap)
+        n = lib.ea_history(allocator._handle, events, cap)
+        if n < cap:
+            break
+        cap *= 4
+    return [
+        {
+            "action": _lib.EVENT_KINDS[e.kind],
+            "address": e.address,
+            "size": e.size,
+            "stream": e.stream,
+            "time_ns": e.time_ns,
+            "allocated_bytes": e.allocated_bytes,
+            "reserved_bytes": e.reserved_bytes,
+        }
+        for e in events[0:n]
+    ]

@@ -73,6 +73,18 @@ def host_allocator():
     return get_allocator("cpu")
 
 
+def host_fast_path():
+    """``(malloc, free)``: the default host allocator's one-argument C entry points,
+    for hot paths such as tensor creation.  ``malloc(nbytes)`` returns an address
+    (0 on failure: ``host_allocator().allocate(nbytes)`` then raises the matching
+    exception); ``free(address)`` returns 0, or a non-zero status for an address
+    it did not hand out.  Every address must be freed exactly once."""
+    from ember_allocator._lib import lib
+
+    host_allocator()
+    return lib.ea_default_malloc, lib.ea_default_free
+
+
 def memory_stats(device="cpu"):
     return get_allocator(device).memory_stats()
 

@@ -1,0 +1,212 @@
+/* Matrix products: BLAS (scipy-openblas32) for float32/float64, float32 BLAS on
+ * converted copies for float16/bfloat16, and C loops for integers.
+ *
+ * Strided operands are handed to BLAS as transposes where one of their strides
+ * is 1 (no copy); only an operand with no unit stride is copied first. */
+#include <stdlib.h>
+
+#include "core.h"
+#include "cblas.h"
+
+void scipy_openblas_set_num_threads(int num_threads);
+
+void ec_blas_set_num_threads(int n) { scipy_openblas_set_num_threads(n); }
+
+/* How BLAS sees a (rows x cols) operand with row stride rs and column stride cs:
+ * row-major with leading dimension ld, transposed or not.  Returns 0 when
+ * neither stride is 1 (the caller copies). */
+static int blas_view(int64_t rows, int64_t cols, int64_t rs, int64_t cs, int* trans, int64_t* ld) {
+    if (cs == 1 || cols == 1) {
+        int64_t l = rows == 1 ? cols : rs;
+        if (l >= (cols > 1 ? cols : 1)) {
+            *trans = 0;
+            *ld = l;
+            return 1;
+        }
+    }
+    if (rs == 1 || rows == 1) {
+        int64_t l = cols == 1 ? rows : cs;
+        if (l >= (rows > 1 ? rows : 1)) {
+            *trans = 1;
+            *ld = l;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Copy a strided (rows x cols) matrix of dtype into contiguous dst of dtype2. */
+static int pack(int dtype, const char* src, int64_t rows, int64_t cols, int64_t rs, int64_t cs,
+                int dtype2, char* dst) {
+    int64_t layout[6] = {rows, cols, cols, 1, rs, cs};
+    return ec_copy(2, layout, (ec_ptr)dst, dtype2, (ec_ptr)src, dtype);
+}
+
+#define BLAS_INT_MAX 2147483647
+
+static int gemm_float(int dtype, int64_t m, int64_t n, int64_t k, double alpha, const char* a,
+                      int64_t a_rs, int64_t a_cs, const char* b, int64_t b_rs, int64_t b_cs,
+                      double beta, char* c, int64_t c_rs, int64_t c_cs) {
+    int isz = ec_itemsize[dtype];
+    int ta, tb;
+    int64_t lda, ldb;
+    char *abuf = NULL, *bbuf = NULL, *cbuf = NULL;
+    int st = EC_OK;
+    if (!blas_view(m, k, a_rs, a_cs, &ta, &lda)) {
+        abuf = malloc((size_t)(m * k) * isz);
+        if (!abuf) return ec_fail(EC_ERR_NOMEM, "matmul: no scratch memory");
+        pack(dtype, a, m, k, a_rs, a_cs, dtype, abuf);
+        a = abuf, ta = 0, lda = k > 0 ? k : 1;
+    }
+    if (!blas_view(k, n, b_rs, b_cs, &tb, &ldb)) {
+        bbuf = malloc((size_t)(k * n) * isz);
+        if (!bbuf) { free(abuf); return ec_fail(EC_ERR_NOMEM, "matmul: no scratch memory"); }
+        pack(dtype, b, k, n, b_rs, b_cs, dtype, bbuf);
+        b = bbuf, tb = 0, ldb = n > 0 ? n : 1;
+    }
+    /* C must be row-major for cblas; compute into a buffer otherwise */
+    char* cc = c;
+    int64_t ldc = m == 1 ? (n > 0 ? n : 1) : c_rs;
+    if (!(c_cs == 1 || n == 1) || ldc < (n > 1 ? n : 1)) {
+        cbuf = malloc((size_t)(m * n) * isz);
+        if (!cbuf) { st = ec_fail(EC_ERR_NOMEM, "matmul: no scratch memory"); goto done; }
+        if (beta != 0) pack(dtype, c, m, n, c_rs, c_cs, dtype, cbuf);
+        cc = cbuf;
+        ldc = n > 0 ? n : 1;
+    }
+    if (lda > BLAS_INT_MAX || ldb > BLAS_INT_MAX || ldc > BLAS_INT_MAX || m > BLAS_INT_MAX ||
+        n > BLAS_INT_MAX || k > BLAS_INT_MAX) {
+        st = ec_fail(EC_ERR_INVALID, "matmul: dimension exceeds BLAS's 32-bit limit");
+        goto done;
+    }
+    if (k == 0) {
+        /* BLAS with k == 0 scales C by beta; do it ourselves for clarity */
+        int64_t layout[4] = {m, n, ldc, 1};
+        if (beta == 0) ec_fill(2, layout, (ec_ptr)cc, dtype, 0, 0);
+        else {
+            int64_t l3[6] = {m, n, ldc, 1, ldc, 1};
+            ec_binary_scalar(EC_B_MUL, dtype, 2, l3, (ec_ptr)cc, (ec_ptr)cc, beta, 0, 0, 1);
+        }
+    } else if (dtype == EC_FLOAT32) {
+        scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                          (blasint)m, (blasint)n, (blasint)k, (float)alpha, (const float*)a,
+                          (blasint)lda, (const float*)b, (blasint)ldb, (float)beta, (float*)cc,
+                          (blasint)ldc);
+    } else {
+        scipy_cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                          (blasint)m, (blasint)n, (blasint)k, alpha, (const double*)a,
+                          (blasint)lda, (const double*)b, (blasint)ldb, beta, (double*)cc,
+                          (blasint)ldc);
+    }
+    if (cbuf) {
+        int64_t layout[6] = {m, n, c_rs, c_cs, n, 1};
+        ec_copy(2, layout, (ec_ptr)c, dtype, (ec_ptr)cbuf, dtype);
+    }
+done:
+    free(abuf);
+    free(bbuf);
+    free(cbuf);
+    return st;
+}
+
+/* float16/bfloat16: compute in float32 on converted copies. */
+static int gemm_half(int dtype, int64_t m, int64_t n, int64_t k, double alpha, const char* a,
+                     int64_t a_rs, int64_t a_cs, const char* b, int64_t b_rs, int64_t b_cs,
+                     double beta, char* c, int64_t c_rs, int64_t c_cs) {
+    float* af = malloc(sizeof(float) * (size_t)(m * k + 1));
+    float* bf = malloc(sizeof(float) * (size_t)(k * n + 1));
+    float* cf = malloc(sizeof(float) * (size_t)(m * n + 1));
+    int st = EC_OK;
+    if (!af || !bf || !cf) {
+        st = ec_fail(EC_ERR_NOMEM, "matmul: no scratch memory");
+    } else {
+        pack(dtype, a, m, k, a_rs, a_cs, EC_FLOAT32, (char*)af);
+        pack(dtype, b, k, n, b_rs, b_cs, EC_FLOAT32, (char*)bf);
+        if (beta != 0) pack(dtype, c, m, n, c_rs, c_cs, EC_FLOAT32, (char*)cf);
+        st = gemm_float(EC_FLOAT32, m, n, k, alpha, (char*)af, k, 1, (char*)bf, n, 1, beta,
+                        (char*)cf, n, 1);
+        if (st == EC_OK) {
+            int64_t layout[6] = {m, n, c_rs, c_cs, n, 1};
+            st = ec_copy(2, layout, (ec_ptr)c, dtype, (ec_ptr)cf, EC_FLOAT32);
+        }
+    }
+    free(af);
+    free(bf);
+    free(cf);
+    return st;
+}
+
+static int gemm_int(int dtype, int64_t m, int64_t n, int64_t k, double alpha, const char* a,
+                    int64_t a_rs, int64_t a_cs, const char* b, int64_t b_rs, int64_t b_cs,
+                    double beta, char* c, int64_t c_rs, int64_t c_cs) {
+    int isz = ec_itemsize[dtype];
+    int64_t ialpha = ec_f2i64(alpha), ibeta = ec_f2i64(beta);
+    int nt = ec_threads_for(m * n * k, EC_GRAIN);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t i = 0; i < m; i++) {
+        for (int64_t j = 0; j < n; j++) {
+            int64_t acc = 0;
+            for (int64_t p = 0; p < k; p++) {
+                int64_t x, y;
+                const char* pa = a + (i * a_rs + p * a_cs) * isz;
+                const char* pb = b + (p * b_rs + j * b_cs) * isz;
+                switch (dtype) {
+                    case EC_BOOL: case EC_UINT8: x = *(const uint8_t*)pa; y = *(const uint8_t*)pb; break;
+                    case EC_INT8: x = *(const int8_t*)pa; y = *(const int8_t*)pb; break;
+                    case EC_INT16: x = *(const int16_t*)pa; y = *(const int16_t*)pb; break;
+                    case EC_INT32: x = *(const int32_t*)pa; y = *(const int32_t*)pb; break;
+                    default: x = *(const int64_t*)pa; y = *(const int64_t*)pb; break;
+                }
+                acc += x * y;
+            }
+            char* pc = c + (i * c_rs + j * c_cs) * isz;
+            int64_t old = 0;
+            if (ibeta != 0) {
+                switch (dtype) {
+                    case EC_BOOL: case EC_UINT8: old = *(uint8_t*)pc; break;
+                    case EC_INT8: old = *(int8_t*)pc; break;
+                    case EC_INT16: old = *(int16_t*)pc; break;
+                    case EC_INT32: old = *(int32_t*)pc; break;
+                    default: old = *(int64_t*)pc; break;
+                }
+            }
+            int64_t v = ialpha * acc + ibeta * old;
+            switch (dtype) {
+                case EC_BOOL: *(uint8_t*)pc = v != 0; break;
+                case EC_UINT8: *(uint8_t*)pc = (uint8_t)v; break;
+                case EC_INT8: *(int8_t*)pc = (int8_t)v; break;
+                case EC_INT16: *(int16_t*)pc = (int16_t)v; break;
+                case EC_INT32: *(int32_t*)pc = (int32_t)v; break;
+                default: *(int64_t*)pc = v; break;
+            }
+        }
+    }
+    return EC_OK;
+}
+
+int ec_matmul(int dtype, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+              ec_ptr a_addr, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+              ec_ptr b_addr, int64_t b_bs, int64_t b_rs, int64_t b_cs, double beta,
+              ec_ptr c_addr, int64_t c_bs, int64_t c_rs, int64_t c_cs) {
+    const void* a = (const void*)a_addr;
+    const void* b = (const void*)b_addr;
+    void* c = (void*)c_addr;
+    if (!ec_valid_dtype(dtype)) return ec_fail(EC_ERR_INVALID, "matmul: bad dtype %d", dtype);
+    if (batch < 0 || m < 0 || n < 0 || k < 0) return ec_fail(EC_ERR_INVALID, "matmul: negative size");
+    if (m == 0 || n == 0) return EC_OK;
+    int isz = ec_itemsize[dtype];
+    for (int64_t i = 0; i < batch; i++) {
+        const char* ai = (const char*)a + i * a_bs * isz;
+        const char* bi = (const char*)b + i * b_bs * isz;
+        char* ci = (char*)c + i * c_bs * isz;
+        int st;
+        if (dtype == EC_FLOAT32 || dtype == EC_FLOAT64)
+            st = gemm_float(dtype, m, n, k, alpha, ai, a_rs, a_cs, bi, b_rs, b_cs, beta, ci, c_rs, c_cs);
+        else if (dtype == EC_FLOAT16 || dtype == EC_BFLOAT16)
+            st = gemm_half(dtype, m, n, k, alpha, ai, a_rs, a_cs, bi, b_rs, b_cs, beta, ci, c_rs, c_cs);
+        else
+            st = gemm_int(dtype, m, n, k, alpha, ai, a_rs, a_cs, bi, b_rs, b_cs, beta, ci, c_rs, c_cs);
+        if (st != EC_OK) return st;
+    }
+    return EC_OK;
+}

@@ -1,0 +1,118 @@
+/* Internal helpers shared by the kernels: dtype tables, half/bfloat16
+ * conversions, error reporting and the strided iterator.  Not visible to Python. */
+#ifndef EMBER_CORE_INTERNAL_H
+#define EMBER_CORE_INTERNAL_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ember_core.h"
+
+/* ------------------------------------------------------------------ dtypes */
+
+typedef _Float16 ec_f16;
+typedef uint16_t ec_bf16;
+
+static inline float ec_bf16_to_f32(ec_bf16 h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline ec_bf16 ec_f32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (ec_bf16)((u >> 16) | 0x40u); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);                                            /* round to nearest even */
+    return (ec_bf16)(u >> 16);
+}
+
+/* Loads give the compute type, stores take it.  X(sfx, T, C): suffix, storage
+ * type, compute type. */
+#define EC_LOAD_b(v) ((int)((v) != 0))
+#define EC_STORE_b(x) ((uint8_t)((x) != 0))
+#define EC_LOAD_u8(v) (v)
+#define EC_STORE_u8(x) ((uint8_t)(x))
+#define EC_LOAD_i8(v) (v)
+#define EC_STORE_i8(x) ((int8_t)(x))
+#define EC_LOAD_i16(v) (v)
+#define EC_STORE_i16(x) ((int16_t)(x))
+#define EC_LOAD_i32(v) (v)
+#define EC_STORE_i32(x) ((int32_t)(x))
+#define EC_LOAD_i64(v) (v)
+#define EC_STORE_i64(x) ((int64_t)(x))
+#define EC_LOAD_f16(v) ((float)(v))
+#define EC_STORE_f16(x) ((ec_f16)(x))
+#define EC_LOAD_bf16(v) ec_bf16_to_f32(v)
+#define EC_STORE_bf16(x) ec_f32_to_bf16(x)
+#define EC_LOAD_f32(v) (v)
+#define EC_STORE_f32(x) ((float)(x))
+#define EC_LOAD_f64(v) (v)
+#define EC_STORE_f64(x) ((double)(x))
+
+/* X(CODE, sfx, T, C, K): dtype code, suffix, storage type, compute type and
+ * kind (B bool, I integer, F floating). */
+#define EC_FLOAT_DTYPES(X)                   \
+    X(EC_FLOAT16, f16, ec_f16, float, F)     \
+    X(EC_BFLOAT16, bf16, ec_bf16, float, F)  \
+    X(EC_FLOAT32, f32, float, float, F)      \
+    X(EC_FLOAT64, f64, double, double, F)
+
+#define EC_INT_DTYPES(X)                     \
+    X(EC_UINT8, u8, uint8_t, uint8_t, I)     \
+    X(EC_INT8, i8, int8_t, int8_t, I)        \
+    X(EC_INT16, i16, int16_t, int16_t, I)    \
+    X(EC_INT32, i32, int32_t, int32_t, I)    \
+    X(EC_INT64, i64, int64_t, int64_t, I)
+
+#define EC_BOOL_DTYPE(X) X(EC_BOOL, b, uint8_t, int, B)
+
+#define EC_ALL_DTYPES(X) EC_BOOL_DTYPE(X) EC_INT_DTYPES(X) EC_FLOAT_DTYPES(X)
+#define EC_NUMERIC_DTYPES(X) EC_INT_DTYPES(X) EC_FLOAT_DTYPES(X)
+
+/* Float to integer without undefined behaviour: NaN and values outside int64
+ * become INT64_MIN (what x86 produces); narrower integers then wrap. */
+static inline int64_t ec_f2i64(double v) {
+    if (!(v > -9223372036854775808.0 && v < 9223372036854775808.0)) return INT64_MIN;
+    return (int64_t)v;
+}
+
+extern const int ec_itemsize[EC_NUM_DTYPES];
+
+static inline int ec_valid_dtype(int d) { return d >= 0 && d < EC_NUM_DTYPES; }
+static inline int ec_is_float(int d) { return d >= EC_FLOAT16 && d <= EC_FLOAT64; }
+
+/* ------------------------------------------------------------------ errors */
+
+int ec_fail(int status, const char* fmt, ...);
+
+/* --------------------------------------------------------------- iterator */
+
+/* Parameters every elementwise loop receives. */
+typedef struct ec_params {
+    double p0, p1;
+    int64_t i0, i1;
+    int status;           /* a loop reports a data-dependent error (division by zero) here */
+} ec_params;
+
+/* An inner loop: n elements; ptrs[k] and strides[k] (bytes) for each operand,
+ * the output first.  Like NumPy's ufunc loops. */
+typedef void (*ec_loop)(int64_t n, char** ptrs, const int64_t* strides, ec_params* p);
+
+#define EC_MAX_OPERANDS 4
+#define EC_GRAIN 32768 /* elements per thread below which a loop stays serial */
+
+/* Run `loop` over the strided N-d space.  strides are given per operand as
+ * element strides (layout order: shape, then each operand's strides); the
+ * iterator converts them to bytes, drops size-1 dims, merges dims that are
+ * contiguous for every operand, and splits the flat index space across threads. */
+int ec_iterate(int nops, int ndim, const int64_t* layout, const int* itemsizes, char** base,
+               ec_loop loop, ec_params* p);
+
+/* Threads for `work` elements of roughly `cost` units each (1 = a simple add). */
+int ec_threads_for(int64_t work, int64_t grain);
+
+#endif

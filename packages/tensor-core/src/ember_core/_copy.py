@@ -1,0 +1,234 @@
+"""Copies and conversions: copy_, clone, contiguous, to(), dtype conversions and
+resizing of out= tensors."""
+
+import warnings
+
+from ember_core import _dtype as D
+from ember_core import _shape, _storage
+from ember_core._device import CPU, require_cpu, to_device
+from ember_core._dispatch import defop
+from ember_core._elementwise import layout, overlaps
+from ember_core._lib import NOGIL_THRESHOLD, check, lib, nogil
+from ember_core._tensor import Tensor, empty, is_contig, make, written
+
+
+def copy_into(dst, src):
+    """dst[...] = src, src broadcast to dst's shape, converting dtypes; no version bump."""
+    if dst is src:
+        return dst
+    if dst._shape != src._shape:
+        shape = _shape.broadcast_shapes(dst._shape, src._shape, op="copy_")
+        if shape != dst._shape:
+            raise RuntimeError(
+                f"copy_: the source of shape {list(src._shape)} must be broadcastable to the "
+                f"destination of shape {list(dst._shape)}"
+            )
+    if overlaps(dst, src):
+        src = clone(src)
+    n = dst._numel
+    if dst._shape == src._shape and (dst._contig or is_contig(dst)) and (src._contig or is_contig(src)):
+        fn = nogil.ec_copy_contig if n * dst._dtype.itemsize > NOGIL_THRESHOLD else lib.ec_copy_contig
+        check(fn(n, dst._ptr, dst._dtype.code, src._ptr, src._dtype.code), "copy_")
+        return dst
+    ss = _shape.broadcast_strides(src._shape, src._stride, dst._shape)
+    lay = layout(dst._shape, dst._stride, ss)
+    fn = nogil.ec_copy if n * dst._dtype.itemsize > NOGIL_THRESHOLD else lib.ec_copy
+    check(fn(len(dst._shape), lay, dst._ptr, dst._dtype.code, src._ptr, src._dtype.code), "copy_")
+    return dst
+
+
+@defop("copy_(input, src, non_blocking=False)", inplace_of="copy")
+def copy_(input, src, non_blocking=False):
+    """Copy src's values into input in place (broadcast and converted)."""
+    if not isinstance(src, Tensor):
+        from ember_core._creation import full
+
+        src = full((), src, dtype=input._dtype)
+    if src._storage._device != input._storage._device:
+        require_cpu(src._storage._device, "copy_")
+        require_cpu(input._storage._device, "copy_")
+    written(input, "copy_")
+    return copy_into(input, src)
+
+
+def to_dtype_copy(t, dtype, dev=None):
+    """A contiguous copy of t in dtype (on dev)."""
+    r = empty(t._shape, dtype, dev or t._storage._device)
+    copy_into(r, t)
+    return r
+
+
+def _dense_permutation(t):
+    """If t covers its elements densely in some dim order, that order (outermost
+    first); else None."""
+    dims = sorted(range(len(t._shape)), key=lambda d: (-t._stride[d], -t._shape[d]))
+    expected = 1
+    for d in reversed(dims):
+        if t._shape[d] == 1:
+            continue
+        if t._stride[d] != expected:
+            return None
+        expected *= t._shape[d]
+    return dims
+
+
+@defop("clone(input, *, memory_format=None)")
+def clone(input, memory_format=None):
+    """A copy with its own memory; dense layouts (e.g. permuted) keep their strides."""
+    if memory_format in (None, "preserve_format") and not is_contig(input):
+        perm = _dense_permutation(input)
+        if perm is not None:
+            storage = _storage.allocate(input._numel * input._dtype.itemsize, input._storage._device)
+            r = make(storage, input._shape, input._stride, 0, input._dtype, input._numel, False)
+            copy_into(r, input)
+            return r
+    r = empty(input._shape, input._dtype, input._storage._device)
+    copy_into(r, input)
+    return r
+
+
+@defop("contiguous(input, memory_format=None)")
+def contiguous(input, memory_format=None):
+    """This tensor if already row-major contiguous, else a contiguous copy."""
+    if input._contig or is_contig(input):
+        return input
+    r = empty(input._shape, input._dtype, input._storage._device)
+    copy_into(r, input)
+    return r
+
+
+def resize_out(out, shape, op):
+    if out._numel != 0:
+        warnings.warn(
+            f"{op}: An output with one or more elements was resized since it had shape "
+            f"{list(out._shape)}, which does not match the required output shape {list(shape)}. "
+            "This behavior is deprecated; resize the output to size zero first.",
+            UserWarning,
+            stacklevel=4,
+        )
+    resize_(out, shape)
+
+
+@defop("resize_(input, *sizes)", differentiable=False)
+def resize_(input, *sizes):
+    """Give input a contiguous shape, growing its storage if needed (data kept)."""
+    shape = _shape.as_shape(sizes, "resize_")
+    n = _shape.numel(shape)
+    need = (input._offset + n) * input._dtype.itemsize
+    if need > input._storage._nbytes:
+        old = input._storage
+        new = _storage.allocate(need, old._device)
+        keep = min(old._nbytes, need)
+        if keep:
+            check(lib.ec_copy_contig(keep, new._ptr, D.uint8.code, old._ptr, D.uint8.code), "resize_")
+        new._version = old._version
+        input._storage = new
+        input._ptr = new._ptr + input._offset * input._dtype.itemsize
+    input._shape = shape
+    input._stride = _shape.contiguous_strides(shape)
+    input._numel = n
+    input._contig = True
+    return input
+
+
+def _parse_to(args, kwargs):
+    dtype = kwargs.pop("dtype", None)
+    dev = kwargs.pop("device", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, dev = a._dtype, a._storage._device
+        elif isinstance(a, D.dtype):
+            dtype = a
+        elif isinstance(a, bool):
+            continue  # non_blocking / copy positional
+        elif a is None:
+            continue
+        else:
+            try:
+                dtype = D.to_dtype(a)
+            except TypeError:
+                dev = a
+    return (D.to_dtype(dtype) if dtype is not None else None), to_device(dev), copy
+
+
+def to(self, *args, **kwargs):
+    """Convert dtype and/or device: to(dtype), to(device), to(device, dtype), to(other).
+
+    Returns self when nothing changes (unless copy=True)."""
+    dtype, dev, copy = _parse_to(args, dict(kwargs))
+    dtype = dtype or self._dtype
+    dev = dev or self._storage._device
+    if dev != self._storage._device:
+        require_cpu(dev, "to")
+    if dtype is self._dtype and dev == self._storage._device and not copy:
+        return self
+    return _to_op(self, dtype, dev)
+
+
+@defop("_to_copy(input, dtype, device)", method=False)
+def _to_op(input, dtype, device):
+    return to_dtype_copy(input, dtype, device)
+
+
+def _converter(dtype):
+    def convert(self, memory_format=None):
+        return to(self, dtype)
+
+    convert.__name__ = dtype.name
+    return convert
+
+
+TYPE_METHODS = {
+    "float": D.float32,
+    "double": D.float64,
+    "half": D.float16,
+    "bfloat16": D.bfloat16,
+    "int": D.int32,
+    "long": D.int64,
+    "short": D.int16,
+    "char": D.int8,
+    "byte": D.uint8,
+    "bool": D.bool_,
+}
+
+_TYPE_NAMES = {
+    D.float32: "FloatTensor",
+    D.float64: "DoubleTensor",
+    D.float16: "HalfTensor",
+    D.bfloat16: "BFloat16Tensor",
+    D.int32: "IntTensor",
+    D.int64: "LongTensor",
+    D.int16: "ShortTensor",
+    D.int8: "CharTensor",
+    D.uint8: "ByteTensor",
+    D.bool_: "BoolTensor",
+}
+
+
+def type_(self, dtype=None, non_blocking=False):
+    """With no argument, the type name ('ember.FloatTensor'); else to(dtype)."""
+    if dtype is None:
+        return f"ember.{_TYPE_NAMES[self._dtype]}"
+    if isinstance(dtype, str):
+        name = dtype.split(".")[-1]
+        for d, n in _TYPE_NAMES.items():
+            if n == name:
+                return to(self, d)
+    return to(self, D.to_dtype(dtype))
+
+
+def type_as(self, other):
+    return to(self, other._dtype)
+
+
+def cpu(self, memory_format=None):
+    return self if self._storage._device is CPU else to(self, CPU)
+
+
+def cuda(self, device=None, non_blocking=False, memory_format=None):
+    require_cpu(to_device(device if device is not None else "cuda"), "cuda")

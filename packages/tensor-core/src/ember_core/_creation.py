@@ -1,0 +1,417 @@
+"""Tensor creation: tensor/as_tensor, empty/zeros/ones/full, *_like, arange,
+linspace, logspace, eye."""
+
+import math
+import numbers
+
+import numpy as np
+
+from ember_core import _dtype as D
+from ember_core import _shape
+from ember_core._device import CPU, require_cpu, to_device
+from ember_core._dispatch import defop
+from ember_core._elementwise import layout
+from ember_core._lib import check, lib
+from ember_core._tensor import Tensor, empty as _empty, make
+
+
+def _dev(device):
+    dev = to_device(device) or CPU
+    if dev.type != "cpu":
+        require_cpu(dev, "tensor creation")
+    return dev
+
+
+def _finish(t, requires_grad):
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def fill_values(t, value):
+    """Fill every element of t (any strides) with a Python number (no version bump)."""
+    dt = t._dtype
+    if dt.category == 2:
+        f, i = float(value), 0
+    elif dt is D.bool_:
+        f, i = 0.0, int(bool(value))
+    else:
+        if isinstance(value, float) and (value != value or math.isinf(value)):
+            raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow")
+        i = int(value)
+        if not dt.min <= i <= dt.max:
+            raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow")
+        f = float(i)
+    check(lib.ec_fill(len(t._shape), layout(t._shape, t._stride), t._ptr, dt.code, f, i), "fill_")
+    return t
+
+
+@defop("empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False, memory_format=None, out=None)", method=False, differentiable=False)
+def empty(size, dtype=None, device=None, requires_grad=False, pin_memory=False, memory_format=None, out=None):
+    """An uninitialised tensor of the given shape."""
+    shape = _shape.as_shape(size, "empty")
+    dt = D.to_dtype(dtype) or D.get_default_dtype()
+    if out is not None:
+        from ember_core._copy import resize_
+
+        return resize_(out, shape)
+    return _finish(_empty(shape, dt, _dev(device)), requires_grad)
+
+
+def empty_like_class(cls, size, dtype=None, device=None, requires_grad=False):
+    t = empty(size, dtype=dtype, device=device, requires_grad=requires_grad)
+    return t if cls is Tensor else t.as_subclass(cls)
+
+
+@defop("empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)", method=False, differentiable=False)
+def empty_strided(size, stride, dtype=None, device=None, requires_grad=False):
+    """An uninitialised tensor with the given strides."""
+    from ember_core import _storage
+
+    shape = _shape.as_shape(size, "empty_strided")
+    stride = tuple(int(s) for s in stride)
+    if len(stride) != len(shape):
+        raise RuntimeError(f"empty_strided: size {list(shape)} and stride {list(stride)} differ in length")
+    dt = D.to_dtype(dtype) or D.get_default_dtype()
+    extent = 1 + sum((s - 1) * st for s, st in zip(shape, stride)) if all(shape) else 0
+    storage = _storage.allocate(max(extent, 0) * dt.itemsize, _dev(device))
+    t = make(storage, shape, stride, 0, dt, _shape.numel(shape), None)
+    return _finish(t, requires_grad)
+
+
+def _filled(op, size, value, dtype, device, requires_grad, out):
+    shape = _shape.as_shape(size, op)
+    if out is not None:
+        from ember_core._copy import resize_
+
+        resize_(out, shape)
+        return fill_values(out, value)
+    dt = D.to_dtype(dtype) or D.get_default_dtype()
+    t = _empty(shape, dt, _dev(device))
+    if value == 0 and t._numel:
+        check(lib.ec_fill(1, layout((t._numel,), (1,)), t._ptr, dt.code, 0.0, 0), op)
+    else:
+        fill_values(t, value)
+    return _finish(t, requires_grad)
+
+
+@defop("zeros(*size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None)", method=False, differentiable=False)
+def zeros(size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None):
+    """A tensor of zeros."""
+    return _filled("zeros", size, 0, dtype, device, requires_grad, out)
+
+
+@defop("ones(*size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None)", method=False, differentiable=False)
+def ones(size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None):
+    """A tensor of ones."""
+    return _filled("ones", size, 1, dtype, device, requires_grad, out)
+
+
+def _fill_dtype(value):
+    if isinstance(value, Tensor):
+        return value._dtype
+    return D.scalar_dtype(value)
+
+
+@defop("full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None)", method=False, differentiable=False)
+def full(size, fill_value, dtype=None, device=None, requires_grad=False, out=None):
+    """A tensor filled with ``fill_value`` (its dtype inferred from the value)."""
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    dt = D.to_dtype(dtype) or _fill_dtype(fill_value)
+    if isinstance(size, numbers.Integral):
+        size = (size,)
+    return _filled("full", (size,), fill_value, dt, device, requires_grad, out)
+
+
+def _like(op, input, dtype, device):
+    dt = D.to_dtype(dtype) or input._dtype
+    dev = to_device(device) or input._storage._device
+    return dt, dev
+
+
+@defop("empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None)", differentiable=False, method=False)
+def empty_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    dt, dev = _like("empty_like", input, dtype, device)
+    return _finish(_empty(input._shape, dt, _dev(dev)), requires_grad)
+
+
+@defop("zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None)", differentiable=False, method=False)
+def zeros_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    dt, dev = _like("zeros_like", input, dtype, device)
+    return _filled("zeros_like", (input._shape,), 0, dt, dev, requires_grad, None)
+
+
+@defop("ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None)", differentiable=False, method=False)
+def ones_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    dt, dev = _like("ones_like", input, dtype, device)
+    return _filled("ones_like", (input._shape,), 1, dt, dev, requires_grad, None)
+
+
+@defop("full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None)", differentiable=False, method=False)
+def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, memory_format=None):
+    dt, dev = _like("full_like", input, dtype, device)
+    return _filled("full_like", (input._shape,), fill_value, dt, dev, requires_grad, None)
+
+
+def _new_method(fn):
+    """Tensor.new_zeros & co: defaults dtype and device to the tensor's."""
+
+    def method(self, *size, dtype=None, device=None, requires_grad=False, **kwargs):
+        return fn(
+            *size,
+            dtype=dtype or self._dtype,
+            device=device or self._storage._device,
+            requires_grad=requires_grad,
+            **kwargs,
+        )
+
+    return method
+
+
+new_empty = _new_method(empty)
+new_zeros = _new_method(zeros)
+new_ones = _new_method(ones)
+
+
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return full(size, fill_value, dtype=dtype or self._dtype, device=device or self._storage._device, requires_grad=requires_grad)
+
+
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+    return tensor(data, dtype=dtype or self._dtype, device=device or self._storage._device, requires_grad=requires_grad)
+
+
+# ----------------------------------------------------------- from data
+
+
+def _infer_numpy(data):
+    """A NumPy array holding Python data, and the ember dtype PyTorch would infer."""
+    if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flatten_first(data)):
+        data = _tensors_to_lists(data)
+    try:
+        arr = np.asarray(data)
+    except ValueError as e:
+        raise ValueError(f"tensor(): could not build a tensor from the given data: {e}") from None
+    if arr.dtype == object:
+        raise TypeError(
+            f"tensor(): could not infer dtype of {type(data).__name__} (ragged nesting or "
+            "unsupported element types)"
+        )
+    kind = arr.dtype.kind
+    if kind == "b":
+        inferred = D.bool_
+    elif kind in "iu":
+        if arr.dtype == np.uint64:
+            raise OverflowError("tensor(): value too large for int64")
+        inferred = D.NUMPY_TO_DTYPE.get(arr.dtype, D.int64) if not _is_python_data(data) else D.int64
+    elif kind == "f":
+        inferred = D.NUMPY_TO_DTYPE[arr.dtype] if not _is_python_data(data) else D.get_default_dtype()
+    elif kind == "c":
+        raise TypeError("ember has no complex dtypes")
+    else:
+        raise TypeError(f"tensor(): cannot make a tensor from elements of type {arr.dtype}")
+    return arr, inferred
+
+
+def _flatten_first(data):
+    while isinstance(data, (list, tuple)) and data:
+        yield data[0]
+        data = data[0]
+
+
+def _tensors_to_lists(data):
+    if isinstance(data, Tensor):
+        return data.tolist()
+    if isinstance(data, (list, tuple)):
+        return [_tensors_to_lists(x) for x in data]
+    return data
+
+
+def _is_python_data(data):
+    """Python numbers (not NumPy arrays or scalars) decide dtype by PyTorch's rules."""
+    if isinstance(data, np.ndarray) or isinstance(data, np.generic):
+        return False
+    return True
+
+
+def from_array(arr, dtype, dev):
+    """A new ember tensor holding a copy of NumPy array ``arr`` converted to dtype."""
+    from ember_core._interop import from_numpy
+
+    from ember_core._copy import copy_into
+
+    out = _empty(tuple(arr.shape), dtype, dev)
+    copy_into(out, from_numpy(np.ascontiguousarray(arr)))
+    return out
+
+
+@defop("tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False)", method=False, differentiable=False)
+def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A new tensor holding a copy of ``data`` (numbers, nested sequences, NumPy
+    arrays, tensors); the dtype is inferred as PyTorch does unless given.
+
+    >>> tensor([[1, 2], [3, 4]]).dtype
+    ember.int64
+    """
+    dev = _dev(device)
+    dt = D.to_dtype(dtype)
+    if isinstance(data, Tensor):
+        from ember_core._copy import to_dtype_copy
+
+        r = to_dtype_copy(data, dt or data._dtype, dev)
+        return _finish(r, requires_grad)
+    if isinstance(data, bool) or isinstance(data, numbers.Number) and not isinstance(data, np.ndarray):
+        if isinstance(data, complex):
+            raise TypeError("ember has no complex dtypes")
+        inferred = D.scalar_dtype(data) if not isinstance(data, np.generic) else D.NUMPY_TO_DTYPE[np.dtype(type(data))]
+        t = _empty((), dt or inferred, dev)
+        fill_values(t, data)
+        return _finish(t, requires_grad)
+    arr, inferred = _infer_numpy(data)
+    target = dt or inferred
+    if arr.dtype.kind in "iu" and target.category < 2 and arr.size:
+        lo, hi = arr.min(), arr.max()
+        if lo < D.int64.min or hi > D.int64.max:
+            raise OverflowError("tensor(): value cannot be converted to int64 without overflow")
+    if arr.dtype.itemsize > 8:  # float128 and the like
+        arr = arr.astype(np.float64)
+    return _finish(from_array(arr, target, dev), requires_grad)
+
+
+@defop("as_tensor(data, dtype=None, device=None)", method=False, differentiable=False)
+def as_tensor(data, dtype=None, device=None):
+    """Like tensor(), but shares memory with a tensor or NumPy array when it can."""
+    dt = D.to_dtype(dtype)
+    if isinstance(data, Tensor):
+        from ember_core._copy import to
+
+        return to(data, dt or data._dtype, device or data._storage._device)
+    if isinstance(data, np.ndarray) and (device is None or _dev(device) is CPU):
+        from ember_core._interop import from_numpy
+
+        try:
+            t = from_numpy(data)
+        except TypeError:
+            return tensor(data, dtype=dt, device=device)
+        if dt is not None and dt is not t._dtype:
+            from ember_core._copy import to
+
+            return to(t, dt)
+        return t
+    return tensor(data, dtype=dt, device=device)
+
+
+@defop("scalar_tensor(s, *, dtype=None, device=None, requires_grad=False)", method=False, differentiable=False)
+def scalar_tensor(s, dtype=None, device=None, requires_grad=False):
+    return tensor(s, dtype=dtype or D.get_default_dtype(), device=device, requires_grad=requires_grad)
+
+
+# ------------------------------------------------------------- sequences
+
+
+def _num(x):
+    return x.item() if isinstance(x, Tensor) else x
+
+
+@defop("arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None)", method=False, differentiable=False)
+def arange(start=0, end=None, step=1, dtype=None, device=None, requires_grad=False, out=None):
+    """Values from start (inclusive) to end (exclusive) by step.
+
+    >>> arange(5).tolist()
+    [0, 1, 2, 3, 4]
+    """
+    start, end, step = _num(start), _num(end), _num(step)
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    for v in (start, end, step):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise RuntimeError(f"arange: unsupported range: {start} -> {end}")
+    if (step > 0 and start > end) or (step < 0 and start < end):
+        raise RuntimeError("arange: upper bound and larger bound inconsistent with step sign")
+    is_float = any(isinstance(v, float) for v in (start, end, step))
+    dt = D.to_dtype(dtype) or (D.get_default_dtype() if is_float else D.int64)
+    if is_float or dt.category == 2:
+        n = math.ceil((float(end) - float(start)) / float(step))
+    else:
+        n = -((int(start) - int(end)) // int(step))
+    n = max(n, 0)
+    t = _empty((n,), dt, _dev(device)) if out is None else _resize(out, (n,))
+    int_start = int(start) if not isinstance(start, float) else 0
+    int_step = int(step) if not isinstance(step, float) else 0
+    check(lib.ec_arange(dt.code, n, t._ptr, float(start), float(step), int_start, int_step), "arange")
+    return _finish(t, requires_grad)
+
+
+def _resize(out, shape):
+    from ember_core._copy import resize_
+
+    if not out.is_contiguous():
+        raise RuntimeError("out= must be contiguous")
+    return resize_(out, shape)
+
+
+@defop("linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None)", method=False, differentiable=False)
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False, out=None):
+    """``steps`` evenly spaced values from start to end, both included."""
+    start, end = float(_num(start)), float(_num(end))
+    steps = int(steps)
+    if steps < 0:
+        raise RuntimeError("linspace: number of steps must be non-negative")
+    dt = D.to_dtype(dtype) or D.get_default_dtype()
+    t = _empty((steps,), dt, _dev(device)) if out is None else _resize(out, (steps,))
+    check(lib.ec_linspace(dt.code, steps, t._ptr, start, end), "linspace")
+    return _finish(t, requires_grad)
+
+
+@defop("logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False)", method=False, differentiable=False)
+def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
+    """base ** linspace(start, end, steps)."""
+    from ember_core._elementwise import pow as _pow
+
+    dt = D.to_dtype(dtype) or D.get_default_dtype()
+    exps = linspace(start, end, steps, dtype=D.float64)
+    r = _pow(float(base), exps)
+    from ember_core._copy import to
+
+    return _finish(to(r, dt), requires_grad)
+
+
+@defop("eye(n, m=None, *, dtype=None, device=None, requires_grad=False)", method=False, differentiable=False)
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    """A 2-D tensor with ones on the diagonal."""
+    m = n if m is None else m
+    if n < 0 or m < 0:
+        raise RuntimeError(f"eye: n and m must be non-negative, got {n} and {m}")
+    t = zeros(n, m, dtype=dtype, device=device)
+    k = min(n, m)
+    if k:
+        diag = make(t._storage, (k,), (m + 1,), 0, t._dtype, k, None)
+        fill_values(diag, 1)
+    return _finish(t, requires_grad)
+
+
+@defop("fill_(input, value)", inplace_of="fill", differentiable=True)
+def fill_(input, value):
+    """Set every element to value (a number or a one-element tensor)."""
+    from ember_core._tensor import written
+
+    if isinstance(value, Tensor):
+        if value._shape:
+            raise RuntimeError(
+                f"fill_ only supports 0-dimension value tensor but got tensor with {len(value._shape)} dimensions."
+            )
+        value = value.item()
+    written(input, "fill_")
+    return fill_values(input, value)
+
+
+@defop("zero_(input)", inplace_of="zero", differentiable=True)
+def zero_(input):
+    """Set every element to zero."""
+    from ember_core._tensor import written
+
+    written(input, "zero_")
+    return fill_values(input, 0)

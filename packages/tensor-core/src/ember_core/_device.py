@@ -1,0 +1,85 @@
+"""Devices: where a tensor's memory lives and which kernels run on it."""
+
+
+class device:
+    """``device('cpu')``, ``device('cuda:0')`` or ``device('cuda', 0)``.
+
+    >>> device('cpu')
+    device(type='cpu')
+    """
+
+    __slots__ = ("type", "index")
+
+    def __new__(cls, type_or_str, index=None):
+        if isinstance(type_or_str, device):
+            return type_or_str
+        text = str(type_or_str)
+        kind, sep, idx = text.partition(":")
+        if sep:
+            if index is not None:
+                raise ValueError(f"device(): index given twice in {text!r} and {index}")
+            try:
+                index = int(idx)
+            except ValueError:
+                raise RuntimeError(f"Invalid device string: {text!r}") from None
+        if kind not in ("cpu", "cuda", "meta"):
+            raise RuntimeError(
+                f"Expected one of cpu, cuda, meta device type at start of device string: {text}"
+            )
+        if index is not None and index < 0:
+            raise RuntimeError(f"Device index must not be negative, got {index}")
+        if kind == "cpu" and index not in (None, 0):
+            raise RuntimeError(f"CPU device index must be 0, got {index}")
+        key = (kind, index)
+        cached = _cache.get(key)
+        if cached is not None:
+            return cached
+        self = object.__new__(cls)
+        object.__setattr__(self, "type", kind)
+        object.__setattr__(self, "index", index)
+        _cache[key] = self
+        return self
+
+    def __setattr__(self, name, value):
+        raise AttributeError("device is immutable")
+
+    def __repr__(self):
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and self.type == other.type and self.index == other.index
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+    def __reduce__(self):
+        return (device, (str(self),))
+
+
+_cache = {}
+CPU = device("cpu")
+
+
+def to_device(value):
+    if value is None:
+        return None
+    if isinstance(value, device):
+        return value
+    if isinstance(value, int):
+        return device("cuda", value)
+    return device(str(value))
+
+
+def require_cpu(dev, op):
+    """The CUDA backend is a later piece of work; say so clearly."""
+    if dev.type != "cpu":
+        from ember_core import _cuda
+
+        _cuda.unavailable(op, dev)

@@ -1,0 +1,172 @@
+"""The op table and its one interception point.
+
+Note [Op table]
+Every public op is declared once with ``defop``: its Python signature, its
+implementation, and facts about it (a Tensor method too? an in-place variant of
+which op? does it return a view of its first input? is it differentiable? is it
+a composite of other public ops?).  From the declaration ``defop`` generates the
+public function, with the declared signature, which becomes ``ember_core.<name>``
+and, for methods, ``Tensor.<name>``.
+
+Note [Dispatch]
+Handlers (autograd, profilers, anomaly checks, tracers) register with
+``register_handler``.  A generated function checks one flag; with no handler it
+calls the implementation directly.  With handlers it calls
+``handler(op, args, kwargs, call)`` for the most recently registered one, where
+``args`` holds every parameter in declaration order (keyword-only ones too, so
+handlers never need to bind a signature), ``kwargs`` is empty, and
+``call(args, kwargs)`` runs the next handler down, and finally the
+implementation.  A handler may inspect or change the arguments, skip the call,
+or post-process the result.  Composite ops are not intercepted themselves: the
+public ops they call are.
+"""
+
+import inspect
+import threading
+
+OPS = {}
+
+# The namespace every generated function runs in: `_h` is the one check.
+_ns = {"_h": False, "inf": float("inf"), "nan": float("nan")}
+_handlers = []
+_lock = threading.Lock()
+
+
+class Op:
+    """One entry of the op table."""
+
+    __slots__ = (
+        "name",
+        "params",
+        "impl",
+        "method",
+        "inplace_of",
+        "view",
+        "differentiable",
+        "composite",
+        "public",
+        "signature",
+        "doc",
+        "__weakref__",
+    )
+
+    def __repr__(self):
+        return f"<op {self.name}{self.signature}>"
+
+    def call_impl(self, args, kwargs):
+        """Run the implementation itself (the end of the handler chain)."""
+        return self.impl(*args)
+
+
+def _run(op, args, level):
+    if level < 0:
+        return op.impl(*args)
+    handler = _handlers[level]
+    return handler(op, args, {}, lambda a, kw=None: _run(op, a, level - 1))
+
+
+def dispatch(op, args):
+    """Call ``op`` with canonical ``args`` through the registered handlers."""
+    return _run(op, args, len(_handlers) - 1)
+
+
+_ns["_dispatch"] = dispatch
+
+
+def register_handler(handler):
+    """Add ``handler(op, args, kwargs, call)`` to the chain (it runs first)."""
+    with _lock:
+        _handlers.append(handler)
+        _ns["_h"] = True
+
+
+def remove_handler(handler):
+    with _lock:
+        _handlers.remove(handler)
+        _ns["_h"] = bool(_handlers)
+
+
+def handlers():
+    return tuple(_handlers)
+
+
+def _source(name, sig, op_var, impl_var):
+    params = list(sig.parameters.values())
+    canonical = []
+    for p in params:
+        if p.kind is inspect.Parameter.VAR_KEYWORD:
+            raise ValueError(f"defop {name}: **kwargs are not supported in op signatures")
+        canonical.append(p.name)
+    tuple_src = "(" + "".join(f"{n}, " for n in canonical) + ")"
+    call_src = ", ".join(canonical)
+    return (
+        f"def {name}{sig}:\n"
+        f"    if _h:\n"
+        f"        return _dispatch({op_var}, {tuple_src})\n"
+        f"    return {impl_var}({call_src})\n"
+    )
+
+
+def _signature(text):
+    """Parse 'name(a, b, *, c=1)' into (name, inspect.Signature, defaults namespace)."""
+    name = text[: text.index("(")].strip()
+    holder = {}
+    exec(f"def {name}{text[text.index('('):]}: pass", holder)  # noqa: S102 - our own table
+    return name, inspect.signature(holder[name])
+
+
+def defop(
+    signature,
+    *,
+    method=True,
+    inplace_of=None,
+    view=False,
+    differentiable=True,
+    composite=False,
+    public=True,
+    doc=None,
+):
+    """Declare an op: ``@defop("add(input, other, *, alpha=1, out=None)")`` on its
+    implementation, which takes every parameter positionally in that order."""
+
+    def register(impl):
+        name, sig = _signature(signature)
+        if name in OPS:
+            raise ValueError(f"op {name!r} declared twice")
+        op = Op()
+        op.name = name
+        op.params = tuple(sig.parameters)
+        op.impl = impl
+        op.method = method
+        op.inplace_of = inplace_of
+        op.view = view
+        op.differentiable = differentiable
+        op.composite = composite
+        op.public = public
+        op.signature = str(sig)
+        op.doc = doc or impl.__doc__
+        op_var, impl_var = f"_op_{name}", f"_impl_{name}"
+        _ns[op_var] = op
+        _ns[impl_var] = impl
+        if composite:
+            fn = impl  # composites call public ops; nothing to intercept here
+        else:
+            exec(_source(name, sig, op_var, impl_var), _ns)  # noqa: S102 - generated from the table
+            fn = _ns[name]
+            fn.__qualname__ = name
+            fn.__module__ = "ember_core"
+        fn.__doc__ = op.doc
+        op_fn = fn
+        OPS[name] = op
+        _ns.setdefault("__public__", {})[name] = op_fn
+        return op_fn
+
+    return register
+
+
+def public_function(name):
+    return _ns["__public__"][name]
+
+
+def public_functions():
+    return dict(_ns["__public__"])

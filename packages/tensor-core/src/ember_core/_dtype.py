@@ -1,0 +1,224 @@
+"""dtypes and PyTorch's type promotion rules."""
+
+import numpy as np
+
+from ember_core._lib import lib
+
+
+class dtype:
+    """A tensor element type, e.g. ``ember_core.float32``.
+
+    >>> float32.itemsize, float32.is_floating_point
+    (4, True)
+    """
+
+    __slots__ = (
+        "name",
+        "code",
+        "itemsize",
+        "is_floating_point",
+        "is_signed",
+        "category",
+        "numpy",
+        "min",
+        "max",
+    )
+    is_complex = False
+
+    def __init__(self, name, code, itemsize, category, is_signed, numpy_dtype, lo, hi):
+        self.name = name
+        self.code = code
+        self.itemsize = itemsize
+        self.category = category  # 0 bool, 1 integer, 2 floating
+        self.is_floating_point = category == 2
+        self.is_signed = is_signed
+        self.numpy = numpy_dtype
+        self.min = lo
+        self.max = hi
+
+    def __repr__(self):
+        return f"ember.{self.name}"
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
+
+    def to_real(self):
+        return self
+
+    def to_complex(self):
+        raise TypeError(f"ember has no complex dtypes (asked for the complex form of {self})")
+
+
+def _by_name(name):
+    return DTYPES_BY_NAME[name]
+
+
+_i = np.iinfo
+bool_ = dtype("bool", lib.EC_BOOL, 1, 0, False, np.dtype(np.bool_), False, True)
+uint8 = dtype("uint8", lib.EC_UINT8, 1, 1, False, np.dtype(np.uint8), 0, 255)
+int8 = dtype("int8", lib.EC_INT8, 1, 1, True, np.dtype(np.int8), -128, 127)
+int16 = dtype("int16", lib.EC_INT16, 2, 1, True, np.dtype(np.int16), _i(np.int16).min, _i(np.int16).max)
+int32 = dtype("int32", lib.EC_INT32, 4, 1, True, np.dtype(np.int32), _i(np.int32).min, _i(np.int32).max)
+int64 = dtype("int64", lib.EC_INT64, 8, 1, True, np.dtype(np.int64), _i(np.int64).min, _i(np.int64).max)
+float16 = dtype("float16", lib.EC_FLOAT16, 2, 2, True, np.dtype(np.float16), -65504.0, 65504.0)
+bfloat16 = dtype("bfloat16", lib.EC_BFLOAT16, 2, 2, True, None, -3.3895313892515355e38, 3.3895313892515355e38)
+float32 = dtype("float32", lib.EC_FLOAT32, 4, 2, True, np.dtype(np.float32), float(np.finfo(np.float32).min), float(np.finfo(np.float32).max))
+float64 = dtype("float64", lib.EC_FLOAT64, 8, 2, True, np.dtype(np.float64), float(np.finfo(np.float64).min), float(np.finfo(np.float64).max))
+
+ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+DTYPES_BY_CODE = {d.code: d for d in ALL_DTYPES}
+DTYPES_BY_NAME = {d.name: d for d in ALL_DTYPES}
+# PyTorch's aliases.
+ALIASES = {
+    "half": float16,
+    "float": float32,
+    "double": float64,
+    "long": int64,
+    "int": int32,
+    "short": int16,
+    "bool": bool_,
+}
+DTYPES_BY_NAME.update(ALIASES)
+NUMPY_TO_DTYPE = {d.numpy: d for d in ALL_DTYPES if d.numpy is not None}
+
+# ------------------------------------------------------------- promotion
+
+
+def _promote_pair(a, b):
+    if a is b:
+        return a
+    if a.category != b.category:
+        return a if a.category > b.category else b
+    if a.category == 2:
+        if {a, b} == {float16, bfloat16}:
+            return float32
+        return a if a.itemsize > b.itemsize else b
+    if a.category == 1:
+        if a.is_signed == b.is_signed:
+            return a if a.itemsize > b.itemsize else b
+        signed, unsigned = (a, b) if a.is_signed else (b, a)
+        # uint8 with a signed type: the signed type if wider, else int16
+        if signed.itemsize > unsigned.itemsize:
+            return signed
+        return int16
+    return a
+
+
+_PROMOTE = {(a, b): _promote_pair(a, b) for a in ALL_DTYPES for b in ALL_DTYPES}
+
+
+def promote_types(type1, type2):
+    """The smallest dtype both ``type1`` and ``type2`` convert to (PyTorch's rules).
+
+    >>> promote_types(uint8, int8)
+    ember.int16
+    """
+    return _PROMOTE[type1, type2]
+
+
+class _DefaultDtype:
+    value = float32
+
+
+_default = _DefaultDtype()
+
+
+def get_default_dtype():
+    return _default.value
+
+
+def set_default_dtype(d):
+    if not isinstance(d, dtype) or not d.is_floating_point:
+        raise TypeError(f"set_default_dtype: only floating point dtypes are supported, got {d!r}")
+    _default.value = d
+
+
+def _combine(higher, lower):
+    # PyTorch's combine_categories: a higher-priority group wins unless a lower
+    # one is of a higher category.
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    if higher.category == 2:
+        return higher
+    if higher is bool_ or lower.category == 2:
+        return _PROMOTE[higher, lower]
+    return higher
+
+
+def scalar_dtype(value):
+    """The dtype a Python number takes in promotion: bool, int64 or the default float."""
+    if isinstance(value, bool):
+        return bool_
+    if isinstance(value, int):
+        return int64
+    if isinstance(value, float):
+        return _default.value
+    raise TypeError(f"expected a Tensor or a Python number, got {type(value).__name__}")
+
+
+def result_type(*operands):
+    """The dtype an elementwise op of ``operands`` (tensors and numbers) computes in.
+
+    Dimensioned tensors take precedence over 0-d tensors, which take precedence
+    over Python numbers, unless a lower group has a higher category
+    (bool < integer < floating).
+
+    >>> import ember_core as ec
+    >>> result_type(ec.ones(3, dtype=int32), 2.5)
+    ember.float32
+    """
+    dim = zero = wrapped = None
+    for x in operands:
+        d = getattr(x, "_dtype", None)
+        if d is not None:
+            if x._shape:
+                dim = d if dim is None else _PROMOTE[dim, d]
+            else:
+                zero = d if zero is None else _PROMOTE[zero, d]
+        elif isinstance(x, dtype):
+            dim = x if dim is None else _PROMOTE[dim, x]
+        else:
+            d = scalar_dtype(x)
+            wrapped = d if wrapped is None else _PROMOTE[wrapped, d]
+    result = _combine(dim, _combine(zero, wrapped))
+    if result is None:
+        raise TypeError("result_type: needs at least one operand")
+    return result
+
+
+def can_cast(from_, to):
+    """Whether an in-place op may store values of ``from_`` into ``to``: no lowering
+    of category (float -> int, int -> bool)."""
+    return from_.category <= to.category
+
+
+def to_dtype(value):
+    """Accept an ember dtype, a NumPy dtype, a dtype name or a Python type."""
+    if isinstance(value, dtype):
+        return value
+    if value is None:
+        return None
+    if value is float:
+        return _default.value
+    if value is int:
+        return int64
+    if value is bool:
+        return bool_
+    if isinstance(value, str):
+        try:
+            return DTYPES_BY_NAME[value.removeprefix("ember.").removeprefix("torch.")]
+        except KeyError:
+            raise TypeError(f"unknown dtype name {value!r}") from None
+    name = getattr(value, "name", None)  # a torch.dtype-like object or np.dtype
+    try:
+        return NUMPY_TO_DTYPE[np.dtype(value)]
+    except (TypeError, KeyError):
+        pass
+    if isinstance(name, str) and name in DTYPES_BY_NAME:
+        return DTYPES_BY_NAME[name]
+    text = str(value)
+    if text.startswith("torch."):
+        return to_dtype(text)
+    raise TypeError(f"cannot interpret {value!r} as an ember dtype")

@@ -1,0 +1,814 @@
+"""Elementwise ops: unary, binary (with broadcasting and type promotion) and
+ternary, each with its in-place and ``out=`` forms.
+
+The dtype rules are PyTorch's: arithmetic computes in ``result_type`` of the
+operands; "float" ops (exp, sin, true division, ...) compute integer inputs in
+the default float dtype; comparisons and logical ops return bool; bitwise ops
+take integers and bools only.  An in-place op or ``out=`` whose result dtype
+cannot be stored (float into int, say) raises.
+"""
+
+import math
+import numbers
+
+from ember_core import _dtype as D
+from ember_core import _shape
+from ember_core._dispatch import defop
+from ember_core._lib import check, ffi, lib
+from ember_core._tensor import Tensor, empty, is_contig, written
+
+_new_i64 = ffi.new
+_bool = D.bool_
+
+
+def layout(shape, *strides):
+    """The int64 layout array kernels take: shape, then each operand's strides."""
+    flat = list(shape)
+    for st in strides:
+        flat.extend(st)
+    return _new_i64("int64_t[]", flat)
+
+
+def check_device(op, *tensors):
+    dev = None
+    for t in tensors:
+        if isinstance(t, Tensor):
+            d = t._storage._device
+            if dev is None:
+                dev = d
+            elif d != dev and t._shape:
+                raise RuntimeError(
+                    f"{op}: Expected all tensors to be on the same device, but found at least "
+                    f"two devices, {dev} and {d}!"
+                )
+    return dev
+
+
+def is_scalar(x):
+    return isinstance(x, numbers.Number) and not isinstance(x, Tensor)
+
+
+def cast(t, dtype):
+    """``t`` in ``dtype`` (itself when it already is)."""
+    if t._dtype is dtype:
+        return t
+    from ember_core._copy import to_dtype_copy
+
+    return to_dtype_copy(t, dtype)
+
+
+def prepare_out(out, shape, dtype, op):
+    """Check/resize ``out`` for a result of ``shape``; returns (target, needs_copy).
+
+    When ``out`` has another dtype the result is computed in ``dtype`` into a
+    temporary and copied (cast) into ``out``."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if out._shape != shape:
+        from ember_core._copy import resize_out
+
+        resize_out(out, shape, op)
+    if out._dtype is not dtype:
+        if not D.can_cast(dtype, out._dtype):
+            raise RuntimeError(
+                f"{op}: result type {_tname(dtype)} can't be cast to the desired output type "
+                f"{_tname(out._dtype)}"
+            )
+        return empty(shape, dtype, out._storage._device), True
+    return out, False
+
+
+def finish_out(out, target, needs_copy, op):
+    written(out, op)
+    if needs_copy:
+        from ember_core._copy import copy_into
+
+        copy_into(out, target)
+    return out
+
+
+def _tname(d):
+    return {
+        "float32": "Float",
+        "float64": "Double",
+        "float16": "Half",
+        "bfloat16": "BFloat16",
+        "int64": "Long",
+        "int32": "Int",
+        "int16": "Short",
+        "int8": "Char",
+        "uint8": "Byte",
+        "bool": "Bool",
+    }[d.name]
+
+
+def overlaps(a, b):
+    """Whether writing ``a`` elementwise could clobber ``b`` before it is read."""
+    if a._storage is not b._storage:
+        return False
+    if a._offset == b._offset and a._stride == b._stride and a._shape == b._shape:
+        return False  # same elements in the same order: elementwise in place is safe
+    return True
+
+
+# ------------------------------------------------------------------ unary
+
+SAME = 0  # keep the input dtype
+FLOAT = 1  # integers compute in the default float dtype
+BOOL_OUT = 2  # output is bool
+NOT_BOOL = 3  # like SAME, but bool input is an error
+INT_ONLY = 4  # integer and bool inputs only
+
+
+def _unary_dtypes(op, rule, xd):
+    if rule == FLOAT:
+        cd = xd if xd.category == 2 else D.get_default_dtype()
+        return cd, cd
+    if rule == BOOL_OUT:
+        return xd, _bool
+    if rule == NOT_BOOL and xd is _bool:
+        raise RuntimeError(f"{op}: not supported for bool tensors")
+    if rule == INT_ONLY and xd.category == 2:
+        raise RuntimeError(f'"{op}" not implemented for \'{_tname(xd)}\'')
+    return xd, xd
+
+
+def unary(op, code, rule, x, out=None, p0=0.0, p1=0.0):
+    """Run unary kernel ``code`` on tensor ``x``; returns the result tensor."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
+    cd, od = _unary_dtypes(op, rule, x._dtype)
+    if x._dtype is not cd:
+        x = cast(x, cd)
+    dev = x._storage._device
+    if out is None:
+        r = empty(x._shape, od, dev)
+        if x._contig or is_contig(x):
+            check(lib.ec_unary_contig(code, cd.code, x._numel, r._ptr, x._ptr, p0, p1), op)
+        else:
+            lay = layout(x._shape, r._stride, x._stride)
+            check(lib.ec_unary(code, cd.code, len(x._shape), lay, r._ptr, x._ptr, p0, p1), op)
+        return r
+    target, needs_copy = prepare_out(out, x._shape, od, op)
+    if not needs_copy and overlaps(target, x):
+        target, needs_copy = empty(x._shape, od, dev), True
+    lay = layout(x._shape, target._stride, x._stride)
+    check(lib.ec_unary(code, cd.code, len(x._shape), lay, target._ptr, x._ptr, p0, p1), op)
+    return finish_out(out, target, needs_copy, op)
+
+
+def unary_(op, code, rule, x, p0=0.0, p1=0.0):
+    """In place: x = f(x)."""
+    cd, od = _unary_dtypes(op, rule, x._dtype)
+    if od is not x._dtype:
+        raise RuntimeError(
+            f"{op}: result type {_tname(od)} can't be cast to the desired output type "
+            f"{_tname(x._dtype)}"
+        )
+    src = x if cd is x._dtype else cast(x, cd)
+    lay = layout(x._shape, x._stride, src._stride)
+    written(x, op)
+    check(lib.ec_unary(code, cd.code, len(x._shape), lay, x._ptr, src._ptr, p0, p1), op)
+    return x
+
+
+U = lib
+UNARY_OPS = [
+    # name, kernel, dtype rule, has an in-place form
+    ("neg", U.EC_U_NEG, NOT_BOOL, True),
+    ("abs", U.EC_U_ABS, NOT_BOOL, True),
+    ("sign", U.EC_U_SIGN, NOT_BOOL, True),
+    ("square", U.EC_U_SQUARE, SAME, True),
+    ("reciprocal", U.EC_U_RECIPROCAL, FLOAT, True),
+    ("sqrt", U.EC_U_SQRT, FLOAT, True),
+    ("rsqrt", U.EC_U_RSQRT, FLOAT, True),
+    ("exp", U.EC_U_EXP, FLOAT, True),
+    ("exp2", U.EC_U_EXP2, FLOAT, True),
+    ("expm1", U.EC_U_EXPM1, FLOAT, True),
+    ("log", U.EC_U_LOG, FLOAT, True),
+    ("log2", U.EC_U_LOG2, FLOAT, True),
+    ("log10", U.EC_U_LOG10, FLOAT, True),
+    ("log1p", U.EC_U_LOG1P, FLOAT, True),
+    ("sin", U.EC_U_SIN, FLOAT, True),
+    ("cos", U.EC_U_COS, FLOAT, True),
+    ("tan", U.EC_U_TAN, FLOAT, True),
+    ("asin", U.EC_U_ASIN, FLOAT, True),
+    ("acos", U.EC_U_ACOS, FLOAT, True),
+    ("atan", U.EC_U_ATAN, FLOAT, True),
+    ("sinh", U.EC_U_SINH, FLOAT, True),
+    ("cosh", U.EC_U_COSH, FLOAT, True),
+    ("tanh", U.EC_U_TANH, FLOAT, True),
+    ("asinh", U.EC_U_ASINH, FLOAT, True),
+    ("acosh", U.EC_U_ACOSH, FLOAT, True),
+    ("atanh", U.EC_U_ATANH, FLOAT, True),
+    ("sigmoid", U.EC_U_SIGMOID, FLOAT, True),
+    ("relu", U.EC_U_RELU, NOT_BOOL, True),
+    ("silu", U.EC_U_SILU, FLOAT, True),
+    ("erf", U.EC_U_ERF, FLOAT, True),
+    ("erfc", U.EC_U_ERFC, FLOAT, True),
+    ("erfinv", U.EC_U_ERFINV, FLOAT, True),
+    ("floor", U.EC_U_FLOOR, SAME, True),
+    ("ceil", U.EC_U_CEIL, SAME, True),
+    ("trunc", U.EC_U_TRUNC, SAME, True),
+    ("frac", U.EC_U_FRAC, SAME, True),
+    ("lgamma", U.EC_U_LGAMMA, FLOAT, True),
+    ("digamma", U.EC_U_DIGAMMA, FLOAT, True),
+    ("deg2rad", U.EC_U_DEG2RAD, FLOAT, True),
+    ("rad2deg", U.EC_U_RAD2DEG, FLOAT, True),
+    ("sinc", U.EC_U_SINC, FLOAT, True),
+    ("mish", U.EC_U_MISH, FLOAT, True),
+    ("selu", U.EC_U_SELU, FLOAT, True),
+    ("hardsigmoid", U.EC_U_HARDSIGMOID, FLOAT, True),
+    ("hardswish", U.EC_U_HARDSWISH, FLOAT, True),
+    ("softsign", U.EC_U_SOFTSIGN, FLOAT, False),
+    ("logsigmoid", U.EC_U_LOGSIGMOID, FLOAT, False),
+    ("isnan", U.EC_U_ISNAN, BOOL_OUT, False),
+    ("isinf", U.EC_U_ISINF, BOOL_OUT, False),
+    ("isfinite", U.EC_U_ISFINITE, BOOL_OUT, False),
+    ("signbit", U.EC_U_SIGNBIT, BOOL_OUT, False),
+    ("logical_not", U.EC_U_LOGICAL_NOT, BOOL_OUT, False),
+    ("bitwise_not", U.EC_U_BITWISE_NOT, INT_ONLY, True),
+]
+
+# Ops that integers keep as they are (the kernel copies).
+_ROUNDING = {"floor", "ceil", "trunc"}
+
+
+def _make_unary(name, code, rule):
+    def impl(input, out=None):
+        return unary(name, code, rule, input, out)
+
+    def impl_(input):
+        return unary_(name + "_", code, rule, input)
+
+    impl.__name__, impl_.__name__ = name, name + "_"
+    return impl, impl_
+
+
+for _name, _code, _rule, _has_inplace in UNARY_OPS:
+    _impl, _impl_ = _make_unary(_name, _code, _rule)
+    _doc = f"Elementwise {_name}. See torch.{_name}."
+    globals()[_name] = defop(f"{_name}(input, *, out=None)", doc=_doc)(_impl)
+    if _has_inplace:
+        globals()[_name + "_"] = defop(f"{_name}_(input)", inplace_of=_name, doc=_doc)(_impl_)
+
+
+@defop("round(input, *, decimals=0, out=None)")
+def round(input, decimals=0, out=None):
+    """Round half to even; ``decimals`` rounds to that many decimal places."""
+    if decimals == 0:
+        return unary("round", lib.EC_U_ROUND, SAME, input, out)
+    scale = 10.0**decimals
+    return mul(unary("round", lib.EC_U_ROUND, SAME, mul(input, scale), None), 1.0 / scale, out=out)
+
+
+@defop("round_(input, *, decimals=0)", inplace_of="round")
+def round_(input, decimals=0):
+    if decimals == 0:
+        return unary_("round_", lib.EC_U_ROUND, SAME, input)
+    return input.copy_(round(input, decimals=decimals))
+
+
+def _clamp_bounds(op, min, max, dtype):
+    if min is None and max is None:
+        raise RuntimeError(f"{op}: At least one of 'min' or 'max' must not be None")
+    lo = math.nan if min is None else float(min)
+    hi = math.nan if max is None else float(max)
+    if dtype.category < 2:
+        lo = -math.inf if min is None else lo
+        hi = math.inf if max is None else hi
+    return lo, hi
+
+
+def _clamp_dtype(input, min, max):
+    scalars = [v for v in (min, max) if v is not None]
+    return D.result_type(input, *scalars)
+
+
+@defop("clamp(input, min=None, max=None, *, out=None)")
+def clamp(input, min=None, max=None, out=None):
+    """Limit values to [min, max]; NaN stays NaN.  Bounds may be tensors."""
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        return _clamp_tensor(input, min, max, out)
+    dt = _clamp_dtype(input, min, max)
+    lo, hi = _clamp_bounds("clamp", min, max, dt)
+    x = cast(input, dt)
+    return unary("clamp", lib.EC_U_CLAMP, SAME, x, out, lo, hi)
+
+
+@defop("clamp_(input, min=None, max=None)", inplace_of="clamp")
+def clamp_(input, min=None, max=None):
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        return input.copy_(_clamp_tensor(input, min, max, None))
+    lo, hi = _clamp_bounds("clamp_", min, max, input._dtype)
+    return unary_("clamp_", lib.EC_U_CLAMP, SAME, input, lo, hi)
+
+
+def _clamp_tensor(input, min, max, out):
+    r = input
+    if min is not None:
+        r = maximum(r, min) if isinstance(min, Tensor) else clamp(r, min=min)
+    if max is not None:
+        r = minimum(r, max) if isinstance(max, Tensor) else clamp(r, max=max)
+    if out is not None:
+        out.copy_(r)
+        return out
+    return r if r is not input else input.clone()
+
+
+@defop("clamp_min(input, min)")
+def clamp_min(input, min):
+    return clamp(input, min=min)
+
+
+@defop("clamp_max(input, max)")
+def clamp_max(input, max):
+    return clamp(input, max=max)
+
+
+@defop("nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None)")
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None, out=None):
+    """Replace NaN and infinities by finite numbers (the dtype's extremes by default)."""
+    if input._dtype.category < 2:
+        return input.clone() if out is None else out.copy_(input)
+    hi = input._dtype.max if posinf is None else posinf
+    lo = -input._dtype.max if neginf is None else neginf
+    r = unary("nan_to_num", lib.EC_U_NAN_TO_NUM, SAME, input, None, nan, hi)
+    if lo != -hi:
+        r = where(isneginf(input), lo, r)
+    if out is not None:
+        return out.copy_(r)
+    return r
+
+
+@defop("isneginf(input)")
+def isneginf(input):
+    return logical_and(isinf(input), signbit(input))
+
+
+@defop("isposinf(input)")
+def isposinf(input):
+    return logical_and(isinf(input), logical_not(signbit(input)))
+
+
+@defop("isreal(input)")
+def isreal(input):
+    from ember_core._creation import ones_like
+
+    return ones_like(input, dtype=_bool)
+
+
+@defop("positive(input)")
+def positive(input):
+    if input._dtype is _bool:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+# ----------------------------------------------------------------- binary
+
+ARITH = 0  # compute in result_type
+TRUEDIV = 1  # integer results become the default float
+COMPARE = 2  # compute in result_type, output bool
+BITWISE = 3  # integers and bool only
+FLOATFN = 4  # like TRUEDIV (atan2, hypot, ...)
+
+
+def _binary_dtypes(op, kind, a, b):
+    if a.__class__ is Tensor and b.__class__ is Tensor and a._dtype is b._dtype:
+        rt = a._dtype  # fast path: same dtype needs no promotion
+    else:
+        rt = D.result_type(a, b)
+    if kind == ARITH:
+        return rt, rt
+    if kind == COMPARE:
+        return rt, _bool
+    if kind == BITWISE:
+        if rt.category == 2:
+            raise RuntimeError(f'"{op}_cpu" not implemented for \'{_tname(rt)}\'')
+        return rt, rt
+    cd = rt if rt.category == 2 else D.get_default_dtype()
+    return cd, cd
+
+
+def _scalar_args(s, dtype):
+    """(double, int64) forms of a Python number for a kernel computing in dtype."""
+    if dtype.category == 2:
+        return float(s), 0
+    if isinstance(s, float):
+        if s != s or s in (math.inf, -math.inf):
+            return 0.0, 0
+        s = int(s)
+    s = int(s)
+    if not -(2**63) <= s < 2**64:
+        raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow: {s}")
+    if s >= 2**63:
+        s -= 2**64
+    return float(s), s
+
+
+def binary(op, code, kind, a, b, out=None, p0=1.0):
+    """Run binary kernel ``code`` on a and b (tensors or one Python number)."""
+    a_scalar = not isinstance(a, Tensor)
+    b_scalar = not isinstance(b, Tensor)
+    if a_scalar and b_scalar:
+        raise TypeError(f"{op}(): at least one argument must be a Tensor")
+    for x, name in ((a, "input"), (b, "other")):
+        if not isinstance(x, Tensor) and not is_scalar(x):
+            raise TypeError(f"{op}(): argument '{name}' must be Tensor or Number, not {type(x).__name__}")
+    cd, od = _binary_dtypes(op, kind, a, b)
+    if a_scalar or b_scalar:
+        t, s = (b, a) if a_scalar else (a, b)
+        if t._dtype is not cd:
+            t = cast(t, cd)
+        sf, si = _scalar_args(s, cd)
+        dev = t._storage._device
+        if out is None:
+            r = empty(t._shape, od, dev)
+            if t._contig or is_contig(t):
+                check(lib.ec_binary_scalar_contig(code, cd.code, t._numel, r._ptr, t._ptr, sf, si, a_scalar, p0), op)
+            else:
+                lay = layout(t._shape, r._stride, t._stride)
+                check(lib.ec_binary_scalar(code, cd.code, len(t._shape), lay, r._ptr, t._ptr, sf, si, a_scalar, p0), op)
+            return r
+        target, needs_copy = prepare_out(out, t._shape, od, op)
+        if not needs_copy and overlaps(target, t):
+            target, needs_copy = empty(t._shape, od, dev), True
+        lay = layout(t._shape, target._stride, t._stride)
+        check(lib.ec_binary_scalar(code, cd.code, len(t._shape), lay, target._ptr, t._ptr, sf, si, a_scalar, p0), op)
+        return finish_out(out, target, needs_copy, op)
+
+    dev = check_device(op, a, b)
+    if a._dtype is not cd:
+        a = cast(a, cd)
+    if b._dtype is not cd:
+        b = cast(b, cd)
+    if out is None and a._shape == b._shape and (a._contig or is_contig(a)) and (b._contig or is_contig(b)):
+        r = empty(a._shape, od, dev)
+        check(lib.ec_binary_contig(code, cd.code, a._numel, r._ptr, a._ptr, b._ptr, p0), op)
+        return r
+    shape = _shape.broadcast_shapes(a._shape, b._shape, op=op)
+    sa = _shape.broadcast_strides(a._shape, a._stride, shape)
+    sb = _shape.broadcast_strides(b._shape, b._stride, shape)
+    if out is None:
+        r = empty(shape, od, dev)
+        target, needs_copy = r, False
+    else:
+        target, needs_copy = prepare_out(out, shape, od, op)
+        if not needs_copy and (overlaps(target, a) or overlaps(target, b)):
+            target, needs_copy = empty(shape, od, dev), True
+    lay = layout(shape, target._stride, sa, sb)
+    check(lib.ec_binary(code, cd.code, len(shape), lay, target._ptr, a._ptr, b._ptr, p0), op)
+    if out is None:
+        return target
+    return finish_out(out, target, needs_copy, op)
+
+
+def binary_(op, code, kind, a, b, p0=1.0):
+    """In place: a = f(a, b), b broadcast to a's shape."""
+    cd, od = _binary_dtypes(op, kind, a, b)
+    if od is not a._dtype and not D.can_cast(od, a._dtype):
+        raise RuntimeError(
+            f"{op}: result type {_tname(od)} can't be cast to the desired output type "
+            f"{_tname(a._dtype)}"
+        )
+    if od is not a._dtype or (isinstance(b, Tensor) and _shape.broadcast_shapes(a._shape, b._shape, op=op) != a._shape):
+        if isinstance(b, Tensor) and _shape.broadcast_shapes(a._shape, b._shape, op=op) != a._shape:
+            raise RuntimeError(
+                f"{op}: output with shape {list(a._shape)} doesn't match the broadcast shape "
+                f"{list(_shape.broadcast_shapes(a._shape, b._shape, op=op))}"
+            )
+        r = binary(op, code, kind, a, b, None, p0)
+        from ember_core._copy import copy_into
+
+        written(a, op)
+        copy_into(a, r)
+        return a
+    if isinstance(b, Tensor):
+        check_device(op, a, b)
+        if b._dtype is not cd:
+            b = cast(b, cd)
+        if overlaps(a, b):
+            b = b.clone()
+        sb = _shape.broadcast_strides(b._shape, b._stride, a._shape)
+        src = a if a._dtype is cd else cast(a, cd)
+        lay = layout(a._shape, a._stride, src._stride, sb)
+        written(a, op)
+        check(lib.ec_binary(code, cd.code, len(a._shape), lay, a._ptr, src._ptr, b._ptr, p0), op)
+        return a
+    sf, si = _scalar_args(b, cd)
+    src = a if a._dtype is cd else cast(a, cd)
+    lay = layout(a._shape, a._stride, src._stride)
+    written(a, op)
+    check(lib.ec_binary_scalar(code, cd.code, len(a._shape), lay, a._ptr, src._ptr, sf, si, 0, p0), op)
+    return a
+
+
+def _no_bool_sub(op, a, b):
+    if (getattr(a, "_dtype", None) is _bool or isinstance(a, bool)) and (
+        getattr(b, "_dtype", None) is _bool or isinstance(b, bool)
+    ):
+        raise RuntimeError(
+            f"{op}: Subtraction, the `-` operator, with two bool tensors is not supported. If "
+            "you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
+
+
+def _alpha(op, alpha, a, b):
+    if alpha == 1:
+        return 1.0
+    if isinstance(alpha, float) and D.result_type(a, b).category < 2:
+        raise RuntimeError(f"{op}: For integral input tensors, argument alpha must not be a floating point number.")
+    return float(alpha)
+
+
+@defop("add(input, other, *, alpha=1, out=None)")
+def add(input, other, alpha=1, out=None):
+    """input + alpha * other, broadcast and promoted."""
+    return binary("add", lib.EC_B_ADD, ARITH, input, other, out, _alpha("add", alpha, input, other))
+
+
+@defop("add_(input, other, *, alpha=1)", inplace_of="add")
+def add_(input, other, alpha=1):
+    return binary_("add_", lib.EC_B_ADD, ARITH, input, other, _alpha("add_", alpha, input, other))
+
+
+@defop("sub(input, other, *, alpha=1, out=None)")
+def sub(input, other, alpha=1, out=None):
+    """input - alpha * other."""
+    _no_bool_sub("sub", input, other)
+    return binary("sub", lib.EC_B_SUB, ARITH, input, other, out, _alpha("sub", alpha, input, other))
+
+
+@defop("sub_(input, other, *, alpha=1)", inplace_of="sub")
+def sub_(input, other, alpha=1):
+    _no_bool_sub("sub_", input, other)
+    return binary_("sub_", lib.EC_B_SUB, ARITH, input, other, _alpha("sub_", alpha, input, other))
+
+
+@defop("rsub(input, other, *, alpha=1)")
+def rsub(input, other, alpha=1):
+    """other - alpha * input."""
+    _no_bool_sub("rsub", input, other)
+    return binary("rsub", lib.EC_B_RSUB, ARITH, input, other, None, _alpha("rsub", alpha, input, other))
+
+
+@defop("mul(input, other, *, out=None)")
+def mul(input, other, out=None):
+    return binary("mul", lib.EC_B_MUL, ARITH, input, other, out)
+
+
+@defop("mul_(input, other)", inplace_of="mul")
+def mul_(input, other):
+    return binary_("mul_", lib.EC_B_MUL, ARITH, input, other)
+
+
+def _div_kind(rounding_mode):
+    if rounding_mode is None:
+        return lib.EC_B_DIV, TRUEDIV
+    if rounding_mode == "trunc":
+        return lib.EC_B_TRUNC_DIV, ARITH
+    if rounding_mode == "floor":
+        return lib.EC_B_FLOOR_DIV, ARITH
+    raise ValueError(
+        f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
+    )
+
+
+@defop("div(input, other, *, rounding_mode=None, out=None)")
+def div(input, other, rounding_mode=None, out=None):
+    """True division, or rounded with rounding_mode 'trunc' / 'floor'."""
+    code, kind = _div_kind(rounding_mode)
+    return binary("div", code, kind, input, other, out)
+
+
+@defop("div_(input, other, *, rounding_mode=None)", inplace_of="div")
+def div_(input, other, rounding_mode=None):
+    code, kind = _div_kind(rounding_mode)
+    return binary_("div_", code, kind, input, other)
+
+
+@defop("true_divide(input, other, *, out=None)")
+def true_divide(input, other, out=None):
+    return div(input, other, out=out)
+
+
+@defop("floor_divide(input, other, *, out=None)")
+def floor_divide(input, other, out=None):
+    return binary("floor_divide", lib.EC_B_FLOOR_DIV, ARITH, input, other, out)
+
+
+@defop("floor_divide_(input, other)", inplace_of="floor_divide")
+def floor_divide_(input, other):
+    return binary_("floor_divide_", lib.EC_B_FLOOR_DIV, ARITH, input, other)
+
+
+@defop("remainder(input, other, *, out=None)")
+def remainder(input, other, out=None):
+    """Python's %: the result takes the divisor's sign."""
+    return binary("remainder", lib.EC_B_REMAINDER, ARITH, input, other, out)
+
+
+@defop("remainder_(input, other)", inplace_of="remainder")
+def remainder_(input, other):
+    return binary_("remainder_", lib.EC_B_REMAINDER, ARITH, input, other)
+
+
+@defop("fmod(input, other, *, out=None)")
+def fmod(input, other, out=None):
+    """C's fmod: the result takes the dividend's sign."""
+    return binary("fmod", lib.EC_B_FMOD, ARITH, input, other, out)
+
+
+@defop("fmod_(input, other)", inplace_of="fmod")
+def fmod_(input, other):
+    return binary_("fmod_", lib.EC_B_FMOD, ARITH, input, other)
+
+
+def _pow_scalar_exponent(input, exponent, out):
+    # x ** c: a unary kernel, no broadcast machinery; integers need c >= 0
+    dt = D.result_type(input, exponent)
+    if dt.category < 2:
+        if exponent < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        return unary("pow", lib.EC_U_POW_SCALAR, SAME, cast(input, dt), out, float(exponent), 0.0)
+    return unary("pow", lib.EC_U_POW_SCALAR, SAME, cast(input, dt), out, float(exponent), 0.0)
+
+
+@defop("pow(input, exponent, *, out=None)")
+def pow(input, exponent, out=None):
+    """input ** exponent (either may be a number)."""
+    if isinstance(input, Tensor) and is_scalar(exponent) and not isinstance(exponent, bool):
+        return _pow_scalar_exponent(input, exponent, out)
+    if is_scalar(input) and isinstance(exponent, Tensor):
+        dt = D.result_type(input, exponent)
+        if dt.category == 2:
+            return unary("pow", lib.EC_U_RPOW_SCALAR, SAME, cast(exponent, dt), out, float(input), 0.0)
+    return binary("pow", lib.EC_B_POW, ARITH, input, exponent, out)
+
+
+@defop("pow_(input, exponent)", inplace_of="pow")
+def pow_(input, exponent):
+    if is_scalar(exponent) and not isinstance(exponent, bool):
+        dt = D.result_type(input, exponent)
+        if dt is not input._dtype and not D.can_cast(dt, input._dtype):
+            raise RuntimeError(
+                f"pow_: result type {_tname(dt)} can't be cast to the desired output type "
+                f"{_tname(input._dtype)}"
+            )
+        if dt.category < 2 and exponent < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        return unary_("pow_", lib.EC_U_POW_SCALAR, SAME, input, float(exponent), 0.0)
+    return binary_("pow_", lib.EC_B_POW, ARITH, input, exponent)
+
+
+@defop("float_power(input, exponent, *, out=None)")
+def float_power(input, exponent, out=None):
+    a = cast(input, D.float64) if isinstance(input, Tensor) else float(input)
+    e = cast(exponent, D.float64) if isinstance(exponent, Tensor) else float(exponent)
+    return pow(a, e, out=out)
+
+
+def _binary_family(name, code, kind, inplace=True, doc=None):
+    def impl(input, other, out=None):
+        return binary(name, code, kind, input, other, out)
+
+    impl.__name__ = name
+    globals()[name] = defop(f"{name}(input, other, *, out=None)", doc=doc)(impl)
+    if inplace:
+
+        def impl_(input, other):
+            return binary_(name + "_", code, kind, input, other)
+
+        impl_.__name__ = name + "_"
+        globals()[name + "_"] = defop(f"{name}_(input, other)", inplace_of=name, doc=doc)(impl_)
+
+
+B = lib
+for _name, _code, _kind, _inpl in [
+    ("maximum", B.EC_B_MAXIMUM, ARITH, False),
+    ("minimum", B.EC_B_MINIMUM, ARITH, False),
+    ("fmax", B.EC_B_FMAX, ARITH, False),
+    ("fmin", B.EC_B_FMIN, ARITH, False),
+    ("atan2", B.EC_B_ATAN2, FLOATFN, True),
+    ("hypot", B.EC_B_HYPOT, FLOATFN, True),
+    ("copysign", B.EC_B_COPYSIGN, FLOATFN, True),
+    ("xlogy", B.EC_B_XLOGY, FLOATFN, True),
+    ("logaddexp", B.EC_B_LOGADDEXP, FLOATFN, False),
+    ("nextafter", B.EC_B_NEXTAFTER, ARITH, True),
+    ("eq", B.EC_B_EQ, COMPARE, True),
+    ("ne", B.EC_B_NE, COMPARE, True),
+    ("lt", B.EC_B_LT, COMPARE, True),
+    ("le", B.EC_B_LE, COMPARE, True),
+    ("gt", B.EC_B_GT, COMPARE, True),
+    ("ge", B.EC_B_GE, COMPARE, True),
+    ("logical_and", B.EC_B_LOGICAL_AND, COMPARE, True),
+    ("logical_or", B.EC_B_LOGICAL_OR, COMPARE, True),
+    ("logical_xor", B.EC_B_LOGICAL_XOR, COMPARE, True),
+    ("bitwise_and", B.EC_B_BITWISE_AND, BITWISE, True),
+    ("bitwise_or", B.EC_B_BITWISE_OR, BITWISE, True),
+    ("bitwise_xor", B.EC_B_BITWISE_XOR, BITWISE, True),
+    ("bitwise_left_shift", B.EC_B_LSHIFT, BITWISE, True),
+    ("bitwise_right_shift", B.EC_B_RSHIFT, BITWISE, True),
+]:
+    _binary_family(_name, _code, _kind, _inpl, doc=f"Elementwise {_name}, broadcast. See torch.{_name}.")
+
+# PyTorch's aliases
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+
+
+# ---------------------------------------------------------------- ternary
+
+
+def ternary(op, code, a, b, c, out=None, p0=1.0, cond=False):
+    """Run a ternary kernel; with cond=True, ``a`` is a bool condition and b, c are
+    the values (``where``)."""
+    tensors = [x for x in (a, b, c) if isinstance(x, Tensor)]
+    dev = check_device(op, *tensors)
+    if cond:
+        if not isinstance(a, Tensor) or a._dtype is not _bool:
+            raise RuntimeError(f"{op}: expected condition to be a boolean tensor, but got a tensor with dtype {getattr(a, '_dtype', type(a).__name__)}")
+        cd = D.result_type(b, c)
+        od = cd
+        ops = [a, b, c]
+        dtypes = [_bool, cd, cd]
+    else:
+        cd = D.result_type(a, b, c)
+        od = cd
+        ops = [a, b, c]
+        dtypes = [cd, cd, cd]
+    from ember_core._creation import full
+
+    conv = []
+    for x, dt in zip(ops, dtypes):
+        if isinstance(x, Tensor):
+            conv.append(cast(x, dt))
+        else:
+            conv.append(full((), x, dtype=dt, device=dev))
+    shape = _shape.broadcast_shapes(*(x._shape for x in conv), op=op)
+    strides = [_shape.broadcast_strides(x._shape, x._stride, shape) for x in conv]
+    if out is None:
+        target, needs_copy = empty(shape, od, dev), False
+    else:
+        target, needs_copy = prepare_out(out, shape, od, op)
+        if not needs_copy and any(overlaps(target, x) for x in conv):
+            target, needs_copy = empty(shape, od, dev), True
+    lay = layout(shape, target._stride, *strides)
+    check(
+        lib.ec_ternary(code, cd.code, len(shape), lay, target._ptr, conv[0]._ptr, conv[1]._ptr, conv[2]._ptr, p0),
+        op,
+    )
+    if out is None:
+        return target
+    return finish_out(out, target, needs_copy, op)
+
+
+@defop("where(condition, input=None, other=None, *, out=None)")
+def where(condition, input=None, other=None, out=None):
+    """Elements of input where condition is true, else of other.  With only a
+    condition, the indices of its non-zero elements (like nonzero(as_tuple=True))."""
+    if input is None and other is None:
+        from ember_core._indexing import nonzero
+
+        return nonzero(condition, as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where(): expected both input and other, or neither")
+    return ternary("where", lib.EC_T_WHERE, condition, input, other, out, cond=True)
+
+
+@defop("lerp(input, end, weight, *, out=None)")
+def lerp(input, end, weight, out=None):
+    """input + weight * (end - input)."""
+    return ternary("lerp", lib.EC_T_LERP, input, end, weight, out)
+
+
+@defop("lerp_(input, end, weight)", inplace_of="lerp")
+def lerp_(input, end, weight):
+    return ternary("lerp_", lib.EC_T_LERP, input, end, weight, input)
+
+
+@defop("addcmul(input, tensor1, tensor2, *, value=1, out=None)")
+def addcmul(input, tensor1, tensor2, value=1, out=None):
+    """input + value * tensor1 * tensor2."""
+    return ternary("addcmul", lib.EC_T_ADDCMUL, input, tensor1, tensor2, out, float(value))
+
+
+@defop("addcmul_(input, tensor1, tensor2, *, value=1)", inplace_of="addcmul")
+def addcmul_(input, tensor1, tensor2, value=1):
+    return ternary("addcmul_", lib.EC_T_ADDCMUL, input, tensor1, tensor2, input, float(value))
+
+
+@defop("addcdiv(input, tensor1, tensor2, *, value=1, out=None)")
+def addcdiv(input, tensor1, tensor2, value=1, out=None):
+    """input + value * tensor1 / tensor2."""
+    if D.result_type(tensor1, tensor2).category < 2:
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future release "
+            "addcdiv will perform a true division of tensor1 and tensor2."
+        )
+    return ternary("addcdiv", lib.EC_T_ADDCDIV, input, tensor1, tensor2, out, float(value))
+
+
+@defop("addcdiv_(input, tensor1, tensor2, *, value=1)", inplace_of="addcdiv")
+def addcdiv_(input, tensor1, tensor2, value=1):
+    return ternary("addcdiv_", lib.EC_T_ADDCDIV, input, tensor1, tensor2, input, float(value))

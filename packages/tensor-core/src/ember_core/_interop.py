@@ -1,0 +1,154 @@
+"""Zero-copy interop with NumPy (from_numpy, .numpy(), __array__), Python values
+(item, tolist) and pickling (which copies the data)."""
+
+import numpy as np
+
+from ember_core import _dtype as D
+from ember_core import _storage
+from ember_core._device import CPU
+from ember_core._lib import ffi
+from ember_core._tensor import Tensor, empty, is_contig, make
+
+
+def from_numpy(ndarray):
+    """A tensor sharing memory with a NumPy array (any strides, negative ones
+    included); the array stays alive as long as the tensor.  A read-only array
+    gives a tensor that refuses in-place writes.
+
+    >>> a = np.arange(3.0); t = from_numpy(a); a[0] = 7; t.tolist()
+    [7.0, 1.0, 2.0]
+    """
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    arr = ndarray
+    if not arr.dtype.isnative:
+        raise TypeError(f"from_numpy: byte-swapped arrays ({arr.dtype}) are not supported; use arr.astype(arr.dtype.newbyteorder('='))")
+    dt = D.NUMPY_TO_DTYPE.get(arr.dtype)
+    if dt is None:
+        raise TypeError(
+            f"can't convert np.ndarray of type {arr.dtype}. The only supported types are: "
+            "float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
+        )
+    isz = dt.itemsize
+    for s in arr.strides:
+        if s % isz:
+            raise ValueError(
+                "given numpy array strides not a multiple of the element byte size. Copy the "
+                "numpy array to reallocate the memory."
+            )
+    shape = tuple(int(s) for s in arr.shape)
+    stride = tuple(s // isz for s in arr.strides)
+    ptr = arr.__array_interface__["data"][0]
+    numel = int(arr.size)
+    low = sum((n - 1) * st for n, st in zip(shape, stride) if st < 0) if numel else 0
+    high = sum((n - 1) * st for n, st in zip(shape, stride) if st > 0) if numel else -1
+    storage = _storage.external(
+        ptr + low * isz, (high - low + 1) * isz, arr, CPU, readonly=not arr.flags.writeable
+    )
+    return make(storage, shape, stride, -low, dt, numel, None)
+
+
+class _ArrayView:
+    """Exposes a tensor's memory through __array_interface__; NumPy keeps this
+    object (and so the tensor) alive as the array's base."""
+
+    __slots__ = ("__array_interface__", "tensor")
+
+    def __init__(self, t, readonly=False):
+        isz = t._dtype.itemsize
+        self.tensor = t
+        self.__array_interface__ = {
+            "shape": t._shape,
+            "typestr": t._dtype.numpy.str,
+            "data": (t._ptr, readonly or t._storage._readonly),
+            "strides": tuple(s * isz for s in t._stride),
+            "version": 3,
+        }
+
+
+def numpy(self, *, force=False):
+    """A NumPy array sharing this tensor's memory (writes show on both sides)."""
+    if self._rg and not force:
+        raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+    if self._storage._device.type != "cpu":
+        raise TypeError(f"can't convert {self._storage._device} device type tensor to numpy. Use Tensor.cpu() first.")
+    if self._dtype.numpy is None:
+        raise TypeError(f"Got unsupported ScalarType {self._dtype.name.capitalize()}: NumPy has no {self._dtype.name}")
+    return np.asarray(_ArrayView(self))
+
+
+def to_numpy_array(t, dtype=None, copy=None):
+    arr = numpy(t)
+    if dtype is not None and np.dtype(dtype) != arr.dtype:
+        return arr.astype(dtype)
+    if copy:
+        return arr.copy()
+    return arr
+
+
+_ITEM_TYPES = {
+    D.float32: "float*",
+    D.float64: "double*",
+    D.int64: "int64_t*",
+    D.int32: "int32_t*",
+    D.int16: "int16_t*",
+    D.int8: "int8_t*",
+    D.uint8: "uint8_t*",
+}
+
+
+def item(self):
+    """The value of a one-element tensor as a Python number."""
+    if self._numel != 1:
+        raise RuntimeError(f"a Tensor with {self._numel} elements cannot be converted to Scalar")
+    dt = self._dtype
+    ctype = _ITEM_TYPES.get(dt)
+    if ctype is not None:
+        return ffi.cast(ctype, self._ptr)[0]
+    if dt is D.bool_:
+        return ffi.cast("uint8_t*", self._ptr)[0] != 0
+    if dt is D.bfloat16:
+        bits = ffi.cast("uint16_t*", self._ptr)[0]
+        return float(np.frombuffer(int(bits << 16).to_bytes(4, "little"), dtype=np.float32)[0])
+    return float(np.frombuffer(ffi.buffer(ffi.cast("char*", self._ptr), 2), dtype=np.float16)[0])
+
+
+def tolist(self):
+    """Nested Python lists of Python numbers."""
+    if self._storage._device.type != "cpu":
+        raise TypeError("tolist(): move the tensor to the CPU first")
+    t = self
+    if t._dtype is D.bfloat16:
+        from ember_core._copy import to_dtype_copy
+
+        t = to_dtype_copy(t, D.float32)
+    arr = np.asarray(_ArrayView(t, readonly=True))
+    return arr.tolist()
+
+
+# ---------------------------------------------------------------- pickling
+
+
+def _rebuild(data, dtype_name, shape, requires_grad):
+    dt = D.DTYPES_BY_NAME[dtype_name]
+    t = empty(tuple(shape), dt, CPU)
+    if len(data):
+        ffi.memmove(ffi.cast("char*", t._ptr), data, len(data))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def reduce_tensor(t, protocol):
+    """Pickle support: the values are copied into the pickle (contiguous bytes)."""
+    if t._storage._device.type != "cpu":
+        raise RuntimeError("pickling a non-CPU tensor: move it to the CPU first")
+    from ember_core._copy import contiguous
+
+    c = t if is_contig(t) else contiguous(t)
+    data = bytes(ffi.buffer(ffi.cast("char*", c._ptr), c._numel * c._dtype.itemsize))
+    return (_rebuild, (data, t._dtype.name, tuple(t._shape), bool(t._rg)))
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)

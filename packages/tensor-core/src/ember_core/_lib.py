@@ -1,0 +1,72 @@
+"""The C kernels: loading, status checks, and GIL-releasing entry points.
+
+Op modules call ``lib`` functions directly (a Python wrapper per kernel would
+double the cost of small ops); every status they get back goes through
+``check``, the one place C statuses become Python exceptions.
+"""
+
+import ctypes
+import os
+
+import scipy_openblas32
+
+# The extension finds OpenBLAS through an rpath relative to site-packages;
+# loading it first also covers installs where that relative path differs.
+ctypes.CDLL(
+    os.path.join(scipy_openblas32.get_lib_dir(), scipy_openblas32.get_library(True)),
+    mode=ctypes.RTLD_GLOBAL,
+)
+
+from ember_core._C import ffi, lib  # noqa: E402
+
+
+class ZeroDivisionRuntimeError(RuntimeError, ZeroDivisionError):
+    """Integer division by zero (a RuntimeError as in PyTorch, and a ZeroDivisionError)."""
+
+
+def last_message():
+    return ffi.string(lib.ec_last_message()).decode("utf-8", "replace")
+
+
+def error(status, op):
+    detail = last_message()
+    if status == lib.EC_ERR_ZERO_DIV:
+        return ZeroDivisionRuntimeError(f"{op}: ZeroDivisionError: {detail}")
+    if status == lib.EC_ERR_INDEX:
+        return IndexError(f"{op}: {detail}")
+    if status == lib.EC_ERR_NOMEM:
+        return MemoryError(f"{op}: {detail}")
+    if status == lib.EC_ERR_DTYPE:
+        return TypeError(f"{op}: {detail}")
+    return RuntimeError(f"{op}: {detail}")
+
+
+def check(status, op):
+    """Raise the exception for a non-zero kernel status."""
+    if status:
+        raise error(status, op)
+
+
+def _nogil(name):
+    # A call through a cffi function pointer goes through libffi, which releases
+    # the GIL; the direct lib call does not (see csrc/build.py).  ~1 us slower, so
+    # only worth it for long-running calls.
+    fn = getattr(lib, name)
+    return ffi.cast(ffi.typeof(fn), ffi.addressof(lib, name))
+
+
+class _NoGil:
+    """Lazily built GIL-releasing twins of lib functions: ``nogil.ec_copy(...)``."""
+
+    def __getattr__(self, name):
+        fn = _nogil(name)
+        setattr(self, name, fn)
+        return fn
+
+
+nogil = _NoGil()
+
+# Calls on more elements than this release the GIL.
+NOGIL_THRESHOLD = 1 << 18
+
+int64_array = ffi.new

@@ -1,0 +1,282 @@
+"""Matrix products: matmul (NumPy/PyTorch batching and broadcasting), mm, bmm,
+addmm, baddbmm, mv, dot, outer and friends, through ec_matmul (BLAS)."""
+
+from ember_core import _dtype as D
+from ember_core import _shape
+from ember_core._dispatch import defop
+from ember_core._elementwise import _tname, check_device
+from ember_core._lib import NOGIL_THRESHOLD, check, lib, nogil
+from ember_core._tensor import Tensor, empty, view_of
+
+
+def _same_dtype(op, a, b):
+    if a._dtype is not b._dtype:
+        raise RuntimeError(
+            f"{op}: expected m1 and m2 to have the same dtype, but got: {_tname(a._dtype)} != "
+            f"{_tname(b._dtype)}"
+        )
+    if a._dtype is D.bool_:
+        raise RuntimeError(f'"{op}" not implemented for \'Bool\'')
+
+
+def _gemm(op, a, b, c, batch, m, n, k, a_st, b_st, c_st, alpha=1.0, beta=0.0):
+    """c[i] = alpha * a[i] @ b[i] + beta * c[i]; *_st are (batch, row, col) strides."""
+    flops = batch * m * n * k
+    fn = nogil.ec_matmul if flops > NOGIL_THRESHOLD * 16 else lib.ec_matmul
+    check(
+        fn(a._dtype.code, batch, m, n, k, alpha,
+           a._ptr, a_st[0], a_st[1], a_st[2],
+           b._ptr, b_st[0], b_st[1], b_st[2], beta,
+           c._ptr, c_st[0], c_st[1], c_st[2]),
+        op,
+    )
+
+
+def _flat_batch(t, batch_shape):
+    """View t (batch..., r, c), already expanded to batch_shape, with its batch dims
+    merged into one stride; returns (tensor, batch_stride) or copies when the
+    batch dims do not merge."""
+    nb = len(batch_shape)
+    if nb == 0:
+        return t, 0
+    strides = t._stride[:nb]
+    # merged if each batch stride equals the next one times its size (or sizes are 1)
+    dims = [(s, st) for s, st in zip(batch_shape, strides) if s != 1]
+    ok = all(dims[i][1] == dims[i + 1][1] * dims[i + 1][0] for i in range(len(dims) - 1))
+    if ok:
+        return t, (dims[-1][1] if dims else 0)
+    from ember_core._copy import contiguous
+
+    c = contiguous(t)
+    return c, c._shape[-1] * c._shape[-2]
+
+
+def _mm_out(op, shape, dtype, dev, out):
+    if out is None:
+        return empty(shape, dtype, dev)
+    if out._shape != shape:
+        from ember_core._copy import resize_
+
+        resize_(out, shape)
+    if out._dtype is not dtype:
+        raise RuntimeError(f"{op}: expected out tensor to have dtype {dtype}, but got {out._dtype} instead")
+    return out
+
+
+@defop("matmul(input, other, *, out=None)")
+def matmul(input, other, out=None):
+    """Matrix product with NumPy's rules: 1-D operands are vectors, leading dims
+    are batch dims that broadcast."""
+    op = "matmul"
+    for x, name in ((input, "input"), (other, "other")):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"matmul(): argument '{name}' must be Tensor, not {type(x).__name__}")
+    da, db = len(input._shape), len(other._shape)
+    if da == 0 or db == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {da}D and {db}D")
+    _same_dtype(op, input, other)
+    dev = check_device(op, input, other)
+    a, b = input, other
+    if da == 1:
+        a = view_of(a, (1,) + a._shape, (0,) + a._stride, a._offset)
+    if db == 1:
+        b = view_of(b, b._shape + (1,), b._stride + (0,), b._offset)
+    m, k = a._shape[-2], a._shape[-1]
+    k2, n = b._shape[-2], b._shape[-1]
+    if k != k2:
+        raise RuntimeError(
+            f"{op}: mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {k2}x{n}) "
+            f"(input shapes {list(input._shape)} and {list(other._shape)})"
+        )
+    batch = _shape.broadcast_shapes(a._shape[:-2], b._shape[:-2], op=op)
+    a = a.expand(batch + (m, k)) if a._shape[:-2] != batch else a
+    b = b.expand(batch + (k, n)) if b._shape[:-2] != batch else b
+    a, a_bs = _flat_batch(a, batch)
+    b, b_bs = _flat_batch(b, batch)
+    nbatch = _shape.numel(batch)
+    full = batch + (m, n)
+    result_shape = full
+    if da == 1:
+        result_shape = batch + (n,)
+    if db == 1:
+        result_shape = result_shape[:-1] if da != 1 else batch
+    c = empty(full, input._dtype, dev)
+    _gemm(op, a, b, c, nbatch, m, n, k,
+          (a_bs, a._stride[-2], a._stride[-1]), (b_bs, b._stride[-2], b._stride[-1]),
+          (m * n, n, 1))
+    if result_shape != full:
+        c._shape = result_shape
+        c._stride = _shape.contiguous_strides(result_shape)
+    if out is not None:
+        from ember_core._copy import copy_into, resize_
+
+        if out._shape != c._shape:
+            resize_(out, c._shape)
+        copy_into(out, c)
+        return out
+    return c
+
+
+def _check_dims(op, t, nd, name):
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    if len(t._shape) != nd:
+        raise RuntimeError(f"{op}: {name} must be a {nd}D tensor, got {len(t._shape)}D (shape {list(t._shape)})")
+
+
+@defop("mm(input, mat2, *, out=None)")
+def mm(input, mat2, out=None):
+    """Product of two matrices."""
+    _check_dims("mm", input, 2, "self")
+    _check_dims("mm", mat2, 2, "mat2")
+    return matmul(input, mat2, out=out)
+
+
+@defop("bmm(input, mat2, *, out=None)")
+def bmm(input, mat2, out=None):
+    """Batched product of (b, n, m) and (b, m, p) tensors."""
+    _check_dims("bmm", input, 3, "batch1")
+    _check_dims("bmm", mat2, 3, "batch2")
+    if input._shape[0] != mat2._shape[0]:
+        raise RuntimeError(f"bmm: batch1 and batch2 must have same number of batches, got {input._shape[0]} and {mat2._shape[0]}")
+    return matmul(input, mat2, out=out)
+
+
+@defop("mv(input, vec, *, out=None)")
+def mv(input, vec, out=None):
+    """Matrix-vector product."""
+    _check_dims("mv", input, 2, "self")
+    _check_dims("mv", vec, 1, "vec")
+    return matmul(input, vec, out=out)
+
+
+@defop("dot(input, other, *, out=None)")
+def dot(input, other, out=None):
+    """Inner product of two 1-D tensors of equal length."""
+    _check_dims("dot", input, 1, "self")
+    _check_dims("dot", other, 1, "tensor")
+    if input._shape != other._shape:
+        raise RuntimeError(
+            f"inconsistent tensor size, expected tensor [{input._shape[0]}] and src "
+            f"[{other._shape[0]}] to have the same number of elements, but got "
+            f"{input._shape[0]} and {other._shape[0]} elements respectively"
+        )
+    return matmul(input, other, out=out)
+
+
+@defop("vdot(input, other)", composite=True)
+def vdot(input, other):
+    return dot(input, other)
+
+
+@defop("inner(input, other)", composite=True)
+def inner(input, other):
+    if not input._shape or not other._shape:
+        return input * other
+    return matmul(input, other.transpose(-1, -2) if len(other._shape) > 1 else other)
+
+
+@defop("outer(input, vec2, *, out=None)")
+def outer(input, vec2, out=None):
+    """Outer product of two vectors."""
+    _check_dims("outer", input, 1, "self")
+    _check_dims("outer", vec2, 1, "vec2")
+    _same_dtype("outer", input, vec2)
+    a = view_of(input, (input._shape[0], 1), (input._stride[0], 1), input._offset)
+    b = view_of(vec2, (1, vec2._shape[0]), (1, vec2._stride[0]), vec2._offset)
+    return matmul(a, b, out=out)
+
+
+ger = outer
+
+
+def _addmm_like(op, input, a, b, beta, alpha, out):
+    """beta * input + alpha * (a @ b), input broadcast to the product's shape."""
+    _same_dtype(op, a, b)
+    if input._dtype is not a._dtype:
+        raise RuntimeError(f"{op}: self and mat2 must have the same dtype, but got {input._dtype} and {a._dtype}")
+    dev = check_device(op, input, a, b)
+    batch = a._shape[:-2]
+    m, k, n = a._shape[-2], a._shape[-1], b._shape[-1]
+    if b._shape[-2] != k:
+        raise RuntimeError(
+            f"{op}: mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {b._shape[-2]}x{n})"
+        )
+    shape = batch + (m, n)
+    c = _mm_out(op, shape, a._dtype, dev, out)
+    if beta != 0:
+        from ember_core._copy import copy_into
+
+        try:
+            copy_into(c, input.expand(shape))
+        except RuntimeError:
+            raise RuntimeError(
+                f"{op}: the input of shape {list(input._shape)} cannot be broadcast to the "
+                f"product's shape {list(shape)}"
+            ) from None
+    nb = _shape.numel(batch)
+    a2, a_bs = _flat_batch(a, batch)
+    b2, b_bs = _flat_batch(b, batch)
+    if c._stride[-1] != 1 and c._stride[-2] != 1:
+        raise RuntimeError(f"{op}: out must have a unit stride in one of its last two dims")
+    _gemm(op, a2, b2, c, nb, m, n, k,
+          (a_bs, a2._stride[-2], a2._stride[-1]), (b_bs, b2._stride[-2], b2._stride[-1]),
+          (c._stride[0] if batch else 0, c._stride[-2], c._stride[-1]),
+          float(alpha), float(beta))
+    if out is not None:
+        from ember_core._tensor import written
+
+        written(out, op)
+    return c
+
+
+@defop("addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None)")
+def addmm(input, mat1, mat2, beta=1, alpha=1, out=None):
+    """beta * input + alpha * (mat1 @ mat2)."""
+    _check_dims("addmm", mat1, 2, "mat1")
+    _check_dims("addmm", mat2, 2, "mat2")
+    return _addmm_like("addmm", input, mat1, mat2, beta, alpha, out)
+
+
+@defop("addmm_(input, mat1, mat2, *, beta=1, alpha=1)", inplace_of="addmm")
+def addmm_(input, mat1, mat2, beta=1, alpha=1):
+    return input.copy_(addmm(input, mat1, mat2, beta=beta, alpha=alpha))
+
+
+@defop("baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None)")
+def baddbmm(input, batch1, batch2, beta=1, alpha=1, out=None):
+    """beta * input + alpha * (batch1 @ batch2), batched."""
+    _check_dims("baddbmm", batch1, 3, "batch1")
+    _check_dims("baddbmm", batch2, 3, "batch2")
+    return _addmm_like("baddbmm", input, batch1, batch2, beta, alpha, out)
+
+
+@defop("addmv(input, mat, vec, *, beta=1, alpha=1)", composite=True)
+def addmv(input, mat, vec, beta=1, alpha=1):
+    return input * beta + mv(mat, vec) * alpha if beta != 0 else mv(mat, vec) * alpha
+
+
+@defop("addr(input, vec1, vec2, *, beta=1, alpha=1)", composite=True)
+def addr(input, vec1, vec2, beta=1, alpha=1):
+    return input * beta + outer(vec1, vec2) * alpha if beta != 0 else outer(vec1, vec2) * alpha
+
+
+@defop("tensordot(a, b, dims=2)", composite=True, method=False)
+def tensordot(a, b, dims=2):
+    """Contract the last ``dims`` dims of a with the first of b (or explicit lists)."""
+    if isinstance(dims, int):
+        da = list(range(len(a._shape) - dims, len(a._shape)))
+        db = list(range(dims))
+    else:
+        da, db = (list(d) if isinstance(d, (list, tuple)) else [d] for d in dims)
+    da = [_shape.normalize_dim(d, len(a._shape), "tensordot") for d in da]
+    db = [_shape.normalize_dim(d, len(b._shape), "tensordot") for d in db]
+    free_a = [d for d in range(len(a._shape)) if d not in da]
+    free_b = [d for d in range(len(b._shape)) if d not in db]
+    ka = 1
+    for d in da:
+        ka *= a._shape[d]
+    a2 = a.permute(*free_a, *da).reshape(-1, ka)
+    b2 = b.permute(*db, *free_b).reshape(ka, -1)
+    out_shape = [a._shape[d] for d in free_a] + [b._shape[d] for d in free_b]
+    return matmul(a2, b2).reshape(out_shape)

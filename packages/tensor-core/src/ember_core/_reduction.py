@@ -1,0 +1,413 @@
+"""Reductions (sum, mean, prod, max/min, var/std, norm, logsumexp, all/any, ...)
+and scans (cumsum, cumprod, cummax/cummin, logcumsumexp)."""
+
+import collections
+
+from ember_core import _dtype as D
+from ember_core import _shape
+from ember_core._dispatch import defop
+from ember_core._elementwise import cast, maximum, minimum
+from ember_core._lib import NOGIL_THRESHOLD, check, ffi, lib, nogil
+from ember_core._tensor import Tensor, empty
+
+
+class _ReturnTypes:
+    """Named tuples of ops returning (values, indices), as torch.return_types."""
+
+    max = collections.namedtuple("max", ["values", "indices"])
+    min = collections.namedtuple("min", ["values", "indices"])
+    cummax = collections.namedtuple("cummax", ["values", "indices"])
+    cummin = collections.namedtuple("cummin", ["values", "indices"])
+    aminmax = collections.namedtuple("aminmax", ["min", "max"])
+    var_mean = collections.namedtuple("var_mean", ["var", "mean"])  # a plain tuple in torch
+    std_mean = collections.namedtuple("std_mean", ["std", "mean"])
+
+
+return_types = _ReturnTypes()
+
+R = lib
+
+
+def _keepdim_view(r, shape, dims):
+    # r is fresh and contiguous: give it the keepdim shape in place
+    kshape = tuple(1 if d in dims else s for d, s in enumerate(shape))
+    r._shape = kshape
+    r._stride = _shape.contiguous_strides(kshape)
+    return r
+
+
+def reduce(op, code, x, dims, keepdim, out_dtype, p0=0.0, want_idx=False, out=None):
+    """Reduce x over ``dims`` (a tuple of normalised dims) with kernel ``code``."""
+    nd = len(x._shape)
+    out_dims = [d for d in range(nd) if d not in dims]
+    out_shape = tuple(x._shape[d] for d in out_dims)
+    dev = x._storage._device
+    r = empty(out_shape, out_dtype, dev)
+    idx = empty(out_shape, D.int64, dev) if want_idx else None
+    red_shape = [x._shape[d] for d in dims]
+    lay = ffi.new(
+        "int64_t[]",
+        list(out_shape)
+        + list(r._stride)
+        + [x._stride[d] for d in out_dims]
+        + red_shape
+        + [x._stride[d] for d in dims],
+    )
+    fn = nogil.ec_reduce if x._numel * x._dtype.itemsize > NOGIL_THRESHOLD else lib.ec_reduce
+    check(
+        fn(code, x._dtype.code, out_dtype.code, len(out_dims), len(dims), lay, r._ptr,
+           idx._ptr if idx is not None else 0, x._ptr, p0),
+        op,
+    )
+    if keepdim:
+        r = _keepdim_view(r, x._shape, dims)
+        if idx is not None:
+            idx = _keepdim_view(idx, x._shape, dims)
+    if out is not None:
+        from ember_core._copy import copy_into, resize_
+
+        if isinstance(out, tuple):
+            values_out, idx_out = out
+            for o, v in ((values_out, r), (idx_out, idx)):
+                if o._shape != v._shape:
+                    resize_(o, v._shape)
+                copy_into(o, v)
+            return values_out, idx_out
+        if out._shape != r._shape:
+            resize_(out, r._shape)
+        copy_into(out, r)
+        return out
+    return (r, idx) if want_idx else r
+
+
+def _dims(x, dim, op):
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0 and op in ("amax", "amin")):
+        return tuple(range(len(x._shape)))
+    return _shape.normalize_dims(dim, len(x._shape), op)
+
+
+def _sum_dtype(x, dtype):
+    if dtype is not None:
+        return D.to_dtype(dtype)
+    return D.int64 if x._dtype.category < 2 else x._dtype
+
+
+@defop("sum(input, dim=None, keepdim=False, *, dtype=None, out=None)")
+def sum(input, dim=None, keepdim=False, dtype=None, out=None):
+    """Sum over dim(s) (all by default); integers and bools sum to int64."""
+    od = _sum_dtype(input, dtype)
+    x = cast(input, od) if dtype is not None and od.category == 2 else input
+    return reduce("sum", R.EC_R_SUM, x, _dims(input, dim, "sum"), keepdim, od, out=out)
+
+
+@defop("nansum(input, dim=None, keepdim=False, *, dtype=None)")
+def nansum(input, dim=None, keepdim=False, dtype=None):
+    od = _sum_dtype(input, dtype)
+    if input._dtype.category < 2:
+        return sum(input, dim, keepdim, dtype=dtype)
+    return reduce("nansum", R.EC_R_NANSUM, input, _dims(input, dim, "nansum"), keepdim, od)
+
+
+def _float_only(op, x, dtype):
+    dt = D.to_dtype(dtype) if dtype is not None else x._dtype
+    if dt.category < 2:
+        raise RuntimeError(
+            f"{op}(): could not infer output dtype. Input dtype must be either a floating point "
+            f"or complex dtype. Got: {_torch_name(dt)}"
+        )
+    return dt
+
+
+def _torch_name(d):
+    from ember_core._elementwise import _tname
+
+    return _tname(d)
+
+
+@defop("mean(input, dim=None, keepdim=False, *, dtype=None, out=None)")
+def mean(input, dim=None, keepdim=False, dtype=None, out=None):
+    """Mean over dim(s); floating point inputs only (or give dtype)."""
+    od = _float_only("mean", input, dtype)
+    x = cast(input, od)
+    return reduce("mean", R.EC_R_MEAN, x, _dims(input, dim, "mean"), keepdim, od, out=out)
+
+
+@defop("nanmean(input, dim=None, keepdim=False, *, dtype=None)", composite=True)
+def nanmean(input, dim=None, keepdim=False, dtype=None):
+    from ember_core._elementwise import div, isnan, logical_not
+
+    notnan = logical_not(isnan(input))
+    return div(nansum(input, dim, keepdim, dtype=dtype), sum(notnan, dim, keepdim))
+
+
+@defop("prod(input, dim=None, keepdim=False, *, dtype=None)")
+def prod(input, dim=None, keepdim=False, dtype=None):
+    """Product over one dim (or all)."""
+    od = _sum_dtype(input, dtype)
+    x = cast(input, od) if dtype is not None and od.category == 2 else input
+    dims = tuple(range(len(input._shape))) if dim is None else (_shape.normalize_dim(dim, len(input._shape), "prod"),)
+    return reduce("prod", R.EC_R_PROD, x, dims, keepdim, od)
+
+
+def _nonempty(op, x, dims):
+    if x._numel == 0:
+        if len(dims) == len(x._shape) and len(dims) != 1:
+            raise RuntimeError(
+                f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
+                "the reduction dim with the 'dim' argument."
+            )
+        for d in dims:
+            if x._shape[d] == 0:
+                raise IndexError(
+                    f"{op}(): Expected reduction dim {d} to have non-zero size."
+                )
+
+
+def _minmax(op, code, input, dim, keepdim, out):
+    if dim is None:
+        dims = tuple(range(len(input._shape)))
+        _nonempty(op, input, dims)
+        return reduce(op, code, input, dims, False, input._dtype)
+    d = _shape.normalize_dim(dim, len(input._shape), op)
+    _nonempty(op, input, (d,))
+    values, indices = reduce(op, code, input, (d,), keepdim, input._dtype, want_idx=True, out=out)
+    return getattr(return_types, op)(values, indices)
+
+
+@defop("max(input, dim=None, keepdim=False, *, out=None)")
+def max(input, dim=None, keepdim=False, out=None):
+    """The largest element; with dim, (values, indices) along it; with a tensor as
+    second argument, the elementwise maximum.  NaN propagates."""
+    if isinstance(dim, Tensor):
+        return maximum(input, dim, out=out)
+    return _minmax("max", R.EC_R_MAX, input, dim, keepdim, out)
+
+
+@defop("min(input, dim=None, keepdim=False, *, out=None)")
+def min(input, dim=None, keepdim=False, out=None):
+    """The smallest element; see max."""
+    if isinstance(dim, Tensor):
+        return minimum(input, dim, out=out)
+    return _minmax("min", R.EC_R_MIN, input, dim, keepdim, out)
+
+
+@defop("amax(input, dim=(), keepdim=False, *, out=None)")
+def amax(input, dim=(), keepdim=False, out=None):
+    """The largest values over dim(s) (all by default)."""
+    dims = _dims(input, dim, "amax")
+    _nonempty("amax", input, dims)
+    return reduce("amax", R.EC_R_MAX, input, dims, keepdim, input._dtype, out=out)
+
+
+@defop("amin(input, dim=(), keepdim=False, *, out=None)")
+def amin(input, dim=(), keepdim=False, out=None):
+    dims = _dims(input, dim, "amin")
+    _nonempty("amin", input, dims)
+    return reduce("amin", R.EC_R_MIN, input, dims, keepdim, input._dtype, out=out)
+
+
+@defop("aminmax(input, *, dim=None, keepdim=False)", composite=True)
+def aminmax(input, dim=None, keepdim=False):
+    dims = () if dim is None else dim
+    return return_types.aminmax(amin(input, dims, keepdim), amax(input, dims, keepdim))
+
+
+def _arg(op, code, input, dim, keepdim):
+    if dim is None:
+        flat = input.reshape(-1)
+        _nonempty(op, flat, (0,))
+        _, idx = reduce(op, code, flat, (0,), False, input._dtype, want_idx=True)
+        if keepdim:
+            idx = idx.reshape((1,) * len(input._shape))
+        return idx
+    d = _shape.normalize_dim(dim, len(input._shape), op)
+    _nonempty(op, input, (d,))
+    _, idx = reduce(op, code, input, (d,), keepdim, input._dtype, want_idx=True)
+    return idx
+
+
+@defop("argmax(input, dim=None, keepdim=False)", differentiable=False)
+def argmax(input, dim=None, keepdim=False):
+    """Index of the largest value (of the flattened tensor when dim is None)."""
+    return _arg("argmax", R.EC_R_MAX, input, dim, keepdim)
+
+
+@defop("argmin(input, dim=None, keepdim=False)", differentiable=False)
+def argmin(input, dim=None, keepdim=False):
+    return _arg("argmin", R.EC_R_MIN, input, dim, keepdim)
+
+
+def _correction(op, unbiased, correction):
+    if correction is not None and unbiased is not None:
+        raise RuntimeError(f"{op}: cannot specify both unbiased and correction")
+    if correction is None:
+        return 1.0 if unbiased in (None, True) else 0.0
+    return float(correction)
+
+
+def _var_args(dim, unbiased):
+    # var(x, True) passes unbiased positionally; var(x, 0) a dim
+    if isinstance(dim, bool):
+        return None, dim
+    return dim, unbiased
+
+
+@defop("var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None)")
+def var(input, dim=None, unbiased=None, keepdim=False, correction=None, out=None):
+    """Variance over dim(s) with Bessel's correction by default (correction=1)."""
+    dim, unbiased = _var_args(dim, unbiased)
+    dt = _float_only("var", input, None)
+    c = _correction("var", unbiased, correction)
+    return reduce("var", R.EC_R_VAR, input, _dims(input, dim, "var"), keepdim, dt, c, out=out)
+
+
+@defop("std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None)")
+def std(input, dim=None, unbiased=None, keepdim=False, correction=None, out=None):
+    """Standard deviation (see var)."""
+    dim, unbiased = _var_args(dim, unbiased)
+    dt = _float_only("std", input, None)
+    c = _correction("std", unbiased, correction)
+    return reduce("std", R.EC_R_STD, input, _dims(input, dim, "std"), keepdim, dt, c, out=out)
+
+
+@defop("var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None)", composite=True)
+def var_mean(input, dim=None, unbiased=None, keepdim=False, correction=None):
+    return (var(input, dim, unbiased, keepdim, correction=correction), mean(input, _var_args(dim, unbiased)[0], keepdim))
+
+
+@defop("std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None)", composite=True)
+def std_mean(input, dim=None, unbiased=None, keepdim=False, correction=None):
+    return (std(input, dim, unbiased, keepdim, correction=correction), mean(input, _var_args(dim, unbiased)[0], keepdim))
+
+
+def _ord(p):
+    if p is None or p == "fro":
+        return 2.0
+    if p == "nuc":
+        raise RuntimeError("norm: the nuclear norm needs an SVD, which ember does not have yet")
+    if isinstance(p, str):
+        raise ValueError(f"norm: unknown norm type {p!r}")
+    return float(p)
+
+
+@defop("norm(input, p='fro', dim=None, keepdim=False, dtype=None)")
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """The vector p-norm over dim(s) ('fro' = 2)."""
+    dt = _float_only("norm", input, dtype)
+    x = cast(input, dt)
+    return reduce("norm", R.EC_R_NORM, x, _dims(input, dim, "norm"), keepdim, dt, _ord(p))
+
+
+@defop("vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None)", method=False)
+def vector_norm(x, ord=2, dim=None, keepdim=False, dtype=None):
+    """linalg.vector_norm: the ord-norm of the flattened dims."""
+    dt = _float_only("linalg.vector_norm", x, dtype)
+    xx = cast(x, dt)
+    return reduce("vector_norm", R.EC_R_NORM, xx, _dims(x, dim, "vector_norm"), keepdim, dt, float(ord))
+
+
+@defop("logsumexp(input, dim, keepdim=False, *, out=None)")
+def logsumexp(input, dim, keepdim=False, out=None):
+    """log(sum(exp(input))) over dim(s), computed stably."""
+    dt = input._dtype if input._dtype.category == 2 else D.get_default_dtype()
+    x = cast(input, dt)
+    return reduce("logsumexp", R.EC_R_LOGSUMEXP, x, _dims(input, dim, "logsumexp"), keepdim, dt, out=out)
+
+
+def _bool_out(x):
+    return D.uint8 if x._dtype is D.uint8 else D.bool_
+
+
+@defop("all(input, dim=None, keepdim=False, *, out=None)", differentiable=False)
+def all(input, dim=None, keepdim=False, out=None):
+    """Whether every element (along dim) is non-zero."""
+    return reduce("all", R.EC_R_ALL, input, _dims(input, dim, "all"), keepdim, _bool_out(input), out=out)
+
+
+@defop("any(input, dim=None, keepdim=False, *, out=None)", differentiable=False)
+def any(input, dim=None, keepdim=False, out=None):
+    """Whether any element (along dim) is non-zero."""
+    return reduce("any", R.EC_R_ANY, input, _dims(input, dim, "any"), keepdim, _bool_out(input), out=out)
+
+
+@defop("count_nonzero(input, dim=None)", differentiable=False)
+def count_nonzero(input, dim=None):
+    return reduce("count_nonzero", R.EC_R_COUNT_NONZERO, input, _dims(input, dim, "count_nonzero"), False, D.int64)
+
+
+# ------------------------------------------------------------------- scans
+
+
+def scan(op, code, x, dim, out_dtype, want_idx=False, out=None):
+    nd = len(x._shape)
+    if nd == 0:
+        x = x.reshape(1)
+    d = _shape.normalize_dim(dim, len(x._shape), op)
+    dev = x._storage._device
+    r = empty(x._shape, out_dtype, dev)
+    idx = empty(x._shape, D.int64, dev) if want_idx else None
+    lay = ffi.new(
+        "int64_t[]",
+        list(x._shape) + list(r._stride) + list(x._stride) + list(idx._stride if idx is not None else r._stride),
+    )
+    check(
+        lib.ec_scan(code, x._dtype.code, out_dtype.code, len(x._shape), d, lay, r._ptr,
+                    idx._ptr if idx is not None else 0, x._ptr),
+        op,
+    )
+    if nd == 0:
+        r = r.reshape(())
+        idx = idx.reshape(()) if idx is not None else None
+    if out is not None:
+        from ember_core._copy import copy_into, resize_
+
+        if out._shape != r._shape:
+            resize_(out, r._shape)
+        copy_into(out, r)
+        return out
+    return (r, idx) if want_idx else r
+
+
+@defop("cumsum(input, dim, *, dtype=None, out=None)")
+def cumsum(input, dim, dtype=None, out=None):
+    """Cumulative sum along dim (integers accumulate in int64)."""
+    od = _sum_dtype(input, dtype)
+    return scan("cumsum", R.EC_S_CUMSUM, input, dim, od, out=out)
+
+
+@defop("cumsum_(input, dim, *, dtype=None)", inplace_of="cumsum")
+def cumsum_(input, dim, dtype=None):
+    return input.copy_(cumsum(input, dim, dtype=dtype))
+
+
+@defop("cumprod(input, dim, *, dtype=None, out=None)")
+def cumprod(input, dim, dtype=None, out=None):
+    od = _sum_dtype(input, dtype)
+    return scan("cumprod", R.EC_S_CUMPROD, input, dim, od, out=out)
+
+
+@defop("cummax(input, dim)")
+def cummax(input, dim):
+    v, i = scan("cummax", R.EC_S_CUMMAX, input, dim, input._dtype, want_idx=True)
+    return return_types.cummax(v, i)
+
+
+@defop("cummin(input, dim)")
+def cummin(input, dim):
+    v, i = scan("cummin", R.EC_S_CUMMIN, input, dim, input._dtype, want_idx=True)
+    return return_types.cummin(v, i)
+
+
+@defop("logcumsumexp(input, dim)")
+def logcumsumexp(input, dim):
+    dt = input._dtype if input._dtype.category == 2 else D.get_default_dtype()
+    return scan("logcumsumexp", R.EC_S_LOGCUMSUMEXP, cast(input, dt), dim, dt)
+
+
+@defop("trace(input)", composite=True)
+def trace(input):
+    """Sum of the main diagonal of a matrix."""
+    if len(input._shape) != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {len(input._shape)}")
+    return sum(input.diagonal())
+

@@ -1,0 +1,474 @@
+"""View ops: new shape/strides/offset over the same storage, nothing copied.
+
+Every op here is declared ``view=True``: its result shares its input's storage and
+version counter, and records the input (or the input's own base) as ``_base``.
+"""
+
+import operator
+
+from ember_core import _dtype as D
+from ember_core import _shape
+from ember_core._dispatch import defop
+from ember_core._shape import normalize_dim
+from ember_core._tensor import Tensor, is_contig, view_of
+
+
+def _infer_size(shape, numel, op):
+    """Replace a -1 in ``shape`` so the product is numel."""
+    shape = list(shape)
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError(f"{op}: only one dimension can be inferred")
+    for s in shape:
+        if s < -1:
+            raise RuntimeError(f"{op}: invalid shape dimension {s}")
+    known = 1
+    for i, s in enumerate(shape):
+        if i not in neg:
+            known *= s
+    if neg:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"{op}: shape '{shape}' is invalid for input of size {numel}")
+        shape[neg[0]] = numel // known
+    elif known != numel:
+        raise RuntimeError(f"{op}: shape '{shape}' is invalid for input of size {numel}")
+    return tuple(shape)
+
+
+def _view_strides(old_shape, old_stride, new_shape):
+    """Strides giving ``new_shape`` over the same elements without a copy, or None
+    (PyTorch's computeStride: dims may merge or split only within runs of
+    contiguous dims)."""
+    numel = _shape.numel(old_shape)
+    if numel == 0:
+        return _shape.contiguous_strides(new_shape)
+    if not old_shape:
+        return tuple(1 for _ in new_shape)
+    new_stride = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base_stride = old_stride[-1]
+    tensor_numel = 1
+    view_numel = 1
+    for tensor_d in range(len(old_shape) - 1, -1, -1):
+        tensor_numel *= old_shape[tensor_d]
+        if tensor_d == 0 or (
+            old_shape[tensor_d - 1] != 1
+            and old_stride[tensor_d - 1] != tensor_numel * chunk_base_stride
+        ):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_stride[view_d] = view_numel * chunk_base_stride
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = old_stride[tensor_d - 1]
+                tensor_numel = 1
+                view_numel = 1
+    if view_d != -1:
+        return None
+    return tuple(new_stride)
+
+
+def _as_sizes(args, op):
+    if len(args) == 1 and not isinstance(args[0], int):
+        args = args[0]
+    try:
+        return tuple(operator.index(s) for s in args)
+    except TypeError:
+        raise TypeError(f"{op}(): size must be a sequence of ints, got {args!r}") from None
+
+
+@defop("view(input, *shape)", view=True)
+def view(input, shape):
+    """The same elements in another shape, sharing memory; raises if the strides
+    do not allow it (use reshape).  ``view(dtype)`` reinterprets the bytes."""
+    if len(shape) == 1 and isinstance(shape[0], D.dtype):
+        return _view_dtype(input, shape[0])
+    new = _infer_size(_as_sizes(shape, "view"), input._numel, "view")
+    if new == input._shape:
+        return view_of(input, input._shape, input._stride, input._offset, input._numel, input._contig)
+    if input._contig or is_contig(input):
+        return view_of(input, new, _shape.contiguous_strides(new), input._offset, input._numel, True)
+    st = _view_strides(input._shape, input._stride, new)
+    if st is None:
+        raise RuntimeError(
+            f"view size is not compatible with input tensor's size and stride (at least one "
+            f"dimension spans across two contiguous subspaces). Use .reshape(...) instead. "
+            f"(view of shape {list(input._shape)} with strides {list(input._stride)} as {list(new)})"
+        )
+    return view_of(input, new, st, input._offset, input._numel)
+
+
+def _view_dtype(input, dtype):
+    old, new = input._dtype.itemsize, dtype.itemsize
+    if old == new:
+        t = view_of(input, input._shape, input._stride, input._offset, input._numel, input._contig)
+        t._dtype = dtype
+        return t
+    if not input._shape or input._stride[-1] != 1:
+        raise RuntimeError(
+            f"view(dtype): changing the element size from {old} to {new} needs the last "
+            "dimension to be contiguous"
+        )
+    if (input._shape[-1] * old) % new or (input._offset * old) % new or any(
+        (s * old) % new for s in input._stride[:-1]
+    ):
+        raise RuntimeError(f"view(dtype): the shape/strides do not divide into elements of {new} bytes")
+    shape = input._shape[:-1] + (input._shape[-1] * old // new,)
+    stride = tuple(s * old // new for s in input._stride[:-1]) + (1,)
+    t = view_of(input, shape, stride, input._offset * old // new)
+    t._dtype = dtype
+    t._ptr = input._storage._ptr + t._offset * new
+    return t
+
+
+@defop("view_as(input, other)", view=True, composite=True)
+def view_as(input, other):
+    return input.view(other._shape)
+
+
+@defop("reshape(input, *shape)", composite=True)
+def reshape(input, *shape):
+    """view() when the strides allow it, else a contiguous copy in the new shape."""
+    new = _infer_size(_as_sizes(shape, "reshape"), input._numel, "reshape")
+    if is_contig(input) or _view_strides(input._shape, input._stride, new) is not None:
+        return input.view(new)
+    return input.contiguous().view(new)
+
+
+@defop("reshape_as(input, other)", composite=True)
+def reshape_as(input, other):
+    return reshape(input, other._shape)
+
+
+@defop("transpose(input, dim0, dim1)", view=True)
+def transpose(input, dim0, dim1):
+    """Swap two dims (a view)."""
+    n = len(input._shape)
+    a, b = normalize_dim(dim0, n, "transpose"), normalize_dim(dim1, n, "transpose")
+    if a == b or n < 2:
+        return view_of(input, input._shape, input._stride, input._offset, input._numel, input._contig)
+    shape, stride = list(input._shape), list(input._stride)
+    shape[a], shape[b] = shape[b], shape[a]
+    stride[a], stride[b] = stride[b], stride[a]
+    return view_of(input, tuple(shape), tuple(stride), input._offset, input._numel)
+
+
+@defop("swapaxes(input, axis0, axis1)", composite=True)
+def swapaxes(input, axis0, axis1):
+    return transpose(input, axis0, axis1)
+
+
+@defop("swapdims(input, dim0, dim1)", composite=True)
+def swapdims(input, dim0, dim1):
+    return transpose(input, dim0, dim1)
+
+
+@defop("t(input)", composite=True)
+def t(input):
+    """Transpose of a matrix (vectors and scalars are returned as they are)."""
+    if len(input._shape) > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {len(input._shape)}D")
+    return transpose(input, 0, -1) if len(input._shape) == 2 else input.view(input._shape)
+
+
+@defop("permute(input, *dims)", view=True)
+def permute(input, dims):
+    """Reorder the dims (a view)."""
+    dims = _as_sizes(dims, "permute")
+    n = len(input._shape)
+    if len(dims) != n:
+        raise RuntimeError(
+            f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
+            f"length of the desired ordering of dimensions i.e. input.dim() = {n} is not equal "
+            f"to len(dims) = {len(dims)}"
+        )
+    dims = [normalize_dim(d, n, "permute") for d in dims]
+    if len(set(dims)) != n:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    shape = tuple(input._shape[d] for d in dims)
+    stride = tuple(input._stride[d] for d in dims)
+    return view_of(input, shape, stride, input._offset, input._numel)
+
+
+@defop("movedim(input, source, destination)", composite=True)
+def movedim(input, source, destination):
+    n = len(input._shape)
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError("movedim: Invalid source or destination dims: source and destination must have the same length")
+    src = [normalize_dim(d, n, "movedim") for d in src]
+    dst = [normalize_dim(d, n, "movedim") for d in dst]
+    order = [None] * n
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(d for d in range(n) if d not in src)
+    order = [o if o is not None else next(rest) for o in order]
+    return permute(input, *order)
+
+
+moveaxis = movedim
+
+
+@defop("expand(input, *sizes)", view=True)
+def expand(input, sizes):
+    """Broadcast size-1 dims to larger sizes (stride 0, no copy); -1 keeps a size."""
+    sizes = _as_sizes(sizes, "expand")
+    n = len(input._shape)
+    if len(sizes) < n:
+        raise RuntimeError(
+            f"expand: the number of sizes provided ({len(sizes)}) must be greater or equal to "
+            f"the number of dimensions in the tensor ({n})"
+        )
+    lead = len(sizes) - n
+    shape, stride = [], []
+    for i, s in enumerate(sizes):
+        if i < lead:
+            if s < 0:
+                raise RuntimeError(f"expand: -1 is not allowed in a leading, non-existing dimension {i}")
+            shape.append(s)
+            stride.append(0)
+            continue
+        cur, st = input._shape[i - lead], input._stride[i - lead]
+        if s == -1:
+            s = cur
+        if cur == s:
+            shape.append(s)
+            stride.append(st)
+        elif cur == 1:
+            shape.append(s)
+            stride.append(0)
+        else:
+            raise RuntimeError(
+                f"expand: The expanded size of the tensor ({s}) must match the existing size "
+                f"({cur}) at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  "
+                f"Tensor sizes: {list(input._shape)}"
+            )
+    return view_of(input, tuple(shape), tuple(stride), input._offset)
+
+
+@defop("expand_as(input, other)", composite=True)
+def expand_as(input, other):
+    return expand(input, other._shape)
+
+
+@defop("broadcast_to(input, size)", composite=True)
+def broadcast_to(input, size):
+    return expand(input, tuple(size))
+
+
+@defop("squeeze(input, dim=None)", view=True)
+def squeeze(input, dim=None):
+    """Drop size-1 dims (all, or the given dim(s) when they have size 1)."""
+    n = len(input._shape)
+    if dim is None:
+        keep = [i for i in range(n) if input._shape[i] != 1]
+    else:
+        dims = _shape.normalize_dims(dim, n, "squeeze")
+        keep = [i for i in range(n) if i not in dims or input._shape[i] != 1]
+    shape = tuple(input._shape[i] for i in keep)
+    stride = tuple(input._stride[i] for i in keep)
+    return view_of(input, shape, stride, input._offset, input._numel, input._contig)
+
+
+@defop("unsqueeze(input, dim)", view=True)
+def unsqueeze(input, dim):
+    """Insert a size-1 dim at ``dim``."""
+    n = len(input._shape)
+    d = normalize_dim(dim, n + 1, "unsqueeze")
+    stride_here = input._stride[d] * input._shape[d] if d < n else 1
+    shape = input._shape[:d] + (1,) + input._shape[d:]
+    stride = input._stride[:d] + (stride_here,) + input._stride[d:]
+    return view_of(input, shape, stride, input._offset, input._numel, input._contig)
+
+
+@defop("flatten(input, start_dim=0, end_dim=-1)", composite=True)
+def flatten(input, start_dim=0, end_dim=-1):
+    """Merge dims start_dim..end_dim into one (a view when possible)."""
+    n = len(input._shape)
+    if n == 0:
+        return input.reshape(1)
+    s, e = normalize_dim(start_dim, n, "flatten"), normalize_dim(end_dim, n, "flatten")
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return input
+    merged = 1
+    for k in range(s, e + 1):
+        merged *= input._shape[k]
+    return input.reshape(input._shape[:s] + (merged,) + input._shape[e + 1 :])
+
+
+@defop("unflatten(input, dim, sizes)", composite=True)
+def unflatten(input, dim, sizes):
+    """Split dim into ``sizes`` (one of which may be -1)."""
+    n = len(input._shape)
+    d = normalize_dim(dim, n, "unflatten")
+    sizes = _infer_size(tuple(sizes), input._shape[d], "unflatten")
+    return input.view(input._shape[:d] + sizes + input._shape[d + 1 :])
+
+
+@defop("narrow(input, dim, start, length)", view=True)
+def narrow(input, dim, start, length):
+    """Elements start..start+length of dim (a view)."""
+    n = len(input._shape)
+    if n == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = normalize_dim(dim, n, "narrow")
+    size = input._shape[d]
+    start = int(start)
+    length = int(length)
+    if start < 0:
+        start += size
+    if not 0 <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+    if length < 0 or start + length > size:
+        raise RuntimeError(f"narrow(): start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    shape = input._shape[:d] + (length,) + input._shape[d + 1 :]
+    return view_of(input, shape, input._stride, input._offset + start * input._stride[d])
+
+
+@defop("select(input, dim, index)", view=True)
+def select(input, dim, index):
+    """The slice at ``index`` along dim, with that dim removed (a view)."""
+    n = len(input._shape)
+    if n == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = normalize_dim(dim, n, "select")
+    size = input._shape[d]
+    i = operator.index(index)
+    if not -size <= i < size:
+        raise IndexError(f"index {i} is out of bounds for dimension {d} with size {size}")
+    if i < 0:
+        i += size
+    shape = input._shape[:d] + input._shape[d + 1 :]
+    stride = input._stride[:d] + input._stride[d + 1 :]
+    return view_of(input, shape, stride, input._offset + i * input._stride[d])
+
+
+@defop("unbind(input, dim=0)", composite=True)
+def unbind(input, dim=0):
+    """A tuple of every slice along dim."""
+    d = normalize_dim(dim, len(input._shape), "unbind")
+    return tuple(select(input, d, i) for i in range(input._shape[d]))
+
+
+@defop("as_strided(input, size, stride, storage_offset=None)", view=True)
+def as_strided(input, size, stride, storage_offset=None):
+    """A view with arbitrary size/stride/offset over input's storage (checked to stay
+    inside it)."""
+    shape = _shape.as_shape((size,), "as_strided")
+    stride = tuple(int(s) for s in stride)
+    if len(stride) != len(shape):
+        raise RuntimeError(f"as_strided: mismatch in length of strides and shape ({len(stride)} vs {len(shape)})")
+    offset = input._offset if storage_offset is None else int(storage_offset)
+    if offset < 0:
+        raise RuntimeError(f"as_strided: Tensor: invalid storage offset {offset}")
+    if all(shape):
+        lo = offset + sum((s - 1) * st for s, st in zip(shape, stride) if st < 0)
+        hi = offset + sum((s - 1) * st for s, st in zip(shape, stride) if st > 0)
+        limit = input._storage._nbytes // input._dtype.itemsize
+        if lo < 0 or hi >= limit:
+            raise RuntimeError(
+                f"setStorage: sizes {list(shape)}, strides {list(stride)}, storage offset {offset}, "
+                f"and itemsize {input._dtype.itemsize} requiring a storage size of "
+                f"{(hi + 1) * input._dtype.itemsize} are out of bounds for storage of size "
+                f"{input._storage._nbytes}"
+            )
+    return view_of(input, shape, stride, offset)
+
+
+@defop("diagonal(input, offset=0, dim1=0, dim2=1)", view=True)
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """The diagonal of dims (dim1, dim2) as a last dim (a view)."""
+    n = len(input._shape)
+    a, b = normalize_dim(dim1, n, "diagonal"), normalize_dim(dim2, n, "diagonal")
+    if a == b:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    sa, sb = input._shape[a], input._shape[b]
+    if offset >= 0:
+        length = max(min(sa, sb - offset), 0)
+        start = offset * input._stride[b] if length else 0
+    else:
+        length = max(min(sa + offset, sb), 0)
+        start = -offset * input._stride[a] if length else 0
+    rest = [d for d in range(n) if d not in (a, b)]
+    shape = tuple(input._shape[d] for d in rest) + (length,)
+    stride = tuple(input._stride[d] for d in rest) + (input._stride[a] + input._stride[b],)
+    return view_of(input, shape, stride, input._offset + start)
+
+
+@defop("unfold(input, dimension, size, step)", view=True)
+def unfold(input, dimension, size, step):
+    """All windows of ``size`` elements, ``step`` apart, along dimension, as a new
+    last dim (a view)."""
+    n = len(input._shape)
+    d = normalize_dim(dimension, n, "unfold") if n else 0
+    dim_size = input._shape[d] if n else 1
+    if size > dim_size:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {dim_size} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    count = (dim_size - size) // step + 1
+    if n == 0:
+        return view_of(input, (size,), (1,), input._offset)
+    shape = input._shape[:d] + (count,) + input._shape[d + 1 :] + (size,)
+    stride = input._stride[:d] + (input._stride[d] * step,) + input._stride[d + 1 :] + (input._stride[d],)
+    return view_of(input, shape, stride, input._offset)
+
+
+@defop("detach(input)", view=True, differentiable=False)
+def detach(input):
+    """The same memory, cut from autograd history."""
+    return view_of(input, input._shape, input._stride, input._offset, input._numel, input._contig)
+
+
+@defop("detach_(input)", inplace_of="detach", differentiable=False)
+def detach_(input):
+    return input
+
+
+@defop("alias(input)", view=True)
+def alias(input):
+    return view_of(input, input._shape, input._stride, input._offset, input._numel, input._contig)
+
+
+@defop("atleast_1d(input)", composite=True)
+def atleast_1d(input):
+    return input.reshape(1) if not input._shape else input
+
+
+@defop("atleast_2d(input)", composite=True)
+def atleast_2d(input):
+    while len(input._shape) < 2:
+        input = unsqueeze(input, 0)
+    return input
+
+
+@defop("atleast_3d(input)", composite=True)
+def atleast_3d(input):
+    if not input._shape:
+        return input.reshape(1, 1, 1)
+    if len(input._shape) == 1:
+        return input.reshape(1, -1, 1)
+    if len(input._shape) == 2:
+        return unsqueeze(input, -1)
+    return input
+
+
+def T(self):
+    """All dims reversed."""
+    return permute(self, *reversed(range(len(self._shape))))
+
+
+def mT(self):
+    """Transpose of the last two dims (a batch of matrices)."""
+    if len(self._shape) < 2:
+        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
+    return transpose(self, -2, -1)
+
+
+def is_view_tensor(t):
+    return isinstance(t, Tensor) and t._base is not None

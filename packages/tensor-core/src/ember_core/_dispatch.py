@@ -22,6 +22,7 @@ public ops they call are.
 """
 
 import inspect
+import os
 import threading
 
 OPS = {}
@@ -56,6 +57,11 @@ class Op:
     def call_impl(self, args, kwargs):
         """Run the implementation itself (the end of the handler chain)."""
         return self.impl(*args)
+
+
+# Generated functions report this (non-existent) file in tracebacks, inside the
+# package, so frame walkers can tell them from user code.
+_GENERATED = os.path.join(os.path.dirname(__file__), "_generated_ops.py")
 
 
 def _run(op, args, level):
@@ -151,7 +157,8 @@ def defop(
         if composite:
             fn = impl  # composites call public ops; nothing to intercept here
         else:
-            exec(_source(name, sig, op_var, impl_var), _ns)  # noqa: S102 - generated from the table
+            code = compile(_source(name, sig, op_var, impl_var), _GENERATED, "exec")
+            exec(code, _ns)  # noqa: S102 - generated from the table
             fn = _ns[name]
             fn.__qualname__ = name
             fn.__module__ = "ember_core"

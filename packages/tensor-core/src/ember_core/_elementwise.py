@@ -248,9 +248,12 @@ def _make_unary(name, code, rule):
 for _name, _code, _rule, _has_inplace in UNARY_OPS:
     _impl, _impl_ = _make_unary(_name, _code, _rule)
     _doc = f"Elementwise {_name}. See torch.{_name}."
-    globals()[_name] = defop(f"{_name}(input, *, out=None)", doc=_doc)(_impl)
+    _diff = _rule not in (BOOL_OUT, INT_ONLY)
+    globals()[_name] = defop(f"{_name}(input, *, out=None)", doc=_doc, differentiable=_diff)(_impl)
     if _has_inplace:
-        globals()[_name + "_"] = defop(f"{_name}_(input)", inplace_of=_name, doc=_doc)(_impl_)
+        globals()[_name + "_"] = defop(
+            f"{_name}_(input)", inplace_of=_name, doc=_doc, differentiable=_diff
+        )(_impl_)
 
 
 @defop("round(input, *, decimals=0, out=None)")
@@ -316,12 +319,12 @@ def _clamp_tensor(input, min, max, out):
     return r if r is not input else input.clone()
 
 
-@defop("clamp_min(input, min)")
+@defop("clamp_min(input, min)", composite=True)
 def clamp_min(input, min):
     return clamp(input, min=min)
 
 
-@defop("clamp_max(input, max)")
+@defop("clamp_max(input, max)", composite=True)
 def clamp_max(input, max):
     return clamp(input, max=max)
 
@@ -341,24 +344,24 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, out=None):
     return r
 
 
-@defop("isneginf(input)")
+@defop("isneginf(input)", composite=True)
 def isneginf(input):
     return logical_and(isinf(input), signbit(input))
 
 
-@defop("isposinf(input)")
+@defop("isposinf(input)", composite=True)
 def isposinf(input):
     return logical_and(isinf(input), logical_not(signbit(input)))
 
 
-@defop("isreal(input)")
+@defop("isreal(input)", composite=True)
 def isreal(input):
     from ember_core._creation import ones_like
 
     return ones_like(input, dtype=_bool)
 
 
-@defop("positive(input)")
+@defop("positive(input)", composite=True)
 def positive(input):
     if input._dtype is _bool:
         raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
@@ -588,7 +591,7 @@ def div_(input, other, rounding_mode=None):
     return binary_("div_", code, kind, input, other)
 
 
-@defop("true_divide(input, other, *, out=None)")
+@defop("true_divide(input, other, *, out=None)", composite=True)
 def true_divide(input, other, out=None):
     return div(input, other, out=out)
 
@@ -662,7 +665,7 @@ def pow_(input, exponent):
     return binary_("pow_", lib.EC_B_POW, ARITH, input, exponent)
 
 
-@defop("float_power(input, exponent, *, out=None)")
+@defop("float_power(input, exponent, *, out=None)", composite=True)
 def float_power(input, exponent, out=None):
     a = cast(input, D.float64) if isinstance(input, Tensor) else float(input)
     e = cast(exponent, D.float64) if isinstance(exponent, Tensor) else float(exponent)
@@ -673,15 +676,19 @@ def _binary_family(name, code, kind, inplace=True, doc=None):
     def impl(input, other, out=None):
         return binary(name, code, kind, input, other, out)
 
+    # comparisons, logical and bitwise results are bool/integer: never differentiable
+    diff = kind not in (COMPARE, BITWISE) and name != "nextafter"
     impl.__name__ = name
-    globals()[name] = defop(f"{name}(input, other, *, out=None)", doc=doc)(impl)
+    globals()[name] = defop(f"{name}(input, other, *, out=None)", doc=doc, differentiable=diff)(impl)
     if inplace:
 
         def impl_(input, other):
             return binary_(name + "_", code, kind, input, other)
 
         impl_.__name__ = name + "_"
-        globals()[name + "_"] = defop(f"{name}_(input, other)", inplace_of=name, doc=doc)(impl_)
+        globals()[name + "_"] = defop(
+            f"{name}_(input, other)", inplace_of=name, doc=doc, differentiable=diff
+        )(impl_)
 
 
 B = lib

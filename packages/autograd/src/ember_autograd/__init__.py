@@ -1,0 +1,79 @@
+"""ember_autograd: define-by-run automatic differentiation for ember tensors.
+
+Importing it registers a dispatch handler with ember_core that records, as the
+program runs, how every differentiable op's outputs came about; ``backward()``
+then walks that graph in reverse.
+
+>>> import ember_core as ec, ember_autograd
+>>> x = ec.tensor([1.0, 2.0], requires_grad=True)
+>>> (x * x).sum().backward()
+>>> x.grad
+tensor([2., 4.])
+"""
+
+import ember_core as _ec
+
+from ember_autograd import _derivatives as _derivatives  # noqa: F401 - fills the table
+from ember_autograd import _handler, _tensor_api
+from ember_autograd import forward_ad as forward_ad
+from ember_autograd import functional as functional
+from ember_autograd._anomaly import (
+    detect_anomaly,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_detect_anomaly,
+)
+from ember_autograd._api import backward, grad
+from ember_autograd._formula import DERIVATIVES, derivative
+from ember_autograd._function import Function, FunctionCtx, once_differentiable
+from ember_autograd._grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from ember_autograd._gradcheck import GradcheckError, gradcheck, gradgradcheck
+from ember_autograd._node import Node, RemovableHandle
+
+__version__ = "0.1.0"
+
+
+class graph:
+    """``ember_autograd.graph.Node``: the type of every grad_fn."""
+
+    Node = Node
+
+
+_tensor_api.install()
+if _handler.handle not in _ec._dispatch.handlers():
+    _ec.register_handler(_handler.handle)
+
+__all__ = [
+    "DERIVATIVES",
+    "Function",
+    "FunctionCtx",
+    "GradcheckError",
+    "Node",
+    "RemovableHandle",
+    "backward",
+    "derivative",
+    "detect_anomaly",
+    "enable_grad",
+    "forward_ad",
+    "functional",
+    "grad",
+    "gradcheck",
+    "gradgradcheck",
+    "graph",
+    "inference_mode",
+    "is_anomaly_check_nan_enabled",
+    "is_anomaly_enabled",
+    "is_grad_enabled",
+    "is_inference_mode_enabled",
+    "no_grad",
+    "once_differentiable",
+    "set_detect_anomaly",
+    "set_grad_enabled",
+]

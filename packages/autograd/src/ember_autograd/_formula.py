@@ -1,0 +1,180 @@
+"""The derivative table's machinery: Formula entries and the nodes built from them.
+
+A formula is a Python function ``fn(grad, **names)`` written with ember ops (so
+``create_graph=True`` differentiates it again).  Its parameter names say what
+it needs: any parameter of the op (tensors among them are saved for backward,
+with their versions), ``result`` (the op's output), ``needs`` (which inputs
+want a gradient).  It returns one gradient per differentiable input, in the
+order given by ``inputs`` (None for no gradient).  The node then sums each
+gradient down to its input's shape (undoing broadcasting) and casts it to the
+input's dtype, so formulas never deal with either.
+"""
+
+import inspect
+
+import ember_core as ec
+
+from ember_autograd._node import Node, SavedTensor
+
+DERIVATIVES = {}
+
+# Names a formula may ask for that are not op parameters.
+_SPECIAL = ("result", "needs")
+
+
+def _camel(name):
+    parts = [p for p in name.strip("_").split("_") if p]
+    return "".join(p[:1].upper() + p[1:] for p in parts) or "Op"
+
+
+class Formula:
+    __slots__ = (
+        "op_name",
+        "fn",
+        "inputs",
+        "input_idx",
+        "uses",
+        "uses_idx",
+        "uses_result",
+        "outputs",
+        "node_name",
+        "multi_grad",
+        "wants_needs",
+        "shape_uses",
+    )
+
+    def __repr__(self):
+        return f"<formula {self.op_name}: {self.inputs}>"
+
+
+def derivative(op_name, inputs=("input",), outputs=(0,)):
+    """Register ``fn`` as the backward formula of op ``op_name``.
+
+    inputs: the op parameters that receive gradients.  outputs: indices of the
+    op's differentiable outputs (for ops returning tuples); with more than one,
+    the formula gets a tuple ``grads`` instead of ``grad``.
+    """
+
+    def register(fn):
+        op = ec.OPS[op_name]
+        params = op.params
+        sig = list(inspect.signature(fn).parameters)
+        f = Formula()
+        f.op_name = op_name
+        f.fn = fn
+        f.inputs = tuple(inputs)
+        for name in f.inputs:
+            if name not in params:
+                raise ValueError(f"derivative {op_name}: {name!r} is not a parameter of {op}")
+        f.input_idx = tuple(params.index(n) for n in f.inputs)
+        uses, shape_uses = [], []
+        for name in sig[1:]:
+            if name in _SPECIAL:
+                continue
+            if name in params:
+                uses.append(name)
+            elif name.endswith("_shape") and name[:-6] in params:
+                shape_uses.append((name, params.index(name[:-6])))
+            elif name.endswith("_shapes") and name[:-7] in params:
+                shape_uses.append((name, params.index(name[:-7])))
+            else:
+                raise ValueError(f"derivative {op_name}: formula asks for unknown name {name!r}")
+        f.uses = tuple(uses)
+        f.uses_idx = tuple(params.index(n) for n in f.uses)
+        f.shape_uses = tuple(shape_uses)
+        f.uses_result = "result" in sig
+        f.outputs = tuple(outputs)
+        f.multi_grad = len(f.outputs) > 1
+        f.node_name = _camel(op_name) + "Backward0"
+        f.wants_needs = "needs" in sig
+        DERIVATIVES[op_name] = f
+        return fn
+
+    return register
+
+
+def sum_to(g, shape):
+    """Sum g down to ``shape`` (the inverse of broadcasting)."""
+    if g._shape == shape:
+        return g
+    lead = len(g._shape) - len(shape)
+    dims = list(range(lead))
+    for i, s in enumerate(shape):
+        if s == 1 and g._shape[lead + i] != 1:
+            dims.append(lead + i)
+    if dims:
+        g = g.sum(dims, keepdim=True)
+    if lead:
+        g = g.reshape(shape)
+    elif g._shape != shape:
+        g = g.reshape(shape)
+    return g
+
+
+class OpNode(Node):
+    """A node built from a derivative-table formula."""
+
+    __slots__ = ("_formula", "_values", "_in_meta")
+
+    def __init__(self, formula, next_functions, values, in_meta, n_outputs):
+        Node.__init__(self, next_functions, n_outputs)
+        self._formula = formula
+        self._values = values  # name -> SavedTensor or plain value
+        self._in_meta = in_meta  # per input: (shape, dtype) or None
+
+    def name(self):
+        return self._formula.node_name
+
+    def apply(self, grads):
+        f = self._formula
+        kwargs = {name: _unpack(v, self) for name, v in self._values.items()}
+        if f.wants_needs:
+            kwargs["needs"] = tuple(n is not None for n, _ in self.next_functions)
+        if f.multi_grad:
+            out = f.fn(tuple(grads), **kwargs)
+        else:
+            out = f.fn(grads[0], **kwargs)
+        if not isinstance(out, tuple):
+            out = (out,)
+        if len(out) != len(self.next_functions):
+            raise RuntimeError(
+                f"{self.name()}: formula returned {len(out)} gradients for "
+                f"{len(self.next_functions)} inputs"
+            )
+        result = []
+        for g, (node, _), meta in zip(out, self.next_functions, self._in_meta):
+            if g is None or node is None:
+                result.append(None)
+                continue
+            if not isinstance(g, ec.Tensor):
+                raise RuntimeError(f"{self.name()}: formula returned {type(g).__name__}, not a Tensor")
+            shape, dtype = meta
+            if g._shape != shape:
+                g = sum_to(g, shape)
+            if g._dtype is not dtype:
+                g = g.to(dtype)
+            result.append(g)
+        return tuple(result)
+
+    def release(self):
+        for v in self._values.values():
+            if isinstance(v, SavedTensor):
+                v.release()
+            elif isinstance(v, (list, tuple)):
+                for x in v:
+                    if isinstance(x, SavedTensor):
+                        x.release()
+
+    @property
+    def saved_tensors(self):
+        return tuple(v.unpack(self) for v in self._values.values() if isinstance(v, SavedTensor))
+
+
+def _unpack(v, node):
+    if isinstance(v, SavedTensor):
+        return v.unpack(node)
+    if isinstance(v, list) and v and isinstance(v[0], SavedTensor):
+        return [x.unpack(node) for x in v]
+    if isinstance(v, tuple) and v and isinstance(v[0], SavedTensor):
+        return tuple(x.unpack(node) if isinstance(x, SavedTensor) else x for x in v)
+    return v

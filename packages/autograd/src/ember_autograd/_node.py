@@ -1,0 +1,231 @@
+"""Graph nodes (``grad_fn``), saved tensors and hooks.
+
+A Node turns the gradients of its outputs into gradients of its inputs; its
+``next_functions`` are the nodes that produced those inputs (or the
+AccumulateGrad of a leaf).  Nodes are created by the dispatch handler
+(_handler.py) from the derivative table, and by custom Functions.
+
+Note [Saved tensors]
+A node keeps the tensors its formula needs together with their storage's
+version at save time.  Unpacking checks the version: an in-place write in
+between raises, naming the op that saved the tensor and the op (and source
+line) that modified it.  A node never keeps a strong reference to its own
+output's Tensor object, which points back at the node: it keeps an alias with
+no grad_fn and rebuilds the link when unpacking, so forward graphs have no
+reference cycles and memory is freed by reference counting alone.
+"""
+
+import itertools
+import weakref
+
+from ember_core import _tensor as _core_tensor
+
+from ember_autograd import _grad_mode
+
+_seq = itertools.count()
+_alias = _core_tensor.alias
+
+
+class HookDict(dict):
+    """Hooks by handle id (a dict that handles can refer to weakly)."""
+
+    __slots__ = ("__weakref__",)
+
+
+class RemovableHandle:
+    """Returned by register_*hook; ``remove()`` unregisters the hook."""
+
+    _ids = itertools.count()
+
+    def __init__(self, hooks_dict):
+        self._ref = weakref.ref(hooks_dict)
+        self.id = next(RemovableHandle._ids)
+
+    def remove(self):
+        d = self._ref()
+        if d is not None:
+            d.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+# Storages with saved tensors -> (version, op, location) of the last in-place
+# write, so a version mismatch can say who modified the tensor and where.
+watched = weakref.WeakKeyDictionary()
+
+
+def _describe(t):
+    return f"[ember.{t._dtype.name} {list(t._shape)}]"
+
+
+class SavedTensor:
+    __slots__ = ("_t", "_version", "_saved_by", "_is_output", "_output_nr")
+
+    def __init__(self, t, saved_by, is_output=False, output_nr=0):
+        self._t = _alias(t) if is_output else t
+        self._version = t._storage._version
+        self._saved_by = saved_by
+        self._is_output = is_output
+        self._output_nr = output_nr
+        watched.setdefault(t._storage, None)
+
+    def unpack(self, node):
+        t = self._t
+        if t is None:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time (or directly access saved "
+                "tensors after they have already been freed). Saved intermediate values of the "
+                "graph are freed when you call .backward() or autograd.grad(). Specify "
+                "retain_graph=True if you need to backward through the graph a second time or "
+                "if you need to access saved tensors after calling backward."
+            )
+        storage = t._storage
+        if storage._version != self._version:
+            where = watched.get(storage)
+            by = ""
+            if where is not None:
+                _, op, location = where
+                by = f" It was modified in place by {op}" + (f" at {location}" if location else "") + "."
+            output = f", which is output {self._output_nr} of {node.name()}," if self._is_output else ""
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: {_describe(t)}{output} is at version {storage._version}; "
+                f"expected version {self._version} instead. It was saved by {self._saved_by} "
+                f"(for {node.name()}).{by} Hint: enable anomaly detection to find the forward "
+                "operation that created it, or clone() the tensor before modifying it."
+            )
+        if self._is_output:
+            u = _alias(t)
+            u._rg = True
+            u.grad_fn = node
+            u._output_nr = self._output_nr
+            return u
+        return t
+
+    def release(self):
+        self._t = None
+
+
+class Node:
+    """A backward function in the graph (the ``grad_fn`` of a tensor)."""
+
+    __slots__ = (
+        "next_functions",
+        "_seq",
+        "_pre_hooks",
+        "_post_hooks",
+        "_tensor_pre_hooks",
+        "_retain_hooks",
+        "_trace",
+        "_n_outputs",
+        "_out_meta",
+        "metadata_",
+        "__weakref__",
+    )
+
+    def __init__(self, next_functions, n_outputs=1):
+        self.next_functions = next_functions
+        self._seq = next(_seq)
+        self._pre_hooks = None
+        self._post_hooks = None
+        self._tensor_pre_hooks = None
+        self._retain_hooks = None
+        self._n_outputs = n_outputs
+        self._out_meta = None
+        self.metadata_ = None
+        self._trace = None
+        if _grad_mode.state.anomaly:
+            from ember_autograd import _anomaly
+
+            self._trace = _anomaly.capture_stack()
+
+    # -------------------------------------------------------------- protocol
+
+    def name(self):
+        return type(self).__name__
+
+    def apply(self, grads):
+        """Gradients of the inputs (one per next_functions entry) from the
+        gradients of the outputs."""
+        raise NotImplementedError
+
+    def release(self):
+        """Free saved tensors after a backward without retain_graph."""
+
+    def __call__(self, *grads):
+        return self.apply(grads)
+
+    @property
+    def metadata(self):
+        if self.metadata_ is None:
+            self.metadata_ = {}
+        return self.metadata_
+
+    def _sequence_nr(self):
+        return self._seq
+
+    def __repr__(self):
+        return f"<{self.name()} object at 0x{id(self):x}>"
+
+    # ----------------------------------------------------------------- hooks
+
+    def register_hook(self, fn):
+        """fn(grad_inputs, grad_outputs) -> new grad_inputs or None, after the node runs."""
+        if self._post_hooks is None:
+            self._post_hooks = HookDict()
+        handle = RemovableHandle(self._post_hooks)
+        self._post_hooks[handle.id] = fn
+        return handle
+
+    def register_prehook(self, fn):
+        """fn(grad_outputs) -> new grad_outputs or None, before the node runs."""
+        if self._pre_hooks is None:
+            self._pre_hooks = HookDict()
+        handle = RemovableHandle(self._pre_hooks)
+        self._pre_hooks[handle.id] = fn
+        return handle
+
+    def _register_tensor_hook(self, output_nr, fn):
+        if self._tensor_pre_hooks is None:
+            self._tensor_pre_hooks = {}
+        hooks = self._tensor_pre_hooks.setdefault(output_nr, HookDict())
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = fn
+        return handle
+
+
+class AccumulateGrad(Node):
+    """The sink of a leaf: adds incoming gradients into ``variable.grad``."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        Node.__init__(self, (), 1)
+        self.variable = variable
+
+    def name(self):
+        return "AccumulateGrad"
+
+
+def accumulator(t):
+    """The (shared) AccumulateGrad node of leaf t."""
+    ref = t.__dict__.get("_acc")
+    node = ref() if ref is not None else None
+    if node is None:
+        node = AccumulateGrad(t)
+        t._acc = weakref.ref(node)
+    return node
+
+
+def gradient_edge(t):
+    """(node, input_nr) through which gradients reach tensor t, or (None, 0)."""
+    fn = t.grad_fn
+    if fn is not None:
+        return (fn, t.__dict__.get("_output_nr", 0))
+    if t._rg:
+        return (accumulator(t), 0)
+    return (None, 0)

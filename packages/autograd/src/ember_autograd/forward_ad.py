@@ -1,0 +1,306 @@
+"""Forward-mode AD: dual tensors carry a tangent through ops.
+
+>>> with dual_level():
+...     x = make_dual(primal, tangent)
+...     y = (x * x).sin()
+...     jvp = unpack_dual(y).tangent     # d y / d x applied to tangent
+
+While a dual level is open, a second dispatch handler computes each op's output
+tangent from its inputs' tangents.  Elementwise ops reuse the derivative table:
+for them ``g * df/dx`` with ``g`` set to the tangent is the tangent's image.
+Linear ops (views, sums, concatenation, copies) apply themselves to the
+tangent; products have their own rules.
+"""
+
+import collections
+import threading
+
+import ember_core as ec
+
+from ember_autograd._formula import DERIVATIVES
+
+Tensor = ec.Tensor
+UnpackedDualTensor = collections.namedtuple("UnpackedDualTensor", ["primal", "tangent"])
+
+
+class _FwState(threading.local):
+    def __init__(self):
+        self.levels = []
+        self.below = 0
+
+
+_fw = _FwState()
+_lock = threading.Lock()
+_registered = [False]
+
+
+def _current(level):
+    if level is not None:
+        return level
+    if not _fw.levels:
+        raise RuntimeError("forward AD: no dual level is open; use `with dual_level():`")
+    return _fw.levels[-1]
+
+
+def enter_dual_level():
+    level = len(_fw.levels)
+    _fw.levels.append(level)
+    with _lock:
+        if not _registered[0]:
+            ec.register_handler(_handle)
+            _registered[0] = True
+    return level
+
+
+def exit_dual_level(*, level=None):
+    if not _fw.levels:
+        raise RuntimeError("forward AD: no dual level to exit")
+    _fw.levels.pop()
+
+
+class dual_level:
+    """Context manager opening a forward-AD level; tangents die with it."""
+
+    def __enter__(self):
+        self.level = enter_dual_level()
+        return self.level
+
+    def __exit__(self, *exc):
+        exit_dual_level(level=self.level)
+
+
+def _alias(t):
+    from ember_core import _tensor as core_tensor
+
+    return core_tensor.view_of(t, t._shape, t._stride, t._offset, t._numel, t._contig)
+
+
+def make_dual(tensor, tangent, *, level=None):
+    """A tensor with ``tensor``'s value carrying ``tangent`` at the current level."""
+    lvl = _current(level)
+    if not isinstance(tangent, Tensor) or tangent.shape != tensor.shape:
+        raise RuntimeError(
+            f"make_dual: expected tangent to have the primal's shape {tuple(tensor.shape)}, got "
+            f"{tuple(getattr(tangent, 'shape', ()))}"
+        )
+    if not tensor.dtype.is_floating_point:
+        raise ValueError("make_dual: the primal must be a floating point tensor")
+    out = _alias(tensor)
+    out._fw = {lvl: tangent}
+    return out
+
+
+def _tangent(t, lvl):
+    d = getattr(t, "__dict__", None)
+    if d is None:
+        return None
+    fw = d.get("_fw")
+    return fw.get(lvl) if fw else None
+
+
+def unpack_dual(tensor, *, level=None):
+    """(primal, tangent) of a dual tensor (tangent None if it has none)."""
+    lvl = _current(level) if _fw.levels or level is not None else None
+    tangent = _tangent(tensor, lvl) if lvl is not None else None
+    primal = _alias(tensor) if tangent is not None else tensor
+    return UnpackedDualTensor(primal, tangent)
+
+
+# ---------------------------------------------------------------- handler
+
+JVPS = {}
+
+
+def jvp_rule(*names):
+    def register(fn):
+        for n in names:
+            JVPS[n] = fn
+        return fn
+
+    return register
+
+
+def _handle(op, args, kwargs, call):
+    if _fw.below or not _fw.levels:
+        return call(args, kwargs)
+    lvl = _fw.levels[-1]
+    tangents = {}
+    for name, a in zip(op.params, args):
+        if isinstance(a, Tensor):
+            t = _tangent(a, lvl)
+            if t is not None:
+                tangents[name] = t
+        elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
+            ts = [_tangent(x, lvl) for x in a]
+            if any(t is not None for t in ts):
+                tangents[name] = ts
+    if not tangents:
+        return call(args, kwargs)
+    name = op.name
+    rule = JVPS.get(name) or (JVPS.get(op.inplace_of) if op.inplace_of else None)
+    formula = DERIVATIVES.get(name) or (DERIVATIVES.get(op.inplace_of) if op.inplace_of else None)
+    if not op.differentiable:
+        return call(args, kwargs)
+    if rule is None and (formula is None or name not in _ELEMENTWISE and op.inplace_of not in _ELEMENTWISE):
+        raise RuntimeError(f"forward-mode AD is not implemented for '{name}' yet")
+    values = dict(zip(op.params, args))
+    inplace = op.inplace_of is not None
+    if inplace and formula is not None and "input" in values:
+        _fw.below += 1
+        try:
+            values["input"] = values["input"].clone()
+        finally:
+            _fw.below -= 1
+    result = call(args, kwargs)
+    out = args[0] if inplace else (result[0] if isinstance(result, tuple) else result)
+    _fw.below += 1
+    try:
+        if rule is not None:
+            tangent = rule(tangents, values, out)
+        else:
+            tangent = _from_formula(formula, tangents, values, out)
+    finally:
+        _fw.below -= 1
+    if tangent is not None and isinstance(out, Tensor) and out._dtype.is_floating_point:
+        if tangent.shape != out.shape:
+            tangent = tangent.expand(out.shape).contiguous()
+        fw = out.__dict__.setdefault("_fw", {})
+        fw[lvl] = tangent
+    return result
+
+
+def _from_formula(f, tangents, values, result):
+    total = None
+    for i, name in enumerate(f.inputs):
+        t = tangents.get(name)
+        if t is None:
+            continue
+        kwargs = {}
+        for n in f.uses:
+            kwargs[n] = values[n]
+        for n, idx in f.shape_uses:
+            kwargs[n] = values[n[: n.rindex("_")]].shape
+        if f.uses_result:
+            kwargs["result"] = result
+        if f.wants_needs:
+            kwargs["needs"] = tuple(j == i for j in range(len(f.inputs)))
+        out = f.fn(t, **kwargs)
+        g = out[i] if isinstance(out, tuple) else out
+        if g is None:
+            continue
+        total = g if total is None else total + g
+    return total
+
+
+# Ops whose Jacobian is elementwise (broadcast): their backward formula with the
+# tangent as the incoming gradient gives the output tangent.
+_ELEMENTWISE = {
+    "neg", "abs", "sign", "square", "reciprocal", "sqrt", "rsqrt", "exp", "exp2", "expm1",
+    "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
+    "cosh", "tanh", "asinh", "acosh", "atanh", "sigmoid", "relu", "silu", "erf", "erfc",
+    "erfinv", "floor", "ceil", "trunc", "round", "frac", "lgamma", "digamma", "deg2rad",
+    "rad2deg", "sinc", "mish", "selu", "hardsigmoid", "hardswish", "softsign", "logsigmoid",
+    "clamp", "nan_to_num", "add", "sub", "rsub", "mul", "div", "floor_divide", "remainder",
+    "fmod", "pow", "maximum", "minimum", "fmax", "fmin", "atan2", "hypot", "copysign",
+    "xlogy", "logaddexp", "where", "lerp", "addcmul", "addcdiv",
+}
+
+
+def _sum_terms(*terms):
+    total = None
+    for t in terms:
+        if t is not None:
+            total = t if total is None else total + t
+    return total
+
+
+@jvp_rule("matmul", "mm", "bmm", "mv", "dot")
+def _(t, v, result):
+    a_name, b_name = [n for n in v if n not in ("out",)][:2]
+    ta, tb = t.get(a_name), t.get(b_name)
+    a, b = v[a_name], v[b_name]
+    return _sum_terms(ec.matmul(ta, b) if ta is not None else None, ec.matmul(a, tb) if tb is not None else None)
+
+
+@jvp_rule("outer")
+def _(t, v, result):
+    ta, tb = t.get("input"), t.get("vec2")
+    return _sum_terms(ec.outer(ta, v["vec2"]) if ta is not None else None, ec.outer(v["input"], tb) if tb is not None else None)
+
+
+@jvp_rule("addmm", "baddbmm")
+def _(t, v, result):
+    names = list(v)
+    m1, m2 = names[1], names[2]
+    ti, t1, t2 = t.get("input"), t.get(m1), t.get(m2)
+    alpha, beta = v.get("alpha", 1), v.get("beta", 1)
+    return _sum_terms(
+        ti * beta if ti is not None else None,
+        ec.matmul(t1, v[m2]) * alpha if t1 is not None else None,
+        ec.matmul(v[m1], t2) * alpha if t2 is not None else None,
+    )
+
+
+def _linear_first(opname):
+    """Ops linear in their first tensor argument: apply them to the tangent (through
+    dispatch, so the tangent's own history is recorded when it requires grad)."""
+    op = ec.OPS[opname]
+
+    def rule(t, v, result):
+        first = op.params[0]
+        tan = t.get(first)
+        if tan is None:
+            return None
+        args = (tan,) + tuple(v[n] for n in op.params[1:])
+        return ec._dispatch.dispatch(op, args)
+
+    return rule
+
+
+for _name in ("sum", "mean", "view", "transpose", "permute", "expand", "squeeze", "unsqueeze",
+              "narrow", "select", "diagonal", "unfold", "alias", "clone", "contiguous", "flip",
+              "roll", "repeat", "tril", "triu", "cumsum", "nansum"):
+    JVPS[_name] = _linear_first(_name)
+
+
+@jvp_rule("__getitem__")
+def _(t, v, result):
+    tan = t.get("input")
+    return tan[v["key"]] if tan is not None else None
+
+
+@jvp_rule("_to_copy")
+def _(t, v, result):
+    return t["input"].to(v["dtype"])
+
+
+def _joining(fn):
+    def rule(t, v, result):
+        filled = [x if x is not None else ec.zeros_like(src) for x, src in zip(t["tensors"], v["tensors"])]
+        return fn(filled, v["dim"])
+
+    return rule
+
+
+JVPS["cat"] = _joining(lambda ts, d: ec.cat(ts, d))
+JVPS["stack"] = _joining(lambda ts, d: ec.stack(ts, d))
+
+
+@jvp_rule("copy_")
+def _(t, v, result):
+    src = t.get("src")
+    return src if src is not None else ec.zeros_like(result)
+
+
+@jvp_rule("logsumexp")
+def _(t, v, result):
+    x = v["input"]
+    dim, keepdim = v["dim"], v["keepdim"]
+    r = result if keepdim else result.reshape([1 if i in _dims(dim, x.dim()) else s for i, s in enumerate(x.shape)])
+    return (t["input"] * (x - r).exp()).sum(dim, keepdim=keepdim)
+
+
+def _dims(dim, nd):
+    if isinstance(dim, int):
+        dim = (dim,)
+    return {d % nd for d in dim}

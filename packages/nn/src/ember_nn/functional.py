@@ -1,0 +1,558 @@
+"""ember.nn.functional: the functional forms of layers, activations and losses.
+
+Most functions are ember_core ops (C kernels with derivative formulas); the
+rest are short compositions of ops.  Names and semantics follow
+torch.nn.functional.
+"""
+
+import math
+import warnings
+
+import ember_core as ec
+
+Tensor = ec.Tensor
+
+# ------------------------------------------------------------------ linear
+
+
+def linear(input, weight, bias=None):
+    """y = input @ weight.T + bias (one fused addmm for 2-D input)."""
+    if input.dim() == 2 and bias is not None:
+        return ec.addmm(bias, input, weight.t())
+    out = input.matmul(weight.t())
+    return out + bias if bias is not None else out
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y_k = x1^T W_k x2 + b_k."""
+    out = ec.einsum("...i,kij,...j->...k", input1, weight, input2) if hasattr(ec, "einsum") else _bilinear(input1, input2, weight)
+    return out + bias if bias is not None else out
+
+
+def _bilinear(x1, x2, w):
+    lead = x1.shape[:-1]
+    a = x1.reshape(-1, x1.shape[-1])
+    b = x2.reshape(-1, x2.shape[-1])
+    # (n, i) x (k, i, j) -> (n, k, j), then contract j with x2
+    t = ec.matmul(a.unsqueeze(1).unsqueeze(1), w.unsqueeze(0)).squeeze(2)
+    out = ec.matmul(t, b.unsqueeze(-1)).squeeze(-1)
+    return out.reshape(tuple(lead) + (w.shape[0],))
+
+
+# -------------------------------------------------------- convolution/pool
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return ec.conv1d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return ec.conv2d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return ec.conv3d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return ec.conv_transpose1d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return ec.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return ec.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return ec.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+max_pool1d_with_indices = max_pool1d
+max_pool2d_with_indices = max_pool2d
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    return ec.avg_pool1d(input, kernel_size, stride, padding, ceil_mode, count_include_pad)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+    return ec.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    return ec.adaptive_avg_pool1d(input, output_size)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    return ec.adaptive_avg_pool2d(input, output_size)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    out = ec.adaptive_max_pool2d(input.unsqueeze(-2), (1, output_size if isinstance(output_size, int) else output_size[0]))
+    values, indices = out[0].squeeze(-2), out[1].squeeze(-2)
+    return (values, indices) if return_indices else values
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    values, indices = ec.adaptive_max_pool2d(input, output_size)
+    return (values, indices) if return_indices else values
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
+    out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return (out.sign() * out.abs().relu()).mul(kh * kw).pow(1.0 / norm_type)
+
+
+# ------------------------------------------------------------- activations
+
+
+def relu(input, inplace=False):
+    return input.relu_() if inplace else input.relu()
+
+
+def relu_(input):
+    return input.relu_()
+
+
+def relu6(input, inplace=False):
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def threshold(input, threshold, value, inplace=False):
+    return ec.threshold_(input, threshold, value) if inplace else ec.threshold(input, threshold, value)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    return ec.hardtanh_(input, min_val, max_val) if inplace else ec.hardtanh(input, min_val, max_val)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    return ec.elu_(input, alpha) if inplace else ec.elu(input, alpha)
+
+
+def selu(input, inplace=False):
+    return input.selu_() if inplace else input.selu()
+
+
+def celu(input, alpha=1.0, inplace=False):
+    return ec.celu_(input, alpha) if inplace else ec.celu(input, alpha)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return ec.leaky_relu_(input, negative_slope) if inplace else ec.leaky_relu(input, negative_slope)
+
+
+def prelu(input, weight):
+    return ec.prelu(input, weight)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    if training:
+        return ec.rrelu(input, lower, upper, training)
+    return leaky_relu(input, (lower + upper) / 2, inplace)
+
+
+def glu(input, dim=-1):
+    return ec.glu(input, dim)
+
+
+def gelu(input, approximate="none"):
+    return ec.gelu(input, approximate=approximate)
+
+
+def logsigmoid(input):
+    return input.logsigmoid()
+
+
+def hardshrink(input, lambd=0.5):
+    return ec.hardshrink(input, lambd)
+
+
+def softshrink(input, lambd=0.5):
+    return ec.softshrink(input, lambd)
+
+
+def tanhshrink(input):
+    return input - input.tanh()
+
+
+def softsign(input):
+    return input.softsign()
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    return ec.softplus(input, beta, threshold)
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _default_dim("softmax", input.dim())
+    return ec.softmax(input, dim, dtype=dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _default_dim("softmin", input.dim())
+    return ec.softmax(-input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _default_dim("log_softmax", input.dim())
+    return ec.log_softmax(input, dim, dtype=dtype)
+
+
+def _default_dim(name, ndim):
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X as an argument.",
+        UserWarning,
+        stacklevel=3,
+    )
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    gumbels = -ec.empty_like(logits).exponential_().log()
+    y = ((logits + gumbels) / tau).softmax(dim)
+    if hard:
+        index = y.argmax(dim, keepdim=True)
+        positions = ec.arange(y.shape[dim]).reshape([-1 if i == (dim % y.dim()) else 1 for i in range(y.dim())])
+        y_hard = (positions == index).to(y.dtype)
+        return y_hard - y.detach() + y
+    return y
+
+
+def tanh(input):
+    return input.tanh()
+
+
+def sigmoid(input):
+    return input.sigmoid()
+
+
+def hardsigmoid(input, inplace=False):
+    return input.hardsigmoid_() if inplace else input.hardsigmoid()
+
+
+def silu(input, inplace=False):
+    return input.silu_() if inplace else input.silu()
+
+
+def mish(input, inplace=False):
+    return input.mish_() if inplace else input.mish()
+
+
+def hardswish(input, inplace=False):
+    return input.hardswish_() if inplace else input.hardswish()
+
+
+# ----------------------------------------------------------- normalization
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    return ec.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True, momentum=0.1, eps=1e-5):
+    return ec.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    return ec.layer_norm(input, tuple(normalized_shape), weight, bias, eps)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    return ec.group_norm(input, num_groups, weight, bias, eps)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    return ec.rms_norm(input, tuple(normalized_shape), weight, eps)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input / max(||input||_p along dim, eps)."""
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    r = input / denom
+    if out is not None:
+        return out.copy_(r)
+    return r
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    dim = input.dim()
+    div = input.mul(input).unsqueeze(1)
+    if dim == 3:
+        div = pad(div, (0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+    else:
+        shape = input.shape
+        div = div.reshape(shape[0], 1, shape[1], shape[2], -1)
+        div = pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool2d(div.reshape(shape[0], 1, div.shape[2], -1), (size, 1), stride=1).squeeze(1)
+        div = div.reshape(shape)
+    div = div.mul(alpha).add(k).pow(beta)
+    return input / div
+
+
+# ----------------------------------------------------------------- dropout
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if inplace:
+        return input.copy_(ec.dropout(input, p, training)) if training and p > 0 else input
+    return ec.dropout(input, p, training)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    return ec.alpha_dropout(input, p, training)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    return ec.feature_alpha_dropout(input, p, training)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    return ec.dropout1d(input, p, training)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    return ec.dropout2d(input, p, training)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    return ec.dropout3d(input, p, training)
+
+
+# ---------------------------------------------------------------- sparse
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    return ec.embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse)
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
+                  sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    return ec.embedding_bag(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
+                            per_sample_weights, include_last_offset, padding_idx)
+
+
+def one_hot(tensor, num_classes=-1):
+    return ec.one_hot(tensor, num_classes)
+
+
+# ------------------------------------------------------------ distances
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    return (x1 - x2 + eps).norm(p, -1, keepdim=keepdim)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    n1 = x1.norm(2, dim).clamp_min(eps)
+    n2 = x2.norm(2, dim).clamp_min(eps)
+    return (x1 * x2).sum(dim) / (n1 * n2)
+
+
+def pdist(input, p=2):
+    n = input.shape[0]
+    diffs = input.unsqueeze(1) - input.unsqueeze(0)
+    d = diffs.norm(p, -1)
+    rows, cols = [], []
+    for i in range(n):
+        for j in range(i + 1, n):
+            rows.append(i)
+            cols.append(j)
+    if not rows:
+        return ec.empty(0, dtype=input.dtype)
+    return d[ec.tensor(rows), ec.tensor(cols)]
+
+
+# ------------------------------------------------------------------ losses
+
+
+def _reduction(size_average, reduce, reduction):
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if not reduce:
+        return "none"
+    return "mean" if size_average else "sum"
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    return ec.nll_loss(input, target, weight, ignore_index, _reduction(size_average, reduce, reduction))
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean", label_smoothing=0.0):
+    return ec.cross_entropy(input, target, weight, ignore_index, _reduction(size_average, reduce, reduction), label_smoothing)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    return ec.mse_loss(input, target, _reduction(size_average, reduce, reduction))
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    return ec.l1_loss(input, target, _reduction(size_average, reduce, reduction))
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    return ec.smooth_l1_loss(input, target, _reduction(size_average, reduce, reduction), beta)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    return ec.huber_loss(input, target, reduction, delta)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    return ec.binary_cross_entropy(input, target, weight, _reduction(size_average, reduce, reduction))
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None):
+    return ec.binary_cross_entropy_with_logits(input, target, weight, pos_weight, _reduction(size_average, reduce, reduction))
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    return ec.kl_div(input, target, _reduction(size_average, reduce, reduction), log_target)
+
+
+def _reduce(loss, reduction):
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None, reduction="mean"):
+    if log_input:
+        loss = input.exp() - target * input
+    else:
+        loss = input - target * (input + eps).log()
+    if full:
+        stirling = target * target.log() - target + (2 * math.pi * target).log() * 0.5
+        loss = loss + ec.where(target > 1, stirling, ec.zeros((), dtype=loss.dtype))
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    var = var.clamp_min(eps)
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    return _reduce((-target * input).exp().log1p(), _reduction(size_average, reduce, reduction))
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), _reduction(size_average, reduce, reduction))
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    pos = ec.where(target == 1, input, ec.zeros((), dtype=input.dtype))
+    neg = ec.where(target == -1, (margin - input).clamp_min(0), ec.zeros((), dtype=input.dtype))
+    return _reduce(pos + neg, _reduction(size_average, reduce, reduction))
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    cos = cosine_similarity(input1, input2, dim=-1)
+    zero = ec.zeros((), dtype=cos.dtype)
+    loss = ec.where(target == 1, 1 - cos, ec.where(target == -1, (cos - margin).clamp_min(0), zero))
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None, reduce=None, reduction="mean"):
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = ec.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce((d_pos - d_neg + margin).clamp_min(0), _reduction(size_average, reduce, reduction))
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.mean(-1)
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
+    n, c = input.shape
+    x_y = input.gather(1, target.unsqueeze(1))
+    loss = (margin - x_y + input).clamp_min(0)
+    if p == 2:
+        loss = loss * loss
+    if weight is not None:
+        loss = loss * weight[target].unsqueeze(1)
+    mask = ec.ones_like(loss).scatter_(1, target.unsqueeze(1), 0.0)
+    loss = (loss * mask).sum(1) / c
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+# ----------------------------------------------------- shape and resampling
+
+
+def pad(input, pad, mode="constant", value=None):
+    return ec.pad(input, tuple(pad), mode, value)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None, antialias=False):
+    return ec.interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, "nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, "bilinear", align_corners=True)
+
+
+def pixel_shuffle(input, upscale_factor):
+    return ec.pixel_shuffle(input, upscale_factor)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    return ec.pixel_unshuffle(input, downscale_factor)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    return ec.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """im2col: (N, C, H, W) -> (N, C*kh*kw, L) sliding blocks."""
+    kh, kw = _pair(kernel_size)
+    dh, dw = _pair(dilation)
+    ph, pw = _pair(padding)
+    sh, sw = _pair(stride)
+    x = pad(input, (pw, pw, ph, ph)) if (ph or pw) else input
+    n, c = x.shape[0], x.shape[1]
+    cols = []
+    for i in range(kh):
+        for j in range(kw):
+            patch = x[:, :, i * dh :: sh, j * dw :: sw]
+            oh = (x.shape[2] - dh * (kh - 1) - 1) // sh + 1
+            ow = (x.shape[3] - dw * (kw - 1) - 1) // sw + 1
+            cols.append(patch[:, :, :oh, :ow].reshape(n, c, 1, -1))
+    return ec.cat(cols, 2).reshape(n, c * kh * kw, -1)
+
+
+def _pair(v):
+    return (v, v) if isinstance(v, int) else tuple(v)

@@ -1,0 +1,59 @@
+"""ember: an imperative, Pythonic deep-learning library in PyTorch's layout.
+
+``import ember as torch`` is meant to run common PyTorch scripts:
+
+>>> import ember
+>>> import ember.nn as nn
+>>> import ember.nn.functional as F
+>>> model = nn.Linear(4, 2)
+>>> loss = F.mse_loss(model(ember.randn(8, 4)), ember.zeros(8, 2))
+>>> loss.backward()
+"""
+
+import ember_autograd as _autograd
+import ember_core as _core
+from ember_core import *  # noqa: F403 - the tensor namespace, as torch
+from ember_core import Size, Tensor, __all__ as _core_all  # noqa: F401
+
+from ember import cuda
+from ember.serialization import CheckpointError, load, save
+
+# Grad modes live in ember_autograd; PyTorch exposes them at the top level.
+no_grad = _autograd.no_grad
+enable_grad = _autograd.enable_grad
+set_grad_enabled = _autograd.set_grad_enabled
+inference_mode = _autograd.inference_mode
+is_grad_enabled = _autograd.is_grad_enabled
+is_inference_mode_enabled = _autograd.is_inference_mode_enabled
+
+from ember import autograd, nn, optim, utils  # noqa: E402
+import ember.utils.data  # noqa: E402,F401 - ember.utils.data as an attribute path
+
+__version__ = "0.1.0"
+
+
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+def is_nonzero(input):
+    if input.numel() != 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input.item())
+
+
+def compile(model=None, **kwargs):
+    """Returns the model as is: ember runs eagerly."""
+    if model is None:
+        return lambda m: m
+    return model
+
+
+__all__ = sorted(
+    set(_core_all)
+    | {
+        "CheckpointError", "autograd", "compile", "cuda", "enable_grad", "inference_mode", "is_floating_point",
+        "is_grad_enabled", "is_inference_mode_enabled", "is_nonzero", "load", "nn", "no_grad", "optim", "save",
+        "set_grad_enabled", "utils",
+    }
+)

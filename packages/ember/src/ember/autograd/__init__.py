@@ -1,0 +1,11 @@
+"""ember.autograd is ember_autograd."""
+
+import sys
+
+import ember_autograd
+from ember._alias import alias
+
+alias("ember.autograd.functional", "ember_autograd.functional")
+alias("ember.autograd.forward_ad", "ember_autograd.forward_ad")
+alias("ember.autograd.graph", "ember_autograd._node")
+sys.modules[__name__] = ember_autograd

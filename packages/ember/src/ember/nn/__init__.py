@@ -1,0 +1,15 @@
+"""ember.nn is ember_nn (modules, functional, init, utils)."""
+
+import sys
+
+import ember_nn
+from ember._alias import alias
+
+alias("ember.nn.functional", "ember_nn.functional")
+alias("ember.nn.init", "ember_nn.init")
+alias("ember.nn.utils", "ember_nn.utils")
+alias("ember.nn.utils.rnn", "ember_nn.utils.rnn")
+alias("ember.nn.utils.clip_grad", "ember_nn.utils.clip_grad")
+alias("ember.nn.modules", "ember_nn.modules")
+alias("ember.nn.parameter", "ember_nn.parameter")
+sys.modules[__name__] = ember_nn

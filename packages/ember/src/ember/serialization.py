@@ -1,0 +1,327 @@
+"""ember.save / ember.load: checkpoints in the safetensors layout.
+
+File format (readable by any safetensors reader):
+
+    8 bytes   little-endian u64: N, the length of the JSON header
+    N bytes   JSON header: {"<name>": {"dtype": "F32", "shape": [...],
+              "data_offsets": [begin, end]}, ..., "__metadata__": {...}}
+    the rest  the tensors' bytes, back to back, in header order
+
+``__metadata__`` (strings only, as the layout requires) holds:
+
+    "format": "ember"               what wrote the file
+    "ember.structure": JSON         the saved object, with tensors replaced by
+                                    {"$tensor": name} and other values tagged
+                                    (tuples, int-keyed dicts, dtypes, devices...)
+    "ember.sha256": hex digest      of the data region, so tampering is detected
+
+Loading parses JSON and copies bytes: it never executes code from the file.
+Saving to a path writes a temporary file in the same directory and renames it
+over the target, so a crash never leaves a half-written checkpoint behind.
+"""
+
+import collections
+import hashlib
+import io
+import json
+import math
+import os
+import struct
+import tempfile
+
+import numpy as np
+
+import ember_core as ec
+from ember_core import _interop
+
+FORMAT_VERSION = 1
+_DTYPE_CODES = {
+    ec.bool: "BOOL",
+    ec.uint8: "U8",
+    ec.int8: "I8",
+    ec.int16: "I16",
+    ec.int32: "I32",
+    ec.int64: "I64",
+    ec.float16: "F16",
+    ec.bfloat16: "BF16",
+    ec.float32: "F32",
+    ec.float64: "F64",
+}
+_CODE_DTYPES = {v: k for k, v in _DTYPE_CODES.items()}
+_MAX_HEADER = 100 * 1024 * 1024
+
+
+class CheckpointError(RuntimeError):
+    """The file is not a valid ember checkpoint (truncated, tampered, or foreign)."""
+
+
+# ------------------------------------------------------------------ encoding
+
+
+class _Writer:
+    def __init__(self):
+        self.tensors = {}  # name -> tensor
+        self.by_id = {}
+
+    def tensor(self, t):
+        key = id(t)
+        name = self.by_id.get(key)
+        if name is None:
+            name = f"t{len(self.tensors)}"
+            self.by_id[key] = name
+            self.tensors[name] = t
+        node = {"$tensor": name}
+        if t.requires_grad:
+            node["requires_grad"] = True
+        if type(t).__name__ == "Parameter":
+            node["parameter"] = True
+        return node
+
+    def encode(self, obj, path="obj"):
+        if obj is None or isinstance(obj, (bool, str)):
+            return obj
+        if isinstance(obj, int):
+            return obj if abs(obj) < 2**53 else {"$int": str(obj)}
+        if isinstance(obj, float):
+            if math.isfinite(obj):
+                return obj
+            return {"$float": repr(obj)}
+        if isinstance(obj, ec.Tensor):
+            return self.tensor(obj)
+        if isinstance(obj, ec.dtype):
+            return {"$dtype": obj.name}
+        if isinstance(obj, ec.device):
+            return {"$device": str(obj)}
+        if isinstance(obj, ec.Size):
+            return {"$size": list(obj)}
+        if isinstance(obj, (list, tuple)):
+            items = [self.encode(x, f"{path}[{i}]") for i, x in enumerate(obj)]
+            if isinstance(obj, list):
+                return items
+            if hasattr(obj, "_fields"):
+                return {"$namedtuple": type(obj).__name__, "fields": list(obj._fields), "items": items}
+            return {"$tuple": items}
+        if isinstance(obj, dict):
+            kind = "ordered" if isinstance(obj, collections.OrderedDict) else "dict"
+            items = [[self.encode(k, f"{path} key"), self.encode(v, f"{path}[{k!r}]")] for k, v in obj.items()]
+            return {"$" + kind: items}
+        if isinstance(obj, (set, frozenset)):
+            return {"$set": [self.encode(x, path) for x in obj]}
+        if isinstance(obj, np.ndarray):
+            return self.tensor(ec.tensor(obj))
+        if isinstance(obj, (np.integer, np.floating, np.bool_)):
+            return self.encode(obj.item(), path)
+        raise TypeError(
+            f"ember.save: cannot store {type(obj).__name__} (at {path}) in a safe checkpoint; "
+            "save tensors, state_dicts and plain Python values (e.g. model.state_dict() instead "
+            "of the model)"
+        )
+
+
+def _contiguous_bytes(t):
+    if t.device.type != "cpu":
+        t = t.cpu()
+    t = t.detach().contiguous()
+    n = t.numel() * t.element_size()
+    if n == 0:
+        return b""
+    return bytes(_interop.ffi.buffer(_interop.ffi.cast("char*", t.data_ptr()), n))
+
+
+def _serialize(obj):
+    writer = _Writer()
+    structure = writer.encode(obj)
+    header = {}
+    chunks = []
+    offset = 0
+    for name, t in writer.tensors.items():
+        data = _contiguous_bytes(t)
+        header[name] = {"dtype": _DTYPE_CODES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        chunks.append(data)
+        offset += len(data)
+    blob = b"".join(chunks)
+    header["__metadata__"] = {
+        "format": "ember",
+        "ember.version": str(FORMAT_VERSION),
+        "ember.structure": json.dumps(structure, separators=(",", ":")),
+        "ember.sha256": hashlib.sha256(blob).hexdigest(),
+    }
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-len(text) % 8)  # align the data region to 8 bytes
+    return struct.pack("<Q", len(text)) + text + blob
+
+
+def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
+    """Write obj (tensors, state_dicts, nested containers of plain values) to f, a
+    path or a writable binary file.  Writing a path is atomic."""
+    data = _serialize(obj)
+    if isinstance(f, (str, os.PathLike)):
+        path = os.fspath(f)
+        directory = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(prefix=".ember-save-", dir=directory)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+    else:
+        f.write(data)
+
+
+# ------------------------------------------------------------------ decoding
+
+
+def _fail(source, why):
+    raise CheckpointError(f"ember.load({source}): {why}")
+
+
+def _parse(data, source):
+    if len(data) < 8:
+        _fail(source, f"the file is {len(data)} bytes long, too short for a checkpoint header (truncated?)")
+    (n,) = struct.unpack("<Q", data[:8])
+    if n > _MAX_HEADER or 8 + n > len(data):
+        _fail(source, f"the header claims {n} bytes but the file has {len(data) - 8} after the length (truncated or not a checkpoint)")
+    try:
+        header = json.loads(data[8 : 8 + n].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        _fail(source, f"the header is not valid JSON ({exc}); the file is corrupt or not a checkpoint")
+    if not isinstance(header, dict):
+        _fail(source, "the header is not a JSON object")
+    meta = header.pop("__metadata__", {}) or {}
+    body = data[8 + n :]
+    expected_end = 0
+    entries = []
+    for name, info in header.items():
+        try:
+            dtype = _CODE_DTYPES[info["dtype"]]
+            shape = [int(s) for s in info["shape"]]
+            begin, end = (int(x) for x in info["data_offsets"])
+        except (KeyError, TypeError, ValueError):
+            _fail(source, f"tensor {name!r} has a malformed entry {info!r}")
+        if any(s < 0 for s in shape):
+            _fail(source, f"tensor {name!r} has a negative dimension in {shape}")
+        entries.append((begin, end, name, dtype, shape))
+    entries.sort()
+    for begin, end, name, dtype, shape in entries:
+        size = math.prod(shape) * dtype.itemsize
+        if begin != expected_end or end - begin != size:
+            _fail(source, f"tensor {name!r} occupies bytes [{begin}, {end}) but should be {size} bytes starting at {expected_end} (the file was altered)")
+        expected_end = end
+    if expected_end != len(body):
+        _fail(source, f"the data region is {len(body)} bytes but the tensors describe {expected_end} (truncated or padded file)")
+    digest = meta.get("ember.sha256")
+    if digest is not None and hashlib.sha256(body).hexdigest() != digest:
+        _fail(source, "the tensor data does not match its checksum: the file was modified or damaged")
+    return meta, {name: (dtype, shape, body[begin:end]) for begin, end, name, dtype, shape in entries}
+
+
+def _make_tensor(dtype, shape, raw):
+    t = ec.empty(tuple(shape), dtype=dtype)
+    if raw:
+        _interop.ffi.memmove(_interop.ffi.cast("char*", t.data_ptr()), raw, len(raw))
+    return t
+
+
+class _Reader:
+    def __init__(self, tensors, source, map_location):
+        self.raw = tensors
+        self.made = {}
+        self.source = source
+        self.map_location = map_location
+
+    def tensor(self, node):
+        name = node["$tensor"]
+        if name not in self.raw:
+            _fail(self.source, f"the structure refers to a missing tensor {name!r}")
+        t = self.made.get(name)
+        if t is None:
+            dtype, shape, raw = self.raw[name]
+            t = _make_tensor(dtype, shape, raw)
+            if node.get("parameter"):
+                try:
+                    from ember_nn import Parameter
+
+                    t = Parameter(t, requires_grad=bool(node.get("requires_grad", True)))
+                except ImportError:
+                    pass
+            elif node.get("requires_grad"):
+                t.requires_grad_(True)
+            self.made[name] = t
+        return t
+
+    def decode(self, obj):
+        if obj is None or isinstance(obj, (bool, int, float, str)):
+            return obj
+        if isinstance(obj, list):
+            return [self.decode(x) for x in obj]
+        if not isinstance(obj, dict) or len(obj) == 0:
+            _fail(self.source, f"unexpected value in the structure: {obj!r}")
+        if "$tensor" in obj:
+            return self.tensor(obj)
+        tags = [k for k in obj if k.startswith("$")]
+        if not tags:
+            _fail(self.source, f"unexpected object in the structure: {obj!r}")
+        tag = tags[0]
+        value = obj[tag]
+        if tag == "$int":
+            return int(value)
+        if tag == "$float":
+            return float(value)
+        if tag == "$dtype":
+            return ec._dtype.DTYPES_BY_NAME[value]
+        if tag == "$device":
+            return ec.device(value)
+        if tag == "$size":
+            return ec.Size(value)
+        if tag == "$tuple":
+            return tuple(self.decode(x) for x in value)
+        if tag == "$namedtuple":
+            cls = collections.namedtuple(value, obj["fields"])
+            return cls(*(self.decode(x) for x in obj["items"]))
+        if tag == "$set":
+            return {self.decode(x) for x in value}
+        if tag in ("$dict", "$ordered"):
+            pairs = [(self._key(self.decode(k)), self.decode(v)) for k, v in value]
+            return collections.OrderedDict(pairs) if tag == "$ordered" else dict(pairs)
+        _fail(self.source, f"unknown tag {tag!r} in the structure (written by a newer ember?)")
+
+    @staticmethod
+    def _key(k):
+        return tuple(k) if isinstance(k, list) else k
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **kwargs):
+    """Read a checkpoint written by ember.save (or any safetensors file, as a dict
+    of tensors).  Never runs code from the file."""
+    if isinstance(f, (str, os.PathLike)):
+        source = repr(os.fspath(f))
+        with open(f, "rb") as fh:
+            data = fh.read()
+    elif isinstance(f, (bytes, bytearray)):
+        source, data = "<bytes>", bytes(f)
+    else:
+        source = "<file>"
+        data = f.read()
+    if data[:2] == b"PK" or data[:1] == b"\x80":
+        _fail(source, "this looks like a pickle/zip checkpoint (e.g. from torch.save); ember only loads its safe format")
+    meta, tensors = _parse(data, source)
+    reader = _Reader(tensors, source, map_location)
+    structure = meta.get("ember.structure")
+    if structure is None:  # a plain safetensors file: a dict of tensors
+        return {name: reader.tensor({"$tensor": name}) for name in tensors}
+    try:
+        tree = json.loads(structure)
+    except json.JSONDecodeError as exc:
+        _fail(source, f"the structure metadata is not valid JSON ({exc})")
+    return reader.decode(tree)
+
+
+def save_to_bytes(obj):
+    buf = io.BytesIO()
+    save(obj, buf)
+    return buf.getvalue()

@@ -1,0 +1,1 @@
+"""ember.utils: ember.utils.data (from ember_data)."""

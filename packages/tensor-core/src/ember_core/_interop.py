@@ -57,6 +57,7 @@ class _ArrayView:
     def __init__(self, t, readonly=False):
         isz = t._dtype.itemsize
         self.tensor = t
+        _storage.exported.add(t._storage)
         self.__array_interface__ = {
             "shape": t._shape,
             "typestr": t._dtype.numpy.str,

@@ -7,6 +7,8 @@ version a saved tensor had.  Memory goes back to its owner when the last tensor
 allocator unless another allocator was installed with ``set_allocator``.
 """
 
+import weakref
+
 import ember_allocator
 
 from ember_core._device import CPU, device
@@ -17,12 +19,14 @@ _new = object.__new__
 
 
 class UntypedStorage:
-    """Bytes on a device, shared by every tensor viewing them."""
+    """Bytes on a device, shared by every tensor viewing them.
 
-    __slots__ = ("_ptr", "_nbytes", "_version", "__weakref__")
-    _owner = None
+    Every storage class has the same slots, so a storage can change kind in place
+    (share_memory_ moves a storage into shared memory under its views' feet)."""
+
+    __slots__ = ("_ptr", "_nbytes", "_version", "_owner", "_device", "__weakref__")
     _readonly = False
-    _device = CPU
+    _shared = False
 
     def data_ptr(self):
         return self._ptr
@@ -41,7 +45,7 @@ class UntypedStorage:
         return self._device
 
     def is_shared(self):
-        return False
+        return self._shared
 
     def __repr__(self):
         return f"<{type(self).__name__} {self._nbytes} bytes on {self._device} at 0x{self._ptr:x}>"
@@ -57,23 +61,32 @@ class _HostStorage(UntypedStorage):
 
 
 class _BlockStorage(UntypedStorage):
-    """Memory of any allocator object: ``owner`` is (allocator, block)."""
+    """Memory of any allocator object: ``_owner`` is (allocator, block[, more])."""
 
-    __slots__ = ("_device", "_owner", "_shared")
+    __slots__ = ()
 
     def __del__(self):
-        allocator, block = self._owner
+        allocator, block = self._owner[0], self._owner[1]
         if hasattr(allocator, "free") and not getattr(block, "freed", False):
             allocator.free(block)
 
-    def is_shared(self):
-        return self._shared
+
+class _SharedStorage(_BlockStorage):
+    """A block of shared memory (a memfd segment another process can map)."""
+
+    __slots__ = ()
+    _shared = True
 
 
 class _ExternalStorage(UntypedStorage):
     """Memory owned by another object (a NumPy array, a DLPack producer)."""
 
-    __slots__ = ("_device", "_owner", "_readonly")
+    __slots__ = ()
+
+
+class _ReadonlyExternalStorage(_ExternalStorage):
+    __slots__ = ()
+    _readonly = True
 
 
 # ------------------------------------------------------------- allocation
@@ -116,6 +129,8 @@ def allocate(nbytes, dev=CPU):
             s._ptr = ptr
             s._nbytes = nbytes
             s._version = 0
+            s._owner = None
+            s._device = CPU
             return s
         _host_allocator.allocate(nbytes)  # raises the allocator's exception
         raise MemoryError(f"cannot allocate {nbytes} bytes")
@@ -125,35 +140,95 @@ def allocate(nbytes, dev=CPU):
         _cuda.unavailable("allocate", dev)
     allocator = get_allocator(dev)
     block = _alloc_block(allocator, nbytes, dev)
-    s = _new(_BlockStorage)
-    s._ptr = int(block.ptr)
-    s._nbytes = nbytes
-    s._version = 0
-    s._device = dev
-    s._owner = (allocator, block)
-    s._shared = getattr(allocator, "kind", None) == "shm"
-    return s
+    return from_block(allocator, block, nbytes, dev, getattr(allocator, "kind", None) == "shm")
 
 
 def from_block(allocator, block, nbytes, dev=CPU, shared=False):
     """Wrap a block that an allocator already handed out."""
-    s = _new(_BlockStorage)
+    s = _new(_SharedStorage if shared else _BlockStorage)
     s._ptr = int(block.ptr)
     s._nbytes = nbytes
     s._version = 0
     s._device = dev
     s._owner = (allocator, block)
-    s._shared = shared
     return s
 
 
 def external(ptr, nbytes, owner, dev=CPU, readonly=False):
     """A storage over memory that ``owner`` keeps alive."""
-    s = _new(_ExternalStorage)
+    s = _new(_ReadonlyExternalStorage if readonly else _ExternalStorage)
     s._ptr = ptr
     s._nbytes = nbytes
     s._version = 0
     s._device = dev
     s._owner = owner
-    s._readonly = readonly
     return s
+
+
+# ------------------------------------------------------------ shared memory
+
+# Storages whose memory was handed out by address (NumPy arrays, DLPack
+# capsules): moving them must keep the old memory alive for those holders.
+exported = weakref.WeakSet()
+
+
+def shared_allocator():
+    """The process-wide allocator of shared (memfd) memory."""
+    return ember_allocator.get_allocator("shm")
+
+
+def share_(storage):
+    """Move ``storage`` into shared memory in place (every view follows); a no-op
+    when it is shared already.  Returns the storage."""
+    if storage._shared:
+        return storage
+    if storage._device.type != "cpu":
+        from ember_core import _cuda
+
+        _cuda.unavailable("share_memory_", storage._device)
+    shm = shared_allocator()
+    block = shm.allocate(max(storage._nbytes, 1))
+    if storage._nbytes:
+        from ember_core._lib import lib, nogil
+
+        fn = nogil.ec_copy_contig if storage._nbytes > (1 << 18) else lib.ec_copy_contig
+        fn(storage._nbytes, block.ptr, 1, storage._ptr, 1)  # uint8 copy
+    old_cls, old_ptr, old_owner = type(storage), storage._ptr, storage._owner
+    keep_old = storage in exported
+    if keep_old and old_cls is _HostStorage:
+        old_owner = _OrphanedHostMemory(old_ptr)
+    storage.__class__ = _SharedStorage
+    storage._owner = (shm, block, old_owner) if keep_old else (shm, block)
+    storage._ptr = int(block.ptr)
+    if not keep_old:
+        if old_cls is _HostStorage:
+            _host_free(old_ptr)
+        elif issubclass(old_cls, _BlockStorage):
+            allocator, old_block = old_owner[0], old_owner[1]
+            allocator.free(old_block)
+    _retarget_views(storage)
+    return storage
+
+
+class _OrphanedHostMemory:
+    """Host memory a moved storage no longer uses but an exported array may."""
+
+    __slots__ = ("ptr",)
+
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+    def __del__(self):
+        _host_free(self.ptr)
+
+
+def _retarget_views(storage):
+    """Tensors cache their data address; after a storage moved, refresh every
+    tensor that views it (found through the garbage collector's referrers)."""
+    import gc
+
+    from ember_core._tensor import Tensor
+
+    for ref in gc.get_referrers(storage):
+        if isinstance(ref, Tensor) and ref._storage is storage:
+            ref._ptr = storage._ptr + ref._offset * ref._dtype.itemsize

@@ -173,7 +173,13 @@ class Tensor:
         return self._dtype.is_signed
 
     def is_shared(self):
-        return self._storage.is_shared()
+        return self._storage._shared
+
+    def share_memory_(self):
+        """Move this tensor's storage into shared memory (once; every view follows),
+        so that other processes can map it.  Returns self."""
+        _storage.share_(self._storage)
+        return self
 
     def is_pinned(self):
         return False

@@ -1,0 +1,178 @@
+"""Training-step throughput of CPU-sized analogues of the six models in the PyTorch
+paper's throughput table, ember vs PyTorch in one run (samples/s, medians).
+
+Target (issue 6): every model at least 0.83x PyTorch's throughput (the paper's
+bar: within 17% of the fastest), the MLP and NCF at least 1.0x.
+
+The same model code runs on both libraries: it is written against a module `T`
+(ember or torch) with `T.nn`, so ember runs exactly what PyTorch runs.
+"""
+
+import argparse
+import sys
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from _harness import median_time, table, try_import  # noqa: E402
+
+
+def build(T, name):
+    nn = T.nn
+    F = T.nn.functional
+
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+
+        def forward(self, x):
+            return self.net(x)
+
+    class SmallCNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv2d(3, 32, 3, padding=1)
+            self.c2 = nn.Conv2d(32, 64, 3, padding=1)
+            self.fc1 = nn.Linear(64 * 8 * 8, 128)
+            self.fc2 = nn.Linear(128, 10)
+
+        def forward(self, x):
+            x = F.max_pool2d(F.relu(self.c1(x)), 2)
+            x = F.max_pool2d(F.relu(self.c2(x)), 2)
+            return self.fc2(F.relu(self.fc1(x.flatten(1))))
+
+    class Block(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.b1 = nn.BatchNorm2d(cout)
+            self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.b2 = nn.BatchNorm2d(cout)
+            self.short = None
+            if stride != 1 or cin != cout:
+                self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            out = F.relu(self.b1(self.c1(x)))
+            out = self.b2(self.c2(out))
+            return F.relu(out + (x if self.short is None else self.short(x)))
+
+    class ResNet18(nn.Module):
+        def __init__(self, width=64):
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU())
+            layers, cin = [], width
+            for i, n in enumerate((2, 2, 2, 2)):
+                cout = width * 2**i
+                for j in range(n):
+                    layers.append(Block(cin, cout, 2 if (j == 0 and i > 0) else 1))
+                    cin = cout
+            self.layers = nn.Sequential(*layers)
+            self.fc = nn.Linear(cin, 10)
+
+        def forward(self, x):
+            x = self.layers(self.stem(x))
+            return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+    class MobileNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+
+            def dw(cin, cout, stride):
+                return nn.Sequential(
+                    nn.Conv2d(cin, cin, 3, stride, 1, groups=cin, bias=False), nn.BatchNorm2d(cin), nn.ReLU(),
+                    nn.Conv2d(cin, cout, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
+                )
+
+            self.features = nn.Sequential(
+                nn.Conv2d(3, 32, 3, 1, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU(),
+                dw(32, 64, 1), dw(64, 128, 2), dw(128, 128, 1), dw(128, 256, 2), dw(256, 256, 1), dw(256, 512, 2),
+            )
+            self.fc = nn.Linear(512, 10)
+
+        def forward(self, x):
+            return self.fc(F.adaptive_avg_pool2d(self.features(x), 1).flatten(1))
+
+    class LSTMLM(nn.Module):
+        def __init__(self, vocab=10000, hidden=256):
+            super().__init__()
+            self.emb = nn.Embedding(vocab, hidden)
+            self.lstm = nn.LSTM(hidden, hidden)
+            self.dec = nn.Linear(hidden, vocab)
+
+        def forward(self, x):
+            out, _ = self.lstm(self.emb(x))
+            return self.dec(out)
+
+    class NCF(nn.Module):
+        def __init__(self, users=10000, items=10000, dim=64):
+            super().__init__()
+            self.u = nn.Embedding(users, dim)
+            self.i = nn.Embedding(items, dim)
+            self.mlp = nn.Sequential(nn.Linear(2 * dim, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 1))
+
+        def forward(self, users, items):
+            return self.mlp(T.cat([self.u(users), self.i(items)], 1)).squeeze(1)
+
+    T.manual_seed(0)
+    if name == "mlp":
+        model, batch = MLP(), 128
+        x, y = T.randn(batch, 784), T.randint(0, 10, (batch,))
+        return model, batch, lambda: F.cross_entropy(model(x), y)
+    if name == "cnn":
+        model, batch = SmallCNN(), 64
+        x, y = T.randn(batch, 3, 32, 32), T.randint(0, 10, (batch,))
+        return model, batch, lambda: F.cross_entropy(model(x), y)
+    if name == "resnet18":
+        model, batch = ResNet18(), 32
+        x, y = T.randn(batch, 3, 32, 32), T.randint(0, 10, (batch,))
+        return model, batch, lambda: F.cross_entropy(model(x), y)
+    if name == "mobilenet":
+        model, batch = MobileNet(), 32
+        x, y = T.randn(batch, 3, 32, 32), T.randint(0, 10, (batch,))
+        return model, batch, lambda: F.cross_entropy(model(x), y)
+    if name == "lstm":
+        model, seq, batch = LSTMLM(), 35, 20
+        x, y = T.randint(0, 10000, (seq, batch)), T.randint(0, 10000, (seq * batch,))
+        return model, batch, lambda: F.cross_entropy(model(x).reshape(-1, 10000), y)
+    if name == "ncf":
+        model, batch = NCF(), 1024
+        u, i = T.randint(0, 10000, (batch,)), T.randint(0, 10000, (batch,))
+        y = T.randint(0, 2, (batch,)).float()
+        return model, batch, lambda: F.binary_cross_entropy_with_logits(model(u, i), y)
+    raise ValueError(name)
+
+
+def throughput(T, name, repeat):
+    model, batch, loss_fn = build(T, name)
+    opt = T.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn()
+        loss.backward()
+        opt.step()
+
+    return batch / median_time(step, number=1, repeat=repeat, min_time=0)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--models", default="mlp,cnn,resnet18,mobilenet,lstm,ncf")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    import ember
+
+    torch = try_import("torch")
+    if torch:
+        torch.set_num_threads(ember.get_num_threads())
+    rows = []
+    for name in args.models.split(","):
+        te = throughput(ember, name, args.repeat)
+        tt = throughput(torch, name, args.repeat) if torch else None
+        rows.append([name, f"{te:.1f}", f"{tt:.1f}" if tt else "-", f"{te / tt:.2f}" if tt else "-"])
+    print(f"samples/s (training steps), {ember.get_num_threads()} threads")
+    table(rows, ["model", "ember", "torch", "ember/torch"])
+
+
+if __name__ == "__main__":
+    main()

@@ -35,7 +35,8 @@ BLOCK_STATES = {
 }
 EVENT_KINDS = {
     lib.EA_EV_ALLOC: "alloc",
-    lib.EA_EV_FREE: "free",
+    lib.EA_EV_FREE: "free_requested",
+    lib.EA_EV_FREE_COMPLETED: "free_completed",
     lib.EA_EV_SEGMENT_ALLOC: "segment_alloc",
     lib.EA_EV_SEGMENT_FREE: "segment_free",
     lib.EA_EV_OOM: "oom",

@@ -137,6 +137,8 @@ class CachingAllocator:
     >>> a.free(block)
     """
 
+    _handle = ffi.NULL  # until ea_create succeeds (__del__ may run after a failed __init__)
+
     def __init__(
         self,
         kind="host",
@@ -154,7 +156,6 @@ class CachingAllocator:
         self.device = f"cuda:{device}" if kind == "cuda" else "cpu"
         self.device_index = device
         self.name = f"ember_allocator({kind}{':' + str(device) if kind in ('cuda', 'pinned') else ''})"
-        self._handle = ffi.NULL
         config = ffi.new("ea_config*")
         config.raw_kind = _lib.RAW_KINDS[kind]
         config.device_index = device

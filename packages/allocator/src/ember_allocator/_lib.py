@@ -84,7 +84,7 @@ def oom_error(name):
     limit = f"{f(info.limit)}" if info.limit else "none"
     device = ""
     if info.device_total:
-        device = f"; the {name} memory has {f(info.device_free)} free of {f(info.device_total)}"
+        device = f"; the system reports {f(info.device_free)} free of {f(info.device_total)}"
     message = (
         f"{name}: out of memory: tried to allocate {f(info.requested)} "
         f"(rounded to {f(info.rounded)}) on stream {info.stream}; "

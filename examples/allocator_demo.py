@@ -188,8 +188,9 @@ def main(argv=None):
         + ", ".join(f"{t * 1e3:.1f} ms" for t in step_times)
         + "  (the first step faults its pages in; later steps reuse them)"
     )
-    print(f"  allocated now  {f(s['allocated_bytes.all.current']):>12}   peak {f(s['allocated_bytes.all.peak'])}")
-    print(f"  reserved now   {f(s['reserved_bytes.all.current']):>12}   peak {f(s['reserved_bytes.all.peak'])}")
+    for name in ("allocated", "reserved"):
+        now, peak = s[f"{name}_bytes.all.current"], s[f"{name}_bytes.all.peak"]
+        print(f"  {name + ' now':<14} {f(now):>12}   peak {f(peak)}")
     print(
         f"  segments       {s['segment.all.current']:>12}   "
         f"(small {s['segment.small_pool.current']}, large {s['segment.large_pool.current']})"

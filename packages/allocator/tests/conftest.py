@@ -7,6 +7,7 @@ import pytest
 
 import ember_allocator
 
+
 def _cuda_error():
     try:
         ember_allocator.CachingAllocator("cuda")

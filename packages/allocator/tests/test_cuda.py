@@ -11,10 +11,10 @@ import shutil
 import subprocess
 
 import pytest
-
-import ember_allocator
 from conftest import CUDA_ERROR
 from helpers import MiB
+
+import ember_allocator
 
 CSRC = pathlib.Path(__file__).resolve().parent.parent / "csrc"
 

@@ -7,10 +7,10 @@ import subprocess
 import sys
 
 import pytest
+from helpers import MiB
 
 import ember_allocator
 from ember_allocator import _default
-from helpers import MiB
 
 
 def test_one_allocator_per_device():

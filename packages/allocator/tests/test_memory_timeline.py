@@ -10,9 +10,9 @@ import subprocess
 import sys
 
 import pytest
+from helpers import MiB
 
 import ember_allocator
-from helpers import MiB
 
 TOOL = pathlib.Path(__file__).resolve().parents[3] / "tools" / "memory_timeline.py"
 if not TOOL.exists():
@@ -52,7 +52,9 @@ def test_timeline_rebuilt_from_actions_alone_matches():
     a = ember_allocator.CachingAllocator("host", history=10_000)
     keep = _workload(a)
     events = a.history()
-    bare = [{"action": e["action"], "size": e["size"], "time_us": e["time_ns"] / 1e3} for e in events]
+    bare = [
+        {"action": e["action"], "size": e["size"], "time_us": e["time_ns"] / 1e3} for e in events
+    ]
     rebuilt = memory_timeline.timeline({"device_traces": [bare]})
     direct = memory_timeline.timeline(events)
     assert rebuilt.allocated == direct.allocated

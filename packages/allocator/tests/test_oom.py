@@ -4,9 +4,9 @@ retry, raise), the report in OutOfMemoryError, and memory limits."""
 import re
 
 import pytest
+from helpers import MiB
 
 import ember_allocator
-from helpers import MiB
 
 
 def test_oom_error_is_a_memory_error_and_a_runtime_error():

@@ -5,18 +5,22 @@ expandable segments, checked on real host memory through snapshots and counters.
 import collections
 
 import pytest
+from helpers import KiB, MiB, blocks, fill, holds, round512
 
 import ember_allocator
-from helpers import KiB, MiB, blocks, fill, holds, round512
 
 
 def test_policy_constants_come_from_c():
-    assert ember_allocator.MIN_BLOCK_SIZE == 512
-    assert ember_allocator.SMALL_SIZE == 1 * MiB
-    assert ember_allocator.SMALL_BUFFER == 2 * MiB
-    assert ember_allocator.LARGE_BUFFER == 20 * MiB
-    assert ember_allocator.MIN_LARGE_ALLOC == 10 * MiB
-    assert ember_allocator.ROUND_LARGE == 2 * MiB
+    names = ("MIN_BLOCK_SIZE", "SMALL_SIZE", "SMALL_BUFFER", "LARGE_BUFFER")
+    names += ("MIN_LARGE_ALLOC", "ROUND_LARGE")
+    assert {n: getattr(ember_allocator, n) for n in names} == {
+        "MIN_BLOCK_SIZE": 512,
+        "SMALL_SIZE": 1 * MiB,
+        "SMALL_BUFFER": 2 * MiB,
+        "LARGE_BUFFER": 20 * MiB,
+        "MIN_LARGE_ALLOC": 10 * MiB,
+        "ROUND_LARGE": 2 * MiB,
+    }
 
 
 @pytest.mark.parametrize("nbytes", [0, 1, 511, 512, 513, 1000, 4096, 100_000, MiB - 1, MiB])

@@ -10,6 +10,7 @@ addresses of new segments come from the allocator (the system picks them)."""
 import ctypes
 import itertools
 
+from helpers import MiB, round512
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -23,7 +24,6 @@ from ember_allocator import (
     SMALL_BUFFER,
     SMALL_SIZE,
 )
-from helpers import MiB, round512
 
 STREAMS = (0, 1, 2)
 SIZES = st.one_of(
@@ -346,7 +346,9 @@ class ExpandableSegments(RuleBasedStateMachine):
         for seg in self.alloc.memory_snapshot():
             for b in seg["blocks"]:
                 if b["state"] != "inactive":
-                    pages.update(range(b["address"] // PAGE, -(-(b["address"] + b["size"]) // PAGE)))
+                    pages.update(
+                        range(b["address"] // PAGE, -(-(b["address"] + b["size"]) // PAGE))
+                    )
         assert self.alloc.memory_reserved() == len(pages) * PAGE
 
     @invariant()

@@ -5,9 +5,9 @@ with memory_stats(), and events replay the allocator's totals."""
 import os
 
 import pytest
+from helpers import KiB, MiB
 
 import ember_allocator
-from helpers import KiB, MiB
 
 
 def _check_consistent(allocator):

@@ -1,8 +1,9 @@
 """memory_stats(): PyTorch's keys and meanings, current/peak/allocated/freed for
 all/small/large pools, peaks and their reset, accumulated counters."""
 
-import ember_allocator
 from helpers import KiB, MiB
+
+import ember_allocator
 
 # torch.cuda.memory_stats()'s keys (PyTorch 2.x), written out: the CPU build of
 # torch reports an empty dict, so it cannot be asked.

@@ -3,9 +3,9 @@ memory whose streams run asynchronously, so an event recorded on a stream only
 completes when the test says so (sim_complete) or on a synchronize."""
 
 import pytest
+from helpers import KiB, MiB, blocks
 
 import ember_allocator
-from helpers import KiB, MiB, blocks
 
 S1, S2, S3 = 11, 22, 33
 

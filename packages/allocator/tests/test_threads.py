@@ -7,9 +7,9 @@ import random
 import threading
 
 import pytest
+from helpers import KiB, MiB, fill, holds
 
 import ember_allocator
-from helpers import KiB, MiB, fill, holds
 
 
 def _assert_all_returned(allocator, allocations):

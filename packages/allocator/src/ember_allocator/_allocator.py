@@ -149,13 +149,17 @@ class CachingAllocator:
         history=0,
     ):
         if kind not in _lib.RAW_KINDS:
-            raise ValueError(f"unknown allocator kind {kind!r}; use one of {sorted(_lib.RAW_KINDS)}")
+            raise ValueError(
+                f"unknown allocator kind {kind!r}; use one of {sorted(_lib.RAW_KINDS)}"
+            )
         if not isinstance(device, int) or device < 0:
             raise ValueError(f"device must be a non-negative int, got {device!r}")
         self.kind = kind
         self.device = f"cuda:{device}" if kind == "cuda" else "cpu"
         self.device_index = device
-        self.name = f"ember_allocator({kind}{':' + str(device) if kind in ('cuda', 'pinned') else ''})"
+        self.name = (
+            f"ember_allocator({kind}{':' + str(device) if kind in ('cuda', 'pinned') else ''})"
+        )
         config = ffi.new("ea_config*")
         config.raw_kind = _lib.RAW_KINDS[kind]
         config.device_index = device
@@ -258,7 +262,9 @@ class CachingAllocator:
             return ValueError(f"{self.name}: allocate: nbytes must be >= 0, got {nbytes}")
         if isinstance(nbytes, int) and not isinstance(nbytes, bool):
             return self._oom_for(nbytes)
-        return TypeError(f"{self.name}: allocate: nbytes must be an int, not {type(nbytes).__name__}")
+        return TypeError(
+            f"{self.name}: allocate: nbytes must be an int, not {type(nbytes).__name__}"
+        )
 
     def _oom_for(self, nbytes):
         # Sizes beyond 64 bits cannot even be passed to C; report them as OOM.
@@ -298,7 +304,9 @@ class CachingAllocator:
         elif isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
             nbytes = limit
         else:
-            raise ValueError(f"{self.name}: memory_limit must be bytes > 0 or a fraction, got {limit!r}")
+            raise ValueError(
+                f"{self.name}: memory_limit must be bytes > 0 or a fraction, got {limit!r}"
+            )
         _lib.ensure(lib.ea_set_memory_limit(self._handle, nbytes), self.name)
 
     @property
@@ -308,7 +316,9 @@ class CachingAllocator:
         return stats.memory_limit or None
 
     def set_max_split_size(self, nbytes):
-        _lib.ensure(lib.ea_set_max_split_size(self._handle, self._check_max_split(nbytes)), self.name)
+        _lib.ensure(
+            lib.ea_set_max_split_size(self._handle, self._check_max_split(nbytes)), self.name
+        )
 
     def _check_max_split(self, nbytes):
         if nbytes is None:

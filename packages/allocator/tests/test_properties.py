@@ -296,6 +296,15 @@ class CachingPolicy(RuleBasedStateMachine):
         assert stats["allocation.all.current"] == len(self.model.live)
         for key, value in self.model.counts.items():
             assert stats[key] == value, key
+        segs = self.model.segments.values()
+        active = [b for s in segs for b in s.blocks if b.state != "free"]
+        split_free = [b for s in segs if len(s.blocks) > 1 for b in s.blocks if b.state == "free"]
+        assert stats["active_bytes.all.current"] == sum(b.size for b in active)
+        assert stats["inactive_split.all.current"] == len(split_free)
+        assert stats["inactive_split_bytes.all.current"] == sum(b.size for b in split_free)
+        assert stats["requested_bytes.all.current"] == sum(
+            b.requested for _, b in self.model.live.values()
+        )
 
 
 CachingPolicy.TestCase.settings = settings(

@@ -825,8 +825,8 @@ int ea_sim_complete(ea_allocator* a, uint64_t stream) {
 
 /* -------------------------------------------------------------- lifetime */
 
-/* Note [Fork safety]: a thread may hold an allocator's lock (cffi releases the
- * GIL around calls) when another thread forks.  Every allocator is registered
+/* Note [Fork safety]: a thread may hold an allocator's lock (a C thread, such as
+ * selftest.c's, or any caller not holding the GIL) when another thread forks.  Every allocator is registered
  * here; fork takes all their locks first and releases them on both sides, so the
  * child inherits consistent pools and unlocked mutexes. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;

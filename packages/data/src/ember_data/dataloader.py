@@ -221,7 +221,7 @@ class DataLoader:
         self.__initialized = True
         self._IterableDataset_len_called = None
         self._iterator = None
-        self._last_iterator = None
+        self._progress = None  # the current epoch's, shared with its iterator
         self._pending_state = None
         self.check_worker_number_rationality()
 
@@ -288,11 +288,8 @@ class DataLoader:
                 self._iterator = self._get_iterator()
             else:
                 self._iterator._reset(self)
-            it = self._iterator
-        else:
-            it = self._get_iterator()
-        self._last_iterator = weakref.ref(it)
-        return it
+            return self._iterator
+        return self._get_iterator()
 
     def __len__(self):
         if self._dataset_kind == _DatasetKind.Iterable:
@@ -330,15 +327,15 @@ class DataLoader:
         starts the next epoch afresh.  The sampler's own state is saved when it
         has ``state_dict`` (ember's samplers do); a custom sampler without one
         must be deterministic for the resumed order to match."""
-        it = self._last_iterator() if self._last_iterator is not None else None
-        if it is None or it._finished:
+        p = self._progress
+        if p is None or p["finished"]:
             return {"_version": _STATE_VERSION, "epoch": None}
         return {
             "_version": _STATE_VERSION,
             "epoch": {
-                "base_seed": it._base_seed,
-                "sampler": it._sampler_state,
-                "batches_yielded": it._num_yielded,
+                "base_seed": p["base_seed"],
+                "sampler": p["sampler"],
+                "batches_yielded": p["batches_yielded"],
             },
         }
 
@@ -374,12 +371,10 @@ class _BaseDataLoaderIter:
         self._generator = loader.generator
         self._persistent_workers = loader.persistent_workers
         self._sampler_iter = None
-        self._finished = False
         self._begin_epoch(loader)
 
     def _begin_epoch(self, loader):
         """Fresh epoch state, or the one from loader.load_state_dict."""
-        self._finished = False
         self._IterableDataset_len_called = loader._IterableDataset_len_called
         state = loader._take_pending_state()
         sampler = self._index_sampler
@@ -399,6 +394,13 @@ class _BaseDataLoaderIter:
         self._num_yielded = skip
         self._batch_index = 0
         self._discard = 0
+        # what loader.state_dict() reports; it outlives this iterator
+        self._progress = loader._progress = {
+            "base_seed": self._base_seed,
+            "sampler": self._sampler_state,
+            "batches_yielded": skip,
+            "finished": False,
+        }
         if self._dataset_kind == _DatasetKind.Map:
             for _ in range(skip):
                 if next(self._sampler_iter, None) is None:
@@ -423,9 +425,10 @@ class _BaseDataLoaderIter:
         try:
             data = self._next_data()
         except StopIteration:
-            self._finished = True
+            self._progress["finished"] = True
             raise
         self._num_yielded += 1
+        self._progress["batches_yielded"] = self._num_yielded
         if (
             self._dataset_kind == _DatasetKind.Iterable
             and self._IterableDataset_len_called is not None
@@ -725,7 +728,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         if self._shutdown:
             return
         self._shutdown = True
-        self._finished = True
         _live_iterators.discard(self)
         for ch in self._channels:  # step 1
             try:

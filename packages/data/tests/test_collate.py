@@ -101,7 +101,11 @@ def test_errors_name_the_problem():
         default_collate([np.array(["a"]), np.array(["b"])])
     with pytest.raises(RuntimeError, match="equal size"):
         default_collate([[1, 2], [3]])
-    with pytest.raises(RuntimeError, match=r"stack expects each tensor to be equal size, but got \[2\] at entry 0 and \[3\] at entry 1"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"stack expects each tensor to be equal size, but got \[2\] at entry 0 "
+        r"and \[3\] at entry 1",
+    ):
         default_collate([np.zeros(2), np.zeros(3)])
 
 

@@ -43,7 +43,9 @@ def test_no_batching_converts_samples():
 
 def test_shuffle_with_generator_is_reproducible():
     def run(seed):
-        loader = DataLoader(Squares(20), batch_size=5, shuffle=True, generator=np.random.default_rng(seed))
+        loader = DataLoader(
+            Squares(20), batch_size=5, shuffle=True, generator=np.random.default_rng(seed)
+        )
         return [values(y) for _, y in loader]
 
     a = run(0)
@@ -56,7 +58,9 @@ def test_sampler_and_batch_sampler_arguments():
     assert [values(y) for _, y in loader] == [[5, 4], [3]]
     loader = DataLoader(Squares(6), batch_sampler=[[1, 2], [0]])
     assert [values(y) for _, y in loader] == [[1, 2], [0]]
-    loader = DataLoader(Squares(6), batch_sampler=BatchSampler(SequentialSampler(range(6)), 3, False))
+    loader = DataLoader(
+        Squares(6), batch_sampler=BatchSampler(SequentialSampler(range(6)), 3, False)
+    )
     assert len(loader) == 2
 
 
@@ -136,7 +140,10 @@ def test_batches_are_seeded_but_the_callers_random_state_is_kept():
     loader = DataLoader(RandomAugment(8), batch_size=4, generator=np.random.default_rng(0))
     first = [values(b["py"]) for b in loader]
     assert random.random() == expected_py and np.random.rand() == expected_np
-    again = [values(b["py"]) for b in DataLoader(RandomAugment(8), batch_size=4, generator=np.random.default_rng(0))]
+    again = [
+        values(b["py"])
+        for b in DataLoader(RandomAugment(8), batch_size=4, generator=np.random.default_rng(0))
+    ]
     assert first == again
     assert len({x for b in first for x in b}) == 8  # every sample its own draw
 
@@ -149,10 +156,14 @@ def test_tensor_dataset_of_arrays():
 
 def test_ember_batches_and_generator():
     ec = pytest.importorskip("ember_core")
-    loader = DataLoader(Squares(6), batch_size=3, shuffle=True, generator=ec.Generator().manual_seed(0))
+    loader = DataLoader(
+        Squares(6), batch_size=3, shuffle=True, generator=ec.Generator().manual_seed(0)
+    )
     x, y = next(iter(loader))
     assert isinstance(x, ec.Tensor) and x.dtype == ec.int64 and y.dtype == ec.int64
-    again = DataLoader(Squares(6), batch_size=3, shuffle=True, generator=ec.Generator().manual_seed(0))
+    again = DataLoader(
+        Squares(6), batch_size=3, shuffle=True, generator=ec.Generator().manual_seed(0)
+    )
     assert next(iter(again))[1].tolist() == y.tolist()
     ec.manual_seed(1)
     a = [b[1].tolist() for b in DataLoader(Squares(12), batch_size=4, shuffle=True)]
@@ -175,7 +186,9 @@ def collect(loader, n=None):
 @pytest.mark.parametrize("shuffle", [False, True])
 def test_state_dict_resumes_mid_epoch(shuffle):
     def make():
-        return DataLoader(RandomAugment(22), batch_size=4, shuffle=shuffle, generator=np.random.default_rng(5))
+        return DataLoader(
+            RandomAugment(22), batch_size=4, shuffle=shuffle, generator=np.random.default_rng(5)
+        )
 
     full = collect(make())
     loader = make()

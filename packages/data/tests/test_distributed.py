@@ -6,7 +6,10 @@ from ember_data import DistributedSampler
 @pytest.mark.parametrize("n", [10, 11, 3])
 @pytest.mark.parametrize("shuffle", [False, True])
 def test_replicas_cover_the_dataset_with_padding(n, shuffle):
-    parts = [list(DistributedSampler(range(n), num_replicas=4, rank=r, shuffle=shuffle)) for r in range(4)]
+    parts = [
+        list(DistributedSampler(range(n), num_replicas=4, rank=r, shuffle=shuffle))
+        for r in range(4)
+    ]
     per = -(-n // 4)
     assert all(len(p) == per for p in parts)
     flat = [i for p in parts for i in p]

@@ -138,7 +138,9 @@ def make_samplers(seed):
     return {
         "sequential": SequentialSampler(range(13)),
         "random": RandomSampler(range(13), generator=rng(seed)),
-        "random_replacement": RandomSampler(range(13), replacement=True, num_samples=70, generator=rng(seed)),
+        "random_replacement": RandomSampler(
+            range(13), replacement=True, num_samples=70, generator=rng(seed)
+        ),
         "random_long": RandomSampler(range(5), num_samples=13, generator=rng(seed)),
         "subset": SubsetRandomSampler([3, 1, 4, 1, 5, 9, 2, 6], generator=rng(seed)),
         "weighted": WeightedRandomSampler([1, 2, 3, 4], 40, generator=rng(seed)),

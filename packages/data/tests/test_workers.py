@@ -12,7 +12,7 @@ import time
 import helpers
 import numpy as np
 import pytest
-from conftest import alive, child_processes, wait_until
+from conftest import alive, wait_until
 
 from ember_data import DataLoader, _rng
 from ember_data._utils import shm
@@ -89,10 +89,14 @@ def test_large_batches_travel_through_shared_memory_and_are_writable():
 
 
 def test_worker_info_and_init_fn():
-    ids = [v for b in DataLoader(helpers.WorkerIds(), batch_size=2, num_workers=2) for v in values(b)]
+    ids = [
+        v for b in DataLoader(helpers.WorkerIds(), batch_size=2, num_workers=2) for v in values(b)
+    ]
     assert ids == [0, 0, 1, 1, 0, 0, 1, 1]
     assert values(next(iter(DataLoader(helpers.WorkerIds(), batch_size=2)))) == [-1, -1]
-    seen = DataLoader(helpers.InitSeen(), batch_size=1, num_workers=2, worker_init_fn=helpers.record_init)
+    seen = DataLoader(
+        helpers.InitSeen(), batch_size=1, num_workers=2, worker_init_fn=helpers.record_init
+    )
     assert [values(b)[0] for b in seen] == [0, 1, 0, 1]
 
 
@@ -104,7 +108,9 @@ def test_iterable_dataset_sharded_without_duplicates():
 
 
 def test_iterable_dataset_without_batching():
-    got = sorted(int(np.asarray(x)) for x in DataLoader(helpers.Range(0, 7), batch_size=None, num_workers=2))
+    got = sorted(
+        int(np.asarray(x)) for x in DataLoader(helpers.Range(0, 7), batch_size=None, num_workers=2)
+    )
     assert got == list(range(7))
 
 
@@ -148,7 +154,9 @@ def test_init_fn_exception_is_reported():
 
 
 def test_unpicklable_batch_is_an_error_not_a_hang():
-    loader = DataLoader(helpers.Unpicklable(), batch_size=2, num_workers=1, collate_fn=helpers.identity_collate)
+    loader = DataLoader(
+        helpers.Unpicklable(), batch_size=2, num_workers=1, collate_fn=helpers.identity_collate
+    )
     with pytest.raises(Exception, match="worker process 0"):
         list(loader)
 
@@ -194,7 +202,11 @@ def test_workers_busy_in_a_slow_dataset_are_stopped():
 
 def test_persistent_workers_are_reused_and_fast():
     loader = DataLoader(
-        helpers.Squares(8), batch_size=2, num_workers=2, persistent_workers=True, worker_init_fn=helpers.slow_init
+        helpers.Squares(8),
+        batch_size=2,
+        num_workers=2,
+        persistent_workers=True,
+        worker_init_fn=helpers.slow_init,
     )
     t0 = time.perf_counter()
     it = iter(loader)
@@ -241,7 +253,11 @@ def test_persistent_iterable_dataset_runs_every_epoch():
 def test_state_dict_resume_with_workers():
     def make(n):
         return DataLoader(
-            helpers.RandomAugment(20), batch_size=3, shuffle=True, num_workers=n, generator=np.random.default_rng(2)
+            helpers.RandomAugment(20),
+            batch_size=3,
+            shuffle=True,
+            num_workers=n,
+            generator=np.random.default_rng(2),
         )
 
     full = [values(b["py"]) for b in make(0)]
@@ -262,7 +278,9 @@ def test_full_shared_memory_is_a_clear_error(monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "posix_fallocate", full)  # inherited by forked workers
-    loader = DataLoader(helpers.Big(4, (3, 64, 64)), batch_size=4, num_workers=1, multiprocessing_context="fork")
+    loader = DataLoader(
+        helpers.Big(4, (3, 64, 64)), batch_size=4, num_workers=1, multiprocessing_context="fork"
+    )
     with pytest.raises(RuntimeError) as info:
         list(loader)
     text = str(info.value)
@@ -274,7 +292,9 @@ def test_forkserver_context_object():
     import multiprocessing
 
     ctx = multiprocessing.get_context("forkserver")
-    loader = DataLoader(helpers.Squares(6), batch_size=3, num_workers=1, multiprocessing_context=ctx)
+    loader = DataLoader(
+        helpers.Squares(6), batch_size=3, num_workers=1, multiprocessing_context=ctx
+    )
     assert [values(y) for _, y in loader] == [[0, 1, 2], [3, 4, 5]]
 
 
@@ -282,8 +302,12 @@ def _run_script(body):
     code = textwrap.dedent(body)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(__file__), *sys.path]))
     return subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=env, start_new_session=True,
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
     )
 
 

@@ -9,7 +9,7 @@ ember_core is installed (``ember.utils.data`` is this package).
 ...     pass
 """
 
-from ember_data import _utils, dataloader, dataset, distributed, sampler
+from ember_data import _utils, dataloader, dataset, distributed, sampler  # noqa: F401
 from ember_data.dataloader import (
     DataLoader,
     _DatasetKind,

@@ -97,7 +97,9 @@ def multinomial(weights, num_samples, replacement, generator):
             raise RuntimeError(
                 "cannot sample n_sample > prob_dist.size(-1) samples without replacement"
             )
-        return source.choice(len(weights), num_samples, replace=replacement, p=weights / total).tolist()
+        return source.choice(
+            len(weights), num_samples, replace=replacement, p=weights / total
+        ).tolist()
     w = _ec.from_numpy(np.ascontiguousarray(weights, dtype=np.float64))
     return _ec.multinomial(w, num_samples, replacement, generator=generator).tolist()
 
@@ -116,9 +118,13 @@ def set_state(generator, state):
     kind = state["kind"]
     if isinstance(generator, np.random.Generator) and kind == "numpy.Generator":
         generator.bit_generator.state = state["state"]
-    elif isinstance(generator, np.random.RandomState) and kind == "numpy.RandomState":
-        generator.set_state(state["state"])
-    elif _ec is not None and isinstance(generator, _ec.Generator) and kind == "ember":
+    elif (
+        isinstance(generator, np.random.RandomState)
+        and kind == "numpy.RandomState"
+        or _ec is not None
+        and isinstance(generator, _ec.Generator)
+        and kind == "ember"
+    ):
         generator.set_state(state["state"])
     else:
         raise ValueError(

@@ -36,6 +36,7 @@ Note [Worker shutdown protocol]
 """
 
 import atexit
+import contextlib
 import itertools
 import math
 import multiprocessing
@@ -146,12 +147,15 @@ class DataLoader:
         if num_workers == 0 and prefetch_factor is not None:
             raise ValueError(
                 "prefetch_factor option could only be specified in multiprocessing."
-                "let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None."
+                "let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor "
+                "to None."
             )
         if num_workers > 0 and prefetch_factor is None:
             prefetch_factor = 2
         elif prefetch_factor is not None and prefetch_factor < 0:
-            raise ValueError(f"prefetch_factor option should be non-negative (got {prefetch_factor})")
+            raise ValueError(
+                f"prefetch_factor option should be non-negative (got {prefetch_factor})"
+            )
         if persistent_workers and num_workers == 0:
             raise ValueError("persistent_workers option needs num_workers > 0")
         _rng.check_generator(generator, "DataLoader")
@@ -170,11 +174,13 @@ class DataLoader:
             self._dataset_kind = _DatasetKind.Iterable
             if shuffle not in {False, None}:
                 raise ValueError(
-                    f"DataLoader with IterableDataset: expected unspecified shuffle option, but got shuffle={shuffle}"
+                    "DataLoader with IterableDataset: expected unspecified shuffle option, "
+                    f"but got shuffle={shuffle}"
                 )
             if sampler is not None:
                 raise ValueError(
-                    f"DataLoader with IterableDataset: expected unspecified sampler option, but got sampler={sampler}"
+                    "DataLoader with IterableDataset: expected unspecified sampler option, "
+                    f"but got sampler={sampler}"
                 )
             if batch_sampler is not None:
                 raise ValueError(
@@ -190,13 +196,15 @@ class DataLoader:
         if batch_sampler is not None:
             if batch_size != 1 or shuffle or sampler is not None or drop_last:
                 raise ValueError(
-                    "batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last"
+                    "batch_sampler option is mutually exclusive with batch_size, shuffle, "
+                    "sampler, and drop_last"
                 )
             batch_size = None
             drop_last = False
         elif batch_size is None and drop_last:
             raise ValueError(
-                "batch_size=None option disables auto-batching and is mutually exclusive with drop_last"
+                "batch_size=None option disables auto-batching and is mutually exclusive "
+                "with drop_last"
             )
 
         if sampler is None:
@@ -238,13 +246,15 @@ class DataLoader:
                     if multiprocessing_context not in valid:
                         raise ValueError(
                             "multiprocessing_context option should specify a valid start method in "
-                            f"{valid!r}, but got multiprocessing_context={multiprocessing_context!r}"
+                            f"{valid!r}, but got "
+                            f"multiprocessing_context={multiprocessing_context!r}"
                         )
                     multiprocessing_context = multiprocessing.get_context(multiprocessing_context)
                 if not callable(getattr(multiprocessing_context, "Process", None)):
                     raise TypeError(
-                        "multiprocessing_context option should be a valid context object or a string "
-                        f"specifying the start method, but got multiprocessing_context={multiprocessing_context}"
+                        "multiprocessing_context option should be a valid context object or a "
+                        "string specifying the start method, but got "
+                        f"multiprocessing_context={multiprocessing_context}"
                     )
             else:
                 raise ValueError(
@@ -262,7 +272,9 @@ class DataLoader:
             "dataset",
             "persistent_workers",
         ):
-            raise ValueError(f"{attr} attribute should not be set after {self.__class__.__name__} is initialized")
+            raise ValueError(
+                f"{attr} attribute should not be set after {self.__class__.__name__} is initialized"
+            )
         super().__setattr__(attr, val)
 
     @property
@@ -442,7 +454,8 @@ class _BaseDataLoaderIter:
             if self._num_workers > 0:
                 msg += (
                     "For multiprocessing data-loading, this could be caused by not properly "
-                    "configuring the IterableDataset replica at each worker (use get_worker_info())."
+                    "configuring the IterableDataset replica at each worker "
+                    "(use get_worker_info())."
                 )
             warnings.warn(msg, stacklevel=2)
         return data
@@ -458,7 +471,11 @@ class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
     def __init__(self, loader):
         super().__init__(loader)
         self._dataset_fetcher = _DatasetKind.create_fetcher(
-            self._dataset_kind, self._dataset, self._auto_collation, self._collate_fn, self._drop_last
+            self._dataset_kind,
+            self._dataset,
+            self._auto_collation,
+            self._collate_fn,
+            self._drop_last,
         )
         self._shutdown = False
 
@@ -489,10 +506,8 @@ _parent_sockets = weakref.WeakSet()
 
 def _close_parent_sockets_in_child():
     for sock in list(_parent_sockets):
-        try:
+        with contextlib.suppress(OSError):
             sock.close()
-        except OSError:
-            pass
     _parent_sockets.clear()
     _live_iterators.clear()
 
@@ -588,7 +603,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._worker_queue_idx_cycle = itertools.cycle(range(self._num_workers))
         self._inbox = [m for m in self._inbox if m[1][0] == self._epoch]
         if not first_iter:
-            for i, ch in enumerate(self._channels):
+            for i, _ch in enumerate(self._channels):
                 self._post(i, (_worker.RESET, self._epoch, self._base_seed))
         for _ in range(self._prefetch_factor * self._num_workers):
             self._try_put_index()
@@ -611,9 +626,11 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             return
         for _ in range(self._num_workers):
             worker_id = next(self._worker_queue_idx_cycle)
-            if self._workers_status[worker_id]:
-                if self._in_order or self._workers_num_tasks[worker_id] < max_tasks // self._num_workers:
-                    break
+            if self._workers_status[worker_id] and (
+                self._in_order
+                or self._workers_num_tasks[worker_id] < max_tasks // self._num_workers
+            ):
+                break
         else:
             return  # no worker left (every iterable replica is exhausted)
         self._post(worker_id, (_worker.TASK, self._epoch, self._send_idx, index))
@@ -637,9 +654,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                     raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds")
             for key, mask in self._selector.select(min(wait, _POLL_INTERVAL)):
                 worker_id = key.data
-                if mask & selectors.EVENT_WRITE:
-                    if self._channels[worker_id].flush():
-                        self._selector.modify(key.fileobj, selectors.EVENT_READ, worker_id)
+                if mask & selectors.EVENT_WRITE and self._channels[worker_id].flush():
+                    self._selector.modify(key.fileobj, selectors.EVENT_READ, worker_id)
                 if mask & selectors.EVENT_READ:
                     self._receive_from(worker_id)
         return self._inbox.pop(0)
@@ -730,10 +746,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._shutdown = True
         _live_iterators.discard(self)
         for ch in self._channels:  # step 1
-            try:
+            with contextlib.suppress(KeyError, ValueError):
                 self._selector.unregister(ch.sock)
-            except (KeyError, ValueError):
-                pass
             ch.close()
         self._selector.close()
         self._inbox = []
@@ -749,7 +763,5 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 w.join()
 
     def __del__(self):
-        try:
+        with contextlib.suppress(Exception):
             self._shutdown_workers()
-        except Exception:
-            pass

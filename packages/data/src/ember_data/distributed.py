@@ -31,13 +31,17 @@ class DistributedSampler(_ResumableSampler):
     environment's ``WORLD_SIZE`` and ``RANK`` (as set by launchers).
     """
 
-    def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False):
+    def __init__(
+        self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False
+    ):
         if num_replicas is None:
             num_replicas = _from_environment("WORLD_SIZE", "num_replicas")
         if rank is None:
             rank = _from_environment("RANK", "rank")
         if rank >= num_replicas or rank < 0:
-            raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]")
+            raise ValueError(
+                f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]"
+            )
         self.dataset = dataset
         self.num_replicas = num_replicas
         self.rank = rank

@@ -155,7 +155,9 @@ class RandomSampler(_RandomSource, _ResumableSampler):
             )
         n = self.num_samples
         if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
-            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={n}")
+            raise ValueError(
+                f"num_samples should be a positive integer value, but got num_samples={n}"
+            )
 
     @property
     def num_samples(self):
@@ -235,7 +237,9 @@ class WeightedRandomSampler(_RandomSource, _ResumableSampler):
         state, generator = self._epoch_generator(state)
 
         def items():
-            yield from _rng.multinomial(self._weights, self.num_samples, self.replacement, generator)
+            yield from _rng.multinomial(
+                self._weights, self.num_samples, self.replacement, generator
+            )
 
         return state, items()
 
@@ -305,7 +309,8 @@ class BatchSampler(Sampler):
     def load_state_dict(self, state_dict):
         if not isinstance(state_dict, dict) or "yielded" not in state_dict:
             raise ValueError(
-                f"BatchSampler.load_state_dict: expected a dict from state_dict(), got {state_dict!r}"
+                "BatchSampler.load_state_dict: expected a dict from state_dict(), "
+                f"got {state_dict!r}"
             )
         self._resume = dict(state_dict)
 

@@ -142,16 +142,26 @@ def collate(batch, *, collate_fn_map=None):
             if isinstance(elem, collections.abc.MutableMapping):
                 clone = copy.copy(elem)
                 clone.update(
-                    {key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map) for key in elem}
+                    {
+                        key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map)
+                        for key in elem
+                    }
                 )
                 return clone
             return elem_type(
-                {key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map) for key in elem}
+                {
+                    key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map)
+                    for key in elem
+                }
             )
         except TypeError:
-            return {key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map) for key in elem}
+            return {
+                key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map) for key in elem
+            }
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
-        return elem_type(*(collate(samples, collate_fn_map=collate_fn_map) for samples in zip(*batch)))
+        return elem_type(
+            *(collate(samples, collate_fn_map=collate_fn_map) for samples in zip(*batch))
+        )
     if isinstance(elem, collections.abc.Sequence):
         it = iter(batch)
         elem_size = len(next(it))
@@ -166,7 +176,9 @@ def collate(batch, *, collate_fn_map=None):
                 for i, samples in enumerate(transposed):
                     clone[i] = collate(samples, collate_fn_map=collate_fn_map)
                 return clone
-            return elem_type([collate(samples, collate_fn_map=collate_fn_map) for samples in transposed])
+            return elem_type(
+                [collate(samples, collate_fn_map=collate_fn_map) for samples in transposed]
+            )
         except TypeError:
             return [collate(samples, collate_fn_map=collate_fn_map) for samples in transposed]
 

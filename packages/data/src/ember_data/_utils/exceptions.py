@@ -39,7 +39,12 @@ class ExceptionWrapper:
             exc_type = self.exc_type
         except Exception:
             exc_type = None
-        state = {"exc_type": exc_type, "exc_msg": self.exc_msg, "where": self.where, "original": self.original}
+        state = {
+            "exc_type": exc_type,
+            "exc_msg": self.exc_msg,
+            "where": self.where,
+            "original": self.original,
+        }
         return _rebuild, (state,)
 
     def reraise(self):

@@ -71,7 +71,9 @@ def _open_unnamed(directory):
     except (AttributeError, OSError):
         pass  # no O_TMPFILE here: a named file, unlinked at once
     for _ in range(100):
-        name = os.path.join(directory, f"ember_data_{os.getpid()}_{next(_counter)}_{os.urandom(4).hex()}")
+        name = os.path.join(
+            directory, f"ember_data_{os.getpid()}_{next(_counter)}_{os.urandom(4).hex()}"
+        )
         try:
             fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:

@@ -84,10 +84,14 @@ class _Pickler(pickle.Pickler):
             reduced = hook.reducer_override(obj)
             if reduced is not NotImplemented:
                 return reduced
-        if _ec is not None and type(obj) is _ec.Tensor:
-            if obj.device.type == "cpu" and obj.dtype.name != "bfloat16":
-                # the memory as an array: out of band, zero-copy when in a segment
-                return _rebuild_tensor, (obj.numpy(force=True), obj.requires_grad)
+        if (
+            _ec is not None
+            and type(obj) is _ec.Tensor
+            and obj.device.type == "cpu"
+            and obj.dtype.name != "bfloat16"
+        ):
+            # the memory as an array: out of band, zero-copy when in a segment
+            return _rebuild_tensor, (obj.numpy(force=True), obj.requires_grad)
         return NotImplemented
 
 
@@ -191,7 +195,8 @@ def decode(msg, fds):
         for fd in fds:
             os.close(fd)
     buffers = [
-        frame[base + off : base + off + n] if k < 0 else maps[k][off : off + n] for k, off, n in specs
+        frame[base + off : base + off + n] if k < 0 else maps[k][off : off + n]
+        for k, off, n in specs
     ]
     return pickle.loads(payload, buffers=buffers)
 

@@ -15,6 +15,7 @@ batches for any num_workers and after resuming from a state_dict.  An
 IterableDataset's workers are seeded once, as in PyTorch.
 """
 
+import contextlib
 import os
 import random
 import signal
@@ -176,7 +177,9 @@ def _worker_loop(
         try:
             if init_fn is not None:
                 init_fn(worker_id)
-            fetcher = _DatasetKind.create_fetcher(dataset_kind, dataset, auto_collation, collate_fn, drop_last)
+            fetcher = _DatasetKind.create_fetcher(
+                dataset_kind, dataset, auto_collation, collate_fn, drop_last
+            )
         except Exception:
             init_exception = ExceptionWrapper(where=where)
 
@@ -227,7 +230,5 @@ def _worker_loop(
     except KeyboardInterrupt:
         pass
     finally:
-        try:
+        with contextlib.suppress(OSError):
             channel.close()
-        except OSError:
-            pass

@@ -71,13 +71,14 @@ def find_files(dataset, root, subdirs, groups, download=False, gzip_ok=False):
                 return d, gi, found
             if best_missing is None or len(missing) < len(best_missing[1]):
                 best_missing = (d, missing)
+    gz = " (each may be gzipped, .gz)" if gzip_ok else ""
     wanted = " or ".join("{" + ", ".join(g) + "}" for g in groups)
     note = (
         " (download=True was given, but ember_data does not download datasets)" if download else ""
     )
     raise FileNotFoundError(
         f"{dataset}: dataset files not found{note}. Missing {', '.join(best_missing[1])} "
-        f"(closest: {best_missing[0]}); looked for {wanted}{' (each may be gzipped, .gz)' if gzip_ok else ''} in: "
+        f"(closest: {best_missing[0]}); looked for {wanted}{gz} in: "
         f"{', '.join(candidates)}. Put the files you have in one of those directories."
     )
 

@@ -1,7 +1,6 @@
 """CIFAR-10 and CIFAR-100 from the batches already on disk: the "python"
 version (pickled dicts, loaded safely) or the "binary" version."""
 
-import os
 import pickle
 
 import numpy as np
@@ -29,6 +28,8 @@ class _PlainDataUnpickler(pickle.Unpickler):
             return np.ndarray
         if module == "numpy" and name == "dtype":
             return _dtype
+        if module == "_codecs" and name == "encode":
+            return _latin1_bytes  # how protocol-2 pickles from Python 3 spell bytes
         raise pickle.UnpicklingError(
             f"{self.path}: refusing to load {module}.{name}: a CIFAR batch holds only plain data "
             "(dicts, lists, strings, numbers and NumPy arrays)"
@@ -40,6 +41,14 @@ def _dtype(obj, align=False, copy=False):
     if dt.hasobject:
         raise pickle.UnpicklingError(f"refusing a NumPy array of Python objects (dtype {dt})")
     return dt
+
+
+def _latin1_bytes(text, encoding):
+    if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
+        raise pickle.UnpicklingError(
+            f"refusing _codecs.encode({type(text).__name__}, {encoding!r})"
+        )
+    return text.encode("latin1")
 
 
 def _reconstruct(subtype, shape, dtype):
@@ -116,7 +125,9 @@ class CIFAR10(VisionDataset):
         batches = self.train_list if train else self.test_list
         groups = [batches + [self.meta_python], self._binary_files(batches)]
         name = type(self).__name__
-        folder, kind, paths = find_files(name, root, [self.python_dir, self.binary_dir], groups, download)
+        folder, kind, paths = find_files(
+            name, root, [self.python_dir, self.binary_dir], groups, download
+        )
         self.folder = folder
         if kind == 0:
             images, labels = [], []
@@ -130,7 +141,9 @@ class CIFAR10(VisionDataset):
         self.data = np.ascontiguousarray(np.concatenate(images))
         self.targets = [int(t) for t in labels]
         if len(self.targets) != len(self.data):
-            raise ValueError(f"{name}: {len(self.data)} images but {len(self.targets)} labels in {folder}")
+            raise ValueError(
+                f"{name}: {len(self.data)} images but {len(self.targets)} labels in {folder}"
+            )
         self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
 
     # --- what differs between CIFAR-10 and CIFAR-100

@@ -27,7 +27,8 @@ class Digits(VisionDataset):
             from sklearn.datasets import load_digits
         except ImportError:
             raise ImportError(
-                "ember_data.datasets.Digits reads scikit-learn's bundled digits: install scikit-learn "
+                "ember_data.datasets.Digits reads scikit-learn's bundled digits: "
+                "install scikit-learn "
                 "(pip install scikit-learn, or pip install 'ember-data[digits]')"
             ) from None
         bunch = load_digits()

@@ -32,7 +32,9 @@ def read_idx(path):
         except (OSError, EOFError) as e:
             raise ValueError(f"read_idx: {path} is a damaged gzip file ({e})") from None
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_TYPES:
-        raise ValueError(f"read_idx: {path} is not an IDX file (magic number {raw[:4].hex() or 'missing'})")
+        raise ValueError(
+            f"read_idx: {path} is not an IDX file (magic number {raw[:4].hex() or 'missing'})"
+        )
     dtype = _IDX_TYPES[raw[2]]
     ndim = raw[3]
     header = 4 + 4 * ndim

@@ -29,7 +29,9 @@ def _to_array(img, op):
     ec = _rng.ember_core()
     if ec is not None and isinstance(img, ec.Tensor):
         return img.detach().numpy(), True
-    raise TypeError(f"{op}: expected a NumPy array or an ember tensor image, got {type(img).__name__}")
+    raise TypeError(
+        f"{op}: expected a NumPy array or an ember tensor image, got {type(img).__name__}"
+    )
 
 
 def _back(array, was_tensor):
@@ -93,7 +95,8 @@ class Normalize:
             raise TypeError(f"Input tensor should be a float tensor. Got {a.dtype}.")
         if a.ndim < 3:
             raise ValueError(
-                f"Expected tensor to be a tensor image of size (..., C, H, W). Got tensor.size() = {a.shape}"
+                "Expected tensor to be a tensor image of size (..., C, H, W). "
+                f"Got tensor.size() = {a.shape}"
             )
         mean = np.asarray(self.mean, dtype=a.dtype).reshape(-1, 1, 1)
         std = np.asarray(self.std, dtype=a.dtype).reshape(-1, 1, 1)
@@ -104,7 +107,8 @@ class Normalize:
         channels = a.shape[-3]
         if mean.shape[0] not in (1, channels) or std.shape[0] not in (1, channels):
             raise ValueError(
-                f"Normalize: {mean.shape[0]} means and {std.shape[0]} stds for an image with {channels} channels"
+                f"Normalize: {mean.shape[0]} means and {std.shape[0]} stds for an image "
+                f"with {channels} channels"
             )
         if self.inplace:
             np.subtract(a, mean, out=a)
@@ -144,7 +148,12 @@ def _padding4(padding):
     )
 
 
-_NUMPY_PAD_MODES = {"constant": "constant", "edge": "edge", "reflect": "reflect", "symmetric": "symmetric"}
+_NUMPY_PAD_MODES = {
+    "constant": "constant",
+    "edge": "edge",
+    "reflect": "reflect",
+    "symmetric": "symmetric",
+}
 
 
 class RandomCrop:
@@ -171,7 +180,9 @@ class RandomCrop:
         h, w = img.shape[-2:]
         th, tw = output_size
         if h < th or w < tw:
-            raise ValueError(f"Required crop size {(th, tw)} is larger than input image size {(h, w)}")
+            raise ValueError(
+                f"Required crop size {(th, tw)} is larger than input image size {(h, w)}"
+            )
         if w == tw and h == th:
             return 0, 0, h, w
         return random.randint(0, h - th), random.randint(0, w - tw), th, tw
@@ -179,7 +190,9 @@ class RandomCrop:
     def __call__(self, img):
         a, was_tensor = _to_array(img, "RandomCrop")
         if a.ndim < 2:
-            raise ValueError(f"RandomCrop: expected an image of shape (..., H, W), got shape {a.shape}")
+            raise ValueError(
+                f"RandomCrop: expected an image of shape (..., H, W), got shape {a.shape}"
+            )
         left, top, right, bottom = self._pad
         h, w = a.shape[-2:]
         th, tw = self.size
@@ -191,7 +204,9 @@ class RandomCrop:
             top, bottom = top + extra, bottom + extra
         ph, pw = h + top + bottom, w + left + right
         if ph < th or pw < tw:
-            raise ValueError(f"Required crop size {(th, tw)} is larger than input image size {(ph, pw)}")
+            raise ValueError(
+                f"Required crop size {(th, tw)} is larger than input image size {(ph, pw)}"
+            )
         i = j = 0
         if not (ph == th and pw == tw):
             i, j = random.randint(0, ph - th), random.randint(0, pw - tw)
@@ -201,7 +216,9 @@ class RandomCrop:
             out = self._crop_constant(a, i - top, j - left, th, tw)
         else:
             widths = [(0, 0)] * (a.ndim - 2) + [(top, bottom), (left, right)]
-            out = np.pad(a, widths, mode=_NUMPY_PAD_MODES[self.padding_mode])[..., i : i + th, j : j + tw]
+            out = np.pad(a, widths, mode=_NUMPY_PAD_MODES[self.padding_mode])[
+                ..., i : i + th, j : j + tw
+            ]
         return _back(out, was_tensor)
 
     def _crop_constant(self, a, i, j, th, tw):

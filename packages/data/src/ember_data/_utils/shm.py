@@ -29,7 +29,7 @@ import numpy as np
 MIN_SEGMENT_BYTES = 32 * 1024
 ALIGN = 64
 
-_MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+_MAP_FLAGS = mmap.MAP_SHARED  # pages fault in lazily (with fault-around) when read
 _counter = itertools.count()
 
 

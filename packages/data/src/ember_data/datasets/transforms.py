@@ -245,7 +245,8 @@ class RandomHorizontalFlip:
     def __call__(self, img):
         if random.random() < self.p:
             a, was_tensor = _to_array(img, "RandomHorizontalFlip")
-            return _back(a[..., ::-1], was_tensor)
+            # a copy, as torchvision's: negative strides trip up torch.as_tensor
+            return _back(np.ascontiguousarray(a[..., ::-1]), was_tensor)
         return img
 
     def __repr__(self):

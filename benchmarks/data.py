@@ -40,25 +40,35 @@ class Images:
         return self.transform(self.images[i]), self.labels[i]
 
 
-def measure(make_loader, repeat):
-    """Medians over `repeat` fresh loaders of (seconds to the first batch, images/s)."""
-    first, rates = [], []
+def one_epoch(loader):
+    """(seconds to the first batch, images/s over the epoch) of a fresh loader."""
+    t0 = time.perf_counter()
+    it = iter(loader)
+    x, _ = next(it)
+    first = time.perf_counter() - t0
+    seen = len(x)
+    for x, _ in it:
+        seen += len(x)
+    return first, seen / (time.perf_counter() - t0)
+
+
+def measure(makers, repeat):
+    """Medians over `repeat` rounds; each round runs every library once, in
+    turn, so that the machine's load falls on all of them alike."""
+    samples = {name: [] for name in makers}
     for _ in range(repeat):
-        loader = make_loader()
-        t0 = time.perf_counter()
-        it = iter(loader)
-        x, _ = next(it)
-        first.append(time.perf_counter() - t0)
-        seen = len(x)
-        for x, _ in it:
-            seen += len(x)
-        rates.append(seen / (time.perf_counter() - t0))
-        del it, loader
-    return statistics.median(first), statistics.median(rates)
+        for name, make in makers.items():
+            samples[name].append(one_epoch(make()))
+    return {
+        name: (statistics.median(s[0] for s in runs), statistics.median(s[1] for s in runs))
+        for name, runs in samples.items()
+    }
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--n", type=int, default=20000)
     parser.add_argument("--batch-size", type=int, default=128)
@@ -74,13 +84,13 @@ def main(argv=None):
 
     rows = []
     for workers in (0, 2):
-        results = {}
-        for name, DataLoader in libs.items():
-
-            def make(DataLoader=DataLoader):
-                return DataLoader(dataset, batch_size=args.batch_size, shuffle=True, num_workers=workers)
-
-            results[name] = measure(make, args.repeat)
+        makers = {
+            name: lambda DataLoader=DataLoader, workers=workers: DataLoader(
+                dataset, batch_size=args.batch_size, shuffle=True, num_workers=workers
+            )
+            for name, DataLoader in libs.items()
+        }
+        results = measure(makers, args.repeat)
         e_first, e_rate = results["ember_data"]
         t_first, t_rate = results.get("torch", (None, None))
         rows.append(
@@ -95,8 +105,8 @@ def main(argv=None):
             ]
         )
     print(
-        f"DataLoader: {args.n} x 3x32x32 uint8, crop(pad 4)+flip, batch {args.batch_size}, shuffled; "
-        f"medians of {args.repeat} epochs"
+        f"DataLoader: {args.n} x 3x32x32 uint8, crop(pad 4)+flip, batch {args.batch_size}, "
+        f"shuffled; medians of {args.repeat} epochs"
     )
     table(
         rows,

@@ -135,3 +135,18 @@ def test_random_split_errors():
         random_split(range(10), [1.5, -0.5])
     with pytest.raises(TypeError, match="generator"):
         random_split(range(10), [5, 5], generator="seed")
+
+
+def test_alias_registers_the_same_modules(monkeypatch):
+    import sys
+
+    import ember_data
+    import ember_data.sampler
+
+    monkeypatch.setattr(sys, "modules", dict(sys.modules))
+    ember_data._alias("umbrella_alias.data")
+    from umbrella_alias.data.datasets import transforms
+    from umbrella_alias.data.sampler import RandomSampler
+
+    assert RandomSampler is ember_data.sampler.RandomSampler
+    assert transforms is sys.modules["ember_data.datasets.transforms"]

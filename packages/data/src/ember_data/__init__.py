@@ -63,6 +63,21 @@ __all__ = [
 ]
 
 
+def _alias(prefix):
+    """Make this package and every module of it importable under ``prefix`` too,
+    as the same module objects: the ember umbrella calls
+    ``ember_data._alias("ember.utils.data")``, so that ``import
+    ember.utils.data.sampler`` gives ember_data.sampler itself rather than a
+    second copy with its own classes."""
+    import importlib
+    import sys
+
+    importlib.import_module("ember_data.datasets")
+    for name, module in list(sys.modules.items()):
+        if name == "ember_data" or name.startswith("ember_data."):
+            sys.modules[prefix + name[len("ember_data") :]] = module
+
+
 def __getattr__(name):
     # ember_data.datasets (and its transforms) load on first use
     if name == "datasets":

@@ -556,3 +556,12 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 
 def _pair(v):
     return (v, v) if isinstance(v, int) else tuple(v)
+
+
+# ------------------------------------------------------------ attention (nn)
+# MultiheadAttention as a function, with PyTorch's mask handling (ember_nn._attention).
+from ember_nn._attention import (  # noqa: E402
+    canonical_mask as _canonical_mask,
+    multi_head_attention_forward,
+    none_or_dtype as _none_or_dtype,
+)

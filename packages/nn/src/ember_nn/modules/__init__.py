@@ -1,12 +1,12 @@
 """Every layer class, re-exported as ember.nn.<Layer>."""
 
 from ember_nn.modules.activation import (
-    CELU, ELU, GELU, GLU, LeakyReLU, LogSigmoid, LogSoftmax, Hardshrink, Hardsigmoid, Hardswish, Hardtanh,
-    Mish, PReLU, ReLU, ReLU6, RReLU, SELU, Sigmoid, SiLU, Softmax, Softmax2d, Softmin, Softplus, Softshrink,
-    Softsign, Tanh, Tanhshrink, Threshold,
+    CELU, ELU, GELU, GLU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish,
+    PReLU, ReLU, ReLU6, RReLU, SELU, Sigmoid, SiLU, Softmax, Softmax2d, Softmin, Softplus, Softshrink, Softsign,
+    Tanh, Tanhshrink, Threshold,
 )
 from ember_nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from ember_nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
+from ember_nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from ember_nn.modules.dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from ember_nn.modules.linear import Bilinear, Identity, LazyLinear, Linear
 from ember_nn.modules.loss import (
@@ -15,21 +15,24 @@ from ember_nn.modules.loss import (
     NLLLoss, PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss, TripletMarginLoss,
 )
 from ember_nn.modules.misc import (
-    CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, ConstantPad3d, CosineSimilarity, Flatten,
-    PairwiseDistance, PixelShuffle, PixelUnshuffle, ReflectionPad1d, ReflectionPad2d, ReplicationPad1d,
-    ReplicationPad2d, Unflatten, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d,
+    ChannelShuffle, CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d, ConstantPad2d, ConstantPad3d,
+    CosineSimilarity, Flatten, Fold, PairwiseDistance, PixelShuffle, PixelUnshuffle, ReflectionPad1d,
+    ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, Unflatten, Unfold,
+    Upsample, UpsamplingBilinear2d, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d, ZeroPad3d,
 )
 from ember_nn.modules.module import Module, register_module_forward_hook, register_module_forward_pre_hook
 from ember_nn.modules.normalization import (
-    BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, LayerNorm,
+    BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LayerNorm,
     LocalResponseNorm, RMSNorm,
 )
 from ember_nn.modules.pooling import (
-    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, LPPool2d,
-    MaxPool1d, MaxPool2d,
+    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, LPPool1d, LPPool2d, LPPool3d, MaxPool1d, MaxPool2d,
+    MaxPool3d,
 )
 from ember_nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from ember_nn.modules.sparse import Embedding, EmbeddingBag
 from ember_nn.modules.transformer import (
-    MultiheadAttention, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
+    MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
+    TransformerEncoderLayer,
 )

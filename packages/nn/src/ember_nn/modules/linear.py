@@ -105,3 +105,8 @@ class LazyLinear(Linear):
         module._pre.remove()
         module.__class__ = Linear
         return None
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """The Linear MultiheadAttention uses as out_proj (PyTorch's name for it; it
+    behaves as Linear)."""

@@ -13,7 +13,7 @@ from collections import OrderedDict, namedtuple
 import ember_autograd as ag
 import ember_core as ec
 
-from ember_nn.parameter import Buffer, Parameter
+from ember_nn.parameter import Buffer, Parameter, UninitializedParameter
 
 Tensor = ec.Tensor
 
@@ -446,6 +446,11 @@ class Module:
             keep_vars = args[2] if len(args) > 2 else keep_vars
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        metadata = getattr(destination, "_metadata", None)
+        if metadata is not None:
+            # the module's version by prefix, for _load_from_state_dict (as PyTorch)
+            metadata[prefix[:-1]] = {"version": self._version}
         for hook in self._state_dict_pre_hooks.values():
             hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
@@ -458,55 +463,68 @@ class Module:
                 destination = result
         return destination
 
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs, assign=False):
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs, assign=False):
+        """Copy this module's own parameters and persistent buffers from state_dict
+        (not its children's), recording missing/unexpected keys and errors."""
         for hook in self._load_state_dict_pre_hooks.values():
             hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
         persistent = {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
-        local = itertools.chain(self._parameters.items(), persistent.items())
-        for name, param in local:
+        local_state = {k: v for k, v in itertools.chain(self._parameters.items(), persistent.items()) if v is not None}
+        for name, param in local_state.items():
             key = prefix + name
-            if param is None:
-                continue
             if key not in state_dict:
                 if strict:
                     missing_keys.append(key)
                 continue
             value = state_dict[key]
             if not isinstance(value, Tensor):
-                error_msgs.append(f'While copying the parameter named "{key}", expected ember.Tensor or Tensor-like object from checkpoint but received {type(value)}')
+                error_msgs.append(
+                    f'While copying the parameter named "{key}", expected ember.Tensor or Tensor-like object '
+                    f"from checkpoint but received {type(value)}"
+                )
                 continue
-            if value.shape != param.shape:
+            lazy = isinstance(param, UninitializedParameter)
+            if lazy:
+                param.materialize(value.shape)
+            elif value.shape != param.shape:
                 error_msgs.append(
                     f"size mismatch for {key}: copying a param with shape {value.shape} from "
                     f"checkpoint, the shape in current model is {param.shape}."
                 )
                 continue
             try:
-                if assign:
-                    if isinstance(param, Parameter):
-                        new = Parameter(value.to(param.dtype), requires_grad=param.requires_grad)
-                        self._parameters[name] = new
+                with ag.no_grad():
+                    if assign:
+                        # the checkpoint's tensor itself (its dtype too); parameters stay
+                        # Parameters with the model's requires_grad
+                        if isinstance(param, Parameter):
+                            if not isinstance(value, Parameter):
+                                value = Parameter(value, requires_grad=param.requires_grad)
+                            else:
+                                value.requires_grad_(param.requires_grad)
+                        setattr(self, name, value)
                     else:
-                        self._buffers[name] = value
-                else:
-                    with ag.no_grad():
                         param.copy_(value)
             except Exception as exc:  # noqa: BLE001 - reported to the caller with the key
-                error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the model are {param.shape} and whose dimensions in the checkpoint are {value.shape}, an exception occurred : {exc.args}.')
+                error_msgs.append(
+                    f'While copying the parameter named "{key}", whose dimensions in the model are '
+                    f"{param.shape} and whose dimensions in the checkpoint are {value.shape}, an exception "
+                    f"occurred : {exc.args}."
+                )
         extra_key = prefix + "_extra_state"
-        has_extra = getattr(type(self), "set_extra_state", None) is not Module.set_extra_state
-        if has_extra and extra_key in state_dict:
-            self.set_extra_state(state_dict[extra_key])
-        elif has_extra and strict:
-            missing_keys.append(extra_key)
+        if getattr(type(self), "set_extra_state", Module.set_extra_state) is not Module.set_extra_state:
+            if extra_key in state_dict:
+                self.set_extra_state(state_dict[extra_key])
+            elif strict:
+                missing_keys.append(extra_key)
+        elif strict and extra_key in state_dict:
+            unexpected_keys.append(extra_key)
         if strict:
             for key in state_dict:
                 if key.startswith(prefix) and key != extra_key:
-                    rest = key[len(prefix):]
-                    head = rest.split(".", 1)[0]
-                    if head not in self._modules and rest not in self._parameters and rest not in self._buffers:
-                        unexpected_keys.append(key)
-                    elif "." not in rest and rest in self._non_persistent_buffers_set:
+                    head = key[len(prefix):].split(".", 1)[0]
+                    if head not in self._modules and head not in local_state:
                         unexpected_keys.append(key)
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
@@ -515,17 +533,27 @@ class Module:
         if not hasattr(state_dict, "keys"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         missing, unexpected, errors = [], [], []
+        metadata = getattr(state_dict, "_metadata", None)
         state_dict = OrderedDict(state_dict)
+        if metadata is not None:
+            state_dict._metadata = metadata
 
-        def load(module, prefix=""):
-            module._load_from_state_dict(state_dict, prefix, {}, True, missing, unexpected, errors, assign)
+        def load(module, local_state_dict, prefix=""):
+            local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
+            module._load_from_state_dict(local_state_dict, prefix, local_metadata, True, missing, unexpected, errors,
+                                         assign)
             for name, child in module._modules.items():
                 if child is not None:
-                    load(child, prefix + name + ".")
+                    child_prefix = prefix + name + "."
+                    child_state = {k: v for k, v in local_state_dict.items() if k.startswith(child_prefix)}
+                    load(child, child_state, child_prefix)
+            incompatible = _IncompatibleKeysResult(missing, unexpected)
             for hook in module._load_state_dict_post_hooks.values():
-                hook(module, _IncompatibleKeysResult(missing, unexpected))
+                hook(module, incompatible)
 
-        load(self)
+        load(self, state_dict)
+        del load
+
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected)))

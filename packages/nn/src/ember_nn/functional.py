@@ -354,9 +354,16 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    n1 = x1.norm(2, dim).clamp_min(eps)
-    n2 = x2.norm(2, dim).clamp_min(eps)
-    return (x1 * x2).sum(dim) / (n1 * n2)
+    """sum(x1 / ||x1|| * x2 / ||x2||) along dim, after broadcasting x1 and x2 (as PyTorch)."""
+    if tuple(x1.shape) != tuple(x2.shape):
+        a, b = tuple(x1.shape), tuple(x2.shape)
+        n = max(len(a), len(b))
+        a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+        shape = tuple(max(i, j) if 1 in (i, j) else i for i, j in zip(a, b))
+        x1, x2 = x1.expand(shape), x2.expand(shape)
+    n1 = x1.norm(2, dim, keepdim=True).clamp_min(eps)
+    n2 = x2.norm(2, dim, keepdim=True).clamp_min(eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
 def pdist(input, p=2):

@@ -6,7 +6,10 @@ from ember_nn.modules.activation import (
     Tanh, Tanhshrink, Threshold,
 )
 from ember_nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from ember_nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from ember_nn.modules.conv import (
+    Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, LazyConv1d, LazyConv2d, LazyConv3d,
+    LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d,
+)
 from ember_nn.modules.dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from ember_nn.modules.linear import Bilinear, Identity, LazyLinear, Linear
 from ember_nn.modules.loss import (
@@ -23,8 +26,10 @@ from ember_nn.modules.misc import (
 from ember_nn.modules.module import Module, register_module_forward_hook, register_module_forward_pre_hook
 from ember_nn.modules.normalization import (
     BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LayerNorm,
+    LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d,
     LocalResponseNorm, RMSNorm,
 )
+from ember_nn.modules.lazy import LazyModuleMixin
 from ember_nn.modules.pooling import (
     AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,
     AdaptiveMaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, LPPool1d, LPPool2d, LPPool3d, MaxPool1d, MaxPool2d,

@@ -264,7 +264,7 @@ class ParameterList(Module):
     def extra_repr(self):
         lines = []
         for i, p in enumerate(self):
-            lines.append(f"({i}): Parameter containing: [ember.{p.dtype.name} of size {'x'.join(str(s) for s in p.shape)}]")
+            lines.append("  " + _param_line(i, p, str(p.dtype)))
         return "\n".join(lines)
 
 
@@ -319,7 +319,13 @@ class ParameterDict(Module):
         return v
 
     def extra_repr(self):
-        return "\n".join(
-            f"({k}): Parameter containing: [ember.{p.dtype.name} of size {'x'.join(str(s) for s in p.shape)}]"
-            for k, p in self.items()
-        )
+        # PyTorch names the tensor type here (ember.FloatTensor), the dtype in ParameterList
+        return "\n".join("  " + _param_line(k, p, p.type()) for k, p in self.items())
+
+
+def _param_line(key, p, type_name):
+    """One entry of a parameter container's repr, as PyTorch writes it."""
+    kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+    size = "x".join(str(s) for s in p.shape)
+    device = f" ({p.device})" if p.device.type != "cpu" else ""
+    return f"({key}): {kind} containing: [{type_name} of size {size}{device}]"

@@ -3,12 +3,14 @@ weight layouts, initialisation and reprs)."""
 
 import math
 
+import ember_autograd as ag
 import ember_core as ec
 
 from ember_nn import functional as F
 from ember_nn import init
+from ember_nn.modules.lazy import LazyModuleMixin
 from ember_nn.modules.module import Module
-from ember_nn.parameter import Parameter
+from ember_nn.parameter import Parameter, UninitializedParameter
 
 
 def _ntuple(v, n):
@@ -211,3 +213,74 @@ class ConvTranspose3d(_ConvTransposeNd):
     @staticmethod
     def _fn(*args):
         return F.conv_transpose3d(*args)
+
+
+# ------------------------------------------------------------------ lazy
+
+
+class _LazyConvMixin(LazyModuleMixin):
+    """in_channels comes from the first input (dim 1, or 0 when unbatched)."""
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def _get_in_channels(self, input):
+        batched_dims = self._dims + 2
+        if input.dim() not in (batched_dims - 1, batched_dims):
+            raise RuntimeError(
+                f"Expected {batched_dims - 1}D (unbatched) or {batched_dims}D (batched) input to "
+                f"{type(self).__name__}, but got input of size: {input.shape}"
+            )
+        return input.shape[1] if input.dim() == batched_dims else input.shape[0]
+
+    def initialize_parameters(self, input, *args, **kwargs):
+        if self.has_uninitialized_params():
+            self.in_channels = self._get_in_channels(input)
+            if self.in_channels % self.groups != 0:
+                raise ValueError("in_channels must be divisible by groups")
+            with ag.no_grad():
+                if self.transposed:
+                    self.weight.materialize((self.in_channels, self.out_channels // self.groups) + self.kernel_size)
+                else:
+                    self.weight.materialize((self.out_channels, self.in_channels // self.groups) + self.kernel_size)
+                if self.bias is not None:
+                    self.bias.materialize((self.out_channels,))
+                self.reset_parameters()
+
+
+def _lazy_conv(name, base):
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        # LazyModuleMixin.__init__ runs base.__init__, then adds the hooks
+        LazyModuleMixin.__init__(self, 0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode,
+                                 device, dtype)
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    return type(name, (_LazyConvMixin, base), {"cls_to_become": base, "__init__": __init__,
+                                               "__doc__": f"A {base.__name__} whose in_channels is inferred."})
+
+
+def _lazy_conv_transpose(name, base):
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True,
+                 dilation=1, padding_mode="zeros", device=None, dtype=None):
+        LazyModuleMixin.__init__(self, 0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation,
+                                 padding_mode, device, dtype)
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    return type(name, (_LazyConvMixin, base), {"cls_to_become": base, "__init__": __init__,
+                                               "__doc__": f"A {base.__name__} whose in_channels is inferred."})
+
+
+LazyConv1d = _lazy_conv("LazyConv1d", Conv1d)
+LazyConv2d = _lazy_conv("LazyConv2d", Conv2d)
+LazyConv3d = _lazy_conv("LazyConv3d", Conv3d)
+LazyConvTranspose1d = _lazy_conv_transpose("LazyConvTranspose1d", ConvTranspose1d)
+LazyConvTranspose2d = _lazy_conv_transpose("LazyConvTranspose2d", ConvTranspose2d)
+LazyConvTranspose3d = _lazy_conv_transpose("LazyConvTranspose3d", ConvTranspose3d)

@@ -13,7 +13,7 @@ from collections import OrderedDict, namedtuple
 import ember_autograd as ag
 import ember_core as ec
 
-from ember_nn.parameter import Buffer, Parameter, UninitializedParameter
+from ember_nn.parameter import Buffer, Parameter, is_lazy
 
 Tensor = ec.Tensor
 
@@ -484,10 +484,7 @@ class Module:
                     f"from checkpoint but received {type(value)}"
                 )
                 continue
-            lazy = isinstance(param, UninitializedParameter)
-            if lazy:
-                param.materialize(value.shape)
-            elif value.shape != param.shape:
+            if not is_lazy(param) and value.shape != param.shape:
                 error_msgs.append(
                     f"size mismatch for {key}: copying a param with shape {value.shape} from "
                     f"checkpoint, the shape in current model is {param.shape}."

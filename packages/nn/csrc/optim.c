@@ -21,7 +21,22 @@ static int fail(int status, const char* fmt, ...) {
 
 #define GRAIN 65536
 #define P(arr, i, T) ((T*)(uintptr_t)(arr)[i])
-#define STEP(i) (++*(float*)(uintptr_t)steps[i])
+/* Step counters (and NAdam's mu products) are 0-d tensors of the scalar dtype
+ * sdt (float32, or float64 when that is the default dtype), as in PyTorch. */
+#define STEP(i) bump(steps, i, sdt)
+
+static inline double bump(const uint64_t* steps, int64_t i, int sdt) {
+    if (sdt == EN_FLOAT64) return ++*(double*)(uintptr_t)steps[i];
+    return ++*(float*)(uintptr_t)steps[i];
+}
+
+static inline double scale_scalar(const uint64_t* xs, int64_t i, int sdt, double by) {
+    if (sdt == EN_FLOAT64) return *(double*)(uintptr_t)xs[i] *= by;
+    /* in float arithmetic, as a float32 tensor times a Python scalar is in PyTorch */
+    float* x = (float*)(uintptr_t)xs[i];
+    *x = *x * (float)by;
+    return *x;
+}
 
 /* ------------------------------------------------------------------- SGD */
 
@@ -89,7 +104,7 @@ int en_sgd(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads, 
 
 int en_adam(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
             const uint64_t* exp_avgs, const uint64_t* exp_avg_sqs, const uint64_t* max_sqs,
-            const uint64_t* steps, const int64_t* numels, double lr, double beta1, double beta2,
+            const uint64_t* steps, int sdt, const int64_t* numels, double lr, double beta1, double beta2,
             double eps, double weight_decay, int amsgrad, int maximize, int decoupled) {
     if (dtype == EN_FLOAT32) { ADAM_BODY(float) }
     else if (dtype == EN_FLOAT64) { ADAM_BODY(double) }
@@ -131,7 +146,7 @@ int en_adam(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
 
 int en_rmsprop(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
                const uint64_t* square_avgs, const uint64_t* grad_avgs, const uint64_t* bufs,
-               const uint64_t* steps, const int64_t* numels, double lr, double alpha, double eps,
+               const uint64_t* steps, int sdt, const int64_t* numels, double lr, double alpha, double eps,
                double weight_decay, double momentum, int centered, int maximize) {
     if (dtype == EN_FLOAT32) { RMSPROP_BODY(float) }
     else if (dtype == EN_FLOAT64) { RMSPROP_BODY(double) }
@@ -160,7 +175,7 @@ int en_rmsprop(int dtype, int64_t n, const uint64_t* params, const uint64_t* gra
     }
 
 int en_adagrad(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
-               const uint64_t* sums, const uint64_t* steps, const int64_t* numels, double lr,
+               const uint64_t* sums, const uint64_t* steps, int sdt, const int64_t* numels, double lr,
                double lr_decay, double weight_decay, double eps, int maximize) {
     if (dtype == EN_FLOAT32) { ADAGRAD_BODY(float) }
     else if (dtype == EN_FLOAT64) { ADAGRAD_BODY(double) }
@@ -191,7 +206,7 @@ int en_adagrad(int dtype, int64_t n, const uint64_t* params, const uint64_t* gra
     }
 
 int en_adadelta(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
-                const uint64_t* square_avgs, const uint64_t* acc_deltas, const uint64_t* steps,
+                const uint64_t* square_avgs, const uint64_t* acc_deltas, const uint64_t* steps, int sdt,
                 const int64_t* numels, double lr, double rho, double eps, double weight_decay,
                 int maximize) {
     if (dtype == EN_FLOAT32) { ADADELTA_BODY(float) }
@@ -223,7 +238,7 @@ int en_adadelta(int dtype, int64_t n, const uint64_t* params, const uint64_t* gr
     }
 
 int en_adamax(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
-              const uint64_t* exp_avgs, const uint64_t* exp_infs, const uint64_t* steps,
+              const uint64_t* exp_avgs, const uint64_t* exp_infs, const uint64_t* steps, int sdt,
               const int64_t* numels, double lr, double beta1, double beta2, double eps,
               double weight_decay, int maximize) {
     if (dtype == EN_FLOAT32) { ADAMAX_BODY(float) }
@@ -240,14 +255,12 @@ int en_adamax(int dtype, int64_t n, const uint64_t* params, const uint64_t* grad
         const T* g = P(grads, t, T);                                                          \
         T* m1 = P(exp_avgs, t, T);                                                            \
         T* m2 = P(exp_avg_sqs, t, T);                                                         \
-        float* mu_prod = (float*)(uintptr_t)mu_products[t];                                   \
         int64_t m = numels[t];                                                                \
         double step = STEP(t);                                                                \
         double bc2 = 1 - pow(beta2, step);                                                    \
         double mu = beta1 * (1.0 - 0.5 * pow(0.96, step * momentum_decay));                   \
         double mu_next = beta1 * (1.0 - 0.5 * pow(0.96, (step + 1) * momentum_decay));        \
-        *mu_prod = (float)(*mu_prod * mu);                                                    \
-        double mp = *mu_prod;                                                                 \
+        double mp = scale_scalar(mu_products, t, sdt, mu);                                    \
         T c1 = (T)(lr * (1.0 - mu) / (1.0 - mp));                                             \
         T c2 = (T)(lr * mu_next / (1.0 - mp * mu_next));                                      \
         T decay = (T)(1 - lr * weight_decay);                                                 \
@@ -268,7 +281,7 @@ int en_adamax(int dtype, int64_t n, const uint64_t* params, const uint64_t* grad
 
 int en_nadam(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
              const uint64_t* exp_avgs, const uint64_t* exp_avg_sqs, const uint64_t* mu_products,
-             const uint64_t* steps, const int64_t* numels, double lr, double beta1, double beta2,
+             const uint64_t* steps, int sdt, const int64_t* numels, double lr, double beta1, double beta2,
              double eps, double weight_decay, double momentum_decay, int decoupled, int maximize) {
     if (dtype == EN_FLOAT32) { NADAM_BODY(float) }
     else if (dtype == EN_FLOAT64) { NADAM_BODY(double) }
@@ -314,7 +327,7 @@ int en_nadam(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads
     }
 
 int en_radam(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
-             const uint64_t* exp_avgs, const uint64_t* exp_avg_sqs, const uint64_t* steps,
+             const uint64_t* exp_avgs, const uint64_t* exp_avg_sqs, const uint64_t* steps, int sdt,
              const int64_t* numels, double lr, double beta1, double beta2, double eps,
              double weight_decay, int decoupled, int maximize) {
     if (dtype == EN_FLOAT32) { RADAM_BODY(float) }

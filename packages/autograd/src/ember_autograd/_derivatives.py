@@ -25,11 +25,13 @@ def _masked(mask, g):
 
 def _reduced_dims(shape, dim):
     nd = len(shape)
+    if nd == 0:
+        return ()  # a 0-d tensor reduced over "dim 0" is copied
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return tuple(range(nd))
     if isinstance(dim, int):
         dim = (dim,)
-    return tuple(sorted(d % nd if nd else 0 for d in dim))
+    return tuple(sorted(d % nd for d in dim))
 
 
 def _unsqueeze_to(g, shape, dims, keepdim):
@@ -609,25 +611,24 @@ def _(grad, key, value):
 
 
 @derivative("as_strided")
-def _(grad, input, size, stride, storage_offset):
-    # Scatter grad back through the same geometry over a zero buffer shaped like
-    # the input's storage region; overlapping geometries would need accumulation.
-    offset = input.storage_offset() if storage_offset is None else storage_offset
-    extent = [s for s, st in zip(size, stride) if st != 0 and s > 1]
-    distinct = 1
-    for s in extent:
-        distinct *= s
-    total = 1
-    for s in size:
+def _(grad, input_geometry, size, stride, storage_offset):
+    # Scatter grad back through the same geometry into a zero buffer laid out like
+    # the input; overlapping geometries would need accumulation.
+    shape, in_stride, in_offset = input_geometry
+    offset = in_offset if storage_offset is None else storage_offset
+    distinct = total = 1
+    for s, st in zip(size, stride):
         total *= s
+        if st != 0:
+            distinct *= s
     if distinct != total and total:
         raise RuntimeError(
             "as_strided backward: the view has overlapping elements (a zero or repeating "
             "stride); its gradient would need accumulation, which ember does not support yet"
         )
-    base = ec.empty_strided(input.shape, input.stride(), dtype=grad.dtype)
+    base = ec.empty_strided(shape, in_stride, dtype=grad.dtype)
     base.zero_()
-    rel = offset - input.storage_offset()
+    rel = offset - in_offset
     if rel < 0:
         raise RuntimeError("as_strided backward: view starts before its input's first element")
     base.as_strided(size, stride, rel).copy_(grad)
@@ -717,6 +718,8 @@ def _mat_grads(grad, a, b, needs):
     """Gradients of matmul(a, b) for 1-D or N-D operands (batch dims broadcast;
     the node sums broadcast batch dims away)."""
     da, db = a.dim(), b.dim()
+    if da == 1 and db == 1:  # dot product: grad is 0-d
+        return (grad * b if needs[0] else None, grad * a if needs[1] else None)
     g = grad
     a2 = a.unsqueeze(0) if da == 1 else a
     b2 = b.unsqueeze(-1) if db == 1 else b
@@ -849,8 +852,10 @@ def _minmax_all(grad, input, result):
 
 def _minmax_dim(grads, input, dim, keepdim, result):
     grad = grads[0]
+    if input.dim() == 0:
+        return grad
     values, indices = result
-    d = dim % input.dim() if input.dim() else 0
+    d = dim % input.dim()
     if not keepdim and input.dim():
         grad = grad.unsqueeze(d)
         indices = indices.unsqueeze(d)
@@ -925,7 +930,9 @@ def _(grad, input, dim, unbiased, keepdim, correction, result):
     g = _unsqueeze_to(grad, input.shape, dims, keepdim)
     r = _unsqueeze_to(result, input.shape, dims, keepdim)
     centered = input - input.mean(dims, keepdim=True)
-    return g * centered / (r * (n - c))
+    # a zero std has a zero gradient (as in PyTorch), not 0/0
+    scale = ec.where(r == 0, ec.zeros((), dtype=r.dtype), (r * (n - c)).reciprocal())
+    return g * centered * scale
 
 
 def _norm_grad(grad, input, p, dims, keepdim, result):
@@ -1022,16 +1029,23 @@ def _cum_extreme_grad(grad, input, dim, indices):
     return g.movedim(-1, d)
 
 
+_LOWEST = {"float64": -1.7976931348623157e308, "float32": -3.4028234663852886e38,
+           "float16": -65504.0, "bfloat16": -3.3895313892515355e38}
+
+
 @derivative("logcumsumexp")
 def _(grad, input, dim, result):
+    # log-space reverse cumulative sums of the positive and negative parts of
+    # grad (the lowest finite value, not -inf, stands for log 0: no NaN)
     if input.dim() == 0:
         return grad
     d = dim % input.dim()
-    neg_inf = ec.full((), -math.inf, dtype=grad.dtype)
-    pos = ec.where(grad > 0, grad.log(), neg_inf)
-    neg = ec.where(grad < 0, (-grad).log(), neg_inf)
+    lowest = ec.full((), _LOWEST[grad.dtype.name.split(".")[-1]], dtype=grad.dtype)
+    log_abs = grad.abs().log()
+    pos = ec.where(grad > 0, log_abs, lowest)
+    neg = ec.where(grad < 0, log_abs, lowest)
 
     def rev_lcse(t):
         return t.flip((d,)).logcumsumexp(d).flip((d,))
 
-    return (input + rev_lcse(pos - result)).exp() - (input + rev_lcse(neg - result)).exp()
+    return (rev_lcse(pos - result) + input).exp() - (rev_lcse(neg - result) + input).exp()

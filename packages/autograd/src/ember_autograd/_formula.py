@@ -3,8 +3,11 @@
 A formula is a Python function ``fn(grad, **names)`` written with ember ops (so
 ``create_graph=True`` differentiates it again).  Its parameter names say what
 it needs: any parameter of the op (tensors among them are saved for backward,
-with their versions), ``result`` (the op's output), ``needs`` (which inputs
-want a gradient).  It returns one gradient per differentiable input, in the
+with their versions), ``<param>_shape`` (a tensor parameter's shape, or the
+list of shapes of a tensor-list parameter: ``<param>_shapes``),
+``<param>_geometry`` ((shape, strides, storage offset): what a view's backward
+needs, without keeping the values alive), ``result`` (the op's output),
+``needs`` (which inputs want a gradient).  It returns one gradient per differentiable input, in the
 order given by ``inputs`` (None for no gradient).  The node then sums each
 gradient down to its input's shape (undoing broadcasting) and casts it to the
 input's dtype, so formulas never deal with either.
@@ -75,6 +78,8 @@ def derivative(op_name, inputs=("input",), outputs=(0,)):
                 uses.append(name)
             elif name.endswith("_shape") and name[:-6] in params:
                 shape_uses.append((name, params.index(name[:-6])))
+            elif name.endswith("_geometry") and name[:-9] in params:
+                shape_uses.append((name, params.index(name[:-9])))
             elif name.endswith("_shapes") and name[:-7] in params:
                 shape_uses.append((name, params.index(name[:-7])))
             else:

@@ -180,7 +180,9 @@ def _record(op, info, args, call):
         a = args[idx]
         if isinstance(a, Tensor):
             if inplace and idx == 0:
-                a = _run_below(lambda a_, kw: a_[0].clone(), (a,))  # the value before the write
+                # the value before the write, itself recorded so that double
+                # backward reaches the target's old history
+                a = a.clone()
             values[name] = SavedTensor(a, op.name)
         elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
             values[name] = [SavedTensor(x, op.name) for x in a]
@@ -188,7 +190,10 @@ def _record(op, info, args, call):
             values[name] = a
     for name, idx in f.shape_uses:
         a = args[idx]
-        values[name] = a._shape if isinstance(a, Tensor) else [x._shape for x in a]
+        if name.endswith("_geometry"):
+            values[name] = (a._shape, a._stride, a._offset)
+        else:
+            values[name] = a._shape if isinstance(a, Tensor) else [x._shape for x in a]
 
     result = _run_below(call, args)
 

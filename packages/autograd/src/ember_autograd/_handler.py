@@ -3,15 +3,26 @@
 ember_core calls ``handle(op, args, kwargs, call)`` for every op.  When grad
 mode is on and an input requires grad, the handler saves what the op's formula
 needs, runs the op "below" autograd (so public ops its implementation calls are
-not recorded again) and gives the outputs a node.
+not recorded again) and gives the outputs a node.  This is the hot path of
+every op while ember_autograd is imported: keep it lean (one dict lookup for the
+op's facts, a flag or two, a loop over the inputs that may carry gradients).
 
 Note [In-place ops and views]
-An in-place op gives its tensor a new grad_fn (a leaf that requires grad may
-not be modified in place).  When the tensor is a view, the write also changes
-its base: the base's history becomes a CopySlices node that routes the
-gradient of the written region through the in-place op's formula, and the view
-becomes a view of that new history.  Other views of the same base notice the
-change through the storage version and rebuild their grad_fn from the base.
+Every in-place write, recorded or not, notes which op wrote (and from which
+source line) into storages that hold saved tensors, so a stale saved tensor can
+say who modified it.  A recorded in-place op gives its tensor a new grad_fn (a
+leaf that requires grad may not be modified in place, nor may a view of one).
+When the tensor is a view, the write also changes its base: the base's history
+becomes a CopySlices node that routes the gradient of the written region
+through the in-place op's formula, and the view becomes a view of that new
+history.  Other views of the same base notice the change through the storage
+version (``_vv``, the version their grad_fn was made at) and rebuild their
+grad_fn from the base when next used.
+
+Note [Inference tensors]
+Tensors made under inference_mode are marked (``_inference``), as are views of
+them.  They may not be saved for backward, nor modified in place outside
+inference mode, nor made to require grad there: PyTorch's rules.
 """
 
 import linecache
@@ -29,7 +40,9 @@ state = _grad_mode.state
 
 
 class _OpInfo:
-    __slots__ = ("formula", "inplace", "view", "differentiable", "candidates", "out_idx", "name")
+    """What the handler needs to know about an op, computed once per op."""
+
+    __slots__ = ("formula", "inplace", "view", "differentiable", "candidates", "out_idx", "name", "detach")
 
 
 _infos = {}
@@ -47,7 +60,10 @@ def _info(op):
     info.inplace = op.inplace_of is not None
     info.view = op.view
     info.differentiable = op.differentiable
-    key = op.inplace_of if info.inplace and op.inplace_of in DERIVATIVES and op.name not in DERIVATIVES else op.name
+    info.detach = op.name == "detach_"
+    key = op.name
+    if info.inplace and op.name not in DERIVATIVES and op.inplace_of in DERIVATIVES:
+        key = op.inplace_of  # add_ uses add's formula
     info.formula = DERIVATIVES.get(key)
     if info.formula is not None:
         info.candidates = info.formula.input_idx
@@ -69,18 +85,10 @@ def _location():
     return f"{f.f_code.co_filename}:{f.f_lineno}" + (f": `{line}`" if line else "")
 
 
-def _note_write(op, t):
-    """Remember who wrote in place into a storage that holds saved tensors."""
-    if isinstance(t, Tensor):
-        s = t._storage
-        if s in watched:
-            watched[s] = (s._version + 1, op.name, _location())
-
-
 def _requires(args, candidates):
     for i in candidates:
         a = args[i]
-        if isinstance(a, Tensor):
+        if a.__class__ is Tensor or isinstance(a, Tensor):
             if a._rg:
                 return True
         elif isinstance(a, (list, tuple)):
@@ -102,21 +110,21 @@ def handle(op, args, kwargs, call):
     if state.below:
         return call(args, kwargs)
     info = _infos.get(op) or _info(op)
-    if not state.enabled:
-        if info.inplace:
-            _note_write(op, args[0])
-        return _run_below(call, args)
-    requires = _requires(args, info.candidates)
     if info.inplace:
-        target = args[0]
-        if isinstance(target, Tensor):
-            _check_inplace(op, target)
-            _note_write(op, target)
-            if not requires and not target._rg and not _base_requires(target):
-                return _run_below(call, args)
-            return _record(op, info, args, call)
-    if not requires:
-        return _run_below(call, args)
+        return _handle_inplace(op, info, args, call)
+    if not state.enabled:
+        # grad off: nothing is recorded, so nested ops need no "below" guard
+        result = call(args, kwargs)
+        if state.inference:
+            _mark_inference(result)
+        elif info.view and args[0]._inference:
+            result._inference = True
+        return result
+    if not _requires(args, info.candidates):
+        result = _run_below(call, args)
+        if info.view and args[0]._inference:
+            result._inference = True
+        return result
     if info.out_idx >= 0 and args[info.out_idx] is not None:
         raise RuntimeError(
             f"{op.name}(): functions with out=... arguments don't support automatic "
@@ -127,9 +135,42 @@ def handle(op, args, kwargs, call):
     return _record(op, info, args, call)
 
 
-def _base_requires(t):
-    b = t._base
-    return b is not None and b._rg
+def _mark_inference(result):
+    if isinstance(result, Tensor):
+        result._inference = True
+    elif isinstance(result, tuple):
+        for r in result:
+            if isinstance(r, Tensor):
+                r._inference = True
+
+
+# ------------------------------------------------------------- in place
+
+
+def _handle_inplace(op, info, args, call):
+    target = args[0]
+    if not isinstance(target, Tensor):
+        return _run_below(call, args)
+    if target._inference and not state.inference:
+        raise RuntimeError(
+            f"{op.name}: Inplace update to inference tensor outside InferenceMode is not allowed. "
+            "You can make a clone to get a normal tensor before doing inplace update."
+        )
+    if info.detach:
+        return _detach_(target, call, args)
+    s = target._storage
+    if s in watched:  # remember who wrote, for the error of a stale saved tensor
+        watched[s] = (s._version + 1, op.name, _location())
+    if not state.enabled:
+        return call(args, None)
+    requires = _requires(args, info.candidates)
+    base = target._base
+    if not (requires or target._rg or (base is not None and base._rg)):
+        return _run_below(call, args)
+    _check_inplace(op, target)
+    if info.formula is None:
+        return _record_nondifferentiable(op, target, call, args)
+    return _record(op, info, args, call)
 
 
 def _check_inplace(op, t):
@@ -146,12 +187,68 @@ def _check_inplace(op, t):
         )
 
 
+def _detach_(t, call, args):
+    """detach_(): t becomes a leaf that does not require grad (views may not)."""
+    if t._base is not None and (t._rg or t._base._rg):
+        raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+    result = _run_below(call, args)
+    d = t.__dict__
+    d["_rg"] = False
+    d.pop("grad_fn", None)
+    d.pop("_output_nr", None)
+    return result
+
+
+class ZeroGradNode(Node):
+    """The node of a non-differentiable in-place op (``uniform_``, ``eq_`` ...):
+    the written values do not depend on what was there, so the old history gets
+    no gradient."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name, edge):
+        Node.__init__(self, (edge,))
+        self._name = name
+
+    def name(self):
+        return self._name
+
+    def apply(self, grads):
+        return (None,)
+
+
+def _record_nondifferentiable(op, target, call, args):
+    result = _run_below(call, args)
+    if not target._dtype.is_floating_point:
+        return result
+    name = "".join(p[:1].upper() + p[1:] for p in op.name.split("_") if p) + "Backward0"
+    node = ZeroGradNode(name, _edge(target) if target._rg else (None, 0))
+    _attach(target, node, 0)
+    if target._base is not None:
+        _rebase_view(target, node)
+    return result
+
+
+# ------------------------------------------------------------- recording
+
+
 def _edge(t):
     """The gradient edge of t, rebuilding a stale view's grad_fn first."""
     b = t._base
-    if b is not None and b._rg and t._rg and t.__dict__.get("_vv") != t._storage._version:
+    if b is not None and b._rg and t._rg and t._vv != t._storage._version:
         _regenerate_view(t, b)
     return gradient_edge(t)
+
+
+def _saved(a, op_name):
+    if a._inference:
+        raise RuntimeError(
+            f"{op_name}: Inference tensors cannot be saved for backward. Please do not use "
+            "Tensors created in inference mode in computation tracked by autograd. To work "
+            "around this, you can make a clone to get a normal tensor and use it in autograd, "
+            "or use `no_grad()` instead of `inference_mode()`."
+        )
+    return SavedTensor(a, op_name)
 
 
 def _record(op, info, args, call):
@@ -183,9 +280,9 @@ def _record(op, info, args, call):
                 # the value before the write, itself recorded so that double
                 # backward reaches the target's old history
                 a = a.clone()
-            values[name] = SavedTensor(a, op.name)
+            values[name] = _saved(a, op.name)
         elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
-            values[name] = [SavedTensor(x, op.name) for x in a]
+            values[name] = [_saved(x, op.name) for x in a]
         else:
             values[name] = a
     for name, idx in f.shape_uses:
@@ -231,6 +328,8 @@ def _record(op, info, args, call):
         _attach(o, node, k)
         if info.view:
             o._vv = o._storage._version
+            if args[0]._inference:
+                o._inference = True
     return result
 
 

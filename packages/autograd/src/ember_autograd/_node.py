@@ -127,6 +127,8 @@ class Node:
         "__weakref__",
     )
 
+    _ctx = None  # a custom Function's ctx (BackwardCFunction)
+
     def __init__(self, next_functions, n_outputs=1):
         self.next_functions = next_functions
         self._seq = next(_seq)
@@ -225,7 +227,7 @@ def gradient_edge(t):
     """(node, input_nr) through which gradients reach tensor t, or (None, 0)."""
     fn = t.grad_fn
     if fn is not None:
-        return (fn, t.__dict__.get("_output_nr", 0))
+        return (fn, t._output_nr)
     if t._rg:
         return (accumulator(t), 0)
     return (None, 0)

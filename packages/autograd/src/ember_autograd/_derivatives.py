@@ -384,7 +384,9 @@ def _(grad, input, other):
 
 
 @derivative("pow", inputs=("input", "exponent"))
-def _(grad, input, exponent, result, needs):
+def _(grad, input, exponent, needs):
+    # no `result`: saving it would make pow_ with a scalar exponent (the common
+    # case) keep its output, which later in-place ops could not then modify
     ga = gb = None
     if isinstance(input, ec.Tensor) and needs[0]:
         if isinstance(exponent, ec.Tensor):
@@ -395,9 +397,9 @@ def _(grad, input, exponent, result, needs):
         else:
             ga = grad * exponent * input.pow(exponent - 1)
     if isinstance(exponent, ec.Tensor) and needs[-1]:
-        base = input if isinstance(input, ec.Tensor) else ec.full((), float(input), dtype=result.dtype)
-        lg = base.log()
-        gb = grad * result * ec.where((base == 0) & (exponent >= 0), ec.zeros((), dtype=result.dtype), lg)
+        base = input if isinstance(input, ec.Tensor) else ec.full((), float(input), dtype=grad.dtype)
+        zero = ec.zeros((), dtype=grad.dtype)
+        gb = grad * base.pow(exponent) * ec.where((base == 0) & (exponent >= 0), zero, base.log())
     return ga, gb
 
 

@@ -158,19 +158,27 @@ def _handle_inplace(op, info, args, call):
         )
     if info.detach:
         return _detach_(target, call, args)
-    s = target._storage
-    if s in watched:  # remember who wrote, for the error of a stale saved tensor
-        watched[s] = (s._version + 1, op.name, _location())
     if not state.enabled:
+        _note_write(op, target)
         return call(args, None)
     requires = _requires(args, info.candidates)
     base = target._base
     if not (requires or target._rg or (base is not None and base._rg)):
+        _note_write(op, target)
         return _run_below(call, args)
     _check_inplace(op, target)
     if info.formula is None:
+        _note_write(op, target)
         return _record_nondifferentiable(op, target, call, args)
-    return _record(op, info, args, call)
+    return _record(op, info, args, call)  # notes the write after saving its inputs
+
+
+def _note_write(op, t):
+    """Remember who writes into a storage holding saved tensors (and from which
+    source line), for the error of a stale saved tensor."""
+    s = t._storage
+    if s in watched:
+        watched[s] = (s._version + 1, op.name, _location())
 
 
 def _check_inplace(op, t):
@@ -292,6 +300,8 @@ def _record(op, info, args, call):
         else:
             values[name] = a._shape if isinstance(a, Tensor) else [x._shape for x in a]
 
+    if inplace:
+        _note_write(op, args[0])
     result = _run_below(call, args)
 
     if inplace:

@@ -444,3 +444,14 @@ def test_parity_mlp_gradients():
 
     for e, t in zip(run(ec, ag), run(torch, torch.autograd)):
         np.testing.assert_allclose(e, t, rtol=1e-10, atol=1e-12)
+
+
+def test_ops_returning_their_input_leave_its_history_alone():
+    x = leaf([1.0, 2.0])
+    for same in (x.contiguous(), x.to(ec.float64), x.double(), x.cpu()):
+        assert same is x
+    assert x.is_leaf and x.grad_fn is None
+    y = x * 2
+    assert y.contiguous() is y and y.grad_fn.name() == "MulBackward0"
+    (x.contiguous() * y.contiguous()).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [4.0, 8.0])

@@ -182,6 +182,15 @@ def _note_write(op, t):
 
 
 def _check_inplace(op, t):
+    if t._custom_view is not None:
+        raise RuntimeError(
+            f"{op.name}: Output {t._output_nr} of {t._custom_view} is a view and is being modified "
+            "inplace. This view was created inside a custom Function (or because an input was "
+            "returned as-is) and the autograd logic to handle view+inplace would override the "
+            "custom backward associated with the custom Function, leading to incorrect "
+            "gradients. This behavior is forbidden. You can fix this by cloning the output of "
+            "the custom Function."
+        )
     if t._rg and t.grad_fn is None and t._base is None:
         raise RuntimeError(
             f"{op.name}: a leaf Variable that requires grad is being used in an in-place "
@@ -244,6 +253,13 @@ def _edge(t):
     """The gradient edge of t, rebuilding a stale view's grad_fn first."""
     b = t._base
     if b is not None and b._rg and t._rg and t._vv != t._storage._version:
+        if t._custom_view is not None:
+            raise RuntimeError(
+                f"Output {t._output_nr} of {t._custom_view} is a view and its base or another view "
+                "of its base has been modified inplace. This view was created inside a custom "
+                "Function (or because an input was returned as-is): its custom backward cannot "
+                "account for the change. Clone the output of the custom Function."
+            )
         _regenerate_view(t, b)
     return gradient_edge(t)
 
@@ -308,10 +324,14 @@ def _record(op, info, args, call):
         outs = (args[0],)  # in-place ops return their target (or None, like __setitem__)
     else:
         outs = result if isinstance(result, tuple) else (result,)
+    first = args[0]
     diff = [
         (k, outs[i])
         for k, i in enumerate(f.outputs)
-        if i < len(outs) and isinstance(outs[i], Tensor) and outs[i]._dtype.is_floating_point
+        if i < len(outs)
+        and isinstance(outs[i], Tensor)
+        and outs[i]._dtype.is_floating_point
+        and (inplace or outs[i] is not first)  # contiguous(), to() may return their input
     ]
     if not diff:
         return result
@@ -336,9 +356,9 @@ def _record(op, info, args, call):
         return result
     for k, o in diff:
         _attach(o, node, k)
-        if info.view:
-            o._vv = o._storage._version
-            if args[0]._inference:
+        if o._base is not None:
+            o._vv = o._storage._version  # its grad_fn is current (Note [In-place ops and views])
+            if first._inference:
                 o._inference = True
     return result
 

@@ -99,6 +99,7 @@ def install():
     Tensor._output_nr = 0  # which output of its grad_fn a tensor is
     Tensor._vv = -1  # the storage version a view's grad_fn was made at
     Tensor._inference = False  # made under inference_mode
+    Tensor._custom_view = None  # the custom Function whose output view this is
     Tensor.backward = backward
     Tensor.register_hook = register_hook
     Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook

@@ -799,6 +799,8 @@ def _(grad, batch1, batch2, beta, alpha, needs):
 
 @derivative("sum")
 def _(grad, input_shape, dim, keepdim):
+    if dim is None:  # a 0-d grad expands as it is
+        return grad.expand(input_shape)
     dims = _reduced_dims(input_shape, dim)
     return _unsqueeze_to(grad, input_shape, dims, keepdim).expand(input_shape)
 

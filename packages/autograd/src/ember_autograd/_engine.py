@@ -1,11 +1,10 @@
 """The backward engine.
 
-It runs nodes in dependency order, iteratively (graphs of any depth): first it
-counts, for every node reachable from the roots, how many edges lead into it;
-then it repeatedly takes a node whose incoming gradients are all in (the most
-recently created first, which frees memory early), applies its hooks and its
-backward function, and hands each resulting gradient to the node it belongs
-to.  Leaves' AccumulateGrad nodes add into ``.grad``.  Unless ``retain_graph``,
+It runs nodes in dependency order, iteratively (graphs of any depth): it
+repeatedly takes, among the nodes that have received gradients, the most
+recently created one — whose incoming gradients are then all in (Note
+[Execution order]) — applies its hooks and its backward function, and hands
+each resulting gradient to the node it belongs to.  Leaves' AccumulateGrad nodes add into ``.grad``.  Unless ``retain_graph``,
 each node's saved tensors are freed as soon as it has run.
 
 With ``inputs`` (``grad()``, ``backward(inputs=...)``) only the nodes on a
@@ -20,13 +19,16 @@ accumulation and its post-accumulate-grad hooks), Node post-hooks.
 import heapq
 
 import ember_core as ec
+from ember_core import _creation as _core_creation
+from ember_core import _tensor as _core_tensor
 
-from ember_autograd import _grad_mode
+from ember_autograd import _anomaly, _grad_mode
 from ember_autograd._handler import _edge
 from ember_autograd._node import AccumulateGrad, accumulator
 
 Tensor = ec.Tensor
 state = _grad_mode.state
+_add_ = ec.OPS["add_"].impl  # add_(input, other, alpha)
 
 
 def _root_edge(t, i):
@@ -51,7 +53,8 @@ def make_grads(outputs, grads):
                     raise RuntimeError(
                         f"grad can be implicitly created only for real scalar outputs but got {t.dtype}"
                     )
-                g = ec.ones(t._shape, dtype=t._dtype)
+                g = _core_tensor.empty(t._shape, t._dtype, t._storage._device)
+                _core_creation.fill_values(g, 1)
             out.append((g, True))
         elif isinstance(g, Tensor):
             if g._shape != t._shape:
@@ -72,24 +75,8 @@ def make_grads(outputs, grads):
     return out
 
 
-def _dependencies(roots):
-    """For each node reachable from roots, the number of edges leading into it."""
-    deps = dict.fromkeys(roots, 0)
-    stack = list(deps)
-    while stack:
-        for child, _ in stack.pop().next_functions:
-            if child is not None:
-                n = deps.get(child)
-                if n is None:
-                    deps[child] = 1
-                    stack.append(child)
-                else:
-                    deps[child] = n + 1
-    return deps
-
-
-def _needed_dependencies(roots, input_nodes):
-    """Like _dependencies, over only the nodes on a path to an input node."""
+def _needed(roots, input_nodes):
+    """The nodes on a path from the roots to an input node."""
     order, seen, stack = [], set(), []
     for r in roots:  # DFS post-order: children before parents
         if r not in seen:
@@ -109,21 +96,24 @@ def _needed_dependencies(roots, input_nodes):
     for node in order:
         if node in input_nodes or any(c in needed for c, _ in node.next_functions):
             needed.add(node)
-    deps = dict.fromkeys(needed, 0)
-    for node in needed:
-        for child, _ in node.next_functions:
-            if child in needed:
-                deps[child] += 1
-    return deps
+    return needed
+
+
+# Note [Execution order]
+# A node only ever points at nodes that existed when it was made, and nodes are
+# numbered (``_seq``) as they are made: a node's gradient producers all have
+# larger numbers than it.  So running the nodes that received a gradient in
+# decreasing ``_seq`` order (a heap) runs each one after every producer of its
+# gradients, with no dependency counting: when a node comes off the heap, all
+# its gradients are in.  Nodes that receive no gradient never run.
 
 
 def run_backward(outputs, grads, retain_graph, create_graph, inputs=None, accumulate=True):
     """Backpropagate; returns the gradients captured for ``inputs`` (in order)."""
     root_edges = [_root_edge(t, i) for i, t in enumerate(outputs)]
-    roots = [n for n, _ in root_edges]
-    targets = None  # (node, nr) -> indices into inputs
+    targets = needed = input_nodes = None
     if inputs is not None:
-        targets = {}
+        targets = {}  # (node, nr) -> indices into inputs
         for i, t in enumerate(inputs):
             if not isinstance(t, Tensor):
                 raise TypeError(f"inputs[{i}] is a {type(t).__name__}, not a Tensor")
@@ -132,55 +122,35 @@ def run_backward(outputs, grads, retain_graph, create_graph, inputs=None, accumu
             edge = (t.grad_fn, t._output_nr) if t.grad_fn is not None else (accumulator(t), 0)
             targets.setdefault(edge, []).append(i)
         input_nodes = {node for node, _ in targets}
-        deps = _needed_dependencies(roots, input_nodes)
-    else:
-        input_nodes = None
-        deps = _dependencies(roots)
+        needed = _needed([n for n, _ in root_edges], input_nodes)
 
-    # Gradients waiting for their node, and how many buffer slots hold each
-    # gradient object: one held nowhere else (and not the caller's) may become
-    # a leaf's .grad without a copy.
+    # Gradients waiting for their node (queued on the heap when the first
+    # arrives).  A gradient placed in one slot only, never shown to a hook and
+    # not the caller's own tensor may become a leaf's .grad without a copy;
+    # ``shared`` and ``foreign`` say which may not.
     buffers = {}
-    live = {}
-    foreign = set()
-
-    def put(node, nr, g):
-        buf = buffers.get(node)
-        if buf is None:
-            buf = buffers[node] = [None] * node._n_outputs
-            if nr >= len(buf):
-                buf.extend([None] * (nr + 1 - len(buf)))
-        old = buf[nr]
-        if old is None:
-            buf[nr] = g
-        else:
-            live[id(old)] -= 1
-            g = buf[nr] = old + g
-        live[id(g)] = live.get(id(g), 0) + 1
-
+    heap = []
+    placed, shared, foreign = set(), set(), set()
     for (node, nr), (g, owned) in zip(root_edges, grads):
-        if node in deps and g is not None:
-            put(node, nr, g)
+        if g is not None and (needed is None or node in needed):
+            _put(buffers, heap, placed, shared, node, nr, g)
             if not owned:
                 foreign.add(id(g))
-
     captured = [None] * (len(inputs) if inputs is not None else 0)
-    heap = [(-node._seq, id(node), node) for node in set(roots) if node in deps and deps[node] == 0]
-    heapq.heapify(heap)
+    heappop = heapq.heappop
+    anomaly = state.anomaly
 
     prev = (state.enabled, state.below)
     state.enabled, state.below = create_graph, 0
     try:
         while heap:
-            node = heapq.heappop(heap)[2]
-            grads_in = buffers.pop(node, None) or [None] * node._n_outputs
-            for g in grads_in:
-                if g is not None:
-                    live[id(g)] -= 1
-            if node._tensor_pre_hooks or node._retain_hooks or node._pre_hooks or (
-                node.__class__ is AccumulateGrad and node.variable.__dict__.get("_hooks")
-            ):
-                grads_in = _pre_hooks(node, grads_in)
+            node = heappop(heap)[2]
+            grads_in = buffers.pop(node)
+            extra = node._extra
+            is_leaf = node.__class__ is AccumulateGrad
+            if extra is not None or (is_leaf and node.variable.__dict__.get("_hooks")):
+                grads_in = _pre_hooks(node, extra, grads_in)
+                foreign.update(id(g) for g in grads_in)  # a hook may have kept them
             if targets is not None:
                 for nr, g in enumerate(grads_in):
                     idxs = targets.get((node, nr))
@@ -191,56 +161,71 @@ def run_backward(outputs, grads, retain_graph, create_graph, inputs=None, accumu
                             # backward(inputs=[non-leaf]) accumulates into its .grad
                             if accumulate and t.grad_fn is not None and g is not None:
                                 _accumulate(t, g, create_graph, False)
-            if node.__class__ is AccumulateGrad:
+            if is_leaf:
                 g = grads_in[0]
                 if accumulate and g is not None and (input_nodes is None or node in input_nodes):
-                    owned = live.get(id(g), 0) == 0 and id(g) not in foreign
-                    _accumulate(node.variable, g, create_graph, owned)
-                if node._post_hooks:
-                    _post_hooks(node, (), grads_in)
+                    i = id(g)
+                    _accumulate(node.variable, g, create_graph, i not in shared and i not in foreign)
+                if extra is not None and extra.post_hooks:
+                    _post_hooks(extra, (), grads_in)
                 continue
-            if input_nodes is not None and not any(c in deps for c, _ in node.next_functions):
+            if input_nodes is not None and not any(c in needed for c, _ in node.next_functions):
                 continue  # an input's own node: nothing beyond it is needed
-            result = _call(node, grads_in)
-            if node._post_hooks:
-                result = _post_hooks(node, result, grads_in)
+
+            if node._ctx is None and node._out_meta is not None:
+                for g in grads_in:
+                    if g is None:  # derivative-table formulas always get tensors
+                        grads_in = _zeros_for_missing(node, grads_in)
+                        break
+            if anomaly:
+                result = _anomaly.run_node(node, grads_in)
+            else:
+                result = node.apply(grads_in)
+            if extra is not None and extra.post_hooks:
+                result = _post_hooks(extra, result, grads_in)
             if not retain_graph:
                 node.release()
+
             for (child, nr), g in zip(node.next_functions, result):
-                if child is None:
-                    continue
-                n = deps.get(child)
-                if n is None:
-                    continue  # not on a path to the inputs
-                if g is not None:
-                    put(child, nr, g)
-                deps[child] = n - 1
-                if n == 1:
-                    heapq.heappush(heap, (-child._seq, id(child), child))
+                if g is not None and child is not None and (needed is None or child in needed):
+                    _put(buffers, heap, placed, shared, child, nr, g)
     finally:
         state.enabled, state.below = prev
     return captured
 
 
-def _call(node, grads_in):
-    if node._ctx is None:  # derivative-table nodes always get tensors
-        meta = node._out_meta
-        if meta is not None and None in grads_in:
-            grads_in = [
-                ec.zeros(meta[i][0], dtype=meta[i][1]) if g is None and i < len(meta) and meta[i] else g
-                for i, g in enumerate(grads_in)
-            ]
-    if state.anomaly:
-        from ember_autograd import _anomaly
+def _put(buffers, heap, placed, shared, node, nr, g):
+    """Hand gradient g to input nr of node, summing with what is there; queue
+    the node with its first gradient (Note [Execution order])."""
+    buf = buffers.get(node)
+    if buf is None:
+        buf = buffers[node] = [None] * node._n_outputs
+        if nr >= len(buf):
+            buf.extend([None] * (nr + 1 - len(buf)))
+        heapq.heappush(heap, (-node._seq, id(node), node))
+    old = buf[nr]
+    if old is not None:
+        g = old + g
+    buf[nr] = g
+    i = id(g)
+    if i in placed:
+        shared.add(i)
+    else:
+        placed.add(i)
 
-        return _anomaly.run_node(node, grads_in)
-    return node.apply(tuple(grads_in))
+
+def _zeros_for_missing(node, grads_in):
+    meta = node._out_meta
+    return [
+        ec.zeros(meta[i][0], dtype=meta[i][1]) if g is None and i < len(meta) and meta[i] else g
+        for i, g in enumerate(grads_in)
+    ]
 
 
-def _pre_hooks(node, grads):
+def _pre_hooks(node, extra, grads):
     grads = list(grads)
-    if node._tensor_pre_hooks:
-        for nr, hooks in node._tensor_pre_hooks.items():
+    if extra is not None and extra.tensor_pre_hooks:
+        for nr, hooks in extra.tensor_pre_hooks.items():
             for hook in list(hooks.values()):
                 if grads[nr] is None:
                     continue
@@ -254,22 +239,22 @@ def _pre_hooks(node, grads):
                 r = hook(grads[0])
                 if r is not None:
                     grads[0] = r
-    if node._retain_hooks:
-        for nr, ref in node._retain_hooks.items():
+    if extra is not None and extra.retain_hooks:
+        for nr, ref in extra.retain_hooks.items():
             t = ref()
             if t is not None and grads[nr] is not None:
                 g = grads[nr]
                 t._grad = g.clone() if t._grad is None else t._grad + g
-    if node._pre_hooks:
-        for hook in list(node._pre_hooks.values()):
+    if extra is not None and extra.pre_hooks:
+        for hook in list(extra.pre_hooks.values()):
             r = hook(tuple(grads))
             if r is not None:
                 grads = list(r)
     return grads
 
 
-def _post_hooks(node, result, grads_in):
-    for hook in list(node._post_hooks.values()):
+def _post_hooks(extra, result, grads_in):
+    for hook in list(extra.post_hooks.values()):
         r = hook(tuple(result), tuple(grads_in))
         if r is not None:
             result = tuple(r)
@@ -297,12 +282,7 @@ def _accumulate(var, g, create_graph, owned):
     elif create_graph or old._rg:
         var._grad = old + g
     else:
-        prev = state.enabled
-        state.enabled = False
-        try:
-            old.add_(g)
-        finally:
-            state.enabled = prev
+        _add_(old, g, 1)  # in place, unrecorded: straight to the implementation
     hooks = var.__dict__.get("_post_acc_hooks")
     if hooks:
         for hook in list(hooks.values()):

@@ -25,7 +25,6 @@ them.  They may not be saved for backward, nor modified in place outside
 inference mode, nor made to require grad there: PyTorch's rules.
 """
 
-import linecache
 import os
 import sys
 
@@ -33,7 +32,7 @@ import ember_core as ec
 
 from ember_autograd import _grad_mode
 from ember_autograd._formula import DERIVATIVES, OpNode
-from ember_autograd._node import Node, SavedTensor, gradient_edge, watched
+from ember_autograd._node import Node, SavedTensor, accumulator, gradient_edge, last_write
 
 Tensor = ec.Tensor
 state = _grad_mode.state
@@ -75,14 +74,12 @@ def _info(op):
 
 
 def _location():
-    """'file:line: code' of the first frame outside ember's packages."""
+    """(file, line) of the first frame outside ember's packages (formatted only
+    if an error needs it)."""
     f = sys._getframe(2)
     while f is not None and f.f_code.co_filename.startswith(_OWN_DIRS):
         f = f.f_back
-    if f is None:
-        return ""
-    line = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
-    return f"{f.f_code.co_filename}:{f.f_lineno}" + (f": `{line}`" if line else "")
+    return (f.f_code.co_filename, f.f_lineno) if f is not None else None
 
 
 def _requires(args, candidates):
@@ -107,24 +104,32 @@ def _run_below(call, args):
 
 
 def handle(op, args, kwargs, call):
-    if state.below:
+    st = state
+    if st.below:
         return call(args, kwargs)
     info = _infos.get(op) or _info(op)
     if info.inplace:
         return _handle_inplace(op, info, args, call)
-    if not state.enabled:
-        # grad off: nothing is recorded, so nested ops need no "below" guard
-        result = call(args, kwargs)
-        if state.inference:
-            _mark_inference(result)
-        elif info.view and args[0]._inference:
-            result._inference = True
-        return result
-    if not _requires(args, info.candidates):
-        result = _run_below(call, args)
-        if info.view and args[0]._inference:
-            result._inference = True
-        return result
+    if st.enabled:
+        for i in info.candidates:  # does an input require grad?
+            a = args[i]
+            if a.__class__ is Tensor or isinstance(a, Tensor):
+                if a._rg:
+                    return _record_checked(op, info, args, call)
+            elif isinstance(a, (list, tuple)):
+                for x in a:
+                    if isinstance(x, Tensor) and x._rg:
+                        return _record_checked(op, info, args, call)
+    # nothing to record: nested ops see inputs without grad, so no guard needed
+    result = call(args, kwargs)
+    if st.inference:
+        _mark_inference(result)
+    elif info.view and args[0]._inference:
+        result._inference = True
+    return result
+
+
+def _record_checked(op, info, args, call):
     if info.out_idx >= 0 and args[info.out_idx] is not None:
         raise RuntimeError(
             f"{op.name}(): functions with out=... arguments don't support automatic "
@@ -174,11 +179,10 @@ def _handle_inplace(op, info, args, call):
 
 
 def _note_write(op, t):
-    """Remember who writes into a storage holding saved tensors (and from which
-    source line), for the error of a stale saved tensor."""
+    """Remember who writes into a storage (and from which source line), for the
+    error of a stale saved tensor (Note [Saved tensors])."""
     s = t._storage
-    if s in watched:
-        watched[s] = (s._version + 1, op.name, _location())
+    last_write[s] = (s._version + 1, op.name, _location())
 
 
 def _check_inplace(op, t):
@@ -264,18 +268,11 @@ def _edge(t):
     return gradient_edge(t)
 
 
-def _saved(a, op_name):
-    if a._inference:
-        raise RuntimeError(
-            f"{op_name}: Inference tensors cannot be saved for backward. Please do not use "
-            "Tensors created in inference mode in computation tracked by autograd. To work "
-            "around this, you can make a clone to get a normal tensor and use it in autograd, "
-            "or use `no_grad()` instead of `inference_mode()`."
-        )
-    return SavedTensor(a, op_name)
+_NO_EDGE = (None, 0)
 
 
 def _record(op, info, args, call):
+    """Run op below autograd and give its floating outputs a node of its formula."""
     f = info.formula
     if f is None:
         raise RuntimeError(
@@ -286,27 +283,44 @@ def _record(op, info, args, call):
     edges, metas = [], []
     for idx in f.input_idx:
         a = args[idx]
-        if isinstance(a, Tensor):
-            edges.append(_edge(a) if a._rg else (None, 0))
+        if a.__class__ is Tensor or isinstance(a, Tensor):
+            if not a._rg:
+                edges.append(_NO_EDGE)
+            elif a._base is not None:
+                edges.append(_edge(a))
+            else:
+                fn = a.grad_fn
+                if fn is not None:
+                    edges.append((fn, a._output_nr))
+                else:  # a leaf: its (shared) AccumulateGrad
+                    ref = a.__dict__.get("_acc")
+                    acc = ref() if ref is not None else None
+                    edges.append((acc if acc is not None else accumulator(a), 0))
             metas.append((a._shape, a._dtype))
         elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
             for x in a:
-                edges.append(_edge(x) if x._rg else (None, 0))
+                edges.append(_edge(x) if x._rg else _NO_EDGE)
                 metas.append((x._shape, x._dtype))
         else:
-            edges.append((None, 0))
+            edges.append(_NO_EDGE)
             metas.append(None)
     values = {}
+    name_ = op.name
     for name, idx in zip(f.uses, f.uses_idx):
         a = args[idx]
-        if isinstance(a, Tensor):
+        if a.__class__ is Tensor or isinstance(a, Tensor):
             if inplace and idx == 0:
                 # the value before the write, itself recorded so that double
                 # backward reaches the target's old history
                 a = a.clone()
-            values[name] = _saved(a, op.name)
+            if a._inference:
+                _refuse_inference(op)
+            values[name] = SavedTensor(a, name_)
         elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
-            values[name] = [_saved(x, op.name) for x in a]
+            for x in a:
+                if x._inference:
+                    _refuse_inference(op)
+            values[name] = [SavedTensor(x, name_) for x in a]
         else:
             values[name] = a
     for name, idx in f.shape_uses:
@@ -316,51 +330,87 @@ def _record(op, info, args, call):
         else:
             values[name] = a._shape if isinstance(a, Tensor) else [x._shape for x in a]
 
+    first = args[0]
     if inplace:
-        _note_write(op, args[0])
-    result = _run_below(call, args)
+        _note_write(op, first)
+    st = state
+    st.below += 1
+    try:
+        result = call(args, None)
+    finally:
+        st.below -= 1
+
+    if not f.multi_grad and not inplace:  # the common case: one output
+        o = result[f.outputs[0]] if isinstance(result, tuple) else result  # (namedtuples too)
+        if not (isinstance(o, Tensor) and o._dtype.is_floating_point) or o is first:
+            return result  # not differentiable, or contiguous()/to() returning the input
+        node = OpNode(f, tuple(edges), values, metas, 1)
+        if f.uses_result:
+            values["result"] = _saved_result(result, ((0, o),), name_)
+        d = o.__dict__
+        d["_rg"] = True
+        d["grad_fn"] = node
+        if o._base is not None:
+            d["_vv"] = o._storage._version  # its grad_fn is current (Note [In-place ops and views])
+            if first._inference:
+                d["_inference"] = True
+        return result
 
     if inplace:
-        outs = (args[0],)  # in-place ops return their target (or None, like __setitem__)
+        outs = (first,)  # in-place ops return their target (or None, like __setitem__)
+    elif isinstance(result, tuple):
+        outs = result
     else:
-        outs = result if isinstance(result, tuple) else (result,)
-    first = args[0]
+        outs = (result,)
     diff = [
         (k, outs[i])
         for k, i in enumerate(f.outputs)
         if i < len(outs)
         and isinstance(outs[i], Tensor)
         and outs[i]._dtype.is_floating_point
-        and (inplace or outs[i] is not first)  # contiguous(), to() may return their input
+        and (inplace or outs[i] is not first)
     ]
     if not diff:
         return result
-    node = OpNode(f, tuple(edges), values, tuple(metas), len(f.outputs))
-    node._out_meta = tuple((o._shape, o._dtype) for _, o in diff)
+    node = OpNode(f, tuple(edges), values, metas, len(f.outputs))
+    node._out_meta = [(o._shape, o._dtype) for _, o in diff]
     if f.uses_result:
-        if isinstance(result, tuple):
-            diff_ids = {id(o): k for k, o in diff}
-            values["result"] = tuple(
-                SavedTensor(o, op.name, is_output=id(o) in diff_ids, output_nr=diff_ids.get(id(o), 0))
-                if isinstance(o, Tensor)
-                else o
-                for o in result
-            )
-        else:
-            values["result"] = SavedTensor(outs[0], op.name, is_output=True)
+        values["result"] = _saved_result(result if not inplace else first, diff, name_)
     if inplace:
-        target = args[0]
-        _attach(target, node, 0)
-        if target._base is not None:
-            _rebase_view(target, node)
+        _attach(first, node, 0)
+        if first._base is not None:
+            _rebase_view(first, node)
         return result
     for k, o in diff:
         _attach(o, node, k)
         if o._base is not None:
-            o._vv = o._storage._version  # its grad_fn is current (Note [In-place ops and views])
+            o._vv = o._storage._version
             if first._inference:
                 o._inference = True
     return result
+
+
+def _saved_result(result, diff, op_name):
+    """The op's result saved for its own backward: outputs as aliases (no
+    reference cycle through their grad_fn; Note [Saved tensors])."""
+    if not isinstance(result, tuple):
+        return SavedTensor(result, op_name, is_output=True)
+    diff_ids = {id(o): k for k, o in diff}
+    return tuple(
+        SavedTensor(o, op_name, is_output=id(o) in diff_ids, output_nr=diff_ids.get(id(o), 0))
+        if isinstance(o, Tensor)
+        else o
+        for o in result
+    )
+
+
+def _refuse_inference(op):
+    raise RuntimeError(
+        f"{op.name}: Inference tensors cannot be saved for backward. Please do not use "
+        "Tensors created in inference mode in computation tracked by autograd. To work "
+        "around this, you can make a clone to get a normal tensor and use it in autograd, "
+        "or use `no_grad()` instead of `inference_mode()`."
+    )
 
 
 def _attach(t, node, output_nr):

@@ -4,7 +4,6 @@ defaults autograd reads (class attributes, so tensors that never meet autograd
 carry nothing)."""
 
 import warnings
-import weakref
 
 import ember_core as ec
 
@@ -56,9 +55,7 @@ def retain_grad(self):
     fn = self.grad_fn
     if fn is None:
         return  # leaves keep their grad anyway
-    if fn._retain_hooks is None:
-        fn._retain_hooks = {}
-    fn._retain_hooks[self._output_nr] = weakref.ref(self)
+    fn._register_retain_grad(self._output_nr, self)
     self._retains = True
 
 

@@ -19,8 +19,20 @@ def _zeros(shape, like):
     return ec.zeros(shape, dtype=like.dtype, device=like.device)
 
 
+_ZEROS = {}
+
+
+def _zero(like):
+    """A shared 0-d zero of like's dtype and device (only ever read)."""
+    key = (like.dtype, like.device)
+    z = _ZEROS.get(key)
+    if z is None:
+        z = _ZEROS[key] = ec.zeros((), dtype=like.dtype, device=like.device)
+    return z
+
+
 def _masked(mask, g):
-    return ec.where(mask, g, ec.zeros((), dtype=g.dtype))
+    return ec.where(mask, g, _zero(g))
 
 
 def _reduced_dims(shape, dim):
@@ -238,7 +250,7 @@ def _(grad, input):
     acc = ec.zeros_like(x)
     for _ in range(6):
         small = x < 6
-        acc = acc + ec.where(small, 1.0 / (x * x), ec.zeros((), dtype=x.dtype))
+        acc = acc + ec.where(small, 1.0 / (x * x), _zero(x))
         x = ec.where(small, x + 1, x)
     xi = 1.0 / x
     xi2 = xi * xi
@@ -260,7 +272,7 @@ def _(grad):
 def _(grad, input):
     px = input * math.pi
     d = (px.cos() * px - px.sin()) / (px * input)
-    return grad * ec.where(input == 0, ec.zeros((), dtype=input.dtype), d)
+    return grad * ec.where(input == 0, _zero(input), d)
 
 
 @derivative("mish")
@@ -289,7 +301,7 @@ def _(grad, input):
 @derivative("hardswish")
 def _(grad, input):
     mid = grad * (input / 3 + 0.5)
-    g = ec.where(input < -3, ec.zeros((), dtype=grad.dtype), ec.where(input <= 3, mid, grad))
+    g = ec.where(input < -3, _zero(grad), ec.where(input <= 3, mid, grad))
     return g
 
 
@@ -391,14 +403,14 @@ def _(grad, input, exponent, needs):
     if isinstance(input, ec.Tensor) and needs[0]:
         if isinstance(exponent, ec.Tensor):
             ga = grad * exponent * input.pow(exponent - 1)
-            ga = ec.where(exponent == 0, ec.zeros((), dtype=ga.dtype), ga)
+            ga = ec.where(exponent == 0, _zero(ga), ga)
         elif exponent == 0:
             ga = ec.zeros_like(grad)
         else:
             ga = grad * exponent * input.pow(exponent - 1)
     if isinstance(exponent, ec.Tensor) and needs[-1]:
         base = input if isinstance(input, ec.Tensor) else ec.full((), float(input), dtype=grad.dtype)
-        zero = ec.zeros((), dtype=grad.dtype)
+        zero = _zero(grad)
         gb = grad * base.pow(exponent) * ec.where((base == 0) & (exponent >= 0), zero, base.log())
     return ga, gb
 
@@ -445,13 +457,13 @@ def _(grad, input, other, result):
 
 @derivative("copysign", inputs=("input", "other"))
 def _(grad, input, result):
-    s = ec.where(input == 0, ec.zeros((), dtype=grad.dtype), result / input)
+    s = ec.where(input == 0, _zero(grad), result / input)
     return grad * s, ec.zeros_like(grad)
 
 
 @derivative("xlogy", inputs=("input", "other"))
 def _(grad, input, other):
-    ga = grad * ec.where((input == 0) & ~other.isnan(), ec.zeros((), dtype=grad.dtype), other.log()) if isinstance(other, ec.Tensor) else grad * math.log(other)
+    ga = grad * ec.where((input == 0) & ~other.isnan(), _zero(grad), other.log()) if isinstance(other, ec.Tensor) else grad * math.log(other)
     gb = grad * input / other if isinstance(other, ec.Tensor) else None
     return ga, gb
 
@@ -466,7 +478,7 @@ def _(grad, input, other, result):
 
 @derivative("where", inputs=("input", "other"))
 def _(grad, condition):
-    zero = ec.zeros((), dtype=grad.dtype)
+    zero = _zero(grad)
     return ec.where(condition, grad, zero), ec.where(condition, zero, grad)
 
 
@@ -815,8 +827,8 @@ def _(grad, input, dim, keepdim):
 @derivative("mean")
 def _(grad, input_shape, dim, keepdim):
     dims = _reduced_dims(input_shape, dim)
-    g = _unsqueeze_to(grad, input_shape, dims, keepdim).expand(input_shape)
-    return g / max(_count(input_shape, dims), 1)
+    g = _unsqueeze_to(grad, input_shape, dims, keepdim) / max(_count(input_shape, dims), 1)
+    return g.expand(input_shape)  # divided before expanding: one value per output
 
 
 @derivative("prod")
@@ -935,14 +947,14 @@ def _(grad, input, dim, unbiased, keepdim, correction, result):
     r = _unsqueeze_to(result, input.shape, dims, keepdim)
     centered = input - input.mean(dims, keepdim=True)
     # a zero std has a zero gradient (as in PyTorch), not 0/0
-    scale = ec.where(r == 0, ec.zeros((), dtype=r.dtype), (r * (n - c)).reciprocal())
+    scale = ec.where(r == 0, _zero(r), (r * (n - c)).reciprocal())
     return g * centered * scale
 
 
 def _norm_grad(grad, input, p, dims, keepdim, result):
     g = _unsqueeze_to(grad, input.shape, dims, keepdim)
     r = _unsqueeze_to(result, input.shape, dims, keepdim)
-    zero = ec.zeros((), dtype=input.dtype)
+    zero = _zero(input)
     if p == 2:
         return g * ec.where(r == 0, zero, input / r)
     if p == 1:

@@ -23,6 +23,7 @@ from ember_core import _creation as _core_creation
 from ember_core import _tensor as _core_tensor
 
 from ember_autograd import _anomaly, _grad_mode
+from ember_autograd._formula import OpNode
 from ember_autograd._handler import _edge
 from ember_autograd._node import AccumulateGrad, accumulator
 
@@ -125,9 +126,9 @@ def run_backward(outputs, grads, retain_graph, create_graph, inputs=None, accumu
         needed = _needed([n for n, _ in root_edges], input_nodes)
 
     # Gradients waiting for their node (queued on the heap when the first
-    # arrives).  A gradient placed in one slot only, never shown to a hook and
-    # not the caller's own tensor may become a leaf's .grad without a copy;
-    # ``shared`` and ``foreign`` say which may not.
+    # arrives).  A gradient that reaches one leaf only, was never shown to a hook
+    # and is not the caller's own tensor may become that leaf's .grad without a
+    # copy; ``shared`` and ``foreign`` say which may not.
     buffers = {}
     heap = []
     placed, shared, foreign = set(), set(), set()
@@ -137,8 +138,9 @@ def run_backward(outputs, grads, retain_graph, create_graph, inputs=None, accumu
             if not owned:
                 foreign.add(id(g))
     captured = [None] * (len(inputs) if inputs is not None else 0)
-    heappop = heapq.heappop
+    heappop, heappush = heapq.heappop, heapq.heappush
     anomaly = state.anomaly
+    fast = not create_graph
 
     prev = (state.enabled, state.below)
     state.enabled, state.below = create_graph, 0
@@ -179,6 +181,13 @@ def run_backward(outputs, grads, retain_graph, create_graph, inputs=None, accumu
                         break
             if anomaly:
                 result = _anomaly.run_node(node, grads_in)
+            elif fast and node.__class__ is OpNode:
+                # our own formulas, nothing recorded: their ops skip the handler
+                state.below = 1
+                try:
+                    result = node.apply(grads_in)
+                finally:
+                    state.below = 0
             else:
                 result = node.apply(grads_in)
             if extra is not None and extra.post_hooks:
@@ -187,8 +196,23 @@ def run_backward(outputs, grads, retain_graph, create_graph, inputs=None, accumu
                 node.release()
 
             for (child, nr), g in zip(node.next_functions, result):
-                if g is not None and child is not None and (needed is None or child in needed):
+                if g is None or child is None or (needed is not None and child not in needed):
+                    continue
+                buf = buffers.get(child)  # _put, inlined: this is the hot loop
+                if buf is None:
+                    if child._n_outputs == 1 and nr == 0:
+                        buffers[child] = [g]
+                        heappush(heap, (-child._seq, id(child), child))
+                        if child.__class__ is AccumulateGrad:
+                            _track(placed, shared, g)
+                        continue
                     _put(buffers, heap, placed, shared, child, nr, g)
+                elif buf[nr] is None if nr < len(buf) else True:
+                    _put(buffers, heap, placed, shared, child, nr, g)
+                else:
+                    g = buf[nr] = buf[nr] + g
+                    if child.__class__ is AccumulateGrad:
+                        _track(placed, shared, g)
     finally:
         state.enabled, state.below = prev
     return captured
@@ -207,6 +231,12 @@ def _put(buffers, heap, placed, shared, node, nr, g):
     if old is not None:
         g = old + g
     buf[nr] = g
+    if node.__class__ is AccumulateGrad:
+        _track(placed, shared, g)
+
+
+def _track(placed, shared, g):
+    """Gradients headed for leaves: one that reaches two may be stolen by neither."""
     i = id(g)
     if i in placed:
         shared.add(i)
@@ -264,11 +294,18 @@ def _post_hooks(extra, result, grads_in):
 def _accumulate(var, g, create_graph, owned):
     """var.grad += g (AccumulateGrad): steal g when nothing else holds it,
     accumulate in place when possible, out of place under create_graph."""
+    old = var._grad
+    if old is not None and not create_graph and not old._rg and g._shape == var._shape and g._dtype is var._dtype:
+        _add_(old, g, 1)  # the steady state of training: in place, unrecorded
+        hooks = var.__dict__.get("_post_acc_hooks")
+        if hooks:
+            for hook in list(hooks.values()):
+                hook(var)
+        return
     if g._shape != var._shape:
         g = g.reshape(var._shape) if g._numel == var._numel else g.expand(var._shape)
     if g._dtype is not var._dtype:
         g = g.to(var._dtype)
-    old = var._grad
     if old is None:
         # a new .grad is laid out like its tensor (PyTorch's layout contract)
         # and never aliases a tensor someone else holds

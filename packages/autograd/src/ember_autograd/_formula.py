@@ -99,22 +99,25 @@ def derivative(op_name, inputs=("input",), outputs=(0,)):
     return register
 
 
+def _prod(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
 def sum_to(g, shape):
     """Sum g down to ``shape`` (the inverse of broadcasting)."""
     if g._shape == shape:
         return g
     lead = len(g._shape) - len(shape)
-    dims = list(range(lead))
-    for i, s in enumerate(shape):
-        if s == 1 and g._shape[lead + i] != 1:
-            dims.append(lead + i)
-    if dims:
-        g = g.sum(dims, keepdim=True)
-    if lead:
-        g = g.reshape(shape)
-    elif g._shape != shape:
-        g = g.reshape(shape)
-    return g
+    if lead < 0:  # fewer dims than the input (a 0-d gradient of a 1-element input)
+        return g.reshape(shape) if g._numel == _prod(shape) else g.expand(shape)
+    inner = [lead + i for i, s in enumerate(shape) if s == 1 and g._shape[lead + i] != 1]
+    if not inner:  # only leading dims to drop (a bias): one reduction
+        return g.sum(tuple(range(lead))) if lead else g
+    g = g.sum(tuple(range(lead)) + tuple(inner), keepdim=True)
+    return g.reshape(shape) if g._shape != shape else g
 
 
 class OpNode(Node):

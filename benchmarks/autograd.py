@@ -74,7 +74,9 @@ def main():
     _, e_plain = small(ec, requires_grad=False)
     _, t_plain = small(torch, requires_grad=False) if torch else (None, None)
     rows.append(row("  forward only, no grad", e_plain, t_plain))
-    rows.append(row(f"MLP {LAYERS}x{WIDTH}, batch {BATCH}, fwd+bwd", mlp(ec), mlp(torch) if torch else None))
+    rows.append(
+        row(f"MLP {LAYERS}x{WIDTH}, batch {BATCH}, fwd+bwd", mlp(ec), mlp(torch) if torch else None)
+    )
     table(rows, ["case", "ember", "torch", "torch/ember (>1: ember faster)"])
 
 

@@ -151,7 +151,9 @@ def _functional(name, inplace=False):
     return fn
 
 
-def unary(op, spec=T(), inplace=True, const=(), kwargs=None, functional=False, inplace_parity=True, **kw):
+def unary(
+    op, spec=T(), inplace=True, const=(), kwargs=None, functional=False, inplace_parity=True, **kw
+):
     """Plain, non-contiguous, 0-d and (if the op has one) in-place variants."""
     kwargs = kwargs or {}
     fn = _method(op, *const, **kwargs)
@@ -239,9 +241,21 @@ unary("sinc", NZ)
 unary("mish", functional=True)
 unary("selu", NZ, functional=True)
 unary("hardsigmoid", T(lo=-2.5, hi=2.5), functional=True)
-add("hardsigmoid", "saturated", _method("hardsigmoid"), [T(values=((-4.0, 3.5), (-3.5, 4.0)))], torch_fn=_functional("hardsigmoid"))
+add(
+    "hardsigmoid",
+    "saturated",
+    _method("hardsigmoid"),
+    [T(values=((-4.0, 3.5), (-3.5, 4.0)))],
+    torch_fn=_functional("hardsigmoid"),
+)
 unary("hardswish", T(lo=-2.5, hi=2.5), functional=True)
-add("hardswish", "saturated", _method("hardswish"), [T(values=((-4.0, 3.5), (-3.5, 4.0)))], torch_fn=_functional("hardswish"))
+add(
+    "hardswish",
+    "saturated",
+    _method("hardswish"),
+    [T(values=((-4.0, 3.5), (-3.5, 4.0)))],
+    torch_fn=_functional("hardswish"),
+)
 unary("softsign", NZ, inplace=False, functional=True)
 unary("logsigmoid", inplace=False, torch_fn=lambda ns, x: ns.nn.functional.logsigmoid(x))
 unary("nan_to_num", inplace=False)
@@ -265,14 +279,21 @@ add(
 )
 add("clamp", "tensor-min-only", lambda ns, x, lo: x.clamp(min=lo), [T(), T(shape=(3,))])
 add("clamp", "tensor-max-only", lambda ns, x, hi: x.clamp(max=hi), [T(), T(shape=(3,))])
-add("clamp", "inplace-tensor", lambda ns, x, lo, hi: (x * 1).clamp_(lo, hi), [T(), T(lo=-1.5, hi=-0.5), T(lo=0.5, hi=1.5)])
+add(
+    "clamp",
+    "inplace-tensor",
+    lambda ns, x, lo, hi: (x * 1).clamp_(lo, hi),
+    [T(), T(lo=-1.5, hi=-0.5), T(lo=0.5, hi=1.5)],
+)
 
 binary("add", scalar=2.5)
 binary("add", kwargs={"alpha": 2.5}, inplace=True)
 binary("sub", scalar=2.5)
 binary("sub", kwargs={"alpha": -1.5})
 binary("rsub", inplace=False, scalar=2.5, torch_fn=lambda ns, a, b=2.5: ns.rsub(a, b))
-binary("rsub", inplace=False, kwargs={"alpha": 3.0}, torch_fn=lambda ns, a, b: ns.rsub(a, b, alpha=3.0))
+binary(
+    "rsub", inplace=False, kwargs={"alpha": 3.0}, torch_fn=lambda ns, a, b: ns.rsub(a, b, alpha=3.0)
+)
 binary("mul", scalar=2.5)
 binary("div", b=POS, scalar=2.5)
 binary("div", a=T(lo=0.1, hi=0.9), b=T(lo=1.2, hi=1.8), kwargs={"rounding_mode": "floor"})
@@ -298,43 +319,116 @@ binary("atan2", b=NZ)
 binary("hypot", a=NZ, b=NZ)
 binary("copysign", a=NZ, b=NZ)
 binary("xlogy", b=POS, scalar=2.5)
-add("xlogy", "zero-input", _method("xlogy"), [T(values=((0.0, 1.0), (0.0, 2.0)), grad=False), POS.with_(shape=(2, 2))])
+add(
+    "xlogy",
+    "zero-input",
+    _method("xlogy"),
+    [T(values=((0.0, 1.0), (0.0, 2.0)), grad=False), POS.with_(shape=(2, 2))],
+)
 binary("logaddexp", inplace=False)
-add("maximum", "ties", _method("maximum"), [T(values=((1.0, 2.0), (3.0, 4.0))), T(values=((1.0, 0.0), (3.0, 5.0)))], gradcheck=False)
-add("minimum", "ties", _method("minimum"), [T(values=((1.0, 2.0), (3.0, 4.0))), T(values=((1.0, 0.0), (3.0, 5.0)))], gradcheck=False)
-add("fmax", "nan", _method("fmax"), [T(values=((float("nan"), 2.0),)), T(values=((1.0, float("nan")),))], gradcheck=False)
-add("fmin", "nan", _method("fmin"), [T(values=((float("nan"), 2.0),)), T(values=((1.0, float("nan")),))], gradcheck=False)
+add(
+    "maximum",
+    "ties",
+    _method("maximum"),
+    [T(values=((1.0, 2.0), (3.0, 4.0))), T(values=((1.0, 0.0), (3.0, 5.0)))],
+    gradcheck=False,
+)
+add(
+    "minimum",
+    "ties",
+    _method("minimum"),
+    [T(values=((1.0, 2.0), (3.0, 4.0))), T(values=((1.0, 0.0), (3.0, 5.0)))],
+    gradcheck=False,
+)
+add(
+    "fmax",
+    "nan",
+    _method("fmax"),
+    [T(values=((float("nan"), 2.0),)), T(values=((1.0, float("nan")),))],
+    gradcheck=False,
+)
+add(
+    "fmin",
+    "nan",
+    _method("fmin"),
+    [T(values=((float("nan"), 2.0),)), T(values=((1.0, float("nan")),))],
+    gradcheck=False,
+)
 
 # ---------------------------------------------------------------- ternary
 
 COND = T(dtype="bool", grad=False)
 add("where", "2x3", lambda ns, c, x, y: ns.where(c, x, y), [COND, T(), T()])
-add("where", "bcast", lambda ns, c, x, y: ns.where(c, x, y), [COND.with_(shape=(2, 1)), T(shape=(3,)), T(shape=())])
-add("where", "noncontig", lambda ns, c, x, y: ns.where(c, x, y), [COND, T(noncontig=True), T(noncontig=True)])
+add(
+    "where",
+    "bcast",
+    lambda ns, c, x, y: ns.where(c, x, y),
+    [COND.with_(shape=(2, 1)), T(shape=(3,)), T(shape=())],
+)
+add(
+    "where",
+    "noncontig",
+    lambda ns, c, x, y: ns.where(c, x, y),
+    [COND, T(noncontig=True), T(noncontig=True)],
+)
 add("where", "scalar-other", lambda ns, c, x: ns.where(c, x, 0.5), [COND, T()])
 add("where", "scalar-input", lambda ns, c, y: ns.where(c, 0.5, y), [COND, T()])
 add("where", "method", lambda ns, x, c, y: x.where(c, y), [T(), COND, T()])
 add("lerp", "scalar-weight", lambda ns, a, b: a.lerp(b, 0.3), [T(), T()])
 add("lerp", "tensor-weight", lambda ns, a, b, w: a.lerp(b, w), [T(), T(), T(lo=0.0, hi=1.0)])
-add("lerp", "bcast", lambda ns, a, b, w: a.lerp(b, w), [T(shape=(2, 1)), T(shape=(3,)), T(shape=())])
-add("lerp", "noncontig", lambda ns, a, b, w: a.lerp(b, w), [T(noncontig=True), T(noncontig=True), T(noncontig=True)])
+add(
+    "lerp", "bcast", lambda ns, a, b, w: a.lerp(b, w), [T(shape=(2, 1)), T(shape=(3,)), T(shape=())]
+)
+add(
+    "lerp",
+    "noncontig",
+    lambda ns, a, b, w: a.lerp(b, w),
+    [T(noncontig=True), T(noncontig=True), T(noncontig=True)],
+)
 add("lerp", "inplace", lambda ns, a, b, w: (a * 1).lerp_(b, w), [T(), T(), T()])
 add("lerp", "0d", lambda ns, a, b, w: a.lerp(b, w), [T(shape=()), T(shape=()), T(shape=())])
 for _op in ("addcmul", "addcdiv"):
     _den = POS if _op == "addcdiv" else T()
     add(_op, "2x3", lambda ns, a, b, c, _o=_op: getattr(a, _o)(b, c, value=0.5), [T(), T(), _den])
-    add(_op, "bcast", lambda ns, a, b, c, _o=_op: getattr(a, _o)(b, c), [T(shape=(3,)), T(shape=(2, 1)), _den.with_(shape=())])
-    add(_op, "noncontig", lambda ns, a, b, c, _o=_op: getattr(a, _o)(b, c, value=2), [T(noncontig=True), T(noncontig=True), _den.with_(noncontig=True)])
-    add(_op, "0d", lambda ns, a, b, c, _o=_op: getattr(a, _o)(b, c), [T(shape=()), T(shape=()), _den.with_(shape=())])
-    add(_op, "inplace", lambda ns, a, b, c, _o=_op: getattr(a * 1, _o + "_")(b, c, value=-1.5), [T(), T(), _den])
+    add(
+        _op,
+        "bcast",
+        lambda ns, a, b, c, _o=_op: getattr(a, _o)(b, c),
+        [T(shape=(3,)), T(shape=(2, 1)), _den.with_(shape=())],
+    )
+    add(
+        _op,
+        "noncontig",
+        lambda ns, a, b, c, _o=_op: getattr(a, _o)(b, c, value=2),
+        [T(noncontig=True), T(noncontig=True), _den.with_(noncontig=True)],
+    )
+    add(
+        _op,
+        "0d",
+        lambda ns, a, b, c, _o=_op: getattr(a, _o)(b, c),
+        [T(shape=()), T(shape=()), _den.with_(shape=())],
+    )
+    add(
+        _op,
+        "inplace",
+        lambda ns, a, b, c, _o=_op: getattr(a * 1, _o + "_")(b, c, value=-1.5),
+        [T(), T(), _den],
+    )
 
 # ------------------------------------------------------------ copies/fills
 
 add("copy_", "same-shape", lambda ns, a, b: (a * 2).copy_(b), [T(), T()])
 add("copy_", "bcast", lambda ns, a, b: (a * 2).copy_(b), [T(), T(shape=(3,))])
 add("copy_", "noncontig", lambda ns, a, b: (a * 2).copy_(b), [T(noncontig=True), T(noncontig=True)])
-add("copy_", "into-view", lambda ns, a, b: _copy_into_view(a, b), [T(shape=(3, 4)), T(shape=(3, 2))])
-add("copy_", "float32-src", lambda ns, a, b: (a * 2).copy_(b) * 1, [T(), T(dtype="float32", grad=False)])
+add(
+    "copy_", "into-view", lambda ns, a, b: _copy_into_view(a, b), [T(shape=(3, 4)), T(shape=(3, 2))]
+)
+add(
+    "copy_",
+    "float32-src",
+    lambda ns, a, b: (a * 2).copy_(b) * 1,
+    [T(), T(dtype="float32", grad=False)],
+)
 add("copy_", "0d", lambda ns, a, b: (a * 2).copy_(b), [T(shape=()), T(shape=())])
 
 
@@ -348,8 +442,25 @@ unary("clone", inplace=False)
 unary("contiguous", inplace=False)
 unary("alias", inplace=False, torch_fn=lambda ns, x: ns.ops.aten.alias(x))
 add("_to_copy", "to-float32", lambda ns, x: x.to(ns.float32), [T()], eps=1e-3, atol=1e-3, rtol=1e-2)
-add("_to_copy", "float32-to-float64", lambda ns, x: x.to(ns.float64), [T(dtype="float32")], eps=1e-2, atol=1e-2, rtol=1e-2, gradgrad=False)
-add("_to_copy", "noncontig", lambda ns, x: x.to(ns.float32), [T(noncontig=True)], eps=1e-3, atol=1e-3, rtol=1e-2)
+add(
+    "_to_copy",
+    "float32-to-float64",
+    lambda ns, x: x.to(ns.float64),
+    [T(dtype="float32")],
+    eps=1e-2,
+    atol=1e-2,
+    rtol=1e-2,
+    gradgrad=False,
+)
+add(
+    "_to_copy",
+    "noncontig",
+    lambda ns, x: x.to(ns.float32),
+    [T(noncontig=True)],
+    eps=1e-3,
+    atol=1e-3,
+    rtol=1e-2,
+)
 add("fill_", "scalar", lambda ns, a: (a * 2).fill_(1.5) * a, [T()])
 add("fill_", "tensor-value", lambda ns, a, v: (a * 2).fill_(v) * a, [T(), T(shape=())])
 add("fill_", "into-view", lambda ns, a, v: _fill_view(a, v), [T(), T(shape=())])
@@ -408,16 +519,63 @@ add("__getitem__", "neg-step-free", lambda ns, x: x[-1:, 1:], [T()])
 add("__getitem__", "none-ellipsis", lambda ns, x: x[None, ..., 1], [T(shape=(2, 3, 4))])
 add("__getitem__", "noncontig", lambda ns, x: x[1:, 0], [T(noncontig=True, shape=(3, 3))])
 add("__getitem__", "0d-ellipsis", lambda ns, x: x[...], [T(shape=())])
-add("__getitem__", "tensor-index", lambda ns, x, i: x[i], [T(shape=(4, 2)), T(dtype="int64", values=(0, 2, 0, 3), grad=False)], needs="_advanced_index")
-add("__getitem__", "list-index", lambda ns, x: x[[1, 1, 0]], [T(shape=(3, 2))], needs="_advanced_index")
-add("__getitem__", "bool-mask", lambda ns, x, m: x[m], [T(), T(dtype="bool", values=((True, False, True), (False, True, True)), grad=False)], needs="_advanced_index")
-add("__getitem__", "mixed", lambda ns, x, i: x[1:, i], [T(shape=(3, 4)), T(dtype="int64", values=(3, 0, 3), grad=False)], needs="_advanced_index")
-add("__setitem__", "slice-tensor", lambda ns, x, v: _setitem(x, (slice(None), slice(1, 3)), v), [T(shape=(3, 4)), T(shape=(3, 2))])
+add(
+    "__getitem__",
+    "tensor-index",
+    lambda ns, x, i: x[i],
+    [T(shape=(4, 2)), T(dtype="int64", values=(0, 2, 0, 3), grad=False)],
+    needs="_advanced_index",
+)
+add(
+    "__getitem__",
+    "list-index",
+    lambda ns, x: x[[1, 1, 0]],
+    [T(shape=(3, 2))],
+    needs="_advanced_index",
+)
+add(
+    "__getitem__",
+    "bool-mask",
+    lambda ns, x, m: x[m],
+    [T(), T(dtype="bool", values=((True, False, True), (False, True, True)), grad=False)],
+    needs="_advanced_index",
+)
+add(
+    "__getitem__",
+    "mixed",
+    lambda ns, x, i: x[1:, i],
+    [T(shape=(3, 4)), T(dtype="int64", values=(3, 0, 3), grad=False)],
+    needs="_advanced_index",
+)
+add(
+    "__setitem__",
+    "slice-tensor",
+    lambda ns, x, v: _setitem(x, (slice(None), slice(1, 3)), v),
+    [T(shape=(3, 4)), T(shape=(3, 2))],
+)
 add("__setitem__", "int-bcast", lambda ns, x, v: _setitem(x, 1, v), [T(), T(shape=(3,))])
 add("__setitem__", "scalar", lambda ns, x: _setitem(x, (0, 1), 2.0), [T()])
-add("__setitem__", "0d-value", lambda ns, x, v: _setitem(x, (slice(None), 0), v), [T(), T(shape=())])
-add("__setitem__", "tensor-index", lambda ns, x, i, v: _setitem(x, i, v), [T(shape=(4, 2)), T(dtype="int64", values=(0, 2), grad=False), T(shape=(2, 2))], needs="_advanced_index")
-add("__setitem__", "bool-mask", lambda ns, x, m, v: _setitem(x, m, v), [T(), T(dtype="bool", values=((True, False, True), (False, True, False)), grad=False), T(shape=())], needs="_advanced_index")
+add(
+    "__setitem__", "0d-value", lambda ns, x, v: _setitem(x, (slice(None), 0), v), [T(), T(shape=())]
+)
+add(
+    "__setitem__",
+    "tensor-index",
+    lambda ns, x, i, v: _setitem(x, i, v),
+    [T(shape=(4, 2)), T(dtype="int64", values=(0, 2), grad=False), T(shape=(2, 2))],
+    needs="_advanced_index",
+)
+add(
+    "__setitem__",
+    "bool-mask",
+    lambda ns, x, m, v: _setitem(x, m, v),
+    [
+        T(),
+        T(dtype="bool", values=((True, False, True), (False, True, False)), grad=False),
+        T(shape=()),
+    ],
+    needs="_advanced_index",
+)
 
 
 def _setitem(x, key, v):
@@ -437,8 +595,18 @@ add("unfold", "0d", lambda ns, x: x.unfold(0, 1, 1), [T(shape=())])
 # ------------------------------------------------------------ joining etc.
 
 add("cat", "dim0", lambda ns, a, b: ns.cat([a, b]), [T(), T(shape=(1, 3))])
-add("cat", "dim1-noncontig", lambda ns, a, b: ns.cat((a, b), 1), [T(noncontig=True), T(shape=(2, 2))])
-add("cat", "neg-dim-3", lambda ns, a, b, c: ns.cat([a, b, c], -1), [T(shape=(2, 1)), T(shape=(2, 2)), T(shape=(2, 3))])
+add(
+    "cat",
+    "dim1-noncontig",
+    lambda ns, a, b: ns.cat((a, b), 1),
+    [T(noncontig=True), T(shape=(2, 2))],
+)
+add(
+    "cat",
+    "neg-dim-3",
+    lambda ns, a, b, c: ns.cat([a, b, c], -1),
+    [T(shape=(2, 1)), T(shape=(2, 2)), T(shape=(2, 3))],
+)
 add("cat", "one-no-grad", lambda ns, a, b: ns.cat([a, b]), [T(grad=False), T()])
 add("cat", "legacy-empty", lambda ns, a, b: ns.cat([a, b]), [T(), T(shape=(0,))])
 add("stack", "dim0", lambda ns, a, b: ns.stack([a, b]), [T(), T()])
@@ -464,7 +632,12 @@ for _op in ("tril", "triu"):
 add("matmul", "1d-1d", _method("matmul"), [T(shape=(3,)), T(shape=(3,))])
 add("matmul", "2d-1d", _method("matmul"), [T(shape=(2, 3)), T(shape=(3,))])
 add("matmul", "1d-2d", _method("matmul"), [T(shape=(2,)), T(shape=(2, 3))])
-add("matmul", "2d-2d-noncontig", _method("matmul"), [T(shape=(2, 3), noncontig=True), T(shape=(3, 2))])
+add(
+    "matmul",
+    "2d-2d-noncontig",
+    _method("matmul"),
+    [T(shape=(2, 3), noncontig=True), T(shape=(3, 2))],
+)
 add("matmul", "3d-2d", _method("matmul"), [T(shape=(2, 2, 3)), T(shape=(3, 2))])
 add("matmul", "2d-3d", _method("matmul"), [T(shape=(2, 3)), T(shape=(2, 3, 2))])
 add("matmul", "bcast-batch", _method("matmul"), [T(shape=(2, 1, 2, 3)), T(shape=(3, 3, 2))])
@@ -472,33 +645,84 @@ add("matmul", "1d-3d", _method("matmul"), [T(shape=(3,)), T(shape=(2, 3, 2))])
 add("matmul", "3d-1d", _method("matmul"), [T(shape=(2, 2, 3)), T(shape=(3,))])
 add("matmul", "operator", lambda ns, a, b: a @ b, [T(shape=(2, 3)), T(shape=(3, 2), grad=False)])
 add("mm", "2d", _method("mm"), [T(shape=(2, 3)), T(shape=(3, 4))])
-add("mm", "noncontig", _method("mm"), [T(shape=(3, 2), noncontig=True), T(shape=(2, 2), noncontig=True)])
+add(
+    "mm",
+    "noncontig",
+    _method("mm"),
+    [T(shape=(3, 2), noncontig=True), T(shape=(2, 2), noncontig=True)],
+)
 add("bmm", "3d", _method("bmm"), [T(shape=(2, 2, 3)), T(shape=(2, 3, 2))])
 add("bmm", "noncontig", _method("bmm"), [T(shape=(2, 2, 3), noncontig=True), T(shape=(2, 3, 2))])
 add("mv", "2d", _method("mv"), [T(shape=(2, 3)), T(shape=(3,))])
-add("mv", "noncontig", _method("mv"), [T(shape=(2, 3), noncontig=True), T(shape=(3,), noncontig=True)])
+add(
+    "mv",
+    "noncontig",
+    _method("mv"),
+    [T(shape=(2, 3), noncontig=True), T(shape=(3,), noncontig=True)],
+)
 add("dot", "1d", _method("dot"), [T(shape=(4,)), T(shape=(4,))])
 add("dot", "noncontig", _method("dot"), [T(shape=(3,), noncontig=True), T(shape=(3,))])
 add("outer", "1d", _method("outer"), [T(shape=(3,)), T(shape=(2,))])
-add("outer", "noncontig", _method("outer"), [T(shape=(3,), noncontig=True), T(shape=(2,), noncontig=True)])
+add(
+    "outer",
+    "noncontig",
+    _method("outer"),
+    [T(shape=(3,), noncontig=True), T(shape=(2,), noncontig=True)],
+)
 add("addmm", "2d", _method("addmm"), [T(shape=(2, 4)), T(shape=(2, 3)), T(shape=(3, 4))])
-add("addmm", "bcast-input", lambda ns, i, a, b: i.addmm(a, b, beta=0.5, alpha=2.0), [T(shape=(4,)), T(shape=(2, 3)), T(shape=(3, 4))])
-add("addmm", "0d-input", lambda ns, i, a, b: ns.addmm(i, a, b, alpha=-1), [T(shape=()), T(shape=(2, 3), noncontig=True), T(shape=(3, 4))])
-add("addmm", "inplace", lambda ns, i, a, b: (i * 1).addmm_(a, b, beta=2), [T(shape=(2, 4)), T(shape=(2, 3)), T(shape=(3, 4))])
-add("baddbmm", "3d", _method("baddbmm"), [T(shape=(2, 2, 4)), T(shape=(2, 2, 3)), T(shape=(2, 3, 4))])
-add("baddbmm", "bcast-alpha-beta", lambda ns, i, a, b: i.baddbmm(a, b, beta=0.5, alpha=1.5), [T(shape=(2, 4)), T(shape=(2, 2, 3)), T(shape=(2, 3, 4))])
+add(
+    "addmm",
+    "bcast-input",
+    lambda ns, i, a, b: i.addmm(a, b, beta=0.5, alpha=2.0),
+    [T(shape=(4,)), T(shape=(2, 3)), T(shape=(3, 4))],
+)
+add(
+    "addmm",
+    "0d-input",
+    lambda ns, i, a, b: ns.addmm(i, a, b, alpha=-1),
+    [T(shape=()), T(shape=(2, 3), noncontig=True), T(shape=(3, 4))],
+)
+add(
+    "addmm",
+    "inplace",
+    lambda ns, i, a, b: (i * 1).addmm_(a, b, beta=2),
+    [T(shape=(2, 4)), T(shape=(2, 3)), T(shape=(3, 4))],
+)
+add(
+    "baddbmm",
+    "3d",
+    _method("baddbmm"),
+    [T(shape=(2, 2, 4)), T(shape=(2, 2, 3)), T(shape=(2, 3, 4))],
+)
+add(
+    "baddbmm",
+    "bcast-alpha-beta",
+    lambda ns, i, a, b: i.baddbmm(a, b, beta=0.5, alpha=1.5),
+    [T(shape=(2, 4)), T(shape=(2, 2, 3)), T(shape=(2, 3, 4))],
+)
 
 # ------------------------------------------------------------ reductions
 
 for _op in ("sum", "mean", "nansum"):
     add(_op, "all", _method(_op), [T()])
     add(_op, "dim", _method(_op, 1), [T(noncontig=True)])
-    add(_op, "dims-keepdim", lambda ns, x, _o=_op: getattr(x, _o)((0, 2), keepdim=True), [T(shape=(2, 3, 2))])
+    add(
+        _op,
+        "dims-keepdim",
+        lambda ns, x, _o=_op: getattr(x, _o)((0, 2), keepdim=True),
+        [T(shape=(2, 3, 2))],
+    )
     add(_op, "neg-dim", lambda ns, x, _o=_op: getattr(x, _o)(-1), [T(shape=(2, 3, 2))])
     add(_op, "0d", _method(_op), [T(shape=())])
     add(_op, "0d-dim", lambda ns, x, _o=_op: getattr(x, _o)(0, keepdim=True), [T(shape=())])
     add(_op, "empty-dims", lambda ns, x, _o=_op: getattr(x, _o)(()), [T()], parity=_op != "nansum")
-add("nansum", "with-nan", _method("nansum", 1), [T(values=((1.0, float("nan"), 2.0), (0.5, 0.25, float("nan"))))], gradcheck=False)
+add(
+    "nansum",
+    "with-nan",
+    _method("nansum", 1),
+    [T(values=((1.0, float("nan"), 2.0), (0.5, 0.25, float("nan"))))],
+    gradcheck=False,
+)
 add("sum", "dtype", lambda ns, x: x.sum(dtype=ns.float64), [T()])
 add("prod", "all", _method("prod"), [T()])
 add("prod", "dim", _method("prod", 1), [T(noncontig=True)])
@@ -508,30 +732,75 @@ add("prod", "one-zero-all", _method("prod"), [T(values=((1.5, 0.0, 2.0), (0.5, -
 add("prod", "one-zero-dim", _method("prod", 1), [T(values=((1.5, 0.0, 2.0), (0.5, -1.0, 3.0)))])
 add("prod", "two-zeros-dim", _method("prod", 1), [T(values=((0.0, 0.0, 2.0), (0.5, -1.0, 0.0)))])
 add("prod", "two-zeros-all", _method("prod"), [T(values=((0.0, 0.0, 2.0), (0.5, -1.0, 1.0)))])
-add("prod", "zero-3d-dim", _method("prod", 2), [T(values=(((0.0, 2.0), (1.0, 3.0)), ((2.0, 1.5), (0.0, 0.5))))])
+add(
+    "prod",
+    "zero-3d-dim",
+    _method("prod", 2),
+    [T(values=(((0.0, 2.0), (1.0, 3.0)), ((2.0, 1.5), (0.0, 0.5))))],
+)
 for _op in ("max", "min"):
     add(_op, "all", _method(_op), [T()])
     add(_op, "dim", lambda ns, x, _o=_op: getattr(x, _o)(1)[0], [T(noncontig=True)])
-    add(_op, "dim-keepdim", lambda ns, x, _o=_op: getattr(x, _o)(0, keepdim=True).values, [T(shape=(3, 2, 2))])
+    add(
+        _op,
+        "dim-keepdim",
+        lambda ns, x, _o=_op: getattr(x, _o)(0, keepdim=True).values,
+        [T(shape=(3, 2, 2))],
+    )
     add(_op, "dim-tuple", lambda ns, x, _o=_op: getattr(x, _o)(-1), [T()])
     add(_op, "0d", _method(_op), [T(shape=())])
     add(_op, "0d-dim", lambda ns, x, _o=_op: getattr(x, _o)(0)[0], [T(shape=())])
     add(_op, "binary", _method(_op), [T(), T(shape=(3,))])
-    add(_op, "ties-all", _method(_op), [T(values=((1.0, 1.0), (1.0, 0.0) if _op == "max" else (1.0, 2.0)))], gradcheck=False)
+    add(
+        _op,
+        "ties-all",
+        _method(_op),
+        [T(values=((1.0, 1.0), (1.0, 0.0) if _op == "max" else (1.0, 2.0)))],
+        gradcheck=False,
+    )
 for _op in ("amax", "amin"):
     add(_op, "all", _method(_op), [T()])
     add(_op, "dim", _method(_op, 1), [T(noncontig=True)])
-    add(_op, "dims-keepdim", lambda ns, x, _o=_op: getattr(x, _o)((0, 2), keepdim=True), [T(shape=(2, 3, 2))])
+    add(
+        _op,
+        "dims-keepdim",
+        lambda ns, x, _o=_op: getattr(x, _o)((0, 2), keepdim=True),
+        [T(shape=(2, 3, 2))],
+    )
     add(_op, "0d", _method(_op), [T(shape=())])
-    add(_op, "ties", _method(_op, 1), [T(values=((1.0, 1.0, 0.0), (2.0, 2.0, 2.0)) if _op == "amax" else ((0.0, 0.0, 1.0), (2.0, 2.0, 2.0)))], gradcheck=False)
+    add(
+        _op,
+        "ties",
+        _method(_op, 1),
+        [
+            T(
+                values=((1.0, 1.0, 0.0), (2.0, 2.0, 2.0))
+                if _op == "amax"
+                else ((0.0, 0.0, 1.0), (2.0, 2.0, 2.0))
+            )
+        ],
+        gradcheck=False,
+    )
 for _op in ("var", "std"):
     add(_op, "all", _method(_op), [T()])
     add(_op, "dim", _method(_op, 1), [T(noncontig=True)])
-    add(_op, "dims-keepdim", lambda ns, x, _o=_op: getattr(x, _o)((0, 2), keepdim=True), [T(shape=(2, 3, 2))])
+    add(
+        _op,
+        "dims-keepdim",
+        lambda ns, x, _o=_op: getattr(x, _o)((0, 2), keepdim=True),
+        [T(shape=(2, 3, 2))],
+    )
     add(_op, "biased", lambda ns, x, _o=_op: getattr(x, _o)(0, unbiased=False), [T()])
     add(_op, "correction", lambda ns, x, _o=_op: getattr(x, _o)(1, correction=2), [T(shape=(2, 4))])
     add(_op, "unbiased-positional", lambda ns, x, _o=_op: getattr(x, _o)(False), [T()])
-    add(_op, "0d-biased", lambda ns, x, _o=_op: getattr(x, _o)(unbiased=False), [T(shape=())], gradcheck=_op == "var", gradgrad=False)
+    add(
+        _op,
+        "0d-biased",
+        lambda ns, x, _o=_op: getattr(x, _o)(unbiased=False),
+        [T(shape=())],
+        gradcheck=_op == "var",
+        gradgrad=False,
+    )
 add("norm", "fro", _method("norm"), [T()])
 add("norm", "p1-dim", lambda ns, x: x.norm(1, 1), [NZ.with_(noncontig=True)])
 add("norm", "p3-keepdim", lambda ns, x: x.norm(3, 0, keepdim=True), [NZ])
@@ -541,14 +810,30 @@ add("norm", "p2-dim", lambda ns, x: x.norm(2, -1), [T()])
 add("norm", "0d", _method("norm"), [NZ.with_(shape=())])
 add("norm", "p0", lambda ns, x: x.norm(0), [NZ], gradgrad=False)
 add("norm", "zero-input", _method("norm"), [T(values=((0.0, 0.0),))], gradcheck=False)
-_VN = lambda ns, x, **kw: (ns.linalg.vector_norm if hasattr(ns, "linalg") else ns.vector_norm)(x, **kw)  # noqa: E731
+
+
+def _VN(ns, x, **kw):
+    """torch.linalg.vector_norm / ember_core.vector_norm."""
+    return (ns.linalg.vector_norm if hasattr(ns, "linalg") else ns.vector_norm)(x, **kw)
+
+
 add("vector_norm", "l2", lambda ns, x: _VN(ns, x), [T()])
 add("vector_norm", "l1-dim", lambda ns, x: _VN(ns, x, ord=1, dim=1), [NZ.with_(noncontig=True)])
-add("vector_norm", "l3-dims-keepdim", lambda ns, x: _VN(ns, x, ord=3, dim=(0, 2), keepdim=True), [NZ.with_(shape=(2, 3, 2))])
+add(
+    "vector_norm",
+    "l3-dims-keepdim",
+    lambda ns, x: _VN(ns, x, ord=3, dim=(0, 2), keepdim=True),
+    [NZ.with_(shape=(2, 3, 2))],
+)
 add("vector_norm", "inf", lambda ns, x: _VN(ns, x, ord=float("inf"), dim=0), [T()])
 add("vector_norm", "0d", lambda ns, x: _VN(ns, x), [NZ.with_(shape=())])
 add("logsumexp", "dim", lambda ns, x: x.logsumexp(1), [T()])
-add("logsumexp", "dims-keepdim", lambda ns, x: x.logsumexp((0, 2), keepdim=True), [T(shape=(2, 3, 2), noncontig=True)])
+add(
+    "logsumexp",
+    "dims-keepdim",
+    lambda ns, x: x.logsumexp((0, 2), keepdim=True),
+    [T(shape=(2, 3, 2), noncontig=True)],
+)
 add("logsumexp", "0d", lambda ns, x: x.logsumexp(0), [T(shape=())])
 add("logsumexp", "large", lambda ns, x: (x * 500).logsumexp(1), [T()])
 add("cumsum", "dim", lambda ns, x: x.cumsum(1), [T(noncontig=True)])
@@ -557,7 +842,12 @@ add("cumsum", "0d", lambda ns, x: x.cumsum(0), [T(shape=())])
 add("cumsum", "inplace", lambda ns, x: (x * 1).cumsum_(0), [T()])
 add("cumprod", "dim", lambda ns, x: x.cumprod(1), [NZ.with_(noncontig=True)])
 add("cumprod", "0d", lambda ns, x: x.cumprod(0), [T(shape=())])
-add("cumprod", "zeros", lambda ns, x: x.cumprod(1), [T(values=((1.5, 0.0, 2.0, 3.0), (0.0, -1.0, 0.0, 0.5)))])
+add(
+    "cumprod",
+    "zeros",
+    lambda ns, x: x.cumprod(1),
+    [T(values=((1.5, 0.0, 2.0, 3.0), (0.0, -1.0, 0.0, 0.5)))],
+)
 add("cumprod", "dim0", lambda ns, x: x.cumprod(0), [NZ.with_(shape=(3, 2))])
 for _op in ("cummax", "cummin"):
     add(_op, "dim", lambda ns, x, _o=_op: getattr(x, _o)(1)[0], [T(noncontig=True)])
@@ -573,7 +863,13 @@ F32 = T(dtype="float32")
 add("mul", "f32-f64", _method("mul"), [F32, T()], gradcheck=False)
 add("add", "f32-f64-bcast", _method("add"), [F32.with_(shape=(3,)), T()], gradcheck=False)
 add("div", "f64-f32", _method("div"), [T(), F32.with_(lo=0.5)], gradcheck=False)
-add("matmul", "f32", _method("matmul"), [F32.with_(shape=(2, 3)), F32.with_(shape=(3, 2))], gradcheck=False)
+add(
+    "matmul",
+    "f32",
+    _method("matmul"),
+    [F32.with_(shape=(2, 3)), F32.with_(shape=(3, 2))],
+    gradcheck=False,
+)
 add("sum", "f32", _method("sum", 1), [F32], gradcheck=False)
 add("exp", "f32-inplace", _inplace("exp"), [F32], gradcheck=False)
 add("where", "f32-f64", lambda ns, c, x, y: ns.where(c, x, y), [COND, F32, T()], gradcheck=False)

@@ -19,11 +19,10 @@ def make_nan(x):
 
 def test_nan_in_backward_raises_with_forward_traceback():
     x = leaf([-1.0, 4.0])
-    with pytest.warns(UserWarning, match="Anomaly Detection has been enabled"):
-        with ag.detect_anomaly():
-            y = make_nan(x)
-            with pytest.raises(RuntimeError) as info:
-                y.sum().backward()
+    with pytest.warns(UserWarning, match="Anomaly Detection has been enabled"), ag.detect_anomaly():
+        y = make_nan(x)
+        with pytest.raises(RuntimeError) as info:
+            y.sum().backward()
     msg = str(info.value)
     assert "Function 'SqrtBackward0' returned nan values in its 0th output." in msg
     assert "Traceback of forward call that caused the error" in msg
@@ -40,10 +39,9 @@ def test_no_error_without_anomaly_mode():
 
 def test_check_nan_false_only_notes_errors():
     x = leaf([-1.0, 4.0])
-    with pytest.warns(UserWarning):
-        with ag.detect_anomaly(check_nan=False):
-            assert ag.is_anomaly_enabled() and not ag.is_anomaly_check_nan_enabled()
-            make_nan(x).sum().backward()
+    with pytest.warns(UserWarning), ag.detect_anomaly(check_nan=False):
+        assert ag.is_anomaly_enabled() and not ag.is_anomaly_check_nan_enabled()
+        make_nan(x).sum().backward()
     assert not ag.is_anomaly_enabled() and ag.is_anomaly_check_nan_enabled()
 
 
@@ -58,11 +56,10 @@ def test_error_inside_a_node_carries_the_forward_traceback():
             raise ValueError("broken backward")
 
     x = leaf([1.0])
-    with pytest.warns(UserWarning):
-        with ag.detect_anomaly():
-            y = Broken.apply(x)  # forward line
-            with pytest.raises(ValueError, match="broken backward") as info:
-                y.sum().backward()
+    with pytest.warns(UserWarning), ag.detect_anomaly():
+        y = Broken.apply(x)  # forward line
+        with pytest.raises(ValueError, match="broken backward") as info:
+            y.sum().backward()
     text = "".join(traceback.format_exception(info.value))
     assert "Error detected in BrokenBackward" in text
     assert "y = Broken.apply(x)  # forward line" in text
@@ -91,7 +88,9 @@ def test_set_detect_anomaly_call_and_decorator():
 def test_node_created_before_anomaly_mode_says_so():
     x = leaf([-1.0])
     y = make_nan(x)
-    with pytest.warns(UserWarning):
-        with ag.detect_anomaly():
-            with pytest.raises(RuntimeError, match="created before anomaly detection was enabled"):
-                y.sum().backward()
+    with (
+        pytest.warns(UserWarning),
+        ag.detect_anomaly(),
+        pytest.raises(RuntimeError, match="created before anomaly detection was enabled"),
+    ):
+        y.sum().backward()

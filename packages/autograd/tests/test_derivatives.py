@@ -5,10 +5,10 @@ op_cases.py fails test_every_formula_has_cases."""
 
 import numpy as np
 import pytest
+from op_cases import CASES, build, make_values, rng_for
 
 import ember_autograd as ag
 import ember_core as ec
-from op_cases import CASES, build, make_values, rng_for
 
 # Formulas other helpers register in their own modules are tested by their own files.
 OWN_MODULE = "ember_autograd._derivatives"
@@ -62,7 +62,9 @@ GRADCHECK = [c for c in CASES if c.gradcheck]
 @pytest.mark.parametrize("case", GRADCHECK, ids=[c.id for c in GRADCHECK])
 def test_gradcheck(case):
     inputs = ember_inputs(case)
-    assert ag.gradcheck(lambda *ts: _run(case, ts), inputs, eps=case.eps, atol=case.atol, rtol=case.rtol)
+    assert ag.gradcheck(
+        lambda *ts: _run(case, ts), inputs, eps=case.eps, atol=case.atol, rtol=case.rtol
+    )
 
 
 GRADGRAD = [c for c in CASES if c.gradcheck and c.gradgrad]
@@ -72,7 +74,9 @@ GRADGRAD = [c for c in CASES if c.gradcheck and c.gradgrad]
 @pytest.mark.parametrize("case", GRADGRAD, ids=[c.id for c in GRADGRAD])
 def test_gradgradcheck(case):
     inputs = ember_inputs(case)
-    assert ag.gradgradcheck(lambda *ts: _run(case, ts), inputs, eps=case.eps, atol=case.atol, rtol=case.rtol)
+    assert ag.gradgradcheck(
+        lambda *ts: _run(case, ts), inputs, eps=case.eps, atol=case.atol, rtol=case.rtol
+    )
 
 
 # ------------------------------------------------------------------ parity
@@ -97,7 +101,11 @@ def _grads(ns, grad_fn, case, values, grad_out_values, second_values):
     gos = [ns.tensor(g, dtype=o.dtype) for g, o in zip(grad_out_values, outs)]
     firsts = grad_fn(outs, diff, gos, create_graph=True, allow_unused=True)
     seconds = None
-    pairs = [(g, ns.tensor(w, dtype=g.dtype)) for g, w in zip(firsts, second_values) if g is not None and g.requires_grad]
+    pairs = [
+        (g, ns.tensor(w, dtype=g.dtype))
+        for g, w in zip(firsts, second_values)
+        if g is not None and g.requires_grad
+    ]
     if pairs:
         try:
             seconds = grad_fn([g for g, _ in pairs], diff, [w for _, w in pairs], allow_unused=True)
@@ -125,9 +133,15 @@ def test_parity_with_torch(case):
     second_values = [rng.standard_normal(tuple(t.shape)) for t in probe if t.requires_grad]
 
     e_outs, e_first, e_second = _grads(ec, ag.grad, case, values, grad_out_values, second_values)
-    t_outs, t_first, t_second = _grads(torch, torch.autograd.grad, case, values, grad_out_values, second_values)
+    t_outs, t_first, t_second = _grads(
+        torch, torch.autograd.grad, case, values, grad_out_values, second_values
+    )
 
-    tol = {"rtol": 1e-6, "atol": 1e-9} if all(o.dtype is ec.float64 for o in e_outs) else {"rtol": 1e-4, "atol": 1e-5}
+    tol = (
+        {"rtol": 1e-6, "atol": 1e-9}
+        if all(o.dtype is ec.float64 for o in e_outs)
+        else {"rtol": 1e-4, "atol": 1e-5}
+    )
     assert len(e_outs) == len(t_outs)
     for e, t in zip(e_outs, t_outs):
         np.testing.assert_allclose(_np(e), _np(t), **tol, err_msg="forward values differ")

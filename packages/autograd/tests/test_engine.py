@@ -31,7 +31,7 @@ def test_deep_chain_of_100k_nodes():
     y = x
     for _ in range(100_000):
         y = y * 1.0
-    assert 100_000 > sys.getrecursionlimit()
+    assert sys.getrecursionlimit() < 100_000
     y.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [1.0])
     del y  # freeing a 100k-deep graph must not overflow the C stack either
@@ -119,7 +119,7 @@ def test_saved_tensors_are_freed_after_backward():
     node = y.grad_fn
     y.sum().backward()
     with pytest.raises(RuntimeError, match="after they have already been freed"):
-        node.saved_tensors
+        _ = node.saved_tensors
 
 
 def test_graph_without_saved_tensors_can_run_twice():
@@ -142,7 +142,9 @@ def test_explicit_gradient_and_shape_mismatch():
     y = x * 2
     y.backward(ec.tensor([1.0, 0.5, -1.0], dtype=ec.float64))
     np.testing.assert_allclose(x.grad.numpy(), [2.0, 1.0, -2.0])
-    with pytest.raises(RuntimeError, match=r"Mismatch in shape: grad_output\[0\] has a shape of \(2,\)"):
+    with pytest.raises(
+        RuntimeError, match=r"Mismatch in shape: grad_output\[0\] has a shape of \(2,\)"
+    ):
         (x * 2).backward(ec.ones(2, dtype=ec.float64))
 
 
@@ -156,7 +158,9 @@ def test_backward_of_several_roots():
     ag.backward([(x * 3).sum(), (x * x).sum()])
     np.testing.assert_allclose(x.grad.numpy(), [5.0, 7.0])
     x.grad = None
-    ag.backward([x * 3, x * x], [ec.ones(2, dtype=ec.float64), ec.full((2,), 2.0, dtype=ec.float64)])
+    ag.backward(
+        [x * 3, x * x], [ec.ones(2, dtype=ec.float64), ec.full((2,), 2.0, dtype=ec.float64)]
+    )
     np.testing.assert_allclose(x.grad.numpy(), [7.0, 11.0])
 
 

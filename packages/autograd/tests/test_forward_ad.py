@@ -4,11 +4,11 @@ driven by the same cases as test_derivatives.py; and against PyTorch."""
 
 import numpy as np
 import pytest
+from op_cases import CASES, build, make_values, rng_for
 
 import ember_autograd as ag
 import ember_core as ec
 from ember_autograd import forward_ad as fwAD
-from op_cases import CASES, build, make_values, rng_for
 
 FORWARD_OPS = set(fwAD.JVPS) | fwAD.ELEMENTWISE
 FORWARD = [c for c in CASES if c.op in FORWARD_OPS and c.gradcheck]
@@ -76,7 +76,9 @@ def test_unsupported_op_raises_clearly():
 
 def test_in_place_op_carries_the_tangent():
     with fwAD.dual_level():
-        d = fwAD.make_dual(ec.tensor([1.0, 2.0], dtype=ec.float64), ec.tensor([1.0, 1.0], dtype=ec.float64))
+        d = fwAD.make_dual(
+            ec.tensor([1.0, 2.0], dtype=ec.float64), ec.tensor([1.0, 1.0], dtype=ec.float64)
+        )
         y = d * 1
         y.mul_(d)
         np.testing.assert_allclose(fwAD.unpack_dual(y).tangent.numpy(), [2.0, 4.0])

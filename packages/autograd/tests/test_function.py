@@ -239,7 +239,9 @@ def test_in_place_on_a_function_view_output_is_forbidden():
     with pytest.raises(RuntimeError, match="created inside a custom Function"):
         same.add_(1)
     y.add_(1)  # the base changes under the view: using the view now is an error
-    with pytest.raises(RuntimeError, match="its base or another view of its base has been modified"):
+    with pytest.raises(
+        RuntimeError, match="its base or another view of its base has been modified"
+    ):
         row.sum().backward()
 
 
@@ -329,7 +331,7 @@ def test_saved_tensors_freed_after_backward():
     ctx = y.grad_fn._ctx
     y.sum().backward()
     with pytest.raises(RuntimeError, match="already been freed"):
-        ctx.saved_tensors
+        _ = ctx.saved_tensors
 
 
 def test_setup_context_style():
@@ -356,9 +358,15 @@ def test_gradient_validation():
     F["BroadcastGrad"].apply(x).sum().backward()
     assert x.grad.dtype is ec.float64
     np.testing.assert_allclose(x.grad.numpy(), [3.0, 3.0])
-    with pytest.raises(RuntimeError, match=r"returned an invalid gradient at index 0 - got \[5\] but expected shape compatible with \[2\]"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"returned an invalid gradient at index 0 - got \[5\] but expected shape "
+        r"compatible with \[2\]",
+    ):
         F["WrongShape"].apply(leaf([1.0, 2.0])).sum().backward()
-    with pytest.raises(RuntimeError, match=r"returned an incorrect number of gradients \(expected 2, got 1\)"):
+    with pytest.raises(
+        RuntimeError, match=r"returned an incorrect number of gradients \(expected 2, got 1\)"
+    ):
         F["WrongCount"].apply(leaf([1.0]), leaf([2.0])).sum().backward()
 
 

@@ -24,9 +24,8 @@ def test_no_grad_context():
 
 
 def test_no_grad_restores_on_exception():
-    with pytest.raises(ValueError):
-        with ag.no_grad():
-            raise ValueError
+    with pytest.raises(ValueError), ag.no_grad():
+        raise ValueError
     assert ag.is_grad_enabled()
 
 
@@ -174,11 +173,17 @@ def test_inference_tensors():
     assert not ec.ones(1).is_inference()
     assert x.view(2).is_inference()  # views of inference tensors are inference tensors
     assert not x.clone().is_inference()
-    with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside InferenceMode"):
+    with pytest.raises(
+        RuntimeError, match="Inplace update to inference tensor outside InferenceMode"
+    ):
         x.add_(1)
-    with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside InferenceMode"):
-        with ag.no_grad():
-            x.add_(1)
+    with (
+        pytest.raises(
+            RuntimeError, match="Inplace update to inference tensor outside InferenceMode"
+        ),
+        ag.no_grad(),
+    ):
+        x.add_(1)
     with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
         w * x
     assert (w + x).requires_grad  # add saves nothing: allowed, as in PyTorch

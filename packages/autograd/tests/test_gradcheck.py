@@ -60,7 +60,11 @@ def test_reports_the_worst_element():
         ag.gradcheck(WrongAtOne.apply, (x,))
     msg = str(info.value)
     assert "Jacobian mismatch for output 0 with respect to input 0" in msg
-    m = re.search(r"worst at output element (\d+) \(flat\), input element \[(\d+)\]: numerical (\S+), analytical (\S+),", msg)
+    m = re.search(
+        r"worst at output element (\d+) \(flat\), input element \[(\d+)\]: "
+        r"numerical (\S+), analytical (\S+),",
+        msg,
+    )
     assert m, msg
     assert (m.group(1), m.group(2)) == ("1", "1")
     np.testing.assert_allclose(float(m.group(3).rstrip(",")), np.cos(0.2), rtol=1e-6)
@@ -84,7 +88,9 @@ def test_forward_mode_check():
     x, y = leaf([0.5, 1.5]), leaf([2.0, -1.0])
     assert ag.gradcheck(lambda a, b: (a * b).exp() + a.sin() / b, (x, y), check_forward_ad=True)
     m = leaf([[1.0, 2.0], [3.0, 4.0]])
-    assert ag.gradcheck(lambda a, b: a @ b.tanh(), (m, m.detach().clone().requires_grad_()), check_forward_ad=True)
+    assert ag.gradcheck(
+        lambda a, b: a @ b.tanh(), (m, m.detach().clone().requires_grad_()), check_forward_ad=True
+    )
 
 
 def test_needs_an_input_that_requires_grad():

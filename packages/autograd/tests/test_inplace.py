@@ -6,10 +6,10 @@ import re
 
 import numpy as np
 import pytest
+from parity import check_gradients, check_parity
 
 import ember_autograd as ag
 import ember_core as ec
-from parity import check_gradients, check_parity
 
 
 def leaf(*shape):
@@ -47,7 +47,9 @@ def test_modified_saved_output_is_named_as_output():
     x = leaf(3)
     y = (x * 1).exp()  # exp saves its result
     y.mul_(2)
-    with pytest.raises(RuntimeError, match=r"output 0 of ExpBackward0.*saved by exp.*modified in place by mul_"):
+    with pytest.raises(
+        RuntimeError, match=r"output 0 of ExpBackward0.*saved by exp.*modified in place by mul_"
+    ):
         y.sum().backward()
 
 
@@ -113,7 +115,9 @@ def test_unmodified_storage_is_fine_after_unrelated_write():
 
 def test_in_place_on_leaf_requiring_grad_raises():
     x = leaf(3)
-    with pytest.raises(RuntimeError, match="mul_: a leaf Variable that requires grad is being used in an in-place"):
+    with pytest.raises(
+        RuntimeError, match="mul_: a leaf Variable that requires grad is being used in an in-place"
+    ):
         x.mul_(2)
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
         x[0] = 1.0
@@ -132,7 +136,11 @@ def test_in_place_on_view_of_leaf_requiring_grad_raises():
 def test_out_argument_with_grad_raises():
     x = leaf(3)
     out = ec.empty(3, dtype=ec.float64)
-    with pytest.raises(RuntimeError, match=r"add\(\): functions with out=\.\.\. arguments don't support automatic differentiation"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"add\(\): functions with out=\.\.\. arguments don't support automatic "
+        r"differentiation",
+    ):
         ec.add(x, x, out=out)
     with ag.no_grad():
         ec.add(x, x, out=out)  # fine without recording
@@ -304,7 +312,9 @@ def test_gradients_of_in_place_programs(program, shapes):
 
 @pytest.mark.parity
 @pytest.mark.parametrize(
-    "program,shapes", PROGRAMS + [(_uniform_overwrites, [(2, 3)])], ids=[p.__name__ for p, _ in PROGRAMS] + ["uniform"]
+    "program,shapes",
+    PROGRAMS + [(_uniform_overwrites, [(2, 3)])],
+    ids=[p.__name__ for p, _ in PROGRAMS] + ["uniform"],
 )
 def test_parity_of_in_place_programs(program, shapes):
     check_parity(program, *shapes)

@@ -4,10 +4,10 @@ views whose base is written in place (finite differences and PyTorch)."""
 
 import numpy as np
 import pytest
+from parity import check_gradients, check_parity
 
 import ember_autograd as ag
 import ember_core as ec
-from parity import check_gradients, check_parity
 
 
 def _chain(ns, x):

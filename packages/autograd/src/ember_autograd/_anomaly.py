@@ -15,7 +15,6 @@ import traceback
 import warnings
 
 import ember_core as ec
-
 from ember_autograd._grad_mode import _DecoratorContextManager, state
 
 # The forward stack shown stops at the user's call: frames of ember_core and
@@ -97,7 +96,10 @@ def _where(node):
             f"\n\nError detected in {node.name()}. Traceback of forward call that caused the error "
             f"(most recent call last):\n{node._trace}"
         )
-    return f"\n\n(No forward traceback for {node.name()}: it was created before anomaly detection was enabled.)"
+    return (
+        f"\n\n(No forward traceback for {node.name()}: it was created before anomaly "
+        "detection was enabled.)"
+    )
 
 
 def run_node(node, grads):
@@ -117,5 +119,8 @@ def run_node(node, grads):
     if state.anomaly_check_nan:
         for i, g in enumerate(result):
             if g is not None and g.dtype.is_floating_point and bool(g.isnan().any()):
-                raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.{_where(node)}")
+                where = _where(node)
+                raise RuntimeError(
+                    f"Function '{node.name()}' returned nan values in its {i}th output.{where}"
+                )
     return result

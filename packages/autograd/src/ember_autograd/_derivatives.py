@@ -9,7 +9,6 @@ cast to input dtypes by the node, so formulas return them as computed.
 import math
 
 import ember_core as ec
-
 from ember_autograd._formula import derivative
 
 # ------------------------------------------------------------------ helpers
@@ -409,7 +408,9 @@ def _(grad, input, exponent, needs):
         else:
             ga = grad * exponent * input.pow(exponent - 1)
     if isinstance(exponent, ec.Tensor) and needs[-1]:
-        base = input if isinstance(input, ec.Tensor) else ec.full((), float(input), dtype=grad.dtype)
+        base = (
+            input if isinstance(input, ec.Tensor) else ec.full((), float(input), dtype=grad.dtype)
+        )
         zero = _zero(grad)
         gb = grad * base.pow(exponent) * ec.where((base == 0) & (exponent >= 0), zero, base.log())
     return ga, gb
@@ -463,7 +464,11 @@ def _(grad, input, result):
 
 @derivative("xlogy", inputs=("input", "other"))
 def _(grad, input, other):
-    ga = grad * ec.where((input == 0) & ~other.isnan(), _zero(grad), other.log()) if isinstance(other, ec.Tensor) else grad * math.log(other)
+    ga = (
+        grad * ec.where((input == 0) & ~other.isnan(), _zero(grad), other.log())
+        if isinstance(other, ec.Tensor)
+        else grad * math.log(other)
+    )
     gb = grad * input / other if isinstance(other, ec.Tensor) else None
     return ga, gb
 
@@ -696,7 +701,11 @@ def _(grad, dims):
 @derivative("roll")
 def _(grad, input_shape, shifts, dims):
     if dims is None:
-        return grad.reshape(-1).roll(-shifts if isinstance(shifts, int) else -shifts[0], 0).reshape(input_shape)
+        return (
+            grad.reshape(-1)
+            .roll(-shifts if isinstance(shifts, int) else -shifts[0], 0)
+            .reshape(input_shape)
+        )
     neg = -shifts if isinstance(shifts, int) else tuple(-s for s in shifts)
     return grad.roll(neg, dims)
 
@@ -1045,8 +1054,12 @@ def _cum_extreme_grad(grad, input, dim, indices):
     return g.movedim(-1, d)
 
 
-_LOWEST = {"float64": -1.7976931348623157e308, "float32": -3.4028234663852886e38,
-           "float16": -65504.0, "bfloat16": -3.3895313892515355e38}
+_LOWEST = {
+    "float64": -1.7976931348623157e308,
+    "float32": -3.4028234663852886e38,
+    "float16": -65504.0,
+    "bfloat16": -3.3895313892515355e38,
+}
 
 
 @derivative("logcumsumexp")

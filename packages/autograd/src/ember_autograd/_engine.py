@@ -4,8 +4,9 @@ It runs nodes in dependency order, iteratively (graphs of any depth): it
 repeatedly takes, among the nodes that have received gradients, the most
 recently created one — whose incoming gradients are then all in (Note
 [Execution order]) — applies its hooks and its backward function, and hands
-each resulting gradient to the node it belongs to.  Leaves' AccumulateGrad nodes add into ``.grad``.  Unless ``retain_graph``,
-each node's saved tensors are freed as soon as it has run.
+each resulting gradient to the node it belongs to.  Leaves' AccumulateGrad
+nodes add into ``.grad``.  Unless ``retain_graph``, each node's saved tensors
+are freed as soon as it has run.
 
 With ``inputs`` (``grad()``, ``backward(inputs=...)``) only the nodes on a
 path from the roots to an input run, and the gradients reaching the inputs are
@@ -19,13 +20,12 @@ accumulation and its post-accumulate-grad hooks), Node post-hooks.
 import heapq
 
 import ember_core as ec
-from ember_core import _creation as _core_creation
-from ember_core import _tensor as _core_tensor
-
 from ember_autograd import _anomaly, _grad_mode
 from ember_autograd._formula import OpNode
 from ember_autograd._handler import _edge
 from ember_autograd._node import AccumulateGrad, accumulator
+from ember_core import _creation as _core_creation
+from ember_core import _tensor as _core_tensor
 
 Tensor = ec.Tensor
 state = _grad_mode.state
@@ -37,7 +37,9 @@ def _root_edge(t, i):
         raise TypeError(f"backward: element {i} of tensors is a {type(t).__name__}, not a Tensor")
     node, nr = _edge(t) if t._rg else (None, 0)
     if node is None:
-        raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        raise RuntimeError(
+            f"element {i} of tensors does not require grad and does not have a grad_fn"
+        )
     return node, nr
 
 
@@ -52,7 +54,8 @@ def make_grads(outputs, grads):
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
                 if not t._dtype.is_floating_point:
                     raise RuntimeError(
-                        f"grad can be implicitly created only for real scalar outputs but got {t.dtype}"
+                        "grad can be implicitly created only for real scalar outputs but got "
+                        f"{t.dtype}"
                     )
                 g = _core_tensor.empty(t._shape, t._dtype, t._storage._device)
                 _core_creation.fill_values(g, 1)
@@ -65,7 +68,10 @@ def make_grads(outputs, grads):
                         f"output[{i}] has a shape of {tuple(t._shape)}."
                     )
                 g = g.reshape(t._shape)
-            if g._dtype is not t._dtype and g._dtype.is_floating_point != t._dtype.is_floating_point:
+            if (
+                g._dtype is not t._dtype
+                and g._dtype.is_floating_point != t._dtype.is_floating_point
+            ):
                 raise RuntimeError(
                     f"Function backward: grad_output[{i}] has dtype {g.dtype}, but output[{i}] is "
                     f"{t.dtype}"
@@ -167,7 +173,9 @@ def run_backward(outputs, grads, retain_graph, create_graph, inputs=None, accumu
                 g = grads_in[0]
                 if accumulate and g is not None and (input_nodes is None or node in input_nodes):
                     i = id(g)
-                    _accumulate(node.variable, g, create_graph, i not in shared and i not in foreign)
+                    _accumulate(
+                        node.variable, g, create_graph, i not in shared and i not in foreign
+                    )
                 if extra is not None and extra.post_hooks:
                     _post_hooks(extra, (), grads_in)
                 continue
@@ -295,7 +303,13 @@ def _accumulate(var, g, create_graph, owned):
     """var.grad += g (AccumulateGrad): steal g when nothing else holds it,
     accumulate in place when possible, out of place under create_graph."""
     old = var._grad
-    if old is not None and not create_graph and not old._rg and g._shape == var._shape and g._dtype is var._dtype:
+    if (
+        old is not None
+        and not create_graph
+        and not old._rg
+        and g._shape == var._shape
+        and g._dtype is var._dtype
+    ):
         _add_(old, g, 1)  # the steady state of training: in place, unrecorded
         hooks = var.__dict__.get("_post_acc_hooks")
         if hooks:
@@ -309,7 +323,9 @@ def _accumulate(var, g, create_graph, owned):
     if old is None:
         # a new .grad is laid out like its tensor (PyTorch's layout contract)
         # and never aliases a tensor someone else holds
-        fits = g._base is None and (g.is_contiguous() if var.is_contiguous() else g._stride == var._stride)
+        fits = g._base is None and (
+            g.is_contiguous() if var.is_contiguous() else g._stride == var._stride
+        )
         if create_graph:
             var._grad = g if fits and owned else _copy_like(var, g)
         elif fits and owned and g.grad_fn is None:

@@ -16,7 +16,6 @@ input's dtype, so formulas never deal with either.
 import inspect
 
 import ember_core as ec
-
 from ember_autograd._grad_mode import state
 from ember_autograd._node import Node, SavedTensor, _capture_trace, _seq
 
@@ -156,14 +155,18 @@ class OpNode(Node):
             out = (out,)
         edges = self.next_functions
         if len(out) != len(edges):
-            raise RuntimeError(f"{self.name()}: formula returned {len(out)} gradients for {len(edges)} inputs")
+            raise RuntimeError(
+                f"{self.name()}: formula returned {len(out)} gradients for {len(edges)} inputs"
+            )
         result = []
         for g, (node, _), meta in zip(out, edges, self._in_meta):
             if g is None or node is None:
                 result.append(None)
                 continue
             if not isinstance(g, ec.Tensor):
-                raise RuntimeError(f"{self.name()}: formula returned {type(g).__name__}, not a Tensor")
+                raise RuntimeError(
+                    f"{self.name()}: formula returned {type(g).__name__}, not a Tensor"
+                )
             shape, dtype = meta
             if g._shape != shape:  # undo broadcasting
                 g = sum_to(g, shape)

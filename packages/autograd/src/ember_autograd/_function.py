@@ -21,7 +21,6 @@ declared with ``ctx.mark_dirty`` (and returned).
 import functools
 
 import ember_core as ec
-
 from ember_autograd import _grad_mode
 from ember_autograd._formula import sum_to
 from ember_autograd._node import Node, SavedTensor, gradient_edge
@@ -47,7 +46,10 @@ class FunctionCtx:
         an in-place change to one before backward is reported there."""
         for t in tensors:
             if t is not None and not isinstance(t, Tensor):
-                raise TypeError(f"save_for_backward can only save variables, but argument is of type {type(t).__name__}")
+                raise TypeError(
+                    "save_for_backward can only save variables, but argument is of type "
+                    f"{type(t).__name__}"
+                )
         self._to_save = tensors
 
     def save_for_forward(self, *tensors):
@@ -147,7 +149,9 @@ class Function:
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
-        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+        raise NotImplementedError(
+            "You must implement the forward function for custom autograd.Function."
+        )
 
     @staticmethod
     def backward(ctx, *grad_outputs):
@@ -196,9 +200,13 @@ def _connect(cls, ctx, args, outputs):
     inputs = {id(a) for a in args if isinstance(a, Tensor)}
     for t in ctx._dirty:
         if id(t) not in inputs:
-            raise RuntimeError(f"{cls.__name__}: mark_dirty was given a tensor that is not an input")
+            raise RuntimeError(
+                f"{cls.__name__}: mark_dirty was given a tensor that is not an input"
+            )
         if t._rg and t.grad_fn is None and t._base is None:
-            raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+            raise RuntimeError(
+                "a leaf Variable that requires grad has been used in an in-place operation."
+            )
         if not any(o is t for o in outs):
             raise RuntimeError(f"{cls.__name__}: a tensor marked dirty must be returned by forward")
     node = BackwardCFunction(cls, ctx, edges, in_meta, len(outs))
@@ -223,7 +231,11 @@ def _connect(cls, ctx, args, outputs):
     ctx._node = node
     out_ids = {id(o): i for i, o in enumerate(outs) if isinstance(o, Tensor)}
     ctx._saved = tuple(
-        None if t is None else SavedTensor(t, cls.__name__, is_output=id(t) in out_ids, output_nr=out_ids.get(id(t), 0))
+        None
+        if t is None
+        else SavedTensor(
+            t, cls.__name__, is_output=id(t) in out_ids, output_nr=out_ids.get(id(t), 0)
+        )
         for t in ctx._to_save
     )
     ctx._to_save = ()
@@ -254,7 +266,9 @@ def once_differentiable(fn):
         outs = (result,) if single else result
         err = _DelayedError(
             "trying to differentiate twice a function that was marked with @once_differentiable",
-            tuple(gradient_edge(g) if isinstance(g, Tensor) and g._rg else (None, 0) for g in grads),
+            tuple(
+                gradient_edge(g) if isinstance(g, Tensor) and g._rg else (None, 0) for g in grads
+            ),
         )
         from ember_autograd._handler import _attach
 

@@ -13,7 +13,6 @@ import warnings
 import numpy as np
 
 import ember_core as ec
-
 from ember_autograd import _api
 from ember_autograd._grad_mode import no_grad
 
@@ -38,7 +37,10 @@ def _differentiable_outputs(out):
 
 def _float64_values(outputs):
     with no_grad():
-        return [np.array(o.detach().to(ec.float64).numpy(), dtype=np.float64).reshape(-1) for o in outputs]
+        return [
+            np.array(o.detach().to(ec.float64).numpy(), dtype=np.float64).reshape(-1)
+            for o in outputs
+        ]
 
 
 def _element_index(shape, j):
@@ -73,10 +75,13 @@ def numerical_jacobian(func, inputs, eps=1e-6):
 def _check_grad_attributes(g, t, i, check_grad_dtypes):
     if tuple(g.shape) != tuple(t.shape):
         raise GradcheckError(
-            f"Gradient has incorrect shape for input {i}: got {tuple(g.shape)}, expected {tuple(t.shape)}"
+            f"Gradient has incorrect shape for input {i}: got {tuple(g.shape)}, expected "
+            f"{tuple(t.shape)}"
         )
     if check_grad_dtypes and g.dtype is not t.dtype:
-        raise GradcheckError(f"Gradient has dtype mismatch for input {i}: got {g.dtype}, expected {t.dtype}")
+        raise GradcheckError(
+            f"Gradient has dtype mismatch for input {i}: got {g.dtype}, expected {t.dtype}"
+        )
 
 
 def analytical_jacobian(func, inputs, check_grad_dtypes=False, nondet_tol=0.0):
@@ -85,7 +90,10 @@ def analytical_jacobian(func, inputs, check_grad_dtypes=False, nondet_tol=0.0):
     dense vector must agree with the Jacobian (up to ``nondet_tol``)."""
     outs = _differentiable_outputs(func(*inputs))
     diff = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
-    jac = [[np.zeros((o.numel(), t.numel())) for o in outs] if i in diff else None for i, t in enumerate(inputs)]
+    jac = [
+        [np.zeros((o.numel(), t.numel())) for o in outs] if i in diff else None
+        for i, t in enumerate(inputs)
+    ]
     targets = [inputs[i] for i in diff]
     for o, out in enumerate(outs):
         if not out.requires_grad:
@@ -105,12 +113,22 @@ def analytical_jacobian(func, inputs, check_grad_dtypes=False, nondet_tol=0.0):
             v = ec.tensor(w.reshape(tuple(out.shape)), dtype=out.dtype)
             grads = _api.grad(out, targets, v, retain_graph=True, allow_unused=True)
             for i, g in zip(diff, grads):
-                got = np.zeros(inputs[i].numel()) if g is None else np.asarray(g.detach().to(ec.float64).numpy()).reshape(-1)
+                got = (
+                    np.zeros(inputs[i].numel())
+                    if g is None
+                    else np.asarray(g.detach().to(ec.float64).numpy()).reshape(-1)
+                )
                 want = w @ jac[i][o]
-                if not np.allclose(got, want, rtol=1e-7, atol=max(nondet_tol, 1e-9) * max(1.0, np.abs(want).max(initial=0))):
+                if not np.allclose(
+                    got,
+                    want,
+                    rtol=1e-7,
+                    atol=max(nondet_tol, 1e-9) * max(1.0, np.abs(want).max(initial=0)),
+                ):
                     raise GradcheckError(
-                        f"Backward is not reentrant for output {o} with respect to input {i}: a second "
-                        f"backward differs by {np.abs(got - want).max():.3g} (nondet_tol={nondet_tol})"
+                        f"Backward is not reentrant for output {o} with respect to input {i}: a "
+                        f"second backward differs by {np.abs(got - want).max():.3g} "
+                        f"(nondet_tol={nondet_tol})"
                     )
     return jac
 
@@ -199,7 +217,10 @@ def gradcheck(
     """
     inputs = _as_tuple(inputs)
     if not any(isinstance(t, Tensor) and t.requires_grad for t in inputs):
-        raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of the them have requires_grad=True.")
+        raise ValueError(
+            "gradcheck expects at least one input tensor to require gradient, but none of the "
+            "them have requires_grad=True."
+        )
     for i, t in enumerate(inputs):
         if isinstance(t, Tensor) and t.requires_grad and t.dtype is not ec.float64:
             warnings.warn(
@@ -269,7 +290,9 @@ def gradgradcheck(
 
     def first_derivatives(*args):
         ins, gos = args[:n_in], args[n_in:]
-        pairs = [(o, g) for o, g in zip(_differentiable_outputs(func(*ins)), gos) if o.requires_grad]
+        pairs = [
+            (o, g) for o, g in zip(_differentiable_outputs(func(*ins)), gos) if o.requires_grad
+        ]
         if not pairs:
             return ()
         outs, gos = zip(*pairs)

@@ -29,7 +29,6 @@ import os
 import sys
 
 import ember_core as ec
-
 from ember_autograd import _grad_mode
 from ember_autograd._formula import DERIVATIVES, OpNode
 from ember_autograd._node import Node, SavedTensor, accumulator, gradient_edge, last_write
@@ -41,7 +40,16 @@ state = _grad_mode.state
 class _OpInfo:
     """What the handler needs to know about an op, computed once per op."""
 
-    __slots__ = ("formula", "inplace", "view", "differentiable", "candidates", "out_idx", "name", "detach")
+    __slots__ = (
+        "formula",
+        "inplace",
+        "view",
+        "differentiable",
+        "candidates",
+        "out_idx",
+        "name",
+        "detach",
+    )
 
 
 _infos = {}
@@ -197,8 +205,7 @@ def _check_inplace(op, t):
         )
     if t._rg and t.grad_fn is None and t._base is None:
         raise RuntimeError(
-            f"{op.name}: a leaf Variable that requires grad is being used in an in-place "
-            "operation."
+            f"{op.name}: a leaf Variable that requires grad is being used in an in-place operation."
         )
     b = t._base
     if b is not None and b._rg and b.grad_fn is None:

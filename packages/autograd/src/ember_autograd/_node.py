@@ -23,9 +23,8 @@ import itertools
 import linecache
 import weakref
 
-from ember_core import _tensor as _core_tensor
-
 from ember_autograd import _grad_mode
+from ember_core import _tensor as _core_tensor
 
 _seq = itertools.count()
 _alias = _core_tensor.alias
@@ -118,7 +117,9 @@ class SavedTensor:
         if write is not None:
             _, op, where = write
             by = f" It was modified in place by {op}{_format_location(where)}."
-        output = f", which is output {self._output_nr} of {node.name()}," if self._output_nr >= 0 else ""
+        output = (
+            f", which is output {self._output_nr} of {node.name()}," if self._output_nr >= 0 else ""
+        )
         raise RuntimeError(
             "one of the variables needed for gradient computation has been modified by an "
             f"inplace operation: {_describe(t)}{output} is at version {storage._version}; "

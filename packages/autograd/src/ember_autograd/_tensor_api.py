@@ -6,7 +6,6 @@ carry nothing)."""
 import warnings
 
 import ember_core as ec
-
 from ember_autograd import _api, _grad_mode
 from ember_autograd._node import HookDict, RemovableHandle
 
@@ -74,7 +73,9 @@ def is_inference(self):
 
 def requires_grad_(self, requires_grad=True):
     if requires_grad and self._inference and not _grad_mode.state.inference:
-        raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
+        raise RuntimeError(
+            "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed."
+        )
     return _core_requires_grad_(self, requires_grad)
 
 

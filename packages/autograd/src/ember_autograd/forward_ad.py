@@ -19,7 +19,6 @@ import threading
 import weakref
 
 import ember_core as ec
-
 from ember_autograd._formula import DERIVATIVES
 
 Tensor = ec.Tensor
@@ -162,7 +161,9 @@ def _handle(op, args, kwargs, call):
     formula = DERIVATIVES.get(name) or (DERIVATIVES.get(op.inplace_of) if op.inplace_of else None)
     if not op.differentiable:
         return call(args, kwargs)
-    if rule is None and (formula is None or name not in ELEMENTWISE and op.inplace_of not in ELEMENTWISE):
+    if rule is None and (
+        formula is None or name not in ELEMENTWISE and op.inplace_of not in ELEMENTWISE
+    ):
         raise RuntimeError(f"forward-mode AD is not implemented for '{name}' yet")
     values = dict(zip(op.params, args))
     inplace = op.inplace_of is not None
@@ -268,7 +269,7 @@ def _from_formula(f, tangents, values, result):
         kwargs = {}
         for n in f.uses:
             kwargs[n] = values[n]
-        for n, idx in f.shape_uses:
+        for n, _ in f.shape_uses:
             a = values[n[: n.rindex("_")]]
             if n.endswith("_geometry"):
                 kwargs[n] = (a._shape, a._stride, a._offset)
@@ -289,14 +290,78 @@ def _from_formula(f, tangents, values, result):
 # Ops whose Jacobian is elementwise (broadcast): their backward formula with the
 # tangent as the incoming gradient gives the output tangent.
 ELEMENTWISE = {
-    "neg", "abs", "sign", "square", "reciprocal", "sqrt", "rsqrt", "exp", "exp2", "expm1",
-    "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
-    "cosh", "tanh", "asinh", "acosh", "atanh", "sigmoid", "relu", "silu", "erf", "erfc",
-    "erfinv", "floor", "ceil", "trunc", "round", "frac", "lgamma", "digamma", "deg2rad",
-    "rad2deg", "sinc", "mish", "selu", "hardsigmoid", "hardswish", "softsign", "logsigmoid",
-    "clamp", "nan_to_num", "add", "sub", "rsub", "mul", "div", "floor_divide", "remainder",
-    "fmod", "pow", "maximum", "minimum", "fmax", "fmin", "atan2", "hypot", "copysign",
-    "xlogy", "logaddexp", "where", "lerp", "addcmul", "addcdiv",
+    "neg",
+    "abs",
+    "sign",
+    "square",
+    "reciprocal",
+    "sqrt",
+    "rsqrt",
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "sigmoid",
+    "relu",
+    "silu",
+    "erf",
+    "erfc",
+    "erfinv",
+    "floor",
+    "ceil",
+    "trunc",
+    "round",
+    "frac",
+    "lgamma",
+    "digamma",
+    "deg2rad",
+    "rad2deg",
+    "sinc",
+    "mish",
+    "selu",
+    "hardsigmoid",
+    "hardswish",
+    "softsign",
+    "logsigmoid",
+    "clamp",
+    "nan_to_num",
+    "add",
+    "sub",
+    "rsub",
+    "mul",
+    "div",
+    "floor_divide",
+    "remainder",
+    "fmod",
+    "pow",
+    "maximum",
+    "minimum",
+    "fmax",
+    "fmin",
+    "atan2",
+    "hypot",
+    "copysign",
+    "xlogy",
+    "logaddexp",
+    "where",
+    "lerp",
+    "addcmul",
+    "addcdiv",
 }
 
 
@@ -313,13 +378,18 @@ def _(t, v, result):
     a_name, b_name = [n for n in v if n not in ("out",)][:2]
     ta, tb = t.get(a_name), t.get(b_name)
     a, b = v[a_name], v[b_name]
-    return _sum_terms(ec.matmul(ta, b) if ta is not None else None, ec.matmul(a, tb) if tb is not None else None)
+    return _sum_terms(
+        ec.matmul(ta, b) if ta is not None else None, ec.matmul(a, tb) if tb is not None else None
+    )
 
 
 @jvp_rule("outer")
 def _(t, v, result):
     ta, tb = t.get("input"), t.get("vec2")
-    return _sum_terms(ec.outer(ta, v["vec2"]) if ta is not None else None, ec.outer(v["input"], tb) if tb is not None else None)
+    return _sum_terms(
+        ec.outer(ta, v["vec2"]) if ta is not None else None,
+        ec.outer(v["input"], tb) if tb is not None else None,
+    )
 
 
 @jvp_rule("addmm", "baddbmm")
@@ -358,9 +428,30 @@ def _linear_first(opname):
     return rule
 
 
-for _name in ("sum", "mean", "view", "transpose", "permute", "expand", "squeeze", "unsqueeze",
-              "narrow", "select", "diagonal", "unfold", "alias", "clone", "contiguous", "flip",
-              "roll", "repeat", "tril", "triu", "cumsum", "nansum"):
+for _name in (
+    "sum",
+    "mean",
+    "view",
+    "transpose",
+    "permute",
+    "expand",
+    "squeeze",
+    "unsqueeze",
+    "narrow",
+    "select",
+    "diagonal",
+    "unfold",
+    "alias",
+    "clone",
+    "contiguous",
+    "flip",
+    "roll",
+    "repeat",
+    "tril",
+    "triu",
+    "cumsum",
+    "nansum",
+):
     JVPS[_name] = _linear_first(_name)
 
 
@@ -377,7 +468,9 @@ def _(t, v, result):
 
 def _joining(fn):
     def rule(t, v, result):
-        filled = [x if x is not None else ec.zeros_like(src) for x, src in zip(t["tensors"], v["tensors"])]
+        filled = [
+            x if x is not None else ec.zeros_like(src) for x, src in zip(t["tensors"], v["tensors"])
+        ]
         return fn(filled, v["dim"])
 
     return rule
@@ -397,7 +490,11 @@ def _(t, v, result):
 def _(t, v, result):
     x = v["input"]
     dim, keepdim = v["dim"], v["keepdim"]
-    r = result if keepdim else result.reshape([1 if i in _dims(dim, x.dim()) else s for i, s in enumerate(x.shape)])
+    r = (
+        result
+        if keepdim
+        else result.reshape([1 if i in _dims(dim, x.dim()) else s for i, s in enumerate(x.shape)])
+    )
     return (t["input"] * (x - r).exp()).sum(dim, keepdim=keepdim)
 
 

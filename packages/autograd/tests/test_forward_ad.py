@@ -102,6 +102,7 @@ def test_handler_is_removed_when_the_last_level_closes():
 
 
 @pytest.mark.parity
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch.jit, inside torch's forward_ad
 def test_parity_with_torch_jvp():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(5)

@@ -13,6 +13,11 @@ from ember_core import _joining as _joining
 from ember_core import _linalg as _linalg
 from ember_core import _random as _random
 from ember_core import _reduction as _reduction
+
+# Indexing, sorting and set ops (advanced indexing, index/scatter/gather family, sort...).
+from ember_core import _advanced_index as _advanced_index
+from ember_core import _index_ops as _index_ops
+from ember_core import _sorting as _sorting
 from ember_core._device import device
 from ember_core._dispatch import OPS, Op, defop, register_handler, remove_handler
 from ember_core._dtype import (

@@ -1,13 +1,18 @@
 """Indexing: tensor[key] and tensor[key] = value.
 
 Basic keys (ints, slices, None, Ellipsis, Python bools) give views.  Advanced
-keys (integer/bool tensors and sequences) are handled by _advanced_index.
+keys (integer/bool tensors and sequences) are handled by _advanced_index
+(Note [Advanced index placement]).
 """
 
 import operator
 
+from ember_core import _advanced_index
+from ember_core._advanced_index import IndexKey
+from ember_core._copy import copy_into
+from ember_core._creation import fill_values
 from ember_core._dispatch import defop
-from ember_core._tensor import Tensor, view_of
+from ember_core._tensor import Tensor, view_of, written
 
 
 def _is_advanced(k):
@@ -92,30 +97,22 @@ def basic_index(t, key):
 
 
 @defop("__getitem__(input, key)", view=True, method=False, public=False)
-def getitem(input, key):
+def _getitem(input, key):
     """input[key]: a view for basic keys, a copy for advanced ones."""
     if isinstance(key, (int, slice)) and not isinstance(key, bool):
         key = (key,)
-    if isinstance(key, tuple) and not any(_is_advanced(k) for k in key):
+    if type(key) is tuple and not any(_is_advanced(k) for k in key):
         return basic_index(input, _expand_key(key, len(input._shape)))
-    if not isinstance(key, tuple) and not _is_advanced(key):
+    if key is None or key is Ellipsis or isinstance(key, bool):
         return basic_index(input, _expand_key(key, len(input._shape)))
-    from ember_core import _advanced_index
-
     return _advanced_index.index(input, key)
 
 
 @defop("__setitem__(input, key, value)", method=False, public=False, inplace_of="__getitem__")
-def setitem(input, key, value):
+def _setitem(input, key, value):
     """input[key] = value (value broadcast and converted)."""
-    from ember_core._copy import copy_into
-    from ember_core._creation import fill_values
-    from ember_core._tensor import written
-
-    keyt = key if isinstance(key, tuple) else (key,)
-    if any(_is_advanced(k) for k in keyt):
-        from ember_core import _advanced_index
-
+    keyt = key if type(key) is tuple else (key,)
+    if type(key) is IndexKey or any(_is_advanced(k) for k in keyt):
         _advanced_index.index_put(input, key, value)
         return None
     target = basic_index(input, _expand_key(keyt, len(input._shape)))
@@ -126,3 +123,25 @@ def setitem(input, key, value):
         fill_values(target, value)
     return None
 
+
+# Tensor.__getitem__/__setitem__: a tuple key led by a tensor travels through the
+# op table wrapped (Note [Index keys and dispatch] in _advanced_index).
+
+
+def getitem(self, key):
+    if type(key) is tuple and key and isinstance(key[0], Tensor):
+        key = IndexKey(key)
+    return _getitem(self, key)
+
+
+def setitem(self, key, value):
+    if type(key) is tuple and key and isinstance(key[0], Tensor):
+        key = IndexKey(key)
+    return _setitem(self, key, value)
+
+
+def nonzero(input, *, out=None, as_tuple=False):
+    """See ember_core.nonzero (kept here for where(cond), which looks it up here)."""
+    from ember_core._index_ops import nonzero as nz
+
+    return nz(input, out=out, as_tuple=as_tuple)

@@ -453,6 +453,18 @@ def index_put(t, key, value):
     put_plan(view, p, value, lib.EC_INDEX_PUT, "index_put_")
 
 
+def accumulate_key(t, key, values):
+    """t[key] += values, repeated indices accumulating (no version bump: t is fresh)."""
+    view, indices = apply_key(t, key)
+    if not indices:
+        from ember_core._copy import copy_into
+        from ember_core._elementwise import add
+
+        copy_into(view, add(view, values) if view._numel else values)
+        return
+    put_plan(view, plan(view, indices), values, lib.EC_INDEX_ADD, "index_put_")
+
+
 def _tname(d):
     from ember_core._elementwise import _tname as tn
 

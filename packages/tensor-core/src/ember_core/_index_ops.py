@@ -682,7 +682,7 @@ def take(input, index):
     return gather_plan(x, p, "take")
 
 
-@defop("take_along_dim(input, indices, dim=None, *, out=None)")
+@defop("take_along_dim(input, indices, dim=None, *, out=None)", composite=True)
 def take_along_dim(input, indices, dim=None, out=None):
     """Values of input at ``indices`` along dim (input and indices broadcast in the
     other dims); with dim None, of the flattened input."""

@@ -124,6 +124,17 @@ def _setitem(input, key, value):
     return None
 
 
+@defop("_getitem_backward(gradient, input_shape, key)", method=False, public=False)
+def _getitem_backward(gradient, input_shape, key):
+    """The gradient of input[key]: zeros of input's shape with ``gradient`` added at
+    key (repeated indices accumulate)."""
+    from ember_core._creation import zeros
+
+    z = zeros(input_shape, dtype=gradient._dtype, device=gradient._storage._device)
+    _advanced_index.accumulate_key(z, key, gradient)
+    return z
+
+
 # Tensor.__getitem__/__setitem__: a tuple key led by a tensor travels through the
 # op table wrapped (Note [Index keys and dispatch] in _advanced_index).
 

@@ -256,6 +256,8 @@ def _to_int64(t):
 
 
 def count_nonzero_all(t):
+    if t._numel == 0:
+        return 0
     from ember_core._reduction import reduce
 
     r = reduce("nonzero", lib.EC_R_COUNT_NONZERO, t, tuple(range(len(t._shape))), False, D.int64)

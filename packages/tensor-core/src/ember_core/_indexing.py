@@ -1,8 +1,9 @@
 """Indexing: tensor[key] and tensor[key] = value.
 
-Basic keys (ints, slices, None, Ellipsis, Python bools) give views.  Advanced
-keys (integer/bool tensors and sequences) are handled by _advanced_index
-(Note [Advanced index placement]).
+Basic keys (ints, slices, None, Ellipsis) give views.  Advanced keys (integer
+and bool tensors, sequences, arrays, and Python bools, which PyTorch indexes
+with a tensor too) are handled by _advanced_index (Note [Advanced index
+placement]).
 """
 
 import operator
@@ -16,7 +17,8 @@ from ember_core._tensor import Tensor, view_of, written
 
 
 def _is_advanced(k):
-    if isinstance(k, Tensor):
+    # Python bools index their new dim with [0] or [] (an index tensor), as in PyTorch
+    if isinstance(k, (Tensor, bool)):
         return True
     if isinstance(k, (list, tuple)):
         return True
@@ -31,10 +33,8 @@ def _expand_key(key, ndim):
     for k in key:
         if k is Ellipsis:
             ellipsis += 1
-        elif k is None or isinstance(k, bool):
+        elif k is None:
             continue
-        elif isinstance(k, Tensor) and k._dtype.name in ("bool", "uint8"):
-            consumed += max(len(k._shape), 1) if k._shape else 0
         else:
             consumed += 1
     if ellipsis > 1:
@@ -53,17 +53,13 @@ def _expand_key(key, ndim):
 
 
 def basic_index(t, key):
-    """A view for a key of ints, slices, None, Ellipsis and bools."""
+    """A view for an expanded key of ints, slices and None."""
     shape, stride = [], []
     offset = t._offset
     d = 0
     for k in key:
         if k is None:
             shape.append(1)
-            stride.append(0)
-        elif isinstance(k, bool):
-            # x[True] adds a dim of size 1, x[False] one of size 0
-            shape.append(1 if k else 0)
             stride.append(0)
         elif isinstance(k, slice):
             size = t._shape[d]
@@ -82,7 +78,7 @@ def basic_index(t, key):
             try:
                 i = operator.index(k)
             except TypeError:
-                raise TypeError(
+                raise IndexError(
                     "only integers, slices (`:`), ellipsis (`...`), None and long or byte "
                     f"Variables are valid indices (got {type(k).__name__})"
                 ) from None
@@ -103,7 +99,7 @@ def _getitem(input, key):
         key = (key,)
     if type(key) is tuple and not any(_is_advanced(k) for k in key):
         return basic_index(input, _expand_key(key, len(input._shape)))
-    if key is None or key is Ellipsis or isinstance(key, bool):
+    if key is None or key is Ellipsis:
         return basic_index(input, _expand_key(key, len(input._shape)))
     return _advanced_index.index(input, key)
 

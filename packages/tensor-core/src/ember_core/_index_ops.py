@@ -142,7 +142,7 @@ def _finish_out(op, r, out):
     from ember_core._copy import copy_into, resize_
 
     if out._shape != r._shape:
-        resize_(out, r._shape)
+        resize_(out, *r._shape)
     written(out, op)
     copy_into(out, r)
     return out

@@ -63,7 +63,7 @@ def _copy_out(op, result, out):
         raise TypeError(f"{op}(): out must be a tuple of two tensors (values, indices)")
     for o, r in zip(out, result):
         if o._shape != r._shape:
-            resize_(o, r._shape)
+            resize_(o, *r._shape)
         written(o, op)
         copy_into(o, r)
     return type(result)(*out)

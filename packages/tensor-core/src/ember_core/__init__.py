@@ -262,6 +262,14 @@ Tensor.__contains__ = _contains
 # The Python array API standard namespace is ember_core.array_api (loaded lazily
 # by Tensor.__array_namespace__).
 
+
+def _to_device(self, device, /, *, stream=None):
+    """The array API's x.to_device(device): this tensor on ``device``."""
+    return self.to(device)
+
+
+Tensor.to_device = _to_device
+
 __all__ = sorted(
     {
         k

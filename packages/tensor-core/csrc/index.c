@@ -264,11 +264,56 @@ static inline void write_point(ixctx* c, int64_t xo, int64_t vo) {
     switch (c->dtype) { EC_ALL_DTYPES(REDUCE_STORE) }
 }
 
+/* Puts with one index (index_add, index_copy, scatter, x[idx] = v, ...): indices
+ * were validated before, and [part_lo, part_hi) is this thread's share of the
+ * first index's range (all of it when serial). */
+#define PUT1(T, OP)                                                                  \
+    do {                                                                             \
+        T* xp = (T*)c->x;                                                            \
+        const T* vp = (const T*)c->v;                                                \
+        const int64_t* ip = c->idx[0] + off[2];                                      \
+        int64_t n0 = c->size[0], xs = c->xst[0], is = st[2];                         \
+        int64_t plo = c->part_lo, phi = c->part_hi;                                  \
+        int64_t vo = off[0], vs = st[0], xo = off[1], xis = st[1];                   \
+        for (int64_t i = 0; i < n; i++) {                                            \
+            int64_t j = ip[i * is];                                                  \
+            if (j < 0) j += n0;                                                      \
+            if (j < plo || j >= phi) continue;                                       \
+            T* dst = xp + xo + i * xis + j * xs;                                     \
+            T src = vp[vo + i * vs];                                                 \
+            OP;                                                                      \
+        }                                                                            \
+    } while (0)
+
+static int put1_fast(ixctx* c, int64_t n, const int64_t* off, const int64_t* st) {
+    if (c->mode == EC_INDEX_PUT) {
+        switch (c->isz) {
+            case 1: PUT1(uint8_t, *dst = src); return 1;
+            case 2: PUT1(uint16_t, *dst = src); return 1;
+            case 4: PUT1(uint32_t, *dst = src); return 1;
+            default: PUT1(uint64_t, *dst = src); return 1;
+        }
+    }
+    if (c->mode != EC_INDEX_ADD) return 0;
+    double a = c->alpha;
+    int64_t ia = c->ialpha;
+    switch (c->dtype) {
+        case EC_FLOAT32:
+            if (a == 1.0) PUT1(float, *dst += src);
+            else PUT1(float, *dst += (float)(a * src));
+            return 1;
+        case EC_FLOAT64: PUT1(double, *dst += a * src); return 1;
+        case EC_INT64: PUT1(int64_t, *dst = (int64_t)((uint64_t)*dst + (uint64_t)ia * (uint64_t)src)); return 1;
+        case EC_INT32: PUT1(int32_t, *dst = (int32_t)(*dst + (int32_t)(ia * src))); return 1;
+        default: return 0;
+    }
+}
+
 static void run_put(void* ctx, int64_t n, const int64_t* off, const int64_t* st) {
     ixctx* c = ctx;
-    int partitioned = c->part_hi >= 0;
+    if (c->nidx == 1 && put1_fast(c, n, off, st)) return;
     for (int64_t i = 0; i < n; i++) {
-        if (partitioned && !in_part(c, off, st, i)) continue;
+        if (!in_part(c, off, st, i)) continue;
         int64_t o;
         if (!x_offset(c, off, st, i, &o)) return;
         write_point(c, o, off[0] + i * st[0]);
@@ -295,12 +340,13 @@ int ec_index(int mode, int dtype, int ndim, const int64_t* layout, ec_ptr values
     c.x = (char*)x;
     c.alpha = alpha;
     c.ialpha = (int64_t)alpha;
-    c.part_hi = -1;
     for (int k = 0; k < nidx; k++) {
         c.idx[k] = (const int64_t*)idx[k];
         c.size[k] = sizes[k];
         c.xst[k] = xstrides[k];
     }
+    c.part_lo = 0;
+    c.part_hi = sizes[0];
     int nt = ec_threads_for(s.total, EC_GRAIN / 4);
     if (mode == EC_INDEX_GET) {
         if (nt <= 1) {

@@ -11,11 +11,12 @@
  * pair.  Either way elements compare by (key, index), a strict total order, so
  * every sort here is stable and selections break ties by position.
  *
- * Sorting is an LSD radix sort by bytes (passes whose byte is the same for every
- * key are skipped), insertion sort for short lines.  One long line is split
+ * Sorting is an LSD radix sort by 11-bit digits (passes whose digit is the same
+ * for every key are skipped), insertion sort for short lines.  One long line is split
  * between threads and the sorted runs merged (merge path: each thread writes
  * its own share of the output).  Lines are spread across threads otherwise.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -27,6 +28,58 @@
 #define omp_get_thread_num() 0
 #define omp_get_num_threads() 1
 #endif
+
+/* ------------------------------------------------------------- scratch */
+
+/* Each thread keeps its last scratch buffer (up to SCRATCH_KEEP bytes) for its
+ * next call, so that repeated sorts of large lines do not fault in fresh pages
+ * every time; a thread's buffer is freed when the thread exits. */
+#define SCRATCH_KEEP ((size_t)32 << 20)
+
+typedef struct scratch {
+    void* ptr;
+    size_t size;
+} scratch;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free(void* p) {
+    scratch* s = p;
+    free(s->ptr);
+    free(s);
+}
+
+static void scratch_init(void) { pthread_key_create(&scratch_key, scratch_free); }
+
+/* A buffer of at least n bytes, owned by the calling thread until scratch_done. */
+static void* scratch_get(size_t n) {
+    pthread_once(&scratch_once, scratch_init);
+    scratch* s = pthread_getspecific(scratch_key);
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s || pthread_setspecific(scratch_key, s)) {
+            free(s);
+            return NULL;
+        }
+    }
+    if (n > s->size) {
+        free(s->ptr);
+        s->ptr = malloc(n);
+        s->size = s->ptr ? n : 0;
+    }
+    return s->ptr;
+}
+
+/* Done with this thread's scratch: keep it unless it is large. */
+static void scratch_done(void) {
+    scratch* s = pthread_getspecific(scratch_key);
+    if (s && s->size > SCRATCH_KEEP) {
+        free(s->ptr);
+        s->ptr = NULL;
+        s->size = 0;
+    }
+}
 
 /* ---------------------------------------------------------------- keys */
 
@@ -89,7 +142,7 @@ typedef struct kv {
 
 /* Generates: insertion sort, radix sort (returns the buffer holding the result),
  * merge of two sorted runs, and select (k smallest first). */
-#define SORT_FUNCS(SFX, T, LESS, KEYBYTE, FIRST_BYTE, NBYTES)                                \
+#define SORT_FUNCS(SFX, T, LESS, KEY64, FIRST_BIT, NDIG)                                     \
     static void isort_##SFX(T* a, int64_t n) {                                              \
         for (int64_t i = 1; i < n; i++) {                                                   \
             T v = a[i];                                                                     \
@@ -106,22 +159,22 @@ typedef struct kv {
             isort_##SFX(a, n);                                                              \
             return a;                                                                       \
         }                                                                                   \
-        int64_t hist[NBYTES][256];                                                          \
+        int64_t hist[NDIG][RADIX_SIZE];                                                     \
         memset(hist, 0, sizeof hist);                                                       \
         for (int64_t i = 0; i < n; i++)                                                     \
-            for (int b = 0; b < NBYTES; b++) hist[b][KEYBYTE(a[i], FIRST_BYTE + b)]++;      \
+            for (int d = 0; d < NDIG; d++) hist[d][DIGIT(KEY64(a[i]), FIRST_BIT, d)]++;     \
         T* src = a;                                                                         \
         T* dst = tmp;                                                                       \
-        for (int b = 0; b < NBYTES; b++) {                                                  \
-            int64_t* h = hist[b];                                                           \
-            if (h[KEYBYTE(src[0], FIRST_BYTE + b)] == n) continue; /* one digit: no-op */   \
+        for (int d = 0; d < NDIG; d++) {                                                    \
+            int64_t* h = hist[d];                                                           \
+            if (h[DIGIT(KEY64(src[0]), FIRST_BIT, d)] == n) continue; /* one digit value */ \
             int64_t pos = 0;                                                                \
-            for (int d = 0; d < 256; d++) {                                                 \
-                int64_t c = h[d];                                                           \
-                h[d] = pos;                                                                 \
+            for (int v = 0; v < RADIX_SIZE; v++) {                                          \
+                int64_t c = h[v];                                                           \
+                h[v] = pos;                                                                 \
                 pos += c;                                                                   \
             }                                                                               \
-            for (int64_t i = 0; i < n; i++) dst[h[KEYBYTE(src[i], FIRST_BYTE + b)]++] = src[i]; \
+            for (int64_t i = 0; i < n; i++) dst[h[DIGIT(KEY64(src[i]), FIRST_BIT, d)]++] = src[i]; \
             T* t = src;                                                                     \
             src = dst;                                                                      \
             dst = t;                                                                        \
@@ -177,10 +230,15 @@ typedef struct kv {
         isort_##SFX(a + lo, hi - lo);                                                       \
     }
 
-#define P_BYTE(e, b) (((e) >> (8 * (b))) & 0xff)
-#define W_BYTE(e, b) (((e).key >> (8 * (b))) & 0xff)
-SORT_FUNCS(p, uint64_t, P_LESS, P_BYTE, 4, 4)
-SORT_FUNCS(w, kv, W_LESS, W_BYTE, 0, 8)
+/* LSD radix digits of 11 bits: 3 passes for packed 32-bit keys, 6 for wide ones
+ * (fewer when a digit is the same for every key). */
+#define RADIX_BITS 11
+#define RADIX_SIZE (1 << RADIX_BITS)
+#define DIGIT(k, first, d) (((k) >> ((first) + RADIX_BITS * (d))) & (RADIX_SIZE - 1))
+#define P_KEY64(e) (e)
+#define W_KEY64(e) ((e).key)
+SORT_FUNCS(p, uint64_t, P_LESS, P_KEY64, 32, 3)
+SORT_FUNCS(w, kv, W_LESS, W_KEY64, 0, 6)
 
 /* ------------------------------------------------------------ lines */
 
@@ -240,18 +298,70 @@ static void load_keys(const linectx* c, const char* x, int64_t lo, int64_t hi, v
     }
 }
 
-static inline int64_t elem_idx(const linectx* c, const void* buf, int64_t i) {
-    return c->wide ? ((const kv*)buf)[i].idx : P_IDX(((const uint64_t*)buf)[i]);
+#define STORE_LINE(T)                                                                  \
+    do {                                                                               \
+        T* vt = (T*)v;                                                                 \
+        const T* xt = (const T*)x;                                                     \
+        int64_t vs = c->vs, xs = c->xs, is = c->is;                                    \
+        if (c->wide) {                                                                 \
+            const kv* w = buf;                                                         \
+            for (int64_t i = lo; i < hi; i++) {                                        \
+                int64_t j = w[i].idx;                                                  \
+                if (vt) vt[i * vs] = xt[j * xs];                                       \
+                if (ix) ix[i * is] = j;                                                \
+            }                                                                          \
+        } else {                                                                       \
+            const uint64_t* p = buf;                                                   \
+            for (int64_t i = lo; i < hi; i++) {                                        \
+                int64_t j = P_IDX(p[i]);                                               \
+                if (vt) vt[i * vs] = xt[j * xs];                                       \
+                if (ix) ix[i * is] = j;                                                \
+            }                                                                          \
+        }                                                                              \
+    } while (0)
+
+/* Packed keys of float32 and the narrow integers decode back to their values,
+ * which saves reading x at random; zeros and NaNs (whose keys forget the sign or
+ * payload) are read from x.  flip: the key inversion of descending order. */
+static void store_packed_decoded(const linectx* c, const char* x, char* v, int64_t* ix,
+                                 const uint64_t* p, int64_t lo, int64_t hi) {
+    uint32_t flip = c->desc ? 0xffffffffu : 0;
+    int64_t vs = c->vs, xs = c->xs, is = c->is;
+    for (int64_t i = lo; i < hi; i++) {
+        uint32_t key = (uint32_t)(p[i] >> 32) ^ flip;
+        int64_t j = P_IDX(p[i]);
+        if (ix) ix[i * is] = j;
+        if (!v) continue;
+        switch (c->dtype) {
+            case EC_FLOAT32:
+                if (key == 0x80000000u || key == 0xffffffffu) {
+                    ((float*)v)[i * vs] = ((const float*)x)[j * xs];
+                } else {
+                    uint32_t u = (key & 0x80000000u) ? (key & 0x7fffffffu) : ~key;
+                    memcpy((float*)v + i * vs, &u, sizeof u);
+                }
+                break;
+            case EC_INT32: ((int32_t*)v)[i * vs] = (int32_t)(key ^ 0x80000000u); break;
+            case EC_INT16: ((int16_t*)v)[i * vs] = (int16_t)(int32_t)(key ^ 0x80000000u); break;
+            case EC_INT8: ((int8_t*)v)[i * vs] = (int8_t)(int32_t)(key ^ 0x80000000u); break;
+            default: ((uint8_t*)v)[i * vs] = (uint8_t)key; break; /* uint8, bool */
+        }
+    }
 }
 
-/* Write sorted elements [lo, hi) of buf to a line's values/indices. */
+/* Write sorted elements [lo, hi) of buf to a line's values/indices (either may be
+ * NULL); values are exact (NaN payloads and -0.0 survive). */
 static void store_line(const linectx* c, const char* x, char* v, int64_t* ix, const void* buf,
                        int64_t lo, int64_t hi) {
-    int isz = c->isz;
-    for (int64_t i = lo; i < hi; i++) {
-        int64_t j = elem_idx(c, buf, i);
-        if (v) memcpy(v + i * c->vs * isz, x + j * c->xs * isz, (size_t)isz);
-        if (ix) ix[i * c->is] = j;
+    if (!c->wide && c->dtype != EC_FLOAT16 && c->dtype != EC_BFLOAT16) {
+        store_packed_decoded(c, x, v, ix, buf, lo, hi);
+        return;
+    }
+    switch (c->isz) {
+        case 1: STORE_LINE(uint8_t); break;
+        case 2: STORE_LINE(uint16_t); break;
+        case 4: STORE_LINE(uint32_t); break;
+        default: STORE_LINE(uint64_t); break;
     }
 }
 
@@ -275,13 +385,9 @@ int ec_sort(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t x_st,
     int failed = 0;
     if (L.count == 1 && nt > 1) {
         /* one long line: sort a run per thread, then merge the runs pairwise */
-        void* a = malloc((size_t)n * esz);
-        void* b = malloc((size_t)n * esz);
-        if (!a || !b) {
-            free(a);
-            free(b);
-            return ec_fail(EC_ERR_NOMEM, "sort: no memory for %lld elements", (long long)n);
-        }
+        char* a = scratch_get((size_t)n * esz * 2);
+        if (!a) return ec_fail(EC_ERR_NOMEM, "sort: no memory for %lld elements", (long long)n);
+        char* b = a + (size_t)n * esz;
         int64_t bounds[65];
         int runs = nt > 64 ? 64 : nt;
         for (int t = 0; t <= runs; t++) bounds[t] = n * t / runs;
@@ -325,15 +431,14 @@ int ec_sort(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t x_st,
             int t = omp_get_thread_num(), m = omp_get_num_threads();
             store_line(&c, c.x, c.v, c.ix, src, n * t / m, n * (t + 1) / m);
         }
-        free(a);
-        free(b);
+        scratch_done();
         return EC_OK;
     }
 #pragma omp parallel num_threads(nt)
     {
-        void* a = malloc((size_t)n * esz);
-        void* b = malloc((size_t)n * esz);
-        if (!a || !b) {
+        char* a = scratch_get((size_t)n * esz * 2);
+        char* b = a ? a + (size_t)n * esz : NULL;
+        if (!a) {
 #pragma omp atomic write
             failed = 1;
         } else {
@@ -347,14 +452,66 @@ int ec_sort(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t x_st,
                 store_line(&c, xl, c.v ? c.v + off[1] * c.isz : NULL, c.ix ? c.ix + off[2] : NULL, s, 0, n);
             }
         }
-        free(a);
-        free(b);
+        scratch_done();
     }
     if (failed) return ec_fail(EC_ERR_NOMEM, "sort: no memory for %lld elements", (long long)n);
     return EC_OK;
 }
 
 /* --------------------------------------------------------------- topk */
+
+/* Streaming selection for small k: keys are made a chunk at a time and only
+ * those below the k-th best kept so far enter a buffer, which is cut back to its
+ * k best whenever it fills.  For most inputs nearly every element is rejected by
+ * one comparison, so the line is read once and little is written. */
+#define STREAM_CHUNK 2048
+#define STREAM_FUNCS(SFX, T, LESS)                                                         \
+    static void stream_select_##SFX(const linectx* c, const char* x, int64_t lo, int64_t hi, \
+                                    int64_t k, T* buf, T* tmp, int64_t cap, T* chunk) {      \
+        int64_t count = 0;                                                                 \
+        int have = 0;                                                                      \
+        T thr;                                                                             \
+        memset(&thr, 0, sizeof thr);                                                       \
+        for (int64_t s = lo; s < hi; s += STREAM_CHUNK) {                                  \
+            int64_t e = hi - s < STREAM_CHUNK ? hi : s + STREAM_CHUNK;                     \
+            load_keys(c, x, s, e, chunk);                                                  \
+            for (int64_t i = 0; i < e - s; i++) {                                          \
+                if (have && !LESS(chunk[i], thr)) continue;                                \
+                buf[count++] = chunk[i];                                                   \
+                if (count == cap) {                                                        \
+                    select_##SFX(buf, tmp, count, k);                                      \
+                    thr = buf[0];                                                          \
+                    for (int64_t j = 1; j < k; j++)                                        \
+                        if (LESS(thr, buf[j])) thr = buf[j];                               \
+                    have = 1;                                                              \
+                    count = k;                                                             \
+                }                                                                          \
+            }                                                                              \
+        }                                                                                  \
+        if (count > k) select_##SFX(buf, tmp, count, k);                                   \
+    }
+STREAM_FUNCS(p, uint64_t, P_LESS)
+STREAM_FUNCS(w, kv, W_LESS)
+
+static int64_t stream_cap(int64_t k) { return 2 * k > 1024 ? 2 * k : 1024; }
+
+/* The k best of x[lo, hi) into buf[0, k): streaming for small k, else a full select. */
+static void select_range(const linectx* c, const char* x, int64_t lo, int64_t hi, int64_t k,
+                         char* buf, char* tmp, char* chunk) {
+    int64_t n = hi - lo;
+    if (k * 16 <= n) {
+        if (c->wide)
+            stream_select_w(c, x, lo, hi, k, (kv*)buf, (kv*)tmp, stream_cap(k), (kv*)chunk);
+        else
+            stream_select_p(c, x, lo, hi, k, (uint64_t*)buf, (uint64_t*)tmp, stream_cap(k), (uint64_t*)chunk);
+        return;
+    }
+    load_keys(c, x, lo, hi, buf);
+    if (k < n) {
+        if (c->wide) select_w((kv*)buf, (kv*)tmp, n, k);
+        else select_p((uint64_t*)buf, (uint64_t*)tmp, n, k);
+    }
+}
 
 static void select_buf(const linectx* c, void* a, void* tmp, int64_t n, int64_t k) {
     if (c->wide) select_w(a, tmp, n, k);
@@ -371,62 +528,70 @@ int ec_topk(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t k, in
     lines L;
     lines_init(&L, ndim, layout);
     if (L.count == 0 || k == 0) return EC_OK;
+    /* keys are inverted for the largest, so that selection always takes the smallest */
     linectx c = {dtype, ec_itemsize[dtype], largest, wide_key(dtype), (const char*)x,
                  (char*)values, (int64_t*)indices, n, x_st, v_st, i_st};
     size_t esz = c.wide ? sizeof(kv) : sizeof(uint64_t);
     int nt = ec_threads_for(L.count * n, EC_GRAIN / 4);
+    /* scratch per selection: n keys (or the streaming buffer) twice, and a chunk */
+    int64_t cap = k * 16 <= n ? stream_cap(k) : n;
+    size_t need = (size_t)(2 * cap + STREAM_CHUNK) * esz;
     int failed = 0;
     if (L.count == 1 && nt > 1 && k * 4 <= n / nt) {
-        /* one long line: each thread selects its chunk's k best, then the best of those */
-        char* a = malloc((size_t)n * esz);
+        /* one long line: each thread selects its part's k best, then the best of those */
         char* cand = malloc((size_t)k * nt * esz);
-        char* tmp = malloc((size_t)(n > k * nt ? n : k * nt) * esz);
-        if (!a || !cand || !tmp) {
-            free(a);
+        char* tmp = malloc((size_t)k * nt * esz);
+        if (!cand || !tmp) {
             free(cand);
             free(tmp);
-            return ec_fail(EC_ERR_NOMEM, "topk: no memory for %lld elements", (long long)n);
+            return ec_fail(EC_ERR_NOMEM, "topk: no memory for %lld candidates", (long long)(k * nt));
         }
 #pragma omp parallel for num_threads(nt) schedule(static, 1)
         for (int t = 0; t < nt; t++) {
             int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
-            load_keys(&c, c.x, lo, hi, a + lo * esz);
-            select_buf(&c, a + lo * esz, tmp + lo * esz, hi - lo, k);
-            memcpy(cand + (size_t)t * k * esz, a + lo * esz, (size_t)k * esz);
+            int64_t pcap = k * 16 <= hi - lo ? stream_cap(k) : hi - lo;
+            char* a = scratch_get((size_t)(2 * pcap + STREAM_CHUNK) * esz);
+            if (!a) {
+#pragma omp atomic write
+                failed = 1;
+            } else {
+                select_range(&c, c.x, lo, hi, k, a, a + pcap * esz, a + 2 * pcap * esz);
+                memcpy(cand + (size_t)t * k * esz, a, (size_t)k * esz);
+                scratch_done();
+            }
         }
-        select_buf(&c, cand, tmp, k * nt, k);
-        void* s = cand;
-        if (sorted) s = sort_buf(&c, cand, tmp, k);
-        store_line(&c, c.x, c.v, c.ix, s, 0, k);
-        free(a);
+        if (!failed) {
+            select_buf(&c, cand, tmp, k * nt, k);
+            void* s = sorted ? sort_buf(&c, cand, tmp, k) : cand;
+            store_line(&c, c.x, c.v, c.ix, s, 0, k);
+        }
         free(cand);
         free(tmp);
+        if (failed) return ec_fail(EC_ERR_NOMEM, "topk: no scratch memory");
         return EC_OK;
     }
 #pragma omp parallel num_threads(nt)
     {
-        void* a = malloc((size_t)n * esz);
-        void* b = malloc((size_t)n * esz);
-        if (!a || !b) {
+        char* a = scratch_get(need);
+        if (!a) {
 #pragma omp atomic write
             failed = 1;
         } else {
+            char* b = a + cap * esz;
+            char* chunk = a + 2 * cap * esz;
 #pragma omp for schedule(dynamic, 16)
             for (int64_t r = 0; r < L.count; r++) {
                 int64_t off[3];
                 line_offsets(&L, r, off);
                 const char* xl = c.x + off[0] * c.isz;
-                load_keys(&c, xl, 0, n, a);
-                void* s = a;
-                if (k < n) select_buf(&c, a, b, n, k);
-                if (sorted) s = sort_buf(&c, a, b, k);
+                select_range(&c, xl, 0, n, k, a, b, chunk);
+                void* s = sorted ? sort_buf(&c, a, b, k) : a;
                 store_line(&c, xl, c.v + off[1] * c.isz, c.ix + off[2], s, 0, k);
             }
         }
-        free(a);
-        free(b);
+        scratch_done();
     }
-    if (failed) return ec_fail(EC_ERR_NOMEM, "topk: no memory for %lld elements", (long long)n);
+    if (failed) return ec_fail(EC_ERR_NOMEM, "topk: no scratch memory for lines of %lld", (long long)n);
     return EC_OK;
 }
 
@@ -451,9 +616,9 @@ int ec_kthvalue(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t k
     int failed = 0;
 #pragma omp parallel num_threads(nt)
     {
-        void* a = malloc((size_t)n * esz);
-        void* b = malloc((size_t)n * esz);
-        if (!a || !b) {
+        char* a = scratch_get((size_t)n * esz * 2);
+        char* b = a ? a + (size_t)n * esz : NULL;
+        if (!a) {
 #pragma omp atomic write
             failed = 1;
         } else {
@@ -489,19 +654,18 @@ int ec_kthvalue(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t k
                 /* the (kk+1)-th smallest is the largest of the first kk+1 */
                 int64_t best = 0;
                 if (c.wide) {
-                    kv* w = a;
+                    kv* w = (kv*)a;
                     for (int64_t i = 1; i <= kk; i++)
                         if (W_LESS(w[best], w[i])) best = i;
                 } else {
-                    uint64_t* p = a;
+                    uint64_t* p = (uint64_t*)a;
                     for (int64_t i = 1; i <= kk; i++)
                         if (p[best] < p[i]) best = i;
                 }
                 store_line(&c, xl, vl, il, (char*)a + best * esz, 0, 1);
             }
         }
-        free(a);
-        free(b);
+        scratch_done();
     }
     if (failed) return ec_fail(EC_ERR_NOMEM, "kthvalue: no memory for %lld elements", (long long)n);
     return EC_OK;
@@ -525,9 +689,9 @@ int ec_mode(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t x_st,
     int failed = 0;
 #pragma omp parallel num_threads(nt)
     {
-        void* a = malloc((size_t)n * esz);
-        void* b = malloc((size_t)n * esz);
-        if (!a || !b) {
+        char* a = scratch_get((size_t)n * esz * 2);
+        char* b = a ? a + (size_t)n * esz : NULL;
+        if (!a) {
 #pragma omp atomic write
             failed = 1;
         } else {
@@ -559,8 +723,7 @@ int ec_mode(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t x_st,
                 store_line(&c, xl, c.v + off[1] * c.isz, c.ix + off[2], (char*)s + e * esz, 0, 1);
             }
         }
-        free(a);
-        free(b);
+        scratch_done();
     }
     if (failed) return ec_fail(EC_ERR_NOMEM, "mode: no memory for %lld elements", (long long)n);
     return EC_OK;

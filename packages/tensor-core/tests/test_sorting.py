@@ -389,3 +389,20 @@ def test_parity_sorting_with_torch():
     np.testing.assert_array_equal(
         ec.bincount(ec.from_numpy(ints), minlength=7).numpy(), torch.bincount(torch.from_numpy(ints), minlength=7).numpy()
     )
+
+
+@pytest.mark.parametrize("order", ["ascending", "descending", "ties"])
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_streaming_path_on_adversarial_orders(order, largest):
+    n = 50_000
+    a = np.arange(n, dtype=np.float32)
+    if order == "descending":
+        a = a[::-1].copy()
+    elif order == "ties":
+        a = (a % 7).astype(np.float32)
+    for rows in (1, 3):
+        x = ec.from_numpy(np.tile(a, (rows, 1)))
+        v, i = x.topk(40, dim=1, largest=largest)
+        ref = stable_argsort(a, 0, largest)[:40]  # ties go to the lower index
+        np.testing.assert_array_equal(i.numpy(), np.tile(ref, (rows, 1)))
+        np.testing.assert_array_equal(v.numpy(), np.tile(a[ref], (rows, 1)))

@@ -14,7 +14,11 @@ def leaf(*shape, distinct=True):
     """A float64 leaf requiring grad; distinct values keep sorts and selections
     away from ties, where the function is not differentiable."""
     n = int(np.prod(shape))
-    a = rng.permutation(n).astype(np.float64) / n + rng.uniform(0, 1e-3, n) if distinct else rng.standard_normal(n)
+    a = (
+        rng.permutation(n).astype(np.float64) / n + rng.uniform(0, 1e-3, n)
+        if distinct
+        else rng.standard_normal(n)
+    )
     return ec.from_numpy(a.reshape(shape)).requires_grad_()
 
 
@@ -32,7 +36,9 @@ def check(fn, *inputs, second_order=True):
             outs = out if isinstance(out, tuple) else (out,)
             if weights is None:
                 weights = [ec.from_numpy(rng.standard_normal(tuple(o.shape))) for o in outs]
-            total = sum(((o * w).sum() for o, w in zip(outs, weights)), ec.zeros((), dtype=ec.float64))
+            total = sum(
+                ((o * w).sum() for o, w in zip(outs, weights)), ec.zeros((), dtype=ec.float64)
+            )
             diff = [x for x in xs if isinstance(x, ec.Tensor) and x.requires_grad]
             grads = ag.grad(total, diff, create_graph=True, allow_unused=True)
         return tuple(g if g is not None else ec.zeros_like(x) for g, x in zip(grads, diff))
@@ -184,7 +190,9 @@ def test_in_place_variants():
 
 def test_masked_ops():
     x, v = leaf(4, 3), leaf(2, 3)
-    m = ec.tensor([[True, False, False], [False, False, True], [False, False, False], [True, True, False]])
+    m = ec.tensor(
+        [[True, False, False], [False, False, True], [False, False, False], [True, True, False]]
+    )
     check(lambda t: t.masked_fill(m, 2.0), x)
     val = ec.tensor(0.5, dtype=ec.float64).requires_grad_()
     check(lambda t, s: t.masked_fill(m, s), x, val)
@@ -241,8 +249,14 @@ def test_gradient_values_match_torch_rules():
 
 def test_non_differentiable_ops_return_no_grad_fn():
     x = leaf(5)
-    for out in (x.argsort(), x.nonzero(), ec.argwhere(x), ec.unique(x), ec.searchsorted(x.detach().sort().values, x),
-                ec.histc(x, 4)):
+    for out in (
+        x.argsort(),
+        x.nonzero(),
+        ec.argwhere(x),
+        ec.unique(x),
+        ec.searchsorted(x.detach().sort().values, x),
+        ec.histc(x, 4),
+    ):
         assert out.grad_fn is None and not out.requires_grad
 
 
@@ -254,9 +268,14 @@ def test_parity_gradients_with_torch():
     cases = [
         (lambda t, i: t[i[0], 1:], lambda t, i: t[i[0], 1:]),
         (lambda t, i: t.gather(0, i), lambda t, i: t.gather(0, i)),
-        (lambda t, i: t.scatter_reduce(0, i, t[:2] * 2, "amax"), lambda t, i: t.scatter_reduce(0, i, t[:2] * 2, "amax")),
-        (lambda t, i: t.scatter_reduce(0, i, t[:2] + 1, "prod", include_self=False),
-         lambda t, i: t.scatter_reduce(0, i, t[:2] + 1, "prod", include_self=False)),
+        (
+            lambda t, i: t.scatter_reduce(0, i, t[:2] * 2, "amax"),
+            lambda t, i: t.scatter_reduce(0, i, t[:2] * 2, "amax"),
+        ),
+        (
+            lambda t, i: t.scatter_reduce(0, i, t[:2] + 1, "prod", include_self=False),
+            lambda t, i: t.scatter_reduce(0, i, t[:2] + 1, "prod", include_self=False),
+        ),
         (lambda t, i: t.sort(1).values * t.median(), lambda t, i: t.sort(1).values * t.median()),
     ]
     for fe, ft in cases:

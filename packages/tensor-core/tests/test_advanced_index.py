@@ -10,7 +10,17 @@ from hypothesis import strategies as st
 
 import ember_core as ec
 
-DTYPES = [ec.float32, ec.float64, ec.float16, ec.int64, ec.int32, ec.int16, ec.int8, ec.uint8, ec.bool]
+DTYPES = [
+    ec.float32,
+    ec.float64,
+    ec.float16,
+    ec.int64,
+    ec.int32,
+    ec.int16,
+    ec.int8,
+    ec.uint8,
+    ec.bool,
+]
 
 
 def arange(shape, dtype=ec.float32):
@@ -28,7 +38,9 @@ def ref_index(a, key):
     specified = sum(
         (k.ndim if isinstance(k, np.ndarray) and k.dtype == bool else 1)
         for k in key
-        if k is not None and k is not Ellipsis and not isinstance(k, bool)
+        if k is not None
+        and k is not Ellipsis
+        and not isinstance(k, bool)
         and not (isinstance(k, np.ndarray) and k.dtype == bool and k.ndim == 0)
     )
     basic, adv = [], {}
@@ -75,7 +87,9 @@ def ref_index(a, key):
 
 def to_ember_key(key):
     key = key if isinstance(key, tuple) else (key,)
-    return tuple(ec.from_numpy(np.array(k, copy=True)) if isinstance(k, np.ndarray) else k for k in key)
+    return tuple(
+        ec.from_numpy(np.array(k, copy=True)) if isinstance(k, np.ndarray) else k for k in key
+    )
 
 
 # ------------------------------------------------------ placement rules
@@ -155,7 +169,9 @@ def test_mask_all_dtypes(dtype):
     x = arange((3, 4), dtype)
     m = np.arange(12).reshape(3, 4) % 3 == 0
     np.testing.assert_array_equal(x[ec.from_numpy(m)].numpy(), x.numpy()[m])
-    np.testing.assert_array_equal(x[ec.from_numpy(m[0])[None].expand(3, 4)].numpy(), x.numpy()[np.broadcast_to(m[0], (3, 4))])
+    np.testing.assert_array_equal(
+        x[ec.from_numpy(m[0])[None].expand(3, 4)].numpy(), x.numpy()[np.broadcast_to(m[0], (3, 4))]
+    )
 
 
 def test_bfloat16_index():
@@ -253,7 +269,11 @@ def test_mask_shape_mismatch():
 
 def test_indices_that_do_not_broadcast():
     x = arange((5, 6))
-    with pytest.raises(IndexError, match=r"shape mismatch: indexing tensors could not be broadcast together with shapes \[2\], \[3\]"):
+    with pytest.raises(
+        IndexError,
+        match=r"shape mismatch: indexing tensors could not be broadcast together with "
+        r"shapes \[2\], \[3\]",
+    ):
         x[[0, 1], [0, 1, 2]]
 
 
@@ -331,13 +351,17 @@ def test_setitem_mask():
 
 def test_setitem_value_dtype_must_match_for_tensors():
     y = ec.zeros(2, 3)
-    with pytest.raises(RuntimeError, match="Index put requires the source and destination dtypes match"):
+    with pytest.raises(
+        RuntimeError, match="Index put requires the source and destination dtypes match"
+    ):
         y[[0, 1]] = ec.tensor([1, 2, 3])
 
 
 def test_setitem_value_shape_mismatch():
     y = ec.zeros(2, 3)
-    with pytest.raises(RuntimeError, match=r"shape mismatch: value tensor of shape \[3, 3\] cannot be broadcast"):
+    with pytest.raises(
+        RuntimeError, match=r"shape mismatch: value tensor of shape \[3, 3\] cannot be broadcast"
+    ):
         y[[0, 1]] = ec.ones(3, 3)
 
 
@@ -426,25 +450,41 @@ def shapes_and_keys(draw, with_ints_among_arrays=False):
             dim = len(shape)  # the rest
         elif kind == "array" and size:
             ishape = tuple(draw(st.lists(st.integers(1, 3), max_size=2)))
-            vals = draw(st.lists(st.integers(-size, size - 1), min_size=int(np.prod(ishape)), max_size=int(np.prod(ishape))))
+            vals = draw(
+                st.lists(
+                    st.integers(-size, size - 1),
+                    min_size=int(np.prod(ishape)),
+                    max_size=int(np.prod(ishape)),
+                )
+            )
             items.append(np.array(vals, dtype=np.int64).reshape(ishape))
             has_array = True
             dim += 1
         elif kind == "mask":
             k = draw(st.integers(1, max(1, min(2, len(shape) - dim))))
             mshape = shape[dim : dim + k]
-            bits = draw(st.lists(st.booleans(), min_size=int(np.prod(mshape)), max_size=int(np.prod(mshape))))
+            bits = draw(
+                st.lists(
+                    st.booleans(), min_size=int(np.prod(mshape)), max_size=int(np.prod(mshape))
+                )
+            )
             items.append(np.array(bits, dtype=bool).reshape(mshape))
             has_array = True
             dim += k
     if not with_ints_among_arrays and has_array:
-        items = [slice(None) if isinstance(k, int) and not isinstance(k, bool) else k for k in items]
+        items = [
+            slice(None) if isinstance(k, int) and not isinstance(k, bool) else k for k in items
+        ]
     return shape, tuple(items)
 
 
 def _broadcastable(key):
     arrays = [k for k in key if isinstance(k, np.ndarray) and k.dtype != bool]
-    arrays += [np.zeros(int(np.count_nonzero(k))) for k in key if isinstance(k, np.ndarray) and k.dtype == bool]
+    arrays += [
+        np.zeros(int(np.count_nonzero(k)))
+        for k in key
+        if isinstance(k, np.ndarray) and k.dtype == bool
+    ]
     arrays += [np.zeros(1 if k else 0) for k in key if isinstance(k, bool)]
     try:
         np.broadcast_shapes(*(a.shape for a in arrays))

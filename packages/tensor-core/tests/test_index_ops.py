@@ -14,7 +14,11 @@ rng = np.random.default_rng(1234)
 
 
 def rand(shape, dtype=ec.float32):
-    a = rng.integers(0, 50, size=shape) if dtype.is_floating_point is False else rng.standard_normal(shape)
+    a = (
+        rng.integers(0, 50, size=shape)
+        if dtype.is_floating_point is False
+        else rng.standard_normal(shape)
+    )
     return ec.tensor(a).to(dtype)
 
 
@@ -87,7 +91,9 @@ def test_index_select_dtypes(dtype):
     idx = ec.tensor([4, 0, 0, -1])
     for dim, size in ((1, 5), (0, 4)):
         i = idx.clamp(-size, size - 1)
-        np.testing.assert_array_equal(np_of(x.index_select(dim, i)), np.take(np_of(x), i.numpy(), axis=dim))
+        np.testing.assert_array_equal(
+            np_of(x.index_select(dim, i)), np.take(np_of(x), i.numpy(), axis=dim)
+        )
 
 
 def test_index_select_non_contiguous_and_0d():
@@ -155,19 +161,26 @@ def test_scatter_and_scatter_add(dtype):
     idx = rng.integers(0, 4, size=(3, 5))
     src = rand((3, 6), dtype)
     np.testing.assert_array_equal(
-        x.scatter(0, ec.from_numpy(idx), src).numpy(), ref_scatter(x.numpy(), 0, idx, src.numpy()[:, :5])
+        x.scatter(0, ec.from_numpy(idx), src).numpy(),
+        ref_scatter(x.numpy(), 0, idx, src.numpy()[:, :5]),
     )
     np.testing.assert_array_equal(
         x.scatter_add(0, ec.from_numpy(idx), src).numpy(),
         ref_scatter(x.numpy(), 0, idx, src.numpy()[:, :5], "add"),
     )
-    np.testing.assert_array_equal(x.scatter(1, ec.tensor([[0], [4]]), 7).numpy()[[0, 1], [0, 4]], [7, 7])
+    np.testing.assert_array_equal(
+        x.scatter(1, ec.tensor([[0], [4]]), 7).numpy()[[0, 1], [0, 4]], [7, 7]
+    )
 
 
 def test_scatter_inplace_reduce_forms():
     x = ec.zeros(2, 3)
-    with pytest.warns(UserWarning, match="reduce argument of torch.scatter with Tensor src is deprecated"):
-        r = x.scatter_(1, ec.tensor([[0, 0], [2, 2]]), ec.tensor([[1.0, 2.0], [3.0, 4.0]]), reduce="add")
+    with pytest.warns(
+        UserWarning, match="reduce argument of torch.scatter with Tensor src is deprecated"
+    ):
+        r = x.scatter_(
+            1, ec.tensor([[0, 0], [2, 2]]), ec.tensor([[1.0, 2.0], [3.0, 4.0]]), reduce="add"
+        )
     assert r is x
     np.testing.assert_array_equal(x.numpy(), [[3, 0, 0], [0, 0, 7]])
     y = ec.full((2, 3), 2.0)
@@ -197,7 +210,9 @@ def test_scatter_errors():
         x.scatter_(0, ec.zeros(2, 2, dtype=ec.int64), ec.ones(1, 2))
     with pytest.raises(RuntimeError, match="Expected self.dtype to be equal to src.dtype"):
         x.scatter_(0, ec.zeros(2, 2, dtype=ec.int64), ec.ones(2, 2, dtype=ec.int64))
-    with pytest.raises(RuntimeError, match="reduce argument must be either sum, prod, mean, amax or amin"):
+    with pytest.raises(
+        RuntimeError, match="reduce argument must be either sum, prod, mean, amax or amin"
+    ):
         x.scatter_reduce(0, ec.zeros(2, 2, dtype=ec.int64), ec.ones(2, 2), "max")
     with pytest.raises(RuntimeError, match="index 2 is out of bounds"):
         x.scatter_(0, ec.tensor([[2, 0]]), 1.0)
@@ -215,7 +230,11 @@ def test_index_add(dtype):
     ref = x.numpy().astype(np.float64)
     np.add.at(ref, idx.numpy(), 2 * src.numpy().astype(np.float64))
     got = x.index_add(0, idx, src, alpha=2)
-    np.testing.assert_allclose(got.numpy().astype(np.float64), ref.astype(x.numpy().dtype), rtol=1e-2 if dtype is ec.float16 else 1e-6)
+    np.testing.assert_allclose(
+        got.numpy().astype(np.float64),
+        ref.astype(x.numpy().dtype),
+        rtol=1e-2 if dtype is ec.float16 else 1e-6,
+    )
     before = x.numpy().copy()
     x.index_add_(1, ec.tensor([2, 2]), ec.ones(5, 2, dtype=dtype))
     expected = before.copy()
@@ -248,7 +267,9 @@ def test_index_copy_and_fill():
 
 def test_index_add_errors():
     x = ec.zeros(2, 2)
-    with pytest.raises(RuntimeError, match=r"Number of indices \(3\) should be equal to source.size\(dim\)"):
+    with pytest.raises(
+        RuntimeError, match=r"Number of indices \(3\) should be equal to source.size\(dim\)"
+    ):
         x.index_add_(0, ec.tensor([0, 1, 1]), ec.ones(2, 2))
     with pytest.raises(RuntimeError, match="must have the same scalar type"):
         x.index_add_(0, ec.tensor([0]), ec.ones(1, 2, dtype=ec.int64))
@@ -268,7 +289,9 @@ def test_index_put_forms():
     ref = np.zeros((3, 4), np.float32)
     ref[[0, 2], [1, 3]] = [5, 6]
     np.testing.assert_array_equal(r.numpy(), ref)
-    x.index_put_((None, ec.tensor([1, 1])), ec.tensor([1.0, 2.0, 3.0]).reshape(3, 1), accumulate=True)
+    x.index_put_(
+        (None, ec.tensor([1, 1])), ec.tensor([1.0, 2.0, 3.0]).reshape(3, 1), accumulate=True
+    )
     np.testing.assert_array_equal(x.numpy()[:, 1], [2.0, 4.0, 6.0])
     x.index_put_((x > 3,), ec.tensor(0.0))
     assert x.max().item() == 2.0
@@ -276,7 +299,9 @@ def test_index_put_forms():
 
 def test_index_put_errors():
     x = ec.zeros(3)
-    with pytest.raises(RuntimeError, match="Index put requires the source and destination dtypes match"):
+    with pytest.raises(
+        RuntimeError, match="Index put requires the source and destination dtypes match"
+    ):
         x.index_put_((ec.tensor([0]),), ec.ones(1, dtype=ec.int64))
     with pytest.raises(IndexError, match="too many indices"):
         x.index_put_((ec.tensor([0]), ec.tensor([0])), ec.ones(1))
@@ -347,7 +372,8 @@ def test_take_and_take_along_dim():
         ec.take_along_dim(x, ec.from_numpy(i2), 1).numpy(), np.take_along_axis(x.numpy(), i2, 1)
     )
     np.testing.assert_array_equal(
-        ec.take_along_dim(x, ec.tensor([5, 0])).numpy(), np.take_along_axis(x.numpy().reshape(-1), np.array([5, 0]), 0)
+        ec.take_along_dim(x, ec.tensor([5, 0])).numpy(),
+        np.take_along_axis(x.numpy().reshape(-1), np.array([5, 0]), 0),
     )
     # broadcasting of the non-indexed dims
     b = ec.take_along_dim(ec.arange(6.0).reshape(2, 3), ec.tensor([[0, 1]]), dim=1)
@@ -365,7 +391,9 @@ def test_put():
     np.testing.assert_array_equal(y.numpy(), [[0, 7, 0], [8, 0, 0]])
     r = ec.put(ec.zeros(3), ec.tensor([2]), ec.tensor([4.0]))
     assert r.tolist() == [0.0, 0.0, 4.0]
-    with pytest.raises(IndexError, match="Expected source and index to have the same number of elements"):
+    with pytest.raises(
+        IndexError, match="Expected source and index to have the same number of elements"
+    ):
         ec.zeros(2).put_(ec.tensor([0, 1]), ec.ones(3))
 
 
@@ -413,7 +441,9 @@ def test_fuzz_gather_scatter_add(shape, seed, data):
     idx = r.integers(-shape[dim], shape[dim], size=ishape)
     x = ec.from_numpy(a)
     got = x.gather(dim, ec.from_numpy(idx))
-    np.testing.assert_array_equal(got.numpy(), ref_gather(a, dim, idx % shape[dim]) if idx.size else np.empty(ishape))
+    np.testing.assert_array_equal(
+        got.numpy(), ref_gather(a, dim, idx % shape[dim]) if idx.size else np.empty(ishape)
+    )
     src = r.standard_normal(ishape)
     np.testing.assert_allclose(
         x.scatter_add(dim, ec.from_numpy(idx), ec.from_numpy(src)).numpy(),
@@ -441,14 +471,19 @@ def test_parity_index_ops_with_torch():
             )
     np.testing.assert_array_equal(x.gather(0, i).numpy(), tx.gather(0, ti).numpy())
     np.testing.assert_array_equal(x.scatter(0, i, s).numpy(), tx.scatter(0, ti, ts).numpy())
-    np.testing.assert_allclose(x.index_add(0, ec.tensor([3, 3]), s[:2], alpha=0.5).numpy(),
-                               tx.index_add(0, torch.tensor([3, 3]), ts[:2], alpha=0.5).numpy())
+    np.testing.assert_allclose(
+        x.index_add(0, ec.tensor([3, 3]), s[:2], alpha=0.5).numpy(),
+        tx.index_add(0, torch.tensor([3, 3]), ts[:2], alpha=0.5).numpy(),
+    )
     m = a > 0
-    np.testing.assert_array_equal(x.masked_select(ec.from_numpy(m)).numpy(), tx.masked_select(torch.from_numpy(m)).numpy())
+    np.testing.assert_array_equal(
+        x.masked_select(ec.from_numpy(m)).numpy(), tx.masked_select(torch.from_numpy(m)).numpy()
+    )
     np.testing.assert_array_equal(x.take(i).numpy(), tx.take(ti).numpy())
     np.testing.assert_array_equal(x.nonzero().numpy(), tx.nonzero().numpy())
     ints = rng.integers(0, 9, size=(4, 5))
     xi, ti2 = ec.from_numpy(ints), torch.from_numpy(ints)
     np.testing.assert_array_equal(
-        xi.scatter_reduce(0, i, xi[:3], "mean").numpy(), ti2.scatter_reduce(0, ti, ti2[:3], "mean").numpy()
+        xi.scatter_reduce(0, i, xi[:3], "mean").numpy(),
+        ti2.scatter_reduce(0, ti, ti2[:3], "mean").numpy(),
     )

@@ -151,7 +151,9 @@ def test_kthvalue_and_median(dtype):
         for k in (1, 3, a.shape[dim]):
             v, i = x.kthvalue(k, dim)
             np.testing.assert_array_equal(v.numpy(), np.take(np.sort(a, axis=dim), k - 1, axis=dim))
-            np.testing.assert_array_equal(np.take_along_axis(a, np.expand_dims(i.numpy(), dim), dim).squeeze(dim), v.numpy())
+            np.testing.assert_array_equal(
+                np.take_along_axis(a, np.expand_dims(i.numpy(), dim), dim).squeeze(dim), v.numpy()
+            )
         v, i = x.median(dim, keepdim=True)
         np.testing.assert_array_equal(v.numpy(), np.expand_dims(lower_median(a, dim), dim))
         np.testing.assert_array_equal(np.take_along_axis(a, i.numpy(), dim), v.numpy())
@@ -259,8 +261,12 @@ def test_searchsorted_1d(dtype, right):
     seq = np.sort(sample((20,), dtype).numpy())
     vals = sample((3, 7), dtype).numpy()
     got = ec.searchsorted(ec.from_numpy(seq), ec.from_numpy(vals), right=right)
-    np.testing.assert_array_equal(got.numpy(), np.searchsorted(seq, vals, side="right" if right else "left"))
-    side = ec.searchsorted(ec.from_numpy(seq), ec.from_numpy(vals), side="right" if right else "left", out_int32=True)
+    np.testing.assert_array_equal(
+        got.numpy(), np.searchsorted(seq, vals, side="right" if right else "left")
+    )
+    side = ec.searchsorted(
+        ec.from_numpy(seq), ec.from_numpy(vals), side="right" if right else "left", out_int32=True
+    )
     assert side.dtype is ec.int32
     np.testing.assert_array_equal(side.numpy(), got.numpy())
     b = ec.bucketize(ec.from_numpy(vals), ec.from_numpy(seq), right=right)
@@ -275,15 +281,23 @@ def test_searchsorted_nd_sorter_scalar_and_promotion():
         np.testing.assert_array_equal(got.numpy()[r], np.searchsorted(seq[r], vals[r]))
     unsorted = rng.permutation(10).astype(np.float64)
     sorter = np.argsort(unsorted)
-    g = ec.searchsorted(ec.from_numpy(unsorted), ec.tensor([2.5, 9.5, -1.0], dtype=ec.float64), sorter=ec.from_numpy(sorter))
-    np.testing.assert_array_equal(g.numpy(), np.searchsorted(unsorted, [2.5, 9.5, -1.0], sorter=sorter))
+    g = ec.searchsorted(
+        ec.from_numpy(unsorted),
+        ec.tensor([2.5, 9.5, -1.0], dtype=ec.float64),
+        sorter=ec.from_numpy(sorter),
+    )
+    np.testing.assert_array_equal(
+        g.numpy(), np.searchsorted(unsorted, [2.5, 9.5, -1.0], sorter=sorter)
+    )
     assert ec.searchsorted(ec.tensor([1.0, 2.0, 3.0]), 2.0).item() == 1
     assert ec.searchsorted(ec.tensor([1, 2, 3]), ec.tensor([2.5])).tolist() == [2]
     assert ec.searchsorted(ec.tensor([1.0, 2.0]), ec.tensor([float("nan")])).tolist() == [2]
 
 
 def test_searchsorted_errors():
-    with pytest.raises(RuntimeError, match="boundaries tensor should be 1 dimension or the first N-1"):
+    with pytest.raises(
+        RuntimeError, match="boundaries tensor should be 1 dimension or the first N-1"
+    ):
         ec.searchsorted(ec.zeros(2, 3), ec.zeros(3, 2))
     with pytest.raises(RuntimeError, match="side and right can't be set to opposites"):
         ec.searchsorted(ec.zeros(3), ec.zeros(2), right=True, side="left")
@@ -298,7 +312,9 @@ def test_bincount():
     a = rng.integers(0, 10, size=50)
     w = rng.standard_normal(50)
     np.testing.assert_array_equal(ec.bincount(ec.from_numpy(a)).numpy(), np.bincount(a))
-    np.testing.assert_array_equal(ec.bincount(ec.from_numpy(a), minlength=15).numpy(), np.bincount(a, minlength=15))
+    np.testing.assert_array_equal(
+        ec.bincount(ec.from_numpy(a), minlength=15).numpy(), np.bincount(a, minlength=15)
+    )
     got = ec.bincount(ec.from_numpy(a), weights=ec.from_numpy(w))
     assert got.dtype is ec.float64
     np.testing.assert_allclose(got.numpy(), np.bincount(a, weights=w))
@@ -323,7 +339,12 @@ def test_histc(dtype):
     ref, _ = np.histogram(x.numpy(), bins=7)
     np.testing.assert_array_equal(auto.numpy(), ref)
     assert ec.histc(ec.tensor([1.0, 1.0, 1.0]), bins=4).tolist() == [0.0, 0.0, 3.0, 0.0]
-    assert ec.histc(ec.tensor([1.0, 2.0, 1.0, float("nan")]), 4, 0, 3).tolist() == [0.0, 2.0, 1.0, 0.0]
+    assert ec.histc(ec.tensor([1.0, 2.0, 1.0, float("nan")]), 4, 0, 3).tolist() == [
+        0.0,
+        2.0,
+        1.0,
+        0.0,
+    ]
     with pytest.raises(NotImplementedError):
         ec.histc(ec.tensor([1, 2]))
     with pytest.raises(RuntimeError, match="bins must be > 0"):
@@ -334,7 +355,12 @@ def test_histc(dtype):
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(st.integers(0, 5), min_size=1, max_size=3), st.integers(0, 1000), st.booleans(), st.data())
+@given(
+    st.lists(st.integers(0, 5), min_size=1, max_size=3),
+    st.integers(0, 1000),
+    st.booleans(),
+    st.data(),
+)
 def test_fuzz_sort_and_topk(shape, seed, descending, data):
     r = np.random.default_rng(seed)
     a = r.integers(-3, 3, size=shape).astype(np.float64)
@@ -346,7 +372,9 @@ def test_fuzz_sort_and_topk(shape, seed, descending, data):
     np.testing.assert_array_equal(i.numpy(), ref)
     k = data.draw(st.integers(0, shape[dim]))
     tv, ti = ec.from_numpy(a).topk(k, dim, largest=descending)
-    np.testing.assert_array_equal(tv.numpy(), np.take(np.take_along_axis(a, ref, dim), range(k), axis=dim))
+    np.testing.assert_array_equal(
+        tv.numpy(), np.take(np.take_along_axis(a, ref, dim), range(k), axis=dim)
+    )
 
 
 # ------------------------------------------------------------------ parity
@@ -359,7 +387,10 @@ def test_parity_sorting_with_torch():
     a[0, 3] = np.nan
     x, t = ec.from_numpy(a), torch.from_numpy(a)
     for desc in (False, True):
-        e, r = x.sort(dim=1, descending=desc, stable=True), t.sort(dim=1, descending=desc, stable=True)
+        e, r = (
+            x.sort(dim=1, descending=desc, stable=True),
+            t.sort(dim=1, descending=desc, stable=True),
+        )
         np.testing.assert_array_equal(e.values.numpy(), r.values.numpy())
         np.testing.assert_array_equal(e.indices.numpy(), r.indices.numpy())
     np.testing.assert_array_equal(x.median(1).values.numpy(), t.median(1).values.numpy())
@@ -371,11 +402,16 @@ def test_parity_sorting_with_torch():
     # last; ember's is the last occurrence (the same for lines of <= 16 elements)
     np.testing.assert_array_equal(a[np.arange(6), em.indices.numpy()], em.values.numpy())
     short = rng.integers(0, 3, size=(5, 16)).astype(np.float32)
-    np.testing.assert_array_equal(ec.from_numpy(short).mode(1).indices.numpy(), torch.from_numpy(short).mode(1).indices.numpy())
+    np.testing.assert_array_equal(
+        ec.from_numpy(short).mode(1).indices.numpy(),
+        torch.from_numpy(short).mode(1).indices.numpy(),
+    )
     np.testing.assert_array_equal(x.topk(5, 1).values.numpy(), t.topk(5, 1).values.numpy())
     ints = rng.integers(0, 5, size=30)
-    for eo, to in zip(ec.unique(ec.from_numpy(ints), return_inverse=True, return_counts=True),
-                      torch.unique(torch.from_numpy(ints), return_inverse=True, return_counts=True)):
+    for eo, to in zip(
+        ec.unique(ec.from_numpy(ints), return_inverse=True, return_counts=True),
+        torch.unique(torch.from_numpy(ints), return_inverse=True, return_counts=True),
+    ):
         np.testing.assert_array_equal(eo.numpy(), to.numpy())
     seq = np.sort(rng.standard_normal(20)).astype(np.float32)
     v = rng.standard_normal(9).astype(np.float32)
@@ -385,9 +421,12 @@ def test_parity_sorting_with_torch():
             torch.searchsorted(torch.from_numpy(seq), torch.from_numpy(v), right=right).numpy(),
         )
     h = rng.standard_normal(500).astype(np.float32)
-    np.testing.assert_array_equal(ec.histc(ec.from_numpy(h), 13).numpy(), torch.histc(torch.from_numpy(h), 13).numpy())
     np.testing.assert_array_equal(
-        ec.bincount(ec.from_numpy(ints), minlength=7).numpy(), torch.bincount(torch.from_numpy(ints), minlength=7).numpy()
+        ec.histc(ec.from_numpy(h), 13).numpy(), torch.histc(torch.from_numpy(h), 13).numpy()
+    )
+    np.testing.assert_array_equal(
+        ec.bincount(ec.from_numpy(ints), minlength=7).numpy(),
+        torch.bincount(torch.from_numpy(ints), minlength=7).numpy(),
     )
 
 

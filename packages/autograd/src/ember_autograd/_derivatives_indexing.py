@@ -9,7 +9,6 @@ formula is made of differentiable ember ops and double backward works.
 """
 
 import ember_core as ec
-
 from ember_autograd._formula import derivative
 
 _getitem_backward = ec._dispatch.public_function("_getitem_backward")
@@ -112,19 +111,27 @@ def _(grad, input, dim, index, src, reduce, include_self, result):
         g_in, g_src = grad, grad.gather(dim, index)
     elif reduce == "mean":
         ones = ec.ones_like(src)
-        n = (ec.ones_like(grad) if include_self else ec.zeros_like(grad)).scatter_add(dim, index, ones)
+        n = (ec.ones_like(grad) if include_self else ec.zeros_like(grad)).scatter_add(
+            dim, index, ones
+        )
         n = n.masked_fill(n == 0, 1)
         g_in = grad / n
         g_src = (grad / n).gather(dim, index)
     elif reduce == "prod":
         masked_self = input.masked_fill(input == 0, 1)
-        masked_result = masked_self.scatter_reduce(dim, index, src, "prod", include_self=include_self)
+        masked_result = masked_self.scatter_reduce(
+            dim, index, src, "prod", include_self=include_self
+        )
         g_in = grad * masked_result / masked_self
         src_zero = src == 0
-        zeros_per_target = _zeros(input.shape, grad).scatter_add(dim, index, src_zero.to(grad.dtype))
+        zeros_per_target = _zeros(input.shape, grad).scatter_add(
+            dim, index, src_zero.to(grad.dtype)
+        )
         single_zero = src_zero & (zeros_per_target.gather(dim, index) == 1)
         masked_src = src.masked_fill(single_zero, 1)
-        masked_src_result = input.scatter_reduce(dim, index, masked_src, "prod", include_self=include_self)
+        masked_src_result = input.scatter_reduce(
+            dim, index, masked_src, "prod", include_self=include_self
+        )
         g_src = ec.where(
             single_zero,
             (grad * masked_src_result).gather(dim, index),
@@ -173,7 +180,11 @@ def _(grad, dim, index, value):
 
 @derivative("masked_fill", inputs=("input", "value"))
 def _(grad, mask, value):
-    g_val = ec.where(mask, grad, ec.zeros((), dtype=grad.dtype)).sum() if isinstance(value, ec.Tensor) else None
+    g_val = (
+        ec.where(mask, grad, ec.zeros((), dtype=grad.dtype)).sum()
+        if isinstance(value, ec.Tensor)
+        else None
+    )
     return grad.masked_fill(mask, 0), g_val
 
 

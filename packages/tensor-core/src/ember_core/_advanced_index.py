@@ -69,7 +69,11 @@ def _sequence_as_tuple(seq):
     for item in seq:
         if isinstance(item, (Tensor, list, tuple, slice)) or item is None or item is Ellipsis:
             return True
-        if hasattr(item, "__len__") and hasattr(item, "__getitem__") and not isinstance(item, (str, bytes)):
+        if (
+            hasattr(item, "__len__")
+            and hasattr(item, "__getitem__")
+            and not isinstance(item, (str, bytes))
+        ):
             return True
     return False
 
@@ -98,7 +102,9 @@ def as_index_tensor(obj):
     try:
         t = tensor(obj)
     except (TypeError, ValueError, OverflowError) as e:
-        raise IndexError(f"{INDEX_TYPE_ERROR} (could not convert {type(obj).__name__}: {e})") from None
+        raise IndexError(
+            f"{INDEX_TYPE_ERROR} (could not convert {type(obj).__name__}: {e})"
+        ) from None
     if t._numel == 0 and t._dtype.category == 2:
         t = empty(t._shape, D.int64)
     return t
@@ -130,7 +136,9 @@ def _normalize_items(items):
             out.append(("slice", k))
         elif isinstance(k, Tensor):
             out.append(_tensor_item(k))
-        elif isinstance(k, (list, tuple)) or (hasattr(k, "__array__") and getattr(k, "ndim", 1) > 0):
+        elif isinstance(k, (list, tuple)) or (
+            hasattr(k, "__array__") and getattr(k, "ndim", 1) > 0
+        ):
             out.append(_tensor_item(as_index_tensor(k)))
         else:
             try:
@@ -343,9 +351,20 @@ def run_plan(mode, p, x, values, values_strides, op, alpha=1.0, runtime_error=Fa
         n *= s
     fn = nogil.ec_index if n * x._dtype.itemsize > NOGIL_THRESHOLD else lib.ec_index
     check_index(
-        fn(mode, x._dtype.code, nd, lay, values._ptr, x._ptr, len(p.tensors), ptrs,
-           ffi.new("int64_t[]", p.sizes), ffi.new("int64_t[]", p.xstrides),
-           ffi.new("int64_t[]", p.dims), float(alpha)),
+        fn(
+            mode,
+            x._dtype.code,
+            nd,
+            lay,
+            values._ptr,
+            x._ptr,
+            len(p.tensors),
+            ptrs,
+            ffi.new("int64_t[]", p.sizes),
+            ffi.new("int64_t[]", p.xstrides),
+            ffi.new("int64_t[]", p.dims),
+            float(alpha),
+        ),
         op,
         runtime_error,
     )
@@ -426,7 +445,9 @@ def index_put(t, key, value):
     # x[mask] = scalar (or 0-d tensor), the mask covering x's leading dims: masked fill
     if len(items) == 1 and isinstance(items[0], Tensor) and _is_mask(items[0]) and items[0]._shape:
         mask = items[0]
-        if (not isinstance(value, Tensor) or not value._shape) and mask._shape == t._shape[: len(mask._shape)]:
+        if (not isinstance(value, Tensor) or not value._shape) and mask._shape == t._shape[
+            : len(mask._shape)
+        ]:
             masked_fill_into(t, mask, value)
             return
     view, indices = apply_key(t, key)

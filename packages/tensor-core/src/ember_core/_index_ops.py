@@ -13,11 +13,11 @@ from ember_core import _shape
 from ember_core._advanced_index import (
     Plan,
     apply_key,
+    count_nonzero_all,
     gather_plan,
     nonzero_matrix,
     plan,
     put_plan,
-    count_nonzero_all,
 )
 from ember_core._dispatch import defop
 from ember_core._elementwise import _tname, layout, ternary
@@ -102,7 +102,9 @@ def _along_plan(x, dim, index):
 
 def _check_index_vector(op, index):
     if len(index._shape) > 1:
-        raise IndexError(f"{op}(): Index is supposed to be a vector, got a tensor of shape {list(index._shape)}")
+        raise IndexError(
+            f"{op}(): Index is supposed to be a vector, got a tensor of shape {list(index._shape)}"
+        )
 
 
 def _norm_dim(op, x, dim):
@@ -128,7 +130,10 @@ def index_select(input, dim, index, out=None):
     d = _norm_dim(op, input, dim)
     if not input._shape:
         if index._numel != 1:
-            raise IndexError(f"index_select(): Index to scalar can have only 1 value, got {index._numel} value(s)")
+            raise IndexError(
+                "index_select(): Index to scalar can have only 1 value, got "
+                f"{index._numel} value(s)"
+            )
         x = _as_1d(input)
         r = gather_plan(x, _dim_plan(x, 0, index, (1,)), op).reshape(())
         return _finish_out(op, r, out)
@@ -154,14 +159,17 @@ def _finish_out(op, r, out):
 def _check_gather_shapes(op, input, dim, index, src=None):
     nd = len(input._shape)
     if len(index._shape) != nd and not (nd == 0 and len(index._shape) <= 1) and index._numel:
-        raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as input tensor")
+        raise RuntimeError(
+            f"{op}(): Index tensor must have the same number of dimensions as input tensor"
+        )
     if index._numel == 0 or len(index._shape) != nd:
         return
     for d in range(nd):
         if d != dim and index._shape[d] > input._shape[d]:
             if src is None:
                 raise RuntimeError(
-                    f"{op}(): Size does not match at dimension {d} expected index {list(index._shape)} "
+                    f"{op}(): Size does not match at dimension {d} expected index "
+                    f"{list(index._shape)} "
                     f"to be no larger than self {list(input._shape)} apart from dimension {dim}"
                 )
             break
@@ -170,7 +178,8 @@ def _check_gather_shapes(op, input, dim, index, src=None):
     else:
         return
     raise RuntimeError(
-        f"{op}(): Expected index {list(index._shape)} to be no larger than self {list(input._shape)} "
+        f"{op}(): Expected index {list(index._shape)} to be no larger than self "
+        f"{list(input._shape)} "
         f"apart from dimension {dim} and to be no larger size than src {list(src._shape)}"
     )
 
@@ -199,7 +208,15 @@ def gather(input, dim, index, sparse_grad=False, out=None):
     if r._numel:
         from ember_core._advanced_index import run_plan
 
-        run_plan(L.EC_INDEX_GET, _along_plan(input, d, index), input, r, r._stride, op, runtime_error=True)
+        run_plan(
+            L.EC_INDEX_GET,
+            _along_plan(input, d, index),
+            input,
+            r,
+            r._stride,
+            op,
+            runtime_error=True,
+        )
     return _finish_out(op, r, out)
 
 
@@ -260,11 +277,14 @@ def _reduce_mode(op, reduce, values):
     if reduce is None:
         return L.EC_INDEX_PUT
     if reduce not in _SCATTER_REDUCE:
-        raise RuntimeError(f"{op}(): reduce argument must be either add or multiply, got {reduce!r}")
+        raise RuntimeError(
+            f"{op}(): reduce argument must be either add or multiply, got {reduce!r}"
+        )
     if isinstance(values, Tensor) and values._shape:
         warnings.warn(
-            "The reduce argument of torch.scatter with Tensor src is deprecated and will be removed "
-            "in a future PyTorch release. Use torch.scatter_reduce instead for more reduction options.",
+            "The reduce argument of torch.scatter with Tensor src is deprecated and will be "
+            "removed in a future PyTorch release. Use torch.scatter_reduce instead for more "
+            "reduction options.",
             UserWarning,
             stacklevel=4,
         )
@@ -338,7 +358,15 @@ def scatter_reduce_into(op, self, dim, index, src, reduce, include_self):
         from ember_core._elementwise import clamp, div
 
         count = full(self._shape, 1 if include_self else 0, dtype=self._dtype)
-        scatter_into(op, count, dim, index, ones(index._shape, dtype=self._dtype), L.EC_INDEX_ADD, check_src=False)
+        scatter_into(
+            op,
+            count,
+            dim,
+            index,
+            ones(index._shape, dtype=self._dtype),
+            L.EC_INDEX_ADD,
+            check_src=False,
+        )
         count = clamp(count, min=1)
         mean = div(self, count, rounding_mode="floor" if self._dtype.category < 2 else None)
         copy_into(self, mean)
@@ -350,10 +378,15 @@ def scatter_reduce(input, dim, index, src, reduce, include_self=True):
     """Reduce src into a copy of input at index along dim with reduce in
     'sum', 'prod', 'mean', 'amax', 'amin' (include_self: whether input's own
     values take part)."""
-    return scatter_reduce_into("scatter_reduce", _clone(input), dim, index, src, reduce, include_self)
+    return scatter_reduce_into(
+        "scatter_reduce", _clone(input), dim, index, src, reduce, include_self
+    )
 
 
-@defop("scatter_reduce_(input, dim, index, src, reduce, *, include_self=True)", inplace_of="scatter_reduce")
+@defop(
+    "scatter_reduce_(input, dim, index, src, reduce, *, include_self=True)",
+    inplace_of="scatter_reduce",
+)
 def scatter_reduce_(input, dim, index, src, reduce, include_self=True):
     written(input, "scatter_reduce_")
     return scatter_reduce_into("scatter_reduce_", input, dim, index, src, reduce, include_self)
@@ -414,7 +447,8 @@ def index_add(input, dim, index, source, alpha=1, out=None):
 
 @defop("index_add_(input, dim, index, source, *, alpha=1)", inplace_of="index_add")
 def index_add_(input, dim, index, source, alpha=1):
-    """input[..., index[i], ...] += alpha * source[..., i, ...] along dim (duplicates accumulate)."""
+    """input[..., index[i], ...] += alpha * source[..., i, ...] along dim (repeated
+    indices accumulate)."""
     d, index = _index_dim_args("index_add_", input, dim, index, source)
     written(input, "index_add_")
     return index_into("index_add_", input, d, index, source, L.EC_INDEX_ADD, alpha)
@@ -493,7 +527,9 @@ def index_put_into(op, self, indices, values, accumulate):
         )
     key = _indices_key(op, indices)
     if len(key) > len(self._shape) and not (len(key) == 1 and not self._shape):
-        raise IndexError(f"too many indices for tensor of dimension {len(self._shape)} (got {len(key)})")
+        raise IndexError(
+            f"too many indices for tensor of dimension {len(self._shape)} (got {len(key)})"
+        )
     view, idx = apply_key(self, key)
     if not idx:
         from ember_core._copy import copy_into
@@ -548,7 +584,8 @@ def _mask_to(op, mask, shape):
         target = None
     if target != shape:
         raise RuntimeError(
-            f"{op}: the shape of the mask {list(mask._shape)} must be broadcastable to the shape of "
+            f"{op}: the shape of the mask {list(mask._shape)} must be broadcastable to the "
+            "shape of "
             f"the tensor {list(shape)}"
         )
     st = _shape.broadcast_strides(mask._shape, mask._stride, shape)
@@ -607,7 +644,9 @@ def masked_select(input, mask, out=None):
     r = empty((n,), input._dtype, input._storage._device)
     if n:
         lay = layout(shape, xst, m._stride)
-        check(lib.ec_masked_select(input._dtype.code, len(shape), lay, r._ptr, input._ptr, m._ptr), op)
+        check(
+            lib.ec_masked_select(input._dtype.code, len(shape), lay, r._ptr, input._ptr, m._ptr), op
+        )
     return _finish_out(op, r, out)
 
 
@@ -629,7 +668,9 @@ def masked_scatter_into(op, self, mask, source):
         src = _clone(src)
     lay = layout(self._shape, self._stride, m._stride)
     check(
-        lib.ec_masked_scatter(self._dtype.code, len(self._shape), lay, self._ptr, m._ptr, src._ptr, src._numel),
+        lib.ec_masked_scatter(
+            self._dtype.code, len(self._shape), lay, self._ptr, m._ptr, src._ptr, src._numel
+        ),
         op,
     )
     return self
@@ -637,8 +678,11 @@ def masked_scatter_into(op, self, mask, source):
 
 @defop("masked_scatter(input, mask, source)")
 def masked_scatter(input, mask, source):
-    """A copy of input (broadcast with mask) with source's elements, in order, where mask is True."""
-    shape = _shape.broadcast_shapes(input._shape, _tensor_arg("masked_scatter", "mask", mask)._shape, op="masked_scatter")
+    """A copy of input (broadcast with mask) with source's elements, in order, where
+    mask is True."""
+    shape = _shape.broadcast_shapes(
+        input._shape, _tensor_arg("masked_scatter", "mask", mask)._shape, op="masked_scatter"
+    )
     from ember_core._copy import copy_into
 
     r = empty(shape, input._dtype, input._storage._device)
@@ -649,7 +693,9 @@ def masked_scatter(input, mask, source):
 @defop("masked_scatter_(input, mask, source)", inplace_of="masked_scatter")
 def masked_scatter_(input, mask, source):
     _mask_to("masked_scatter_", _tensor_arg("masked_scatter_", "mask", mask), input._shape)
-    if _tensor_arg("masked_scatter_", "source", source)._numel < count_nonzero_all(_mask_to("masked_scatter_", mask, input._shape)):
+    if _tensor_arg("masked_scatter_", "source", source)._numel < count_nonzero_all(
+        _mask_to("masked_scatter_", mask, input._shape)
+    ):
         raise RuntimeError("masked_scatter_: Number of elements of source < number of ones in mask")
     written(input, "masked_scatter_")
     return masked_scatter_into("masked_scatter_", input, mask, source)
@@ -695,7 +741,8 @@ def take_along_dim(input, indices, dim=None, out=None):
     if len(indices._shape) != len(input._shape):
         raise RuntimeError(
             f"{op}(): input and indices should have the same number of dimensions, but got "
-            f"{len(input._shape)} dimensions for input, and {len(indices._shape)} dimensions for indices"
+            f"{len(input._shape)} dimensions for input, and {len(indices._shape)} dimensions "
+            "for indices"
         )
     xs = list(input._shape)
     is_ = list(indices._shape)
@@ -724,7 +771,11 @@ def put_into(op, self, index, source, accumulate):
     if index._numel == 0:
         return self
     contig = is_contig(self)
-    x = view_of(self, (self._numel,), (1,), self._offset, self._numel, True) if contig else _flat(self)
+    x = (
+        view_of(self, (self._numel,), (1,), self._offset, self._numel, True)
+        if contig
+        else _flat(self)
+    )
     idx = index.reshape(-1)
     src = source.reshape(-1)
     p = Plan()

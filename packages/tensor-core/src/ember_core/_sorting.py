@@ -81,8 +81,19 @@ def sort_lines(x, d, descending, want_values=True):
         lay, nd = _lines(x, d, values if want_values else indices, indices)
         st = values._stride[d] if want_values else 0
         check(
-            _fn("ec_sort", x)(x._dtype.code, nd, lay, x._shape[d], x._stride[d], st, indices._stride[d],
-                              values._ptr if want_values else 0, indices._ptr, x._ptr, int(bool(descending))),
+            _fn("ec_sort", x)(
+                x._dtype.code,
+                nd,
+                lay,
+                x._shape[d],
+                x._stride[d],
+                st,
+                indices._stride[d],
+                values._ptr if want_values else 0,
+                indices._ptr,
+                x._ptr,
+                int(bool(descending)),
+            ),
             "sort",
         )
     return values, indices
@@ -154,7 +165,9 @@ def topk(input, k, dim=-1, largest=True, sorted=True, out=None):
 
         if k == 1:
             return _copy_out(op, return_types.topk(clone(input), zeros((), dtype=D.int64)), out)
-        return _copy_out(op, return_types.topk(empty((0,), input._dtype), zeros((0,), dtype=D.int64)), out)
+        return _copy_out(
+            op, return_types.topk(empty((0,), input._dtype), zeros((0,), dtype=D.int64)), out
+        )
     shape = input._shape[:d] + (k,) + input._shape[d + 1 :]
     dev = input._storage._device
     values = empty(shape, input._dtype, dev)
@@ -162,9 +175,21 @@ def topk(input, k, dim=-1, largest=True, sorted=True, out=None):
     if values._numel:
         lay, nd = _lines(input, d, values, indices)
         check(
-            _fn("ec_topk", input)(input._dtype.code, nd, lay, n, k, input._stride[d], values._stride[d],
-                                  indices._stride[d], values._ptr, indices._ptr, input._ptr,
-                                  int(bool(largest)), int(bool(sorted))),
+            _fn("ec_topk", input)(
+                input._dtype.code,
+                nd,
+                lay,
+                n,
+                k,
+                input._stride[d],
+                values._stride[d],
+                indices._stride[d],
+                values._ptr,
+                indices._ptr,
+                input._ptr,
+                int(bool(largest)),
+                int(bool(sorted)),
+            ),
             op,
         )
     return _copy_out(op, return_types.topk(values, indices), out)
@@ -181,8 +206,20 @@ def _select_lines(op, x, d, k, mode, keepdim):
     if values._numel:
         lay, nd = _lines(x, d, values, indices)
         check(
-            _fn("ec_kthvalue", x)(x._dtype.code, nd, lay, x._shape[d], k, x._stride[d], 0, 0,
-                                  values._ptr, indices._ptr, x._ptr, mode),
+            _fn("ec_kthvalue", x)(
+                x._dtype.code,
+                nd,
+                lay,
+                x._shape[d],
+                k,
+                x._stride[d],
+                0,
+                0,
+                values._ptr,
+                indices._ptr,
+                x._ptr,
+                mode,
+            ),
             op,
         )
     if not keepdim:
@@ -257,8 +294,18 @@ def mode(input, dim=-1, keepdim=False):
     if values._numel:
         lay, nd = _lines(x, d, values, indices)
         check(
-            _fn("ec_mode", x)(x._dtype.code, nd, lay, x._shape[d], x._stride[d], 0, 0, values._ptr,
-                              indices._ptr, x._ptr),
+            _fn("ec_mode", x)(
+                x._dtype.code,
+                nd,
+                lay,
+                x._shape[d],
+                x._stride[d],
+                0,
+                0,
+                values._ptr,
+                indices._ptr,
+                x._ptr,
+            ),
             op,
         )
     if not input._shape:
@@ -288,7 +335,6 @@ def _runs(n, starts_mask):
 def _consecutive(op, x, sort_first, return_inverse, return_counts, dim):
     """unique (sort_first) or unique_consecutive of x, flat or along dim."""
     from ember_core._creation import ones, zeros
-    from ember_core._joining import cat
 
     if dim is None:
         flat = x.reshape(-1)
@@ -350,7 +396,10 @@ def _lexsort_rows(rows):
     return perm
 
 
-@defop("unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None)", differentiable=False)
+@defop(
+    "unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None)",
+    differentiable=False,
+)
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """The distinct values of input (sorted), and optionally the inverse indices
     (where each element went) and the counts; with dim, the distinct slices.
@@ -363,7 +412,10 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     return _consecutive("unique", input, True, return_inverse, return_counts, dim)
 
 
-@defop("unique_consecutive(input, return_inverse=False, return_counts=False, dim=None)", differentiable=False)
+@defop(
+    "unique_consecutive(input, return_inverse=False, return_counts=False, dim=None)",
+    differentiable=False,
+)
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     """input with each run of equal consecutive values (or slices along dim) kept once."""
     _tensor_arg("unique_consecutive", input)
@@ -383,18 +435,22 @@ def _searchsorted(op, seq, values, out_int32, right, side, sorter):
             raise RuntimeError(f"{op}(): side can only be 'left' or 'right' but got {side}")
         if right and side == "left":
             raise RuntimeError(
-                f"{op}(): side and right can't be set to opposites, got side of left while right was True"
+                f"{op}(): side and right can't be set to opposites, got side of left while "
+                "right was True"
             )
         right = side == "right"
     scalar = not isinstance(values, Tensor)
     if scalar:
         values = full((), values, dtype=D.result_type(seq, values))
     if seq._shape == ():
-        raise RuntimeError(f"{op}(): boundaries tensor should have positive dimension, but got 0 dimension")
+        raise RuntimeError(
+            f"{op}(): boundaries tensor should have positive dimension, but got 0 dimension"
+        )
     if len(seq._shape) > 1 and (values._shape[:-1] != seq._shape[:-1] or not values._shape):
         raise RuntimeError(
-            f"{op}(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries "
-            f"tensor and input value tensor must match, but we got boundaries tensor {list(seq._shape)} "
+            f"{op}(): boundaries tensor should be 1 dimension or the first N-1 dimensions of "
+            "boundaries tensor and input value tensor must match, but we got boundaries tensor "
+            f"{list(seq._shape)} "
             f"and input value tensor {list(values._shape)}"
         )
     dt = D.promote_types(seq._dtype, values._dtype)
@@ -404,10 +460,14 @@ def _searchsorted(op, seq, values, out_int32, right, side, sorter):
     if sorter is not None:
         _tensor_arg(op, sorter, "sorter")
         if sorter._shape != seq._shape:
-            raise RuntimeError(f"{op}(): boundary and sorter must have the same size, but got boundary "
-                               f"tensor {list(seq._shape)} and got sorter tensor {list(sorter._shape)}")
+            raise RuntimeError(
+                f"{op}(): boundary and sorter must have the same size, but got boundary "
+                f"tensor {list(seq._shape)} and got sorter tensor {list(sorter._shape)}"
+            )
         if sorter._dtype is not D.int64:
-            raise RuntimeError(f"{op}(): sorter must be a tensor of long dtype but got dtype {sorter._dtype}")
+            raise RuntimeError(
+                f"{op}(): sorter must be a tensor of long dtype but got dtype {sorter._dtype}"
+            )
         srt = contiguous(sorter)
     nseq = s._shape[-1]
     r = empty(values._shape, D.int32 if out_int32 else D.int64, values._storage._device)
@@ -419,16 +479,33 @@ def _searchsorted(op, seq, values, out_int32, right, side, sorter):
         seq_rs = nseq
     if r._numel:
         check(
-            lib.ec_searchsorted(dt.code, rows, nseq, s._ptr, seq_rs, nval, v._ptr, r._ptr,
-                                int(bool(out_int32)), int(bool(right)), srt._ptr if srt is not None else 0,
-                                seq_rs),
+            lib.ec_searchsorted(
+                dt.code,
+                rows,
+                nseq,
+                s._ptr,
+                seq_rs,
+                nval,
+                v._ptr,
+                r._ptr,
+                int(bool(out_int32)),
+                int(bool(right)),
+                srt._ptr if srt is not None else 0,
+                seq_rs,
+            ),
             op,
         )
     return r
 
 
-@defop("searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, out=None, sorter=None)", differentiable=False)
-def searchsorted(sorted_sequence, input, out_int32=False, right=False, side=None, out=None, sorter=None):
+@defop(
+    "searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, "
+    "out=None, sorter=None)",
+    differentiable=False,
+)
+def searchsorted(
+    sorted_sequence, input, out_int32=False, right=False, side=None, out=None, sorter=None
+):
     """Where each value of input would be inserted into sorted_sequence (along its
     last dim) to keep it sorted: the first such place, or the last with right=True.
 
@@ -444,12 +521,17 @@ def searchsorted(sorted_sequence, input, out_int32=False, right=False, side=None
     return r
 
 
-@defop("bucketize(input, boundaries, *, out_int32=False, right=False, out=None)", differentiable=False)
+@defop(
+    "bucketize(input, boundaries, *, out_int32=False, right=False, out=None)", differentiable=False
+)
 def bucketize(input, boundaries, out_int32=False, right=False, out=None):
     """The index of the bucket of 1-d ``boundaries`` each value of input falls in."""
     _tensor_arg("bucketize", boundaries, "boundaries")
     if len(boundaries._shape) != 1:
-        raise RuntimeError(f"bucketize(): boundaries tensor must be 1 dimension, but got dim({len(boundaries._shape)})")
+        raise RuntimeError(
+            "bucketize(): boundaries tensor must be 1 dimension, but got "
+            f"dim({len(boundaries._shape)})"
+        )
     r = _searchsorted("bucketize", boundaries, input, out_int32, right, None, None)
     if out is not None:
         from ember_core._index_ops import _finish_out
@@ -494,8 +576,15 @@ def bincount(input, weights=None, minlength=0):
     r = zeros((nbins,), dtype=out_dt, device=input._storage._device)
     if n:
         check(
-            lib.ec_bincount(n, x._ptr, w._ptr if w is not None else 0, w._dtype.code if w is not None else 0,
-                            r._ptr, out_dt.code, nbins),
+            lib.ec_bincount(
+                n,
+                x._ptr,
+                w._ptr if w is not None else 0,
+                w._dtype.code if w is not None else 0,
+                r._ptr,
+                out_dt.code,
+                nbins,
+            ),
             op,
         )
     return r
@@ -512,7 +601,7 @@ def histc(input, bins=100, min=0, max=0, out=None):
     op = "histc"
     _tensor_arg(op, input)
     if input._dtype.category != 2:
-        raise NotImplementedError(f'"histogram_cpu" not implemented for \'{_tname(input._dtype)}\'')
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{_tname(input._dtype)}'")
     bins = int(bins)
     if bins <= 0:
         raise RuntimeError("torch.histc: bins must be > 0")

@@ -21,7 +21,7 @@ from ember_core.array_api._data_types import *  # noqa: F403
 from ember_core.array_api._data_types import __all__ as _data_types
 from ember_core.array_api._elementwise import *  # noqa: F403
 from ember_core.array_api._elementwise import __all__ as _elementwise
-from ember_core.array_api._info import __array_namespace_info__
+from ember_core.array_api._info import __array_namespace_info__ as __array_namespace_info__
 from ember_core.array_api._linalg import *  # noqa: F403
 from ember_core.array_api._linalg import __all__ as _linalg
 from ember_core.array_api._manipulation import *  # noqa: F403
@@ -51,7 +51,28 @@ pi = _math.pi
 newaxis = None
 
 __all__ = sorted(
-    ["__array_api_version__", "__array_namespace_info__", "bool", "int8", "int16", "int32",
-     "int64", "uint8", "float32", "float64", "e", "inf", "nan", "pi", "newaxis"]
-    + _creation + _data_types + _elementwise + _linalg + _manipulation + _reductions + _searching
+    [
+        "__array_api_version__",
+        "__array_namespace_info__",
+        "bool",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "float32",
+        "float64",
+        "e",
+        "inf",
+        "nan",
+        "pi",
+        "newaxis",
+    ]
+    + _creation
+    + _data_types
+    + _elementwise
+    + _linalg
+    + _manipulation
+    + _reductions
+    + _searching
 )

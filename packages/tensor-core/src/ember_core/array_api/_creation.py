@@ -1,5 +1,7 @@
 """Creation functions of the array API standard."""
 
+import contextlib
+
 import numpy as np
 
 import ember_core as ec
@@ -29,16 +31,16 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         if hasattr(obj, "__dlpack__"):
             obj = from_dlpack(obj)
         else:
-            try:
+            with contextlib.suppress(TypeError):
                 obj = np.asarray(memoryview(obj))
-            except TypeError:
-                pass
     if isinstance(obj, np.ndarray):
         try:
             obj = ec.from_numpy(obj)
         except (TypeError, ValueError):
             if copy is False:
-                raise ValueError(f"asarray: cannot share the memory of a {obj.dtype} array") from None
+                raise ValueError(
+                    f"asarray: cannot share the memory of a {obj.dtype} array"
+                ) from None
             return ec.tensor(obj, dtype=dt)
     if isinstance(obj, Array):
         if copy:
@@ -158,6 +160,20 @@ def zeros_like(x, /, *, dtype=None, device=None):
 
 
 __all__ = [
-    "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like",
-    "linspace", "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",
+    "arange",
+    "asarray",
+    "empty",
+    "empty_like",
+    "eye",
+    "from_dlpack",
+    "full",
+    "full_like",
+    "linspace",
+    "meshgrid",
+    "ones",
+    "ones_like",
+    "tril",
+    "triu",
+    "zeros",
+    "zeros_like",
 ]

@@ -70,8 +70,13 @@ class iinfo_object:
     dtype: D.dtype
 
 
-_BFLOAT16 = dict(bits=16, eps=2.0**-7, max=3.3895313892515355e38, min=-3.3895313892515355e38,
-                 smallest_normal=2.0**-126)
+_BFLOAT16 = dict(
+    bits=16,
+    eps=2.0**-7,
+    max=3.3895313892515355e38,
+    min=-3.3895313892515355e38,
+    smallest_normal=2.0**-126,
+)
 
 
 def finfo(type, /):
@@ -82,7 +87,9 @@ def finfo(type, /):
     if dt is D.bfloat16:
         return finfo_object(dtype=dt, **_BFLOAT16)
     f = np.finfo(dt.numpy)
-    return finfo_object(int(f.bits), float(f.eps), float(f.max), float(f.min), float(f.smallest_normal), dt)
+    return finfo_object(
+        int(f.bits), float(f.eps), float(f.max), float(f.min), float(f.smallest_normal), dt
+    )
 
 
 def iinfo(type, /):
@@ -119,7 +126,9 @@ def isdtype(dtype, kind):
             return _KINDS[kind](dt)
         except KeyError:
             raise ValueError(f"isdtype: unknown kind {kind!r}") from None
-    raise TypeError(f"isdtype: kind must be a dtype, a string or a tuple, got {type(kind).__name__}")
+    raise TypeError(
+        f"isdtype: kind must be a dtype, a string or a tuple, got {type(kind).__name__}"
+    )
 
 
 __all__ = ["astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type"]

@@ -24,7 +24,9 @@ def device_arg(device):
         return None
     d = ec.device(device) if not isinstance(device, ec.device) else device
     if d.type != "cpu":
-        raise ValueError(f"unsupported device {d}: the array API namespace of ember works on the cpu")
+        raise ValueError(
+            f"unsupported device {d}: the array API namespace of ember works on the cpu"
+        )
     return d
 
 

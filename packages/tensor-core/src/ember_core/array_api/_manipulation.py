@@ -41,7 +41,9 @@ def concat(arrays, /, *, axis=0):
 def expand_dims(x, /, axis=0):
     check_array(x)
     if not -x.ndim - 1 <= axis <= x.ndim:
-        raise IndexError(f"expand_dims: axis {axis} is out of bounds for an array of dimension {x.ndim}")
+        raise IndexError(
+            f"expand_dims: axis {axis} is out of bounds for an array of dimension {x.ndim}"
+        )
     return x.unsqueeze(axis)
 
 
@@ -74,7 +76,9 @@ def repeat(x, repeats, /, *, axis=None):
     else:
         check_array(repeats, "repeats")
         if repeats.ndim > 1 or (repeats.ndim == 1 and repeats.shape[0] not in (1, n)):
-            raise ValueError(f"repeat: repeats must have 1 or {n} elements, got shape {tuple(repeats.shape)}")
+            raise ValueError(
+                f"repeat: repeats must have 1 or {n} elements, got shape {tuple(repeats.shape)}"
+            )
         r = repeats.reshape(-1).to(D.int64)
         if r.numel() and r.min().item() < 0:
             raise ValueError("repeat: repeats must be non-negative")
@@ -134,6 +138,18 @@ def unstack(x, /, *, axis=0):
 
 
 __all__ = [
-    "broadcast_arrays", "broadcast_to", "concat", "expand_dims", "flip", "moveaxis",
-    "permute_dims", "repeat", "reshape", "roll", "squeeze", "stack", "tile", "unstack",
+    "broadcast_arrays",
+    "broadcast_to",
+    "concat",
+    "expand_dims",
+    "flip",
+    "moveaxis",
+    "permute_dims",
+    "repeat",
+    "reshape",
+    "roll",
+    "squeeze",
+    "stack",
+    "tile",
+    "unstack",
 ]

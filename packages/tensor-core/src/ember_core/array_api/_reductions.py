@@ -139,6 +139,17 @@ def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
 
 
 __all__ = [
-    "all", "any", "count_nonzero", "cumulative_prod", "cumulative_sum", "diff", "max", "mean",
-    "min", "prod", "std", "sum", "var",
+    "all",
+    "any",
+    "count_nonzero",
+    "cumulative_prod",
+    "cumulative_sum",
+    "diff",
+    "max",
+    "mean",
+    "min",
+    "prod",
+    "std",
+    "sum",
+    "var",
 ]

@@ -123,6 +123,17 @@ def take_along_axis(x, indices, /, *, axis=-1):
 
 
 __all__ = [
-    "argmax", "argmin", "argsort", "nonzero", "searchsorted", "sort", "take", "take_along_axis",
-    "unique_all", "unique_counts", "unique_inverse", "unique_values", "where",
+    "argmax",
+    "argmin",
+    "argsort",
+    "nonzero",
+    "searchsorted",
+    "sort",
+    "take",
+    "take_along_axis",
+    "unique_all",
+    "unique_counts",
+    "unique_inverse",
+    "unique_values",
+    "where",
 ]

@@ -96,12 +96,19 @@ def indexing_rows():
         i = np.argpartition(nx, n - k)[n - k :]
         return i[np.argsort(-nx[i], kind="stable")]
 
+    def with_torch(fn):
+        return fn if torch else None
+
     return [
-        case("x[idx] 1M f32", lambda: x[idx], (lambda: tx[tidx]) if torch else None, lambda: nx[nidx]),
-        case("index_add_ 1M f32", lambda: acc.index_add_(0, idx, x),
-             (lambda: tacc.index_add_(0, tidx, tx)) if torch else None, lambda: np.add.at(nacc, nidx, nx)),
-        case("sort 1M f32", lambda: x.sort(), (lambda: tx.sort()) if torch else None, np_sort),
-        case("topk 100 of 1M f32", lambda: x.topk(100), (lambda: tx.topk(100)) if torch else None, np_topk),
+        case("x[idx] 1M f32", lambda: x[idx], with_torch(lambda: tx[tidx]), lambda: nx[nidx]),
+        case(
+            "index_add_ 1M f32",
+            lambda: acc.index_add_(0, idx, x),
+            with_torch(lambda: tacc.index_add_(0, tidx, tx)),
+            lambda: np.add.at(nacc, nidx, nx),
+        ),
+        case("sort 1M f32", lambda: x.sort(), with_torch(lambda: tx.sort()), np_sort),
+        case("topk 100 of 1M f32", lambda: x.topk(100), with_torch(lambda: tx.topk(100)), np_topk),
     ]
 
 

@@ -407,12 +407,30 @@ def put_plan(view, p, values, mode, op, alpha=1.0, runtime_error=False):
 
 def index(t, key):
     """t[key] for a key with advanced items (Note [Advanced index placement])."""
+    items = key_items(key)
+    if len(items) == 1 and isinstance(items[0], Tensor) and items[0]._dtype is D.bool_:
+        mask = items[0]
+        if mask._shape == t._shape and mask._shape:  # x[mask]: one pass, no index tensors
+            return masked_select_flat(t, mask)
     view, indices = apply_key(t, key)
     if not indices:
         return view
     if len(indices) == 1 and len(view._shape) == 1 and 0 in indices:
         return _index_1d(view, indices[0])
     return gather_plan(view, plan(view, indices))
+
+
+def masked_select_flat(t, mask):
+    """The elements of t where mask (same shape, bool) is true, in row-major order."""
+    n = count_nonzero_all(mask)
+    out = empty((n,), t._dtype, t._storage._device)
+    if n:
+        lay = ffi.new("int64_t[]", list(t._shape) + list(t._stride) + list(mask._stride))
+        check(
+            lib.ec_masked_select(t._dtype.code, len(t._shape), lay, out._ptr, t._ptr, mask._ptr),
+            "index",
+        )
+    return out
 
 
 def _index_1d(view, idx):

@@ -10,14 +10,13 @@
  * is x's strided offset plus, for each index k, idx_k * xstride_k (negative
  * values wrap once; anything else out of range fails with EC_ERR_INDEX).
  *
- * Note [Deterministic parallel writes]
- * Puts and accumulations split work between threads so that two writes to the
- * same element always fall to the same thread, in the serial order: either by
- * an outer dim that addresses x directly (distinct coordinates, distinct
- * elements), or else by the value of the first index (each thread scans all
- * points and performs the writes whose index lies in its share of the range).
- * Results are then identical to a serial run: duplicates resolve last-wins, and
- * float sums do not depend on the thread count.
+ * Note [Deterministic writes]
+ * Puts and accumulations give the serial result: duplicates resolve last-wins
+ * and sums add in index order, so results never depend on the thread count.
+ * They run in parallel only over an outer dim that addresses x directly
+ * (distinct coordinates there are distinct elements, so threads never write the
+ * same element); otherwise serially, as PyTorch's CPU index_add_ and
+ * accumulating index_put_ do.
  */
 #include <stdlib.h>
 #ifdef _OPENMP
@@ -124,8 +123,6 @@ typedef struct ixctx {
     int64_t xst[EC_MAX_DIMS];
     double alpha;
     int64_t ialpha;
-    /* partition by the first index's value (Note [Deterministic parallel writes]) */
-    int64_t part_lo, part_hi;
     /* the first out-of-range index seen */
     int err, err_k;
     int64_t err_value;
@@ -159,12 +156,6 @@ static inline int x_offset(ixctx* c, const int64_t* off, const int64_t* st, int6
     }
     *o = r;
     return 1;
-}
-
-static inline int in_part(const ixctx* c, const int64_t* off, const int64_t* st, int64_t i) {
-    int64_t v = c->idx[0][off[2] + i * st[2]];
-    if (v < 0) v += c->size[0];
-    return v >= c->part_lo && v < c->part_hi;
 }
 
 /* Get with one index: the hot path of x[idx], index_select, gather, take. */
@@ -264,21 +255,18 @@ static inline void write_point(ixctx* c, int64_t xo, int64_t vo) {
     switch (c->dtype) { EC_ALL_DTYPES(REDUCE_STORE) }
 }
 
-/* Puts with one index (index_add, index_copy, scatter, x[idx] = v, ...): indices
- * were validated before, and [part_lo, part_hi) is this thread's share of the
- * first index's range (all of it when serial). */
+/* Puts with one index (index_add, index_copy, scatter, x[idx] = v, ...); the
+ * indices were validated before. */
 #define PUT1(T, OP)                                                                  \
     do {                                                                             \
         T* xp = (T*)c->x;                                                            \
         const T* vp = (const T*)c->v;                                                \
         const int64_t* ip = c->idx[0] + off[2];                                      \
         int64_t n0 = c->size[0], xs = c->xst[0], is = st[2];                         \
-        int64_t plo = c->part_lo, phi = c->part_hi;                                  \
         int64_t vo = off[0], vs = st[0], xo = off[1], xis = st[1];                   \
         for (int64_t i = 0; i < n; i++) {                                            \
             int64_t j = ip[i * is];                                                  \
             if (j < 0) j += n0;                                                      \
-            if (j < plo || j >= phi) continue;                                       \
             T* dst = xp + xo + i * xis + j * xs;                                     \
             T src = vp[vo + i * vs];                                                 \
             OP;                                                                      \
@@ -313,7 +301,6 @@ static void run_put(void* ctx, int64_t n, const int64_t* off, const int64_t* st)
     ixctx* c = ctx;
     if (c->nidx == 1 && put1_fast(c, n, off, st)) return;
     for (int64_t i = 0; i < n; i++) {
-        if (!in_part(c, off, st, i)) continue;
         int64_t o;
         if (!x_offset(c, off, st, i, &o)) return;
         write_point(c, o, off[0] + i * st[0]);
@@ -345,8 +332,6 @@ int ec_index(int mode, int dtype, int ndim, const int64_t* layout, ec_ptr values
         c.size[k] = sizes[k];
         c.xst[k] = xstrides[k];
     }
-    c.part_lo = 0;
-    c.part_hi = sizes[0];
     int nt = ec_threads_for(s.total, EC_GRAIN / 4);
     if (mode == EC_INDEX_GET) {
         if (nt <= 1) {
@@ -360,35 +345,18 @@ int ec_index(int mode, int dtype, int ndim, const int64_t* layout, ec_ptr values
         }
     } else {
         /* validate every index before the first write: a failed put changes nothing */
-        if (nt <= 1) {
-            ix_range(&s, &c, run_check, 0, s.total);
-        } else {
-#pragma omp parallel num_threads(nt)
-            {
-                int t = omp_get_thread_num(), m = omp_get_num_threads();
-                ix_range(&s, &c, run_check, s.total * t / m, s.total * (t + 1) / m);
-            }
-        }
+        ix_range(&s, &c, run_check, 0, s.total);
         if (!c.err) {
-            /* outer dim addressing x directly: split it (whole rows per thread) */
+            /* Note [Deterministic writes]: whole rows of a direct outer dim per thread */
             int outer_direct = s.nd > 0 && s.st[1][0] != 0 && s.shape[0] >= nt;
-            if (nt <= 1) {
+            if (nt <= 1 || !outer_direct) {
                 ix_range(&s, &c, run_put, 0, s.total);
-            } else if (outer_direct) {
+            } else {
                 int64_t rows = s.shape[0], row = s.total / rows;
 #pragma omp parallel num_threads(nt)
                 {
                     int t = omp_get_thread_num(), m = omp_get_num_threads();
                     ix_range(&s, &c, run_put, rows * t / m * row, rows * (t + 1) / m * row);
-                }
-            } else {
-#pragma omp parallel num_threads(nt)
-                {
-                    int t = omp_get_thread_num(), m = omp_get_num_threads();
-                    ixctx mine = c;
-                    mine.part_lo = c.size[0] * t / m;
-                    mine.part_hi = c.size[0] * (t + 1) / m;
-                    ix_range(&s, &mine, run_put, 0, s.total);
                 }
             }
         }

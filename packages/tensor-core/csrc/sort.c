@@ -81,6 +81,10 @@ static void scratch_done(void) {
     }
 }
 
+/* A single line is split between threads from this length on (below it the
+ * merge and the extra fork cost more than they save). */
+#define PARALLEL_LINE ((int64_t)1 << 16)
+
 /* ---------------------------------------------------------------- keys */
 
 static inline uint32_t key32_float(float f) {
@@ -383,7 +387,7 @@ int ec_sort(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t x_st,
     size_t esz = c.wide ? sizeof(kv) : sizeof(uint64_t);
     int nt = ec_threads_for(L.count * n, EC_GRAIN / 8);
     int failed = 0;
-    if (L.count == 1 && nt > 1) {
+    if (L.count == 1 && nt > 1 && n >= PARALLEL_LINE) {
         /* one long line: sort a run per thread, then merge the runs pairwise */
         char* a = scratch_get((size_t)n * esz * 2);
         if (!a) return ec_fail(EC_ERR_NOMEM, "sort: no memory for %lld elements", (long long)n);
@@ -537,7 +541,7 @@ int ec_topk(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t k, in
     int64_t cap = k * 16 <= n ? stream_cap(k) : n;
     size_t need = (size_t)(2 * cap + STREAM_CHUNK) * esz;
     int failed = 0;
-    if (L.count == 1 && nt > 1 && k * 4 <= n / nt) {
+    if (L.count == 1 && nt > 1 && n >= PARALLEL_LINE && k * 4 <= n / nt) {
         /* one long line: each thread selects its part's k best, then the best of those */
         char* cand = malloc((size_t)k * nt * esz);
         char* tmp = malloc((size_t)k * nt * esz);

@@ -81,9 +81,10 @@ static void scratch_done(void) {
     }
 }
 
-/* A single line is split between threads from this length on (below it the
- * merge and the extra fork cost more than they save). */
-#define PARALLEL_LINE ((int64_t)1 << 16)
+/* A single line is split between threads from this length on: below it the
+ * serial sort is fast already, and the forks, barriers and merge of the split
+ * cost more than they save (much more on a machine busy with other work). */
+#define PARALLEL_LINE ((int64_t)1 << 21)
 
 /* ---------------------------------------------------------------- keys */
 
@@ -541,8 +542,9 @@ int ec_topk(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t k, in
     int64_t cap = k * 16 <= n ? stream_cap(k) : n;
     size_t need = (size_t)(2 * cap + STREAM_CHUNK) * esz;
     int failed = 0;
-    if (L.count == 1 && nt > 1 && n >= PARALLEL_LINE && k * 4 <= n / nt) {
-        /* one long line: each thread selects its part's k best, then the best of those */
+    if (L.count == 1 && nt > 1 && n >= PARALLEL_LINE && k * 16 > n / nt && k * 4 <= n / nt) {
+        /* one long line, k too large to stream (which reads the line once, at memory
+         * speed): each thread selects its part's k best, then the best of those */
         char* cand = malloc((size_t)k * nt * esz);
         char* tmp = malloc((size_t)k * nt * esz);
         if (!cand || !tmp) {

@@ -439,6 +439,7 @@ int ec_sort(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t x_st,
         scratch_done();
         return EC_OK;
     }
+    if (nt > L.count) nt = (int)L.count; /* threads beyond the lines would only idle */
 #pragma omp parallel num_threads(nt)
     {
         char* a = scratch_get((size_t)n * esz * 2);
@@ -576,6 +577,7 @@ int ec_topk(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t k, in
         if (failed) return ec_fail(EC_ERR_NOMEM, "topk: no scratch memory");
         return EC_OK;
     }
+    if (nt > L.count) nt = (int)L.count; /* threads beyond the lines would only idle */
 #pragma omp parallel num_threads(nt)
     {
         char* a = scratch_get(need);
@@ -620,6 +622,7 @@ int ec_kthvalue(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t k
     size_t esz = c.wide ? sizeof(kv) : sizeof(uint64_t);
     int nt = ec_threads_for(L.count * n, EC_GRAIN / 4);
     int failed = 0;
+    if (nt > L.count) nt = (int)L.count; /* threads beyond the lines would only idle */
 #pragma omp parallel num_threads(nt)
     {
         char* a = scratch_get((size_t)n * esz * 2);
@@ -693,6 +696,7 @@ int ec_mode(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t x_st,
     size_t esz = c.wide ? sizeof(kv) : sizeof(uint64_t);
     int nt = ec_threads_for(L.count * n, EC_GRAIN / 8);
     int failed = 0;
+    if (nt > L.count) nt = (int)L.count; /* threads beyond the lines would only idle */
 #pragma omp parallel num_threads(nt)
     {
         char* a = scratch_get((size_t)n * esz * 2);

@@ -568,3 +568,12 @@ def test_parity_get_and_set_with_torch(case):
             t[tkey] = -expected
             x[to_ember_key(key)] = -got
             np.testing.assert_array_equal(x.numpy(), t.numpy())
+
+
+def test_index_that_aliases_the_target():
+    x = ec.tensor([1, 0, 2, 3])
+    x[x] = ec.tensor([7, 8, 9, 9])  # indices read before any write
+    assert x.tolist() == [8, 7, 9, 9]
+    b = ec.tensor([True, False, True])
+    b.masked_scatter_(b, ec.tensor([False, True]))
+    assert b.tolist() == [False, False, True]

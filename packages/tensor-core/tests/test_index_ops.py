@@ -487,3 +487,11 @@ def test_parity_index_ops_with_torch():
         xi.scatter_reduce(0, i, xi[:3], "mean").numpy(),
         ti2.scatter_reduce(0, ti, ti2[:3], "mean").numpy(),
     )
+
+
+def test_scatter_index_aliasing_the_target_and_ndim_mismatch():
+    x = ec.tensor([[1, 0], [0, 1]])
+    x.scatter_(1, x, ec.tensor([[5, 6], [7, 8]]))  # the index is read before any write
+    assert x.tolist() == [[6, 5], [7, 8]]
+    with pytest.raises(RuntimeError, match="same number of dimensions as src"):
+        ec.zeros(2, 3).scatter_(1, ec.tensor([[0], [1]]), ec.ones(3))

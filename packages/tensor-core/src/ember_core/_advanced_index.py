@@ -390,10 +390,12 @@ def put_plan(view, p, values, mode, op, alpha=1.0, runtime_error=False):
                 f"shape mismatch: value tensor of shape {list(values._shape)} cannot be broadcast "
                 f"to indexing result of shape {list(p.shape)}"
             )
-    if values._storage is view._storage:
-        from ember_core._copy import clone
+    from ember_core._copy import clone
 
+    if values._storage is view._storage:
         values = clone(values)
+    # an index read from the memory being written (x[x] = v) would change under the kernel
+    p.tensors = [clone(t) if t._storage is view._storage else t for t in p.tensors]
     vs = _shape.broadcast_strides(values._shape, values._stride, p.shape)
     n = 1
     for s in p.shape:
@@ -501,7 +503,7 @@ def accumulate_key(t, key, values):
         from ember_core._copy import copy_into
         from ember_core._elementwise import add
 
-        copy_into(view, add(view, values) if view._numel else values)
+        copy_into(view, add(view, values))
         return
     put_plan(view, plan(view, indices), values, lib.EC_INDEX_ADD, "index_put_")
 

@@ -249,15 +249,19 @@ def _scatter_src(op, self, src, value):
 
 def scatter_into(op, self, dim, index, values, mode, check_src=True):
     """self[..index..] (mode)= values along dim, in place; no version bump."""
+    if values._shape and index._shape and len(values._shape) != len(index._shape):
+        raise RuntimeError(
+            f"{op}(): Index tensor must have the same number of dimensions as src tensor"
+        )
     d = _norm_dim(op, self, dim)
     _check_gather_shapes(op, self, d, index, values if (check_src and values._shape) else None)
     if index._numel == 0:
         return self
     x = self
-    idx = index
+    idx = index if index._storage is not self._storage else _clone(index)
     if not self._shape:
         x = _as_1d(self)
-        idx = _as_1d(index)
+        idx = _as_1d(idx)
         d = 0
     vals = values
     if vals._shape and len(vals._shape) != len(idx._shape):
@@ -661,6 +665,8 @@ def masked_scatter_into(op, self, mask, source):
             f"{_tname(source._dtype)}"
         )
     m = _mask_to(op, mask, self._shape)
+    if m._storage is self._storage:  # the writes would change the mask under the kernel
+        m = _clone(m)
     from ember_core._copy import contiguous
 
     src = contiguous(source)

@@ -495,3 +495,36 @@ def test_scatter_index_aliasing_the_target_and_ndim_mismatch():
     assert x.tolist() == [[6, 5], [7, 8]]
     with pytest.raises(RuntimeError, match="same number of dimensions as src"):
         ec.zeros(2, 3).scatter_(1, ec.tensor([[0], [1]]), ec.ones(3))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.integers(0, 3), min_size=0, max_size=3),
+    st.lists(st.integers(-6, 6), min_size=0, max_size=5),
+    st.integers(-4, 3),
+    st.sampled_from(["index_select", "index_add", "index_fill", "take", "put", "gather"]),
+)
+def test_fuzz_bad_arguments_raise_cleanly(shape, idx, dim, op):
+    """Any index values and dims: a result matching NumPy, or a Python exception."""
+    a = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
+    x = ec.from_numpy(a.copy())
+    i = ec.tensor(idx, dtype=ec.int64)
+    try:
+        if op == "index_select":
+            r = x.index_select(dim, i)
+            np.testing.assert_array_equal(r.numpy(), np.take(a, idx, axis=dim % max(a.ndim, 1)))
+        elif op == "index_add":
+            src = ec.ones(
+                *(len(idx) if k == dim % max(a.ndim, 1) else s for k, s in enumerate(shape))
+            )
+            x.index_add_(dim, i, src.double())
+        elif op == "index_fill":
+            x.index_fill_(dim, i, -1.0)
+        elif op == "take":
+            np.testing.assert_array_equal(x.take(i).numpy(), np.take(a.reshape(-1), idx))
+        elif op == "put":
+            x.put_(i, ec.ones(len(idx), dtype=ec.float64))
+        else:
+            x.gather(dim, i.reshape([len(idx)] + [1] * (a.ndim - 1)) if a.ndim else i)
+    except (IndexError, RuntimeError, TypeError, ValueError):
+        pass

@@ -22,6 +22,9 @@ SOURCES = [
     "blas.c",
     "random.c",
     "shape.c",
+    # indexing, sorting and counting (tc-index)
+    "index.c",
+    "sort.c",
 ]
 
 # Kernels are short for small tensors: the wrappers keep the GIL rather than pay

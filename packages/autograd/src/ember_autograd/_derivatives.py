@@ -602,33 +602,6 @@ def _(grad, input_shape, offset, dim1, dim2):
     return _scatter_into_zeros(grad, input_shape, lambda z: z.diagonal(offset, dim1, dim2))
 
 
-@derivative("__getitem__")
-def _(grad, input_shape, key):
-    z = ec.zeros(input_shape, dtype=grad.dtype)
-    if _is_basic(key):
-        z[key].copy_(grad)
-    else:
-        z.index_put_(_index_tuple(key), grad, accumulate=True)
-    return z
-
-
-def _is_basic(key):
-    keys = key if isinstance(key, tuple) else (key,)
-    return not any(isinstance(k, (ec.Tensor, list)) for k in keys)
-
-
-def _index_tuple(key):
-    return key if isinstance(key, tuple) else (key,)
-
-
-@derivative("__setitem__", inputs=("input", "value"))
-def _(grad, key, value):
-    g_in = grad.clone()
-    g_in[key] = 0
-    g_val = grad[key] if isinstance(value, ec.Tensor) else None
-    return g_in, g_val
-
-
 @derivative("as_strided")
 def _(grad, input_geometry, size, stride, storage_offset):
     # Scatter grad back through the same geometry into a zero buffer laid out like

@@ -6,7 +6,7 @@ carry nothing)."""
 import warnings
 
 import ember_core as ec
-from ember_autograd import _api, _grad_mode
+from ember_autograd import _api, _engine, _grad_mode
 from ember_autograd._node import HookDict, RemovableHandle
 
 Tensor = ec.Tensor
@@ -19,6 +19,10 @@ def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=
 
     >>> (x * x).sum().backward()      # x.grad == 2 * x
     """
+    if gradient is None and inputs is None and not create_graph and not retain_graph:
+        # loss.backward(): the common call, straight to the engine
+        _engine.run_backward((self,), _engine.make_grads((self,), (None,)), False, False)
+        return
     _api.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
 

@@ -57,6 +57,7 @@ parity: wheels
 
 bench: install
 	$(BIN)/python benchmarks/allocator.py
+	$(BIN)/python benchmarks/autograd.py
 
 lint: venv
 	$(BIN)/ruff check .

@@ -22,6 +22,10 @@ SOURCES = [
     "blas.c",
     "random.c",
     "shape.c",
+    # nn-conv: convolution, pooling, padding and resampling
+    "conv.c",
+    "pool.c",
+    "resample.c",
 ]
 
 # Kernels are short for small tensors: the wrappers keep the GIL rather than pay

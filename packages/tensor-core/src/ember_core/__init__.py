@@ -13,6 +13,8 @@ from ember_core import _joining as _joining
 from ember_core import _linalg as _linalg
 from ember_core import _random as _random
 from ember_core import _reduction as _reduction
+# nn-conv: convolution, pooling, padding and resampling ops
+from ember_core import _conv, _pool, _resample  # noqa: F401 - they fill the op table
 from ember_core._device import device
 from ember_core._dispatch import OPS, Op, defop, register_handler, remove_handler
 from ember_core._dtype import (

@@ -1,0 +1,483 @@
+/* Convolution kernels for one scalar type, included by conv.c once per type with
+ *   T        the scalar type (float, double)
+ *   F(name)  the type-suffixed name of a function
+ *   GEMM     the cblas gemm of T
+ * See conv.c for the algorithms and Note [Spatial geometry] in nn.h. */
+
+/* Sum and dot product with 8 independent partial sums, so that the compiler
+ * vectorises them (a single accumulator is a serial chain without
+ * -ffast-math). */
+static inline T F(sum8)(const T* p, int64_t n) {
+    T a[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s = 0;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) a[j] += p[i + j];
+    for (; i < n; i++) s += p[i];
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])) + s;
+}
+
+static inline T F(dot8)(const T* x, const T* y, int64_t n) {
+    T a[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s = 0;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) a[j] += x[i + j] * y[i + j];
+    for (; i < n; i++) s += x[i] * y[i];
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])) + s;
+}
+
+/* ---------------------------------------------------------- im2col / col2im */
+
+/* Rows [c0, c1) of the column matrix of one image: row r = (ch, a, b, e) holds,
+ * for every output position, the input element under kernel tap (a, b, e) of
+ * channel ch (0 in the padding).  col is (C * kvol) x L. */
+static void F(im2col_rows)(const T* x, const ec_geom* g, int64_t c0, int64_t c1, T* col) {
+    const int64_t ID = g->in[0], IH = g->in[1], IW = g->in[2];
+    const int64_t KD = g->k[0], KH = g->k[1], KW = g->k[2];
+    const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2];
+    const int64_t sw = g->s[2], L = OD * OH * OW, kvol = KD * KH * KW;
+    for (int64_t ch = c0; ch < c1; ch++) {
+        const T* xc = x + ch * ID * IH * IW;
+        for (int64_t a = 0; a < KD; a++)
+            for (int64_t b = 0; b < KH; b++)
+                for (int64_t e = 0; e < KW; e++) {
+                    T* row = col + (ch * kvol + (a * KH + b) * KW + e) * L;
+                    int64_t woff = e * g->d[2] - g->p[2], lo, hi;
+                    ec_tap_range(woff, sw, IW, OW, &lo, &hi);
+                    for (int64_t od = 0; od < OD; od++) {
+                        int64_t id = od * g->s[0] - g->p[0] + a * g->d[0];
+                        for (int64_t oh = 0; oh < OH; oh++) {
+                            int64_t ih = oh * g->s[1] - g->p[1] + b * g->d[1];
+                            T* r = row + (od * OH + oh) * OW;
+                            if (id < 0 || id >= ID || ih < 0 || ih >= IH) {
+                                memset(r, 0, sizeof(T) * (size_t)OW);
+                                continue;
+                            }
+                            const T* xr = xc + (id * IH + ih) * IW + woff;
+                            for (int64_t ow = 0; ow < lo; ow++) r[ow] = 0;
+                            if (sw == 1) {
+                                memcpy(r + lo, xr + lo, sizeof(T) * (size_t)(hi - lo));
+                            } else {
+                                for (int64_t ow = lo; ow < hi; ow++) r[ow] = xr[ow * sw];
+                            }
+                            for (int64_t ow = hi; ow < OW; ow++) r[ow] = 0;
+                        }
+                    }
+                }
+    }
+}
+
+/* The adjoint of im2col_rows: add column rows of channels [c0, c1) back into
+ * the image x (which the caller has initialised). */
+static void F(col2im_rows)(const T* col, const ec_geom* g, int64_t c0, int64_t c1, T* x) {
+    const int64_t ID = g->in[0], IH = g->in[1], IW = g->in[2];
+    const int64_t KD = g->k[0], KH = g->k[1], KW = g->k[2];
+    const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2];
+    const int64_t sw = g->s[2], L = OD * OH * OW, kvol = KD * KH * KW;
+    for (int64_t ch = c0; ch < c1; ch++) {
+        T* xc = x + ch * ID * IH * IW;
+        for (int64_t a = 0; a < KD; a++)
+            for (int64_t b = 0; b < KH; b++)
+                for (int64_t e = 0; e < KW; e++) {
+                    const T* row = col + (ch * kvol + (a * KH + b) * KW + e) * L;
+                    int64_t woff = e * g->d[2] - g->p[2], lo, hi;
+                    ec_tap_range(woff, sw, IW, OW, &lo, &hi);
+                    for (int64_t od = 0; od < OD; od++) {
+                        int64_t id = od * g->s[0] - g->p[0] + a * g->d[0];
+                        if (id < 0 || id >= ID) continue;
+                        for (int64_t oh = 0; oh < OH; oh++) {
+                            int64_t ih = oh * g->s[1] - g->p[1] + b * g->d[1];
+                            if (ih < 0 || ih >= IH) continue;
+                            const T* r = row + (od * OH + oh) * OW;
+                            T* xr = xc + (id * IH + ih) * IW + woff;
+                            if (sw == 1) {
+                                for (int64_t ow = lo; ow < hi; ow++) xr[ow] += r[ow];
+                            } else {
+                                for (int64_t ow = lo; ow < hi; ow++) xr[ow * sw] += r[ow];
+                            }
+                        }
+                    }
+                }
+    }
+}
+
+/* im2col of one image, channels split across nt threads. */
+static void F(im2col)(const T* x, int64_t c, const ec_geom* g, T* col, int nt) {
+    if (nt <= 1 || c < 2) {
+        F(im2col_rows)(x, g, 0, c, col);
+        return;
+    }
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t ch = 0; ch < c; ch++) F(im2col_rows)(x, g, ch, ch + 1, col);
+}
+
+/* x = col2im(col) for one image (x is overwritten), channels split across nt threads. */
+static void F(col2im)(const T* col, int64_t c, const ec_geom* g, T* x, int nt) {
+    const int64_t ivol = ec_geom_in_vol(g);
+    if (nt <= 1 || c < 2) {
+        memset(x, 0, sizeof(T) * (size_t)(c * ivol));
+        F(col2im_rows)(col, g, 0, c, x);
+        return;
+    }
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t ch = 0; ch < c; ch++) {
+        memset(x + ch * ivol, 0, sizeof(T) * (size_t)ivol);
+        F(col2im_rows)(col, g, ch, ch + 1, x);
+    }
+}
+
+/* ------------------------------------------------------- GEMM convolution */
+
+/* Note [GEMM convolution]
+ * Per image and group, with K = ci/groups * kvol and L = output volume:
+ *   forward          y_g (co_g x L)  = w_g (co_g x K) @ col_g (K x L)
+ *   backward data    col_g (K x L)   = w_g^T @ gy_g,   then gx = col2im(col)
+ *   backward weight  gw_g (co_g x K) += gy_g @ col_g^T
+ * A pointwise convolution (kernel 1, stride 1, no padding) has col == x.
+ * With par > 1 images run concurrently, one per OpenMP thread, each with its
+ * own column buffer (`work` holds par of them) and single-threaded BLAS; with
+ * par == 1 images run one after another with threaded im2col and BLAS. */
+
+typedef struct F(conv_args) {
+    int64_t ci, co, groups, K, L, ivol;
+    int pointwise;
+    ec_geom g;
+} F(conv_args);
+
+static void F(conv_args_init)(F(conv_args) * a, int64_t ci, int64_t co, int64_t groups,
+                              const int64_t* geom) {
+    ec_geom_read(geom, &a->g);
+    a->ci = ci;
+    a->co = co;
+    a->groups = groups;
+    a->K = ci / groups * ec_geom_k_vol(&a->g);
+    a->L = ec_geom_out_vol(&a->g);
+    a->ivol = ec_geom_in_vol(&a->g);
+    a->pointwise = 1;
+    for (int i = 0; i < 3; i++)
+        a->pointwise &= a->g.k[i] == 1 && a->g.s[i] == 1 && a->g.p[i] == 0;
+}
+
+static void F(conv_fwd_image)(const F(conv_args) * a, const T* x, const T* w, const T* bias, T* y,
+                              T* col, int nt) {
+    const int64_t cog = a->co / a->groups, cig = a->ci / a->groups, K = a->K, L = a->L;
+    const T* c = x;
+    if (!a->pointwise) {
+        F(im2col)(x, a->ci, &a->g, col, nt);
+        c = col;
+    }
+    T beta = 0;
+    if (bias) {
+        for (int64_t o = 0; o < a->co; o++)
+            for (int64_t l = 0; l < L; l++) y[o * L + l] = bias[o];
+        beta = 1;
+    }
+    for (int64_t gi = 0; gi < a->groups; gi++) {
+        const T* cg = a->pointwise ? c + gi * cig * a->ivol : c + gi * K * L;
+        GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)cog, (blasint)L, (blasint)K, 1,
+             w + gi * cog * K, (blasint)K, cg, (blasint)L, beta, y + gi * cog * L, (blasint)L);
+    }
+}
+
+static void F(conv_bwd_data_image)(const F(conv_args) * a, const T* gy, const T* w, T* gx, T* col,
+                                   int nt) {
+    const int64_t cog = a->co / a->groups, cig = a->ci / a->groups, K = a->K, L = a->L;
+    T* c = a->pointwise ? gx : col;
+    for (int64_t gi = 0; gi < a->groups; gi++) {
+        T* cg = a->pointwise ? c + gi * cig * a->ivol : c + gi * K * L;
+        GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)K, (blasint)L, (blasint)cog, 1,
+             w + gi * cog * K, (blasint)K, gy + gi * cog * L, (blasint)L, 0, cg, (blasint)L);
+    }
+    if (!a->pointwise) F(col2im)(col, a->ci, &a->g, gx, nt);
+}
+
+static void F(conv_bwd_weight_image)(const F(conv_args) * a, const T* x, const T* gy, T* gw,
+                                     T beta, T* col, int nt) {
+    const int64_t cog = a->co / a->groups, cig = a->ci / a->groups, K = a->K, L = a->L;
+    const T* c = x;
+    if (!a->pointwise) {
+        F(im2col)(x, a->ci, &a->g, col, nt);
+        c = col;
+    }
+    for (int64_t gi = 0; gi < a->groups; gi++) {
+        const T* cg = a->pointwise ? c + gi * cig * a->ivol : c + gi * K * L;
+        GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)cog, (blasint)K, (blasint)L, 1,
+             gy + gi * cog * L, (blasint)L, cg, (blasint)L, beta, gw + gi * cog * K, (blasint)K);
+    }
+}
+
+static int F(conv_forward)(int64_t n, const F(conv_args) * a, const T* x, const T* w,
+                           const T* bias, T* y, T* work, int par) {
+    const int64_t slot = a->pointwise ? 0 : a->ci * ec_geom_k_vol(&a->g) * a->L;
+    if (par > 1) {
+        ec_blas_serial_begin();
+#pragma omp parallel num_threads(par)
+        {
+            int t = ec_thread_num();
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t i = 0; i < n; i++)
+                F(conv_fwd_image)(a, x + i * a->ci * a->ivol, w, bias, y + i * a->co * a->L,
+                                  work + t * slot, 1);
+        }
+        ec_blas_serial_end();
+    } else {
+        int nt = ec_get_num_threads();
+        for (int64_t i = 0; i < n; i++)
+            F(conv_fwd_image)(a, x + i * a->ci * a->ivol, w, bias, y + i * a->co * a->L, work, nt);
+    }
+    return EC_OK;
+}
+
+static int F(conv_backward_data)(int64_t n, const F(conv_args) * a, const T* gy, const T* w, T* gx,
+                                 T* work, int par) {
+    const int64_t slot = a->pointwise ? 0 : a->ci * ec_geom_k_vol(&a->g) * a->L;
+    if (par > 1) {
+        ec_blas_serial_begin();
+#pragma omp parallel num_threads(par)
+        {
+            int t = ec_thread_num();
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t i = 0; i < n; i++)
+                F(conv_bwd_data_image)(a, gy + i * a->co * a->L, w, gx + i * a->ci * a->ivol,
+                                       work + t * slot, 1);
+        }
+        ec_blas_serial_end();
+    } else {
+        int nt = ec_get_num_threads();
+        for (int64_t i = 0; i < n; i++)
+            F(conv_bwd_data_image)(a, gy + i * a->co * a->L, w, gx + i * a->ci * a->ivol, work, nt);
+    }
+    return EC_OK;
+}
+
+/* work: par column buffers, then par - 1 partial weight gradients. */
+static int F(conv_backward_weight)(int64_t n, const F(conv_args) * a, const T* x, const T* gy,
+                                   T* gw, T* work, int par) {
+    const int64_t slot = a->pointwise ? 0 : a->ci * ec_geom_k_vol(&a->g) * a->L;
+    const int64_t wsize = a->co * a->K;
+    if (n == 0) {
+        memset(gw, 0, sizeof(T) * (size_t)wsize);
+        return EC_OK;
+    }
+    if (par > n) par = (int)n;
+    if (par > 1) {
+        T* partial = work + par * slot;
+        ec_blas_serial_begin();
+#pragma omp parallel num_threads(par)
+        {
+            int t = ec_thread_num();
+            T* acc = t == 0 ? gw : partial + (t - 1) * wsize;
+            /* static schedule: thread t gets a contiguous, non-empty block (par <= n) */
+            int64_t lo = n * t / par, hi = n * (t + 1) / par;
+            for (int64_t i = lo; i < hi; i++)
+                F(conv_bwd_weight_image)(a, x + i * a->ci * a->ivol, gy + i * a->co * a->L, acc,
+                                         i == lo ? 0 : 1, work + t * slot, 1);
+        }
+        ec_blas_serial_end();
+        for (int t = 1; t < par; t++) {
+            const T* p = partial + (t - 1) * wsize;
+            for (int64_t j = 0; j < wsize; j++) gw[j] += p[j];
+        }
+    } else {
+        int nt = ec_get_num_threads();
+        for (int64_t i = 0; i < n; i++)
+            F(conv_bwd_weight_image)(a, x + i * a->ci * a->ivol, gy + i * a->co * a->L, gw,
+                                     i == 0 ? 0 : 1, work, nt);
+    }
+    return EC_OK;
+}
+
+/* ------------------------------------------------------ depthwise, direct */
+
+/* Note [Depthwise convolution]
+ * groups == ci: output channel oc reads only input channel oc / m (m = co / ci
+ * output channels per input channel).  A GEMM per channel would have K = kvol
+ * (9 for 3x3): far too thin for BLAS, so these loops run the taps directly,
+ * each tap a contiguous (stride 1) or strided sweep over an output row, which
+ * the compiler vectorises.  Threads split output planes (forward), input planes
+ * (backward data: each owns its m output channels) or output channels
+ * (backward weight), so no two threads write the same element. */
+
+static void F(dw_fwd_plane)(const ec_geom* g, const T* x, const T* w, T bias, T* y) {
+    const int64_t IH = g->in[1], IW = g->in[2];
+    const int64_t KD = g->k[0], KH = g->k[1], KW = g->k[2];
+    const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2], sw = g->s[2];
+    for (int64_t l = 0; l < OD * OH * OW; l++) y[l] = bias;
+    for (int64_t od = 0; od < OD; od++)
+        for (int64_t a = 0; a < KD; a++) {
+            int64_t id = od * g->s[0] - g->p[0] + a * g->d[0];
+            if (id < 0 || id >= g->in[0]) continue;
+            for (int64_t oh = 0; oh < OH; oh++) {
+                T* yr = y + (od * OH + oh) * OW;
+                for (int64_t b = 0; b < KH; b++) {
+                    int64_t ih = oh * g->s[1] - g->p[1] + b * g->d[1];
+                    if (ih < 0 || ih >= IH) continue;
+                    const T* xrow = x + (id * IH + ih) * IW;
+                    const T* wr = w + (a * KH + b) * KW;
+                    for (int64_t e = 0; e < KW; e++) {
+                        int64_t off = e * g->d[2] - g->p[2], lo, hi;
+                        ec_tap_range(off, sw, IW, OW, &lo, &hi);
+                        const T wv = wr[e];
+                        const T* xr = xrow + off;
+                        if (sw == 1) {
+                            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow];
+                        } else {
+                            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow * sw];
+                        }
+                    }
+                }
+            }
+        }
+}
+
+static void F(dw_bwd_data_plane)(const ec_geom* g, const T* gy, const T* w, T* gx) {
+    const int64_t IH = g->in[1], IW = g->in[2];
+    const int64_t KD = g->k[0], KH = g->k[1], KW = g->k[2];
+    const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2], sw = g->s[2];
+    for (int64_t od = 0; od < OD; od++)
+        for (int64_t a = 0; a < KD; a++) {
+            int64_t id = od * g->s[0] - g->p[0] + a * g->d[0];
+            if (id < 0 || id >= g->in[0]) continue;
+            for (int64_t oh = 0; oh < OH; oh++) {
+                const T* gyr = gy + (od * OH + oh) * OW;
+                for (int64_t b = 0; b < KH; b++) {
+                    int64_t ih = oh * g->s[1] - g->p[1] + b * g->d[1];
+                    if (ih < 0 || ih >= IH) continue;
+                    T* xrow = gx + (id * IH + ih) * IW;
+                    const T* wr = w + (a * KH + b) * KW;
+                    for (int64_t e = 0; e < KW; e++) {
+                        int64_t off = e * g->d[2] - g->p[2], lo, hi;
+                        ec_tap_range(off, sw, IW, OW, &lo, &hi);
+                        const T wv = wr[e];
+                        T* xr = xrow + off;
+                        if (sw == 1) {
+                            for (int64_t ow = lo; ow < hi; ow++) xr[ow] += wv * gyr[ow];
+                        } else {
+                            for (int64_t ow = lo; ow < hi; ow++) xr[ow * sw] += wv * gyr[ow];
+                        }
+                    }
+                }
+            }
+        }
+}
+
+/* acc[tap] += sum over output positions of gy * x under that tap (one plane). */
+static void F(dw_bwd_weight_plane)(const ec_geom* g, const T* x, const T* gy, double* acc) {
+    const int64_t IH = g->in[1], IW = g->in[2];
+    const int64_t KD = g->k[0], KH = g->k[1], KW = g->k[2];
+    const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2], sw = g->s[2];
+    for (int64_t od = 0; od < OD; od++)
+        for (int64_t a = 0; a < KD; a++) {
+            int64_t id = od * g->s[0] - g->p[0] + a * g->d[0];
+            if (id < 0 || id >= g->in[0]) continue;
+            for (int64_t oh = 0; oh < OH; oh++) {
+                const T* gyr = gy + (od * OH + oh) * OW;
+                for (int64_t b = 0; b < KH; b++) {
+                    int64_t ih = oh * g->s[1] - g->p[1] + b * g->d[1];
+                    if (ih < 0 || ih >= IH) continue;
+                    const T* xrow = x + (id * IH + ih) * IW;
+                    double* ar = acc + (a * KH + b) * KW;
+                    for (int64_t e = 0; e < KW; e++) {
+                        int64_t off = e * g->d[2] - g->p[2], lo, hi;
+                        ec_tap_range(off, sw, IW, OW, &lo, &hi);
+                        const T* xr = xrow + off;
+                        T s = 0;
+                        if (sw == 1) {
+                            s = F(dot8)(gyr + lo, xr + lo, hi - lo);
+                        } else {
+                            for (int64_t ow = lo; ow < hi; ow++) s += gyr[ow] * xr[ow * sw];
+                        }
+                        ar[e] += s;
+                    }
+                }
+            }
+        }
+}
+
+static int F(dw_forward)(int64_t n, int64_t ci, int64_t co, const ec_geom* g, const T* x,
+                         const T* w, const T* bias, T* y) {
+    const int64_t m = co / ci, ivol = ec_geom_in_vol(g), ovol = ec_geom_out_vol(g);
+    const int64_t kvol = ec_geom_k_vol(g);
+    int nt = ec_threads_for(n * co * ovol * kvol, EC_GRAIN);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t pl = 0; pl < n * co; pl++) {
+        int64_t i = pl / co, oc = pl % co;
+        F(dw_fwd_plane)(g, x + (i * ci + oc / m) * ivol, w + oc * kvol, bias ? bias[oc] : 0,
+                        y + pl * ovol);
+    }
+    return EC_OK;
+}
+
+static int F(dw_backward_data)(int64_t n, int64_t ci, int64_t co, const ec_geom* g, const T* gy,
+                               const T* w, T* gx) {
+    const int64_t m = co / ci, ivol = ec_geom_in_vol(g), ovol = ec_geom_out_vol(g);
+    const int64_t kvol = ec_geom_k_vol(g);
+    int nt = ec_threads_for(n * co * ovol * kvol, EC_GRAIN);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t pl = 0; pl < n * ci; pl++) {
+        int64_t i = pl / ci, ic = pl % ci;
+        T* gxp = gx + pl * ivol;
+        memset(gxp, 0, sizeof(T) * (size_t)ivol);
+        for (int64_t j = 0; j < m; j++) {
+            int64_t oc = ic * m + j;
+            F(dw_bwd_data_plane)(g, gy + (i * co + oc) * ovol, w + oc * kvol, gxp);
+        }
+    }
+    return EC_OK;
+}
+
+/* acc: kvol doubles of scratch per thread (work holds nt * kvol). */
+static int F(dw_backward_weight)(int64_t n, int64_t ci, int64_t co, const ec_geom* g, const T* x,
+                                 const T* gy, T* gw, double* work) {
+    const int64_t m = co / ci, ivol = ec_geom_in_vol(g), ovol = ec_geom_out_vol(g);
+    const int64_t kvol = ec_geom_k_vol(g);
+    int nt = ec_threads_for(n * co * ovol * kvol, EC_GRAIN);
+#pragma omp parallel num_threads(nt)
+    {
+        double* acc = work + ec_thread_num() * kvol;
+#pragma omp for schedule(static)
+        for (int64_t oc = 0; oc < co; oc++) {
+            memset(acc, 0, sizeof(double) * (size_t)kvol);
+            for (int64_t i = 0; i < n; i++)
+                F(dw_bwd_weight_plane)(g, x + (i * ci + oc / m) * ivol, gy + (i * co + oc) * ovol, acc);
+            for (int64_t t = 0; t < kvol; t++) gw[oc * kvol + t] = (T)acc[t];
+        }
+    }
+    return EC_OK;
+}
+
+/* gb[c] = sum of gy[i, c, :] over images i. */
+static int F(bias_grad)(int64_t n, int64_t c, int64_t L, const T* gy, T* gb) {
+    int nt = ec_threads_for(n * c * L, EC_GRAIN);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t ch = 0; ch < c; ch++) {
+        double acc = 0;
+        for (int64_t i = 0; i < n; i++) {
+            acc += F(sum8)(gy + (i * c + ch) * L, L);
+        }
+        gb[ch] = (T)acc;
+    }
+    return EC_OK;
+}
+
+/* im2col / col2im over n images, as ops (F.unfold / F.fold). */
+static int F(im2col_batch)(int64_t n, int64_t c, const ec_geom* g, const T* x, T* col) {
+    const int64_t ivol = ec_geom_in_vol(g), rows = c * ec_geom_k_vol(g), L = ec_geom_out_vol(g);
+    int nt = ec_threads_for(n * rows * L, EC_GRAIN);
+#pragma omp parallel for num_threads(nt) schedule(static) collapse(2)
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t ch = 0; ch < c; ch++)
+            F(im2col_rows)(x + i * c * ivol, g, ch, ch + 1, col + i * rows * L);
+    return EC_OK;
+}
+
+static int F(col2im_batch)(int64_t n, int64_t c, const ec_geom* g, const T* col, T* x) {
+    const int64_t ivol = ec_geom_in_vol(g), rows = c * ec_geom_k_vol(g), L = ec_geom_out_vol(g);
+    int nt = ec_threads_for(n * rows * L, EC_GRAIN);
+#pragma omp parallel for num_threads(nt) schedule(static) collapse(2)
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t ch = 0; ch < c; ch++) {
+            memset(x + (i * c + ch) * ivol, 0, sizeof(T) * (size_t)ivol);
+            F(col2im_rows)(col + i * rows * L, g, ch, ch + 1, x + i * c * ivol);
+        }
+    return EC_OK;
+}

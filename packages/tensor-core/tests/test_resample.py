@@ -33,6 +33,9 @@ def pad_ref(x, pad, mode, value=0.0):
     edges), before it for circular (which wraps the cropped input, as PyTorch)."""
     k = len(pad) // 2
     widths = [(0, 0)] * (x.ndim - k) + [(pad[2 * i], pad[2 * i + 1]) for i in reversed(range(k))]
+    out_shape = tuple(n + a + b for n, (a, b) in zip(x.shape, widths))
+    if 0 in out_shape:
+        return np.empty(out_shape, x.dtype)
     pos = [(max(a, 0), max(b, 0)) for a, b in widths]
     crop = tuple(slice(max(-a, 0), n - max(-b, 0)) for (a, b), n in zip(widths, x.shape))
     np_mode = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode]

@@ -15,6 +15,8 @@ BIN := $(VENV)/bin
 WHEELHOUSE := wheelhouse
 # In dependency order (DESIGN.md).
 PACKAGES := allocator tensor-core autograd nn
+# data (ember-data): depends on numpy only (DESIGN.md)
+PACKAGES += data
 STAMP := $(VENV)/.ember-dev-installed
 PIP := $(BIN)/python -m pip
 

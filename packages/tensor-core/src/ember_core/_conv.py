@@ -103,6 +103,35 @@ def plain_backward_data(p, gy, w, gx):
     return gx
 
 
+def _as_forward(p):
+    """For stride 1, the backward data of p as a plain forward convolution of gy
+    with the flipped, transposed weight, padded by d * (k - 1) - p (or None).
+    im2col + a deep GEMM beats a shallow GEMM + col2im's scattered adds."""
+    if p.depthwise or p.pointwise or any(s != 1 for s in p.stride):
+        return None
+    pads = tuple(d * (k - 1) - pp for d, k, pp in zip(p.dilation, p.kernel, p.padding))
+    if any(v < 0 for v in pads):
+        return None
+    return _Plain(p.n, p.co, p.ci, p.groups, p.column, p.kernel, p.image, p.stride, pads, p.dilation)
+
+
+def _flipped_weight(p, w):
+    """w (co, ci / g, k...) as the weight of _as_forward(p): (ci, co / g, k...),
+    each group transposed and every kernel dim reversed."""
+    g, k = p.groups, len(p.kernel)
+    wt = w.reshape((g, p.co // g, p.ci // g) + tuple(p.kernel)).transpose(1, 2)
+    wt = wt.flip(tuple(range(3, 3 + k)))
+    return wt.reshape((p.ci, p.co // g) + tuple(p.kernel)).contiguous()
+
+
+def backward_data(p, gy, w, gx):
+    """gx (image side) from gy (column side), choosing the algorithm."""
+    q = _as_forward(p)
+    if q is not None:
+        return plain_forward(q, gy, _flipped_weight(p, w), None, gx)
+    return plain_backward_data(p, gy, w, gx)
+
+
 def plain_backward_weight(p, x, gy, gw):
     """gw (co, ci / groups, k...) from x (image side) and gy (column side)."""
     dt = x._dtype.code
@@ -284,7 +313,7 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     n = x._shape[0]
     y = empty((n, co) + out, cd, x._storage._device)
     if transposed:
-        plain_backward_data(p, x, w, y)
+        backward_data(p, x, w, y)
         if b is not None:
             y.add_(b.view((1, co) + (1,) * k))
     else:
@@ -329,7 +358,7 @@ def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding
         if transposed:
             plain_forward(p, gy, w, None, gi)
         else:
-            plain_backward_data(p, gy, w, gi)
+            backward_data(p, gy, w, gi)
         gi = S.finish(gi, dtype)
     if want_w:
         x = S.prepared(input, cd)

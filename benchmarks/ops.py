@@ -7,7 +7,9 @@ Targets (issue 3, on the 2-core development machine):
   - matmul float32 at 256, 1024, 2048: at least 0.9x NumPy's GFLOP/s.
 """
 
+import statistics
 import sys
+import time
 
 import numpy as np
 
@@ -72,3 +74,70 @@ def main():
 
 if __name__ == "__main__":
     main()
+
+
+# ------------------------------------------ NN kernels: convolution and pooling
+# (issue 5, nn-conv).  Targets on the 2-core machine: conv2d forward+backward
+# (batch 32, 64 -> 64 channels, 32x32, 3x3, padding 1) within 1.25x of
+# PyTorch's time; depthwise conv2d and max_pool2d forward+backward at least as
+# fast as PyTorch.  These calls take tens of milliseconds on a shared machine,
+# so ember and PyTorch are timed alternately (one call each per round) and the
+# medians compared: load that comes and goes hits both alike.
+
+
+def _alternating(ember_fn, torch_fn, rounds=15):
+    ember_fn(), torch_fn()
+    te, tt = [], []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        ember_fn()
+        te.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        torch_fn()
+        tt.append(time.perf_counter() - t0)
+    return statistics.median(te), statistics.median(tt)
+
+
+def nn_conv_kernels():
+    import ember_autograd  # noqa: F401 - backward()
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((32, 64, 32, 32), dtype=np.float32)
+    w = rng.standard_normal((64, 64, 3, 3), dtype=np.float32) * 0.05
+    b = rng.standard_normal(64, dtype=np.float32)
+    wd = rng.standard_normal((64, 1, 3, 3), dtype=np.float32)
+
+    def tensors(lib, grad):
+        return [lib.from_numpy(a.copy()).requires_grad_(grad) for a in (x, w, b, wd)]
+
+    ex, ew, eb, ewd = tensors(ec, True)
+    g_full, g_half = ec.ones(32, 64, 32, 32), ec.ones(32, 64, 16, 16)
+    cases = [
+        ("conv2d 3x3 64->64 fwd", lambda L, F, t, g: F.conv2d(t[0].detach(), t[1].detach(), t[2].detach(), padding=1)),
+        ("conv2d 3x3 64->64 fwd+bwd", lambda L, F, t, g: F.conv2d(t[0], t[1], t[2], padding=1).backward(g[0])),
+        ("depthwise 3x3 fwd", lambda L, F, t, g: F.conv2d(t[0].detach(), t[3].detach(), None, padding=1, groups=64)),
+        ("depthwise 3x3 fwd+bwd", lambda L, F, t, g: F.conv2d(t[0], t[3], None, padding=1, groups=64).backward(g[0])),
+        ("max_pool2d 2x2 fwd", lambda L, F, t, g: F.max_pool2d(t[0].detach(), 2)),
+        ("max_pool2d 2x2 fwd+bwd", lambda L, F, t, g: F.max_pool2d(t[0], 2).backward(g[1])),
+    ]
+    rows = []
+    if torch is not None:
+        tx, tw, tb, twd = tensors(torch, True)
+        t_full, t_half = torch.ones(32, 64, 32, 32), torch.ones(32, 64, 16, 16)
+    for name, fn in cases:
+        e_call = lambda: fn(ec, ec, (ex, ew, eb, ewd), (g_full, g_half))  # noqa: E731
+        if torch is None:
+            rows.append([name, fmt_time(median_time(e_call)), "-", "-"])
+            continue
+        t_call = lambda: fn(torch, torch.nn.functional, (tx, tw, tb, twd), (t_full, t_half))  # noqa: E731
+        te, tt = _alternating(e_call, t_call)
+        rows.append([name, fmt_time(te), fmt_time(tt), f"{te / tt:.2f}"])
+    print(f"\nNN kernels: convolution and pooling (batch 32, 64 channels, 32x32 float32); "
+          f"{ec.get_num_threads()} threads")
+    table(rows, ["case", "ember", "torch", "ember/torch time"])
+    print("ember/torch time < 1 means ember is faster (targets: conv2d fwd+bwd <= 1.25, depthwise and "
+          "max_pool2d fwd+bwd <= 1.0)")
+
+
+if __name__ == "__main__":
+    nn_conv_kernels()

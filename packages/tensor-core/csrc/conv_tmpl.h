@@ -30,7 +30,7 @@ static inline T F(dot8)(const T* x, const T* y, int64_t n) {
 /* Rows [c0, c1) of the column matrix of one image: row r = (ch, a, b, e) holds,
  * for every output position, the input element under kernel tap (a, b, e) of
  * channel ch (0 in the padding).  col is (C * kvol) x L. */
-static void F(im2col_rows)(const T* x, const ec_geom* g, int64_t c0, int64_t c1, T* col) {
+EC_VEC_CLONES static void F(im2col_rows)(const T* x, const ec_geom* g, int64_t c0, int64_t c1, T* col) {
     const int64_t ID = g->in[0], IH = g->in[1], IW = g->in[2];
     const int64_t KD = g->k[0], KH = g->k[1], KW = g->k[2];
     const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2];
@@ -68,7 +68,7 @@ static void F(im2col_rows)(const T* x, const ec_geom* g, int64_t c0, int64_t c1,
 
 /* The adjoint of im2col_rows: add column rows of channels [c0, c1) back into
  * the image x (which the caller has initialised). */
-static void F(col2im_rows)(const T* col, const ec_geom* g, int64_t c0, int64_t c1, T* x) {
+EC_VEC_CLONES static void F(col2im_rows)(const T* col, const ec_geom* g, int64_t c0, int64_t c1, T* x) {
     const int64_t ID = g->in[0], IH = g->in[1], IW = g->in[2];
     const int64_t KD = g->k[0], KH = g->k[1], KW = g->k[2];
     const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2];
@@ -297,7 +297,7 @@ static int F(conv_backward_weight)(int64_t n, const F(conv_args) * a, const T* x
  * (backward data: each owns its m output channels) or output channels
  * (backward weight), so no two threads write the same element. */
 
-static void F(dw_fwd_plane)(const ec_geom* g, const T* x, const T* w, T bias, T* y) {
+EC_VEC_CLONES static void F(dw_fwd_plane)(const ec_geom* g, const T* x, const T* w, T bias, T* y) {
     const int64_t IH = g->in[1], IW = g->in[2];
     const int64_t KD = g->k[0], KH = g->k[1], KW = g->k[2];
     const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2], sw = g->s[2];
@@ -329,7 +329,7 @@ static void F(dw_fwd_plane)(const ec_geom* g, const T* x, const T* w, T bias, T*
         }
 }
 
-static void F(dw_bwd_data_plane)(const ec_geom* g, const T* gy, const T* w, T* gx) {
+EC_VEC_CLONES static void F(dw_bwd_data_plane)(const ec_geom* g, const T* gy, const T* w, T* gx) {
     const int64_t IH = g->in[1], IW = g->in[2];
     const int64_t KD = g->k[0], KH = g->k[1], KW = g->k[2];
     const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2], sw = g->s[2];
@@ -361,7 +361,7 @@ static void F(dw_bwd_data_plane)(const ec_geom* g, const T* gy, const T* w, T* g
 }
 
 /* acc[tap] += sum over output positions of gy * x under that tap (one plane). */
-static void F(dw_bwd_weight_plane)(const ec_geom* g, const T* x, const T* gy, double* acc) {
+EC_VEC_CLONES static void F(dw_bwd_weight_plane)(const ec_geom* g, const T* x, const T* gy, double* acc) {
     const int64_t IH = g->in[1], IW = g->in[2];
     const int64_t KD = g->k[0], KH = g->k[1], KW = g->k[2];
     const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2], sw = g->s[2];

@@ -16,6 +16,15 @@
 #include <omp.h>
 #endif
 
+/* Hot loops are compiled twice, for AVX2 and for the portable baseline, and
+ * the loader picks one at run time (no -march=native in what ships): their
+ * strided loads (stride-2 pooling windows, ...) only vectorise with AVX2. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define EC_VEC_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define EC_VEC_CLONES
+#endif
+
 typedef struct ec_geom {
     int64_t in[3], k[3], out[3], s[3], p[3], d[3];
 } ec_geom;

@@ -6,11 +6,14 @@
 
 /* Max pooling of planes' output rows [r0, r1) (a row = one (plane, od, oh)).
  * The index is the flat position in the input plane; NaN wins (the last NaN
- * of the window); a window starts at its first element inside the input. */
-static void F(max_pool_rows)(const ec_geom* g, const T* x, T* y, int64_t* idx, int64_t r0,
-                             int64_t r1) {
+ * of the window); a window starts at its first element inside the input.
+ * Taps run outermost and the output row innermost (vectorised); each output
+ * still sees its window's elements in row-major order, as PyTorch's loop. */
+EC_VEC_CLONES static void F(max_pool_rows)(const ec_geom* g, const T* x, T* y, int64_t* idx,
+                                           int64_t r0, int64_t r1) {
     const int64_t ID = g->in[0], IH = g->in[1], IW = g->in[2];
     const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2];
+    const int64_t sw = g->s[2], pw = g->p[2], dw = g->d[2];
     const int64_t ivol = ID * IH * IW;
     for (int64_t r = r0; r < r1; r++) {
         int64_t pl = r / (OD * OH), od = (r / OH) % OD, oh = r % OH;
@@ -24,32 +27,33 @@ static void F(max_pool_rows)(const ec_geom* g, const T* x, T* y, int64_t* idx, i
         while (d0 < 0) d0 += g->d[0];
         while (h0 < 0) h0 += g->d[1];
         for (int64_t ow = 0; ow < OW; ow++) {
-            int64_t w0 = ow * g->s[2] - g->p[2];
-            int64_t w1 = w0 + (g->k[2] - 1) * g->d[2] + 1;
-            if (w1 > IW) w1 = IW;
-            while (w0 < 0) w0 += g->d[2];
-            int64_t best = (d0 * IH + h0) * IW + w0;
-            T m = -INFINITY;
-            for (int64_t id = d0; id < d1; id += g->d[0])
-                for (int64_t ih = h0; ih < h1; ih += g->d[1]) {
-                    const T* xr = xp + (id * IH + ih) * IW;
-                    for (int64_t iw = w0; iw < w1; iw += g->d[2]) {
+            int64_t w0 = ow * sw - pw;
+            while (w0 < 0) w0 += dw;
+            yr[ow] = -INFINITY;
+            ir[ow] = (d0 * IH + h0) * IW + w0;
+        }
+        for (int64_t id = d0; id < d1; id += g->d[0])
+            for (int64_t ih = h0; ih < h1; ih += g->d[1]) {
+                const int64_t row = (id * IH + ih) * IW;
+                const T* xr = xp + row;
+                for (int64_t e = 0; e < g->k[2]; e++) {
+                    int64_t off = e * dw - pw, lo, hi;
+                    ec_tap_range(off, sw, IW, OW, &lo, &hi);
+                    for (int64_t ow = lo; ow < hi; ow++) {
+                        int64_t iw = ow * sw + off;
                         T v = xr[iw];
-                        if (v > m || isnan(v)) {
-                            m = v;
-                            best = (id * IH + ih) * IW + iw;
-                        }
+                        int take = (v > yr[ow]) | (v != v);
+                        yr[ow] = take ? v : yr[ow];
+                        ir[ow] = take ? row + iw : ir[ow];
                     }
                 }
-            yr[ow] = m;
-            ir[ow] = best;
-        }
+            }
     }
 }
 
 /* 2x2 windows, stride 2, no padding or dilation, 2-D: the common case, with
  * the same tie and NaN rules unrolled. */
-static void F(max_pool_2x2_rows)(const ec_geom* g, const T* x, T* y, int64_t* idx, int64_t r0,
+EC_VEC_CLONES static void F(max_pool_2x2_rows)(const ec_geom* g, const T* x, T* y, int64_t* idx, int64_t r0,
                                  int64_t r1) {
     const int64_t IH = g->in[1], IW = g->in[2], OH = g->out[1], OW = g->out[2];
     for (int64_t r = r0; r < r1; r++) {
@@ -62,10 +66,13 @@ static void F(max_pool_2x2_rows)(const ec_geom* g, const T* x, T* y, int64_t* id
         for (int64_t ow = 0; ow < OW; ow++) {
             int64_t w = 2 * ow, k = base + w;
             T m = -INFINITY;
-#define EC_TAKE(v, pos)                 \
-    if ((v) > m || isnan(v)) {          \
-        m = (v);                        \
-        k = (pos);                      \
+/* branchless (random data mispredicts), so that it vectorises */
+#define EC_TAKE(v, pos)                          \
+    {                                            \
+        T v_ = (v);                              \
+        int t_ = (v_ > m) | (v_ != v_);          \
+        m = t_ ? v_ : m;                         \
+        k = t_ ? (pos) : k;                      \
     }
             EC_TAKE(a[w], base + w)
             EC_TAKE(a[w + 1], base + w + 1)
@@ -112,36 +119,47 @@ static inline void F(avg_window)(int64_t o, int64_t s, int64_t p, int64_t k, int
     *hi = b;
 }
 
+/* Sums of one output row (taps outermost, the row innermost: vectorised),
+ * then each divided by its window's count. */
+EC_VEC_CLONES static void F(avg_pool_row)(const ec_geom* g, int count_include_pad, int64_t divisor,
+                                          const T* xp, int64_t od, int64_t oh, T* yr) {
+    const int64_t ID = g->in[0], IH = g->in[1], IW = g->in[2], OW = g->out[2];
+    const int64_t sw = g->s[2], pw = g->p[2];
+    int64_t d0, d1, pd, h0, h1, ph;
+    F(avg_window)(od, g->s[0], g->p[0], g->k[0], ID, &d0, &d1, &pd);
+    F(avg_window)(oh, g->s[1], g->p[1], g->k[1], IH, &h0, &h1, &ph);
+    for (int64_t ow = 0; ow < OW; ow++) yr[ow] = 0;
+    for (int64_t id = d0; id < d1; id++)
+        for (int64_t ih = h0; ih < h1; ih++) {
+            const T* xr = xp + (id * IH + ih) * IW;
+            for (int64_t e = 0; e < g->k[2]; e++) {
+                int64_t off = e - pw, lo, hi;
+                ec_tap_range(off, sw, IW, OW, &lo, &hi);
+                for (int64_t ow = lo; ow < hi; ow++) yr[ow] += xr[ow * sw + off];
+            }
+        }
+    for (int64_t ow = 0; ow < OW; ow++) {
+        int64_t w0, w1, pwid;
+        F(avg_window)(ow, sw, pw, g->k[2], IW, &w0, &w1, &pwid);
+        if (d0 >= d1 || h0 >= h1 || w0 >= w1) {
+            yr[ow] = 0;
+            continue;
+        }
+        int64_t div = divisor ? divisor
+                              : (count_include_pad ? pd * ph * pwid : (d1 - d0) * (h1 - h0) * (w1 - w0));
+        yr[ow] = yr[ow] / (T)div;
+    }
+}
+
 static int F(avg_pool_forward)(int64_t planes, const ec_geom* g, int count_include_pad,
                                int64_t divisor, const T* x, T* y) {
-    const int64_t ID = g->in[0], IH = g->in[1], IW = g->in[2];
     const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2];
-    const int64_t rows = planes * OD * OH, ivol = ID * IH * IW;
+    const int64_t rows = planes * OD * OH, ivol = ec_geom_in_vol(g);
     int nt = ec_threads_for(rows * OW * ec_geom_k_vol(g), EC_GRAIN);
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t r = 0; r < rows; r++) {
         int64_t pl = r / (OD * OH), od = (r / OH) % OD, oh = r % OH;
-        int64_t d0, d1, pd, h0, h1, ph;
-        F(avg_window)(od, g->s[0], g->p[0], g->k[0], ID, &d0, &d1, &pd);
-        F(avg_window)(oh, g->s[1], g->p[1], g->k[1], IH, &h0, &h1, &ph);
-        const T* xp = x + pl * ivol;
-        for (int64_t ow = 0; ow < OW; ow++) {
-            int64_t w0, w1, pw;
-            F(avg_window)(ow, g->s[2], g->p[2], g->k[2], IW, &w0, &w1, &pw);
-            if (d0 >= d1 || h0 >= h1 || w0 >= w1) {
-                y[r * OW + ow] = 0;
-                continue;
-            }
-            T sum = 0;
-            for (int64_t id = d0; id < d1; id++)
-                for (int64_t ih = h0; ih < h1; ih++) {
-                    const T* xr = xp + (id * IH + ih) * IW;
-                    for (int64_t iw = w0; iw < w1; iw++) sum += xr[iw];
-                }
-            int64_t div = divisor ? divisor
-                                  : (count_include_pad ? pd * ph * pw : (d1 - d0) * (h1 - h0) * (w1 - w0));
-            y[r * OW + ow] = sum / (T)div;
-        }
+        F(avg_pool_row)(g, count_include_pad, divisor, x + pl * ivol, od, oh, y + r * OW);
     }
     return EC_OK;
 }

@@ -297,10 +297,48 @@ static int F(conv_backward_weight)(int64_t n, const F(conv_args) * a, const T* x
  * (backward data: each owns its m output channels) or output channels
  * (backward weight), so no two threads write the same element. */
 
+/* One input row's contribution to an output row of a stride-1 depthwise
+ * convolution over the interior [L, H), where every tap is inside the input:
+ * the taps are summed in registers, one pass over the row (K a constant so
+ * that the tap loop unrolls and the row loop vectorises). */
+#define EC_DW_ROW(K)                                                         \
+    for (int64_t ow = L; ow < H; ow++) {                                     \
+        T s_ = 0;                                                            \
+        for (int e_ = 0; e_ < (K); e_++) s_ += wr[e_] * xr[ow + off[e_]];    \
+        yr[ow] += s_;                                                        \
+    }
+
+static inline void F(dw_row_interior)(T* yr, const T* xr, const T* wr, const int64_t* off, int64_t kw,
+                                      int64_t L, int64_t H) {
+    switch (kw) {
+        case 3: EC_DW_ROW(3) break;
+        case 5: EC_DW_ROW(5) break;
+        case 7: EC_DW_ROW(7) break;
+        default:
+            for (int64_t e = 0; e < kw; e++)
+                for (int64_t ow = L; ow < H; ow++) yr[ow] += wr[e] * xr[ow + off[e]];
+    }
+}
+#undef EC_DW_ROW
+
+#define EC_DW_TAPS 64 /* wider kernels compute each tap's range as they go */
+
 EC_VEC_CLONES static void F(dw_fwd_plane)(const ec_geom* g, const T* x, const T* w, T bias, T* y) {
     const int64_t IH = g->in[1], IW = g->in[2];
     const int64_t KD = g->k[0], KH = g->k[1], KW = g->k[2];
     const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2], sw = g->s[2];
+    /* per tap along W: its offset and output range; [L, H) where all are inside */
+    int64_t off[EC_DW_TAPS], lo[EC_DW_TAPS], hi[EC_DW_TAPS], L = 0, H = OW;
+    const int fused = sw == 1 && KW <= EC_DW_TAPS;
+    if (fused) {
+        for (int64_t e = 0; e < KW; e++) {
+            off[e] = e * g->d[2] - g->p[2];
+            ec_tap_range(off[e], 1, IW, OW, &lo[e], &hi[e]);
+            if (lo[e] > L) L = lo[e];
+            if (hi[e] < H) H = hi[e];
+        }
+        if (H < L) H = L;
+    }
     for (int64_t l = 0; l < OD * OH * OW; l++) y[l] = bias;
     for (int64_t od = 0; od < OD; od++)
         for (int64_t a = 0; a < KD; a++) {
@@ -313,15 +351,25 @@ EC_VEC_CLONES static void F(dw_fwd_plane)(const ec_geom* g, const T* x, const T*
                     if (ih < 0 || ih >= IH) continue;
                     const T* xrow = x + (id * IH + ih) * IW;
                     const T* wr = w + (a * KH + b) * KW;
+                    if (fused) {
+                        F(dw_row_interior)(yr, xrow, wr, off, KW, L, H);
+                        for (int64_t e = 0; e < KW; e++) { /* the edges, tap by tap */
+                            const T wv = wr[e];
+                            const T* xr = xrow + off[e];
+                            for (int64_t ow = lo[e]; ow < hi[e] && ow < L; ow++) yr[ow] += wv * xr[ow];
+                            for (int64_t ow = lo[e] > H ? lo[e] : H; ow < hi[e]; ow++) yr[ow] += wv * xr[ow];
+                        }
+                        continue;
+                    }
                     for (int64_t e = 0; e < KW; e++) {
-                        int64_t off = e * g->d[2] - g->p[2], lo, hi;
-                        ec_tap_range(off, sw, IW, OW, &lo, &hi);
+                        int64_t o = e * g->d[2] - g->p[2], tl, th;
+                        ec_tap_range(o, sw, IW, OW, &tl, &th);
                         const T wv = wr[e];
-                        const T* xr = xrow + off;
+                        const T* xr = xrow + o;
                         if (sw == 1) {
-                            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow];
+                            for (int64_t ow = tl; ow < th; ow++) yr[ow] += wv * xr[ow];
                         } else {
-                            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow * sw];
+                            for (int64_t ow = tl; ow < th; ow++) yr[ow] += wv * xr[ow * sw];
                         }
                     }
                 }

@@ -58,6 +58,15 @@ static inline int ec_geom_valid(const ec_geom* g) {
  * [*lo, *hi), clamped to [0, out). */
 static inline void ec_tap_range(int64_t off, int64_t s, int64_t n, int64_t out, int64_t* lo,
                                 int64_t* hi) {
+    if (s == 1) { /* the common case, without divisions (this runs per row and tap) */
+        int64_t a = off >= 0 ? 0 : -off, b = n - off;
+        if (a > out) a = out;
+        if (b > out) b = out;
+        if (b < a) b = a;
+        *lo = a;
+        *hi = b;
+        return;
+    }
     int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
     int64_t b = n - off <= 0 ? 0 : (n - off + s - 1) / s;
     if (a > out) a = out;

@@ -220,7 +220,7 @@ static int F(conv_forward)(int64_t n, const F(conv_args) * a, const T* x, const 
         }
         ec_blas_serial_end();
     } else {
-        int nt = ec_get_num_threads();
+        int nt = ec_threads_for(slot, EC_GRAIN); /* for im2col/col2im */
         for (int64_t i = 0; i < n; i++)
             F(conv_fwd_image)(a, x + i * a->ci * a->ivol, w, bias, y + i * a->co * a->L, work, nt);
     }
@@ -242,7 +242,7 @@ static int F(conv_backward_data)(int64_t n, const F(conv_args) * a, const T* gy,
         }
         ec_blas_serial_end();
     } else {
-        int nt = ec_get_num_threads();
+        int nt = ec_threads_for(slot, EC_GRAIN); /* for im2col/col2im */
         for (int64_t i = 0; i < n; i++)
             F(conv_bwd_data_image)(a, gy + i * a->co * a->L, w, gx + i * a->ci * a->ivol, work, nt);
     }
@@ -278,7 +278,7 @@ static int F(conv_backward_weight)(int64_t n, const F(conv_args) * a, const T* x
             for (int64_t j = 0; j < wsize; j++) gw[j] += p[j];
         }
     } else {
-        int nt = ec_get_num_threads();
+        int nt = ec_threads_for(slot, EC_GRAIN); /* for im2col/col2im */
         for (int64_t i = 0; i < n; i++)
             F(conv_bwd_weight_image)(a, x + i * a->ci * a->ivol, gy + i * a->co * a->L, gw,
                                      i == 0 ? 0 : 1, work, nt);

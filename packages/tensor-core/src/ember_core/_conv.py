@@ -26,8 +26,10 @@ from ember_core._elementwise import _tname, check_device
 from ember_core._lib import check, lib, nogil
 from ember_core._tensor import Tensor, empty
 
-# Calls doing more multiply-adds than this release the GIL.
+# Calls doing more multiply-adds than this release the GIL; more than
+# _PARALLEL_MACS run images on several threads.
 _NOGIL_MACS = 1 << 16
+_PARALLEL_MACS = 1 << 20
 
 
 def _fn(name, macs):
@@ -59,8 +61,9 @@ class _Plain:
         return self.n * self.co * self.L * (self.ci // self.groups) * self.kvol
 
     def par(self):
-        """Images run concurrently (one per thread, single-threaded BLAS)."""
-        if self.n < 2:
+        """Images run concurrently (one per thread, single-threaded BLAS) when
+        there are several and enough work to pay for waking threads."""
+        if self.n < 2 or self.macs() < _PARALLEL_MACS:
             return 1
         return max(1, min(lib.ec_get_num_threads(), self.n))
 

@@ -29,6 +29,8 @@ def _fn(name, work):
 
 
 def _ints(seq, op, name):
+    if type(seq) is tuple and all(type(v) is int for v in seq):
+        return seq  # the common case, checked cheaply
     if not isinstance(seq, (list, tuple)):
         raise TypeError(f"{op}(): argument '{name}' must be a tuple of ints, not {type(seq).__name__}")
     return tuple(S.as_int(v, op, name) for v in seq)
@@ -87,6 +89,8 @@ def constant_pad_nd(input, pad, value=0):
     for i in range(len(pad) // 2):
         d = len(shape) - 1 - i
         before, after = pad[2 * i], pad[2 * i + 1]
+        if before == 0 and after == 0:
+            continue
         keep = input._shape[d] + min(before, 0) + min(after, 0)
         if keep <= 0:
             return out

@@ -257,6 +257,33 @@ def test_convolution_backward_mask_and_float32_large_batch():
     np.testing.assert_allclose(gw.numpy(), ref, rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.parametrize("stride", [1, 2])
+def test_large_batch_runs_images_in_parallel(stride):
+    """Enough work that images run concurrently (one per thread, serial BLAS):
+    forward and all three gradients against the references."""
+    x = rand(8, 16, 20, 20)
+    w = rand(32, 8, 3, 3)
+    b = rand(32)
+    args = ((stride, stride), (1, 1), (1, 1), False, (0, 0), 2)
+    y = ec.convolution(E(x), E(w), E(b), *args)
+    np.testing.assert_allclose(y.numpy(), conv_ref(x, w, b, (stride,) * 2, (1, 1), (1, 1), 2), rtol=1e-10)
+    gy = rand(*y.shape)
+    gx, gw, gb = ec.convolution_backward(E(gy), E(x), E(w), [32], *args, (True, True, True))
+    # transposed convolution computes the input gradient; the weight gradient
+    # is the correlation of the input with gy (per group)
+    np.testing.assert_allclose(gx.numpy(), conv_transpose_ref(gy, w, None, (stride,) * 2, (1, 1),
+                                                              ((20 + 2 - 3) % stride,) * 2, 2, (1, 1)), rtol=1e-9, atol=1e-10)
+    xp = np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)])
+    ref_w = np.zeros_like(w)
+    oh = y.shape[2]
+    for g in range(2):
+        for a, c in itertools.product(range(3), range(3)):
+            patch = xp[:, g * 8 : (g + 1) * 8, a : a + stride * (oh - 1) + 1 : stride, c : c + stride * (oh - 1) + 1 : stride]
+            ref_w[g * 16 : (g + 1) * 16, :, a, c] = np.einsum("nohw,nchw->oc", gy[:, g * 16 : (g + 1) * 16], patch)
+    np.testing.assert_allclose(gw.numpy(), ref_w, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(gb.numpy(), gy.sum(axis=(0, 2, 3)), rtol=1e-10)
+
+
 # ----------------------------------------------------------- im2col, col2im
 
 

@@ -114,7 +114,7 @@ def test_conv1d_matches_numpy(stride, padding, dilation, groups):
     x = rand(2, 4, 13)
     w = rand(4, 4 // groups, 3)
     y = ec.conv1d(E(x), E(w), None, stride, padding, dilation, groups)
-    np.testing.assert_allclose(y.numpy(), conv_ref(x, w, None, (stride,), (padding,), (dilation,), groups), rtol=1e-10)
+    np.testing.assert_allclose(y.numpy(), conv_ref(x, w, None, (stride,), (padding,), (dilation,), groups), rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("stride,padding,dilation,groups", [(1, 0, 1, 1), ((1, 2, 1), (1, 0, 1), 1, 2), (2, 1, (1, 2, 1), 4)])
@@ -125,21 +125,21 @@ def test_conv3d_matches_numpy(stride, padding, dilation, groups):
     y = ec.conv3d(E(x), E(w), E(b), stride, padding, dilation, groups)
     norm = lambda v: (v,) * 3 if isinstance(v, int) else v  # noqa: E731
     ref = conv_ref(x, w, b, norm(stride), norm(padding), norm(dilation), groups)
-    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-10)
+    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-10, atol=1e-12)
 
 
 def test_conv2d_batch_one_unbatched_and_noncontiguous():
     x = rand(3, 9, 8)
     w = rand(5, 3, 3, 3)
     ref = conv_ref(x[None], w, None, (1, 1), (1, 1), (1, 1), 1)[0]
-    np.testing.assert_allclose(ec.conv2d(E(x), E(w), padding=1).numpy(), ref, rtol=1e-10)
-    np.testing.assert_allclose(ec.conv2d(E(x)[None], E(w), padding=1).numpy()[0], ref, rtol=1e-10)
+    np.testing.assert_allclose(ec.conv2d(E(x), E(w), padding=1).numpy(), ref, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ec.conv2d(E(x)[None], E(w), padding=1).numpy()[0], ref, rtol=1e-10, atol=1e-12)
     # transposed storage for the input and a sliced weight
     xt = E(np.ascontiguousarray(x.transpose(0, 2, 1))).transpose(1, 2)
     wb = E(rand(5, 3, 3, 6))[..., ::2]
     assert not xt.is_contiguous() and not wb.is_contiguous()
     ref2 = conv_ref(x[None], wb.numpy(), None, (1, 1), (1, 1), (1, 1), 1)[0]
-    np.testing.assert_allclose(ec.conv2d(xt, wb, padding=1).numpy(), ref2, rtol=1e-10)
+    np.testing.assert_allclose(ec.conv2d(xt, wb, padding=1).numpy(), ref2, rtol=1e-10, atol=1e-12)
 
 
 def test_empty_batch():
@@ -156,9 +156,9 @@ def test_padding_same_and_valid(k):
     # 'same' pads (total // 2) before and the rest after
     th, tw = k - 1, 2 * 2
     xp = np.pad(x, [(0, 0), (0, 0), (th // 2, th - th // 2), (tw // 2, tw - tw // 2)])
-    np.testing.assert_allclose(same.numpy(), conv_ref(xp, w, None, (1, 1), (0, 0), (1, 2), 1), rtol=1e-10)
+    np.testing.assert_allclose(same.numpy(), conv_ref(xp, w, None, (1, 1), (0, 0), (1, 2), 1), rtol=1e-10, atol=1e-12)
     valid = ec.conv2d(E(x), E(w), padding="valid")
-    np.testing.assert_allclose(valid.numpy(), conv_ref(x, w, None, (1, 1), (0, 0), (1, 1), 1), rtol=1e-10)
+    np.testing.assert_allclose(valid.numpy(), conv_ref(x, w, None, (1, 1), (0, 0), (1, 1), 1), rtol=1e-10, atol=1e-12)
 
 
 CONVT_CASES = [
@@ -230,9 +230,9 @@ def test_convolution_backward_is_the_adjoint(transposed, shape, co, groups, k, s
     gx, gw, gb = ec.convolution_backward(E(gy), E(x), E(w), [c_out], s, p, d, transposed, op, groups,
                                          (True, True, True))
     assert gx.shape == x.shape and gw.shape == w.shape and gb.shape == (c_out,)
-    np.testing.assert_allclose(_dot(gx.numpy(), x), _dot(gy, y), rtol=1e-9)
-    np.testing.assert_allclose(_dot(gw.numpy(), w), _dot(gy, y), rtol=1e-9)
-    np.testing.assert_allclose(gb.numpy(), gy.sum(axis=tuple(i for i in range(gy.ndim) if i != 1)), rtol=1e-10)
+    np.testing.assert_allclose(_dot(gx.numpy(), x), _dot(gy, y), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(_dot(gw.numpy(), w), _dot(gy, y), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(gb.numpy(), gy.sum(axis=tuple(i for i in range(gy.ndim) if i != 1)), rtol=1e-10, atol=1e-12)
     # elementwise: each gradient is the adjoint applied to gy (check one
     # coordinate of each by a finite difference, exact as conv is linear)
     for _ in range(3):
@@ -266,7 +266,7 @@ def test_large_batch_runs_images_in_parallel(stride):
     b = rand(32)
     args = ((stride, stride), (1, 1), (1, 1), False, (0, 0), 2)
     y = ec.convolution(E(x), E(w), E(b), *args)
-    np.testing.assert_allclose(y.numpy(), conv_ref(x, w, b, (stride,) * 2, (1, 1), (1, 1), 2), rtol=1e-10)
+    np.testing.assert_allclose(y.numpy(), conv_ref(x, w, b, (stride,) * 2, (1, 1), (1, 1), 2), rtol=1e-10, atol=1e-10)
     gy = rand(*y.shape)
     gx, gw, gb = ec.convolution_backward(E(gy), E(x), E(w), [32], *args, (True, True, True))
     # transposed convolution computes the input gradient; the weight gradient
@@ -281,7 +281,7 @@ def test_large_batch_runs_images_in_parallel(stride):
             patch = xp[:, g * 8 : (g + 1) * 8, a : a + stride * (oh - 1) + 1 : stride, c : c + stride * (oh - 1) + 1 : stride]
             ref_w[g * 16 : (g + 1) * 16, :, a, c] = np.einsum("nohw,nchw->oc", gy[:, g * 16 : (g + 1) * 16], patch)
     np.testing.assert_allclose(gw.numpy(), ref_w, rtol=1e-9, atol=1e-10)
-    np.testing.assert_allclose(gb.numpy(), gy.sum(axis=(0, 2, 3)), rtol=1e-10)
+    np.testing.assert_allclose(gb.numpy(), gy.sum(axis=(0, 2, 3)), rtol=1e-10, atol=1e-12)
 
 
 # ----------------------------------------------------------- im2col, col2im
@@ -303,15 +303,15 @@ def test_im2col_col2im(k, d, p, s):
     x = rand(2, 3, 7, 6)
     col = ec.im2col(E(x), k, d, p, s)
     ref = im2col_ref(x, k, d, p, s)
-    np.testing.assert_allclose(col.numpy(), ref, rtol=1e-12)
+    np.testing.assert_allclose(col.numpy(), ref, rtol=1e-12, atol=1e-12)
     # col2im is its adjoint: <col2im(c), x> = <c, im2col(x)>
     c = rand(*ref.shape)
     img = ec.col2im(E(c), (7, 6), k, d, p, s)
     assert img.shape == x.shape
-    np.testing.assert_allclose(_dot(img.numpy(), x), _dot(c, ref), rtol=1e-10)
+    np.testing.assert_allclose(_dot(img.numpy(), x), _dot(c, ref), rtol=1e-10, atol=1e-12)
     # unbatched forms
-    np.testing.assert_allclose(ec.im2col(E(x[0]), k, d, p, s).numpy(), ref[0], rtol=1e-12)
-    np.testing.assert_allclose(ec.col2im(E(c[0]), (7, 6), k, d, p, s).numpy(), img.numpy()[0], rtol=1e-12)
+    np.testing.assert_allclose(ec.im2col(E(x[0]), k, d, p, s).numpy(), ref[0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(ec.col2im(E(c[0]), (7, 6), k, d, p, s).numpy(), img.numpy()[0], rtol=1e-12, atol=1e-12)
 
 
 # ------------------------------------------------------------------ errors
@@ -423,6 +423,6 @@ def test_parity_conv_transpose_and_unfold_fold():
     ref = F.conv_transpose2d(torch.from_numpy(x), torch.from_numpy(w), None, **kw)
     np.testing.assert_allclose(ec.conv_transpose2d(E(x), E(w), None, **kw).numpy(), ref.numpy(), rtol=1e-4, atol=1e-4)
     u = F.unfold(torch.from_numpy(x), (2, 3), dilation=(2, 1), padding=1, stride=(1, 2))
-    np.testing.assert_allclose(ec.im2col(E(x), (2, 3), (2, 1), 1, (1, 2)).numpy(), u.numpy())
+    np.testing.assert_allclose(ec.im2col(E(x), (2, 3), (2, 1), 1, (1, 2)).numpy(), u.numpy(), rtol=1e-6, atol=1e-6)
     f = F.fold(u, (5, 6), (2, 3), dilation=(2, 1), padding=1, stride=(1, 2))
-    np.testing.assert_allclose(ec.col2im(E(u.numpy()), (5, 6), (2, 3), (2, 1), 1, (1, 2)).numpy(), f.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(ec.col2im(E(u.numpy()), (5, 6), (2, 3), (2, 1), 1, (1, 2)).numpy(), f.numpy(), rtol=1e-5, atol=1e-6)

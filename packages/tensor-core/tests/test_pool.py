@@ -173,11 +173,11 @@ def test_max_pool_backward_scatters_at_indices():
     ref = np.zeros_like(x)
     for n, c in np.ndindex(2, 3):
         np.add.at(ref[n, c].reshape(-1), i.numpy()[n, c].ravel(), gy[n, c].ravel())
-    np.testing.assert_allclose(gx, ref, rtol=1e-12)
+    np.testing.assert_allclose(gx, ref, rtol=1e-12, atol=1e-12)
     # the double backward op gathers: its adjoint
     z = rand(*x.shape)
     gz = ec._max_pool_double_backward(E(z), i).numpy()
-    np.testing.assert_allclose((gz * gy).sum(), (z * gx).sum(), rtol=1e-10)
+    np.testing.assert_allclose((gz * gy).sum(), (z * gx).sum(), rtol=1e-10, atol=1e-12)
     with pytest.raises(IndexError, match="out of bounds"):
         ec._max_pool_backward(E(gy), ec.full(y.shape, 49, dtype=ec.int64), x.shape)
 
@@ -207,12 +207,12 @@ def test_avg_pool2d(case, dtype):
 def test_avg_pool_1d_3d_unbatched_and_int():
     x = rand(2, 3, 10)
     np.testing.assert_allclose(ec.avg_pool1d(E(x), 3, 2, 1, True, False).numpy(),
-                               avg_pool_ref(x, (3,), (2,), (1,), True, False, None), rtol=1e-12)
+                               avg_pool_ref(x, (3,), (2,), (1,), True, False, None), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(ec.avg_pool1d(E(x[0]), 2).numpy(),
-                               avg_pool_ref(x[:1], (2,), (2,), (0,), False, True, None)[0], rtol=1e-12)
+                               avg_pool_ref(x[:1], (2,), (2,), (0,), False, True, None)[0], rtol=1e-12, atol=1e-12)
     x3 = rand(1, 2, 4, 5, 6)
     np.testing.assert_allclose(ec.avg_pool3d(E(x3), (2, 3, 2), (2, 1, 2), (1, 1, 0), False, True, 5).numpy(),
-                               avg_pool_ref(x3, (2, 3, 2), (2, 1, 2), (1, 1, 0), False, True, 5), rtol=1e-12)
+                               avg_pool_ref(x3, (2, 3, 2), (2, 1, 2), (1, 1, 0), False, True, 5), rtol=1e-12, atol=1e-12)
     xi = np.arange(36).reshape(1, 1, 6, 6)
     yi = ec.avg_pool2d(E(xi), 4)
     assert yi.dtype == ec.int64 and yi.numpy().item() == 10  # 168 / 16 truncated, as PyTorch
@@ -224,11 +224,11 @@ def test_avg_pool_backward_is_the_adjoint():
     y = ec._avg_pool(E(x), *args).numpy()
     gy = rand(*y.shape)
     gx = ec._avg_pool_backward(E(gy), x.shape, *args).numpy()
-    np.testing.assert_allclose((gx * x).sum(), (gy * y).sum(), rtol=1e-10)
+    np.testing.assert_allclose((gx * x).sum(), (gy * y).sum(), rtol=1e-10, atol=1e-12)
     e = np.zeros_like(x)
     e[1, 2, 6, 7] = 1.0
     ye = ec._avg_pool(E(e), *args).numpy()
-    np.testing.assert_allclose(gx[1, 2, 6, 7], (gy * ye).sum(), rtol=1e-10)
+    np.testing.assert_allclose(gx[1, 2, 6, 7], (gy * ye).sum(), rtol=1e-10, atol=1e-12)
 
 
 # ----------------------------------------------------------------- adaptive
@@ -243,13 +243,13 @@ def test_adaptive_pools(shape, out, dtype):
     avg = {1: ec.adaptive_avg_pool1d, 2: ec.adaptive_avg_pool2d, 3: ec.adaptive_avg_pool3d}[k]
     mx = {1: ec.adaptive_max_pool1d, 2: ec.adaptive_max_pool2d, 3: ec.adaptive_max_pool3d}[k]
     ref_avg, _ = adaptive_ref(x.astype(np.float64), out, "avg")
-    np.testing.assert_allclose(avg(E(x), out).numpy(), ref_avg, rtol=1e-5 if dtype == np.float32 else 1e-12)
+    np.testing.assert_allclose(avg(E(x), out).numpy(), ref_avg, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6 if dtype == np.float32 else 1e-12)
     v, i = mx(E(x), out)
     ref_max, ref_idx = adaptive_ref(x, out, "max")
     np.testing.assert_array_equal(v.numpy(), ref_max.astype(dtype))
     np.testing.assert_array_equal(i.numpy(), ref_idx)
     # unbatched, and None keeps a size
-    np.testing.assert_allclose(avg(E(x[0]), out).numpy(), ref_avg[0], rtol=1e-5)
+    np.testing.assert_allclose(avg(E(x[0]), out).numpy(), ref_avg[0], rtol=1e-5, atol=1e-6)
     if k == 2:
         y = ec.adaptive_avg_pool2d(E(x), (None, out[1]))
         assert y.shape == (shape[0], shape[1], shape[2], out[1])
@@ -260,7 +260,7 @@ def test_adaptive_avg_backward_is_the_adjoint():
     y = ec._adaptive_avg_pool(E(x), (3, 4)).numpy()
     gy = rand(*y.shape)
     gx = ec._adaptive_avg_pool_backward(E(gy), x.shape).numpy()
-    np.testing.assert_allclose((gx * x).sum(), (gy * y).sum(), rtol=1e-10)
+    np.testing.assert_allclose((gx * x).sum(), (gy * y).sum(), rtol=1e-10, atol=1e-12)
 
 
 # ------------------------------------------------------------------- errors
@@ -328,9 +328,9 @@ def test_parity_pools():
     np.testing.assert_array_equal(v.numpy(), tv.numpy())
     np.testing.assert_array_equal(i.numpy(), ti.numpy())
     np.testing.assert_allclose(ec.avg_pool2d(E(x), 3, 2, 1, True, False).numpy(),
-                               F.avg_pool2d(tx, 3, 2, 1, True, False).numpy(), rtol=1e-6)
+                               F.avg_pool2d(tx, 3, 2, 1, True, False).numpy(), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(ec.adaptive_avg_pool2d(E(x), (4, 5)).numpy(),
-                               F.adaptive_avg_pool2d(tx, (4, 5)).numpy(), rtol=1e-6)
+                               F.adaptive_avg_pool2d(tx, (4, 5)).numpy(), rtol=1e-6, atol=1e-6)
     tv, ti = F.adaptive_max_pool2d(tx, (4, 5), True)
     v, i = ec.adaptive_max_pool2d(E(x), (4, 5))
     np.testing.assert_array_equal(v.numpy(), tv.numpy())

@@ -109,8 +109,9 @@ def plain_backward_data(p, gy, w, gx):
 def _as_forward(p):
     """For stride 1, the backward data of p as a plain forward convolution of gy
     with the flipped, transposed weight, padded by d * (k - 1) - p (or None).
-    im2col + a deep GEMM beats a shallow GEMM + col2im's scattered adds."""
-    if p.depthwise or p.pointwise or any(s != 1 for s in p.stride):
+    im2col + a deep GEMM beats a shallow GEMM + col2im's scattered adds, and the
+    depthwise forward kernel beats its scattering backward."""
+    if p.pointwise or any(s != 1 for s in p.stride) or (p.depthwise and p.co != p.ci):
         return None
     pads = tuple(d * (k - 1) - pp for d, k, pp in zip(p.dilation, p.kernel, p.padding))
     if any(v < 0 for v in pads):

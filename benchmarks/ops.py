@@ -98,45 +98,59 @@ def _alternating(ember_fn, torch_fn, rounds=15):
     return statistics.median(te), statistics.median(tt)
 
 
+def _nn_conv_cases(F, x, w, b, wd, g_full, g_half):
+    """(name, call) pairs, the same code for ember and torch (F: the functional
+    namespace; x, w, b, wd require grad)."""
+    xd, wdd = x.detach(), wd.detach()
+    return [
+        ("conv2d 3x3 64->64 fwd", lambda: F.conv2d(xd, w.detach(), b.detach(), padding=1)),
+        ("conv2d 3x3 64->64 fwd+bwd", lambda: F.conv2d(x, w, b, padding=1).backward(g_full)),
+        ("depthwise 3x3 fwd", lambda: F.conv2d(xd, wdd, None, padding=1, groups=64)),
+        (
+            "depthwise 3x3 fwd+bwd",
+            lambda: F.conv2d(x, wd, None, padding=1, groups=64).backward(g_full),
+        ),
+        ("max_pool2d 2x2 fwd", lambda: F.max_pool2d(xd, 2)),
+        ("max_pool2d 2x2 fwd+bwd", lambda: F.max_pool2d(x, 2).backward(g_half)),
+    ]
+
+
 def nn_conv_kernels():
     import ember_autograd  # noqa: F401 - backward()
 
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((32, 64, 32, 32), dtype=np.float32)
-    w = rng.standard_normal((64, 64, 3, 3), dtype=np.float32) * 0.05
-    b = rng.standard_normal(64, dtype=np.float32)
-    wd = rng.standard_normal((64, 1, 3, 3), dtype=np.float32)
+    arrays = (
+        rng.standard_normal((32, 64, 32, 32), dtype=np.float32),
+        rng.standard_normal((64, 64, 3, 3), dtype=np.float32) * 0.05,
+        rng.standard_normal(64, dtype=np.float32),
+        rng.standard_normal((64, 1, 3, 3), dtype=np.float32),
+    )
 
-    def tensors(lib, grad):
-        return [lib.from_numpy(a.copy()).requires_grad_(grad) for a in (x, w, b, wd)]
+    def cases(lib, F):
+        t = [lib.from_numpy(a.copy()).requires_grad_() for a in arrays]
+        return _nn_conv_cases(F, *t, lib.ones(32, 64, 32, 32), lib.ones(32, 64, 16, 16))
 
-    ex, ew, eb, ewd = tensors(ec, True)
-    g_full, g_half = ec.ones(32, 64, 32, 32), ec.ones(32, 64, 16, 16)
-    cases = [
-        ("conv2d 3x3 64->64 fwd", lambda L, F, t, g: F.conv2d(t[0].detach(), t[1].detach(), t[2].detach(), padding=1)),
-        ("conv2d 3x3 64->64 fwd+bwd", lambda L, F, t, g: F.conv2d(t[0], t[1], t[2], padding=1).backward(g[0])),
-        ("depthwise 3x3 fwd", lambda L, F, t, g: F.conv2d(t[0].detach(), t[3].detach(), None, padding=1, groups=64)),
-        ("depthwise 3x3 fwd+bwd", lambda L, F, t, g: F.conv2d(t[0], t[3], None, padding=1, groups=64).backward(g[0])),
-        ("max_pool2d 2x2 fwd", lambda L, F, t, g: F.max_pool2d(t[0].detach(), 2)),
-        ("max_pool2d 2x2 fwd+bwd", lambda L, F, t, g: F.max_pool2d(t[0], 2).backward(g[1])),
-    ]
-    rows = []
+    ember_cases = cases(ec, ec)
     if torch is not None:
-        tx, tw, tb, twd = tensors(torch, True)
-        t_full, t_half = torch.ones(32, 64, 32, 32), torch.ones(32, 64, 16, 16)
-    for name, fn in cases:
-        e_call = lambda: fn(ec, ec, (ex, ew, eb, ewd), (g_full, g_half))  # noqa: E731
-        if torch is None:
+        torch_cases = cases(torch, torch.nn.functional)
+    else:
+        torch_cases = [(n, None) for n, _ in ember_cases]
+    rows = []
+    for (name, e_call), (_, t_call) in zip(ember_cases, torch_cases):
+        if t_call is None:
             rows.append([name, fmt_time(median_time(e_call)), "-", "-"])
             continue
-        t_call = lambda: fn(torch, torch.nn.functional, (tx, tw, tb, twd), (t_full, t_half))  # noqa: E731
         te, tt = _alternating(e_call, t_call)
         rows.append([name, fmt_time(te), fmt_time(tt), f"{te / tt:.2f}"])
-    print(f"\nNN kernels: convolution and pooling (batch 32, 64 channels, 32x32 float32); "
-          f"{ec.get_num_threads()} threads")
+    print(
+        "\nNN kernels: convolution and pooling (batch 32, 64 channels, 32x32 float32); "
+        f"{ec.get_num_threads()} threads"
+    )
     table(rows, ["case", "ember", "torch", "ember/torch time"])
-    print("ember/torch time < 1 means ember is faster (targets: conv2d fwd+bwd <= 1.25, depthwise and "
-          "max_pool2d fwd+bwd <= 1.0)")
+    print(
+        "ember/torch time < 1 means ember is faster (targets: conv2d fwd+bwd <= 1.25, "
+        "depthwise and max_pool2d fwd+bwd <= 1.0)"
+    )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Derivative formulas of the convolution, pooling, padding and resampling ops
 (_derivatives_conv.py): gradcheck (float64 finite differences) for every op
-over strides/paddings/dilations/groups, a finite-difference check of second derivatives for the double backward
-formulas, and parity of gradients with PyTorch."""
+over strides/paddings/dilations/groups, a finite-difference check of second
+derivatives for the double backward formulas, and parity of gradients with
+PyTorch."""
 
 import numpy as np
 import pytest
@@ -66,7 +67,11 @@ def gradgrad(fn, *inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
     "xshape,wshape,kw",
     [
         ((2, 2, 5, 4), (3, 2, 3, 2), dict(stride=1, padding=1)),
-        ((1, 4, 5, 5), (4, 2, 2, 3), dict(stride=(2, 1), padding=(0, 1), dilation=(1, 2), groups=2)),
+        (
+            (1, 4, 5, 5),
+            (4, 2, 2, 3),
+            dict(stride=(2, 1), padding=(0, 1), dilation=(1, 2), groups=2),
+        ),
         ((2, 3, 5, 5), (3, 1, 3, 3), dict(padding=1, groups=3)),  # depthwise
         ((2, 2, 4, 4), (4, 1, 2, 2), dict(stride=2, groups=2)),  # depthwise, multiplier 2
         ((2, 4, 3, 3), (2, 4, 1, 1), dict()),  # pointwise
@@ -89,7 +94,11 @@ def test_conv1d_conv3d_gradcheck():
     "xshape,wshape,kw",
     [
         ((2, 2, 3, 3), (2, 3, 3, 2), dict(stride=2, padding=(1, 0), output_padding=(1, 0))),
-        ((1, 4, 3, 2), (4, 1, 2, 3), dict(groups=2, dilation=(2, 1), stride=(1, 2), output_padding=(1, 1))),
+        (
+            (1, 4, 3, 2),
+            (4, 1, 2, 3),
+            dict(groups=2, dilation=(2, 1), stride=(1, 2), output_padding=(1, 1)),
+        ),
         ((1, 2, 3, 3), (2, 1, 3, 3), dict(groups=2, padding=1)),  # depthwise
     ],
 )
@@ -159,8 +168,14 @@ def test_unfold_fold_gradcheck():
 # ---------------------------------------------------------------- pooling
 
 
-@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1, dilation=1, ceil_mode=True),
-                                dict(kernel_size=(2, 3), stride=1, dilation=(2, 1))])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(kernel_size=2),
+        dict(kernel_size=3, stride=2, padding=1, dilation=1, ceil_mode=True),
+        dict(kernel_size=(2, 3), stride=1, dilation=(2, 1)),
+    ],
+)
 def test_max_pool2d_gradcheck(kw):
     # distinct values keep the max away from ties (finite differences need that)
     x = ec.from_numpy(rng.permutation(2 * 2 * 6 * 7).reshape(2, 2, 6, 7) / 10.0).requires_grad_()
@@ -172,14 +187,22 @@ def test_max_pool1d_3d_and_adaptive_max_gradcheck():
     x = ec.from_numpy(rng.permutation(2 * 3 * 9).reshape(2, 3, 9) / 7.0).requires_grad_()
     check(lambda x: ec.max_pool1d(x, 3, 2, 1), x)
     check(lambda x: ec.adaptive_max_pool1d(x, 4)[0], x)
-    x3 = ec.from_numpy(rng.permutation(1 * 2 * 4 * 4 * 5).reshape(1, 2, 4, 4, 5) / 9.0).requires_grad_()
+    x3 = ec.from_numpy(
+        rng.permutation(1 * 2 * 4 * 4 * 5).reshape(1, 2, 4, 4, 5) / 9.0
+    ).requires_grad_()
     check(lambda x: ec.max_pool3d(x, 2, (1, 2, 2), (1, 0, 1)), x3)
     x2 = ec.from_numpy(rng.permutation(2 * 6 * 5).reshape(1, 2, 6, 5) / 5.0).requires_grad_()
     check(lambda x: ec.adaptive_max_pool2d(x, (4, 3))[0], x2)
 
 
-@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
-                                dict(kernel_size=(2, 3), stride=(1, 2), padding=(1, 1), divisor_override=4)])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(kernel_size=2),
+        dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+        dict(kernel_size=(2, 3), stride=(1, 2), padding=(1, 1), divisor_override=4),
+    ],
+)
 def test_avg_pool2d_gradcheck(kw):
     x = leaf(2, 2, 5, 6)
     check(lambda x: ec.avg_pool2d(x, **kw), x)
@@ -238,11 +261,29 @@ def test_pixel_shuffle_gradcheck():
 
 
 def test_every_conv_op_has_a_formula():
-    names = ["convolution", "convolution_backward", "im2col", "col2im", "_max_pool", "_max_pool_backward",
-             "_max_pool_double_backward", "_avg_pool", "_avg_pool_backward", "_adaptive_avg_pool",
-             "_adaptive_avg_pool_backward", "_adaptive_max_pool", "constant_pad_nd", "_pad_mode",
-             "_pad_mode_backward", "_upsample_nearest", "_upsample_nearest_backward", "_upsample_linear",
-             "_upsample_linear_backward", "_upsample_bicubic", "_upsample_bicubic_backward"]
+    names = [
+        "convolution",
+        "convolution_backward",
+        "im2col",
+        "col2im",
+        "_max_pool",
+        "_max_pool_backward",
+        "_max_pool_double_backward",
+        "_avg_pool",
+        "_avg_pool_backward",
+        "_adaptive_avg_pool",
+        "_adaptive_avg_pool_backward",
+        "_adaptive_max_pool",
+        "constant_pad_nd",
+        "_pad_mode",
+        "_pad_mode_backward",
+        "_upsample_nearest",
+        "_upsample_nearest_backward",
+        "_upsample_linear",
+        "_upsample_linear_backward",
+        "_upsample_bicubic",
+        "_upsample_bicubic_backward",
+    ]
     assert [n for n in names if n not in ag.DERIVATIVES] == []
 
 

@@ -38,13 +38,19 @@ def conv_ref(x, w, b, stride, padding, dilation, groups):
     out = np.zeros((x.shape[0], co, *out_sp), dtype=np.float64)
     for tap in np.ndindex(*ks):
         sl = tuple(
-            slice(tap[i] * dilation[i], tap[i] * dilation[i] + stride[i] * (out_sp[i] - 1) + 1, stride[i])
+            slice(
+                tap[i] * dilation[i],
+                tap[i] * dilation[i] + stride[i] * (out_sp[i] - 1) + 1,
+                stride[i],
+            )
             for i in range(k)
         )
         patch = xp[(slice(None), slice(None)) + sl]
         for g in range(groups):
             wt = w[(slice(g * cog, (g + 1) * cog), slice(None)) + tap]
-            out[:, g * cog : (g + 1) * cog] += np.einsum("nc...,oc->no...", patch[:, g * cig : (g + 1) * cig], wt)
+            out[:, g * cog : (g + 1) * cog] += np.einsum(
+                "nc...,oc->no...", patch[:, g * cig : (g + 1) * cig], wt
+            )
     if b is not None:
         out += b.reshape((1, -1) + (1,) * k)
     return out
@@ -59,11 +65,16 @@ def conv_transpose_ref(x, w, b, stride, padding, output_padding, groups, dilatio
     cig = ci // groups
     ks = w.shape[2:]
     sp = x.shape[2:]
-    full = [(sp[i] - 1) * stride[i] + dilation[i] * (ks[i] - 1) + 1 + output_padding[i] for i in range(k)]
+    full = [
+        (sp[i] - 1) * stride[i] + dilation[i] * (ks[i] - 1) + 1 + output_padding[i]
+        for i in range(k)
+    ]
     buf = np.zeros((n, cog * groups, *full))
     for tap in np.ndindex(*ks):
         sl = tuple(
-            slice(tap[i] * dilation[i], tap[i] * dilation[i] + stride[i] * (sp[i] - 1) + 1, stride[i])
+            slice(
+                tap[i] * dilation[i], tap[i] * dilation[i] + stride[i] * (sp[i] - 1) + 1, stride[i]
+            )
             for i in range(k)
         )
         for g in range(groups):
@@ -71,7 +82,10 @@ def conv_transpose_ref(x, w, b, stride, padding, output_padding, groups, dilatio
             contrib = np.einsum("nc...,co->no...", x[:, g * cig : (g + 1) * cig], wt)
             buf[(slice(None), slice(g * cog, (g + 1) * cog)) + sl] += contrib
     out_sp = [full[i] - 2 * padding[i] for i in range(k)]
-    out = buf[(slice(None), slice(None)) + tuple(slice(padding[i], padding[i] + out_sp[i]) for i in range(k))]
+    out = buf[
+        (slice(None), slice(None))
+        + tuple(slice(padding[i], padding[i] + out_sp[i]) for i in range(k))
+    ]
     if b is not None:
         out = out + b.reshape((1, -1) + (1,) * k)
     return out
@@ -109,15 +123,25 @@ def test_conv2d_matches_numpy(case, dtype):
     np.testing.assert_allclose(y.numpy(), conv_ref(x, w, b, s, p, d, groups), **tol(dtype))
 
 
-@pytest.mark.parametrize("stride,padding,dilation,groups", [(1, 0, 1, 1), (2, 1, 1, 2), (1, 2, 2, 4), (3, 1, 2, 1)])
+@pytest.mark.parametrize(
+    "stride,padding,dilation,groups", [(1, 0, 1, 1), (2, 1, 1, 2), (1, 2, 2, 4), (3, 1, 2, 1)]
+)
 def test_conv1d_matches_numpy(stride, padding, dilation, groups):
     x = rand(2, 4, 13)
     w = rand(4, 4 // groups, 3)
     y = ec.conv1d(E(x), E(w), None, stride, padding, dilation, groups)
-    np.testing.assert_allclose(y.numpy(), conv_ref(x, w, None, (stride,), (padding,), (dilation,), groups), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        y.numpy(),
+        conv_ref(x, w, None, (stride,), (padding,), (dilation,), groups),
+        rtol=1e-10,
+        atol=1e-12,
+    )
 
 
-@pytest.mark.parametrize("stride,padding,dilation,groups", [(1, 0, 1, 1), ((1, 2, 1), (1, 0, 1), 1, 2), (2, 1, (1, 2, 1), 4)])
+@pytest.mark.parametrize(
+    "stride,padding,dilation,groups",
+    [(1, 0, 1, 1), ((1, 2, 1), (1, 0, 1), 1, 2), (2, 1, (1, 2, 1), 4)],
+)
 def test_conv3d_matches_numpy(stride, padding, dilation, groups):
     x = rand(2, 4, 5, 6, 4)
     w = rand(4, 4 // groups, 2, 3, 2)
@@ -132,8 +156,12 @@ def test_conv2d_batch_one_unbatched_and_noncontiguous():
     x = rand(3, 9, 8)
     w = rand(5, 3, 3, 3)
     ref = conv_ref(x[None], w, None, (1, 1), (1, 1), (1, 1), 1)[0]
-    np.testing.assert_allclose(ec.conv2d(E(x), E(w), padding=1).numpy(), ref, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(ec.conv2d(E(x)[None], E(w), padding=1).numpy()[0], ref, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        ec.conv2d(E(x), E(w), padding=1).numpy(), ref, rtol=1e-10, atol=1e-12
+    )
+    np.testing.assert_allclose(
+        ec.conv2d(E(x)[None], E(w), padding=1).numpy()[0], ref, rtol=1e-10, atol=1e-12
+    )
     # transposed storage for the input and a sliced weight
     xt = E(np.ascontiguousarray(x.transpose(0, 2, 1))).transpose(1, 2)
     wb = E(rand(5, 3, 3, 6))[..., ::2]
@@ -156,9 +184,13 @@ def test_padding_same_and_valid(k):
     # 'same' pads (total // 2) before and the rest after
     th, tw = k - 1, 2 * 2
     xp = np.pad(x, [(0, 0), (0, 0), (th // 2, th - th // 2), (tw // 2, tw - tw // 2)])
-    np.testing.assert_allclose(same.numpy(), conv_ref(xp, w, None, (1, 1), (0, 0), (1, 2), 1), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        same.numpy(), conv_ref(xp, w, None, (1, 1), (0, 0), (1, 2), 1), rtol=1e-10, atol=1e-12
+    )
     valid = ec.conv2d(E(x), E(w), padding="valid")
-    np.testing.assert_allclose(valid.numpy(), conv_ref(x, w, None, (1, 1), (0, 0), (1, 1), 1), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        valid.numpy(), conv_ref(x, w, None, (1, 1), (0, 0), (1, 1), 1), rtol=1e-10, atol=1e-12
+    )
 
 
 CONVT_CASES = [
@@ -180,7 +212,9 @@ def test_conv_transpose_matches_numpy(case, dtype):
     b = rand(cog * groups, dtype=dtype)
     fn = {1: ec.conv_transpose1d, 2: ec.conv_transpose2d, 3: ec.conv_transpose3d}[len(k)]
     y = fn(E(x), E(w), E(b), s, p, op, groups, d)
-    np.testing.assert_allclose(y.numpy(), conv_transpose_ref(x, w, b, s, p, op, groups, d), **tol(dtype))
+    np.testing.assert_allclose(
+        y.numpy(), conv_transpose_ref(x, w, b, s, p, op, groups, d), **tol(dtype)
+    )
 
 
 def test_half_and_integer_inputs():
@@ -195,7 +229,9 @@ def test_half_and_integer_inputs():
     wi = np.arange(18).reshape(1, 2, 3, 3) - 9
     yi = ec.conv2d(E(xi), E(wi))
     assert yi.dtype == ec.int64
-    np.testing.assert_array_equal(yi.numpy(), conv_ref(xi, wi, None, (1, 1), (0, 0), (1, 1), 1).astype(np.int64))
+    np.testing.assert_array_equal(
+        yi.numpy(), conv_ref(xi, wi, None, (1, 1), (0, 0), (1, 1), 1).astype(np.int64)
+    )
 
 
 # ---------------------------------------------------------------- backward op
@@ -227,12 +263,15 @@ def test_convolution_backward_is_the_adjoint(transposed, shape, co, groups, k, s
     y = ec.convolution(E(x), E(w), None, s, p, d, transposed, op, groups).numpy()
     gy = rand(*y.shape)
     c_out = y.shape[1]
-    gx, gw, gb = ec.convolution_backward(E(gy), E(x), E(w), [c_out], s, p, d, transposed, op, groups,
-                                         (True, True, True))
+    gx, gw, gb = ec.convolution_backward(
+        E(gy), E(x), E(w), [c_out], s, p, d, transposed, op, groups, (True, True, True)
+    )
     assert gx.shape == x.shape and gw.shape == w.shape and gb.shape == (c_out,)
     np.testing.assert_allclose(_dot(gx.numpy(), x), _dot(gy, y), rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(_dot(gw.numpy(), w), _dot(gy, y), rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(gb.numpy(), gy.sum(axis=tuple(i for i in range(gy.ndim) if i != 1)), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        gb.numpy(), gy.sum(axis=tuple(i for i in range(gy.ndim) if i != 1)), rtol=1e-10, atol=1e-12
+    )
     # elementwise: each gradient is the adjoint applied to gy (check one
     # coordinate of each by a finite difference, exact as conv is linear)
     for _ in range(3):
@@ -246,8 +285,9 @@ def test_convolution_backward_mask_and_float32_large_batch():
     x = rand(9, 8, 10, 10, dtype=np.float32)
     w = rand(16, 8, 3, 3, dtype=np.float32)
     gy = rand(9, 16, 10, 10, dtype=np.float32)
-    gx, gw, gb = ec.convolution_backward(E(gy), E(x), E(w), [16], (1, 1), (1, 1), (1, 1), False, (0, 0), 1,
-                                         (False, True, False))
+    gx, gw, gb = ec.convolution_backward(
+        E(gy), E(x), E(w), [16], (1, 1), (1, 1), (1, 1), False, (0, 0), 1, (False, True, False)
+    )
     assert gx is None and gb is None
     # weight gradient: sum over images and positions of gy * input patch
     xp = np.pad(x.astype(np.float64), [(0, 0), (0, 0), (1, 1), (1, 1)])
@@ -266,20 +306,35 @@ def test_large_batch_runs_images_in_parallel(stride):
     b = rand(32)
     args = ((stride, stride), (1, 1), (1, 1), False, (0, 0), 2)
     y = ec.convolution(E(x), E(w), E(b), *args)
-    np.testing.assert_allclose(y.numpy(), conv_ref(x, w, b, (stride,) * 2, (1, 1), (1, 1), 2), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(
+        y.numpy(), conv_ref(x, w, b, (stride,) * 2, (1, 1), (1, 1), 2), rtol=1e-10, atol=1e-10
+    )
     gy = rand(*y.shape)
     gx, gw, gb = ec.convolution_backward(E(gy), E(x), E(w), [32], *args, (True, True, True))
     # transposed convolution computes the input gradient; the weight gradient
     # is the correlation of the input with gy (per group)
-    np.testing.assert_allclose(gx.numpy(), conv_transpose_ref(gy, w, None, (stride,) * 2, (1, 1),
-                                                              ((20 + 2 - 3) % stride,) * 2, 2, (1, 1)), rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(
+        gx.numpy(),
+        conv_transpose_ref(
+            gy, w, None, (stride,) * 2, (1, 1), ((20 + 2 - 3) % stride,) * 2, 2, (1, 1)
+        ),
+        rtol=1e-9,
+        atol=1e-10,
+    )
     xp = np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)])
     ref_w = np.zeros_like(w)
     oh = y.shape[2]
     for g in range(2):
         for a, c in itertools.product(range(3), range(3)):
-            patch = xp[:, g * 8 : (g + 1) * 8, a : a + stride * (oh - 1) + 1 : stride, c : c + stride * (oh - 1) + 1 : stride]
-            ref_w[g * 16 : (g + 1) * 16, :, a, c] = np.einsum("nohw,nchw->oc", gy[:, g * 16 : (g + 1) * 16], patch)
+            patch = xp[
+                :,
+                g * 8 : (g + 1) * 8,
+                a : a + stride * (oh - 1) + 1 : stride,
+                c : c + stride * (oh - 1) + 1 : stride,
+            ]
+            ref_w[g * 16 : (g + 1) * 16, :, a, c] = np.einsum(
+                "nohw,nchw->oc", gy[:, g * 16 : (g + 1) * 16], patch
+            )
     np.testing.assert_allclose(gw.numpy(), ref_w, rtol=1e-9, atol=1e-10)
     np.testing.assert_allclose(gb.numpy(), gy.sum(axis=(0, 2, 3)), rtol=1e-10, atol=1e-12)
 
@@ -294,11 +349,23 @@ def im2col_ref(x, k, d, p, s):
     ow = (w + 2 * p[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
     out = np.zeros((n, c, k[0], k[1], oh, ow))
     for a, b in itertools.product(range(k[0]), range(k[1])):
-        out[:, :, a, b] = xp[:, :, a * d[0] : a * d[0] + s[0] * (oh - 1) + 1 : s[0], b * d[1] : b * d[1] + s[1] * (ow - 1) + 1 : s[1]]
+        out[:, :, a, b] = xp[
+            :,
+            :,
+            a * d[0] : a * d[0] + s[0] * (oh - 1) + 1 : s[0],
+            b * d[1] : b * d[1] + s[1] * (ow - 1) + 1 : s[1],
+        ]
     return out.reshape(n, c * k[0] * k[1], oh * ow)
 
 
-@pytest.mark.parametrize("k,d,p,s", [((2, 3), (1, 1), (0, 1), (1, 2)), ((3, 3), (2, 1), (1, 1), (2, 2)), ((1, 1), (1, 1), (0, 0), (1, 1))])
+@pytest.mark.parametrize(
+    "k,d,p,s",
+    [
+        ((2, 3), (1, 1), (0, 1), (1, 2)),
+        ((3, 3), (2, 1), (1, 1), (2, 2)),
+        ((1, 1), (1, 1), (0, 0), (1, 1)),
+    ],
+)
 def test_im2col_col2im(k, d, p, s):
     x = rand(2, 3, 7, 6)
     col = ec.im2col(E(x), k, d, p, s)
@@ -310,8 +377,12 @@ def test_im2col_col2im(k, d, p, s):
     assert img.shape == x.shape
     np.testing.assert_allclose(_dot(img.numpy(), x), _dot(c, ref), rtol=1e-10, atol=1e-12)
     # unbatched forms
-    np.testing.assert_allclose(ec.im2col(E(x[0]), k, d, p, s).numpy(), ref[0], rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(ec.col2im(E(c[0]), (7, 6), k, d, p, s).numpy(), img.numpy()[0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        ec.im2col(E(x[0]), k, d, p, s).numpy(), ref[0], rtol=1e-12, atol=1e-12
+    )
+    np.testing.assert_allclose(
+        ec.col2im(E(c[0]), (7, 6), k, d, p, s).numpy(), img.numpy()[0], rtol=1e-12, atol=1e-12
+    )
 
 
 # ------------------------------------------------------------------ errors
@@ -320,26 +391,92 @@ def test_im2col_col2im(k, d, p, s):
 @pytest.mark.parametrize(
     "call,match",
     [
-        (lambda: ec.conv2d(ec.ones(4, 4), ec.ones(1, 1, 3, 3)), r"Expected 3D \(unbatched\) or 4D \(batched\) input to conv2d, but got input of size: \[4, 4\]"),
-        (lambda: ec.conv2d(ec.ones(1, 1, 4, 4), ec.ones(1, 2, 3, 3)), r"expected input\[1, 1, 4, 4\] to have 2 channels, but got 1 channels"),
-        (lambda: ec.conv2d(ec.ones(1, 4, 4, 4), ec.ones(3, 2, 3, 3), groups=2), r"Given groups=2, expected weight to be divisible by 2 at dimension 0.*\[3, 2, 3, 3\]"),
-        (lambda: ec.conv2d(ec.ones(1, 1, 4, 4), ec.ones(1, 1, 5, 5)), r"padded input size per channel: \(4 x 4\). Kernel size: \(5 x 5\)"),
-        (lambda: ec.conv2d(ec.ones(1, 1, 4, 4), ec.ones(1, 1, 3, 3), stride=0), "non-positive stride"),
-        (lambda: ec.conv2d(ec.ones(1, 1, 4, 4), ec.ones(1, 1, 3, 3), padding=-1), "negative padding"),
-        (lambda: ec.conv2d(ec.ones(1, 1, 4, 4), ec.ones(1, 1, 3, 3), dilation=0), "dilation should be greater than zero"),
-        (lambda: ec.conv2d(ec.ones(1, 1, 4, 4), ec.ones(1, 1, 3, 3), groups=0), "non-positive groups"),
-        (lambda: ec.conv2d(ec.ones(1, 1, 4, 4), ec.ones(1, 1, 3, 3), ec.ones(2)), r"expected bias to be 1-dimensional with 1 elements, but got bias of size \[2\]"),
-        (lambda: ec.conv2d(ec.ones(1, 1, 4, 4), ec.ones(1, 1, 3, 3, dtype=ec.float64)), "expected scalar type Float but found Double"),
-        (lambda: ec.conv2d(ec.ones(1, 1, 4, 4), ec.ones(1, 1, 3, 3), stride=(1, 1, 1)), "expected stride to be a single integer value or a list of 2 values"),
-        (lambda: ec.conv2d(ec.ones(1, 1, 4, 4), ec.ones(1, 1, 3, 3), stride=2, padding="same"), "padding='same' is not supported for strided convolutions"),
-        (lambda: ec.conv2d(ec.ones(1, 1, 4, 4), ec.ones(1, 1, 3, 3), padding="full"), "Invalid padding string"),
-        (lambda: ec.conv2d(ec.ones(1, 1, 4, 4), ec.ones(1, 1, 3)), r"Expected 3-dimensional input for 3-dimensional weight \[1, 1, 3\], but got 4-dimensional input"),
-        (lambda: ec.conv_transpose2d(ec.ones(1, 2, 4, 4), ec.ones(3, 1, 3, 3)), r"Given transposed=1, weight of size \[3, 1, 3, 3\], expected input\[1, 2, 4, 4\] to have 3 channels"),
-        (lambda: ec.conv_transpose2d(ec.ones(1, 1, 4, 4), ec.ones(1, 1, 3, 3), stride=2, output_padding=2), "output padding must be smaller than either stride or dilation"),
-        (lambda: ec.conv_transpose2d(ec.ones(1, 1, 1, 4), ec.ones(1, 1, 2, 2), padding=(1, 0)), r"Calculated output size per channel: \(0 x 5\). Output size is too small"),
-        (lambda: ec.im2col(ec.ones(1, 1, 2, 2), 3, 1, 0, 1), "calculated shape of the array of sliding blocks"),
-        (lambda: ec.col2im(ec.ones(1, 9, 5), (4, 4), 3, 1, 0, 1), "match the calculated number of sliding blocks 2 \\* 2 = 4, but got input.size\\(2\\)=5"),
-        (lambda: ec.col2im(ec.ones(1, 8, 4), (4, 4), 3, 1, 0, 1), "divisible by the product of kernel_size"),
+        (
+            lambda: ec.conv2d(ec.ones(4, 4), ec.ones(1, 1, 3, 3)),
+            r"Expected 3D \(unbatched\) or 4D \(batched\) input to conv2d, "
+            r"but got input of size: \[4, 4\]",
+        ),
+        (
+            lambda: ec.conv2d(ec.ones(1, 1, 4, 4), ec.ones(1, 2, 3, 3)),
+            r"expected input\[1, 1, 4, 4\] to have 2 channels, but got 1 channels",
+        ),
+        (
+            lambda: ec.conv2d(ec.ones(1, 4, 4, 4), ec.ones(3, 2, 3, 3), groups=2),
+            r"Given groups=2, expected weight to be divisible by 2 at dimension 0.*\[3, 2, 3, 3\]",
+        ),
+        (
+            lambda: ec.conv2d(ec.ones(1, 1, 4, 4), ec.ones(1, 1, 5, 5)),
+            r"padded input size per channel: \(4 x 4\). Kernel size: \(5 x 5\)",
+        ),
+        (
+            lambda: ec.conv2d(ec.ones(1, 1, 4, 4), ec.ones(1, 1, 3, 3), stride=0),
+            "non-positive stride",
+        ),
+        (
+            lambda: ec.conv2d(ec.ones(1, 1, 4, 4), ec.ones(1, 1, 3, 3), padding=-1),
+            "negative padding",
+        ),
+        (
+            lambda: ec.conv2d(ec.ones(1, 1, 4, 4), ec.ones(1, 1, 3, 3), dilation=0),
+            "dilation should be greater than zero",
+        ),
+        (
+            lambda: ec.conv2d(ec.ones(1, 1, 4, 4), ec.ones(1, 1, 3, 3), groups=0),
+            "non-positive groups",
+        ),
+        (
+            lambda: ec.conv2d(ec.ones(1, 1, 4, 4), ec.ones(1, 1, 3, 3), ec.ones(2)),
+            r"expected bias to be 1-dimensional with 1 elements, but got bias of size \[2\]",
+        ),
+        (
+            lambda: ec.conv2d(ec.ones(1, 1, 4, 4), ec.ones(1, 1, 3, 3, dtype=ec.float64)),
+            "expected scalar type Float but found Double",
+        ),
+        (
+            lambda: ec.conv2d(ec.ones(1, 1, 4, 4), ec.ones(1, 1, 3, 3), stride=(1, 1, 1)),
+            "expected stride to be a single integer value or a list of 2 values",
+        ),
+        (
+            lambda: ec.conv2d(ec.ones(1, 1, 4, 4), ec.ones(1, 1, 3, 3), stride=2, padding="same"),
+            "padding='same' is not supported for strided convolutions",
+        ),
+        (
+            lambda: ec.conv2d(ec.ones(1, 1, 4, 4), ec.ones(1, 1, 3, 3), padding="full"),
+            "Invalid padding string",
+        ),
+        (
+            lambda: ec.conv2d(ec.ones(1, 1, 4, 4), ec.ones(1, 1, 3)),
+            r"Expected 3-dimensional input for 3-dimensional weight \[1, 1, 3\], "
+            "but got 4-dimensional input",
+        ),
+        (
+            lambda: ec.conv_transpose2d(ec.ones(1, 2, 4, 4), ec.ones(3, 1, 3, 3)),
+            r"Given transposed=1, weight of size \[3, 1, 3, 3\], "
+            r"expected input\[1, 2, 4, 4\] to have 3 channels",
+        ),
+        (
+            lambda: ec.conv_transpose2d(
+                ec.ones(1, 1, 4, 4), ec.ones(1, 1, 3, 3), stride=2, output_padding=2
+            ),
+            "output padding must be smaller than either stride or dilation",
+        ),
+        (
+            lambda: ec.conv_transpose2d(ec.ones(1, 1, 1, 4), ec.ones(1, 1, 2, 2), padding=(1, 0)),
+            r"Calculated output size per channel: \(0 x 5\). Output size is too small",
+        ),
+        (
+            lambda: ec.im2col(ec.ones(1, 1, 2, 2), 3, 1, 0, 1),
+            "calculated shape of the array of sliding blocks",
+        ),
+        (
+            lambda: ec.col2im(ec.ones(1, 9, 5), (4, 4), 3, 1, 0, 1),
+            "match the calculated number of sliding blocks 2 \\* 2 = 4, "
+            "but got input.size\\(2\\)=5",
+        ),
+        (
+            lambda: ec.col2im(ec.ones(1, 8, 4), (4, 4), 3, 1, 0, 1),
+            "divisible by the product of kernel_size",
+        ),
     ],
 )
 def test_bad_input_raises(call, match):
@@ -354,10 +491,19 @@ def test_bool_input_raises():
 
 @settings(max_examples=60, deadline=None)
 @given(
-    n=st.integers(0, 2), groups=st.integers(1, 3), cig=st.integers(1, 2), cog=st.integers(1, 2),
-    h=st.integers(1, 6), w=st.integers(1, 6), kh=st.integers(1, 4), kw=st.integers(1, 4),
-    s=st.integers(-1, 3), p=st.integers(-1, 3), d=st.integers(0, 3),
-    transposed=st.booleans(), opad=st.integers(0, 2),
+    n=st.integers(0, 2),
+    groups=st.integers(1, 3),
+    cig=st.integers(1, 2),
+    cog=st.integers(1, 2),
+    h=st.integers(1, 6),
+    w=st.integers(1, 6),
+    kh=st.integers(1, 4),
+    kw=st.integers(1, 4),
+    s=st.integers(-1, 3),
+    p=st.integers(-1, 3),
+    d=st.integers(0, 3),
+    transposed=st.booleans(),
+    opad=st.integers(0, 2),
 )
 def test_fuzz_conv_shapes_never_crash(n, groups, cig, cog, h, w, kh, kw, s, p, d, transposed, opad):
     """Any shape arguments give a result of the reference's shape or a clear
@@ -407,8 +553,19 @@ def test_parity_conv_values_and_gradients(shape, wshape, kw):
     pad = kw.get("padding", 0)
     if pad == "same":
         pad = tuple((d * (kk - 1)) // 2 for d, kk in zip((1,) * k, wshape[2:]))
-    gx, gw, gb = ec.convolution_backward(E(gy), E(x), E(w), [c_out], kw.get("stride", 1), pad,
-                                         kw.get("dilation", 1), False, 0, kw.get("groups", 1), (True, True, True))
+    gx, gw, gb = ec.convolution_backward(
+        E(gy),
+        E(x),
+        E(w),
+        [c_out],
+        kw.get("stride", 1),
+        pad,
+        kw.get("dilation", 1),
+        False,
+        0,
+        kw.get("groups", 1),
+        (True, True, True),
+    )
     for mine, theirs in ((gx, tx.grad), (gw, tw.grad), (gb, tb.grad)):
         np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-3, atol=1e-3)
 
@@ -421,8 +578,17 @@ def test_parity_conv_transpose_and_unfold_fold():
     w = rand(4, 3, 3, 2, dtype=np.float32)
     kw = dict(stride=(2, 1), padding=(1, 0), output_padding=(1, 0), groups=2, dilation=(1, 2))
     ref = F.conv_transpose2d(torch.from_numpy(x), torch.from_numpy(w), None, **kw)
-    np.testing.assert_allclose(ec.conv_transpose2d(E(x), E(w), None, **kw).numpy(), ref.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        ec.conv_transpose2d(E(x), E(w), None, **kw).numpy(), ref.numpy(), rtol=1e-4, atol=1e-4
+    )
     u = F.unfold(torch.from_numpy(x), (2, 3), dilation=(2, 1), padding=1, stride=(1, 2))
-    np.testing.assert_allclose(ec.im2col(E(x), (2, 3), (2, 1), 1, (1, 2)).numpy(), u.numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        ec.im2col(E(x), (2, 3), (2, 1), 1, (1, 2)).numpy(), u.numpy(), rtol=1e-6, atol=1e-6
+    )
     f = F.fold(u, (5, 6), (2, 3), dilation=(2, 1), padding=1, stride=(1, 2))
-    np.testing.assert_allclose(ec.col2im(E(u.numpy()), (5, 6), (2, 3), (2, 1), 1, (1, 2)).numpy(), f.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        ec.col2im(E(u.numpy()), (5, 6), (2, 3), (2, 1), 1, (1, 2)).numpy(),
+        f.numpy(),
+        rtol=1e-5,
+        atol=1e-6,
+    )

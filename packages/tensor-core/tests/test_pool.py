@@ -35,7 +35,9 @@ def windows(spatial, k, s, p, d, ceil):
     """For each output position, the input positions of its window (in bounds)."""
     outs = [out_size(*a, ceil) for a in zip(spatial, k, s, p, d)]
     for o in itertools.product(*(range(n) for n in outs)):
-        axes = [[oi * si - pi + j * di for j in range(ki)] for oi, si, pi, di, ki in zip(o, s, p, d, k)]
+        axes = [
+            [oi * si - pi + j * di for j in range(ki)] for oi, si, pi, di, ki in zip(o, s, p, d, k)
+        ]
         axes = [[v for v in ax if 0 <= v < n] for ax, n in zip(axes, spatial)]
         yield o, list(itertools.product(*axes)), outs
 
@@ -88,7 +90,11 @@ def adaptive_ref(x, out, kind):
             if kind == "avg":
                 y[(n, c) + o] = win.mean()
             else:
-                j = int(np.argmax(win)) if not np.isnan(win).any() else int(np.flatnonzero(np.isnan(win.ravel()))[-1])
+                j = (
+                    int(np.argmax(win))
+                    if not np.isnan(win).any()
+                    else int(np.flatnonzero(np.isnan(win.ravel()))[-1])
+                )
                 q = np.unravel_index(j, win.shape)
                 y[(n, c) + o] = win[q]
                 idx[(n, c) + o] = np.ravel_multi_index(tuple(a + b for a, b in zip(lo, q)), spatial)
@@ -134,7 +140,9 @@ def test_max_pool_1d_3d_and_unbatched():
     ref3, ridx3 = max_pool_ref(x3, (2, 3, 2), (1, 2, 2), (1, 1, 0), (1, 1, 1), False)
     np.testing.assert_array_equal(y3.numpy(), ref3)
     np.testing.assert_array_equal(i3.numpy(), ridx3)
-    np.testing.assert_array_equal(ec.max_pool3d(E(x3[0]), (2, 3, 2), (1, 2, 2), (1, 1, 0)).numpy(), ref3[0])
+    np.testing.assert_array_equal(
+        ec.max_pool3d(E(x3[0]), (2, 3, 2), (1, 2, 2), (1, 1, 0)).numpy(), ref3[0]
+    )
     v, ix = ec.max_pool2d_with_indices(E(x3[0]), 2)
     r, rx = max_pool_ref(x3[0], (2, 2), (2, 2), (0, 0), (1, 1), False)
     np.testing.assert_array_equal(v.numpy(), r)
@@ -157,12 +165,16 @@ def test_max_pool_non_contiguous_and_half_and_int():
     ref, _ = max_pool_ref(t.numpy(), (2, 2), (2, 2), (0, 0), (1, 1), False)
     np.testing.assert_array_equal(ec.max_pool2d(t, 2).numpy(), ref)
     h = E(rand(1, 2, 4, 4)).to(ec.bfloat16)
-    np.testing.assert_array_equal(ec.max_pool2d(h, 2).float().numpy(),
-                                  max_pool_ref(h.float().numpy(), (2, 2), (2, 2), (0, 0), (1, 1), False)[0])
+    np.testing.assert_array_equal(
+        ec.max_pool2d(h, 2).float().numpy(),
+        max_pool_ref(h.float().numpy(), (2, 2), (2, 2), (0, 0), (1, 1), False)[0],
+    )
     xi = np.arange(32).reshape(1, 2, 4, 4)
     yi = ec.max_pool2d(E(xi), 2)
     assert yi.dtype == ec.int64
-    np.testing.assert_array_equal(yi.numpy(), max_pool_ref(xi, (2, 2), (2, 2), (0, 0), (1, 1), False)[0])
+    np.testing.assert_array_equal(
+        yi.numpy(), max_pool_ref(xi, (2, 2), (2, 2), (0, 0), (1, 1), False)[0]
+    )
 
 
 def test_max_pool_backward_scatters_at_indices():
@@ -200,19 +212,35 @@ def test_avg_pool2d(case, dtype):
     x = rand(*shape, dtype=dtype)
     y = ec.avg_pool2d(E(x), k, s, p, ceil, cip, div)
     n2 = lambda v: (v, v) if isinstance(v, int) else v  # noqa: E731
-    ref = avg_pool_ref(x.astype(np.float64), n2(k), n2(s if s is not None else k), n2(p), ceil, cip, div)
-    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+    ref = avg_pool_ref(
+        x.astype(np.float64), n2(k), n2(s if s is not None else k), n2(p), ceil, cip, div
+    )
+    np.testing.assert_allclose(
+        y.numpy(), ref, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6
+    )
 
 
 def test_avg_pool_1d_3d_unbatched_and_int():
     x = rand(2, 3, 10)
-    np.testing.assert_allclose(ec.avg_pool1d(E(x), 3, 2, 1, True, False).numpy(),
-                               avg_pool_ref(x, (3,), (2,), (1,), True, False, None), rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(ec.avg_pool1d(E(x[0]), 2).numpy(),
-                               avg_pool_ref(x[:1], (2,), (2,), (0,), False, True, None)[0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        ec.avg_pool1d(E(x), 3, 2, 1, True, False).numpy(),
+        avg_pool_ref(x, (3,), (2,), (1,), True, False, None),
+        rtol=1e-12,
+        atol=1e-12,
+    )
+    np.testing.assert_allclose(
+        ec.avg_pool1d(E(x[0]), 2).numpy(),
+        avg_pool_ref(x[:1], (2,), (2,), (0,), False, True, None)[0],
+        rtol=1e-12,
+        atol=1e-12,
+    )
     x3 = rand(1, 2, 4, 5, 6)
-    np.testing.assert_allclose(ec.avg_pool3d(E(x3), (2, 3, 2), (2, 1, 2), (1, 1, 0), False, True, 5).numpy(),
-                               avg_pool_ref(x3, (2, 3, 2), (2, 1, 2), (1, 1, 0), False, True, 5), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        ec.avg_pool3d(E(x3), (2, 3, 2), (2, 1, 2), (1, 1, 0), False, True, 5).numpy(),
+        avg_pool_ref(x3, (2, 3, 2), (2, 1, 2), (1, 1, 0), False, True, 5),
+        rtol=1e-12,
+        atol=1e-12,
+    )
     xi = np.arange(36).reshape(1, 1, 6, 6)
     yi = ec.avg_pool2d(E(xi), 4)
     assert yi.dtype == ec.int64 and yi.numpy().item() == 10  # 168 / 16 truncated, as PyTorch
@@ -235,15 +263,28 @@ def test_avg_pool_backward_is_the_adjoint():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape,out", [((2, 3, 7, 9), (3, 4)), ((1, 2, 5, 5), (5, 5)), ((1, 1, 4, 6), (6, 9)),
-                                       ((2, 2, 10), (3,)), ((1, 2, 5, 4, 7), (2, 3, 4))])
+@pytest.mark.parametrize(
+    "shape,out",
+    [
+        ((2, 3, 7, 9), (3, 4)),
+        ((1, 2, 5, 5), (5, 5)),
+        ((1, 1, 4, 6), (6, 9)),
+        ((2, 2, 10), (3,)),
+        ((1, 2, 5, 4, 7), (2, 3, 4)),
+    ],
+)
 def test_adaptive_pools(shape, out, dtype):
     x = rand(*shape, dtype=dtype)
     k = len(out)
     avg = {1: ec.adaptive_avg_pool1d, 2: ec.adaptive_avg_pool2d, 3: ec.adaptive_avg_pool3d}[k]
     mx = {1: ec.adaptive_max_pool1d, 2: ec.adaptive_max_pool2d, 3: ec.adaptive_max_pool3d}[k]
     ref_avg, _ = adaptive_ref(x.astype(np.float64), out, "avg")
-    np.testing.assert_allclose(avg(E(x), out).numpy(), ref_avg, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6 if dtype == np.float32 else 1e-12)
+    np.testing.assert_allclose(
+        avg(E(x), out).numpy(),
+        ref_avg,
+        rtol=1e-5 if dtype == np.float32 else 1e-12,
+        atol=1e-6 if dtype == np.float32 else 1e-12,
+    )
     v, i = mx(E(x), out)
     ref_max, ref_idx = adaptive_ref(x, out, "max")
     np.testing.assert_array_equal(v.numpy(), ref_max.astype(dtype))
@@ -272,14 +313,36 @@ def test_adaptive_avg_backward_is_the_adjoint():
         (lambda: ec.max_pool2d(ec.ones(4, 4), 2), "non-empty 3D or 4D"),
         (lambda: ec.max_pool1d(ec.ones(1, 2, 4, 4), 2), "max_pool1d: Expected 2D or 3D"),
         (lambda: ec.max_pool2d(ec.ones(1, 0, 4, 4), 2), "non-empty 3D or 4D"),
-        (lambda: ec.max_pool2d(ec.ones(1, 1, 4, 4), (2, 2, 2)), "kernel_size must either be a single int, or a tuple of two ints"),
+        (
+            lambda: ec.max_pool2d(ec.ones(1, 1, 4, 4), (2, 2, 2)),
+            "kernel_size must either be a single int, or a tuple of two ints",
+        ),
         (lambda: ec.max_pool2d(ec.ones(1, 1, 4, 4), 2, stride=0), "stride should not be zero"),
-        (lambda: ec.max_pool2d(ec.ones(1, 1, 4, 4), 3, padding=2), "pad should be at most half of effective kernel size"),
-        (lambda: ec.max_pool2d(ec.ones(1, 1, 4, 4), 3, padding=2, dilation=2), "pad should be smaller than or equal to half of kernel size"),
-        (lambda: ec.max_pool2d(ec.ones(1, 2, 6, 6), 7), r"Given input size: \(2x6x6\). Calculated output size: \(2x0x0\). Output size is too small"),
-        (lambda: ec.avg_pool2d(ec.ones(1, 1, 4, 4), 3, divisor_override=0), "divisor must be not zero"),
-        (lambda: ec.avg_pool3d(ec.ones(1, 1, 1, 8, 6), (2, 4, 4), padding=(1, 2, 2)), r"input image \(T: 1 H: 8 W: 6\) smaller than kernel size"),
-        (lambda: ec.adaptive_avg_pool2d(ec.ones(1, 2, 0, 6), 2), "Expected input to have non-zero size for non-batch dimensions"),
+        (
+            lambda: ec.max_pool2d(ec.ones(1, 1, 4, 4), 3, padding=2),
+            "pad should be at most half of effective kernel size",
+        ),
+        (
+            lambda: ec.max_pool2d(ec.ones(1, 1, 4, 4), 3, padding=2, dilation=2),
+            "pad should be smaller than or equal to half of kernel size",
+        ),
+        (
+            lambda: ec.max_pool2d(ec.ones(1, 2, 6, 6), 7),
+            r"Given input size: \(2x6x6\). Calculated output size: \(2x0x0\). "
+            "Output size is too small",
+        ),
+        (
+            lambda: ec.avg_pool2d(ec.ones(1, 1, 4, 4), 3, divisor_override=0),
+            "divisor must be not zero",
+        ),
+        (
+            lambda: ec.avg_pool3d(ec.ones(1, 1, 1, 8, 6), (2, 4, 4), padding=(1, 2, 2)),
+            r"input image \(T: 1 H: 8 W: 6\) smaller than kernel size",
+        ),
+        (
+            lambda: ec.adaptive_avg_pool2d(ec.ones(1, 2, 0, 6), 2),
+            "Expected input to have non-zero size for non-batch dimensions",
+        ),
         (lambda: ec.adaptive_avg_pool2d(ec.ones(2, 2, 2, 4, 4), 2), "Expected 3D or 4D tensor"),
         (lambda: ec.max_pool2d(ec.ones(1, 1, 4, 4, dtype=ec.bool), 2), "Bool"),
     ],
@@ -296,15 +359,27 @@ def test_adaptive_integer_input_not_implemented():
 
 @settings(max_examples=80, deadline=None)
 @given(
-    kind=st.sampled_from(["max", "avg"]), nd=st.integers(1, 3), size=st.integers(1, 7),
-    k=st.integers(-1, 4), s=st.integers(-1, 3), p=st.integers(-1, 2), d=st.integers(0, 2),
-    ceil=st.booleans(), batched=st.booleans(),
+    kind=st.sampled_from(["max", "avg"]),
+    nd=st.integers(1, 3),
+    size=st.integers(1, 7),
+    k=st.integers(-1, 4),
+    s=st.integers(-1, 3),
+    p=st.integers(-1, 2),
+    d=st.integers(0, 2),
+    ceil=st.booleans(),
+    batched=st.booleans(),
 )
 def test_fuzz_pool_shapes_never_crash(kind, nd, size, k, s, p, d, ceil, batched):
     shape = ((2,) if batched else ()) + (3,) + (size,) * nd
     x = ec.ones(*shape)
-    fn = {("max", 1): ec.max_pool1d, ("max", 2): ec.max_pool2d, ("max", 3): ec.max_pool3d,
-          ("avg", 1): ec.avg_pool1d, ("avg", 2): ec.avg_pool2d, ("avg", 3): ec.avg_pool3d}[kind, nd]
+    fn = {
+        ("max", 1): ec.max_pool1d,
+        ("max", 2): ec.max_pool2d,
+        ("max", 3): ec.max_pool3d,
+        ("avg", 1): ec.avg_pool1d,
+        ("avg", 2): ec.avg_pool2d,
+        ("avg", 3): ec.avg_pool3d,
+    }[kind, nd]
     try:
         y = fn(x, k, s, p, d, ceil) if kind == "max" else fn(x, k, s, p, ceil)
     except RuntimeError:
@@ -327,10 +402,18 @@ def test_parity_pools():
     v, i = ec.max_pool2d(E(x), (3, 2), (2, 3), (1, 1), (2, 1), True, True)
     np.testing.assert_array_equal(v.numpy(), tv.numpy())
     np.testing.assert_array_equal(i.numpy(), ti.numpy())
-    np.testing.assert_allclose(ec.avg_pool2d(E(x), 3, 2, 1, True, False).numpy(),
-                               F.avg_pool2d(tx, 3, 2, 1, True, False).numpy(), rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(ec.adaptive_avg_pool2d(E(x), (4, 5)).numpy(),
-                               F.adaptive_avg_pool2d(tx, (4, 5)).numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        ec.avg_pool2d(E(x), 3, 2, 1, True, False).numpy(),
+        F.avg_pool2d(tx, 3, 2, 1, True, False).numpy(),
+        rtol=1e-6,
+        atol=1e-6,
+    )
+    np.testing.assert_allclose(
+        ec.adaptive_avg_pool2d(E(x), (4, 5)).numpy(),
+        F.adaptive_avg_pool2d(tx, (4, 5)).numpy(),
+        rtol=1e-6,
+        atol=1e-6,
+    )
     tv, ti = F.adaptive_max_pool2d(tx, (4, 5), True)
     v, i = ec.adaptive_max_pool2d(E(x), (4, 5))
     np.testing.assert_array_equal(v.numpy(), tv.numpy())

@@ -38,12 +38,19 @@ def pad_ref(x, pad, mode, value=0.0):
         return np.empty(out_shape, x.dtype)
     pos = [(max(a, 0), max(b, 0)) for a, b in widths]
     crop = tuple(slice(max(-a, 0), n - max(-b, 0)) for (a, b), n in zip(widths, x.shape))
-    np_mode = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode]
+    np_mode = {
+        "constant": "constant",
+        "reflect": "reflect",
+        "replicate": "edge",
+        "circular": "wrap",
+    }[mode]
     kw = {"constant_values": value} if mode == "constant" else {}
     if mode == "circular":
         return np.pad(x[crop], pos, mode=np_mode)
     y = np.pad(x, pos, mode=np_mode, **kw)
-    crop_after = tuple(slice(max(-a, 0), y.shape[i] - max(-b, 0)) for i, (a, b) in enumerate(widths))
+    crop_after = tuple(
+        slice(max(-a, 0), y.shape[i] - max(-b, 0)) for i, (a, b) in enumerate(widths)
+    )
     return y[crop_after]
 
 
@@ -76,13 +83,19 @@ def test_constant_pad_dtypes_and_noncontiguous():
     assert y.dtype == ec.int64
     np.testing.assert_array_equal(y.numpy(), np.pad(xi, [(0, 0), (1, 1)], constant_values=7))
     xb = ec.ones(2, 2, dtype=ec.bool)
-    np.testing.assert_array_equal(ec.pad(xb, (0, 1)).numpy(), np.pad(np.ones((2, 2), bool), [(0, 0), (0, 1)]))
+    np.testing.assert_array_equal(
+        ec.pad(xb, (0, 1)).numpy(), np.pad(np.ones((2, 2), bool), [(0, 0), (0, 1)])
+    )
     t = E(rand(4, 5)).t()[None]
     assert not t.is_contiguous()
-    np.testing.assert_array_equal(ec.pad(t, (1, 0, 0, 2), "reflect").numpy(), pad_ref(t.numpy(), (1, 0, 0, 2), "reflect"))
+    np.testing.assert_array_equal(
+        ec.pad(t, (1, 0, 0, 2), "reflect").numpy(), pad_ref(t.numpy(), (1, 0, 0, 2), "reflect")
+    )
     h = E(rand(1, 2, 4)).to(ec.float16)
-    np.testing.assert_array_equal(ec.pad(h, (2, 1), "replicate").float().numpy(),
-                                  pad_ref(h.float().numpy(), (2, 1), "replicate"))
+    np.testing.assert_array_equal(
+        ec.pad(h, (2, 1), "replicate").float().numpy(),
+        pad_ref(h.float().numpy(), (2, 1), "replicate"),
+    )
 
 
 @pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
@@ -95,26 +108,62 @@ def test_pad_backward_is_the_adjoint(mode):
     np.testing.assert_allclose((gx * x).sum(), (gy * y).sum(), rtol=1e-10, atol=1e-12)
     e = np.zeros_like(x)
     e[1, 2, 3, 0] = 1
-    np.testing.assert_allclose(gx[1, 2, 3, 0], (gy * ec._pad_mode(E(e), pad, mode).numpy()).sum(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        gx[1, 2, 3, 0], (gy * ec._pad_mode(E(e), pad, mode).numpy()).sum(), rtol=1e-10, atol=1e-12
+    )
 
 
 def test_constant_pad_negative_is_a_crop():
     x = rand(3, 6)
-    np.testing.assert_array_equal(ec.constant_pad_nd(E(x), (-1, -2, 1, 0)).numpy(), np.pad(x[:, 1:4], [(1, 0), (0, 0)]))
+    np.testing.assert_array_equal(
+        ec.constant_pad_nd(E(x), (-1, -2, 1, 0)).numpy(), np.pad(x[:, 1:4], [(1, 0), (0, 0)])
+    )
 
 
 @pytest.mark.parametrize(
     "call,exc,match",
     [
         (lambda: ec.pad(ec.ones(2, 3), (1, 1, 1)), RuntimeError, "Length of pad must be even"),
-        (lambda: ec.pad(ec.ones(2), (1, 1, 1, 1)), RuntimeError, "Length of pad should be no more than twice"),
-        (lambda: ec.pad(ec.ones(1, 3), (4, 4), "reflect"), RuntimeError, r"Padding size should be less than the corresponding input dimension.*\(4, 4\)"),
-        (lambda: ec.pad(ec.ones(1, 2, 3), (1, 1), "reflect", 1.0), RuntimeError, 'Padding mode "reflect" doesn\'t take in value argument'),
-        (lambda: ec.pad(ec.ones(1, 1, 4, 4), (1, 1), "reflect"), NotImplementedError, "Padding size 2 is not supported for 4D input tensor"),
-        (lambda: ec.pad(ec.ones(1, 2, 3), (4, 0), "circular"), RuntimeError, "wrapping around more than once"),
-        (lambda: ec.pad(ec.ones(1, 2, 3), (-2, -2), "replicate"), RuntimeError, "too small for padding"),
-        (lambda: ec.pad(ec.ones(2, 3), (-2, -2)), RuntimeError, "resulted in a negative output size"),
-        (lambda: ec.pad(ec.ones(1, 2, 3), (1, 1), "wrap"), NotImplementedError, "Unrecognised padding mode wrap"),
+        (
+            lambda: ec.pad(ec.ones(2), (1, 1, 1, 1)),
+            RuntimeError,
+            "Length of pad should be no more than twice",
+        ),
+        (
+            lambda: ec.pad(ec.ones(1, 3), (4, 4), "reflect"),
+            RuntimeError,
+            r"Padding size should be less than the corresponding input dimension.*\(4, 4\)",
+        ),
+        (
+            lambda: ec.pad(ec.ones(1, 2, 3), (1, 1), "reflect", 1.0),
+            RuntimeError,
+            'Padding mode "reflect" doesn\'t take in value argument',
+        ),
+        (
+            lambda: ec.pad(ec.ones(1, 1, 4, 4), (1, 1), "reflect"),
+            NotImplementedError,
+            "Padding size 2 is not supported for 4D input tensor",
+        ),
+        (
+            lambda: ec.pad(ec.ones(1, 2, 3), (4, 0), "circular"),
+            RuntimeError,
+            "wrapping around more than once",
+        ),
+        (
+            lambda: ec.pad(ec.ones(1, 2, 3), (-2, -2), "replicate"),
+            RuntimeError,
+            "too small for padding",
+        ),
+        (
+            lambda: ec.pad(ec.ones(2, 3), (-2, -2)),
+            RuntimeError,
+            "resulted in a negative output size",
+        ),
+        (
+            lambda: ec.pad(ec.ones(1, 2, 3), (1, 1), "wrap"),
+            NotImplementedError,
+            "Unrecognised padding mode wrap",
+        ),
     ],
 )
 def test_pad_bad_input(call, exc, match):
@@ -131,6 +180,16 @@ def src_index(o, n_in, n_out, align, scale, cubic=False):
     s = 1.0 / scale if scale else n_in / n_out
     r = s * (o + 0.5) - 0.5
     return r if cubic or r >= 0 else 0.0
+
+
+def _cc1(x, a=-0.75):
+    """Keys' cubic convolution weight for |x| <= 1."""
+    return ((a + 2) * x - (a + 3)) * x * x + 1
+
+
+def _cc2(x, a=-0.75):
+    """... and for 1 < |x| < 2."""
+    return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
 
 
 def interp_matrix(mode, n_in, n_out, align, scale):
@@ -155,10 +214,7 @@ def interp_matrix(mode, n_in, n_out, align, scale):
             r = src_index(o, n_in, n_out, align, scale, cubic=True)
             i0 = min(int(math.floor(r)), n_in - 1)
             t = min(max(r - i0, 0.0), 1.0)
-            a = -0.75
-            c1 = lambda x: ((a + 2) * x - (a + 3)) * x * x + 1  # noqa: E731
-            c2 = lambda x: ((a * x - 5 * a) * x + 8 * a) * x - 4 * a  # noqa: E731
-            for j, c in enumerate((c2(t + 1), c1(t), c1(1 - t), c2(2 - t))):
+            for j, c in enumerate((_cc2(t + 1), _cc1(t), _cc1(1 - t), _cc2(2 - t))):
                 m[o, min(max(i0 - 1 + j, 0), n_in - 1)] += c
     return m
 
@@ -174,7 +230,10 @@ def apply_dims(x, mats):
 def interp_ref(x, size, scale, mode, align):
     k = x.ndim - 2
     base = {"bilinear": "linear", "trilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
-    mats = [interp_matrix(base, x.shape[2 + i], size[i], align, scale[i] if scale else None) for i in range(k)]
+    mats = [
+        interp_matrix(base, x.shape[2 + i], size[i], align, scale[i] if scale else None)
+        for i in range(k)
+    ]
     return apply_dims(x, mats), mats
 
 
@@ -247,18 +306,62 @@ def test_interpolate_area_recompute_and_integer_nearest():
 @pytest.mark.parametrize(
     "call,exc,match",
     [
-        (lambda: ec.interpolate(ec.ones(1, 1, 4), 3, 2.0), ValueError, "only one of size or scale_factor"),
+        (
+            lambda: ec.interpolate(ec.ones(1, 1, 4), 3, 2.0),
+            ValueError,
+            "only one of size or scale_factor",
+        ),
         (lambda: ec.interpolate(ec.ones(1, 1, 4)), ValueError, "either size or scale_factor"),
-        (lambda: ec.interpolate(ec.ones(1, 1, 4), 3, mode="nearest", align_corners=True), ValueError, "align_corners option can only be set"),
-        (lambda: ec.interpolate(ec.ones(1, 1, 4, 4), (3,)), ValueError, "same number of spatial dimensions"),
-        (lambda: ec.interpolate(ec.ones(1, 1, 4, 4), 3, mode="linear"), NotImplementedError, "Got 4D input, but linear mode needs 3D input"),
-        (lambda: ec.interpolate(ec.ones(1, 1, 4), 3, mode="bicubic"), NotImplementedError, "bicubic mode needs 4D input"),
-        (lambda: ec.interpolate(ec.ones(1, 1, 4), 3, mode="cubic"), NotImplementedError, "Input Error"),
-        (lambda: ec.interpolate(ec.ones(1, 1, 4), (3.5,)), TypeError, "expected size to be one of int"),
-        (lambda: ec.interpolate(ec.ones(1, 1, 4), 0), RuntimeError, "Input and output sizes should be greater than 0"),
-        (lambda: ec.interpolate(ec.ones(1, 1, 4, 4), 3, mode="bilinear", antialias=True), NotImplementedError, "antialias"),
-        (lambda: ec.interpolate(ec.ones(1, 1, 4, dtype=ec.int64), 3, mode="linear"), NotImplementedError, "not implemented for 'Long'"),
-        (lambda: ec.interpolate(ec.ones(1, 1, 4), size=3, recompute_scale_factor=True), ValueError, "recompute_scale_factor is not meaningful"),
+        (
+            lambda: ec.interpolate(ec.ones(1, 1, 4), 3, mode="nearest", align_corners=True),
+            ValueError,
+            "align_corners option can only be set",
+        ),
+        (
+            lambda: ec.interpolate(ec.ones(1, 1, 4, 4), (3,)),
+            ValueError,
+            "same number of spatial dimensions",
+        ),
+        (
+            lambda: ec.interpolate(ec.ones(1, 1, 4, 4), 3, mode="linear"),
+            NotImplementedError,
+            "Got 4D input, but linear mode needs 3D input",
+        ),
+        (
+            lambda: ec.interpolate(ec.ones(1, 1, 4), 3, mode="bicubic"),
+            NotImplementedError,
+            "bicubic mode needs 4D input",
+        ),
+        (
+            lambda: ec.interpolate(ec.ones(1, 1, 4), 3, mode="cubic"),
+            NotImplementedError,
+            "Input Error",
+        ),
+        (
+            lambda: ec.interpolate(ec.ones(1, 1, 4), (3.5,)),
+            TypeError,
+            "expected size to be one of int",
+        ),
+        (
+            lambda: ec.interpolate(ec.ones(1, 1, 4), 0),
+            RuntimeError,
+            "Input and output sizes should be greater than 0",
+        ),
+        (
+            lambda: ec.interpolate(ec.ones(1, 1, 4, 4), 3, mode="bilinear", antialias=True),
+            NotImplementedError,
+            "antialias",
+        ),
+        (
+            lambda: ec.interpolate(ec.ones(1, 1, 4, dtype=ec.int64), 3, mode="linear"),
+            NotImplementedError,
+            "not implemented for 'Long'",
+        ),
+        (
+            lambda: ec.interpolate(ec.ones(1, 1, 4), size=3, recompute_scale_factor=True),
+            ValueError,
+            "recompute_scale_factor is not meaningful",
+        ),
     ],
 )
 def test_interpolate_bad_input(call, exc, match):
@@ -290,7 +393,9 @@ def test_pixel_shuffle_and_unshuffle():
 
 @settings(max_examples=60, deadline=None)
 @given(
-    nd=st.integers(1, 3), size=st.integers(1, 5), lead=st.integers(1, 2),
+    nd=st.integers(1, 3),
+    size=st.integers(1, 5),
+    lead=st.integers(1, 2),
     pads=st.lists(st.integers(-4, 5), min_size=2, max_size=6),
     mode=st.sampled_from(["constant", "reflect", "replicate", "circular"]),
 )
@@ -305,8 +410,12 @@ def test_fuzz_pad_never_crashes(nd, size, lead, pads, mode):
 
 @settings(max_examples=60, deadline=None)
 @given(
-    mode=st.sampled_from(["nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area"]),
-    nd=st.integers(1, 3), size=st.integers(1, 6), out=st.integers(-1, 9),
+    mode=st.sampled_from(
+        ["nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area"]
+    ),
+    nd=st.integers(1, 3),
+    size=st.integers(1, 6),
+    out=st.integers(-1, 9),
     scale=st.sampled_from([None, 0.5, 1.0, 1.3, 2.0, 3.7]),
 )
 def test_fuzz_interpolate_never_crashes(mode, nd, size, out, scale):
@@ -325,16 +434,24 @@ def test_fuzz_interpolate_never_crashes(mode, nd, size, out, scale):
 
 
 @pytest.mark.parity
-@pytest.mark.parametrize("mode,size,scale,align", [
-    ("nearest", None, (1.7, 0.6), None), ("nearest-exact", (7, 3), None, None),
-    ("bilinear", None, (2.3, 0.7), False), ("bilinear", (5, 9), None, True),
-    ("bicubic", (7, 9), None, False), ("bicubic", None, (1.5, 2.5), True),
-])
+@pytest.mark.parametrize(
+    "mode,size,scale,align",
+    [
+        ("nearest", None, (1.7, 0.6), None),
+        ("nearest-exact", (7, 3), None, None),
+        ("bilinear", None, (2.3, 0.7), False),
+        ("bilinear", (5, 9), None, True),
+        ("bicubic", (7, 9), None, False),
+        ("bicubic", None, (1.5, 2.5), True),
+    ],
+)
 def test_parity_interpolate(mode, size, scale, align):
     torch = pytest.importorskip("torch")
     x = rand(2, 3, 5, 6, dtype=np.float32)
     ref = torch.nn.functional.interpolate(torch.from_numpy(x), size, scale, mode, align)
-    np.testing.assert_allclose(ec.interpolate(E(x), size, scale, mode, align).numpy(), ref.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        ec.interpolate(E(x), size, scale, mode, align).numpy(), ref.numpy(), rtol=1e-5, atol=1e-5
+    )
 
 
 @pytest.mark.parity

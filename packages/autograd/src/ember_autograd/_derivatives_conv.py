@@ -9,7 +9,6 @@ backward op is that other op: double backward needs no new kernels.
 """
 
 import ember_core as ec
-
 from ember_autograd._formula import derivative
 
 # ------------------------------------------------------------ convolution
@@ -22,8 +21,17 @@ def _bias_size(weight, transposed, groups):
 @derivative("convolution", inputs=("input", "weight", "bias"))
 def _(grad, input, weight, stride, padding, dilation, transposed, output_padding, groups, needs):
     return ec.convolution_backward(
-        grad, input, weight, _bias_size(weight, transposed, groups), stride, padding, dilation,
-        transposed, output_padding, groups, needs,
+        grad,
+        input,
+        weight,
+        _bias_size(weight, transposed, groups),
+        stride,
+        padding,
+        dilation,
+        transposed,
+        output_padding,
+        groups,
+        needs,
     )
 
 
@@ -36,8 +44,20 @@ def _given(g, mask, shape):
 
 
 @derivative("convolution_backward", inputs=("grad_output", "input", "weight"), outputs=(0, 1, 2))
-def _(grads, grad_output, input, weight, stride, padding, dilation, transposed, output_padding,
-      groups, output_mask, needs):
+def _(
+    grads,
+    grad_output,
+    input,
+    weight,
+    stride,
+    padding,
+    dilation,
+    transposed,
+    output_padding,
+    groups,
+    output_mask,
+    needs,
+):
     # Note [Convolution double backward]
     # For the bilinear convolution F(x, w), convolution_backward returns the
     # adjoints gx = Fx*(gy; w), gw = Fw*(gy; x) and gb = sum(gy).  With ggx,
@@ -60,9 +80,13 @@ def _(grads, grad_output, input, weight, stride, padding, dilation, transposed, 
             g_gy = t if g_gy is None else g_gy + t
     bias = _bias_size(weight, transposed, groups)
     if needs[1] and ggw is not None:
-        g_x = ec.convolution_backward(grad_output, input, ggw, bias, *params, (True, False, False))[0]
+        g_x = ec.convolution_backward(grad_output, input, ggw, bias, *params, (True, False, False))[
+            0
+        ]
     if needs[2] and ggx is not None:
-        g_w = ec.convolution_backward(grad_output, ggx, weight, bias, *params, (False, True, False))[1]
+        g_w = ec.convolution_backward(
+            grad_output, ggx, weight, bias, *params, (False, True, False)
+        )[1]
     return g_gy, g_x, g_w
 
 
@@ -100,15 +124,26 @@ def _(grad, input_shape, indices):
 
 
 @derivative("_avg_pool")
-def _(grad, input_shape, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    return ec._avg_pool_backward(grad, input_shape, kernel_size, stride, padding, ceil_mode,
-                                 count_include_pad, divisor_override)
+def _(
+    grad, input_shape, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+):
+    return ec._avg_pool_backward(
+        grad,
+        input_shape,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+    )
 
 
 @derivative("_avg_pool_backward", inputs=("grad_output",))
 def _(grad, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    return ec._avg_pool(grad, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                        divisor_override)
+    return ec._avg_pool(
+        grad, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+    )
 
 
 @derivative("_adaptive_avg_pool")

@@ -39,8 +39,23 @@ def _fn(name, macs):
 class _Plain:
     """The geometry of one plain convolution (Note [Plain convolution])."""
 
-    __slots__ = ("n", "ci", "co", "groups", "image", "kernel", "column", "stride", "padding",
-                 "dilation", "geom", "kvol", "L", "depthwise", "pointwise")
+    __slots__ = (
+        "n",
+        "ci",
+        "co",
+        "groups",
+        "image",
+        "kernel",
+        "column",
+        "stride",
+        "padding",
+        "dilation",
+        "geom",
+        "kvol",
+        "L",
+        "depthwise",
+        "pointwise",
+    )
 
     def __init__(self, n, ci, co, groups, image, kernel, column, stride, padding, dilation):
         self.n, self.ci, self.co, self.groups = n, ci, co, groups
@@ -55,7 +70,9 @@ class _Plain:
             L *= o
         self.kvol, self.L = kvol, L
         self.depthwise = groups == ci
-        self.pointwise = all(k == 1 for k in kernel) and all(s == 1 for s in stride) and not any(padding)
+        self.pointwise = (
+            all(k == 1 for k in kernel) and all(s == 1 for s in stride) and not any(padding)
+        )
 
     def macs(self):
         return self.n * self.co * self.L * (self.ci // self.groups) * self.kvol
@@ -86,8 +103,10 @@ def plain_forward(p, x, w, bias, y):
     par = p.par()
     work = _workspace(par * p.col_slot(), x._dtype, x._storage._device)
     fn = _fn("ec_conv_forward", p.macs())
-    check(fn(dt, p.n, p.ci, p.co, p.groups, p.geom, x._ptr, w._ptr, bptr, y._ptr, work._ptr, par),
-          "convolution")
+    check(
+        fn(dt, p.n, p.ci, p.co, p.groups, p.geom, x._ptr, w._ptr, bptr, y._ptr, work._ptr, par),
+        "convolution",
+    )
     return y
 
 
@@ -101,8 +120,10 @@ def plain_backward_data(p, gy, w, gx):
     par = p.par()
     work = _workspace(par * p.col_slot(), gy._dtype, gy._storage._device)
     fn = _fn("ec_conv_backward_data", p.macs())
-    check(fn(dt, p.n, p.ci, p.co, p.groups, p.geom, gy._ptr, w._ptr, gx._ptr, work._ptr, par),
-          "convolution_backward")
+    check(
+        fn(dt, p.n, p.ci, p.co, p.groups, p.geom, gy._ptr, w._ptr, gx._ptr, work._ptr, par),
+        "convolution_backward",
+    )
     return gx
 
 
@@ -116,7 +137,9 @@ def _as_forward(p):
     pads = tuple(d * (k - 1) - pp for d, k, pp in zip(p.dilation, p.kernel, p.padding))
     if any(v < 0 for v in pads):
         return None
-    return _Plain(p.n, p.co, p.ci, p.groups, p.column, p.kernel, p.image, p.stride, pads, p.dilation)
+    return _Plain(
+        p.n, p.co, p.ci, p.groups, p.column, p.kernel, p.image, p.stride, pads, p.dilation
+    )
 
 
 def _flipped_weight(p, w):
@@ -143,15 +166,19 @@ def plain_backward_weight(p, x, gy, gw):
     if p.depthwise:
         work = _workspace(lib.ec_get_num_threads() * p.kvol, D.float64, dev)
         fn = _fn("ec_conv_depthwise_backward_weight", p.macs())
-        check(fn(dt, p.n, p.ci, p.co, p.geom, x._ptr, gy._ptr, gw._ptr, work._ptr),
-              "convolution_backward")
+        check(
+            fn(dt, p.n, p.ci, p.co, p.geom, x._ptr, gy._ptr, gw._ptr, work._ptr),
+            "convolution_backward",
+        )
         return gw
     par = min(p.par(), max(p.n, 1))
     wsize = p.co * (p.ci // p.groups) * p.kvol
     work = _workspace(par * p.col_slot() + (par - 1) * wsize, x._dtype, dev)
     fn = _fn("ec_conv_backward_weight", p.macs())
-    check(fn(dt, p.n, p.ci, p.co, p.groups, p.geom, x._ptr, gy._ptr, gw._ptr, work._ptr, par),
-          "convolution_backward")
+    check(
+        fn(dt, p.n, p.ci, p.co, p.groups, p.geom, x._ptr, gy._ptr, gw._ptr, work._ptr, par),
+        "convolution_backward",
+    )
     return gw
 
 
@@ -186,7 +213,9 @@ def _check_tensor(op, t, name, optional=False):
         raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(t).__name__}")
 
 
-def _conv_args(op, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+def _conv_args(
+    op, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups
+):
     """Check a convolution's arguments (PyTorch's checks and messages); returns
     (k, stride, padding, dilation, output_padding, groups, out_spatial)."""
     _check_tensor(op, input, "input")
@@ -216,7 +245,9 @@ def _conv_args(op, input, weight, bias, stride, padding, dilation, transposed, o
     if any(p < 0 for p in padding):
         raise RuntimeError(f"{op}: negative padding is not supported (padding={list(padding)})")
     if any(d <= 0 for d in dilation):
-        raise RuntimeError(f"{op}: dilation should be greater than zero (dilation={list(dilation)})")
+        raise RuntimeError(
+            f"{op}: dilation should be greater than zero (dilation={list(dilation)})"
+        )
     if any(p < 0 for p in output_padding):
         raise RuntimeError(f"{op}: negative output_padding is not supported")
     if groups <= 0:
@@ -287,17 +318,20 @@ def _plain(input, weight, stride, padding, dilation, transposed, groups, co, out
     ks = weight._shape[2:]
     if transposed:
         # image side: the output (co channels); column side: the input
-        return _Plain(n, co, input._shape[1], groups, out, ks, input._shape[2:], stride, padding,
-                      dilation)
-    return _Plain(n, input._shape[1], co, groups, input._shape[2:], ks, out, stride, padding,
-                  dilation)
+        return _Plain(
+            n, co, input._shape[1], groups, out, ks, input._shape[2:], stride, padding, dilation
+        )
+    return _Plain(
+        n, input._shape[1], co, groups, input._shape[2:], ks, out, stride, padding, dilation
+    )
 
 
 # ------------------------------------------------------------------- ops
 
 
 @defop(
-    "convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)",
+    "convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, "
+    "groups)",
     method=False,
 )
 def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
@@ -330,8 +364,19 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     "transposed, output_padding, groups, output_mask)",
     method=False,
 )
-def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
-                         transposed, output_padding, groups, output_mask):
+def convolution_backward(
+    grad_output,
+    input,
+    weight,
+    bias_sizes,
+    stride,
+    padding,
+    dilation,
+    transposed,
+    output_padding,
+    groups,
+    output_mask,
+):
     """Gradients (input, weight, bias) of ``convolution`` for ``grad_output``;
     an entry of ``output_mask`` that is false gives None there."""
     op = "convolution_backward"
@@ -430,8 +475,11 @@ def _conv_nd(op, k, input, weight, bias, stride, padding, dilation, groups):
     return out.squeeze(0) if unbatched else out
 
 
-@defop("conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)",
-       composite=True, method=False)
+@defop(
+    "conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)",
+    composite=True,
+    method=False,
+)
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution over (N, C, L) or unbatched (C, L); padding may be 'same'/'valid'.
 
@@ -441,8 +489,11 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv_nd("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
 
 
-@defop("conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)",
-       composite=True, method=False)
+@defop(
+    "conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)",
+    composite=True,
+    method=False,
+)
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution over (N, C, H, W) or unbatched (C, H, W); padding may be
     'same'/'valid'.
@@ -453,14 +504,19 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv_nd("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
-@defop("conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)",
-       composite=True, method=False)
+@defop(
+    "conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)",
+    composite=True,
+    method=False,
+)
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D convolution over (N, C, D, H, W) or unbatched (C, D, H, W)."""
     return _conv_nd("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
 
 
-def _conv_transpose_nd(op, k, input, weight, bias, stride, padding, output_padding, groups, dilation):
+def _conv_transpose_nd(
+    op, k, input, weight, bias, stride, padding, output_padding, groups, dilation
+):
     unbatched = _batched(op, input, k)
     if unbatched:
         input = input.unsqueeze(0)
@@ -470,32 +526,80 @@ def _conv_transpose_nd(op, k, input, weight, bias, stride, padding, output_paddi
     return out.squeeze(0) if unbatched else out
 
 
-@defop("conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, "
-       "dilation=1)", composite=True, method=False)
-def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+@defop(
+    "conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, "
+    "dilation=1)",
+    composite=True,
+    method=False,
+)
+def conv_transpose1d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+):
     """Transposed 1-D convolution (the gradient of conv1d with respect to its input)."""
-    return _conv_transpose_nd("conv_transpose1d", 1, input, weight, bias, stride, padding,
-                              output_padding, groups, dilation)
+    return _conv_transpose_nd(
+        "conv_transpose1d",
+        1,
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+    )
 
 
-@defop("conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, "
-       "dilation=1)", composite=True, method=False)
-def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+@defop(
+    "conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, "
+    "dilation=1)",
+    composite=True,
+    method=False,
+)
+def conv_transpose2d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+):
     """Transposed 2-D convolution; weight is (in_channels, out_channels / groups, kh, kw).
 
     >>> conv_transpose2d(ones(1, 4, 3, 3), ones(4, 2, 3, 3), stride=2).shape
     ember.Size([1, 2, 7, 7])
     """
-    return _conv_transpose_nd("conv_transpose2d", 2, input, weight, bias, stride, padding,
-                              output_padding, groups, dilation)
+    return _conv_transpose_nd(
+        "conv_transpose2d",
+        2,
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+    )
 
 
-@defop("conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, "
-       "dilation=1)", composite=True, method=False)
-def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+@defop(
+    "conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, "
+    "dilation=1)",
+    composite=True,
+    method=False,
+)
+def conv_transpose3d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+):
     """Transposed 3-D convolution."""
-    return _conv_transpose_nd("conv_transpose3d", 3, input, weight, bias, stride, padding,
-                              output_padding, groups, dilation)
+    return _conv_transpose_nd(
+        "conv_transpose3d",
+        3,
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+    )
 
 
 # -------------------------------------------------------- im2col/col2im
@@ -507,9 +611,13 @@ def _block_args(op, kernel_size, dilation, padding, stride):
     p = S.pool_param(padding, 2, op, "padding")
     s = S.pool_param(stride, 2, op, "stride")
     if any(v <= 0 for v in k):
-        raise RuntimeError(f"{op}: kernel size should be greater than zero, but got kernel_size={list(k)}")
+        raise RuntimeError(
+            f"{op}: kernel size should be greater than zero, but got kernel_size={list(k)}"
+        )
     if any(v <= 0 for v in d):
-        raise RuntimeError(f"{op}: dilation should be greater than zero, but got dilation={list(d)}")
+        raise RuntimeError(
+            f"{op}: dilation should be greater than zero, but got dilation={list(d)}"
+        )
     if any(v < 0 for v in p):
         raise RuntimeError(f"{op}: padding should be non-negative, but got padding={list(p)}")
     if any(v <= 0 for v in s):
@@ -518,7 +626,9 @@ def _block_args(op, kernel_size, dilation, padding, stride):
 
 
 def _blocks(op, size, k, d, p, s):
-    blocks = tuple((i + 2 * pp - (dd * (kk - 1) + 1)) // ss + 1 for i, kk, dd, pp, ss in zip(size, k, d, p, s))
+    blocks = tuple(
+        (i + 2 * pp - (dd * (kk - 1) + 1)) // ss + 1 for i, kk, dd, pp, ss in zip(size, k, d, p, s)
+    )
     if any(b < 1 for b in blocks):
         raise RuntimeError(
             f"{op}: Given input with spatial size {tuple(size)}, kernel_size={tuple(k)}, "
@@ -535,7 +645,9 @@ def im2col(input, kernel_size, dilation, padding, stride):
     _check_tensor(op, input, "input")
     nd = len(input._shape)
     if nd not in (3, 4):
-        raise RuntimeError(f"{op}: Input Error: Only 3D or 4D input Tensors are supported (got {nd}D)")
+        raise RuntimeError(
+            f"{op}: Input Error: Only 3D or 4D input Tensors are supported (got {nd}D)"
+        )
     k, d, p, s = _block_args(op, kernel_size, dilation, padding, stride)
     x = input if nd == 4 else input.unsqueeze(0)
     n, c, h, w = x._shape

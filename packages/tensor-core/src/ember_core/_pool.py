@@ -72,7 +72,9 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode):
     _batched_core(op, input, k)
     out = _out_sizes(input._shape[2:], kernel_size, stride, padding, dilation, ceil_mode)
     if any(o < 1 for o in out) or any(i < 1 for i in input._shape[2:]):
-        raise RuntimeError(f"{op}: output size {list(out)} is too small for input {list(input._shape)}")
+        raise RuntimeError(
+            f"{op}: output size {list(out)} is too small for input {list(input._shape)}"
+        )
     dtype = input._dtype
     cd = _float_input(op, input)
     x = S.prepared(input, cd)
@@ -81,8 +83,12 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode):
     idx = empty(shape, D.int64, x._storage._device)
     geom = S.geometry(input._shape[2:], kernel_size, out, stride, padding, dilation)
     planes = input._shape[0] * input._shape[1]
-    check(_fn("ec_max_pool_forward", y._numel * _prod(kernel_size))(
-        cd.code, planes, geom, x._ptr, y._ptr, idx._ptr), op)
+    check(
+        _fn("ec_max_pool_forward", y._numel * _prod(kernel_size))(
+            cd.code, planes, geom, x._ptr, y._ptr, idx._ptr
+        ),
+        op,
+    )
     return S.finish(y, dtype), idx
 
 
@@ -108,8 +114,12 @@ def _max_pool_backward(grad_output, indices, input_size):
     ix = S.prepared(indices, D.int64)
     gx = empty(input_size, cd, gy._storage._device)
     planes = input_size[0] * input_size[1]
-    check(_fn("ec_index_scatter_add", gx._numel)(
-        cd.code, planes, _prod(input_size[2:]), _prod(gy._shape[2:]), gy._ptr, ix._ptr, gx._ptr), op)
+    check(
+        _fn("ec_index_scatter_add", gx._numel)(
+            cd.code, planes, _prod(input_size[2:]), _prod(gy._shape[2:]), gy._ptr, ix._ptr, gx._ptr
+        ),
+        op,
+    )
     return S.finish(gx, dtype)
 
 
@@ -129,8 +139,18 @@ def _max_pool_double_backward(input, indices):
     ix = S.prepared(indices, D.int64)
     y = empty(indices._shape, cd, x._storage._device)
     planes = input._shape[0] * input._shape[1]
-    check(_fn("ec_index_gather", y._numel)(
-        cd.code, planes, _prod(input._shape[2:]), _prod(indices._shape[2:]), x._ptr, ix._ptr, y._ptr), op)
+    check(
+        _fn("ec_index_gather", y._numel)(
+            cd.code,
+            planes,
+            _prod(input._shape[2:]),
+            _prod(indices._shape[2:]),
+            x._ptr,
+            ix._ptr,
+            y._ptr,
+        ),
+        op,
+    )
     return S.finish(y, dtype)
 
 
@@ -139,8 +159,11 @@ def _avg_geom(spatial, kernel_size, stride, padding, ceil_mode):
     return out, S.geometry(spatial, kernel_size, out, stride, padding, (1,) * len(kernel_size))
 
 
-@defop("_avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)",
-       method=False)
+@defop(
+    "_avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, "
+    "divisor_override)",
+    method=False,
+)
 def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     """Average pooling of a batched input."""
     op = "avg_pool"
@@ -148,21 +171,38 @@ def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
     _batched_core(op, input, k)
     out, geom = _avg_geom(input._shape[2:], kernel_size, stride, padding, ceil_mode)
     if any(o < 1 for o in out):
-        raise RuntimeError(f"{op}: output size {list(out)} is too small for input {list(input._shape)}")
+        raise RuntimeError(
+            f"{op}: output size {list(out)} is too small for input {list(input._shape)}"
+        )
     dtype = input._dtype
     cd = _float_input(op, input)
     x = S.prepared(input, cd)
     y = empty(input._shape[:2] + out, cd, x._storage._device)
     planes = input._shape[0] * input._shape[1]
-    check(_fn("ec_avg_pool_forward", y._numel * _prod(kernel_size))(
-        cd.code, planes, geom, bool(count_include_pad), divisor_override or 0, x._ptr, y._ptr), op)
+    check(
+        _fn("ec_avg_pool_forward", y._numel * _prod(kernel_size))(
+            cd.code, planes, geom, bool(count_include_pad), divisor_override or 0, x._ptr, y._ptr
+        ),
+        op,
+    )
     return S.finish(y, dtype)
 
 
-@defop("_avg_pool_backward(grad_output, input_size, kernel_size, stride, padding, ceil_mode, "
-       "count_include_pad, divisor_override)", method=False)
-def _avg_pool_backward(grad_output, input_size, kernel_size, stride, padding, ceil_mode,
-                       count_include_pad, divisor_override):
+@defop(
+    "_avg_pool_backward(grad_output, input_size, kernel_size, stride, padding, ceil_mode, "
+    "count_include_pad, divisor_override)",
+    method=False,
+)
+def _avg_pool_backward(
+    grad_output,
+    input_size,
+    kernel_size,
+    stride,
+    padding,
+    ceil_mode,
+    count_include_pad,
+    divisor_override,
+):
     """The gradient of average pooling: each output's gradient spread evenly
     over its window."""
     op = "avg_pool_backward"
@@ -178,8 +218,12 @@ def _avg_pool_backward(grad_output, input_size, kernel_size, stride, padding, ce
     gy = S.prepared(grad_output, cd)
     gx = empty(input_size, cd, gy._storage._device)
     planes = input_size[0] * input_size[1]
-    check(_fn("ec_avg_pool_backward", gx._numel + gy._numel * _prod(kernel_size))(
-        cd.code, planes, geom, bool(count_include_pad), divisor_override or 0, gy._ptr, gx._ptr), op)
+    check(
+        _fn("ec_avg_pool_backward", gx._numel + gy._numel * _prod(kernel_size))(
+            cd.code, planes, geom, bool(count_include_pad), divisor_override or 0, gy._ptr, gx._ptr
+        ),
+        op,
+    )
     return S.finish(gx, dtype)
 
 
@@ -193,9 +237,19 @@ def _adaptive(op, is_max, input, output_size):
     y = empty(shape, cd, x._storage._device)
     idx = empty(shape, D.int64, x._storage._device) if is_max else None
     planes = input._shape[0] * input._shape[1]
-    check(_fn("ec_adaptive_pool_forward", y._numel + x._numel)(
-        cd.code, is_max, planes, S.int3(input._shape[2:]), S.int3(output_size), x._ptr, y._ptr,
-        idx._ptr if idx is not None else 0), op)
+    check(
+        _fn("ec_adaptive_pool_forward", y._numel + x._numel)(
+            cd.code,
+            is_max,
+            planes,
+            S.int3(input._shape[2:]),
+            S.int3(output_size),
+            x._ptr,
+            y._ptr,
+            idx._ptr if idx is not None else 0,
+        ),
+        op,
+    )
     return S.finish(y, dtype), idx
 
 
@@ -220,8 +274,12 @@ def _adaptive_avg_pool_backward(grad_output, input_size):
     gy = S.prepared(grad_output, cd)
     gx = empty(input_size, cd, gy._storage._device)
     planes = input_size[0] * input_size[1]
-    check(_fn("ec_adaptive_avg_pool_backward", gx._numel + gy._numel)(
-        cd.code, planes, S.int3(input_size[2:]), S.int3(gy._shape[2:]), gy._ptr, gx._ptr), op)
+    check(
+        _fn("ec_adaptive_avg_pool_backward", gx._numel + gy._numel)(
+            cd.code, planes, S.int3(input_size[2:]), S.int3(gy._shape[2:]), gy._ptr, gx._ptr
+        ),
+        op,
+    )
     return S.finish(gx, dtype)
 
 
@@ -237,7 +295,7 @@ def _adaptive_max_pool(input, output_size):
 def _check_dims(op, input, k, message):
     _check_tensor(op, input, "input")
     nd = len(input._shape)
-    if nd not in (k + 1, k + 2) or any(s == 0 for s in input._shape[nd - k - 1:]):
+    if nd not in (k + 1, k + 2) or any(s == 0 for s in input._shape[nd - k - 1 :]):
         raise RuntimeError(message.format(shape=list(input._shape)))
     return nd == k + 1
 
@@ -253,11 +311,15 @@ def _pool_args(op, input, k, kernel_size, stride, padding, dilation):
     if any(s == 0 for s in st):
         raise RuntimeError(f"{op}: stride should not be zero")
     if any(v <= 0 for v in ks):
-        raise RuntimeError(f"{op}: kernel size should be greater than zero, but got kernel_size={list(ks)}")
+        raise RuntimeError(
+            f"{op}: kernel size should be greater than zero, but got kernel_size={list(ks)}"
+        )
     if any(v < 0 for v in st):
         raise RuntimeError(f"{op}: stride should be greater than zero, but got stride={list(st)}")
     if any(v <= 0 for v in dl):
-        raise RuntimeError(f"{op}: dilation should be greater than zero, but got dilation={list(dl)}")
+        raise RuntimeError(
+            f"{op}: dilation should be greater than zero, but got dilation={list(dl)}"
+        )
     if any(v < 0 for v in pd):
         raise RuntimeError(f"{op}: pad must be non-negative, but got pad={list(pd)}")
     for p, kk, d in zip(pd, ks, dl):
@@ -284,7 +346,8 @@ def _check_output(op, input, k, out):
 
 
 _DIMS_MSG = {
-    1: "{op}: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, but got:{shape}",
+    1: "{op}: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, "
+    "but got:{shape}",
     2: "{op}: non-empty 3D or 4D (batch mode) tensor expected for input, but got: {shape}",
     3: "{op}: non-empty 4D or 5D (batch mode) tensor expected for input, but got: {shape}",
 }
@@ -302,54 +365,95 @@ def _max_pool_nd(op, k, input, kernel_size, stride, padding, dilation, ceil_mode
     return (values, indices) if return_indices else values
 
 
-@defop("max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, "
-       "return_indices=False)", composite=True, method=False)
-def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+@defop(
+    "max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, "
+    "return_indices=False)",
+    composite=True,
+    method=False,
+)
+def max_pool1d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
     """1-D max pooling over (N, C, L) or (C, L).
 
     >>> max_pool1d(arange(6.0).view(1, 1, 6), 2)
     tensor([[[1., 3., 5.]]])
     """
-    return _max_pool_nd("max_pool1d", 1, input, kernel_size, stride, padding, dilation, ceil_mode,
-                        return_indices)
+    return _max_pool_nd(
+        "max_pool1d", 1, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices
+    )
 
 
-@defop("max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, "
-       "return_indices=False)", composite=True, method=False)
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+@defop(
+    "max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, "
+    "return_indices=False)",
+    composite=True,
+    method=False,
+)
+def max_pool2d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
     """2-D max pooling over (N, C, H, W) or (C, H, W); with return_indices, also
     the flat index of each maximum in its input plane."""
-    return _max_pool_nd("max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode,
-                        return_indices)
+    return _max_pool_nd(
+        "max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices
+    )
 
 
-@defop("max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, "
-       "return_indices=False)", composite=True, method=False)
-def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+@defop(
+    "max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, "
+    "return_indices=False)",
+    composite=True,
+    method=False,
+)
+def max_pool3d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
     """3-D max pooling over (N, C, D, H, W) or (C, D, H, W)."""
-    return _max_pool_nd("max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode,
-                        return_indices)
+    return _max_pool_nd(
+        "max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices
+    )
 
 
-@defop("max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, "
-       "ceil_mode=False)", composite=True, method=False)
-def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+@defop(
+    "max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, "
+    "ceil_mode=False)",
+    composite=True,
+    method=False,
+)
+def max_pool1d_with_indices(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False
+):
     return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
-@defop("max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, "
-       "ceil_mode=False)", composite=True, method=False)
-def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+@defop(
+    "max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, "
+    "ceil_mode=False)",
+    composite=True,
+    method=False,
+)
+def max_pool2d_with_indices(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False
+):
     return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
-@defop("max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, "
-       "ceil_mode=False)", composite=True, method=False)
-def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+@defop(
+    "max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, "
+    "ceil_mode=False)",
+    composite=True,
+    method=False,
+)
+def max_pool3d_with_indices(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False
+):
     return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
-def _avg_pool_nd(op, k, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+def _avg_pool_nd(
+    op, k, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+):
     unbatched = _check_dims(op, input, k, _DIMS_MSG[k].replace("{op}", op))
     ks, st, pd, _ = _pool_args(op, input, k, kernel_size, stride, padding, 1)
     if divisor_override is not None:
@@ -369,34 +473,81 @@ def _avg_pool_nd(op, k, input, kernel_size, stride, padding, ceil_mode, count_in
     return y.squeeze(0) if unbatched else y
 
 
-@defop("avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True)",
-       composite=True, method=False)
+@defop(
+    "avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, "
+    "count_include_pad=True)",
+    composite=True,
+    method=False,
+)
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
     """1-D average pooling over (N, C, L) or (C, L)."""
-    return _avg_pool_nd("avg_pool1d", 1, input, kernel_size, stride, padding, ceil_mode,
-                        count_include_pad, None)
+    return _avg_pool_nd(
+        "avg_pool1d", 1, input, kernel_size, stride, padding, ceil_mode, count_include_pad, None
+    )
 
 
-@defop("avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, "
-       "divisor_override=None)", composite=True, method=False)
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-               divisor_override=None):
+@defop(
+    "avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, "
+    "count_include_pad=True, "
+    "divisor_override=None)",
+    composite=True,
+    method=False,
+)
+def avg_pool2d(
+    input,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+):
     """2-D average pooling over (N, C, H, W) or (C, H, W).
 
     >>> avg_pool2d(ones(1, 1, 4, 4), 2, padding=1, count_include_pad=False).shape
     ember.Size([1, 1, 3, 3])
     """
-    return _avg_pool_nd("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode,
-                        count_include_pad, divisor_override)
+    return _avg_pool_nd(
+        "avg_pool2d",
+        2,
+        input,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+    )
 
 
-@defop("avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, "
-       "divisor_override=None)", composite=True, method=False)
-def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-               divisor_override=None):
+@defop(
+    "avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, "
+    "count_include_pad=True, "
+    "divisor_override=None)",
+    composite=True,
+    method=False,
+)
+def avg_pool3d(
+    input,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+):
     """3-D average pooling over (N, C, D, H, W) or (C, D, H, W)."""
-    return _avg_pool_nd("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode,
-                        count_include_pad, divisor_override)
+    return _avg_pool_nd(
+        "avg_pool3d",
+        3,
+        input,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+    )
 
 
 def _adaptive_size(op, input, k, output_size):
@@ -409,8 +560,10 @@ def _adaptive_size(op, input, k, output_size):
     spatial = input._shape[-k:]
     out = tuple(i if s is None else S.as_int(s, op, "output_size") for s, i in zip(sizes, spatial))
     if any(o < 0 for o in out):
-        raise RuntimeError(f"{op}: elements of output_size must be greater than or equal to 0 but "
-                           f"received {list(out)}")
+        raise RuntimeError(
+            f"{op}: elements of output_size must be greater than or equal to 0 but "
+            f"received {list(out)}"
+        )
     return out
 
 
@@ -479,4 +632,3 @@ def adaptive_max_pool2d(input, output_size):
 def adaptive_max_pool3d(input, output_size):
     """(values, indices) of adaptive max pooling of (N, C, D, H, W) or (C, D, H, W)."""
     return _adaptive_nd("adaptive_max_pool3d", 3, input, output_size, True)
-

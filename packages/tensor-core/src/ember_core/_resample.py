@@ -32,7 +32,9 @@ def _ints(seq, op, name):
     if type(seq) is tuple and all(type(v) is int for v in seq):
         return seq  # the common case, checked cheaply
     if not isinstance(seq, (list, tuple)):
-        raise TypeError(f"{op}(): argument '{name}' must be a tuple of ints, not {type(seq).__name__}")
+        raise TypeError(
+            f"{op}(): argument '{name}' must be a tuple of ints, not {type(seq).__name__}"
+        )
     return tuple(S.as_int(v, op, name) for v in seq)
 
 
@@ -101,7 +103,11 @@ def constant_pad_nd(input, pad, value=0):
     return out
 
 
-_MAP_KIND = {"reflect": lib.EC_MAP_REFLECT, "replicate": lib.EC_MAP_REPLICATE, "circular": lib.EC_MAP_CIRCULAR}
+_MAP_KIND = {
+    "reflect": lib.EC_MAP_REFLECT,
+    "replicate": lib.EC_MAP_REPLICATE,
+    "circular": lib.EC_MAP_CIRCULAR,
+}
 
 
 def _maps(specs, dev):
@@ -122,8 +128,12 @@ def _gather(op, x, maps, in_sp, out_sp, k):
     shape = x._shape[: len(x._shape) - k] + out_sp
     y = empty(shape, x._dtype, x._storage._device)
     planes = _planes(x._shape, k)
-    check(_fn("ec_map_gather", y._numel)(
-        x._dtype.itemsize, planes, S.int3(in_sp), S.int3(out_sp), maps._ptr, xc._ptr, y._ptr), op)
+    check(
+        _fn("ec_map_gather", y._numel)(
+            x._dtype.itemsize, planes, S.int3(in_sp), S.int3(out_sp), maps._ptr, xc._ptr, y._ptr
+        ),
+        op,
+    )
     return y
 
 
@@ -134,8 +144,18 @@ def _scatter(op, gy, maps, input_size, out_sp, k):
     g = S.prepared(gy, cd)
     gx = empty(tuple(input_size), cd, gy._storage._device)
     planes = _planes(input_size, k)
-    check(_fn("ec_map_scatter_add", gx._numel + g._numel)(
-        cd.code, planes, S.int3(tuple(input_size)[-k:]), S.int3(out_sp), maps._ptr, g._ptr, gx._ptr), op)
+    check(
+        _fn("ec_map_scatter_add", gx._numel + g._numel)(
+            cd.code,
+            planes,
+            S.int3(tuple(input_size)[-k:]),
+            S.int3(out_sp),
+            maps._ptr,
+            g._ptr,
+            gx._ptr,
+        ),
+        op,
+    )
     return S.finish(gx, dtype)
 
 
@@ -171,7 +191,9 @@ def _pad_specs(op, shape, pad, mode):
         if mode == "circular" and (before < 0 or after < 0):
             start, kept = max(-before, 0), n + min(before, 0) + min(after, 0)
             if kept <= 0 and out > 0:
-                raise RuntimeError(f"{op}: Negative padding value is resulting in an empty dimension")
+                raise RuntimeError(
+                    f"{op}: Negative padding value is resulting in an empty dimension"
+                )
             crops.append((d, start, kept))
             n, before = kept, max(before, 0)
         specs.append((kind, max(n, 1), out, before, 0.0, 0))
@@ -241,7 +263,9 @@ def _pad_mode_backward(grad_output, input_size, pad, mode):
     cropped = list(input_size)
     for d, _, length in crops:
         cropped[d] = length
-    g = _scatter(op, grad_output, _maps(specs, grad_output._storage._device), tuple(cropped), out_sp, k)
+    g = _scatter(
+        op, grad_output, _maps(specs, grad_output._storage._device), tuple(cropped), out_sp, k
+    )
     if crops:
         # the cropped-away elements get no gradient
         back = [0] * (2 * k)
@@ -270,7 +294,9 @@ def pad(input, pad, mode="constant", value=None):
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
     if len(pad) // 2 > len(input._shape):
-        raise RuntimeError("Padding length should be less than or equal to two times the input dimension")
+        raise RuntimeError(
+            "Padding length should be less than or equal to two times the input dimension"
+        )
     if mode not in _MAP_KIND:
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     return _pad_mode(input, pad, mode)
@@ -315,11 +341,16 @@ def _upsample_nearest(input, output_size, scales, exact):
     _check_sizes(op, input._shape[-k:], output_size)
     if input._dtype is D.bool_:
         raise RuntimeError(f"\"{op}\" not implemented for 'Bool'")
-    maps = _maps(_nearest_specs(input._shape, output_size, scales, exact, input._dtype), input._storage._device)
+    maps = _maps(
+        _nearest_specs(input._shape, output_size, scales, exact, input._dtype),
+        input._storage._device,
+    )
     return _gather(op, input, maps, input._shape[-k:], output_size, k)
 
 
-@defop("_upsample_nearest_backward(grad_output, input_size, output_size, scales, exact)", method=False)
+@defop(
+    "_upsample_nearest_backward(grad_output, input_size, output_size, scales, exact)", method=False
+)
 def _upsample_nearest_backward(grad_output, input_size, output_size, scales, exact):
     """The gradient of _upsample_nearest."""
     op = "upsample_nearest_backward"
@@ -330,12 +361,16 @@ def _upsample_nearest_backward(grad_output, input_size, output_size, scales, exa
             f"{op}: expected grad_output of size {list(input_size[:-k] + output_size)}, got "
             f"{list(grad_output._shape)}"
         )
-    maps = _maps(_nearest_specs(input_size, output_size, scales, exact, grad_output._dtype),
-                 grad_output._storage._device)
+    maps = _maps(
+        _nearest_specs(input_size, output_size, scales, exact, grad_output._dtype),
+        grad_output._storage._device,
+    )
     return _scatter(op, grad_output, maps, input_size, output_size, k)
 
 
-def _interp_run(op, fname, backward, src, in_sp, out_sp, planes_shape, align_corners, scales, dst_shape):
+def _interp_run(
+    op, fname, backward, src, in_sp, out_sp, planes_shape, align_corners, scales, dst_shape
+):
     dtype = src._dtype
     if not dtype.is_floating_point:
         raise NotImplementedError(f"\"{op}\" not implemented for '{_tname(dtype)}'")
@@ -344,9 +379,20 @@ def _interp_run(op, fname, backward, src, in_sp, out_sp, planes_shape, align_cor
     dst = empty(dst_shape, cd, src._storage._device)
     k = len(out_sp)
     sc = S._new("double[3]", (0.0,) * (3 - k) + _scale_list(scales, k))
-    check(_fn(fname, dst._numel + s._numel)(
-        cd.code, backward, _planes(planes_shape, k), S.int3(in_sp), S.int3(out_sp), bool(align_corners),
-        sc, s._ptr, dst._ptr), op)
+    check(
+        _fn(fname, dst._numel + s._numel)(
+            cd.code,
+            backward,
+            _planes(planes_shape, k),
+            S.int3(in_sp),
+            S.int3(out_sp),
+            bool(align_corners),
+            sc,
+            s._ptr,
+            dst._ptr,
+        ),
+        op,
+    )
     return S.finish(dst, dtype)
 
 
@@ -357,22 +403,46 @@ def _upsample_linear(input, output_size, align_corners, scales):
     k = len(output_size)
     op = ("upsample_linear1d", "upsample_bilinear2d", "upsample_trilinear3d")[k - 1]
     _check_sizes(op, input._shape[-k:], output_size)
-    return _interp_run(op, "ec_upsample_linear", 0, input, input._shape[-k:], output_size,
-                       input._shape, align_corners, scales, input._shape[:-k] + output_size)
+    return _interp_run(
+        op,
+        "ec_upsample_linear",
+        0,
+        input,
+        input._shape[-k:],
+        output_size,
+        input._shape,
+        align_corners,
+        scales,
+        input._shape[:-k] + output_size,
+    )
 
 
-@defop("_upsample_linear_backward(grad_output, input_size, output_size, align_corners, scales)",
-       method=False)
+@defop(
+    "_upsample_linear_backward(grad_output, input_size, output_size, align_corners, scales)",
+    method=False,
+)
 def _upsample_linear_backward(grad_output, input_size, output_size, align_corners, scales):
     """The gradient of _upsample_linear."""
     input_size, output_size = tuple(input_size), tuple(output_size)
     k = len(output_size)
     op = "upsample_linear_backward"
     if grad_output._shape != input_size[:-k] + output_size:
-        raise RuntimeError(f"{op}: expected grad_output of size {list(input_size[:-k] + output_size)}, "
-                           f"got {list(grad_output._shape)}")
-    return _interp_run(op, "ec_upsample_linear", 1, grad_output, input_size[-k:], output_size,
-                       input_size, align_corners, scales, input_size)
+        raise RuntimeError(
+            f"{op}: expected grad_output of size {list(input_size[:-k] + output_size)}, "
+            f"got {list(grad_output._shape)}"
+        )
+    return _interp_run(
+        op,
+        "ec_upsample_linear",
+        1,
+        grad_output,
+        input_size[-k:],
+        output_size,
+        input_size,
+        align_corners,
+        scales,
+        input_size,
+    )
 
 
 @defop("_upsample_bicubic(input, output_size, align_corners, scales)", method=False)
@@ -383,21 +453,45 @@ def _upsample_bicubic(input, output_size, align_corners, scales):
     if len(output_size) != 2:
         raise RuntimeError(f"{op}: expected 2 output sizes, got {list(output_size)}")
     _check_sizes(op, input._shape[-2:], output_size)
-    return _interp_run(op, "ec_upsample_bicubic", 0, input, input._shape[-2:], output_size,
-                       input._shape, align_corners, scales, input._shape[:-2] + output_size)
+    return _interp_run(
+        op,
+        "ec_upsample_bicubic",
+        0,
+        input,
+        input._shape[-2:],
+        output_size,
+        input._shape,
+        align_corners,
+        scales,
+        input._shape[:-2] + output_size,
+    )
 
 
-@defop("_upsample_bicubic_backward(grad_output, input_size, output_size, align_corners, scales)",
-       method=False)
+@defop(
+    "_upsample_bicubic_backward(grad_output, input_size, output_size, align_corners, scales)",
+    method=False,
+)
 def _upsample_bicubic_backward(grad_output, input_size, output_size, align_corners, scales):
     """The gradient of _upsample_bicubic."""
     input_size, output_size = tuple(input_size), tuple(output_size)
     op = "upsample_bicubic2d_backward"
     if grad_output._shape != input_size[:-2] + output_size:
-        raise RuntimeError(f"{op}: expected grad_output of size {list(input_size[:-2] + output_size)}, "
-                           f"got {list(grad_output._shape)}")
-    return _interp_run(op, "ec_upsample_bicubic", 1, grad_output, input_size[-2:], output_size,
-                       input_size, align_corners, scales, input_size)
+        raise RuntimeError(
+            f"{op}: expected grad_output of size {list(input_size[:-2] + output_size)}, "
+            f"got {list(grad_output._shape)}"
+        )
+    return _interp_run(
+        op,
+        "ec_upsample_bicubic",
+        1,
+        grad_output,
+        input_size[-2:],
+        output_size,
+        input_size,
+        align_corners,
+        scales,
+        input_size,
+    )
 
 
 def _is_int(v):
@@ -410,10 +504,21 @@ def _is_int(v):
         return False
 
 
-@defop("interpolate(input, size=None, scale_factor=None, mode='nearest', align_corners=None, "
-       "recompute_scale_factor=None, antialias=False)", composite=True, method=False)
-def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
-                recompute_scale_factor=None, antialias=False):
+@defop(
+    "interpolate(input, size=None, scale_factor=None, mode='nearest', align_corners=None, "
+    "recompute_scale_factor=None, antialias=False)",
+    composite=True,
+    method=False,
+)
+def interpolate(
+    input,
+    size=None,
+    scale_factor=None,
+    mode="nearest",
+    align_corners=None,
+    recompute_scale_factor=None,
+    antialias=False,
+):
     """Resample the spatial dims of a batched (N, C, ...) input to `size` or by
     `scale_factor` (PyTorch's F.interpolate).
 
@@ -437,7 +542,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         align_corners = False
     dim = len(input._shape) - 2
     if dim < 1:
-        raise ValueError(f"interpolate: expected a batched input (N, C, ...), got {list(input._shape)}")
+        raise ValueError(
+            f"interpolate: expected a batched input (N, C, ...), got {list(input._shape)}"
+        )
     output_size = scale_factors = None
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
@@ -477,7 +584,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode == "area" and output_size is None:
         recompute_scale_factor = True
     if recompute_scale_factor:
-        output_size = [math.floor(float(input._shape[i + 2]) * scale_factors[i]) for i in range(dim)]
+        output_size = [
+            math.floor(float(input._shape[i + 2]) * scale_factors[i]) for i in range(dim)
+        ]
         scale_factors = None
     if antialias:
         if not (mode in ("bilinear", "bicubic") and len(input._shape) == 4):
@@ -492,13 +601,18 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     scales = tuple(scale_factors) if scale_factors is not None else None
     if mode in ("nearest", "nearest-exact"):
         if dim > 3:
-            raise NotImplementedError(f"interpolate: {mode} supports 3D, 4D and 5D input, got {dim + 2}D")
+            raise NotImplementedError(
+                f"interpolate: {mode} supports 3D, 4D and 5D input, got {dim + 2}D"
+            )
         return _upsample_nearest(input, output_size, scales, mode == "nearest-exact")
     if mode == "area":
         from ember_core import _pool
 
-        return _pool._adaptive_nd(f"adaptive_avg_pool{dim}d", dim, input, output_size, False) \
-            if dim <= 3 else _unsupported(input, mode)
+        return (
+            _pool._adaptive_nd(f"adaptive_avg_pool{dim}d", dim, input, output_size, False)
+            if dim <= 3
+            else _unsupported(input, mode)
+        )
     if mode == "bicubic":
         if dim != 2:
             raise NotImplementedError(f"Got {dim + 2}D input, but bicubic mode needs 4D input")

@@ -18,7 +18,9 @@ def as_int(v, op, name):
     try:
         return operator.index(v)
     except TypeError:
-        raise TypeError(f"{op}(): argument '{name}' must be an int or a tuple of ints, not {v!r}") from None
+        raise TypeError(
+            f"{op}(): argument '{name}' must be an int or a tuple of ints, not {v!r}"
+        ) from None
 
 
 def expand(value, n, op, name):
@@ -62,7 +64,11 @@ def geometry(in_sizes, kernel, out_sizes, stride, padding, dilation):
     """The int64[18] geometry array of Note [Spatial geometry]."""
     return _new(
         "int64_t[18]",
-        pad3(in_sizes) + pad3(kernel) + pad3(out_sizes) + pad3(stride) + pad3(padding, 0)
+        pad3(in_sizes)
+        + pad3(kernel)
+        + pad3(out_sizes)
+        + pad3(stride)
+        + pad3(padding, 0)
         + pad3(dilation),
     )
 

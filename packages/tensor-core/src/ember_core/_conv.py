@@ -13,10 +13,11 @@ k...).  Three kernels cover everything:
     plain backward weight (image, column) -> weight
 
 A transposed convolution's weight (cin, cout / groups, k...) is exactly the
-plain weight with the column side as its input, so no weight is ever
-rearranged.  ``_plan`` chooses the algorithm once per call: the direct
-depthwise kernels when groups == ci, else im2col + BLAS (pointwise kernels
-skip im2col), running images in parallel when there are several.
+plain weight with the column side as its input.  Per call, the algorithm is
+chosen from the shapes: the direct depthwise kernels when groups == ci, else
+im2col + BLAS (pointwise kernels skip im2col), with images running in
+parallel when there are several and enough work; a stride-1 backward data
+runs as a forward convolution with the flipped weight (``backward_data``).
 """
 
 from ember_core import _dtype as D
@@ -206,21 +207,15 @@ def _same_dtype(op, input, weight, bias):
         raise RuntimeError(f"\"{op}\" not implemented for 'Bool'")
 
 
-def _check_tensor(op, t, name, optional=False):
-    if t is None and optional:
-        return
-    if not isinstance(t, Tensor):
-        raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(t).__name__}")
-
-
 def _conv_args(
     op, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups
 ):
     """Check a convolution's arguments (PyTorch's checks and messages); returns
-    (k, stride, padding, dilation, output_padding, groups, out_spatial)."""
-    _check_tensor(op, input, "input")
-    _check_tensor(op, weight, "weight")
-    _check_tensor(op, bias, "bias", optional=True)
+    (k, stride, padding, dilation, output_padding, groups, out channels, output
+    spatial size), the size arguments as tuples of k ints."""
+    S.check_tensor(op, input, "input")
+    S.check_tensor(op, weight, "weight")
+    S.check_tensor(op, bias, "bias", optional=True)
     k = len(weight._shape) - 2
     if k < 1 or k > 3:
         raise RuntimeError(
@@ -383,7 +378,7 @@ def convolution_backward(
     k, stride, padding, dilation, output_padding, groups, co, out = _conv_args(
         op, input, weight, None, stride, padding, dilation, transposed, output_padding, groups
     )
-    _check_tensor(op, grad_output, "grad_output")
+    S.check_tensor(op, grad_output, "grad_output")
     n = input._shape[0]
     if grad_output._shape != (n, co) + out:
         raise RuntimeError(
@@ -467,7 +462,7 @@ def _conv_nd(op, k, input, weight, bias, stride, padding, dilation, groups):
         if padding == "valid":
             padding = 0
         elif padding == "same":
-            _check_tensor(op, weight, "weight")
+            S.check_tensor(op, weight, "weight")
             input, padding = _same_padding(op, input, weight, stride, dilation, k)
         else:
             raise RuntimeError(f"{op}: Invalid padding string: '{padding}'")
@@ -642,7 +637,7 @@ def _blocks(op, size, k, d, p, s):
 def im2col(input, kernel_size, dilation, padding, stride):
     """Sliding local blocks (PyTorch's F.unfold): (N, C, H, W) -> (N, C * kh * kw, L)."""
     op = "im2col"
-    _check_tensor(op, input, "input")
+    S.check_tensor(op, input, "input")
     nd = len(input._shape)
     if nd not in (3, 4):
         raise RuntimeError(
@@ -673,7 +668,7 @@ def col2im(input, output_size, kernel_size, dilation, padding, stride):
     """Sum sliding local blocks back into an image (PyTorch's F.fold):
     (N, C * kh * kw, L) -> (N, C, H, W)."""
     op = "col2im"
-    _check_tensor(op, input, "input")
+    S.check_tensor(op, input, "input")
     nd = len(input._shape)
     if nd not in (2, 3):
         raise RuntimeError(

@@ -12,7 +12,6 @@ adjoint of another op, which makes their own derivatives one line each.
 
 from ember_core import _dtype as D
 from ember_core import _spatial as S
-from ember_core._conv import _check_tensor
 from ember_core._dispatch import defop
 from ember_core._elementwise import _tname
 from ember_core._lib import check, lib, nogil
@@ -40,7 +39,7 @@ def _float_input(op, t):
 
 
 def _batched_core(op, t, k):
-    _check_tensor(op, t, "input")
+    S.check_tensor(op, t, "input")
     if len(t._shape) != k + 2:
         raise RuntimeError(
             f"{op}: expected a batched input of {k + 2} dims (N, C, spatial...), got "
@@ -293,7 +292,7 @@ def _adaptive_max_pool(input, output_size):
 
 
 def _check_dims(op, input, k, message):
-    _check_tensor(op, input, "input")
+    S.check_tensor(op, input, "input")
     nd = len(input._shape)
     if nd not in (k + 1, k + 2) or any(s == 0 for s in input._shape[nd - k - 1 :]):
         raise RuntimeError(message.format(shape=list(input._shape)))
@@ -568,7 +567,7 @@ def _adaptive_size(op, input, k, output_size):
 
 
 def _adaptive_nd(op, k, input, output_size, is_max):
-    _check_tensor(op, input, "input")
+    S.check_tensor(op, input, "input")
     nd = len(input._shape)
     if nd not in (k + 1, k + 2):
         raise RuntimeError(

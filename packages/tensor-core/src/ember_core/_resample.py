@@ -14,7 +14,6 @@ import math
 
 from ember_core import _dtype as D
 from ember_core import _spatial as S
-from ember_core._conv import _check_tensor
 from ember_core._copy import copy_into
 from ember_core._dispatch import defop
 from ember_core._elementwise import _tname
@@ -78,7 +77,7 @@ def constant_pad_nd(input, pad, value=0):
     """Pad the last len(pad) // 2 dims with `value` (pairs (before, after) from the
     last dim backwards); negative pads crop."""
     op = "constant_pad_nd"
-    _check_tensor(op, input, "input")
+    S.check_tensor(op, input, "input")
     pad = _ints(pad, op, "pad")
     _check_pad_length(op, input, pad)
     shape = _padded_shape(op, input._shape, pad)
@@ -227,7 +226,7 @@ def _pad_mode(input, pad, mode):
     """Reflect, replicate or circular padding of the last len(pad) // 2 (1 to 3)
     dims."""
     op = f"pad ({mode})"
-    _check_tensor(op, input, "input")
+    S.check_tensor(op, input, "input")
     pad = _ints(pad, op, "pad")
     k = _check_mode_pad(op, input, pad, mode)
     if input._dtype is D.bool_ and mode != "circular":
@@ -285,7 +284,7 @@ def pad(input, pad, mode="constant", value=None):
     >>> pad(arange(3.0), (1, 2))
     tensor([0., 0., 1., 2., 0., 0.])
     """
-    _check_tensor("pad", input, "input")
+    S.check_tensor("pad", input, "input")
     pad = _ints(pad, "pad", "pad")
     if mode == "constant":
         return constant_pad_nd(input, pad, 0 if value is None else value)
@@ -525,7 +524,7 @@ def interpolate(
     >>> interpolate(ones(1, 1, 2, 2), scale_factor=2, mode="bilinear").shape
     ember.Size([1, 1, 4, 4])
     """
-    _check_tensor("interpolate", input, "input")
+    S.check_tensor("interpolate", input, "input")
     if mode not in _MODES:
         raise NotImplementedError(
             f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {len(input._shape)}D) "
@@ -642,7 +641,7 @@ def pixel_shuffle(input, upscale_factor):
     ember.Size([1, 2, 4, 6])
     """
     op = "pixel_shuffle"
-    _check_tensor(op, input, "input")
+    S.check_tensor(op, input, "input")
     r = S.as_int(upscale_factor, op, "upscale_factor")
     nd = len(input._shape)
     if nd < 3:
@@ -669,7 +668,7 @@ def pixel_shuffle(input, upscale_factor):
 def pixel_unshuffle(input, downscale_factor):
     """(*, C, H * r, W * r) -> (*, C * r * r, H, W), the inverse of pixel_shuffle."""
     op = "pixel_unshuffle"
-    _check_tensor(op, input, "input")
+    S.check_tensor(op, input, "input")
     r = S.as_int(downscale_factor, op, "downscale_factor")
     nd = len(input._shape)
     if nd < 3:

@@ -14,6 +14,13 @@ from ember_core._tensor import Tensor, is_contig
 _new = ffi.new
 
 
+def check_tensor(op, t, name, optional=False):
+    if t is None and optional:
+        return
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(t).__name__}")
+
+
 def as_int(v, op, name):
     try:
         return operator.index(v)

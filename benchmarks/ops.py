@@ -115,6 +115,18 @@ def _nn_conv_cases(F, x, w, b, wd, g_full, g_half):
     ]
 
 
+def _cpu_time(fn, rounds=5):
+    """Median CPU time of fn() (all threads of this process): on a loaded machine
+    it moves far less than wall time, which counts time spent descheduled."""
+    fn()
+    samples = []
+    for _ in range(rounds):
+        t0 = time.process_time()
+        fn()
+        samples.append(time.process_time() - t0)
+    return statistics.median(samples)
+
+
 def nn_conv_kernels():
     import ember_autograd  # noqa: F401 - backward()
 
@@ -151,6 +163,22 @@ def nn_conv_kernels():
         "ember/torch time < 1 means ember is faster (targets: conv2d fwd+bwd <= 1.25, "
         "depthwise and max_pool2d fwd+bwd <= 1.0)"
     )
+    if torch is None:
+        return
+    # the same cases on one thread each, by CPU time: how much work each does
+    threads = ec.get_num_threads(), torch.get_num_threads()
+    ec.set_num_threads(1)
+    torch.set_num_threads(1)
+    try:
+        rows = []
+        for (name, e_call), (_, t_call) in zip(ember_cases, torch_cases):
+            ce, ct = _cpu_time(e_call), _cpu_time(t_call)
+            rows.append([name, fmt_time(ce), fmt_time(ct), f"{ce / ct:.2f}"])
+    finally:
+        ec.set_num_threads(threads[0])
+        torch.set_num_threads(threads[1])
+    print("\nthe same on 1 thread each, CPU time per call")
+    table(rows, ["case", "ember cpu", "torch cpu", "ember/torch cpu"])
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@
  * Python (ember_core._conv) chooses the path, checks every shape and allocates
  * outputs and workspaces; these entry points only check what keeps memory
  * safe.  The per-type bodies live in conv_tmpl.h. */
+#include <stdlib.h>
+
 #include "cblas.h"
 #include "nn.h"
 

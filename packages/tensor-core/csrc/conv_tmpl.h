@@ -321,6 +321,48 @@ static inline void F(dw_row_interior)(T* yr, const T* xr, const T* wr, const int
 }
 #undef EC_DW_ROW
 
+/* Note [Padded depthwise planes]
+ * A 2-D stride-1 depthwise convolution with a K x K kernel (K = 3, 5, 7) copies
+ * each input plane into a zero-padded buffer first: then every output is an
+ * interior one, and each output row is one pass summing all K * K taps in
+ * registers (K a constant: the tap loops unroll, the row loop vectorises).
+ * With planes of 32 x 32 the per-row and per-tap edge handling would
+ * otherwise cost more than the arithmetic. */
+#define EC_DW_PADDED(K)                                                                  \
+    for (int64_t oh = 0; oh < OH; oh++) {                                                \
+        const T* r_ = buf + oh * PW;                                                     \
+        T* yr = y + oh * OW;                                                             \
+        for (int64_t ow = 0; ow < OW; ow++) {                                            \
+            T s_ = bias;                                                                 \
+            for (int b_ = 0; b_ < (K); b_++)                                             \
+                for (int e_ = 0; e_ < (K); e_++)                                         \
+                    s_ += w[b_ * (K) + e_] * r_[b_ * dh * PW + ow + e_ * dw];              \
+            yr[ow] = s_;                                                                 \
+        }                                                                                \
+    }
+
+/* buf: (IH + 2 ph) x (IW + 2 pw), its padding already zero. */
+EC_VEC_CLONES static void F(dw_fwd_plane_padded)(const ec_geom* g, const T* x, const T* w, T bias,
+                                                 T* y, T* buf) {
+    const int64_t IH = g->in[1], IW = g->in[2], K = g->k[2];
+    const int64_t OH = g->out[1], OW = g->out[2], dh = g->d[1], dw = g->d[2];
+    const int64_t PW = IW + 2 * g->p[2];
+    for (int64_t ih = 0; ih < IH; ih++)
+        memcpy(buf + (ih + g->p[1]) * PW + g->p[2], x + ih * IW, sizeof(T) * (size_t)IW);
+    switch (K) {
+        case 3: EC_DW_PADDED(3) break;
+        case 5: EC_DW_PADDED(5) break;
+        default: EC_DW_PADDED(7) break;
+    }
+}
+#undef EC_DW_PADDED
+
+static int F(dw_padded_ok)(const ec_geom* g) {
+    return g->in[0] == 1 && g->k[0] == 1 && g->s[1] == 1 && g->s[2] == 1 && g->k[1] == g->k[2] &&
+           (g->k[2] == 3 || g->k[2] == 5 || g->k[2] == 7) &&
+           (g->in[1] + 2 * g->p[1]) * (g->in[2] + 2 * g->p[2]) <= (1 << 20);
+}
+
 #define EC_DW_TAPS 64 /* wider kernels compute each tap's range as they go */
 
 EC_VEC_CLONES static void F(dw_fwd_plane)(const ec_geom* g, const T* x, const T* w, T bias, T* y) {
@@ -445,12 +487,24 @@ static int F(dw_forward)(int64_t n, int64_t ci, int64_t co, const ec_geom* g, co
                          const T* w, const T* bias, T* y) {
     const int64_t m = co / ci, ivol = ec_geom_in_vol(g), ovol = ec_geom_out_vol(g);
     const int64_t kvol = ec_geom_k_vol(g);
+    const size_t padded = (size_t)((g->in[1] + 2 * g->p[1]) * (g->in[2] + 2 * g->p[2]));
+    const int use_padded = F(dw_padded_ok)(g);
     int nt = ec_threads_for(n * co * ovol * kvol, EC_GRAIN);
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t pl = 0; pl < n * co; pl++) {
-        int64_t i = pl / co, oc = pl % co;
-        F(dw_fwd_plane)(g, x + (i * ci + oc / m) * ivol, w + oc * kvol, bias ? bias[oc] : 0,
-                        y + pl * ovol);
+#pragma omp parallel num_threads(nt)
+    {
+        /* scratch for Note [Padded depthwise planes]; without it, the plain loops */
+        T* buf = use_padded ? calloc(padded, sizeof(T)) : NULL;
+#pragma omp for schedule(static)
+        for (int64_t pl = 0; pl < n * co; pl++) {
+            int64_t i = pl / co, oc = pl % co;
+            const T* xp = x + (i * ci + oc / m) * ivol;
+            T b = bias ? bias[oc] : 0;
+            if (buf)
+                F(dw_fwd_plane_padded)(g, xp, w + oc * kvol, b, y + pl * ovol, buf);
+            else
+                F(dw_fwd_plane)(g, xp, w + oc * kvol, b, y + pl * ovol);
+        }
+        free(buf);
     }
     return EC_OK;
 }

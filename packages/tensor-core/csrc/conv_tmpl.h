@@ -357,6 +357,51 @@ EC_VEC_CLONES static void F(dw_fwd_plane_padded)(const ec_geom* g, const T* x, c
 }
 #undef EC_DW_PADDED
 
+/* The weight gradient of one plane pair over a padded input plane (Note
+ * [Padded depthwise planes]): acc[tap] += sum of gy * x under the tap, with 8
+ * lanes per tap so that the row loop vectorises. */
+#define EC_DWW_PADDED(K)                                                                 \
+    {                                                                                    \
+        T lanes[(K) * (K)][8], tail[(K) * (K)];                                          \
+        memset(lanes, 0, sizeof lanes);                                                  \
+        memset(tail, 0, sizeof tail);                                                    \
+        for (int64_t oh = 0; oh < OH; oh++) {                                            \
+            const T* g_ = gy + oh * OW;                                                  \
+            const T* r_ = buf + oh * PW;                                                 \
+            int64_t ow = 0;                                                              \
+            for (; ow + 8 <= OW; ow += 8)                                                \
+                for (int b_ = 0; b_ < (K); b_++)                                         \
+                    for (int e_ = 0; e_ < (K); e_++)                                     \
+                        for (int j_ = 0; j_ < 8; j_++)                                   \
+                            lanes[b_ * (K) + e_][j_] +=                                  \
+                                g_[ow + j_] * r_[b_ * dh * PW + e_ * dw + ow + j_];      \
+            for (; ow < OW; ow++)                                                        \
+                for (int b_ = 0; b_ < (K); b_++)                                         \
+                    for (int e_ = 0; e_ < (K); e_++)                                     \
+                        tail[b_ * (K) + e_] += g_[ow] * r_[b_ * dh * PW + e_ * dw + ow]; \
+        }                                                                                \
+        for (int t_ = 0; t_ < (K) * (K); t_++) {                                         \
+            T s_ = tail[t_];                                                             \
+            for (int j_ = 0; j_ < 8; j_++) s_ += lanes[t_][j_];                          \
+            acc[t_] += s_;                                                               \
+        }                                                                                \
+    }
+
+EC_VEC_CLONES static void F(dw_bwd_weight_plane_padded)(const ec_geom* g, const T* x, const T* gy,
+                                                        double* acc, T* buf) {
+    const int64_t IH = g->in[1], IW = g->in[2], K = g->k[2];
+    const int64_t OH = g->out[1], OW = g->out[2], dh = g->d[1], dw = g->d[2];
+    const int64_t PW = IW + 2 * g->p[2];
+    for (int64_t ih = 0; ih < IH; ih++)
+        memcpy(buf + (ih + g->p[1]) * PW + g->p[2], x + ih * IW, sizeof(T) * (size_t)IW);
+    switch (K) {
+        case 3: EC_DWW_PADDED(3) break;
+        case 5: EC_DWW_PADDED(5) break;
+        default: EC_DWW_PADDED(7) break;
+    }
+}
+#undef EC_DWW_PADDED
+
 static int F(dw_padded_ok)(const ec_geom* g) {
     return g->in[0] == 1 && g->k[0] == 1 && g->s[1] == 1 && g->s[2] == 1 && g->k[1] == g->k[2] &&
            (g->k[2] == 3 || g->k[2] == 5 || g->k[2] == 7) &&
@@ -532,17 +577,27 @@ static int F(dw_backward_weight)(int64_t n, int64_t ci, int64_t co, const ec_geo
                                  const T* gy, T* gw, double* work) {
     const int64_t m = co / ci, ivol = ec_geom_in_vol(g), ovol = ec_geom_out_vol(g);
     const int64_t kvol = ec_geom_k_vol(g);
+    const size_t padded = (size_t)((g->in[1] + 2 * g->p[1]) * (g->in[2] + 2 * g->p[2]));
+    const int use_padded = F(dw_padded_ok)(g);
     int nt = ec_threads_for(n * co * ovol * kvol, EC_GRAIN);
 #pragma omp parallel num_threads(nt)
     {
         double* acc = work + ec_thread_num() * kvol;
+        T* buf = use_padded ? calloc(padded, sizeof(T)) : NULL;
 #pragma omp for schedule(static)
         for (int64_t oc = 0; oc < co; oc++) {
             memset(acc, 0, sizeof(double) * (size_t)kvol);
-            for (int64_t i = 0; i < n; i++)
-                F(dw_bwd_weight_plane)(g, x + (i * ci + oc / m) * ivol, gy + (i * co + oc) * ovol, acc);
+            for (int64_t i = 0; i < n; i++) {
+                const T* xp = x + (i * ci + oc / m) * ivol;
+                const T* gp = gy + (i * co + oc) * ovol;
+                if (buf)
+                    F(dw_bwd_weight_plane_padded)(g, xp, gp, acc, buf);
+                else
+                    F(dw_bwd_weight_plane)(g, xp, gp, acc);
+            }
             for (int64_t t = 0; t < kvol; t++) gw[oc * kvol + t] = (T)acc[t];
         }
+        free(buf);
     }
     return EC_OK;
 }

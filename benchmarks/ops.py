@@ -66,10 +66,52 @@ def main():
         rows.append(case(f"matmul {size}", lambda: p @ q, (lambda: tp @ tq) if torch else None, lambda: npq @ nq,
                          flops=2 * size**3))
 
+    rows.extend(indexing_rows())
+
     print(f"ember {ec.__version__}, torch {torch.__version__ if torch else 'not installed'}, numpy {np.__version__}; "
           f"{ec.get_num_threads()} threads")
     table(rows, ["case", "ember", "torch", "numpy", "torch/ember", "numpy/ember", "best/ember", "ember GFLOP/s"])
     print("ratios > 1 mean ember is faster")
+
+
+# ----------------------------------------------- indexing and sorting (tc-index)
+
+
+def indexing_rows():
+    """x[idx] gather, index_add_, sort and topk on 1M float32 (issue 5).  NumPy's
+    counterparts: fancy indexing, np.add.at, a stable argsort plus gather (sort
+    returns values and indices), argpartition plus sorting the k found."""
+    n = 1 << 20
+    x = ec.rand(n)
+    idx = ec.randint(0, n, (n,))
+    acc = ec.zeros(n)
+    nx, nidx, nacc = x.numpy(), idx.numpy(), np.zeros(n, np.float32)
+    tx = torch.from_numpy(nx.copy()) if torch else None
+    tidx = torch.from_numpy(nidx.copy()) if torch else None
+    tacc = torch.zeros(n) if torch else None
+
+    def np_sort():
+        i = np.argsort(nx, kind="stable")
+        return nx[i], i
+
+    def np_topk(k=100):
+        i = np.argpartition(nx, n - k)[n - k :]
+        return i[np.argsort(-nx[i], kind="stable")]
+
+    def with_torch(fn):
+        return fn if torch else None
+
+    return [
+        case("x[idx] 1M f32", lambda: x[idx], with_torch(lambda: tx[tidx]), lambda: nx[nidx]),
+        case(
+            "index_add_ 1M f32",
+            lambda: acc.index_add_(0, idx, x),
+            with_torch(lambda: tacc.index_add_(0, tidx, tx)),
+            lambda: np.add.at(nacc, nidx, nx),
+        ),
+        case("sort 1M f32", lambda: x.sort(), with_torch(lambda: tx.sort()), np_sort),
+        case("topk 100 of 1M f32", lambda: x.topk(100), with_torch(lambda: tx.topk(100)), np_topk),
+    ]
 
 
 if __name__ == "__main__":

@@ -22,6 +22,9 @@ SOURCES = [
     "blas.c",
     "random.c",
     "shape.c",
+    # indexing, sorting and counting (tc-index)
+    "index.c",
+    "sort.c",
     # nn-conv: convolution, pooling, padding and resampling
     "conv.c",
     "pool.c",

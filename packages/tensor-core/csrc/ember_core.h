@@ -291,6 +291,73 @@ int ec_arange(int dtype, int64_t n, ec_ptr out, double start, double step, int64
               int64_t istep);
 int ec_linspace(int dtype, int64_t n, ec_ptr out, double start, double end);
 
+/* ---------------------------------------------------------------------------
+ * Indexing, sorting and counting (csrc/index.c, csrc/sort.c).
+ * ------------------------------------------------------------------------- */
+
+/* Advanced indexing (Note [Index iteration] in index.c).  The iteration space
+ * has `ndim` dims; layout = [shape, values strides, x strides, then the strides
+ * of each of the `nidx` int64 index tensors].  x's strides are 0 along the dims
+ * the indices produce; index k addresses a dim of x of size sizes[k] and stride
+ * xstrides[k] (dims[k] names it in errors).  Negative indices wrap once.
+ *   GET  values = x[...]          PUT  x[...] = values
+ *   ADD  x[...] += alpha * values MUL/MAX/MIN  x[...] = op(x[...], values)
+ * Puts validate every index before writing and are deterministic (duplicates:
+ * the last write wins; sums in index order). */
+#define EC_INDEX_GET 0
+#define EC_INDEX_PUT 1
+#define EC_INDEX_ADD 2
+#define EC_INDEX_MUL 3
+#define EC_INDEX_MAX 4       /* NaN propagating */
+#define EC_INDEX_MIN 5
+int ec_index(int mode, int dtype, int ndim, const int64_t* layout, ec_ptr values, ec_ptr x,
+             int nidx, const ec_ptr* idx, const int64_t* sizes, const int64_t* xstrides,
+             const int64_t* dims, double alpha);
+
+/* Masks (bool or uint8, broadcast by their strides).  layout: shape, then the
+ * strides of x (or self) and of the mask.  masked_select writes the selected
+ * elements to contiguous `out` in row-major order; masked_scatter copies
+ * successive elements of contiguous `src` into the selected places. */
+int ec_masked_select(int dtype, int ndim, const int64_t* layout, ec_ptr out, ec_ptr x,
+                     ec_ptr mask);
+int ec_masked_scatter(int dtype, int ndim, const int64_t* layout, ec_ptr self, ec_ptr mask,
+                      ec_ptr src, int64_t src_numel);
+/* Coordinates of the n non-zero elements of x (layout: shape, x strides) into
+ * int64 out, element i's coordinate d at out[i * st_n + d * st_d]. */
+int ec_nonzero(int dtype, int ndim, const int64_t* layout, ec_ptr out, int64_t st_n, int64_t st_d,
+               ec_ptr x, int64_t n);
+
+/* Along one dim: lines of n elements, strides x_st/v_st/i_st along the line;
+ * layout = [batch shape (ndim dims), strides of x, values, indices over them].
+ * Sorting is stable; NaN sorts as the largest value.  values or indices may be
+ * 0 (not wanted) for ec_sort. */
+int ec_sort(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t x_st, int64_t v_st,
+            int64_t i_st, ec_ptr values, ec_ptr indices, ec_ptr x, int descending);
+int ec_topk(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t k, int64_t x_st,
+            int64_t v_st, int64_t i_st, ec_ptr values, ec_ptr indices, ec_ptr x, int largest,
+            int sorted);
+#define EC_KTH_VALUE 0       /* the k-th smallest (k 0-based) */
+#define EC_KTH_MEDIAN 1      /* lower median; the first NaN if any */
+#define EC_KTH_NANMEDIAN 2   /* lower median of the non-NaN values */
+int ec_kthvalue(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t k, int64_t x_st,
+                int64_t v_st, int64_t i_st, ec_ptr values, ec_ptr indices, ec_ptr x, int mode);
+int ec_mode(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t x_st, int64_t v_st,
+            int64_t i_st, ec_ptr values, ec_ptr indices, ec_ptr x);
+
+/* Binary search of each value in its row of a sorted sequence (PyTorch's
+ * predicates).  Contiguous rows: the sequence row r starts at r * seq_rs (0: one
+ * shared sequence), values and out rows at r * nval; sorter (optional, int64)
+ * orders an unsorted sequence, its rows at r * sorter_rs. */
+int ec_searchsorted(int dtype, int64_t rows, int64_t nseq, ec_ptr seq, int64_t seq_rs,
+                    int64_t nval, ec_ptr vals, ec_ptr out, int out_int32, int right,
+                    ec_ptr sorter, int64_t sorter_rs);
+/* Counts (or weight sums) of the values of contiguous int64 x in nbins bins;
+ * out is zeroed by the caller: int64 without weights, else float32/float64. */
+int ec_bincount(int64_t n, ec_ptr x, ec_ptr w, int w_dtype, ec_ptr out, int out_dtype,
+                int64_t nbins);
+/* Histogram of contiguous float x over [lo, hi] into `bins` equal bins (out:
+ * contiguous, x's dtype); values outside (and NaN) are ignored. */
+int ec_histc(int dtype, int64_t n, ec_ptr x, ec_ptr out, int64_t bins, double lo, double hi);
 /* ------------------------------------------------------------------------
  * nn-conv: convolution, pooling, padding and resampling (conv.c, pool.c,
  * resample.c).  Note [Spatial geometry] (csrc/nn.h): 1 to 3 spatial dims are

@@ -7,7 +7,9 @@ Targets (issue 3, on the 2-core development machine):
   - matmul float32 at 256, 1024, 2048: at least 0.9x NumPy's GFLOP/s.
 """
 
+import statistics
 import sys
+import time
 
 import numpy as np
 
@@ -114,3 +116,112 @@ def indexing_rows():
 
 if __name__ == "__main__":
     main()
+
+
+# ------------------------------------------ NN kernels: convolution and pooling
+# (issue 5, nn-conv).  Targets on the 2-core machine: conv2d forward+backward
+# (batch 32, 64 -> 64 channels, 32x32, 3x3, padding 1) within 1.25x of
+# PyTorch's time; depthwise conv2d and max_pool2d forward+backward at least as
+# fast as PyTorch.  These calls take tens of milliseconds on a shared machine,
+# so ember and PyTorch are timed alternately (one call each per round) and the
+# medians compared: load that comes and goes hits both alike.
+
+
+def _alternating(ember_fn, torch_fn, rounds=15):
+    ember_fn(), torch_fn()
+    te, tt = [], []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        ember_fn()
+        te.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        torch_fn()
+        tt.append(time.perf_counter() - t0)
+    return statistics.median(te), statistics.median(tt)
+
+
+def _nn_conv_cases(F, x, w, b, wd, g_full, g_half):
+    """(name, call) pairs, the same code for ember and torch (F: the functional
+    namespace; x, w, b, wd require grad)."""
+    xd, wdd = x.detach(), wd.detach()
+    return [
+        ("conv2d 3x3 64->64 fwd", lambda: F.conv2d(xd, w.detach(), b.detach(), padding=1)),
+        ("conv2d 3x3 64->64 fwd+bwd", lambda: F.conv2d(x, w, b, padding=1).backward(g_full)),
+        ("depthwise 3x3 fwd", lambda: F.conv2d(xd, wdd, None, padding=1, groups=64)),
+        (
+            "depthwise 3x3 fwd+bwd",
+            lambda: F.conv2d(x, wd, None, padding=1, groups=64).backward(g_full),
+        ),
+        ("max_pool2d 2x2 fwd", lambda: F.max_pool2d(xd, 2)),
+        ("max_pool2d 2x2 fwd+bwd", lambda: F.max_pool2d(x, 2).backward(g_half)),
+    ]
+
+
+def _cpu_time(fn, rounds=5):
+    """Median CPU time of fn() (all threads of this process): on a loaded machine
+    it moves far less than wall time, which counts time spent descheduled."""
+    fn()
+    samples = []
+    for _ in range(rounds):
+        t0 = time.process_time()
+        fn()
+        samples.append(time.process_time() - t0)
+    return statistics.median(samples)
+
+
+def nn_conv_kernels():
+    import ember_autograd  # noqa: F401 - backward()
+
+    rng = np.random.default_rng(0)
+    arrays = (
+        rng.standard_normal((32, 64, 32, 32), dtype=np.float32),
+        rng.standard_normal((64, 64, 3, 3), dtype=np.float32) * 0.05,
+        rng.standard_normal(64, dtype=np.float32),
+        rng.standard_normal((64, 1, 3, 3), dtype=np.float32),
+    )
+
+    def cases(lib, F):
+        t = [lib.from_numpy(a.copy()).requires_grad_() for a in arrays]
+        return _nn_conv_cases(F, *t, lib.ones(32, 64, 32, 32), lib.ones(32, 64, 16, 16))
+
+    ember_cases = cases(ec, ec)
+    if torch is not None:
+        torch_cases = cases(torch, torch.nn.functional)
+    else:
+        torch_cases = [(n, None) for n, _ in ember_cases]
+    rows = []
+    for (name, e_call), (_, t_call) in zip(ember_cases, torch_cases):
+        if t_call is None:
+            rows.append([name, fmt_time(median_time(e_call)), "-", "-"])
+            continue
+        te, tt = _alternating(e_call, t_call)
+        rows.append([name, fmt_time(te), fmt_time(tt), f"{te / tt:.2f}"])
+    print(
+        "\nNN kernels: convolution and pooling (batch 32, 64 channels, 32x32 float32); "
+        f"{ec.get_num_threads()} threads"
+    )
+    table(rows, ["case", "ember", "torch", "ember/torch time"])
+    print(
+        "ember/torch time < 1 means ember is faster (targets: conv2d fwd+bwd <= 1.25, "
+        "depthwise and max_pool2d fwd+bwd <= 1.0)"
+    )
+    if torch is None:
+        return
+    # the same cases on one thread each, by CPU time: how much work each does
+    threads = ec.get_num_threads(), torch.get_num_threads()
+    ec.set_num_threads(1)
+    torch.set_num_threads(1)
+    try:
+        rows = []
+        for (name, e_call), (_, t_call) in zip(ember_cases, torch_cases):
+            ce, ct = _cpu_time(e_call), _cpu_time(t_call)
+            rows.append([name, fmt_time(ce), fmt_time(ct), f"{ce / ct:.2f}"])
+    finally:
+        ec.set_num_threads(threads[0])
+        torch.set_num_threads(threads[1])
+    print("\nthe same on 1 thread each, CPU time per call")
+    table(rows, ["case", "ember cpu", "torch cpu", "ember/torch cpu"])
+
+
+if __name__ == "__main__":
+    nn_conv_kernels()

@@ -25,6 +25,10 @@ SOURCES = [
     # indexing, sorting and counting (tc-index)
     "index.c",
     "sort.c",
+    # nn-conv: convolution, pooling, padding and resampling
+    "conv.c",
+    "pool.c",
+    "resample.c",
 ]
 
 # Kernels are short for small tensors: the wrappers keep the GIL rather than pay
@@ -54,6 +58,8 @@ ffibuilder.set_source(
     "ember_core._C",
     KEEP_GIL + '#include "ember_core.h"',
     sources=[_rel(CSRC / s) for s in SOURCES],
+    # headers too, so that editing one (a kernel template, say) rebuilds the extension
+    depends=[_rel(h) for h in sorted(CSRC.glob("*.h"))],
     include_dirs=[_rel(CSRC), scipy_openblas32.get_include_dir()],
     library_dirs=[scipy_openblas32.get_lib_dir()],
     libraries=[scipy_openblas32.get_library(), "m"],

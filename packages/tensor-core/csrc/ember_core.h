@@ -358,6 +358,89 @@ int ec_bincount(int64_t n, ec_ptr x, ec_ptr w, int w_dtype, ec_ptr out, int out_
 /* Histogram of contiguous float x over [lo, hi] into `bins` equal bins (out:
  * contiguous, x's dtype); values outside (and NaN) are ignored. */
 int ec_histc(int dtype, int64_t n, ec_ptr x, ec_ptr out, int64_t bins, double lo, double hi);
+/* ------------------------------------------------------------------------
+ * nn-conv: convolution, pooling, padding and resampling (conv.c, pool.c,
+ * resample.c).  Note [Spatial geometry] (csrc/nn.h): 1 to 3 spatial dims are
+ * seen as (D, H, W), leading ones of size 1.  `geom` is int64[EC_GEOM_LEN]:
+ * input size[3], kernel[3], output size[3], stride[3], padding[3],
+ * dilation[3].  Tensors are contiguous (N, C, D, H, W); `dtype` is
+ * EC_FLOAT32 or EC_FLOAT64 (Python converts the others) unless noted.  `in3`
+ * and `out3` are (D, H, W) sizes. */
+#define EC_GEOM_LEN 18
+
+/* Convolution (Note [GEMM convolution], conv_tmpl.h): image side x (n, ci,
+ * in...), column side y (n, co, out...), weight (co, ci / groups, k...).
+ * `par` images run concurrently, one per thread; `work` holds par column
+ * buffers of ci * kvol * L elements (none for a pointwise convolution:
+ * kernel 1, stride 1, padding 0), plus, for backward weight, par - 1 weight
+ * sized partial sums.  bias may be 0 (none). */
+int ec_conv_forward(int dtype, int64_t n, int64_t ci, int64_t co, int64_t groups,
+                    const int64_t* geom, ec_ptr x, ec_ptr w, ec_ptr bias, ec_ptr y, ec_ptr work,
+                    int par);
+int ec_conv_backward_data(int dtype, int64_t n, int64_t ci, int64_t co, int64_t groups,
+                          const int64_t* geom, ec_ptr gy, ec_ptr w, ec_ptr gx, ec_ptr work, int par);
+int ec_conv_backward_weight(int dtype, int64_t n, int64_t ci, int64_t co, int64_t groups,
+                            const int64_t* geom, ec_ptr x, ec_ptr gy, ec_ptr gw, ec_ptr work,
+                            int par);
+/* Depthwise (groups == ci, co a multiple of ci; Note [Depthwise convolution]).
+ * Backward weight's work: get_num_threads() * kvol doubles. */
+int ec_conv_depthwise_forward(int dtype, int64_t n, int64_t ci, int64_t co, const int64_t* geom,
+                              ec_ptr x, ec_ptr w, ec_ptr bias, ec_ptr y);
+int ec_conv_depthwise_backward_data(int dtype, int64_t n, int64_t ci, int64_t co,
+                                    const int64_t* geom, ec_ptr gy, ec_ptr w, ec_ptr gx);
+int ec_conv_depthwise_backward_weight(int dtype, int64_t n, int64_t ci, int64_t co,
+                                      const int64_t* geom, ec_ptr x, ec_ptr gy, ec_ptr gw,
+                                      ec_ptr work);
+/* gb[c] = sum of gy (n, c, l) over n and l. */
+int ec_conv_bias_grad(int dtype, int64_t n, int64_t c, int64_t l, ec_ptr gy, ec_ptr gb);
+/* Sliding blocks of n images of c channels: col (n, c * kvol, L) and back
+ * (col2im adds overlapping blocks; x is overwritten). */
+int ec_im2col(int dtype, int64_t n, int64_t c, const int64_t* geom, ec_ptr x, ec_ptr col);
+int ec_col2im(int dtype, int64_t n, int64_t c, const int64_t* geom, ec_ptr col, ec_ptr x);
+
+/* Pooling over `planes` = N * C planes.  Max pooling writes int64 indices,
+ * flat positions in the input plane (PyTorch's).  divisor 0: none. */
+int ec_max_pool_forward(int dtype, int64_t planes, const int64_t* geom, ec_ptr x, ec_ptr y,
+                        ec_ptr idx);
+int ec_avg_pool_forward(int dtype, int64_t planes, const int64_t* geom, int count_include_pad,
+                        int64_t divisor, ec_ptr x, ec_ptr y);
+int ec_avg_pool_backward(int dtype, int64_t planes, const int64_t* geom, int count_include_pad,
+                         int64_t divisor, ec_ptr gy, ec_ptr gx);
+int ec_adaptive_pool_forward(int dtype, int is_max, int64_t planes, const int64_t* in3,
+                             const int64_t* out3, ec_ptr x, ec_ptr y, ec_ptr idx);
+int ec_adaptive_avg_pool_backward(int dtype, int64_t planes, const int64_t* in3,
+                                  const int64_t* out3, ec_ptr gy, ec_ptr gx);
+/* Per plane: gx[idx[j]] += gy[j] (gx zeroed first), and y[j] = x[idx[j]].
+ * Out-of-range indices give EC_ERR_INDEX. */
+int ec_index_scatter_add(int dtype, int64_t planes, int64_t in_vol, int64_t out_vol, ec_ptr gy,
+                         ec_ptr idx, ec_ptr gx);
+int ec_index_gather(int dtype, int64_t planes, int64_t in_vol, int64_t out_vol, ec_ptr x,
+                    ec_ptr idx, ec_ptr y);
+
+/* Index maps (Note [Index maps], resample.c): one dim's map of output
+ * positions to input positions (`before`: padding before the input; `scale`:
+ * the user's scale factor, <= 0 for none; `in_double`: compute in double, as
+ * PyTorch does for float64, else in float).  `maps` holds the D, H and W maps
+ * back to back.  The gather moves elements of any dtype by item size. */
+#define EC_MAP_REFLECT 0
+#define EC_MAP_REPLICATE 1
+#define EC_MAP_CIRCULAR 2
+#define EC_MAP_NEAREST 3
+#define EC_MAP_NEAREST_EXACT 4
+int ec_index_map(int kind, int64_t in, int64_t out, int64_t before, double scale, int in_double,
+                 ec_ptr map);
+int ec_map_gather(int itemsize, int64_t planes, const int64_t* in3, const int64_t* out3,
+                  ec_ptr maps, ec_ptr x, ec_ptr y);
+int ec_map_scatter_add(int dtype, int64_t planes, const int64_t* in3, const int64_t* out3,
+                       ec_ptr maps, ec_ptr gy, ec_ptr gx);
+/* Interpolation: forward (src x, dst y) or backward (src gy, dst gx, which is
+ * overwritten).  scales: the user's scale factor per dim, <= 0 for none. */
+int ec_upsample_linear(int dtype, int backward, int64_t planes, const int64_t* in3,
+                       const int64_t* out3, int align_corners, const double* scales, ec_ptr src,
+                       ec_ptr dst);
+int ec_upsample_bicubic(int dtype, int backward, int64_t planes, const int64_t* in3,
+                        const int64_t* out3, int align_corners, const double* scales, ec_ptr src,
+                        ec_ptr dst);
 
 /* cdef:end */
 

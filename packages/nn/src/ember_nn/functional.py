@@ -40,6 +40,7 @@ def _bilinear(x1, x2, w):
 
 
 # -------------------------------------------------------- convolution/pool
+# ember_core ops (C kernels, derivative formulas in ember_autograd).
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -62,6 +63,10 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return ec.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return ec.conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     return ec.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
@@ -70,8 +75,20 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return ec.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
-max_pool1d_with_indices = max_pool1d
-max_pool2d_with_indices = max_pool2d
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return ec.max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return ec.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return ec.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return ec.max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
@@ -82,6 +99,10 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     return ec.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+    return ec.avg_pool3d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
 def adaptive_avg_pool1d(input, output_size):
     return ec.adaptive_avg_pool1d(input, output_size)
 
@@ -90,9 +111,13 @@ def adaptive_avg_pool2d(input, output_size):
     return ec.adaptive_avg_pool2d(input, output_size)
 
 
+def adaptive_avg_pool3d(input, output_size):
+    return ec.adaptive_avg_pool3d(input, output_size)
+
+
+# ec.adaptive_max_poolNd return (values, indices), as torch.adaptive_max_pool1d does.
 def adaptive_max_pool1d(input, output_size, return_indices=False):
-    out = ec.adaptive_max_pool2d(input.unsqueeze(-2), (1, output_size if isinstance(output_size, int) else output_size[0]))
-    values, indices = out[0].squeeze(-2), out[1].squeeze(-2)
+    values, indices = ec.adaptive_max_pool1d(input, output_size)
     return (values, indices) if return_indices else values
 
 
@@ -101,10 +126,44 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     return (values, indices) if return_indices else values
 
 
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    values, indices = ec.adaptive_max_pool3d(input, output_size)
+    return (values, indices) if return_indices else values
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    return ec.adaptive_max_pool1d(input, output_size)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    return ec.adaptive_max_pool2d(input, output_size)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    return ec.adaptive_max_pool3d(input, output_size)
+
+
+def _lp_pool(avg_pool, n, input, norm_type, kernel_size, stride, ceil_mode):
+    """(sum over the window of x ** p) ** (1 / p), as PyTorch: an average pool of
+    x ** p times the window size."""
+    ks = (kernel_size,) * n if isinstance(kernel_size, int) else tuple(kernel_size)
+    size = 1
+    for k in ks:
+        size *= k
+    out = avg_pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return (out.sign() * out.abs().relu()).mul(size).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(avg_pool1d, 1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
-    out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    return (out.sign() * out.abs().relu()).mul(kh * kw).pow(1.0 / norm_type)
+    return _lp_pool(avg_pool2d, 2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(avg_pool3d, 3, input, norm_type, kernel_size, stride, ceil_mode)
 
 
 # ------------------------------------------------------------- activations
@@ -509,7 +568,7 @@ def pad(input, pad, mode="constant", value=None):
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None, antialias=False):
-    return ec.interpolate(input, size, scale_factor, mode, align_corners)
+    return ec.interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
@@ -537,22 +596,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
-    """im2col: (N, C, H, W) -> (N, C*kh*kw, L) sliding blocks."""
-    kh, kw = _pair(kernel_size)
-    dh, dw = _pair(dilation)
-    ph, pw = _pair(padding)
-    sh, sw = _pair(stride)
-    x = pad(input, (pw, pw, ph, ph)) if (ph or pw) else input
-    n, c = x.shape[0], x.shape[1]
-    cols = []
-    for i in range(kh):
-        for j in range(kw):
-            patch = x[:, :, i * dh :: sh, j * dw :: sw]
-            oh = (x.shape[2] - dh * (kh - 1) - 1) // sh + 1
-            ow = (x.shape[3] - dw * (kw - 1) - 1) // sw + 1
-            cols.append(patch[:, :, :oh, :ow].reshape(n, c, 1, -1))
-    return ec.cat(cols, 2).reshape(n, c * kh * kw, -1)
+    """im2col: (N, C, H, W) -> (N, C * kh * kw, L) sliding blocks."""
+    return ec.im2col(input, kernel_size, dilation, padding, stride)
 
 
-def _pair(v):
-    return (v, v) if isinstance(v, int) else tuple(v)
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """col2im: (N, C * kh * kw, L) -> (N, C, H, W), summing overlapping blocks."""
+    return ec.col2im(input, output_size, kernel_size, dilation, padding, stride)

@@ -18,6 +18,8 @@ from ember_core import _reduction as _reduction
 from ember_core import _advanced_index as _advanced_index
 from ember_core import _index_ops as _index_ops
 from ember_core import _sorting as _sorting
+# nn-conv: convolution, pooling, padding and resampling ops
+from ember_core import _conv, _pool, _resample  # noqa: F401 - they fill the op table
 from ember_core._device import device
 from ember_core._dispatch import OPS, Op, defop, register_handler, remove_handler
 from ember_core._dtype import (

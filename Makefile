@@ -14,7 +14,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 WHEELHOUSE := wheelhouse
 # In dependency order (DESIGN.md).
-PACKAGES := allocator tensor-core autograd nn
+PACKAGES := allocator tensor-core autograd nn multiprocessing
 STAMP := $(VENV)/.ember-dev-installed
 PIP := $(BIN)/python -m pip
 

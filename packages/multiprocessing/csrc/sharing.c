@@ -1,7 +1,7 @@
 /* See ember_multiprocessing.h. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <string.h>
+#include <stddef.h>
 #include <sys/mman.h>
 
 #include "ember_multiprocessing.h"
@@ -10,6 +10,10 @@ static _Thread_local int last_errno;
 
 int64_t emp_ref_add(uintptr_t addr, int64_t delta) {
     return __atomic_add_fetch((int64_t*)addr, delta, __ATOMIC_ACQ_REL);
+}
+
+void emp_ref_store(uintptr_t addr, int64_t value) {
+    __atomic_store_n((int64_t*)addr, value, __ATOMIC_RELEASE);
 }
 
 int64_t emp_ref_load(uintptr_t addr) { return __atomic_load_n((int64_t*)addr, __ATOMIC_ACQUIRE); }
@@ -32,5 +36,3 @@ int emp_unmap(uintptr_t addr, uint64_t size) {
 }
 
 int emp_last_errno(void) { return last_errno; }
-
-void emp_copy(uintptr_t dst, uintptr_t src, uint64_t n) { memcpy((void*)dst, (const void*)src, (size_t)n); }

@@ -1,10 +1,14 @@
-"""The cleanup process of the file_system strategy: reads names (and "-name" for
-names already unlinked) from stdin; when stdin closes — its parent exited, by
-any means — unlinks every name still listed."""
+"""The cleanup process of the file_system strategy (Note [Cleanup process] in
+_file_system.py): reads "+name" / "-name" lines from stdin; at end-of-file (every
+process that could write has exited, by any means) unlinks every name still
+listed."""
 
 import os
 import signal
 import sys
+
+SHM_DIR = "/dev/shm"
+PREFIX = "ember_"
 
 
 def main():
@@ -12,17 +16,18 @@ def main():
     names = set()
     for raw in sys.stdin.buffer:
         line = raw.decode(errors="replace").strip()
-        if not line:
+        if len(line) < 2:
             continue
-        if line.startswith("-"):
-            names.discard(line[1:])
-        else:
-            names.add(line)
+        name = line[1:]
+        if "/" in name or not name.startswith(PREFIX):
+            continue  # only ever our own files
+        if line[0] == "+":
+            names.add(name)
+        elif line[0] == "-":
+            names.discard(name)
     for name in names:
-        if "/" in name or not name.startswith("ember_"):
-            continue
         try:
-            os.unlink(os.path.join("/dev/shm", name))
+            os.unlink(os.path.join(SHM_DIR, name))
         except OSError:
             pass
 

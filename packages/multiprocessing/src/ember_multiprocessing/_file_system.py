@@ -1,49 +1,72 @@
 """The "file_system" strategy: each shared storage is a named file in /dev/shm.
 
-Receivers open it by name (no descriptor passing).  The header's reference
-count decides who unlinks it: whichever process drops the last reference.  A
-cleanup process, started with the first named file, unlinks every name its
-parent created that is still there when the parent exits, however it exits
-(the cleanup process notices the closed pipe), so nothing is left in /dev/shm.
+Receivers open it by name (no descriptor passing, nothing kept open).  The
+file's first HEADER bytes hold the reference count of Note [Shared blocks]:
+whichever process drops the last reference unlinks the name.
+
+Note [Cleanup process]
+Processes can die without dropping anything (SIGKILL, os._exit), so names are
+also reported to a cleanup process (see _cleanup.py), started with the first
+named file, through a pipe: "+name" when created, "-name" when unlinked.  The
+pipe's write end is inherited by forked children, which report to the same
+process; it sees end-of-file only when every process of the tree holding the
+pipe has exited, however it exited, and then unlinks every name still listed.
+So nothing is left in /dev/shm, and a name stays while any process that might
+still hand it on is alive.  (A spawned child starts its own.)  A line is one
+write() shorter than PIPE_BUF, so lines from several processes never mix.
 """
 
 import itertools
 import os
+import secrets
 import shutil
-import subprocess
 import sys
 import threading
-import uuid
 
-from ember_multiprocessing._C import lib
+from ember_multiprocessing import _lib
 from ember_multiprocessing._shared_memory import HEADER
 
 SHM_DIR = "/dev/shm"
+PREFIX = "ember_"
 _counter = itertools.count()
-_cleanup = [None, None]  # (pid, Popen)
+_cleanup = {"fd": None}  # the pipe to the cleanup process
 _lock = threading.Lock()
 
 
-def _cleanup_proc():
-    pid, proc = _cleanup
-    if proc is None or pid != os.getpid():
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "ember_multiprocessing._cleanup"],
-            stdin=subprocess.PIPE,
-            start_new_session=True,
-        )
-        _cleanup[0], _cleanup[1] = os.getpid(), proc
-    return proc
+def _report(line):
+    """Tell the cleanup process (started on first use) about a name."""
+    fd = _cleanup["fd"]
+    if fd is None:
+        with _lock:
+            fd = _cleanup["fd"]
+            if fd is None:
+                r, w = os.pipe()  # both close-on-exec: only forked children inherit w
+                try:
+                    os.posix_spawn(
+                        sys.executable,
+                        [sys.executable, "-m", "ember_multiprocessing._cleanup"],
+                        os.environ,
+                        file_actions=[
+                            (os.POSIX_SPAWN_DUP2, r, 0),
+                            (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                        ],
+                        setsid=True,  # a Ctrl-C to our process group must not stop it
+                    )
+                finally:
+                    os.close(r)
+                fd = _cleanup["fd"] = w
+    try:
+        os.write(fd, (line + "\n").encode())
+    except OSError:
+        pass  # the cleanup process is gone; the reference counts still unlink
 
 
-def _tell(line):
-    with _lock:
-        proc = _cleanup_proc()
-        try:
-            proc.stdin.write((line + "\n").encode())
-            proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            pass
+def _after_fork_in_child():
+    global _lock
+    _lock = threading.Lock()  # the pipe itself is shared on purpose
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _free_space():
@@ -67,23 +90,23 @@ class NamedBlock:
 
 def _map_name(name, size, create):
     path = os.path.join(SHM_DIR, name)
-    flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
-    fd = os.open(path, flags, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT | os.O_EXCL if create else 0), 0o600)
     try:
         if create:
             try:
-                os.posix_fallocate(fd, 0, size)
+                os.posix_fallocate(fd, 0, size)  # exhaustion is an error now, not a SIGBUS later
             except OSError as exc:
                 os.unlink(path)
-                free = _free_space()
                 raise MemoryError(
                     f"ember_multiprocessing: cannot allocate {size} bytes in {SHM_DIR} "
-                    f"({free} bytes free): {os.strerror(exc.errno)}"
+                    f"({_free_space()} bytes free): {os.strerror(exc.errno)}"
                 ) from None
-        base = lib.emp_map(fd, size)
-        if not base:
-            raise OSError(lib.emp_last_errno(), f"cannot map {path}")
-        return base
+        try:
+            return _lib.map_fd(fd, size, path)
+        except OSError:
+            if create:
+                os.unlink(path)
+            raise
     finally:
         os.close(fd)
 
@@ -94,11 +117,15 @@ class FileSystemAllocator:
     kind = "shm"
 
     def allocate(self, nbytes, device=None, stream=None):
-        name = f"ember_{os.getpid()}_{next(_counter)}_{uuid.uuid4().hex[:8]}"
+        name = f"{PREFIX}{os.getpid()}_{next(_counter)}_{secrets.token_hex(4)}"
         size = nbytes + HEADER
-        base = _map_name(name, size, create=True)
-        _tell(name)
-        lib.emp_ref_add(base, 1)
+        _report("+" + name)  # before it exists: a crash right after still cleans up
+        try:
+            base = _map_name(name, size, create=True)
+        except BaseException:
+            _report("-" + name)
+            raise
+        _lib.ref_store(base, 1)
         return NamedBlock(name, base, size, nbytes)
 
     def free(self, block):
@@ -110,14 +137,14 @@ class FileSystemAllocator:
 
 
 def release(name, base, size):
-    """Drop one reference; the last one unlinks the name."""
-    if lib.emp_ref_add(base, -1) <= 0:
+    """Drop one reference and the mapping; the last reference unlinks the name."""
+    if _lib.ref_add(base, -1) <= 0:
         try:
             os.unlink(os.path.join(SHM_DIR, name))
         except FileNotFoundError:
             pass
-        _tell("-" + name)
-    lib.emp_unmap(base, size)
+        _report("-" + name)
+    _lib.unmap(base, size)
 
 
 def open_block(name, size):
@@ -126,8 +153,8 @@ def open_block(name, size):
         return _map_name(name, size, create=False)
     except FileNotFoundError:
         raise RuntimeError(
-            f"ember_multiprocessing: the shared file {name} is gone: its owner exited before "
-            "the tensor was received"
+            f"ember_multiprocessing: cannot receive a tensor: its shared file {SHM_DIR}/{name} is "
+            "gone (every process that held it has exited)"
         ) from None
 
 

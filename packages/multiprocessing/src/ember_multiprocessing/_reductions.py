@@ -1,11 +1,27 @@
-"""How tensors cross process boundaries: matched reduce/rebuild pairs registered
-with multiprocessing's pickler (one function, ``install``).
+"""How tensors and storages cross process boundaries: matched reduce/rebuild
+pairs, registered with multiprocessing's pickler in one function
+(``init_reductions``).
 
-A tensor is pickled as a handle to its storage's shared memory plus its
-shape, strides, offset and dtype; the storage moves into shared memory once
-(``Tensor.share_memory_``).  The receiver maps the memory (see _segments.py and
-_file_system.py) and builds a tensor over it; two tensors that shared a
-storage in the sender share one storage in the receiver.
+A tensor is pickled as a handle to its storage's shared memory plus its shape,
+strides, offset, dtype and requires_grad; the storage moves into shared memory
+once (``share_memory_``: later sends and views find it there).  The receiver
+maps the memory and builds a tensor over it.  Storages are unique per process
+and memory (Note [Storage identity]), so tensors that shared a storage in the
+sender share one in the receiver, and a tensor sent back to its sender gets
+its original storage back.
+
+A storage already in shared memory travels the way it was shared (a memfd
+segment or a named file), whatever the current strategy; the strategy decides
+where storages that are not shared yet go.
+
+Note [Storage identity]
+``_storages`` maps (segment inode, data offset) or (file name) to the live
+storage over that memory in this process: the ones it sent and the ones it
+received.  A storage's memory cannot be reused while the storage lives (it
+holds a reference, Note [Shared blocks]), so a key never names two memories at
+once.  Each process starts with an empty map (forked children too: a storage
+inherited through fork holds no reference of the child's, so a tensor received
+there gets a storage of its own).
 """
 
 import os
@@ -13,74 +29,96 @@ import threading
 import weakref
 from multiprocessing import reduction
 
-import ember_core as ec
+import ember_core
+from ember_core import _dtype as core_dtype
 from ember_core import _storage as core_storage
 from ember_core import _tensor as core_tensor
 
-from ember_multiprocessing import _file_system, _segments, _shared_memory
-from ember_multiprocessing._C import lib
+from ember_multiprocessing import _file_system, _lib, _segments, _shared_memory
 
-Tensor = ec.Tensor
+Tensor = ember_core.Tensor
+UntypedStorage = core_storage.UntypedStorage
+SharedBlock = _shared_memory.SharedBlock
+NamedBlock = _file_system.NamedBlock
 HEADER = _shared_memory.HEADER
 
-STRATEGIES = ("segments", "file_descriptor", "file_system")
-_strategy = ["segments"]
+
+# -------------------------------------------------------------- strategies
+
+_STRATEGIES = ("file_descriptor", "file_system")
+_strategy = ["file_descriptor"]
+
+
+class SharingStrategyError(ValueError, AssertionError):
+    """An unknown sharing strategy (PyTorch asserts; both catch clauses work)."""
 
 
 def get_sharing_strategy():
-    """The current strategy: "segments" (default), "file_descriptor" or "file_system"."""
+    """The current sharing strategy: "file_descriptor" (default) or "file_system"."""
     return _strategy[0]
 
 
 def set_sharing_strategy(new_strategy):
-    """Choose how tensors are shared:
+    """Choose where tensors that are not shared yet are moved when sent (and
+    what ``share_memory_()`` does):
 
-    - "segments" (default): tensors are packed in memfd segments; each receiving
-      process gets a segment's descriptor once, on first use, and caches the
-      mapping.  Needs neither many open descriptors nor files in /dev/shm.
-    - "file_descriptor": a descriptor travels with every message (PyTorch's
-      default; many messages in flight can hit the open-files limit).
-    - "file_system": one named file in /dev/shm per storage, unlinked by the last
-      process to drop it, or by a cleanup process if processes die.
+    - "file_descriptor" (default): blocks carved from anonymous memfd segments;
+      a receiving process fetches a segment's descriptor once, over a Unix
+      socket, and caches the mapping (Note [Segment sharing]).  Needs neither
+      one descriptor per tensor nor files in /dev/shm.
+    - "file_system": one named file in /dev/shm per storage, unlinked by the
+      last process to drop it, or by a cleanup process when processes die.
+
+    >>> set_sharing_strategy("file_system")
     """
-    if new_strategy not in STRATEGIES:
-        raise ValueError(f"sharing strategy must be one of {STRATEGIES}, got {new_strategy!r}")
+    if new_strategy not in _STRATEGIES:
+        raise SharingStrategyError(
+            f"set_sharing_strategy: unknown strategy {new_strategy!r}; "
+            f"choose one of {sorted(_STRATEGIES)}"
+        )
     _strategy[0] = new_strategy
+    core_storage.set_shared_allocator(_allocator_for(new_strategy))
 
 
 def get_all_sharing_strategies():
-    return set(STRATEGIES)
+    """The strategies this platform supports: {"file_descriptor", "file_system"}."""
+    return set(_STRATEGIES)
+
+
+def _allocator_for(strategy):
+    return _file_system.allocator() if strategy == "file_system" else _shared_memory.allocator()
 
 
 # ------------------------------------------------------------------ owners
 
 
 class _Received:
-    """Owner of a storage received over memfd: drops one reference when it dies.
-    ``origin`` is (server address, key) of the process that owns the segment, so
-    forwarding the tensor points the next receiver at the owner, not at us."""
+    """Owner of a storage over a memfd segment of another process (or over one
+    of our own, sent back after our storage died): holds one reference to the
+    block and one user of the mapping."""
 
-    __slots__ = ("mapping", "header", "base", "size", "fd", "origin", "pid")
+    __slots__ = ("mapping", "ino", "base", "size", "header", "servers", "pid")
 
-    def __init__(self, mapping, header, base, size, fd, origin):
-        self.mapping = mapping  # keeps the segment mapped (None: our own segment)
-        self.header = header
-        self.base, self.size, self.fd = base, size, fd
-        self.origin = origin
+    def __init__(self, mapping, ino, base, size, header, servers):
+        self.mapping = mapping  # a _segments.Mapping, or None for our own segment
+        self.ino, self.base, self.size, self.header = ino, base, size, header
+        self.servers = servers  # who can hand out the segment (Note [Segment sharing])
         self.pid = os.getpid()
 
     def __del__(self):
-        if self.pid != _pid():
-            return  # a copy inherited through fork: the reference is the parent's
-        # drop our reference in the shared header while still mapped, then the mapping
-        m = self.mapping
-        if lib is not None and (m is None or m.addr):
-            lib.emp_ref_add(self.header, -1)
-        if m is not None and _segments is not None:
-            _segments.release(m)
+        try:
+            if self.pid != os.getpid():
+                return  # inherited through fork: the reference is the parent's
+            _lib.ref_add(self.header, -1)  # while still mapped
+            if self.mapping is not None:
+                _segments.release(self.mapping)
+        except (TypeError, AttributeError):
+            pass  # interpreter shutdown: modules are gone, and so is the process's memory
 
 
 class _ReceivedNamed:
+    """Owner of a storage over a named file another process created."""
+
     __slots__ = ("name", "base", "size", "pid")
 
     def __init__(self, name, base, size):
@@ -88,138 +126,149 @@ class _ReceivedNamed:
         self.pid = os.getpid()
 
     def __del__(self):
-        if _file_system is not None and self.pid == _pid():
-            _file_system.release(self.name, self.base, self.size)
+        try:
+            if self.pid == os.getpid():
+                _file_system.release(self.name, self.base, self.size)
+        except (TypeError, AttributeError):
+            pass
+
+
+_storages = weakref.WeakValueDictionary()  # Note [Storage identity]
+_lock = threading.Lock()
+
+
+def _after_fork_in_child():
+    global _storages, _lock
+    _storages = weakref.WeakValueDictionary()
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 # ------------------------------------------------------------------ reduce
 
 
-def _memfd_location(storage, tensor):
-    """(segment base, size, fd, header address) of a storage in a memfd segment,
-    moving it into the shared allocator first if needed."""
+def _handle(storage, tensor=None):
+    """The picklable handle of ``storage``'s shared memory, carrying one reference
+    to it; moves the storage into shared memory first when needed."""
     owner = storage._owner
-    if isinstance(owner, _Received):
-        return owner.base, owner.size, owner.fd, owner.header, owner.origin
-    block = owner[1] if isinstance(owner, tuple) and len(owner) > 1 else None
-    if not (storage._shared and isinstance(block, _shared_memory.SharedBlock)):
-        # references held by our callers: storage_handle's and our own parameter
-        core_storage.share_(storage, _shared_memory.allocator(), tensor, caller_refs=2)
-        block = storage._owner[1]
-    base, size, fd = _shared_memory.allocator().segment_of(block)
-    return base, size, fd, block.header, None
+    kind = type(owner)
+    if kind is _Received:
+        _lib.ref_add(owner.header, 1)
+        servers = owner.servers
+        here = _segments.server_address()
+        if here not in servers:
+            servers = (*servers, here)
+        return ("fd", owner.ino, owner.size, storage._ptr - owner.base, owner.header - owner.base,
+                storage._nbytes, servers)
+    if kind is _ReceivedNamed:
+        _lib.ref_add(owner.base, 1)
+        return ("fs", owner.name, owner.size, storage._nbytes)
+    if kind is tuple and storage._shared:
+        block = owner[1]
+        if type(block) is SharedBlock:
+            ino, base, size, fd = block.locate()
+            _lib.ref_add(block.header, 1)
+            data_off = storage._ptr - base
+            if block.pid == os.getpid():  # not a fork-inherited one (Note [Storage identity])
+                _storages[("fd", ino, data_off)] = storage
+            return ("fd", ino, size, data_off, block.header - base, storage._nbytes,
+                    (_segments.publish(ino, base, size, fd),))
+        if type(block) is NamedBlock:
+            _lib.ref_add(block.base, 1)
+            if block.pid == os.getpid():
+                _storages[("fs", block.name)] = storage
+            return ("fs", block.name, block.size, storage._nbytes)
+    # Not in memory another process can map with a reference count: move it (once).
+    # caller_refs=1: our own ``storage`` variable.  When nothing but ``tensor``
+    # refers to the storage, share_ need not search the heap for other views.
+    core_storage.share_(storage, _allocator_for(_strategy[0]), tensor, caller_refs=1)
+    return _handle(storage)
 
 
-def storage_handle(storage, tensor=None):
-    strategy = _strategy[0]
-    nbytes = storage._nbytes
-    if strategy == "file_system":
-        owner = storage._owner
-        if isinstance(owner, _ReceivedNamed):
-            name, base, size = owner.name, owner.base, owner.size
-        else:
-            block = owner[1] if isinstance(owner, tuple) and len(owner) > 1 else None
-            if not isinstance(block, _file_system.NamedBlock):
-                core_storage.share_(storage, _file_system.allocator(), tensor, caller_refs=1)
-                block = storage._owner[1]
-            name, base, size = block.name, block.base, block.size
-        lib.emp_ref_add(base, 1)  # the reference this message carries
-        return ("fs", name, size, nbytes)
-    base, size, fd, header, origin = _memfd_location(storage, tensor)
-    lib.emp_ref_add(header, 1)  # the reference this message carries
-    data_off, header_off = storage._ptr - base, header - base
-    if strategy == "segments":
-        if origin is not None:  # a received tensor: the owner serves its segment
-            return ("seg", origin[0], origin[1], size, data_off, header_off, nbytes)
-        srv = _segments.server()
-        srv.register(base, fd, size)
-        return ("seg", srv.address, base, size, data_off, header_off, nbytes)
-    return ("fd", reduction.DupFd(fd), size, data_off, header_off, nbytes)
-
-
-def reduce_tensor(t):
-    if t._storage._device.type != "cpu":
+def _check_device(storage, what):
+    if storage._device.type != "cpu":
         raise RuntimeError(
-            "ember_multiprocessing: sharing CUDA tensors needs CUDA IPC handles, which come with "
-            "ember's CUDA backend (not built yet); move the tensor to the CPU first"
+            f"ember_multiprocessing: cannot send a {what} on {storage._device} to another "
+            "process: sharing CUDA memory needs CUDA IPC handles, which come with ember's CUDA "
+            "backend (not built yet); move it to the CPU first (.cpu())"
         )
-    if t._rg and t.grad_fn is not None:
+
+
+def reduce_tensor(tensor):
+    """(rebuild_tensor, args) for a tensor: its storage's handle and its geometry."""
+    _check_device(tensor._storage, "tensor")
+    if tensor._rg and tensor.grad_fn is not None:
         raise RuntimeError(
             "Cowardly refusing to serialize non-leaf tensor which requires_grad, since autograd "
             "does not support crossing process boundaries.  If you just want to transfer the "
             "data, call detach() on the tensor before serializing (e.g., putting it on the queue)."
         )
-    handle = storage_handle(t._storage, t)
-    cls = type(t) if type(t) is not Tensor else None
-    return (rebuild_tensor, (handle, t._shape, t._stride, t._offset, t._dtype.name, bool(t._rg), cls))
+    cls = type(tensor)
+    return (
+        rebuild_tensor,
+        (
+            _handle(tensor._storage, tensor),  # (no local: see _handle's caller_refs)
+            tensor._shape,
+            tensor._stride,
+            tensor._offset,
+            tensor._dtype.name,
+            bool(tensor._rg),
+            None if cls is Tensor else cls,
+        ),
+    )
+
+
+def reduce_storage(storage):
+    """(rebuild_storage, args) for an UntypedStorage."""
+    _check_device(storage, "storage")
+    return (rebuild_storage, (_handle(storage),))
 
 
 # ----------------------------------------------------------------- rebuild
 
-_received = weakref.WeakValueDictionary()
-_lock = threading.Lock()
 
-
-def _storage_from(handle):
-    kind = handle[0]
-    if kind == "fs":
+def rebuild_storage(handle):
+    """The storage in this process over the memory ``handle`` names (the message's
+    reference becomes the storage's, or is dropped when the storage exists)."""
+    if handle[0] == "fs":
         _, name, size, nbytes = handle
-        ident = ("fs", name)
+        key = ("fs", name)
         with _lock:
-            s = _received.get(ident)
+            s = _storages.get(key)
             if s is not None:
-                lib.emp_ref_add(s._owner.base, -1)  # fold the message's reference into ours
+                _lib.ref_add(s._ptr - HEADER, -1)  # ours already counts
                 return s
             base = _file_system.open_block(name, size)
             s = core_storage.external(base + HEADER, nbytes, _ReceivedNamed(name, base, size), shared=True)
-            _received[ident] = s
+            _storages[key] = s
             return s
-    if kind == "seg":
-        _, address, key, size, data_off, header_off, nbytes = handle
-        ident = ("seg", address, key, data_off)
-    else:
-        _, dupfd, size, data_off, header_off, nbytes = handle
-        ident = None
+    _, ino, size, data_off, header_off, nbytes, servers = handle
+    key = ("fd", ino, data_off)
     with _lock:
-        if ident is not None:
-            s = _received.get(ident)
-            if s is not None:
-                lib.emp_ref_add(s._owner.header, -1)
-                return s
-        if kind == "seg":
-            srv = _segments._server[0]
-            if srv is not None and srv.address == address and srv.pid == _pid():
-                mapping, base, fd = None, key, srv.segments[key][0]  # our own segment
-            else:
-                mapping = _segments.fetch(address, key, size)
-                base, fd = mapping.addr, mapping.fd
-        else:
-            mapping = _segments.fd_mapping(dupfd.detach(), size)
-            base, fd = mapping.addr, mapping.fd
-            ident = (mapping.key, data_off)
-            s = _received.get(ident)
-            if s is not None:
-                lib.emp_ref_add(s._owner.header, -1)
-                _segments.release(mapping)
-                return s
-        origin = (address, key) if kind == "seg" else None
-        owner = _Received(mapping, base + header_off, base, size, fd, origin)
+        s = _storages.get(key)
+        if s is not None:
+            _lib.ref_add(s._ptr - data_off + header_off, -1)  # ours already counts
+            return s
+        base = _segments.own_segment(ino)
+        mapping = None
+        if base is None:
+            mapping = _segments.acquire(ino, size, servers)
+            base = mapping.addr
+        owner = _Received(mapping, ino, base, size, base + header_off, servers)
         s = core_storage.external(base + data_off, nbytes, owner, shared=True)
-        _received[ident] = s
+        _storages[key] = s
         return s
 
 
-def _pid():
-    return os.getpid()
-
-
 def rebuild_tensor(handle, shape, stride, offset, dtype_name, requires_grad, cls):
-    storage = _storage_from(handle)
-    dtype = ec._dtype.DTYPES_BY_NAME[dtype_name]
+    """A tensor over the received storage, with the sender's geometry."""
+    storage = rebuild_storage(handle)
     numel = 1
-    for s in shape:
-        numel *= s
-    t = core_tensor.make(storage, tuple(shape), tuple(stride), offset, dtype, numel, None)
+    for n in shape:
+        numel *= n
+    t = core_tensor.make(storage, shape, stride, offset, core_dtype.DTYPES_BY_NAME[dtype_name], numel, None)
     if cls is not None:
         t = t.as_subclass(cls)
     if requires_grad:
@@ -233,11 +282,14 @@ def rebuild_tensor(handle, shape, stride, offset, dtype_name, requires_grad, cls
 def _reducer_override(self, obj):
     if isinstance(obj, Tensor):
         return reduce_tensor(obj)
+    if isinstance(obj, UntypedStorage):
+        return reduce_storage(obj)
     return NotImplemented
 
 
-def install():
-    """Register the reductions with multiprocessing's pickler (Queue, Pipe, Pool)
-    and make share_memory_ use reference-counted shared blocks."""
+def init_reductions():
+    """Register the reductions with multiprocessing's pickler (Queue, Pipe, Pool,
+    spawned processes' arguments) and make ``share_memory_()`` move storages
+    into reference-counted shared memory.  Called on import."""
     reduction.ForkingPickler.reducer_override = _reducer_override
-    core_storage.set_shared_allocator(_shared_memory.allocator())
+    core_storage.set_shared_allocator(_allocator_for(_strategy[0]))

@@ -209,3 +209,20 @@ def test_share_memory_follows_the_strategy(strategy, no_leaks):
     named = any(isinstance(x, mp._file_system.NamedBlock) for x in t.untyped_storage()._owner)
     assert named == (strategy == "file_system")
     del t, v
+
+
+@pytest.mark.parity
+def test_strategies_and_refusals_match_torch():
+    torch = pytest.importorskip("torch")
+    import torch.multiprocessing as tmp
+
+    assert mp.get_all_sharing_strategies() == tmp.get_all_sharing_strategies()
+    assert mp.get_sharing_strategy() == tmp.get_sharing_strategy()
+    y = torch.ones(2, requires_grad=True) * 2
+    with pytest.raises(RuntimeError) as theirs:
+        ForkingPickler.dumps(y)
+    x = ec.ones(2)
+    x._rg, x.grad_fn = True, object()
+    with pytest.raises(RuntimeError) as ours:
+        ForkingPickler.dumps(x)
+    assert str(ours.value) == str(theirs.value)

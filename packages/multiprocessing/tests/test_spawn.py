@@ -58,3 +58,20 @@ def test_spawn_with_another_start_method_warns_like_torch():
     with pytest.warns(FutureWarning, match="only supports start_method=spawn"):
         mp.spawn(helpers.put_rank, args=(mp.get_context("fork").SimpleQueue(),), nprocs=1,
                  start_method="fork")
+
+
+@pytest.mark.parity
+def test_failure_reports_match_torch():
+    pytest.importorskip("torch")
+    import torch.multiprocessing as tmp
+
+    reports = []
+    for lib in (mp, tmp):
+        with pytest.raises(lib.ProcessRaisedException) as info:
+            lib.start_processes(helpers.fail_on_one, nprocs=2, start_method="fork")
+        lines = str(info.value).strip().splitlines()
+        reports.append((lines[0], lines[-1], info.value.error_index))
+        with pytest.raises(lib.ProcessExitedException) as info:
+            lib.start_processes(helpers.exit_with_signal, nprocs=2, start_method="fork")
+        reports.append((str(info.value), info.value.exit_code, info.value.signal_name))
+    assert reports[:2] == reports[2:]

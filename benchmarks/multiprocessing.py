@@ -124,25 +124,34 @@ def main():
     for name, (ctx, ones) in libs.items():
         child = Child(ctx, echo_child)
         fn = round_trip(child)
-        results[name, "64 MiB round trip, first send"] = median_of(fn, lambda: ones(BIG), r)
+        results[name, "64 MiB round trip, first send"] = median_of(
+            fn, lambda ones=ones: ones(BIG), r
+        )
         if name != "pickle":
             shared = ones(BIG)
             shared.share_memory_()
-            results[name, "64 MiB round trip, shared"] = median_of(fn, lambda: shared, r)
+            results[name, "64 MiB round trip, shared"] = median_of(
+                fn, lambda shared=shared: shared, r
+            )
         else:
-            results[name, "64 MiB round trip, shared"] = results[name, "64 MiB round trip, first send"]
+            results[name, "64 MiB round trip, shared"] = results[
+                name, "64 MiB round trip, first send"
+            ]
         child.close()
 
         child = Child(ctx, count_child)
         fn = many_small(child)
         results[name, "1,000 x 1 KiB through a Queue"] = median_of(
-            fn, lambda: [ones(SMALL) for _ in range(COUNT)], r
+            fn, lambda ones=ones: [ones(SMALL) for _ in range(COUNT)], r
         )
         child.close()
 
     rows = []
-    for case in ("64 MiB round trip, first send", "64 MiB round trip, shared",
-                 "1,000 x 1 KiB through a Queue"):
+    for case in (
+        "64 MiB round trip, first send",
+        "64 MiB round trip, shared",
+        "1,000 x 1 KiB through a Queue",
+    ):
         te, tp = results["ember", case], results["pickle", case]
         tt = results.get(("torch", case))
         small = case.startswith("1,000")
@@ -155,8 +164,18 @@ def main():
         row.append(f"{tp / te:.1f}")
         rows.append(row)
     print(f"median of {r} runs; ratios > 1: ember is faster")
-    table(rows, ["case", "ember", "torch", "pickled bytes", "tensors/s ember / torch",
-                 "torch/ember", "pickle/ember"])
+    table(
+        rows,
+        [
+            "case",
+            "ember",
+            "torch",
+            "pickled bytes",
+            "tensors/s ember / torch",
+            "torch/ember",
+            "pickle/ember",
+        ],
+    )
 
 
 if __name__ == "__main__":

@@ -44,8 +44,12 @@ def load(seed):
     order = np.random.default_rng(seed).permutation(len(x))
     cut = int(0.8 * len(x))
     train, test = order[:cut], order[cut:]
-    return (torch.from_numpy(x[train]), torch.from_numpy(y[train]),
-            torch.from_numpy(x[test]), torch.from_numpy(y[test]))
+    return (
+        torch.from_numpy(x[train]),
+        torch.from_numpy(y[train]),
+        torch.from_numpy(x[test]),
+        torch.from_numpy(y[test]),
+    )
 
 
 def train(rank, args, model, x, y):

@@ -23,8 +23,14 @@ def write_first(q, done):
 
 def describe(q_in, q_out):
     a, b = q_in.get()
-    q_out.put((a.untyped_storage() is b.untyped_storage(), a.is_shared(), b.is_shared(),
-               a.data_ptr() + 5 * 4 == b.data_ptr()))
+    q_out.put(
+        (
+            a.untyped_storage() is b.untyped_storage(),
+            a.is_shared(),
+            b.is_shared(),
+            a.data_ptr() + 5 * 4 == b.data_ptr(),
+        )
+    )
     q_in.get()
 
 

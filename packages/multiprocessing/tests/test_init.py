@@ -12,8 +12,20 @@ import ember_multiprocessing as mp
 
 
 def test_the_standard_api_is_re_exported():
-    for name in ("Process", "Queue", "SimpleQueue", "Pipe", "Pool", "get_context",
-                 "set_start_method", "get_start_method", "cpu_count", "Event", "Lock", "Manager"):
+    for name in (
+        "Process",
+        "Queue",
+        "SimpleQueue",
+        "Pipe",
+        "Pool",
+        "get_context",
+        "set_start_method",
+        "get_start_method",
+        "cpu_count",
+        "Event",
+        "Lock",
+        "Manager",
+    ):
         assert name in mp.__all__ and hasattr(mp, name)
     assert set(mp.get_all_start_methods()) == set(multiprocessing.get_all_start_methods())
     for method in ("fork", "spawn", "forkserver"):

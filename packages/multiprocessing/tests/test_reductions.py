@@ -15,8 +15,18 @@ import ember_multiprocessing as mp
 sys.path.insert(0, os.path.dirname(__file__))
 import helpers  # noqa: E402
 
-DTYPES = [ec.bool, ec.uint8, ec.int8, ec.int16, ec.int32, ec.int64, ec.float16, ec.bfloat16,
-          ec.float32, ec.float64]
+DTYPES = [
+    ec.bool,
+    ec.uint8,
+    ec.int8,
+    ec.int16,
+    ec.int32,
+    ec.int64,
+    ec.float16,
+    ec.bfloat16,
+    ec.float32,
+    ec.float64,
+]
 
 
 def _values(t):

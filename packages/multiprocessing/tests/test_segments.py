@@ -22,7 +22,10 @@ def run_script(code, timeout=120):
     env = dict(os.environ, PYTHONPATH=os.path.dirname(__file__))
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True, text=True, timeout=timeout, env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
     )
 
 

@@ -47,7 +47,9 @@ def test_spawn_runs_every_rank_over_shared_tensors():
 
 def test_join_false_returns_a_context():
     out = mp.get_context("fork").SimpleQueue()
-    ctx = mp.start_processes(helpers.put_rank, args=(out,), nprocs=2, join=False, start_method="fork")
+    ctx = mp.start_processes(
+        helpers.put_rank, args=(out,), nprocs=2, join=False, start_method="fork"
+    )
     assert len(ctx.pids()) == 2
     while not ctx.join():
         pass
@@ -56,8 +58,12 @@ def test_join_false_returns_a_context():
 
 def test_spawn_with_another_start_method_warns_like_torch():
     with pytest.warns(FutureWarning, match="only supports start_method=spawn"):
-        mp.spawn(helpers.put_rank, args=(mp.get_context("fork").SimpleQueue(),), nprocs=1,
-                 start_method="fork")
+        mp.spawn(
+            helpers.put_rank,
+            args=(mp.get_context("fork").SimpleQueue(),),
+            nprocs=1,
+            start_method="fork",
+        )
 
 
 @pytest.mark.parity

@@ -15,7 +15,6 @@ import multiprocessing as _mp
 from multiprocessing import *  # noqa: F403 - the standard API, as torch.multiprocessing
 
 from ember_core import _storage as _core_storage
-
 from ember_multiprocessing import _reductions, _shared_memory
 from ember_multiprocessing._reductions import (
     get_all_sharing_strategies,

@@ -3,6 +3,7 @@ _file_system.py): reads "+name" / "-name" lines from stdin; at end-of-file (ever
 process that could write has exited, by any means) unlinks every name still
 listed."""
 
+import contextlib
 import os
 import signal
 import sys
@@ -26,10 +27,8 @@ def main():
         elif line[0] == "-":
             names.discard(name)
     for name in names:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(os.path.join(SHM_DIR, name))
-        except OSError:
-            pass
 
 
 if __name__ == "__main__":

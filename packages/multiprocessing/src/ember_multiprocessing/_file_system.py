@@ -16,6 +16,7 @@ still hand it on is alive.  (A spawned child starts its own.)  A line is one
 write() shorter than PIPE_BUF, so lines from several processes never mix.
 """
 
+import contextlib
 import itertools
 import os
 import secrets
@@ -55,10 +56,9 @@ def _report(line):
                 finally:
                     os.close(r)
                 fd = _cleanup["fd"] = w
-    try:
+    # (if the cleanup process is gone, the reference counts still unlink)
+    with contextlib.suppress(OSError):
         os.write(fd, (line + "\n").encode())
-    except OSError:
-        pass  # the cleanup process is gone; the reference counts still unlink
 
 
 def _after_fork_in_child():
@@ -139,10 +139,8 @@ class FileSystemAllocator:
 def release(name, base, size):
     """Drop one reference and the mapping; the last reference unlinks the name."""
     if _lib.ref_add(base, -1) <= 0:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(os.path.join(SHM_DIR, name))
-        except FileNotFoundError:
-            pass
         _report("-" + name)
     _lib.unmap(base, size)
 

@@ -16,7 +16,9 @@ def map_fd(fd, size, what):
     addr = lib.emp_map(fd, size)
     if not addr:
         err = lib.emp_last_errno()
-        raise OSError(err, f"ember_multiprocessing: cannot map {what} ({size} bytes): {os.strerror(err)}")
+        raise OSError(
+            err, f"ember_multiprocessing: cannot map {what} ({size} bytes): {os.strerror(err)}"
+        )
     return addr
 
 

@@ -33,7 +33,6 @@ import ember_core
 from ember_core import _dtype as core_dtype
 from ember_core import _storage as core_storage
 from ember_core import _tensor as core_tensor
-
 from ember_multiprocessing import _file_system, _lib, _segments, _shared_memory
 
 Tensor = ember_core.Tensor
@@ -160,8 +159,15 @@ def _handle(storage, tensor=None):
         here = _segments.server_address()
         if here not in servers:
             servers = (*servers, here)
-        return ("fd", owner.ino, owner.size, storage._ptr - owner.base, owner.header - owner.base,
-                storage._nbytes, servers)
+        return (
+            "fd",
+            owner.ino,
+            owner.size,
+            storage._ptr - owner.base,
+            owner.header - owner.base,
+            storage._nbytes,
+            servers,
+        )
     if kind is _ReceivedNamed:
         _lib.ref_add(owner.base, 1)
         return ("fs", owner.name, owner.size, storage._nbytes)
@@ -173,8 +179,15 @@ def _handle(storage, tensor=None):
             data_off = storage._ptr - base
             if block.pid == os.getpid():  # not a fork-inherited one (Note [Storage identity])
                 _storages[("fd", ino, data_off)] = storage
-            return ("fd", ino, size, data_off, block.header - base, storage._nbytes,
-                    (_segments.publish(ino, base, size, fd),))
+            return (
+                "fd",
+                ino,
+                size,
+                data_off,
+                block.header - base,
+                storage._nbytes,
+                (_segments.publish(ino, base, size, fd),),
+            )
         if type(block) is NamedBlock:
             _lib.ref_add(block.base, 1)
             if block.pid == os.getpid():
@@ -241,7 +254,9 @@ def rebuild_storage(handle):
                 _lib.ref_add(s._ptr - HEADER, -1)  # ours already counts
                 return s
             base = _file_system.open_block(name, size)
-            s = core_storage.external(base + HEADER, nbytes, _ReceivedNamed(name, base, size), shared=True)
+            s = core_storage.external(
+                base + HEADER, nbytes, _ReceivedNamed(name, base, size), shared=True
+            )
             _storages[key] = s
             return s
     _, ino, size, data_off, header_off, nbytes, servers = handle
@@ -268,7 +283,9 @@ def rebuild_tensor(handle, shape, stride, offset, dtype_name, requires_grad, cls
     numel = 1
     for n in shape:
         numel *= n
-    t = core_tensor.make(storage, shape, stride, offset, core_dtype.DTYPES_BY_NAME[dtype_name], numel, None)
+    t = core_tensor.make(
+        storage, shape, stride, offset, core_dtype.DTYPES_BY_NAME[dtype_name], numel, None
+    )
     if cls is not None:
         t = t.as_subclass(cls)
     if requires_grad:

@@ -26,6 +26,7 @@ cached mapping is never confused with a newer segment.
 """
 
 import collections
+import contextlib
 import os
 import socket
 import struct
@@ -233,10 +234,8 @@ def drop_idle():
 def _unmap(m):
     addr, m.addr = m.addr, 0
     _lib.unmap(addr, m.size)
-    try:
+    with contextlib.suppress(OSError):
         os.close(m.fd)
-    except OSError:
-        pass
 
 
 def _fetch(ino, servers):

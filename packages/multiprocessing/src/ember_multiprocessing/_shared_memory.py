@@ -23,7 +23,6 @@ import os
 import threading
 
 import ember_allocator
-
 from ember_multiprocessing import _lib
 
 HEADER = 64  # the count, padded so the data stays 64-byte aligned

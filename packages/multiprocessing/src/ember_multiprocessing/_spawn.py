@@ -7,6 +7,7 @@ a pipe would block a child with a long traceback until the parent read it, and
 the parent reads only after the child has exited.
 """
 
+import contextlib
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -102,10 +103,16 @@ class ProcessContext:
                 name = signal.Signals(-code).name
                 raise ProcessExitedException(
                     f"process {error_index} terminated with signal {name}",
-                    error_index, failed.pid, code, name,
+                    error_index,
+                    failed.pid,
+                    code,
+                    name,
                 )
             raise ProcessExitedException(
-                f"process {error_index} terminated with exit code {code}", error_index, failed.pid, code
+                f"process {error_index} terminated with exit code {code}",
+                error_index,
+                failed.pid,
+                code,
             )
         msg = f"\n\n-- Process {error_index} terminated with the following error:\n{original}"
         raise ProcessRaisedException(msg, error_index, failed.pid)
@@ -123,10 +130,8 @@ class ProcessContext:
 
     def _remove_error_files(self):
         for path in self.error_files:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(path)
-            except OSError:
-                pass
 
 
 def start_processes(fn, args=(), nprocs=1, join=True, daemon=False, start_method="spawn"):

@@ -14,7 +14,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 WHEELHOUSE := wheelhouse
 # In dependency order (DESIGN.md).
-PACKAGES := allocator tensor-core autograd nn
+PACKAGES := allocator tensor-core autograd nn multiprocessing
 # data (ember-data): depends on numpy only (DESIGN.md)
 PACKAGES += data
 STAMP := $(VENV)/.ember-dev-installed

@@ -14,6 +14,7 @@ tensor([2., 4.])
 import ember_core as _ec
 
 from ember_autograd import _derivatives as _derivatives  # noqa: F401 - fills the table
+from ember_autograd import _derivatives_nn as _derivatives_nn  # noqa: F401 - nn ops' formulas
 from ember_autograd import _handler, _tensor_api
 from ember_autograd import forward_ad as forward_ad
 from ember_autograd import functional as functional

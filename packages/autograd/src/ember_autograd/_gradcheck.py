@@ -8,7 +8,7 @@ import numpy as np
 import ember_core as ec
 
 from ember_autograd import _api
-from ember_autograd._grad_mode import no_grad
+from ember_autograd._grad_mode import enable_grad, no_grad
 
 Tensor = ec.Tensor
 
@@ -141,8 +141,10 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
 
     def first_derivatives(*args):
         ins, gos = args[:n_in], args[n_in:]
-        out = _outputs(func, ins)
-        grads = _api.grad(out, [ins[i] for i in diff], gos, create_graph=True, allow_unused=True)
+        # numerical_jacobian evaluates under no_grad; the first derivatives need a graph
+        with enable_grad():
+            out = _outputs(func, ins)
+            grads = _api.grad(out, [ins[i] for i in diff], gos, create_graph=True, allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(first_derivatives, inputs + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception)

@@ -14,6 +14,10 @@ from ember_core import _linalg as _linalg
 from ember_core import _random as _random
 from ember_core import _reduction as _reduction
 from ember_core._device import device
+
+# nn ops: softmax, normalization, losses, activations, dropout, embedding,
+# attention, recurrent cells
+from ember_core import _norm, _softmax  # noqa: F401 - register their ops
 from ember_core._dispatch import OPS, Op, defop, register_handler, remove_handler
 from ember_core._dtype import (
     bfloat16,

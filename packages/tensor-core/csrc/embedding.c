@@ -192,6 +192,12 @@ int ec_embedding_bag(int dtype, int64_t num, int64_t dim, int mode, ec_ptr out, 
         const T* g = (const T*)grad;                                                       \
         const T* w = (const T*)weight;                                                     \
         const T* ps = (const T*)psw;                                                       \
+        int64_t* counts = NULL;                                                            \
+        if (scale_by_freq && mode != 2) {                                                  \
+            counts = calloc((size_t)(num > 0 ? num : 1), sizeof(int64_t));                 \
+            if (!counts) return ec_fail(EC_ERR_NOMEM, "embedding_bag backward: no scratch memory"); \
+            for (int64_t k = 0; k < n; k++) counts[ip[k]]++;                               \
+        }                                                                                  \
         int nt = ec_threads_for(num * dim + n * dim, EC_GRAIN);                            \
         _Pragma("omp parallel num_threads(nt)")                                            \
         {                                                                                  \
@@ -210,6 +216,7 @@ int ec_embedding_bag(int dtype, int64_t num, int64_t dim, int mode, ec_ptr out, 
                     int64_t r = ip[k], b = o2b[k];                                         \
                     if (r < lo || r >= hi || r == padding_idx || b < 0) continue;          \
                     T sc = mode == 1 ? (T)1 / (T)bs[b] : (ps ? ps[k] : (T)1);              \
+                    if (counts) sc /= (T)counts[r];                                        \
                     T* dst = gw + r * dim;                                                 \
                     const T* src = g + b * dim;                                            \
                     for (int64_t j = 0; j < dim; j++) dst[j] += src[j] * sc;               \
@@ -225,13 +232,15 @@ int ec_embedding_bag(int dtype, int64_t num, int64_t dim, int mode, ec_ptr out, 
                         acc += (double)g[b * dim + j] * (double)w[r * w_rs + j];           \
                 gp[k] = (T)acc;                                                            \
             }                                                                              \
+        free(counts);                                                                      \
         return EC_OK;                                                                      \
     }
 
 int ec_embedding_bag_backward(int dtype, int64_t num, int64_t dim, int mode, ec_ptr grad_weight,
                               ec_ptr grad_psw, ec_ptr grad, ec_ptr weight, int64_t w_rs,
                               ec_ptr idx, int64_t n, ec_ptr offset2bag, ec_ptr bag_size,
-                              ec_ptr max_idx, int64_t bags, ec_ptr psw, int64_t padding_idx) {
+                              ec_ptr max_idx, int64_t bags, ec_ptr psw, int64_t padding_idx,
+                              int scale_by_freq) {
     if (num < 0 || dim < 0 || n < 0 || bags < 0 || mode < 0 || mode > 2)
         return ec_fail(EC_ERR_INVALID, "embedding_bag backward: bad arguments");
     const int64_t* ip = (const int64_t*)idx;

@@ -404,11 +404,14 @@ int ec_embedding_bag(int dtype, int64_t num, int64_t dim, int mode, ec_ptr out, 
                      ec_ptr bag_size, ec_ptr max_idx, ec_ptr weight, int64_t w_rs, ec_ptr idx,
                      int64_t n, ec_ptr offsets, int64_t bags, ec_ptr psw, int64_t padding_idx);
 /* grad_weight (num, dim, zeroed here) from grad (bags, dim); grad_psw (n, may
- * be 0) = <grad[bag], weight[idx]> for sum mode with per-sample weights. */
+ * be 0) = <grad[bag], weight[idx]> for sum mode with per-sample weights;
+ * scale_by_freq divides a row's contributions by how often its index occurs
+ * (sum and mean modes). */
 int ec_embedding_bag_backward(int dtype, int64_t num, int64_t dim, int mode, ec_ptr grad_weight,
                               ec_ptr grad_psw, ec_ptr grad, ec_ptr weight, int64_t w_rs,
                               ec_ptr idx, int64_t n, ec_ptr offset2bag, ec_ptr bag_size,
-                              ec_ptr max_idx, int64_t bags, ec_ptr psw, int64_t padding_idx);
+                              ec_ptr max_idx, int64_t bags, ec_ptr psw, int64_t padding_idx,
+                              int scale_by_freq);
 
 /* Recurrent cells (float32/float64), batch b, input size i, hidden size h.
  * Weights are (gates*h, i) and (gates*h, h) with unit column stride and row

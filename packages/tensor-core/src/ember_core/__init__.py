@@ -17,7 +17,16 @@ from ember_core._device import device
 
 # nn ops: softmax, normalization, losses, activations, dropout, embedding,
 # attention, recurrent cells
-from ember_core import _norm, _softmax  # noqa: F401 - register their ops
+from ember_core import (  # noqa: F401 - register their ops
+    _activation,
+    _attention,
+    _dropout,
+    _embedding,
+    _loss,
+    _norm,
+    _rnn,
+    _softmax,
+)
 from ember_core._dispatch import OPS, Op, defop, register_handler, remove_handler
 from ember_core._dtype import (
     bfloat16,

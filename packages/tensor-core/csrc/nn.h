@@ -14,6 +14,11 @@
 
 #include "core.h"
 
+/* ember never reads the floating-point exception flags, so the compiler may
+ * turn the selects of these kernels (clamps, NaN checks) into branch-free
+ * vector code; with trapping math on it keeps them as branches instead. */
+#pragma GCC optimize("no-trapping-math")
+
 #ifdef _OPENMP
 #include <omp.h>
 #define NN_THREAD_ID() omp_get_thread_num()

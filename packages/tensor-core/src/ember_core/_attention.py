@@ -57,19 +57,17 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         key = _repeat_heads(key, hq // hk) if hk != hq else key
         value = _repeat_heads(value, hq // hv) if hv != hq else value
     scores = (query * scale_factor).matmul(key.transpose(-2, -1))
-    masked = False
     neg_inf = full((), -math.inf, dtype=scores.dtype)
     if is_causal:
+        # every causal row keeps at least its first column: no row is fully masked
         causal = ones((L, S), dtype=D.bool_).tril(0)
         scores = where(causal, scores, neg_inf)
-        masked = True
     if attn_mask is not None:
         if attn_mask.dtype is D.bool_:
             scores = where(attn_mask, scores, neg_inf)
         else:
             scores = scores + attn_mask
-        masked = True
-    if masked:
+    if attn_mask is not None:
         # softmax of a row of -inf is NaN; PyTorch gives such rows zero weights
         dead = (scores == neg_inf).all(-1, keepdim=True)
         if dead.any().item():

@@ -116,14 +116,35 @@ int ec_embedding_renorm(int dtype, int64_t num, int64_t dim, ec_ptr weight, int6
 
 /* ------------------------------------------------------------------- bags */
 
+/* PyTorch's messages (RuntimeError there too). */
+static int check_bag_indices(const int64_t* idx, int64_t n, int64_t num) {
+    for (int64_t k = 0; k < n; k++)
+        if (idx[k] < 0 || idx[k] >= num)
+            return ec_fail(EC_ERR_VALUE,
+                           "Index %lld of input takes value %lld which is not in the valid range "
+                           "[0, %lld)",
+                           (long long)k, (long long)idx[k], (long long)num);
+    return EC_OK;
+}
+
 static int check_offsets(const int64_t* offsets, int64_t bags, int64_t n) {
+    if (bags > 0 && offsets[0] != 0)
+        return ec_fail(EC_ERR_VALUE,
+                       "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to "
+                       "start from position 0. However, got %lld",
+                       (long long)offsets[0]);
     for (int64_t b = 0; b < bags; b++) {
         int64_t lo = offsets[b], hi = b + 1 < bags ? offsets[b + 1] : n;
-        if (lo < 0 || lo > n || hi < lo)
-            return ec_fail(EC_ERR_INDEX,
-                           "embedding_bag: offsets must be non-decreasing and within [0, %lld], "
-                           "got offsets[%lld] = %lld",
-                           (long long)n, (long long)b, (long long)lo);
+        if (lo > n)
+            return ec_fail(EC_ERR_VALUE,
+                           "offsets[-1] can not be greater than input's length %lld but got "
+                           "offsets[-1] of %lld",
+                           (long long)n, (long long)lo);
+        if (hi < lo)
+            return ec_fail(EC_ERR_VALUE,
+                           "offsets must be non-decreasing, but offsets[%lld] = %lld > "
+                           "offsets[%lld] = %lld",
+                           (long long)b, (long long)lo, (long long)(b + 1), (long long)hi);
     }
     return EC_OK;
 }
@@ -176,7 +197,7 @@ int ec_embedding_bag(int dtype, int64_t num, int64_t dim, int mode, ec_ptr out, 
     int64_t* o2b = (int64_t*)offset2bag;
     int64_t* bs = (int64_t*)bag_size;
     int64_t* mi = (int64_t*)max_idx;
-    int st = check_indices(ip, 0, n, num);
+    int st = check_bag_indices(ip, n, num);
     if (st) return st;
     st = check_offsets(off, bags, n);
     if (st) return st;

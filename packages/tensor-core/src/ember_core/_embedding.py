@@ -113,12 +113,9 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
     bags = off._numel - 1 if include_last_offset else off._numel
     if bags < 0:
         raise ValueError("embedding_bag: offsets must hold at least one element with include_last_offset")
+    n = idx._numel
     if include_last_offset and off._numel:
-        n = int(off[-1].item())
-        if n > idx._numel:
-            raise RuntimeError(f"embedding_bag: offsets[-1] ({n}) is greater than input's length ({idx._numel})")
-    else:
-        n = idx._numel
+        n = min(n, int(off[-1].item()))  # the extra offset ends the last bag
     kd = U.kernel_dtype(w._dtype)
     tw = w if w._dtype is kd else U.compute(w, kd)
     if tw is not w:
@@ -133,7 +130,15 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
         if per_sample_weights._shape != indices._shape and per_sample_weights._numel != idx._numel:
             raise ValueError("embedding_bag: per_sample_weights must have the same shape as input")
         psw = U.compute(per_sample_weights, kd)
-    pad = -1 if padding_idx is None else int(padding_idx)
+    pad = -1
+    if padding_idx is not None:
+        pad = int(padding_idx)
+        if not -num <= pad < num:
+            raise RuntimeError(
+                f"padding_idx must be within the number of embeddings, {-num} through {num - 1}, "
+                f"but got {pad}"
+            )
+        pad = pad + num if pad < 0 else pad
     dev = w._storage._device
     out = empty((bags, dim), kd, dev)
     o2b = empty((idx._numel,), D.int64, dev)

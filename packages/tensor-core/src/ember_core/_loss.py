@@ -34,7 +34,7 @@ def _float_loss(op, input, target):
             raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(t).__name__}")
     dt = D.result_type(input, target)
     if not dt.is_floating_point:
-        raise NotImplementedError(f'"{op}_cpu" not implemented for \'{dt.name}\'')
+        raise NotImplementedError(f'"{op}_cpu" not implemented for \'{_tname(dt)}\'')
 
 
 # ------------------------------------------------------------- nll / CE

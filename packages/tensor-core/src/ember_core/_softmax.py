@@ -5,6 +5,7 @@ torch._log_softmax_backward_data), one fused C kernel each (csrc/softmax.c)."""
 from ember_core import _dtype as D
 from ember_core import _nnutil as U
 from ember_core._dispatch import defop
+from ember_core._elementwise import _tname
 from ember_core._lib import check
 from ember_core._shape import normalize_dim
 from ember_core._tensor import Tensor, empty
@@ -15,7 +16,9 @@ def _forward(op, log, input, dim, dtype):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
     out_dtype = input._dtype if dtype is None else D.to_dtype(dtype)
     if not out_dtype.is_floating_point:
-        raise RuntimeError(f'"{op}_lastdim_kernel_impl" not implemented for \'{out_dtype.name}\'')
+        raise NotImplementedError(
+            f'"{op}_lastdim_kernel_impl" not implemented for \'{_tname(out_dtype)}\''
+        )
     shape = input._shape
     d = normalize_dim(dim, len(shape), op)
     x = U.compute(input, U.kernel_dtype(out_dtype))

@@ -23,7 +23,9 @@ def test_batch_norm_functional_order_and_checks():
     rm, rv = ec.zeros(3), ec.ones(3)
     y = F.batch_norm(x, rm, rv, ec.ones(3) * 2, ec.zeros(3) + 1, training=True)
     xn = x.numpy()
-    np.testing.assert_allclose(y.numpy(), 2 * (xn - xn.mean(0)) / np.sqrt(xn.var(0) + 1e-5) + 1, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        y.numpy(), 2 * (xn - xn.mean(0)) / np.sqrt(xn.var(0) + 1e-5) + 1, rtol=1e-4, atol=1e-5
+    )
     np.testing.assert_allclose(rm.numpy(), 0.1 * xn.mean(0), rtol=1e-5, atol=1e-7)
     with pytest.raises(ValueError, match="Expected more than 1 value per channel when training"):
         F.batch_norm(ec.ones(1, 3), None, None, training=True)
@@ -43,7 +45,8 @@ def test_norm_layers_train_and_eval():
     bn.eval()
     y = bn(x).detach().numpy()
     ref = (x.numpy() - bn.running_mean.numpy().reshape(1, 3, 1, 1)) / np.sqrt(
-        bn.running_var.numpy().reshape(1, 3, 1, 1) + 1e-5)
+        bn.running_var.numpy().reshape(1, 3, 1, 1) + 1e-5
+    )
     np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-5)
     ln = nn.LayerNorm(5)
     assert ln(x).shape == x.shape
@@ -56,21 +59,28 @@ def test_losses_functional():
     x = T(rng.standard_normal((4, 5)).astype(np.float32))
     t = ec.tensor([1, 0, 4, 2])
     np.testing.assert_allclose(F.cross_entropy(x, t).item(), ec.cross_entropy(x, t).item())
-    np.testing.assert_allclose(F.nll_loss(F.log_softmax(x, 1), t, reduction="sum").item(),
-                               ec.cross_entropy(x, t, reduction="sum").item(), rtol=1e-6)
+    np.testing.assert_allclose(
+        F.nll_loss(F.log_softmax(x, 1), t, reduction="sum").item(),
+        ec.cross_entropy(x, t, reduction="sum").item(),
+        rtol=1e-6,
+    )
     assert F.cross_entropy(x, t, reduce=False).shape == (4,)  # legacy arguments
     y = T(rng.standard_normal((4, 5)).astype(np.float32))
     w = T(rng.random((4, 5)).astype(np.float32))
     ref = ((x.numpy() - y.numpy()) ** 2 * w.numpy()).sum() / w.numpy().sum()
     np.testing.assert_allclose(F.mse_loss(x, y, weight=w).item(), ref, rtol=1e-5)
-    np.testing.assert_allclose(F.huber_loss(x, y, weight=w, reduction="sum").item(),
-                               (ec.huber_loss(x, y, "none") * w).sum().item(), rtol=1e-5)
+    np.testing.assert_allclose(
+        F.huber_loss(x, y, weight=w, reduction="sum").item(),
+        (ec.huber_loss(x, y, "none") * w).sum().item(),
+        rtol=1e-5,
+    )
     with pytest.warns(UserWarning, match="target size"):
         F.l1_loss(x, y[:1])
     lp = F.log_softmax(x, 1)
     p = F.softmax(y, 1)
-    np.testing.assert_allclose(F.kl_div(lp, p, reduction="batchmean").item(),
-                               ec.kl_div(lp, p, "sum").item() / 4, rtol=1e-6)
+    np.testing.assert_allclose(
+        F.kl_div(lp, p, reduction="batchmean").item(), ec.kl_div(lp, p, "sum").item() / 4, rtol=1e-6
+    )
     with pytest.raises(ValueError, match="Target size"):
         F.binary_cross_entropy_with_logits(x, y[:2])
     assert nn.CrossEntropyLoss(label_smoothing=0.1)(x, t).shape == ()
@@ -103,7 +113,9 @@ def test_dropout_functional_and_modules():
 def test_embedding_functional_and_modules():
     w = T(rng.standard_normal((10, 3)))
     idx = ec.tensor([[1, 9], [9, 0]])
-    np.testing.assert_array_equal(F.embedding(idx, w, padding_idx=-1).numpy(), w.numpy()[idx.numpy()])
+    np.testing.assert_array_equal(
+        F.embedding(idx, w, padding_idx=-1).numpy(), w.numpy()[idx.numpy()]
+    )
     with pytest.raises(AssertionError, match="Padding_idx"):
         F.embedding(idx, w, padding_idx=10)
     big = T(np.full((4, 2), 3.0))
@@ -151,9 +163,21 @@ def test_recurrent_layers_train():
 
 def test_activation_modules():
     x = T(rng.standard_normal((2, 3, 4)).astype(np.float32))
-    for m in (nn.LeakyReLU(0.2), nn.ELU(), nn.CELU(0.5), nn.Hardtanh(), nn.ReLU6(), nn.Threshold(0.1, 2.0),
-              nn.Hardshrink(), nn.Softshrink(), nn.Tanhshrink(), nn.PReLU(3), nn.RReLU(), nn.Softmin(1),
-              nn.LogSoftmax(-1)):
+    for m in (
+        nn.LeakyReLU(0.2),
+        nn.ELU(),
+        nn.CELU(0.5),
+        nn.Hardtanh(),
+        nn.ReLU6(),
+        nn.Threshold(0.1, 2.0),
+        nn.Hardshrink(),
+        nn.Softshrink(),
+        nn.Tanhshrink(),
+        nn.PReLU(3),
+        nn.RReLU(),
+        nn.Softmin(1),
+        nn.LogSoftmax(-1),
+    ):
         assert m(x).shape == x.shape, type(m).__name__
     assert nn.GLU()(x).shape == (2, 3, 2)
     y = x.clone()
@@ -175,7 +199,11 @@ def test_module_parity_with_torch():
         (nn.BatchNorm1d(6), torch.nn.BatchNorm1d(6), (8, 6)),
         (nn.GroupNorm(2, 4), torch.nn.GroupNorm(2, 4), (3, 4, 6)),
         (nn.LayerNorm([4, 6]), torch.nn.LayerNorm([4, 6]), (3, 4, 6)),
-        (nn.LSTM(4, 6, num_layers=2, batch_first=True), torch.nn.LSTM(4, 6, num_layers=2, batch_first=True), (3, 7, 4)),
+        (
+            nn.LSTM(4, 6, num_layers=2, batch_first=True),
+            torch.nn.LSTM(4, 6, num_layers=2, batch_first=True),
+            (3, 7, 4),
+        ),
         (nn.GRU(4, 6, bidirectional=True), torch.nn.GRU(4, 6, bidirectional=True), (7, 3, 4)),
     ]:
         copy_params(ours, theirs)

@@ -18,21 +18,55 @@ X[0, :4] = [0.0, 0.5, -0.5, 1.0]  # boundaries of several activations
 
 # name, ember call, NumPy forward, NumPy derivative (of x)
 CASES = [
-    ("leaky_relu", lambda t: ec.leaky_relu(t, 0.2), lambda x: np.where(x > 0, x, 0.2 * x),
-     lambda x: np.where(x > 0, 1.0, 0.2), ("leaky_relu", 0.2, 0.0)),
-    ("elu", lambda t: ec.elu(t, 1.5), lambda x: np.where(x > 0, x, 1.5 * np.expm1(x)),
-     lambda x: np.where(x > 0, 1.0, 1.5 * np.exp(x)), ("elu", 1.5, 1.0)),
-    ("celu", lambda t: ec.celu(t, 0.7), lambda x: np.where(x > 0, x, 0.7 * np.expm1(x / 0.7)),
-     lambda x: np.where(x > 0, 1.0, np.exp(x / 0.7)), ("celu", 0.7, 0.0)),
-    ("hardtanh", lambda t: ec.hardtanh(t, -0.5, 1.0), lambda x: np.clip(x, -0.5, 1.0),
-     lambda x: np.where((x > -0.5) & (x < 1.0), 1.0, 0.0), ("hardtanh", -0.5, 1.0)),
-    ("threshold", lambda t: ec.threshold(t, 0.5, -3.0), lambda x: np.where(x > 0.5, x, -3.0),
-     lambda x: np.where(x > 0.5, 1.0, 0.0), ("threshold", 0.5, 0.0)),
-    ("hardshrink", lambda t: ec.hardshrink(t, 0.5), lambda x: np.where(np.abs(x) > 0.5, x, 0.0),
-     lambda x: np.where(np.abs(x) > 0.5, 1.0, 0.0), ("hardshrink", 0.5, 0.0)),
-    ("softshrink", lambda t: ec.softshrink(t, 0.5),
-     lambda x: np.where(x > 0.5, x - 0.5, np.where(x < -0.5, x + 0.5, 0.0)),
-     lambda x: np.where(np.abs(x) > 0.5, 1.0, 0.0), ("softshrink", 0.5, 0.0)),
+    (
+        "leaky_relu",
+        lambda t: ec.leaky_relu(t, 0.2),
+        lambda x: np.where(x > 0, x, 0.2 * x),
+        lambda x: np.where(x > 0, 1.0, 0.2),
+        ("leaky_relu", 0.2, 0.0),
+    ),
+    (
+        "elu",
+        lambda t: ec.elu(t, 1.5),
+        lambda x: np.where(x > 0, x, 1.5 * np.expm1(x)),
+        lambda x: np.where(x > 0, 1.0, 1.5 * np.exp(x)),
+        ("elu", 1.5, 1.0),
+    ),
+    (
+        "celu",
+        lambda t: ec.celu(t, 0.7),
+        lambda x: np.where(x > 0, x, 0.7 * np.expm1(x / 0.7)),
+        lambda x: np.where(x > 0, 1.0, np.exp(x / 0.7)),
+        ("celu", 0.7, 0.0),
+    ),
+    (
+        "hardtanh",
+        lambda t: ec.hardtanh(t, -0.5, 1.0),
+        lambda x: np.clip(x, -0.5, 1.0),
+        lambda x: np.where((x > -0.5) & (x < 1.0), 1.0, 0.0),
+        ("hardtanh", -0.5, 1.0),
+    ),
+    (
+        "threshold",
+        lambda t: ec.threshold(t, 0.5, -3.0),
+        lambda x: np.where(x > 0.5, x, -3.0),
+        lambda x: np.where(x > 0.5, 1.0, 0.0),
+        ("threshold", 0.5, 0.0),
+    ),
+    (
+        "hardshrink",
+        lambda t: ec.hardshrink(t, 0.5),
+        lambda x: np.where(np.abs(x) > 0.5, x, 0.0),
+        lambda x: np.where(np.abs(x) > 0.5, 1.0, 0.0),
+        ("hardshrink", 0.5, 0.0),
+    ),
+    (
+        "softshrink",
+        lambda t: ec.softshrink(t, 0.5),
+        lambda x: np.where(x > 0.5, x - 0.5, np.where(x < -0.5, x + 0.5, 0.0)),
+        lambda x: np.where(np.abs(x) > 0.5, 1.0, 0.0),
+        ("softshrink", 0.5, 0.0),
+    ),
 ]
 
 
@@ -65,14 +99,20 @@ def test_half_precision(dtype):
     for name, fn, ref, _, _ in CASES:
         got = fn(x)
         assert got.dtype is dtype, name
-        np.testing.assert_allclose(got.float().numpy(), ref(x.float().numpy()), rtol=1e-2, atol=1e-2)
+        np.testing.assert_allclose(
+            got.float().numpy(), ref(x.float().numpy()), rtol=1e-2, atol=1e-2
+        )
 
 
 def test_inplace_variants():
     for name, fn_, ref in [
         ("leaky_relu_", lambda t: ec.leaky_relu_(t, 0.1), lambda x: np.where(x > 0, x, 0.1 * x)),
         ("elu_", lambda t: ec.elu_(t), lambda x: np.where(x > 0, x, np.expm1(x))),
-        ("celu_", lambda t: ec.celu_(t, 2.0), lambda x: np.where(x > 0, x, 2.0 * np.expm1(x / 2.0))),
+        (
+            "celu_",
+            lambda t: ec.celu_(t, 2.0),
+            lambda x: np.where(x > 0, x, 2.0 * np.expm1(x / 2.0)),
+        ),
         ("hardtanh_", lambda t: ec.hardtanh_(t, 0.0, 6.0), lambda x: np.clip(x, 0.0, 6.0)),
         ("threshold_", lambda t: ec.threshold_(t, 0.0, 9.0), lambda x: np.where(x > 0, x, 9.0)),
     ]:
@@ -99,7 +139,9 @@ def test_glu():
     for dim in (1, 2, -1):
         a, b = np.split(x, 2, axis=dim)
         np.testing.assert_allclose(ec.glu(T(x), dim).numpy(), a / (1 + np.exp(-b)), rtol=1e-12)
-    with pytest.raises(RuntimeError, match="Halving dimension must be even, but dimension 0 is size 3"):
+    with pytest.raises(
+        RuntimeError, match="Halving dimension must be even, but dimension 0 is size 3"
+    ):
         ec.glu(T(x), 0)
     with pytest.raises(RuntimeError, match="scalars"):
         ec.glu(ec.tensor(1.0))
@@ -108,10 +150,16 @@ def test_glu():
 def test_prelu():
     x = rng.standard_normal((2, 3, 4))
     w = rng.random(3)
-    np.testing.assert_allclose(ec.prelu(T(x), T(w)).numpy(), np.where(x > 0, x, w.reshape(1, 3, 1) * x))
-    np.testing.assert_allclose(T(x).prelu(ec.tensor([0.25], dtype=ec.float64)).numpy(), np.where(x > 0, x, 0.25 * x))
+    np.testing.assert_allclose(
+        ec.prelu(T(x), T(w)).numpy(), np.where(x > 0, x, w.reshape(1, 3, 1) * x)
+    )
+    np.testing.assert_allclose(
+        T(x).prelu(ec.tensor([0.25], dtype=ec.float64)).numpy(), np.where(x > 0, x, 0.25 * x)
+    )
     v = rng.standard_normal(4)
-    np.testing.assert_allclose(ec.prelu(T(v), ec.tensor([0.1], dtype=ec.float64)).numpy(), np.where(v > 0, v, 0.1 * v))
+    np.testing.assert_allclose(
+        ec.prelu(T(v), ec.tensor([0.1], dtype=ec.float64)).numpy(), np.where(v > 0, v, 0.1 * v)
+    )
     with pytest.raises(RuntimeError, match="parameter numbers = 4 and channel size = 3"):
         ec.prelu(T(x), ec.ones(4, dtype=ec.float64))
     with pytest.raises(RuntimeError, match="parameter numbers = 4 and channel size = 1"):
@@ -120,7 +168,9 @@ def test_prelu():
 
 def test_rrelu():
     x = T(X)
-    np.testing.assert_allclose(ec.rrelu(x, 0.1, 0.3).numpy(), np.where(X > 0, X, 0.2 * X), rtol=1e-12)
+    np.testing.assert_allclose(
+        ec.rrelu(x, 0.1, 0.3).numpy(), np.where(X > 0, X, 0.2 * X), rtol=1e-12
+    )
     ec.manual_seed(3)
     y = ec.rrelu(x, 0.1, 0.3, True).numpy()
     ec.manual_seed(3)

@@ -89,7 +89,9 @@ def test_feature_dropout_drops_whole_channels():
     assert (zero.all(axis=2) | ~zero.any(axis=2)).all()  # all or nothing per channel
     assert 0.3 < zero.all(axis=2).mean() < 0.7
     kept = ~zero.all(axis=2)
-    np.testing.assert_allclose(y.reshape(8, 16, -1)[kept], x.numpy().reshape(8, 16, -1)[kept] * 2, rtol=1e-6)
+    np.testing.assert_allclose(
+        y.reshape(8, 16, -1)[kept], x.numpy().reshape(8, 16, -1)[kept] * 2, rtol=1e-6
+    )
     with pytest.raises(RuntimeError, match="at least 2 dimensions"):
         ec.feature_dropout(ec.ones(5), 0.5, True)
 

@@ -107,8 +107,12 @@ def np_bag(w, idx, offsets, mode, psw=None, padding_idx=None, last=False):
 def test_embedding_bag_forward(mode, padding_idx, last):
     idx = np.array([1, 3, 3, 0, 9, 2, 5])
     offsets = np.array([0, 2, 2, 5] + ([7] if last else []))
-    out, o2b, size, mx = ec.embedding_bag(T(W), T(idx), T(offsets), False, mode, False, None, last, padding_idx)
-    np.testing.assert_allclose(out.numpy(), np_bag(W, idx, offsets, mode, None, padding_idx, last), rtol=1e-12)
+    out, o2b, size, mx = ec.embedding_bag(
+        T(W), T(idx), T(offsets), False, mode, False, None, last, padding_idx
+    )
+    np.testing.assert_allclose(
+        out.numpy(), np_bag(W, idx, offsets, mode, None, padding_idx, last), rtol=1e-12
+    )
     np.testing.assert_array_equal(o2b.numpy(), [0, 0, 2, 2, 2, 3, 3])
     if mode == "max":
         assert mx.shape == (4, 4)
@@ -121,7 +125,9 @@ def test_embedding_bag_per_sample_weights_and_backward():
     out, o2b, size, mx = ec.embedding_bag(T(W), T(idx), T(offsets), False, 0, False, T(psw))
     np.testing.assert_allclose(out.numpy(), np_bag(W, idx, offsets, "sum", psw), rtol=1e-12)
     g = rng.standard_normal((3, 4))
-    gw, gp = ec._embedding_bag_backward(T(g), T(W), T(idx), o2b, size, mx, 0, T(psw), None, False, (True, True))
+    gw, gp = ec._embedding_bag_backward(
+        T(g), T(W), T(idx), o2b, size, mx, 0, T(psw), None, False, (True, True)
+    )
     bag = np.array([0, 0, 2, 2, 2])
     ref_w = np.zeros_like(W)
     np.add.at(ref_w, idx, g[bag] * psw[:, None])
@@ -135,7 +141,9 @@ def test_embedding_bag_backward_mean_and_max(mode):
     offsets = np.array([0, 2, 2])
     out, o2b, size, mx = ec.embedding_bag(T(W), T(idx), T(offsets), False, mode)
     g = rng.standard_normal((3, 4))
-    gw, _ = ec._embedding_bag_backward(T(g), T(W), T(idx), o2b, size, mx, mode, None, None, False, (True, False))
+    gw, _ = ec._embedding_bag_backward(
+        T(g), T(W), T(idx), o2b, size, mx, mode, None, None, False, (True, False)
+    )
     ref = np.zeros_like(W)
     bags = [[0, 1], [], [2, 3, 4]]
     for b, pos in enumerate(bags):
@@ -153,12 +161,19 @@ def test_embedding_bag_backward_mean_and_max(mode):
 
 def test_embedding_bag_errors():
     with pytest.raises(NotImplementedError, match="only supported for mode='sum'"):
-        ec.embedding_bag(T(W), ec.tensor([1, 2]), ec.tensor([0]), False, 1, False, ec.ones(2, dtype=ec.float64))
-    with pytest.raises(RuntimeError, match=r"offsets\[-1\] can not be greater than input's length 2"):
+        ec.embedding_bag(
+            T(W), ec.tensor([1, 2]), ec.tensor([0]), False, 1, False, ec.ones(2, dtype=ec.float64)
+        )
+    with pytest.raises(
+        RuntimeError, match=r"offsets\[-1\] can not be greater than input's length 2"
+    ):
         ec.embedding_bag(T(W), ec.tensor([1, 2]), ec.tensor([0, 3]))
     with pytest.raises(RuntimeError, match=r"offsets\[0\] has to be 0"):
         ec.embedding_bag(T(W), ec.tensor([1, 2]), ec.tensor([1]))
-    with pytest.raises(RuntimeError, match=r"Index 1 of input takes value 20 which is not in the valid range \[0, 10\)"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"Index 1 of input takes value 20 which is not in the valid range \[0, 10\)",
+    ):
         ec.embedding_bag(T(W), ec.tensor([1, 20]), ec.tensor([0]))
     with pytest.raises(ValueError, match="mode"):
         ec.embedding_bag(T(W), ec.tensor([1, 2]), ec.tensor([0]), False, "median")
@@ -188,15 +203,37 @@ def test_parity_with_torch():
     idx = rng.integers(0, 12, 20)
     offsets = np.array([0, 3, 3, 10, 17])
     tw = torch.from_numpy(w)
-    np.testing.assert_array_equal(ec.embedding(T(w), T(idx)).numpy(), torch.embedding(tw, torch.from_numpy(idx)).numpy())
+    np.testing.assert_array_equal(
+        ec.embedding(T(w), T(idx)).numpy(), torch.embedding(tw, torch.from_numpy(idx)).numpy()
+    )
     psw = rng.random(20).astype(np.float32)
     for mode in (0, 1, 2):
         for pad in (None, int(idx[4])):
             p = psw if mode == 0 else None
-            ours = ec.embedding_bag(T(w), T(idx), T(offsets), False, mode, False, None if p is None else T(p), False, pad)
-            theirs = torch.embedding_bag(tw, torch.from_numpy(idx), torch.from_numpy(offsets), False, mode, False,
-                                         None if p is None else torch.from_numpy(p), False, pad)
+            ours = ec.embedding_bag(
+                T(w),
+                T(idx),
+                T(offsets),
+                False,
+                mode,
+                False,
+                None if p is None else T(p),
+                False,
+                pad,
+            )
+            theirs = torch.embedding_bag(
+                tw,
+                torch.from_numpy(idx),
+                torch.from_numpy(offsets),
+                False,
+                mode,
+                False,
+                None if p is None else torch.from_numpy(p),
+                False,
+                pad,
+            )
             np.testing.assert_allclose(ours[0].numpy(), theirs[0].numpy(), rtol=1e-6)
     t = rng.integers(0, 6, (3, 4))
-    np.testing.assert_array_equal(ec.one_hot(T(t), 6).numpy(),
-                                  torch.nn.functional.one_hot(torch.from_numpy(t), 6).numpy())
+    np.testing.assert_array_equal(
+        ec.one_hot(T(t), 6).numpy(), torch.nn.functional.one_hot(torch.from_numpy(t), 6).numpy()
+    )

@@ -102,7 +102,9 @@ def test_nll_loss_backward_op():
         if c != -1:
             ref[i, c] = -w[c] * g[i]
     np.testing.assert_allclose(got, ref)
-    mean = ec._nll_loss_backward(ec.tensor(2.0, dtype=ec.float64), T(logp), T(t), T(w), "mean", -1).numpy()
+    mean = ec._nll_loss_backward(
+        ec.tensor(2.0, dtype=ec.float64), T(logp), T(t), T(w), "mean", -1
+    ).numpy()
     tw = w[[0, 2, 1]].sum()
     np.testing.assert_allclose(mean[1, 2], -2.0 * w[2] / tw)
 
@@ -116,7 +118,9 @@ def test_cross_entropy_indices(reduction, smoothing, weighted):
     target[1, 2] = target[4, 0] = -100
     w = rng.random(6).astype(np.float32) if weighted else None
     got = ec.cross_entropy(T(x), T(target), None if w is None else T(w), -100, reduction, smoothing)
-    ref = np_cross_entropy(x, target, None if w is None else w.astype(np.float64), -100, reduction, smoothing)
+    ref = np_cross_entropy(
+        x, target, None if w is None else w.astype(np.float64), -100, reduction, smoothing
+    )
     np.testing.assert_allclose(got.numpy(), ref, rtol=1e-5, atol=1e-6)
 
 
@@ -127,7 +131,9 @@ def test_cross_entropy_probabilities(reduction, smoothing):
     p = np.exp(np_log_softmax(rng.standard_normal((4, 5)), 1))
     w = rng.random(5)
     got = ec.cross_entropy(T(x), T(p), T(w), -100, reduction, smoothing)
-    np.testing.assert_allclose(got.numpy(), np_cross_entropy(x, p, w, -100, reduction, smoothing), rtol=1e-12)
+    np.testing.assert_allclose(
+        got.numpy(), np_cross_entropy(x, p, w, -100, reduction, smoothing), rtol=1e-12
+    )
 
 
 def test_cross_entropy_unbatched_custom_ignore_and_int_reduction():
@@ -148,11 +154,15 @@ def test_nll_and_cross_entropy_errors():
         ec.nll_loss(x, ec.tensor([1, 2, -1]))
     with pytest.raises(RuntimeError, match="Long or Byte, but got Int"):
         ec.nll_loss(x, ec.tensor([1, 2, 3], dtype=ec.int32))
-    with pytest.raises(ValueError, match=r"input batch_size \(3\) to match target batch_size \(4\)"):
+    with pytest.raises(
+        ValueError, match=r"input batch_size \(3\) to match target batch_size \(4\)"
+    ):
         ec.nll_loss(x, ec.tensor([1, 2, 3, 4]))
     with pytest.raises(RuntimeError, match=r"Expected target size \[2, 4\], got \[2, 5\]"):
         ec.nll_loss(ec.randn(2, 3, 4), ec.zeros(2, 5, dtype=ec.int64))
-    with pytest.raises(RuntimeError, match=r"all 5 classes or no classes but got weight tensor of shape: \[4\]"):
+    with pytest.raises(
+        RuntimeError, match=r"all 5 classes or no classes but got weight tensor of shape: \[4\]"
+    ):
         ec.nll_loss(x, ec.tensor([1, 2, 3]), ec.ones(4))
     with pytest.raises(RuntimeError, match="label_smoothing must be between 0.0 and 1.0"):
         ec.cross_entropy(x, ec.tensor([1, 2, 3]), label_smoothing=1.5)
@@ -197,7 +207,9 @@ def test_binary_cross_entropy_with_logits(reduction, pos_weighted):
     log_1msig = -x + log_sig
     p = pw if pos_weighted else 1.0
     loss = -(p * t * log_sig + (1 - t) * log_1msig) * w
-    got = ec.binary_cross_entropy_with_logits(T(x), T(t), T(w), T(pw) if pos_weighted else None, reduction)
+    got = ec.binary_cross_entropy_with_logits(
+        T(x), T(t), T(w), T(pw) if pos_weighted else None, reduction
+    )
     np.testing.assert_allclose(got.numpy(), reduce(loss, reduction), rtol=1e-10)
 
 
@@ -211,9 +223,15 @@ def test_pointwise_losses(reduction):
     cases = [
         (ec.mse_loss(T(x), T(y), reduction), (x - y) ** 2),
         (ec.l1_loss(T(x), T(y), reduction), d),
-        (ec.smooth_l1_loss(T(x), T(y), reduction, 0.7), np.where(d < 0.7, 0.5 * d * d / 0.7, d - 0.35)),
+        (
+            ec.smooth_l1_loss(T(x), T(y), reduction, 0.7),
+            np.where(d < 0.7, 0.5 * d * d / 0.7, d - 0.35),
+        ),
         (ec.smooth_l1_loss(T(x), T(y), reduction, 0.0), d),
-        (ec.huber_loss(T(x), T(y), reduction, 1.3), np.where(d < 1.3, 0.5 * d * d, 1.3 * (d - 0.65))),
+        (
+            ec.huber_loss(T(x), T(y), reduction, 1.3),
+            np.where(d < 1.3, 0.5 * d * d, 1.3 * (d - 0.65)),
+        ),
     ]
     for got, loss in cases:
         np.testing.assert_allclose(got.numpy(), reduce(loss, reduction), rtol=1e-12)
@@ -257,23 +275,36 @@ def test_parity_with_torch():
     tx, tt, tw = torch.from_numpy(x), torch.from_numpy(t), torch.from_numpy(w)
     for red in ("none", "mean", "sum"):
         for ls in (0.0, 0.2):
-            np.testing.assert_allclose(ec.cross_entropy(T(x), T(t), T(w), -100, red, ls).numpy(),
-                                       F.cross_entropy(tx, tt, tw, reduction=red, label_smoothing=ls).numpy(),
-                                       rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(
+                ec.cross_entropy(T(x), T(t), T(w), -100, red, ls).numpy(),
+                F.cross_entropy(tx, tt, tw, reduction=red, label_smoothing=ls).numpy(),
+                rtol=1e-5,
+                atol=1e-6,
+            )
         p = rng.random((6, 5)).astype(np.float32)
-        np.testing.assert_allclose(ec.binary_cross_entropy(T(p), T(p[::-1]), None, red).numpy(),
-                                   F.binary_cross_entropy(torch.from_numpy(p), torch.from_numpy(p[::-1].copy()),
-                                                          reduction=red).numpy(), rtol=1e-5)
+        np.testing.assert_allclose(
+            ec.binary_cross_entropy(T(p), T(p[::-1]), None, red).numpy(),
+            F.binary_cross_entropy(
+                torch.from_numpy(p), torch.from_numpy(p[::-1].copy()), reduction=red
+            ).numpy(),
+            rtol=1e-5,
+        )
         lg = x[:, :, 0] * 10
         np.testing.assert_allclose(
             ec.binary_cross_entropy_with_logits(T(lg), T(p), None, T(w), red).numpy(),
-            F.binary_cross_entropy_with_logits(torch.from_numpy(lg), torch.from_numpy(p), pos_weight=tw,
-                                               reduction=red).numpy(), rtol=1e-5, atol=1e-6)
+            F.binary_cross_entropy_with_logits(
+                torch.from_numpy(lg), torch.from_numpy(p), pos_weight=tw, reduction=red
+            ).numpy(),
+            rtol=1e-5,
+            atol=1e-6,
+        )
         a, b = T(x), T(x[::-1].copy())
         ta, tb = torch.from_numpy(x), torch.from_numpy(x[::-1].copy())
-        for ours, theirs in [(ec.mse_loss(a, b, red), F.mse_loss(ta, tb, reduction=red)),
-                             (ec.l1_loss(a, b, red), F.l1_loss(ta, tb, reduction=red)),
-                             (ec.smooth_l1_loss(a, b, red, 0.5), F.smooth_l1_loss(ta, tb, reduction=red, beta=0.5)),
-                             (ec.huber_loss(a, b, red, 0.5), F.huber_loss(ta, tb, reduction=red, delta=0.5)),
-                             (ec.kl_div(a, b, red, True), F.kl_div(ta, tb, reduction=red, log_target=True))]:
+        for ours, theirs in [
+            (ec.mse_loss(a, b, red), F.mse_loss(ta, tb, reduction=red)),
+            (ec.l1_loss(a, b, red), F.l1_loss(ta, tb, reduction=red)),
+            (ec.smooth_l1_loss(a, b, red, 0.5), F.smooth_l1_loss(ta, tb, reduction=red, beta=0.5)),
+            (ec.huber_loss(a, b, red, 0.5), F.huber_loss(ta, tb, reduction=red, delta=0.5)),
+            (ec.kl_div(a, b, red, True), F.kl_div(ta, tb, reduction=red, log_target=True)),
+        ]:
             np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-6)

@@ -36,14 +36,20 @@ def test_values_every_dim(shape, log):
 
 def test_float64_is_exact_to_double_precision():
     x = rng.standard_normal((5, 33))
-    np.testing.assert_allclose(ec.softmax(ec.from_numpy(x), 1).numpy(), np_softmax(x, 1), rtol=1e-13)
-    np.testing.assert_allclose(ec.log_softmax(ec.from_numpy(x), 0).numpy(), np_log_softmax(x, 0), rtol=1e-13)
+    np.testing.assert_allclose(
+        ec.softmax(ec.from_numpy(x), 1).numpy(), np_softmax(x, 1), rtol=1e-13
+    )
+    np.testing.assert_allclose(
+        ec.log_softmax(ec.from_numpy(x), 0).numpy(), np_log_softmax(x, 0), rtol=1e-13
+    )
 
 
 def test_large_logits_are_stable():
     x = np.array([[1000.0, 1001.0, 999.0], [-1000.0, -1000.0, -1000.0]], np.float32)
     np.testing.assert_allclose(ec.softmax(ec.from_numpy(x), 1).numpy(), np_softmax(x, 1), rtol=1e-6)
-    np.testing.assert_allclose(ec.log_softmax(ec.from_numpy(x), 1).numpy(), np_log_softmax(x, 1), rtol=1e-6)
+    np.testing.assert_allclose(
+        ec.log_softmax(ec.from_numpy(x), 1).numpy(), np_log_softmax(x, 1), rtol=1e-6
+    )
 
 
 def test_infinities_and_nan():
@@ -76,7 +82,9 @@ def test_non_contiguous_input():
     x = rng.standard_normal((6, 8)).astype(np.float32)
     t = ec.from_numpy(x).T  # (8, 6) with strides (1, 8)
     np.testing.assert_allclose(ec.softmax(t, 1).numpy(), np_softmax(x.T, 1), rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(t.log_softmax(0).numpy(), np_log_softmax(x.T, 0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        t.log_softmax(0).numpy(), np_log_softmax(x.T, 0), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_methods_scalars_and_empty():
@@ -127,7 +135,9 @@ def test_backward_op_casts_to_input_dtype():
 def test_fuzz_shapes_and_dims(shape, data):
     dim = data.draw(st.integers(-len(shape), len(shape) - 1))
     x = np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32) * 3
-    np.testing.assert_allclose(ec.softmax(ec.from_numpy(x), dim).numpy(), np_softmax(x, dim), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(
+        ec.softmax(ec.from_numpy(x), dim).numpy(), np_softmax(x, dim), rtol=1e-5, atol=1e-7
+    )
 
 
 @pytest.mark.parametrize("log", [False, True])
@@ -139,4 +149,6 @@ def test_parity_with_torch(log, dtype):
     for dim in range(3):
         ours = (ec.log_softmax if log else ec.softmax)(ec.from_numpy(x), dim).numpy()
         theirs = (torch.log_softmax if log else torch.softmax)(torch.from_numpy(x), dim).numpy()
-        np.testing.assert_allclose(ours, theirs, rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-6)
+        np.testing.assert_allclose(
+            ours, theirs, rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-6
+        )

@@ -13,7 +13,6 @@ derivatives stay exact.
 """
 
 import ember_core as ec
-
 from ember_autograd._formula import derivative
 from ember_autograd._grad_mode import state
 
@@ -23,10 +22,7 @@ def _higher(*tensors):
     composite double backward])."""
     if not state.enabled:
         return False
-    for t in tensors:
-        if isinstance(t, ec.Tensor) and t.requires_grad:
-            return True
-    return False
+    return any(isinstance(t, ec.Tensor) and t.requires_grad for t in tensors)
 
 
 def _sum_lead(t, k):
@@ -142,7 +138,9 @@ def _(grad, input, weight, training, eps, result, needs):
     gi = None
     if needs[0]:
         if training:
-            gi = invstd * (h - h.mean(dims, keepdim=True) - xhat * (h * xhat).mean(dims, keepdim=True))
+            gi = invstd * (
+                h - h.mean(dims, keepdim=True) - xhat * (h * xhat).mean(dims, keepdim=True)
+            )
         else:
             gi = h * invstd
     gw = (grad * xhat).sum(dims) if needs[1] else None
@@ -165,7 +163,9 @@ def _(grad, input, weight, N, C, HxW, group, eps, result, needs):
     gi = None
     if needs[0]:
         hg, xh = h.reshape(N, group, -1), xhat.reshape(N, group, -1)
-        gi = (rstd * (hg - hg.mean(2, keepdim=True) - xh * (hg * xh).mean(2, keepdim=True))).reshape(shape)
+        gi = (
+            rstd * (hg - hg.mean(2, keepdim=True) - xh * (hg * xh).mean(2, keepdim=True))
+        ).reshape(shape)
     dims = (0,) + tuple(range(2, len(shape)))
     gw = (grad * xhat).sum(dims) if needs[1] else None
     gb = grad.sum(dims) if needs[2] else None
@@ -234,37 +234,73 @@ def _act_grad(grad, input, kind, p0, p1, composite):
 
 @derivative("leaky_relu")
 def _(grad, input, negative_slope):
-    return _act_grad(grad, input, "leaky_relu", negative_slope, 0.0,
-                     lambda: ec.where(input > 0, grad, grad * negative_slope))
+    return _act_grad(
+        grad,
+        input,
+        "leaky_relu",
+        negative_slope,
+        0.0,
+        lambda: ec.where(input > 0, grad, grad * negative_slope),
+    )
 
 
 @derivative("elu")
 def _(grad, input, alpha):
-    return _act_grad(grad, input, "elu", alpha, 1.0,
-                     lambda: ec.where(input > 0, grad, grad * input.exp() * alpha))
+    return _act_grad(
+        grad,
+        input,
+        "elu",
+        alpha,
+        1.0,
+        lambda: ec.where(input > 0, grad, grad * input.exp() * alpha),
+    )
 
 
 @derivative("celu")
 def _(grad, input, alpha):
-    return _act_grad(grad, input, "celu", alpha, 0.0,
-                     lambda: ec.where(input > 0, grad, grad * (input / alpha).exp()))
+    return _act_grad(
+        grad,
+        input,
+        "celu",
+        alpha,
+        0.0,
+        lambda: ec.where(input > 0, grad, grad * (input / alpha).exp()),
+    )
 
 
 @derivative("hardtanh")
 def _(grad, input, min_val, max_val):
-    return _act_grad(grad, input, "hardtanh", min_val, max_val,
-                     lambda: ec.where((input > min_val) & (input < max_val), grad, _zero(grad)))
+    return _act_grad(
+        grad,
+        input,
+        "hardtanh",
+        min_val,
+        max_val,
+        lambda: ec.where((input > min_val) & (input < max_val), grad, _zero(grad)),
+    )
 
 
 @derivative("threshold")
 def _(grad, input, threshold):
-    return _act_grad(grad, input, "threshold", threshold, 0.0,
-                     lambda: ec.where(input > threshold, grad, _zero(grad)))
+    return _act_grad(
+        grad,
+        input,
+        "threshold",
+        threshold,
+        0.0,
+        lambda: ec.where(input > threshold, grad, _zero(grad)),
+    )
 
 
 def _shrink_grad(grad, input, lambd, kind):
-    return _act_grad(grad, input, kind, lambd, 0.0,
-                     lambda: ec.where((input >= -lambd) & (input <= lambd), _zero(grad), grad))
+    return _act_grad(
+        grad,
+        input,
+        kind,
+        lambd,
+        0.0,
+        lambda: ec.where((input >= -lambd) & (input <= lambd), _zero(grad), grad),
+    )
 
 
 @derivative("hardshrink")
@@ -297,8 +333,9 @@ def _(grad, mask, scale):
 
 @derivative("embedding", inputs=("weight",))
 def _(grad, weight_shape, indices, padding_idx, scale_grad_by_freq):
-    return ec._embedding_dense_backward(grad, indices, weight_shape[0], padding_idx,
-                                        scale_grad_by_freq)
+    return ec._embedding_dense_backward(
+        grad, indices, weight_shape[0], padding_idx, scale_grad_by_freq
+    )
 
 
 def _counts_at(indices, num_weights, dtype):
@@ -320,12 +357,23 @@ def _(grad, grad_output_shape, indices, num_weights, padding_idx, scale_grad_by_
 
 
 @derivative("embedding_bag", inputs=("weight", "per_sample_weights"))
-def _(grad, weight, indices, scale_grad_by_freq, mode, per_sample_weights, padding_idx, result,
-      needs):
+def _(
+    grad, weight, indices, scale_grad_by_freq, mode, per_sample_weights, padding_idx, result, needs
+):
     if not _higher(grad, weight, per_sample_weights):
-        return ec._embedding_bag_backward(grad, weight, indices, result[1], result[2], result[3],
-                                          mode, per_sample_weights, padding_idx,
-                                          scale_grad_by_freq, needs)
+        return ec._embedding_bag_backward(
+            grad,
+            weight,
+            indices,
+            result[1],
+            result[2],
+            result[3],
+            mode,
+            per_sample_weights,
+            padding_idx,
+            scale_grad_by_freq,
+            needs,
+        )
     if mode in ("max", 2):
         raise RuntimeError("embedding_bag: double backward is not supported for mode='max'")
     # composite: route each bag's gradient to its positions, then scatter-add
@@ -353,15 +401,17 @@ def _(grad, weight, indices, scale_grad_by_freq, mode, per_sample_weights, paddi
 # ---------------------------------------------------------- recurrent cells
 
 
-@derivative("_lstm_cell", inputs=("input", "hx", "cx", "w_ih", "w_hh", "b_ih", "b_hh"),
-            outputs=(0, 1))
+@derivative(
+    "_lstm_cell", inputs=("input", "hx", "cx", "w_ih", "w_hh", "b_ih", "b_hh"), outputs=(0, 1)
+)
 def _(grads, input, hx, cx, w_ih, w_hh, b_ih, b_hh, result, needs):
     ghy, gcy = grads
     if _higher(ghy, gcy, input, hx, cx, w_ih, w_hh, b_ih, b_hh):
         return _lstm_composite(ghy, gcy, input, hx, cx, w_ih, w_hh, b_ih, b_hh, needs)
     mask = needs[:5] + (needs[5] or needs[6],)
-    gx, gh, gc, gwi, gwh, gb = ec._lstm_cell_backward(ghy, gcy, input, hx, cx, w_ih, w_hh,
-                                                      result[2], result[1], mask)
+    gx, gh, gc, gwi, gwh, gb = ec._lstm_cell_backward(
+        ghy, gcy, input, hx, cx, w_ih, w_hh, result[2], result[1], mask
+    )
     return gx, gh, gc, gwi, gwh, gb if needs[5] else None, gb if needs[6] else None
 
 
@@ -379,16 +429,20 @@ def _lstm_composite(ghy, gcy, input, hx, cx, w_ih, w_hh, b_ih, b_hh, needs):
     i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
     tc = (f * cx + i * g).tanh()
     dc = gcy + ghy * o * (1 - tc * tc)
-    dgates = ec.cat([dc * g * i * (1 - i), dc * cx * f * (1 - f), dc * i * (1 - g * g),
-                     ghy * tc * o * (1 - o)], 1)
+    dgates = ec.cat(
+        [dc * g * i * (1 - i), dc * cx * f * (1 - f), dc * i * (1 - g * g), ghy * tc * o * (1 - o)],
+        1,
+    )
     db = dgates.sum(0)
-    return (dgates.matmul(w_ih) if needs[0] else None,
-            dgates.matmul(w_hh) if needs[1] else None,
-            dc * f if needs[2] else None,
-            dgates.t().matmul(input) if needs[3] else None,
-            dgates.t().matmul(hx) if needs[4] else None,
-            db if needs[5] else None,
-            db if needs[6] else None)
+    return (
+        dgates.matmul(w_ih) if needs[0] else None,
+        dgates.matmul(w_hh) if needs[1] else None,
+        dc * f if needs[2] else None,
+        dgates.t().matmul(input) if needs[3] else None,
+        dgates.t().matmul(hx) if needs[4] else None,
+        db if needs[5] else None,
+        db if needs[6] else None,
+    )
 
 
 @derivative("_gru_cell", inputs=("input", "hx", "w_ih", "w_hh", "b_ih", "b_hh"))
@@ -414,9 +468,11 @@ def _gru_composite(grad, input, hx, w_ih, w_hh, b_ih, b_hh, needs):
     dr = dn * h_n * r * (1 - r)
     d_in = ec.cat([dr, dz, dn], 1)
     d_h = ec.cat([dr, dz, dn * r], 1)
-    return (d_in.matmul(w_ih) if needs[0] else None,
-            d_h.matmul(w_hh) + grad * z if needs[1] else None,
-            d_in.t().matmul(input) if needs[2] else None,
-            d_h.t().matmul(hx) if needs[3] else None,
-            d_in.sum(0) if needs[4] else None,
-            d_h.sum(0) if needs[5] else None)
+    return (
+        d_in.matmul(w_ih) if needs[0] else None,
+        d_h.matmul(w_hh) + grad * z if needs[1] else None,
+        d_in.t().matmul(input) if needs[2] else None,
+        d_h.t().matmul(hx) if needs[3] else None,
+        d_in.sum(0) if needs[4] else None,
+        d_h.sum(0) if needs[5] else None,
+    )

@@ -32,7 +32,7 @@ def _float_only(op, input):
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
     if not input._dtype.is_floating_point:
-        raise NotImplementedError(f'"{op}_cpu" not implemented for \'{E._tname(input._dtype)}\'')
+        raise NotImplementedError(f"\"{op}_cpu\" not implemented for '{E._tname(input._dtype)}'")
 
 
 def _unary(op, code, input, p0, p1=0.0):
@@ -119,16 +119,18 @@ def threshold(input, threshold, value):
     if not isinstance(input, Tensor):
         raise TypeError(f"threshold(): argument 'input' must be Tensor, not {type(input).__name__}")
     if input._dtype.is_floating_point:
-        return E.unary("threshold", lib.EC_U_THRESHOLD, E.SAME, input, None, float(threshold),
-                       float(value))
+        return E.unary(
+            "threshold", lib.EC_U_THRESHOLD, E.SAME, input, None, float(threshold), float(value)
+        )
     return E.where(E.gt(input, threshold), input, E.cast(_scalar_like(value, input), input._dtype))
 
 
 @defop("threshold_(input, threshold, value)", method=False, inplace_of="threshold")
 def threshold_(input, threshold, value):
     if input._dtype.is_floating_point:
-        return E.unary_("threshold_", lib.EC_U_THRESHOLD, E.SAME, input, float(threshold),
-                        float(value))
+        return E.unary_(
+            "threshold_", lib.EC_U_THRESHOLD, E.SAME, input, float(threshold), float(value)
+        )
     return input.copy_(globals()["threshold"](input, threshold, value))
 
 
@@ -169,8 +171,11 @@ def softshrink(input, lambd=0.5):
     return _act("softshrink", lib.EC_ACT_SOFTSHRINK, input, _lambda("softshrink", input, lambd))
 
 
-@defop("_activation_backward(grad_output, input, kind, p0=0.0, p1=0.0)", method=False,
-       differentiable=False)
+@defop(
+    "_activation_backward(grad_output, input, kind, p0=0.0, p1=0.0)",
+    method=False,
+    differentiable=False,
+)
 def _activation_backward(grad_output, input, kind, p0=0.0, p1=0.0):
     """grad_output * f'(input) for the activation named ``kind`` (a key of KINDS)
     with its parameters p0, p1, in one fused pass."""
@@ -184,8 +189,10 @@ def _activation_backward(grad_output, input, kind, p0=0.0, p1=0.0):
     gi = empty(shape, kd, x._storage._device)
     lay = layout(shape, gi._stride, g._stride, x._stride)
     kernel = U.fn("ec_activation_backward", gi._numel * kd.itemsize)
-    check(kernel(code, kd.code, len(shape), lay, gi._ptr, g._ptr, x._ptr, float(p0), float(p1)),
-          f"{kind}_backward")
+    check(
+        kernel(code, kd.code, len(shape), lay, gi._ptr, g._ptr, x._ptr, float(p0), float(p1)),
+        f"{kind}_backward",
+    )
     return U.restore(gi, input._dtype)
 
 
@@ -224,8 +231,11 @@ def prelu(input, weight):
     return E.where(E.gt(input, 0), input, w * input)
 
 
-@defop("rrelu(input, lower=0.125, upper=0.3333333333333333, training=False, generator=None)",
-       method=False, composite=True)
+@defop(
+    "rrelu(input, lower=0.125, upper=0.3333333333333333, training=False, generator=None)",
+    method=False,
+    composite=True,
+)
 def rrelu(input, lower=0.125, upper=0.3333333333333333, training=False, generator=None):
     """Leaky ReLU with a random slope drawn from U(lower, upper) per negative
     element in training, the mean slope otherwise."""
@@ -239,7 +249,10 @@ def rrelu(input, lower=0.125, upper=0.3333333333333333, training=False, generato
     return input * E.where(E.gt(input, 0), one, noise)
 
 
-@defop("rrelu_(input, lower=0.125, upper=0.3333333333333333, training=False, generator=None)",
-       method=False, composite=True)
+@defop(
+    "rrelu_(input, lower=0.125, upper=0.3333333333333333, training=False, generator=None)",
+    method=False,
+    composite=True,
+)
 def rrelu_(input, lower=0.125, upper=0.3333333333333333, training=False, generator=None):
     return input.copy_(rrelu(input, lower, upper, training, generator))

@@ -21,10 +21,15 @@ def _repeat_heads(t, groups):
     return expanded.reshape(shape[:-3] + (shape[-3] * groups,) + shape[-2:])
 
 
-@defop("scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, "
-       "is_causal=False, scale=None, enable_gqa=False)", method=False, composite=True)
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
-                                 scale=None, enable_gqa=False):
+@defop(
+    "scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, "
+    "is_causal=False, scale=None, enable_gqa=False)",
+    method=False,
+    composite=True,
+)
+def scaled_dot_product_attention(
+    query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False
+):
     """softmax(query @ key^T * scale + mask) @ value over (..., L, E) queries and
     (..., S, E) keys.  A bool mask marks the positions that take part; a float
     mask is added.  Rows with every position masked give zeros (as PyTorch's
@@ -34,7 +39,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             raise TypeError(f"scaled_dot_product_attention(): argument '{name}' must be Tensor")
         if t.dim() < 2:
             raise RuntimeError(f"scaled_dot_product_attention: {name} must have at least 2 dims")
-    if not query.dtype.is_floating_point or query.dtype is not key.dtype or query.dtype is not value.dtype:
+    if (
+        not query.dtype.is_floating_point
+        or query.dtype is not key.dtype
+        or query.dtype is not value.dtype
+    ):
         raise RuntimeError(
             "Expected query, key, and value to have the same floating point dtype, but got "
             f"query.dtype: {query.dtype.name}, key.dtype: {key.dtype.name}, value.dtype: "

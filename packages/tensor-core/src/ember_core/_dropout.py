@@ -37,7 +37,9 @@ def native_dropout(input, p, train):
     out = empty(x._shape, x._dtype, dev)
     keep = empty(x._shape, D.bool_, dev)
     n = x._numel
-    seed, offset = default_generator.take(lib.ec_random_counters(lib.EC_RNG_BERNOULLI, lib.EC_BOOL, n))
+    seed, offset = default_generator.take(
+        lib.ec_random_counters(lib.EC_RNG_BERNOULLI, lib.EC_BOOL, n)
+    )
     kernel = U.fn("ec_dropout", n * x._dtype.itemsize)
     check(kernel(x._dtype.code, n, float(p), out._ptr, keep._ptr, x._ptr, seed, offset), "dropout")
     return U.restore(out, input._dtype), keep
@@ -53,8 +55,12 @@ def _native_dropout_backward(grad_output, mask, scale):
         g = g.expand(shape)
     out = empty(shape, kd, g._storage._device)
     lay = layout(shape, out._stride, g._stride, mask._stride)
-    check(U.fn("ec_masked_scale", out._numel * kd.itemsize)(
-        kd.code, len(shape), lay, out._ptr, g._ptr, mask._ptr, float(scale)), "dropout_backward")
+    check(
+        U.fn("ec_masked_scale", out._numel * kd.itemsize)(
+            kd.code, len(shape), lay, out._ptr, g._ptr, mask._ptr, float(scale)
+        ),
+        "dropout_backward",
+    )
     return U.restore(out, grad_output._dtype)
 
 

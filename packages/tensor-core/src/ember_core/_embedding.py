@@ -35,8 +35,10 @@ def _table(op, weight):
     return weight, weight._stride[0]
 
 
-@defop("embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False)",
-       method=False)
+@defop(
+    "embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False)",
+    method=False,
+)
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
     """Rows of ``weight`` at ``indices``: shape indices.shape + (embedding_dim,).
     The row ``padding_idx`` (if >= 0) gets no gradient; ``sparse`` gradients are
@@ -45,14 +47,27 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
     w, w_rs = _table("embedding", weight)
     num, dim = w._shape
     out = empty(tuple(indices._shape) + (dim,), w._dtype, w._storage._device)
-    check(U.fn("ec_embedding", out._numel * w._dtype.itemsize)(
-        w._dtype.code, num, dim, out._ptr, w._ptr, w_rs, idx._ptr, idx._dtype is D.int32,
-        idx._numel), "embedding")
+    check(
+        U.fn("ec_embedding", out._numel * w._dtype.itemsize)(
+            w._dtype.code,
+            num,
+            dim,
+            out._ptr,
+            w._ptr,
+            w_rs,
+            idx._ptr,
+            idx._dtype is D.int32,
+            idx._numel,
+        ),
+        "embedding",
+    )
     return out
 
 
-@defop("_embedding_dense_backward(grad_output, indices, num_weights, padding_idx, "
-       "scale_grad_by_freq)", method=False)
+@defop(
+    "_embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq)",
+    method=False,
+)
 def _embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
     """Scatter-add of grad_output's rows into a (num_weights, dim) gradient."""
     idx = _indices("embedding_backward", indices)
@@ -65,14 +80,27 @@ def _embedding_dense_backward(grad_output, indices, num_weights, padding_idx, sc
             f"indices of shape {list(indices._shape)}"
         )
     gw = empty((num_weights, dim), kd, g._storage._device)
-    check(U.fn("ec_embedding_backward", (num_weights + idx._numel) * dim * kd.itemsize)(
-        kd.code, num_weights, dim, gw._ptr, g._ptr, idx._ptr, idx._dtype is D.int32, idx._numel,
-        int(padding_idx), bool(scale_grad_by_freq)), "embedding_backward")
+    check(
+        U.fn("ec_embedding_backward", (num_weights + idx._numel) * dim * kd.itemsize)(
+            kd.code,
+            num_weights,
+            dim,
+            gw._ptr,
+            g._ptr,
+            idx._ptr,
+            idx._dtype is D.int32,
+            idx._numel,
+            int(padding_idx),
+            bool(scale_grad_by_freq),
+        ),
+        "embedding_backward",
+    )
     return U.restore(gw, grad_output._dtype)
 
 
-@defop("embedding_renorm_(weight, indices, max_norm, norm_type)", method=False,
-       differentiable=False)
+@defop(
+    "embedding_renorm_(weight, indices, max_norm, norm_type)", method=False, differentiable=False
+)
 def embedding_renorm_(weight, indices, max_norm, norm_type):
     """Rescale in place every row referenced by ``indices`` whose norm_type-norm
     exceeds max_norm to norm max_norm (each row once)."""
@@ -84,23 +112,49 @@ def embedding_renorm_(weight, indices, max_norm, norm_type):
         raise RuntimeError("embedding_renorm_: weight must have a unit column stride")
     written(weight, "embedding_renorm_")
     num, dim = w._shape
-    check(U.fn("ec_embedding_renorm", idx._numel * dim * w._dtype.itemsize)(
-        w._dtype.code, num, dim, w._ptr, w_rs, idx._ptr, idx._dtype is D.int32, idx._numel,
-        float(max_norm), float(norm_type)), "embedding_renorm_")
+    check(
+        U.fn("ec_embedding_renorm", idx._numel * dim * w._dtype.itemsize)(
+            w._dtype.code,
+            num,
+            dim,
+            w._ptr,
+            w_rs,
+            idx._ptr,
+            idx._dtype is D.int32,
+            idx._numel,
+            float(max_norm),
+            float(norm_type),
+        ),
+        "embedding_renorm_",
+    )
     return weight
 
 
-@defop("embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, "
-       "per_sample_weights=None, include_last_offset=False, padding_idx=None)", method=False)
-def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
-                  per_sample_weights=None, include_last_offset=False, padding_idx=None):
+@defop(
+    "embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, "
+    "per_sample_weights=None, include_last_offset=False, padding_idx=None)",
+    method=False,
+)
+def embedding_bag(
+    weight,
+    indices,
+    offsets,
+    scale_grad_by_freq=False,
+    mode=0,
+    sparse=False,
+    per_sample_weights=None,
+    include_last_offset=False,
+    padding_idx=None,
+):
     """Sums, means or maxima of bags of embedding rows: bag b takes
     indices[offsets[b]:offsets[b+1]].  Returns (output, offset2bag, bag_size,
     max_indices) like torch.embedding_bag; mode 0/1/2 = sum/mean/max."""
     try:
         m = _MODES[mode]
     except (KeyError, TypeError):
-        raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}") from None
+        raise ValueError(
+            f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}"
+        ) from None
     w, w_rs = _table("embedding_bag", weight)
     num, dim = w._shape
     if not w._dtype.is_floating_point:
@@ -112,7 +166,9 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
     off = U.compute(offsets, D.int64)
     bags = off._numel - 1 if include_last_offset else off._numel
     if bags < 0:
-        raise ValueError("embedding_bag: offsets must hold at least one element with include_last_offset")
+        raise ValueError(
+            "embedding_bag: offsets must hold at least one element with include_last_offset"
+        )
     n = idx._numel
     if include_last_offset and off._numel:
         n = min(n, int(off[-1].item()))  # the extra offset ends the last bag
@@ -144,19 +200,51 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
     o2b = empty((idx._numel,), D.int64, dev)
     bag_size = empty((bags,), D.int64, dev)
     max_idx = empty((bags, dim) if m == 2 else (bags,), D.int64, dev)
-    check(U.fn("ec_embedding_bag", idx._numel * dim * kd.itemsize)(
-        kd.code, num, dim, m, out._ptr, o2b._ptr, bag_size._ptr, max_idx._ptr if m == 2 else 0,
-        tw._ptr, w_rs, idx._ptr, n, off._ptr, bags, U.ptr(psw), pad), "embedding_bag")
+    check(
+        U.fn("ec_embedding_bag", idx._numel * dim * kd.itemsize)(
+            kd.code,
+            num,
+            dim,
+            m,
+            out._ptr,
+            o2b._ptr,
+            bag_size._ptr,
+            max_idx._ptr if m == 2 else 0,
+            tw._ptr,
+            w_rs,
+            idx._ptr,
+            n,
+            off._ptr,
+            bags,
+            U.ptr(psw),
+            pad,
+        ),
+        "embedding_bag",
+    )
     if m != 2:
         max_idx = bag_size.clone()  # PyTorch returns bag_size here outside max mode
     return U.restore(out, weight._dtype), o2b, bag_size, max_idx
 
 
-@defop("_embedding_bag_backward(grad, weight, indices, offset2bag, bag_size, max_indices, mode, "
-       "per_sample_weights, padding_idx, scale_grad_by_freq, output_mask)", method=False,
-       differentiable=False)
-def _embedding_bag_backward(grad, weight, indices, offset2bag, bag_size, max_indices, mode,
-                            per_sample_weights, padding_idx, scale_grad_by_freq, output_mask):
+@defop(
+    "_embedding_bag_backward(grad, weight, indices, offset2bag, bag_size, max_indices, mode, "
+    "per_sample_weights, padding_idx, scale_grad_by_freq, output_mask)",
+    method=False,
+    differentiable=False,
+)
+def _embedding_bag_backward(
+    grad,
+    weight,
+    indices,
+    offset2bag,
+    bag_size,
+    max_indices,
+    mode,
+    per_sample_weights,
+    padding_idx,
+    scale_grad_by_freq,
+    output_mask,
+):
     """(grad_weight, grad_per_sample_weights) of embedding_bag's output."""
     m = _MODES[mode]
     w, w_rs = _table("embedding_bag_backward", weight)
@@ -175,12 +263,33 @@ def _embedding_bag_backward(grad, weight, indices, offset2bag, bag_size, max_ind
     gp = empty(per_sample_weights._shape, kd, dev) if (want_psw and psw is not None) else None
     pad = -1 if padding_idx is None else int(padding_idx)
     mi = U.compute(max_indices, D.int64) if m == 2 else None
-    check(U.fn("ec_embedding_bag_backward", (num + idx._numel) * dim * kd.itemsize)(
-        kd.code, num, dim, m, gw._ptr, U.ptr(gp), g._ptr, tw._ptr, w_rs, idx._ptr, idx._numel,
-        U.compute(offset2bag, D.int64)._ptr, U.compute(bag_size, D.int64)._ptr, U.ptr(mi), bags,
-        U.ptr(psw), pad, bool(scale_grad_by_freq)), "embedding_bag_backward")
-    return (U.restore(gw, weight._dtype) if want_w else None,
-            None if gp is None else U.restore(gp, per_sample_weights._dtype))
+    check(
+        U.fn("ec_embedding_bag_backward", (num + idx._numel) * dim * kd.itemsize)(
+            kd.code,
+            num,
+            dim,
+            m,
+            gw._ptr,
+            U.ptr(gp),
+            g._ptr,
+            tw._ptr,
+            w_rs,
+            idx._ptr,
+            idx._numel,
+            U.compute(offset2bag, D.int64)._ptr,
+            U.compute(bag_size, D.int64)._ptr,
+            U.ptr(mi),
+            bags,
+            U.ptr(psw),
+            pad,
+            bool(scale_grad_by_freq),
+        ),
+        "embedding_bag_backward",
+    )
+    return (
+        U.restore(gw, weight._dtype) if want_w else None,
+        None if gp is None else U.restore(gp, per_sample_weights._dtype),
+    )
 
 
 @defop("one_hot(tensor, num_classes=-1)", method=False, differentiable=False)

@@ -34,7 +34,7 @@ def _float_loss(op, input, target):
             raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(t).__name__}")
     dt = D.result_type(input, target)
     if not dt.is_floating_point:
-        raise NotImplementedError(f'"{op}_cpu" not implemented for \'{_tname(dt)}\'')
+        raise NotImplementedError(f"\"{op}_cpu\" not implemented for '{_tname(dt)}'")
 
 
 # ------------------------------------------------------------- nll / CE
@@ -45,15 +45,17 @@ def _nll_layout(op, input, target):
     if not isinstance(input, Tensor) or not isinstance(target, Tensor):
         raise TypeError(f"{op}(): input and target must be Tensors")
     if target._dtype not in (D.int64, D.uint8):
-        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_tname(target._dtype)}")
+        raise RuntimeError(
+            f"expected target dtype to be Long or Byte, but got {_tname(target._dtype)}"
+        )
     nd = len(input._shape)
     if nd == 0:
         raise ValueError(f"{op}: expected an input of at least 1 dim, got a 0-d tensor")
     if nd == 1:
         if len(target._shape) > 1 or target._numel != 1:
             raise RuntimeError(
-                f"{op}: 0D or 1D target tensor expected, multi-target not supported (input of shape "
-                f"{list(input._shape)}, target of shape {list(target._shape)})"
+                f"{op}: 0D or 1D target tensor expected, multi-target not supported (input "
+                f"of shape {list(input._shape)}, target of shape {list(target._shape)})"
             )
         return 1, input._shape[0], 1, target._shape
     n, c = input._shape[0], input._shape[1]
@@ -107,14 +109,28 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     else:
         out = empty((), x._dtype, dev)
         total = empty((), x._dtype, dev)
-    check(U.fn("ec_nll_loss", x._numel * x._dtype.itemsize)(
-        x._dtype.code, n, c, s, code, int(ignore_index), out._ptr, U.ptr(total), x._ptr, t._ptr,
-        U.ptr(w)), "nll_loss")
+    check(
+        U.fn("ec_nll_loss", x._numel * x._dtype.itemsize)(
+            x._dtype.code,
+            n,
+            c,
+            s,
+            code,
+            int(ignore_index),
+            out._ptr,
+            U.ptr(total),
+            x._ptr,
+            t._ptr,
+            U.ptr(w),
+        ),
+        "nll_loss",
+    )
     return U.restore(out, input._dtype)
 
 
-@defop("_nll_loss_backward(grad_output, input, target, weight, reduction, ignore_index)",
-       method=False)
+@defop(
+    "_nll_loss_backward(grad_output, input, target, weight, reduction, ignore_index)", method=False
+)
 def _nll_loss_backward(grad_output, input, target, weight, reduction, ignore_index):
     """Gradient of nll_loss with respect to its input: -weight[target] * grad at
     each target (divided by the total weight for 'mean'), zero elsewhere."""
@@ -125,16 +141,24 @@ def _nll_loss_backward(grad_output, input, target, weight, reduction, ignore_ind
     w = None if weight is None else U.compute(weight, kd)
     t = _target(target)
     gi = empty(input._shape, kd, input._storage._device)
-    check(U.fn("ec_nll_loss_backward", gi._numel * kd.itemsize)(
-        kd.code, n, c, s, code, int(ignore_index), gi._ptr, g._ptr, t._ptr, U.ptr(w)),
-        "nll_loss_backward")
+    check(
+        U.fn("ec_nll_loss_backward", gi._numel * kd.itemsize)(
+            kd.code, n, c, s, code, int(ignore_index), gi._ptr, g._ptr, t._ptr, U.ptr(w)
+        ),
+        "nll_loss_backward",
+    )
     return U.restore(gi, input._dtype)
 
 
-@defop("cross_entropy(input, target, weight=None, ignore_index=-100, reduction='mean', "
-       "label_smoothing=0.0)", method=False, composite=True)
-def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean",
-                  label_smoothing=0.0):
+@defop(
+    "cross_entropy(input, target, weight=None, ignore_index=-100, reduction='mean', "
+    "label_smoothing=0.0)",
+    method=False,
+    composite=True,
+)
+def cross_entropy(
+    input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0
+):
     """Cross entropy of logits ``input`` (C), (N, C) or (N, C, d1, ...) against
     class indices, or against class probabilities of input's shape."""
     code = U.reduction_code(reduction, "cross_entropy")
@@ -160,7 +184,8 @@ def _class_view(weight, ndim, class_dim):
 def _ce_probabilities(logp, target, weight, code, smoothing, class_dim):
     if not target._dtype.is_floating_point:
         raise RuntimeError(
-            f"Expected floating point type for target with class probabilities, got {target._dtype.name}"
+            "Expected floating point type for target with class probabilities, got "
+            f"{target._dtype.name}"
         )
     n_classes = logp._shape[class_dim]
     if smoothing > 0:
@@ -229,8 +254,11 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     return _reduce(loss, code)
 
 
-@defop("binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, "
-       "reduction='mean')", method=False)
+@defop(
+    "binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, "
+    "reduction='mean')",
+    method=False,
+)
 def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction="mean"):
     """Binary cross entropy of sigmoid(input), computed stably from the logits;
     ``pos_weight`` weighs the positive term (broadcast along the class dim)."""
@@ -238,7 +266,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None
     _float_loss("binary_cross_entropy_with_logits", input, target)
     if input._shape != target._shape:
         raise ValueError(
-            f"Target size ({list(target._shape)}) must be the same as input size ({list(input._shape)})"
+            f"Target size ({list(target._shape)}) must be the same as input size "
+            f"({list(input._shape)})"
         )
     log_sig = input.logsigmoid()
     if pos_weight is not None:
@@ -287,7 +316,9 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     code = U.reduction_code(reduction, "huber_loss")
     _float_loss("huber", input, target)
     if delta <= 0:
-        raise RuntimeError(f"huber_loss does not support non-positive values for delta, got {delta}")
+        raise RuntimeError(
+            f"huber_loss does not support non-positive values for delta, got {delta}"
+        )
     d = (input - target).abs()
     return _reduce(where(d < delta, d.square() * 0.5, (d - 0.5 * delta) * delta), code)
 

@@ -11,8 +11,12 @@ from ember_core._lib import check
 from ember_core._tensor import Tensor, empty, is_contig, written
 
 _HALF = (D.float16, D.bfloat16)
-_EPS = {"float16": 0.0009765625, "bfloat16": 0.0078125, "float32": 1.1920928955078125e-07,
-        "float64": 2.220446049250313e-16}
+_EPS = {
+    "float16": 0.0009765625,
+    "bfloat16": 0.0078125,
+    "float32": 1.1920928955078125e-07,
+    "float64": 2.220446049250313e-16,
+}
 
 
 def _param(op, input, t, name, numel, shape=None):
@@ -87,14 +91,31 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
     mean = empty(sshape, x._dtype, x._storage._device)
     rstd = empty(sshape, x._dtype, x._storage._device)
     kernel = U.fn("ec_row_norm", x._numel * x._dtype.itemsize)
-    check(kernel(x._dtype.code, 0, rows, cols, float(eps), y._ptr, mean._ptr, rstd._ptr, x._ptr,
-                 U.ptr(w), U.ptr(b)), "layer_norm")
+    check(
+        kernel(
+            x._dtype.code,
+            0,
+            rows,
+            cols,
+            float(eps),
+            y._ptr,
+            mean._ptr,
+            rstd._ptr,
+            x._ptr,
+            U.ptr(w),
+            U.ptr(b),
+        ),
+        "layer_norm",
+    )
     sd = _stat_dtype(input, weight, bias)
     return U.restore(y, input._dtype), U.restore(mean, sd), U.restore(rstd, sd)
 
 
-@defop("layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True)",
-       method=False, composite=True)
+@defop(
+    "layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True)",
+    method=False,
+    composite=True,
+)
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):
     """Normalize over the trailing dims ``normalized_shape`` to zero mean and unit
     variance, then scale by weight and shift by bias (both optional)."""
@@ -114,10 +135,15 @@ def _mask(output_mask, n):
     return tuple(bool(m) for m in output_mask) if output_mask is not None else (True,) * n
 
 
-@defop("_native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, "
-       "output_mask)", method=False, differentiable=False)
-def _native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias,
-                                output_mask):
+@defop(
+    "_native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, "
+    "output_mask)",
+    method=False,
+    differentiable=False,
+)
+def _native_layer_norm_backward(
+    grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask
+):
     """(grad_input, grad_weight, grad_bias) of layer norm, each None where
     output_mask (or a missing weight/bias) says so."""
     ns = _normalized("layer_norm_backward", input, normalized_shape)
@@ -133,12 +159,28 @@ def _native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, w
     gw = empty(ns, x._dtype, dev) if mw else None
     gb = empty(ns, x._dtype, dev) if mb else None
     kernel = U.fn("ec_row_norm_backward", x._numel * x._dtype.itemsize)
-    check(kernel(x._dtype.code, 0, rows, cols, U.ptr(gi), U.ptr(gw), U.ptr(gb), g._ptr, x._ptr,
-                 U.compute(mean, x._dtype)._ptr, U.compute(rstd, x._dtype)._ptr, U.ptr(w)),
-          "layer_norm_backward")
-    return (None if gi is None else U.restore(gi, input._dtype),
-            None if gw is None else U.restore(gw, weight._dtype),
-            None if gb is None else U.restore(gb, bias._dtype))
+    check(
+        kernel(
+            x._dtype.code,
+            0,
+            rows,
+            cols,
+            U.ptr(gi),
+            U.ptr(gw),
+            U.ptr(gb),
+            g._ptr,
+            x._ptr,
+            U.compute(mean, x._dtype)._ptr,
+            U.compute(rstd, x._dtype)._ptr,
+            U.ptr(w),
+        ),
+        "layer_norm_backward",
+    )
+    return (
+        None if gi is None else U.restore(gi, input._dtype),
+        None if gw is None else U.restore(gw, weight._dtype),
+        None if gb is None else U.restore(gb, bias._dtype),
+    )
 
 
 # --------------------------------------------------------------- RMS norm
@@ -158,8 +200,10 @@ def _fused_rms_norm(input, normalized_shape, weight, eps):
     y = empty(x._shape, x._dtype, x._storage._device)
     rstd = empty(_stat_shape(input, ns), x._dtype, x._storage._device)
     kernel = U.fn("ec_row_norm", x._numel * x._dtype.itemsize)
-    check(kernel(x._dtype.code, 1, rows, cols, float(eps), y._ptr, 0, rstd._ptr, x._ptr, U.ptr(w), 0),
-          "rms_norm")
+    check(
+        kernel(x._dtype.code, 1, rows, cols, float(eps), y._ptr, 0, rstd._ptr, x._ptr, U.ptr(w), 0),
+        "rms_norm",
+    )
     return U.restore(y, input._dtype), U.restore(rstd, _stat_dtype(input, weight))
 
 
@@ -169,8 +213,11 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     return _fused_rms_norm(input, normalized_shape, weight, eps)[0]
 
 
-@defop("_fused_rms_norm_backward(grad_out, input, normalized_shape, rstd, weight, output_mask)",
-       method=False, differentiable=False)
+@defop(
+    "_fused_rms_norm_backward(grad_out, input, normalized_shape, rstd, weight, output_mask)",
+    method=False,
+    differentiable=False,
+)
 def _fused_rms_norm_backward(grad_out, input, normalized_shape, rstd, weight, output_mask):
     """(grad_input, grad_weight) of RMS norm."""
     ns = _normalized("rms_norm_backward", input, normalized_shape)
@@ -185,10 +232,27 @@ def _fused_rms_norm_backward(grad_out, input, normalized_shape, rstd, weight, ou
     gi = empty(x._shape, x._dtype, dev) if mi else None
     gw = empty(ns, x._dtype, dev) if mw else None
     kernel = U.fn("ec_row_norm_backward", x._numel * x._dtype.itemsize)
-    check(kernel(x._dtype.code, 1, rows, cols, U.ptr(gi), U.ptr(gw), 0, g._ptr, x._ptr, 0,
-                 U.compute(rstd, x._dtype)._ptr, U.ptr(w)), "rms_norm_backward")
-    return (None if gi is None else U.restore(gi, input._dtype),
-            None if gw is None else U.restore(gw, weight._dtype))
+    check(
+        kernel(
+            x._dtype.code,
+            1,
+            rows,
+            cols,
+            U.ptr(gi),
+            U.ptr(gw),
+            0,
+            g._ptr,
+            x._ptr,
+            0,
+            U.compute(rstd, x._dtype)._ptr,
+            U.ptr(w),
+        ),
+        "rms_norm_backward",
+    )
+    return (
+        None if gi is None else U.restore(gi, input._dtype),
+        None if gw is None else U.restore(gw, weight._dtype),
+    )
 
 
 # ------------------------------------------------------------- batch norm
@@ -197,7 +261,8 @@ def _fused_rms_norm_backward(grad_out, input, normalized_shape, rstd, weight, ou
 def _ncs(op, input):
     if len(input._shape) < 2:
         raise RuntimeError(
-            f"{op}: expected an input with at least 2 dims (N, C, *), got shape {list(input._shape)}"
+            f"{op}: expected an input with at least 2 dims (N, C, *), got shape "
+            f"{list(input._shape)}"
         )
     n, c = input._shape[0], input._shape[1]
     return n, c, U.prod(input._shape[2:])
@@ -220,8 +285,10 @@ def _running(op, input, t, name, c):
     return tmp, t
 
 
-@defop("native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)",
-       method=False)
+@defop(
+    "native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)",
+    method=False,
+)
 def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
     """(output, save_mean, save_invstd) of batch norm over dim 1 of (N, C, *).
 
@@ -250,9 +317,27 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
         written(running_var, "batch_norm")
     rdtype = rm._dtype.code if rm is not None else 0
     kernel = U.fn("ec_batch_norm", x._numel * x._dtype.itemsize)
-    check(kernel(x._dtype.code, rdtype, n, c, s, bool(training), float(momentum), float(eps),
-                 y._ptr, save_mean._ptr, save_invstd._ptr, x._ptr, U.ptr(w), U.ptr(b),
-                 U.ptr(rm), U.ptr(rv)), "batch_norm")
+    check(
+        kernel(
+            x._dtype.code,
+            rdtype,
+            n,
+            c,
+            s,
+            bool(training),
+            float(momentum),
+            float(eps),
+            y._ptr,
+            save_mean._ptr,
+            save_invstd._ptr,
+            x._ptr,
+            U.ptr(w),
+            U.ptr(b),
+            U.ptr(rm),
+            U.ptr(rv),
+        ),
+        "batch_norm",
+    )
     if training:
         if rm_back is not None:
             copy_into(rm_back, rm)
@@ -262,20 +347,31 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     return U.restore(y, input._dtype), U.restore(save_mean, sd), U.restore(save_invstd, sd)
 
 
-@defop("batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, "
-       "cudnn_enabled=True)", method=False, composite=True)
-def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
-               cudnn_enabled=True):
+@defop(
+    "batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, "
+    "cudnn_enabled=True)",
+    method=False,
+    composite=True,
+)
+def batch_norm(
+    input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled=True
+):
     """Batch normalization over dim 1 of (N, C, *) (torch.batch_norm's argument
     order; torch.nn.functional.batch_norm puts the running stats first)."""
-    return native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
-                             eps)[0]
+    return native_batch_norm(
+        input, weight, bias, running_mean, running_var, training, momentum, eps
+    )[0]
 
 
-@defop("_native_batch_norm_backward(grad_out, input, weight, save_mean, save_invstd, training, "
-       "output_mask)", method=False, differentiable=False)
-def _native_batch_norm_backward(grad_out, input, weight, save_mean, save_invstd, training,
-                                output_mask):
+@defop(
+    "_native_batch_norm_backward(grad_out, input, weight, save_mean, save_invstd, training, "
+    "output_mask)",
+    method=False,
+    differentiable=False,
+)
+def _native_batch_norm_backward(
+    grad_out, input, weight, save_mean, save_invstd, training, output_mask
+):
     """(grad_input, grad_weight, grad_bias) of batch norm; with training the
     statistics are the batch's (the gradient flows through them)."""
     n, c, s = _ncs("batch_norm_backward", input)
@@ -288,13 +384,30 @@ def _native_batch_norm_backward(grad_out, input, weight, save_mean, save_invstd,
     gw = empty((c,), x._dtype, dev) if mw else None
     gb = empty((c,), x._dtype, dev) if mb else None
     kernel = U.fn("ec_batch_norm_backward", x._numel * x._dtype.itemsize)
-    check(kernel(x._dtype.code, n, c, s, bool(training), U.ptr(gi), U.ptr(gw), U.ptr(gb), g._ptr,
-                 x._ptr, U.compute(save_mean, x._dtype)._ptr,
-                 U.compute(save_invstd, x._dtype)._ptr, U.ptr(w)), "batch_norm_backward")
+    check(
+        kernel(
+            x._dtype.code,
+            n,
+            c,
+            s,
+            bool(training),
+            U.ptr(gi),
+            U.ptr(gw),
+            U.ptr(gb),
+            g._ptr,
+            x._ptr,
+            U.compute(save_mean, x._dtype)._ptr,
+            U.compute(save_invstd, x._dtype)._ptr,
+            U.ptr(w),
+        ),
+        "batch_norm_backward",
+    )
     pdt = weight._dtype if weight is not None else input._dtype
-    return (None if gi is None else U.restore(gi, input._dtype),
-            None if gw is None else U.restore(gw, pdt),
-            None if gb is None else U.restore(gb, pdt))
+    return (
+        None if gi is None else U.restore(gi, input._dtype),
+        None if gw is None else U.restore(gw, pdt),
+        None if gb is None else U.restore(gb, pdt),
+    )
 
 
 # ------------------------------------------------------------- group norm
@@ -306,7 +419,8 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     x = _input("group_norm", input)
     if N * C * HxW != x._numel:
         raise RuntimeError(
-            f"group_norm: N={N}, C={C}, HxW={HxW} do not match an input of shape {list(input._shape)}"
+            f"group_norm: N={N}, C={C}, HxW={HxW} do not match an input of shape "
+            f"{list(input._shape)}"
         )
     if group <= 0 or C % group:
         raise RuntimeError(
@@ -320,14 +434,32 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     mean = empty((N, group), x._dtype, dev)
     rstd = empty((N, group), x._dtype, dev)
     kernel = U.fn("ec_group_norm", x._numel * x._dtype.itemsize)
-    check(kernel(x._dtype.code, N, C, HxW, group, float(eps), y._ptr, mean._ptr, rstd._ptr, x._ptr,
-                 U.ptr(w), U.ptr(b)), "group_norm")
+    check(
+        kernel(
+            x._dtype.code,
+            N,
+            C,
+            HxW,
+            group,
+            float(eps),
+            y._ptr,
+            mean._ptr,
+            rstd._ptr,
+            x._ptr,
+            U.ptr(w),
+            U.ptr(b),
+        ),
+        "group_norm",
+    )
     sd = _stat_dtype(input, weight, bias)
     return U.restore(y, input._dtype), U.restore(mean, sd), U.restore(rstd, sd)
 
 
-@defop("group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True)",
-       method=False, composite=True)
+@defop(
+    "group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True)",
+    method=False,
+    composite=True,
+)
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True):
     """Normalize each group of channels of each sample of (N, C, *), then scale
     and shift per channel."""
@@ -340,8 +472,12 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabl
     return native_group_norm(input, weight, bias, n, c, s, num_groups, eps)[0]
 
 
-@defop("_native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, "
-       "output_mask)", method=False, differentiable=False)
+@defop(
+    "_native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, "
+    "output_mask)",
+    method=False,
+    differentiable=False,
+)
 def _native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):
     """(grad_input, grad_weight, grad_bias) of group norm."""
     x = U.compute(input)
@@ -353,22 +489,52 @@ def _native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, 
     gw = empty((C,), x._dtype, dev) if mw else None
     gb = empty((C,), x._dtype, dev) if mb else None
     kernel = U.fn("ec_group_norm_backward", x._numel * x._dtype.itemsize)
-    check(kernel(x._dtype.code, N, C, HxW, group, U.ptr(gi), U.ptr(gw), U.ptr(gb), g._ptr, x._ptr,
-                 U.compute(mean, x._dtype)._ptr, U.compute(rstd, x._dtype)._ptr, U.ptr(w)),
-          "group_norm_backward")
+    check(
+        kernel(
+            x._dtype.code,
+            N,
+            C,
+            HxW,
+            group,
+            U.ptr(gi),
+            U.ptr(gw),
+            U.ptr(gb),
+            g._ptr,
+            x._ptr,
+            U.compute(mean, x._dtype)._ptr,
+            U.compute(rstd, x._dtype)._ptr,
+            U.ptr(w),
+        ),
+        "group_norm_backward",
+    )
     pdt = weight._dtype if weight is not None else input._dtype
-    return (None if gi is None else U.restore(gi, input._dtype),
-            None if gw is None else U.restore(gw, pdt),
-            None if gb is None else U.restore(gb, pdt))
+    return (
+        None if gi is None else U.restore(gi, input._dtype),
+        None if gw is None else U.restore(gw, pdt),
+        None if gb is None else U.restore(gb, pdt),
+    )
 
 
 # ---------------------------------------------------------- instance norm
 
 
-@defop("instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, "
-       "eps, cudnn_enabled=True)", method=False, composite=True)
-def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,
-                  cudnn_enabled=True):
+@defop(
+    "instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, "
+    "eps, cudnn_enabled=True)",
+    method=False,
+    composite=True,
+)
+def instance_norm(
+    input,
+    weight,
+    bias,
+    running_mean,
+    running_var,
+    use_input_stats,
+    momentum,
+    eps,
+    cudnn_enabled=True,
+):
     """Normalize each channel of each sample of (N, C, *) over its spatial dims:
     batch norm of the input seen as (1, N * C, *), as PyTorch computes it; the
     running stats (optional) get the mean of the per-sample updates."""
@@ -379,8 +545,17 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
 
     rm, rv = rep(running_mean), rep(running_var)
     shape = (1, n * c) + tuple(input._shape[2:])
-    out = batch_norm(input.contiguous().view(shape), rep(weight), rep(bias), rm, rv,
-                     use_input_stats, momentum, eps, cudnn_enabled)
+    out = batch_norm(
+        input.contiguous().view(shape),
+        rep(weight),
+        rep(bias),
+        rm,
+        rv,
+        use_input_stats,
+        momentum,
+        eps,
+        cudnn_enabled,
+    )
     if running_mean is not None:
         running_mean.copy_(rm.view(n, c).mean(0))
     if running_var is not None:

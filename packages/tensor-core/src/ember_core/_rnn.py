@@ -2,7 +2,6 @@
 each way (csrc/rnn.c: gate GEMMs through BLAS, gate nonlinearities and the
 state update in one pass), and the plain RNN cells as compositions."""
 
-from ember_core import _dtype as D
 from ember_core import _nnutil as U
 from ember_core._dispatch import defop
 from ember_core._lib import check
@@ -42,7 +41,9 @@ def _check_cell(op, input, hx, w_ih, w_hh, b_ih, b_hh, gates, cx=None):
                 f"Input batch size {input.shape[0]} doesn't match {name} batch size {s.shape[0]}"
             )
         if s.shape[1] != h:
-            raise RuntimeError(f"{name} has inconsistent hidden_size: got {s.shape[1]}, expected {h}")
+            raise RuntimeError(
+                f"{name} has inconsistent hidden_size: got {s.shape[1]}, expected {h}"
+            )
     for b, name in ((b_ih, "b_ih"), (b_hh, "b_hh")):
         if b is not None and b._numel != gates * h:
             raise RuntimeError(f"{op}: {name} must have {gates * h} elements, got {b._numel}")
@@ -73,9 +74,30 @@ def _lstm_cell(input, hx, cx, w_ih, w_hh, b_ih=None, b_hh=None):
     dev = x._storage._device
     hy, cy = empty((b, h), kd, dev), empty((b, h), kd, dev)
     ws = empty((b, 4 * h), kd, dev)
-    check(U.fn("ec_lstm_cell", b * 4 * h * (i + h) * kd.itemsize)(
-        kd.code, b, i, h, hy._ptr, cy._ptr, ws._ptr, x._ptr, x_rs, hh._ptr, h_rs, cc._ptr, c_rs,
-        wi._ptr, wi_rs, wh._ptr, wh_rs, U.ptr(bi), U.ptr(bh)), "lstm_cell")
+    check(
+        U.fn("ec_lstm_cell", b * 4 * h * (i + h) * kd.itemsize)(
+            kd.code,
+            b,
+            i,
+            h,
+            hy._ptr,
+            cy._ptr,
+            ws._ptr,
+            x._ptr,
+            x_rs,
+            hh._ptr,
+            h_rs,
+            cc._ptr,
+            c_rs,
+            wi._ptr,
+            wi_rs,
+            wh._ptr,
+            wh_rs,
+            U.ptr(bi),
+            U.ptr(bh),
+        ),
+        "lstm_cell",
+    )
     return U.restore(hy, input._dtype), U.restore(cy, input._dtype), ws
 
 
@@ -88,8 +110,11 @@ def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return hy, cy
 
 
-@defop("_lstm_cell_backward(grad_hy, grad_cy, input, hx, cx, w_ih, w_hh, workspace, cy, "
-       "output_mask)", method=False, differentiable=False)
+@defop(
+    "_lstm_cell_backward(grad_hy, grad_cy, input, hx, cx, w_ih, w_hh, workspace, cy, output_mask)",
+    method=False,
+    differentiable=False,
+)
 def _lstm_cell_backward(grad_hy, grad_cy, input, hx, cx, w_ih, w_hh, workspace, cy, output_mask):
     """(grad_input, grad_hx, grad_cx, grad_w_ih, grad_w_hh, grad_bias) of one
     LSTM step; grad_bias is the gradient of b_ih and of b_hh alike."""
@@ -112,10 +137,36 @@ def _lstm_cell_backward(grad_hy, grad_cy, input, hx, cx, w_ih, w_hh, workspace, 
     dg = empty((b, 4 * h), kd, dev)
     ghy = None if grad_hy is None else U.compute(grad_hy, kd)
     gcy = None if grad_cy is None else U.compute(grad_cy, kd)
-    check(U.fn("ec_lstm_cell_backward", b * 4 * h * (i + h) * kd.itemsize)(
-        kd.code, b, i, h, U.ptr(gx), U.ptr(gh), U.ptr(gc), U.ptr(gwi), U.ptr(gwh), U.ptr(gb),
-        dg._ptr, U.ptr(ghy), U.ptr(gcy), workspace._ptr, cc._ptr, c_rs, U.compute(cy, kd)._ptr,
-        x._ptr, x_rs, hh._ptr, h_rs, wi._ptr, wi_rs, wh._ptr, wh_rs), "lstm_cell_backward")
+    check(
+        U.fn("ec_lstm_cell_backward", b * 4 * h * (i + h) * kd.itemsize)(
+            kd.code,
+            b,
+            i,
+            h,
+            U.ptr(gx),
+            U.ptr(gh),
+            U.ptr(gc),
+            U.ptr(gwi),
+            U.ptr(gwh),
+            U.ptr(gb),
+            dg._ptr,
+            U.ptr(ghy),
+            U.ptr(gcy),
+            workspace._ptr,
+            cc._ptr,
+            c_rs,
+            U.compute(cy, kd)._ptr,
+            x._ptr,
+            x_rs,
+            hh._ptr,
+            h_rs,
+            wi._ptr,
+            wi_rs,
+            wh._ptr,
+            wh_rs,
+        ),
+        "lstm_cell_backward",
+    )
     dt = input._dtype
     return tuple(None if t is None else U.restore(t, dt) for t in (gx, gh, gc, gwi, gwh, gb))
 
@@ -134,9 +185,27 @@ def _gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     dev = x._storage._device
     hy = empty((b, h), kd, dev)
     ws = empty((b, 4 * h), kd, dev)
-    check(U.fn("ec_gru_cell", b * 3 * h * (i + h) * kd.itemsize)(
-        kd.code, b, i, h, hy._ptr, ws._ptr, x._ptr, x_rs, hh._ptr, h_rs, wi._ptr, wi_rs, wh._ptr,
-        wh_rs, U.ptr(bi), U.ptr(bh)), "gru_cell")
+    check(
+        U.fn("ec_gru_cell", b * 3 * h * (i + h) * kd.itemsize)(
+            kd.code,
+            b,
+            i,
+            h,
+            hy._ptr,
+            ws._ptr,
+            x._ptr,
+            x_rs,
+            hh._ptr,
+            h_rs,
+            wi._ptr,
+            wi_rs,
+            wh._ptr,
+            wh_rs,
+            U.ptr(bi),
+            U.ptr(bh),
+        ),
+        "gru_cell",
+    )
     return U.restore(hy, input._dtype), ws
 
 
@@ -147,8 +216,11 @@ def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return _gru_cell(input, hx, w_ih, w_hh, b_ih, b_hh)[0]
 
 
-@defop("_gru_cell_backward(grad_hy, input, hx, w_ih, w_hh, workspace, output_mask)", method=False,
-       differentiable=False)
+@defop(
+    "_gru_cell_backward(grad_hy, input, hx, w_ih, w_hh, workspace, output_mask)",
+    method=False,
+    differentiable=False,
+)
 def _gru_cell_backward(grad_hy, input, hx, w_ih, w_hh, workspace, output_mask):
     """(grad_input, grad_hx, grad_w_ih, grad_w_hh, grad_b_ih, grad_b_hh) of one
     GRU step."""
@@ -168,10 +240,32 @@ def _gru_cell_backward(grad_hy, input, hx, w_ih, w_hh, workspace, output_mask):
     gbi = empty((3 * h,), kd, dev) if mbi else None
     gbh = empty((3 * h,), kd, dev) if mbh else None
     dg = empty((b, 6 * h), kd, dev)
-    check(U.fn("ec_gru_cell_backward", b * 3 * h * (i + h) * kd.itemsize)(
-        kd.code, b, i, h, U.ptr(gx), U.ptr(gh), U.ptr(gwi), U.ptr(gwh), U.ptr(gbi), U.ptr(gbh),
-        dg._ptr, U.compute(grad_hy, kd)._ptr, workspace._ptr, x._ptr, x_rs, hh._ptr, h_rs, wi._ptr,
-        wi_rs, wh._ptr, wh_rs), "gru_cell_backward")
+    check(
+        U.fn("ec_gru_cell_backward", b * 3 * h * (i + h) * kd.itemsize)(
+            kd.code,
+            b,
+            i,
+            h,
+            U.ptr(gx),
+            U.ptr(gh),
+            U.ptr(gwi),
+            U.ptr(gwh),
+            U.ptr(gbi),
+            U.ptr(gbh),
+            dg._ptr,
+            U.compute(grad_hy, kd)._ptr,
+            workspace._ptr,
+            x._ptr,
+            x_rs,
+            hh._ptr,
+            h_rs,
+            wi._ptr,
+            wi_rs,
+            wh._ptr,
+            wh_rs,
+        ),
+        "gru_cell_backward",
+    )
     dt = input._dtype
     return tuple(None if t is None else U.restore(t, dt) for t in (gx, gh, gwi, gwh, gbi, gbh))
 

@@ -17,7 +17,7 @@ def _forward(op, log, input, dim, dtype):
     out_dtype = input._dtype if dtype is None else D.to_dtype(dtype)
     if not out_dtype.is_floating_point:
         raise NotImplementedError(
-            f'"{op}_lastdim_kernel_impl" not implemented for \'{_tname(out_dtype)}\''
+            f"\"{op}_lastdim_kernel_impl\" not implemented for '{_tname(out_dtype)}'"
         )
     shape = input._shape
     d = normalize_dim(dim, len(shape), op)

@@ -74,12 +74,43 @@ def main():
 # NN kernels: softmax, norms, losses, embedding, RNN cells (issue 5, part 2).
 # Forward + backward through autograd, as a training step runs them.
 # Targets: at least as fast as PyTorch (torch/ember >= 1).
+# `python benchmarks/ops.py nn [THREADS]` runs this section alone.
+
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+
+def _calibrate(fn, min_time=0.05):
+    fn()
+    number = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        if time.perf_counter() - t0 > min_time or number > 1 << 16:
+            return number
+        number *= 2
+
+
+def _interleaved_medians(fns, repeat=9):
+    """Median seconds per call of each fn, sampling them in turns so that load
+    changes on a shared machine hit every column alike."""
+    numbers = [_calibrate(f) for f in fns]
+    samples = [[] for _ in fns]
+    for _ in range(repeat):
+        for f, n, out in zip(fns, numbers, samples):
+            t0 = time.perf_counter()
+            for _ in range(n):
+                f()
+            out.append((time.perf_counter() - t0) / n)
+    return [statistics.median(s) for s in samples]
 
 
 def nn_case(name, ember_fn, torch_fn):
-    te = median_time(ember_fn)
-    tt = median_time(torch_fn) if torch_fn else None
-    return [name, fmt_time(te), fmt_time(tt), f"{tt / te:.2f}" if tt else "-"]
+    if torch_fn is None:
+        return [name, fmt_time(median_time(ember_fn)), "-", "-"]
+    te, tt = _interleaved_medians([ember_fn, torch_fn])
+    return [name, fmt_time(te), fmt_time(tt), f"{tt / te:.2f}"]
 
 
 def _pair(shape, *, requires_grad=True, scale=1.0, seed=0, dtype=np.float32):
@@ -168,10 +199,10 @@ def nn_main():
     q, tq = _pair((8, 8, 128, 64))
     k, tk = _pair((8, 8, 128, 64), seed=1)
     v, tv = _pair((8, 8, 128, 64), seed=2)
+    sdpa, tsdpa = F.scaled_dot_product_attention, (tF.scaled_dot_product_attention if torch else None)
     both("sdpa causal fwd+bwd 8x8x128x64",
-         lambda: ag.grad(F.scaled_dot_product_attention(q, k, v, is_causal=True).sum(), [q, k, v]),
-         lambda: torch.autograd.grad(tF.scaled_dot_product_attention(tq, tk, tv, is_causal=True).sum(),
-                                     [tq, tk, tv]))
+         lambda: ag.grad(sdpa(q, k, v, is_causal=True).sum(), [q, k, v]),
+         lambda: torch.autograd.grad(tsdpa(tq, tk, tv, is_causal=True).sum(), [tq, tk, tv]))
 
     print(f"NN kernels: softmax, norms, losses, embedding; {ec.get_num_threads()} threads")
     table(rows, ["case", "ember", "torch", "torch/ember"])
@@ -179,5 +210,12 @@ def nn_main():
 
 
 if __name__ == "__main__":
-    main()
-    nn_main()
+    if sys.argv[1:2] == ["nn"]:
+        if len(sys.argv) > 2:
+            ec.set_num_threads(int(sys.argv[2]))
+            if torch:
+                torch.set_num_threads(int(sys.argv[2]))
+        nn_main()
+    else:
+        main()
+        nn_main()

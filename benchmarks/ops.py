@@ -199,7 +199,8 @@ def nn_main():
     q, tq = _pair((8, 8, 128, 64))
     k, tk = _pair((8, 8, 128, 64), seed=1)
     v, tv = _pair((8, 8, 128, 64), seed=2)
-    sdpa, tsdpa = F.scaled_dot_product_attention, (tF.scaled_dot_product_attention if torch else None)
+    sdpa = F.scaled_dot_product_attention
+    tsdpa = tF.scaled_dot_product_attention if torch else None
     both("sdpa causal fwd+bwd 8x8x128x64",
          lambda: ag.grad(sdpa(q, k, v, is_causal=True).sum(), [q, k, v]),
          lambda: torch.autograd.grad(tsdpa(tq, tk, tv, is_causal=True).sum(), [tq, tk, tv]))

@@ -104,6 +104,12 @@ def test_dropout_functional_and_modules():
     with pytest.warns(UserWarning, match="dropout2d"):
         F.dropout2d(ec.randn(2, 3, 4), 0.5)
     assert F.dropout3d(ec.randn(3, 2, 2, 2), 0.5).shape == (3, 2, 2, 2)
+    u = ec.randn(8, 50) + 10
+    before = u.numpy().copy()
+    ec.manual_seed(1)
+    assert F.dropout1d(u, 0.5, inplace=True) is u  # unbatched (C, L), in place
+    for row, orig in zip(u.numpy(), before):
+        assert (row == 0).all() or np.allclose(row, 2 * orig)
     m = nn.Dropout2d(0.5)
     m.eval()
     assert m(x) is x

@@ -357,10 +357,11 @@ def _feature_dropout(input, p, training, inplace):
 
 
 def _unbatched_feature_dropout(input, p, training, inplace):
-    # channel-wise dropout of an input without its batch dim
-    input = input.unsqueeze_(0) if inplace else input.unsqueeze(0)
-    result = _feature_dropout(input, p, training, inplace)
-    return result.squeeze_(0) if inplace else result.squeeze(0)
+    # channel-wise dropout of an input without its batch dim (in place: through a view)
+    if inplace:
+        ec.feature_dropout_(input.unsqueeze(0), p, training)
+        return input
+    return ec.feature_dropout(input.unsqueeze(0), p, training).squeeze(0)
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):

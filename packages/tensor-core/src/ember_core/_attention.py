@@ -1,6 +1,7 @@
-"""scaled_dot_product_attention as a composite of matmul (BLAS), one fused
-softmax and matmul: fast enough on CPU that a fused kernel did not pay (see the
-README's benchmark table)."""
+"""scaled_dot_product_attention as a composite: matmul (BLAS), the fused softmax
+kernel, matmul.  Its gradient comes from those ops' formulas.  A fused kernel
+(skipping the causally masked half of the work, parallel over the batch) would
+be faster: see the README's benchmark table."""
 
 import math
 

@@ -62,8 +62,11 @@ def _input(op, input):
 def _normalized(op, input, normalized_shape):
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
-    ns = tuple(int(s) for s in normalized_shape)
+    ns = tuple(normalized_shape)
     k = len(ns)
+    if k and input._shape[-k:] == ns:
+        return ns  # the common case, checked without converting each size
+    ns = tuple(int(s) for s in ns)
     if k == 0 or len(input._shape) < k or tuple(input._shape[-k:]) != ns:
         raise RuntimeError(
             f"Given normalized_shape={list(ns)}, expected input with shape [*"

@@ -97,6 +97,8 @@ def test_nll_and_cross_entropy(reduction, weighted):
     assert gradgradcheck(lambda x: ec.nll_loss(ec.log_softmax(x, 1), t, w, -100, reduction), (x,))
     for smoothing in (0.0, 0.2):
         assert gradcheck(lambda x, s=smoothing: ec.cross_entropy(x, t, w, -100, reduction, s), (x,))
+    # the fused (N, C) path differentiates twice through its composite fallback
+    assert gradgradcheck(lambda x: ec.cross_entropy(x, t, w, -100, reduction), (x,))
 
 
 def test_cross_entropy_spatial_and_probabilities():

@@ -356,6 +356,21 @@ int ec_nll_loss_backward(int dtype, int64_t n, int64_t c, int64_t s, int reducti
                          int64_t ignore_index, ec_ptr grad_in, ec_ptr grad, ec_ptr target,
                          ec_ptr weight);
 
+/* Cross entropy of logits x (n rows of c classes) against int64 targets (n),
+ * fused: log-softmax and the loss in one pass, without writing the
+ * log-probabilities.  Writes lse (n, dtype: each row's log-sum-exp, for the
+ * backward) and out as ec_nll_loss does (reduction 0: (n); 1/2: one value)
+ * with total_weight.  Targets out of [0, c) that are not ignore_index fail with
+ * EC_ERR_INDEX. */
+int ec_cross_entropy(int dtype, int64_t n, int64_t c, int reduction, int64_t ignore_index,
+                     ec_ptr out, ec_ptr total_weight, ec_ptr lse, ec_ptr x, ec_ptr target,
+                     ec_ptr weight);
+/* grad_in (n, c) = coef * (softmax(x) - onehot(target)), coef = grad *
+ * weight[target] (divided by the total weight for mean), 0 for ignored rows. */
+int ec_cross_entropy_backward(int dtype, int64_t n, int64_t c, int reduction, int64_t ignore_index,
+                              ec_ptr grad_in, ec_ptr grad, ec_ptr lse, ec_ptr x, ec_ptr target,
+                              ec_ptr weight);
+
 /* Activations: the forward of those missing from the elementwise table
  * (hardshrink, softshrink), and one fused backward for the family:
  * grad_in = grad * f'(x).  Strided; layout: shape, then the strides of the

@@ -1,7 +1,28 @@
-/* Negative log likelihood over class dim 1 of (n, c, s) log-probabilities, and
- * its backward (ec_nll_loss*).  cross_entropy is log_softmax + nll_loss, as in
- * PyTorch; the pointwise losses are compositions of elementwise ops. */
+/* Negative log likelihood over class dim 1 of (n, c, s) log-probabilities and
+ * its backward (ec_nll_loss*), and the fused cross entropy of 2-D logits
+ * (ec_cross_entropy*, cross_entropy.inc).  The pointwise losses are
+ * compositions of elementwise ops. */
 #include "nn.h"
+
+#define T float
+#define SFX _f32
+#define EXP nn_expf
+#define LOG logf
+#include "cross_entropy.inc"
+#undef T
+#undef SFX
+#undef EXP
+#undef LOG
+
+#define T double
+#define SFX _f64
+#define EXP exp
+#define LOG log
+#include "cross_entropy.inc"
+#undef T
+#undef SFX
+#undef EXP
+#undef LOG
 
 /* The class of target element k, or -1 when ignored; -2 when out of range. */
 static inline int64_t nll_class(const int64_t* target, int64_t k, int64_t c, int64_t ignore) {
@@ -92,4 +113,39 @@ int ec_nll_loss_backward(int dtype, int64_t n, int64_t c, int64_t s, int reducti
     if (dtype == EC_FLOAT32) NLL_BACK_BODY(float)
     if (dtype == EC_FLOAT64) NLL_BACK_BODY(double)
     return ec_fail(EC_ERR_DTYPE, "nll_loss backward: no kernel for dtype %d", dtype);
+}
+
+int ec_cross_entropy(int dtype, int64_t n, int64_t c, int reduction, int64_t ignore_index,
+                     ec_ptr out, ec_ptr total_weight, ec_ptr lse, ec_ptr x, ec_ptr target,
+                     ec_ptr weight) {
+    if (n < 0 || c < 0) return ec_fail(EC_ERR_INVALID, "cross_entropy: negative size");
+    const int64_t* tp = (const int64_t*)target;
+    int st = bad_target(tp, n, c, ignore_index);
+    if (st) return st;
+    if (dtype == EC_FLOAT32)
+        return cross_entropy_f32(n, c, reduction, ignore_index, (float*)out, (float*)total_weight,
+                                 (float*)lse, (const float*)x, tp, (const float*)weight);
+    if (dtype == EC_FLOAT64)
+        return cross_entropy_f64(n, c, reduction, ignore_index, (double*)out,
+                                 (double*)total_weight, (double*)lse, (const double*)x, tp,
+                                 (const double*)weight);
+    return ec_fail(EC_ERR_DTYPE, "cross_entropy: no kernel for dtype %d", dtype);
+}
+
+int ec_cross_entropy_backward(int dtype, int64_t n, int64_t c, int reduction, int64_t ignore_index,
+                              ec_ptr grad_in, ec_ptr grad, ec_ptr lse, ec_ptr x, ec_ptr target,
+                              ec_ptr weight) {
+    if (n < 0 || c < 0) return ec_fail(EC_ERR_INVALID, "cross_entropy backward: negative size");
+    const int64_t* tp = (const int64_t*)target;
+    int st = bad_target(tp, n, c, ignore_index);
+    if (st) return st;
+    if (dtype == EC_FLOAT32)
+        return cross_entropy_backward_f32(n, c, reduction, ignore_index, (float*)grad_in,
+                                          (const float*)grad, (const float*)lse, (const float*)x,
+                                          tp, (const float*)weight);
+    if (dtype == EC_FLOAT64)
+        return cross_entropy_backward_f64(n, c, reduction, ignore_index, (double*)grad_in,
+                                          (const double*)grad, (const double*)lse,
+                                          (const double*)x, tp, (const double*)weight);
+    return ec_fail(EC_ERR_DTYPE, "cross_entropy backward: no kernel for dtype %d", dtype);
 }

@@ -125,6 +125,36 @@ def test_cross_entropy_indices(reduction, smoothing, weighted):
 
 
 @pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_cross_entropy_of_2d_logits(reduction, weighted, dtype):
+    # (N, C) logits with class indices take the fused kernel (no log-probabilities written)
+    x = (rng.standard_normal((9, 13)) * 4).astype(dtype)
+    target = rng.integers(0, 13, 9)
+    target[[2, 7]] = -1
+    w = rng.random(13).astype(dtype) if weighted else None
+    got = ec.cross_entropy(T(x), T(target), None if w is None else T(w), -1, reduction)
+    ref = np_cross_entropy(
+        x.astype(np.float64), target, None if w is None else w.astype(np.float64), -1, reduction
+    )
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got.numpy(), ref, rtol=tol, atol=tol)
+    loss, lse = ec._fused_cross_entropy(T(x), T(target), None if w is None else T(w), -1, reduction)
+    np.testing.assert_allclose(lse.numpy(), np.log(np.exp(x.astype(np.float64)).sum(1)), rtol=tol)
+    g = rng.standard_normal(9).astype(dtype) if reduction == "none" else np.array(1.5, dtype)
+    gi = ec._fused_cross_entropy_backward(
+        T(g), T(x), T(target), None if w is None else T(w), -1, reduction, lse
+    ).numpy()
+    p = np.exp(np_log_softmax(x.astype(np.float64), 1))
+    wt = np.where(target == -1, 0.0, (np.ones(13) if w is None else w.astype(np.float64))[target])
+    coef = (g if reduction == "none" else np.full(9, float(g))) * wt
+    if reduction == "mean":
+        coef = coef / wt.sum()
+    ref_g = coef[:, None] * (p - np.eye(13)[np.where(target == -1, 0, target)])
+    np.testing.assert_allclose(gi, ref_g, rtol=tol * 10, atol=tol)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
 @pytest.mark.parametrize("smoothing", [0.0, 0.25])
 def test_cross_entropy_probabilities(reduction, smoothing):
     x = rng.standard_normal((4, 5))

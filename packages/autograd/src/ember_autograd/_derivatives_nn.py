@@ -476,3 +476,15 @@ def _gru_composite(grad, input, hx, w_ih, w_hh, b_ih, b_hh, needs):
         d_in.sum(0) if needs[4] else None,
         d_h.sum(0) if needs[5] else None,
     )
+
+
+@derivative("_fused_cross_entropy")
+def _(grad, input, target, weight, ignore_index, reduction, result):
+    if _higher(grad, input):
+        # the same gradient through log_softmax and nll_loss, whose formulas chain
+        logp = ec.log_softmax(input, 1)
+        g = ec._nll_loss_backward(grad, logp, target, weight, reduction, ignore_index)
+        return ec._log_softmax_backward_data(g, logp, 1, logp.dtype)
+    return ec._fused_cross_entropy_backward(
+        grad, input, target, weight, ignore_index, reduction, result[1]
+    )

@@ -167,12 +167,87 @@ def cross_entropy(
     if not isinstance(input, Tensor) or not isinstance(target, Tensor):
         raise TypeError("cross_entropy(): input and target must be Tensors")
     class_dim = 0 if len(input._shape) == 1 else 1
+    if (
+        len(input._shape) == 2
+        and len(target._shape) == 1
+        and label_smoothing == 0
+        and target._dtype in (D.int64, D.uint8)
+    ):
+        return _fused_cross_entropy(input, target, weight, ignore_index, code)[0]
     logp = log_softmax(input, class_dim)
     if input._shape == target._shape and target._dtype not in (D.int64, D.uint8):
         return _ce_probabilities(logp, target, weight, code, label_smoothing, class_dim)
     if label_smoothing > 0:
         return _ce_smoothed(logp, target, weight, ignore_index, code, label_smoothing, class_dim)
     return nll_loss(logp, target, weight, ignore_index, code)
+
+
+@defop("_fused_cross_entropy(input, target, weight, ignore_index, reduction)", method=False)
+def _fused_cross_entropy(input, target, weight, ignore_index, reduction):
+    """(loss, lse): cross entropy of (N, C) logits at class indices in one pass
+    per row (log-softmax is never written); lse is each row's log-sum-exp."""
+    code = U.reduction_code(reduction, "cross_entropy")
+    n, c, _, _ = _nll_layout("cross_entropy", input, target)
+    U.require_float("cross_entropy", input)
+    x = U.compute(input)
+    w = _class_weight(input, weight, c)
+    t = _target(target)
+    dev = x._storage._device
+    lse = empty((n,), x._dtype, dev)
+    out = empty((n,) if code == _NONE else (), x._dtype, dev)
+    total = None if code == _NONE else empty((), x._dtype, dev)
+    check(
+        U.fn("ec_cross_entropy", x._numel * x._dtype.itemsize)(
+            x._dtype.code,
+            n,
+            c,
+            code,
+            int(ignore_index),
+            out._ptr,
+            U.ptr(total),
+            lse._ptr,
+            x._ptr,
+            t._ptr,
+            U.ptr(w),
+        ),
+        "cross_entropy",
+    )
+    return U.restore(out, input._dtype), lse
+
+
+@defop(
+    "_fused_cross_entropy_backward(grad_output, input, target, weight, ignore_index, "
+    "reduction, lse)",
+    method=False,
+    differentiable=False,
+)
+def _fused_cross_entropy_backward(grad_output, input, target, weight, ignore_index, reduction, lse):
+    """Gradient of _fused_cross_entropy: grad * weight[t] * (softmax(input) -
+    onehot(t)) per row (divided by the total weight for 'mean')."""
+    code = U.reduction_code(reduction, "cross_entropy_backward")
+    n, c, _, _ = _nll_layout("cross_entropy_backward", input, target)
+    x = U.compute(input)
+    kd = x._dtype
+    g = U.compute(grad_output, kd)
+    w = None if weight is None else U.compute(weight, kd)
+    gi = empty(x._shape, kd, x._storage._device)
+    check(
+        U.fn("ec_cross_entropy_backward", x._numel * kd.itemsize)(
+            kd.code,
+            n,
+            c,
+            code,
+            int(ignore_index),
+            gi._ptr,
+            g._ptr,
+            U.compute(lse, kd)._ptr,
+            x._ptr,
+            _target(target)._ptr,
+            U.ptr(w),
+        ),
+        "cross_entropy_backward",
+    )
+    return U.restore(gi, input._dtype)
 
 
 def _class_view(weight, ndim, class_dim):

@@ -114,10 +114,6 @@ def indexing_rows():
     ]
 
 
-if __name__ == "__main__":
-    main()
-
-
 # ------------------------------------------ NN kernels: convolution and pooling
 # (issue 5, nn-conv).  Targets on the 2-core machine: conv2d forward+backward
 # (batch 32, 64 -> 64 channels, 32x32, 3x3, padding 1) within 1.25x of
@@ -223,5 +219,153 @@ def nn_conv_kernels():
     table(rows, ["case", "ember cpu", "torch cpu", "ember/torch cpu"])
 
 
+
+# ------------------------------------------------------------------------
+# NN kernels: softmax, norms, losses, embedding, RNN cells (issue 5, part 2).
+# Forward + backward through autograd, as a training step runs them.
+# Targets: at least as fast as PyTorch (torch/ember >= 1).
+# `python benchmarks/ops.py nn [THREADS]` runs this section alone.
+
+
+def _calibrate(fn, min_time=0.05):
+    fn()
+    number = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        if time.perf_counter() - t0 > min_time or number > 1 << 16:
+            return number
+        number *= 2
+
+
+def _interleaved_medians(fns, repeat=9):
+    """Median seconds per call of each fn, sampling them in turns so that load
+    changes on a shared machine hit every column alike."""
+    numbers = [_calibrate(f) for f in fns]
+    samples = [[] for _ in fns]
+    for _ in range(repeat):
+        for f, n, out in zip(fns, numbers, samples):
+            t0 = time.perf_counter()
+            for _ in range(n):
+                f()
+            out.append((time.perf_counter() - t0) / n)
+    return [statistics.median(s) for s in samples]
+
+
+def nn_case(name, ember_fn, torch_fn):
+    if torch_fn is None:
+        return [name, fmt_time(median_time(ember_fn)), "-", "-"]
+    te, tt = _interleaved_medians([ember_fn, torch_fn])
+    return [name, fmt_time(te), fmt_time(tt), f"{tt / te:.2f}"]
+
+
+def _pair(shape, *, requires_grad=True, scale=1.0, seed=0, dtype=np.float32):
+    data = (np.random.default_rng(seed).standard_normal(shape) * scale).astype(dtype)
+    e = ec.from_numpy(data.copy()).requires_grad_(requires_grad)
+    t = torch.from_numpy(data.copy()).requires_grad_(requires_grad) if torch else None
+    return e, t
+
+
+def nn_main():
+    import ember_autograd as ag
+    import ember_nn.functional as F
+
+    tF = torch.nn.functional if torch else None
+    rows = []
+
+    def both(name, ember_step, torch_step):
+        rows.append(nn_case(name, ember_step, torch_step if torch else None))
+
+    # softmax and cross entropy on 512 x 1000 logits
+    x, tx = _pair((512, 1000))
+    g, tg = _pair((512, 1000), requires_grad=False, seed=1)
+    both("softmax fwd+bwd 512x1000",
+         lambda: ag.grad(ec.softmax(x, 1), [x], g),
+         lambda: torch.autograd.grad(torch.softmax(tx, 1), [tx], tg))
+    target = np.random.default_rng(2).integers(0, 1000, 512)
+    et, tt = ec.from_numpy(target), (torch.from_numpy(target) if torch else None)
+    both("cross_entropy fwd+bwd 512x1000",
+         lambda: ag.grad(F.cross_entropy(x, et), [x]),
+         lambda: torch.autograd.grad(tF.cross_entropy(tx, tt), [tx]))
+    both("cross_entropy fwd 512x1000",
+         lambda: F.cross_entropy(x.detach(), et),
+         lambda: tF.cross_entropy(tx.detach(), tt))
+
+    # layer norm over 1024 features of 4096 rows
+    x, tx = _pair((4096, 1024))
+    g, tg = _pair((4096, 1024), requires_grad=False, seed=1)
+    w, tw = _pair((1024,), seed=2)
+    b, tb = _pair((1024,), seed=3)
+    both("layer_norm fwd+bwd 4096x1024",
+         lambda: ag.grad(F.layer_norm(x, (1024,), w, b), [x, w, b], g),
+         lambda: torch.autograd.grad(tF.layer_norm(tx, (1024,), tw, tb), [tx, tw, tb], tg))
+
+    # batch norm (training) of a conv activation: 32 x 64 x 32 x 32
+    x, tx = _pair((32, 64, 32, 32))
+    g, tg = _pair((32, 64, 32, 32), requires_grad=False, seed=1)
+    w, tw = _pair((64,), seed=2)
+    b, tb = _pair((64,), seed=3)
+    rm, rv = ec.zeros(64), ec.ones(64)
+    trm, trv = (torch.zeros(64), torch.ones(64)) if torch else (None, None)
+    both("batch_norm fwd+bwd 32x64x32x32",
+         lambda: ag.grad(F.batch_norm(x, rm, rv, w, b, True), [x, w, b], g),
+         lambda: torch.autograd.grad(tF.batch_norm(tx, trm, trv, tw, tb, True), [tx, tw, tb], tg))
+
+    # embedding: a 10k x 256 table, 64 x 128 lookups
+    w, tw = _pair((10000, 256))
+    idx = np.random.default_rng(4).integers(0, 10000, (64, 128))
+    ei, ti = ec.from_numpy(idx), (torch.from_numpy(idx) if torch else None)
+    g, tg = _pair((64, 128, 256), requires_grad=False, seed=1)
+    both("embedding fwd+bwd 10k x 256, 8192 ids",
+         lambda: ag.grad(F.embedding(ei, w), [w], g),
+         lambda: torch.autograd.grad(tF.embedding(ti, tw), [tw], tg))
+
+    # one LSTM cell step, batch 64, 256 -> 256
+    xs, txs = _pair((64, 256))
+    h, th = _pair((64, 256), seed=1)
+    c, tc = _pair((64, 256), seed=2)
+    wi, twi = _pair((1024, 256), scale=0.06, seed=3)
+    wh, twh = _pair((1024, 256), scale=0.06, seed=4)
+    bi, tbi = _pair((1024,), scale=0.06, seed=5)
+    bh, tbh = _pair((1024,), scale=0.06, seed=6)
+    params = [xs, h, c, wi, wh, bi, bh]
+    tparams = [txs, th, tc, twi, twh, tbi, tbh]
+
+    def ember_lstm():
+        hy, cy = ec.lstm_cell(xs, (h, c), wi, wh, bi, bh)
+        return ag.grad((hy * hy).sum() + cy.sum(), params)
+
+    def torch_lstm():
+        hy, cy = torch.lstm_cell(txs, (th, tc), twi, twh, tbi, tbh)
+        return torch.autograd.grad((hy * hy).sum() + cy.sum(), tparams)
+
+    both("lstm_cell fwd+bwd b64 256->256", ember_lstm, torch_lstm if torch else None)
+
+    # attention: batch 8, 8 heads, 128 tokens, 64 dims
+    q, tq = _pair((8, 8, 128, 64))
+    k, tk = _pair((8, 8, 128, 64), seed=1)
+    v, tv = _pair((8, 8, 128, 64), seed=2)
+    sdpa = F.scaled_dot_product_attention
+    tsdpa = tF.scaled_dot_product_attention if torch else None
+    both("sdpa causal fwd+bwd 8x8x128x64",
+         lambda: ag.grad(sdpa(q, k, v, is_causal=True).sum(), [q, k, v]),
+         lambda: torch.autograd.grad(tsdpa(tq, tk, tv, is_causal=True).sum(), [tq, tk, tv]))
+
+    print(f"NN kernels: softmax, norms, losses, embedding; {ec.get_num_threads()} threads")
+    table(rows, ["case", "ember", "torch", "torch/ember"])
+    print("ratios > 1 mean ember is faster")
+
+
+# `python benchmarks/ops.py [core|conv|nn] [THREADS]`: one section, or all of them.
+SECTIONS = {"core": lambda: main(), "conv": lambda: nn_conv_kernels(), "nn": lambda: nn_main()}
+
 if __name__ == "__main__":
-    nn_conv_kernels()
+    chosen = [a for a in sys.argv[1:] if a in SECTIONS] or list(SECTIONS)
+    threads = [int(a) for a in sys.argv[1:] if a.isdigit()]
+    if threads:
+        ec.set_num_threads(threads[0])
+        if torch:
+            torch.set_num_threads(threads[0])
+    for name in chosen:
+        SECTIONS[name]()

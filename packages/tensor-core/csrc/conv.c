@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "cblas.h"
-#include "nn.h"
+#include "spatial.h"
 
 #include <pthread.h>
 

@@ -2,7 +2,7 @@
  *   T        the scalar type (float, double)
  *   F(name)  the type-suffixed name of a function
  *   GEMM     the cblas gemm of T
- * See conv.c for the algorithms and Note [Spatial geometry] in nn.h. */
+ * See conv.c for the algorithms and Note [Spatial geometry] in spatial.h. */
 
 /* Sum and dot product with 8 independent partial sums, so that the compiler
  * vectorises them (a single accumulator is a serial chain without

@@ -1,94 +1,125 @@
-/* Internal helpers of the convolution, pooling and resampling kernels
- * (conv.c, pool.c, resample.c).  Not visible to Python.
+/* Helpers shared by the nn kernels (softmax.c, norm.c, loss.c, activation.c,
+ * embedding.c, rnn.c).  Not visible to Python.
  *
- * Note [Spatial geometry]
- * Kernels see 1 to 3 spatial dims as three (D, H, W); a 2-D op has D = 1 and a
- * 1-D op D = H = 1, with kernel 1, stride 1, padding 0 and dilation 1 there.
- * Python packs the geometry into one int64 array (EC_GEOM_LEN values, see
- * ember_core.h).  Tensors are contiguous (N, C, D, H, W) in memory.
- */
-#ifndef EMBER_NN_INTERNAL_H
-#define EMBER_NN_INTERNAL_H
+ * Note [nn kernel dtypes]
+ * The nn kernels are written for float32 and float64 only: Python converts
+ * float16/bfloat16 operands to float32 first (PyTorch computes them in float32
+ * too), which keeps one generic body per kernel.  Bodies live in *.inc
+ * templates included once per dtype with T (the element type) and SFX (a name
+ * suffix) defined; statistics accumulate in double. */
+#ifndef EMBER_NN_H
+#define EMBER_NN_H
+
+#include <stdlib.h>
 
 #include "core.h"
 
+/* ember never reads the floating-point exception flags, so the compiler may
+ * turn the selects of these kernels (clamps, NaN checks) into branch-free
+ * vector code; with trapping math on it keeps them as branches instead. */
+#pragma GCC optimize("no-trapping-math")
+
 #ifdef _OPENMP
 #include <omp.h>
+#define NN_THREAD_ID() omp_get_thread_num()
+#define NN_NUM_THREADS(var) ((var) = omp_get_num_threads())
+#else
+#define NN_THREAD_ID() 0
+#define NN_NUM_THREADS(var) ((var) = 1)
 #endif
 
-/* Hot loops are compiled twice, for AVX2 and for the portable baseline, and
- * the loader picks one at run time (no -march=native in what ships): their
- * strided loads (stride-2 pooling windows, ...) only vectorise with AVX2. */
+#define NN_CAT_(a, b) a##b
+#define NN_CAT(a, b) NN_CAT_(a, b)
+/* NN_FN(softmax) -> softmax_f32 / softmax_f64 inside a template. */
+#define NN_FN(name) NN_CAT(name, SFX)
+
+/* Wide vector paths are chosen at run time (the shipped build stays portable):
+ * hot loops get an AVX2+FMA clone next to the baseline one. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define EC_VEC_CLONES __attribute__((target_clones("avx2", "default")))
+#define NN_VECTOR __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
-#define EC_VEC_CLONES
+#define NN_VECTOR
 #endif
 
-typedef struct ec_geom {
-    int64_t in[3], k[3], out[3], s[3], p[3], d[3];
-} ec_geom;
+/* exp for float32 that vectorises (no libm call): Cody-Waite range reduction
+ * and Cephes' degree-6 polynomial, within 2 ulp of expf on normal results.
+ * Results below FLT_MIN flush to 0, overflow gives inf and NaN stays NaN. */
+static inline float nn_expf(float x) {
+    const float hi = 88.72283935546875f, lo = -87.33654022216797f;
+    float xc = x > hi ? hi : (x < lo ? lo : x);
+    float fn = xc * 1.44269504088896341f;
+    /* round to nearest (valid for |fn| < 2^22) without a libm call */
+    fn = (fn + 12582912.0f) - 12582912.0f;
+    float r = xc - fn * 0.693359375f;
+    r = r - fn * -2.12194440e-4f;
+    float y = 1.9875691500e-4f;
+    y = y * r + 1.3981999507e-3f;
+    y = y * r + 8.3334519073e-3f;
+    y = y * r + 4.1665795894e-2f;
+    y = y * r + 1.6666665459e-1f;
+    y = y * r + 5.0000001201e-1f;
+    y = y * r * r + r + 1.0f;
+    /* 2^fn as 2^(fn-1) * 2: fn ranges over [-126, 128] */
+    int32_t e = (int32_t)fn + 126;
+    uint32_t bits = (uint32_t)e << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    y = y * scale * 2.0f;
+    y = x > hi ? INFINITY : y;
+    y = x < lo ? 0.0f : y;
+    return x != x ? x : y;
+}
 
-static inline void ec_geom_read(const int64_t* g, ec_geom* o) {
-    for (int i = 0; i < 3; i++) {
-        o->in[i] = g[i];
-        o->k[i] = g[3 + i];
-        o->out[i] = g[6 + i];
-        o->s[i] = g[9 + i];
-        o->p[i] = g[12 + i];
-        o->d[i] = g[15 + i];
+static inline double nn_exp(double x) { return exp(x); }
+
+static inline float nn_sigmoidf(float x) { return 1.0f / (1.0f + nn_expf(-x)); }
+static inline double nn_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+/* tanh for float32 that vectorises: an odd Taylor polynomial near 0 (where
+ * the exponential form cancels) and 1 - 2 / (exp(2x) + 1) elsewhere. */
+static inline float nn_tanhf(float x) {
+    float ax = fabsf(x);
+    float x2 = x * x;
+    float p = -1382.0f / 155925.0f;
+    p = p * x2 + 62.0f / 2835.0f;
+    p = p * x2 - 17.0f / 315.0f;
+    p = p * x2 + 2.0f / 15.0f;
+    p = p * x2 - 1.0f / 3.0f;
+    float small = x + x * x2 * p;
+    float big = 1.0f - 2.0f / (nn_expf(2.0f * ax) + 1.0f);
+    big = x < 0 ? -big : big;
+    return ax < 0.3f ? small : big;
+}
+static inline double nn_tanh(double x) { return tanh(x); }
+
+/* Index of a kernel dtype in per-dtype tables: float32 0, float64 1, else -1. */
+static inline int nn_slot(int dtype) {
+    return dtype == EC_FLOAT32 ? 0 : (dtype == EC_FLOAT64 ? 1 : -1);
+}
+
+/* One element of any float dtype as double (for small parameter arrays such
+ * as running statistics, whose dtype may differ from the input's). */
+static inline double nn_load(int dtype, const void* p, int64_t i) {
+    switch (dtype) {
+        case EC_FLOAT16: return (double)((const ec_f16*)p)[i];
+        case EC_BFLOAT16: return (double)ec_bf16_to_f32(((const ec_bf16*)p)[i]);
+        case EC_FLOAT32: return (double)((const float*)p)[i];
+        default: return ((const double*)p)[i];
     }
 }
 
-static inline int64_t ec_geom_in_vol(const ec_geom* g) { return g->in[0] * g->in[1] * g->in[2]; }
-static inline int64_t ec_geom_out_vol(const ec_geom* g) { return g->out[0] * g->out[1] * g->out[2]; }
-static inline int64_t ec_geom_k_vol(const ec_geom* g) { return g->k[0] * g->k[1] * g->k[2]; }
-
-/* Sane geometry: positive sizes, strides and dilations, non-negative padding. */
-static inline int ec_geom_valid(const ec_geom* g) {
-    for (int i = 0; i < 3; i++) {
-        if (g->in[i] < 0 || g->k[i] < 1 || g->out[i] < 0 || g->s[i] < 1 || g->p[i] < 0 || g->d[i] < 1)
-            return 0;
+static inline void nn_store(int dtype, void* p, int64_t i, double v) {
+    switch (dtype) {
+        case EC_FLOAT16: ((ec_f16*)p)[i] = (ec_f16)v; break;
+        case EC_BFLOAT16: ((ec_bf16*)p)[i] = ec_f32_to_bf16((float)v); break;
+        case EC_FLOAT32: ((float*)p)[i] = (float)v; break;
+        default: ((double*)p)[i] = v; break;
     }
-    return 1;
 }
 
-/* For a kernel tap at offset `off` = tap * dilation - padding along a dim of
- * input size n and stride s, the output positions o with 0 <= o*s + off < n are
- * [*lo, *hi), clamped to [0, out). */
-static inline void ec_tap_range(int64_t off, int64_t s, int64_t n, int64_t out, int64_t* lo,
-                                int64_t* hi) {
-    if (s == 1) { /* the common case, without divisions (this runs per row and tap) */
-        int64_t a = off >= 0 ? 0 : -off, b = n - off;
-        if (a > out) a = out;
-        if (b > out) b = out;
-        if (b < a) b = a;
-        *lo = a;
-        *hi = b;
-        return;
-    }
-    int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
-    int64_t b = n - off <= 0 ? 0 : (n - off + s - 1) / s;
-    if (a > out) a = out;
-    if (b > out) b = out;
-    if (b < a) b = a;
-    *lo = a;
-    *hi = b;
+/* Per-thread scratch of n elements of `size` bytes for each of `nt` threads. */
+static inline void* nn_scratch(int nt, int64_t n, size_t size) {
+    return calloc((size_t)nt * (size_t)(n > 0 ? n : 1), size);
 }
-
-static inline int ec_thread_num(void) {
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
-
-/* Single-threaded BLAS for a while (conv.c): kernels that run one GEMM per
- * OpenMP thread bracket their parallel region with these.  OpenBLAS has one
- * global thread count; nested brackets (concurrent calls) are counted and the
- * count is restored when the last one ends. */
-void ec_blas_serial_begin(void);
-void ec_blas_serial_end(void);
 
 #endif

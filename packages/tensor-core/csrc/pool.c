@@ -2,7 +2,7 @@
  * the index scatter/gather that max pooling's backward and double backward
  * use.  Python (ember_core._pool) checks shapes, computes output sizes and
  * allocates outputs; the per-type bodies live in pool_tmpl.h. */
-#include "nn.h"
+#include "spatial.h"
 
 #define T float
 #define F(name) name##_f32

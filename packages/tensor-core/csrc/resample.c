@@ -5,7 +5,7 @@
  * bodies live in resample_tmpl.h. */
 #include <stdlib.h>
 
-#include "nn.h"
+#include "spatial.h"
 
 #define T float
 #define F(name) name##_f32

@@ -21,6 +21,19 @@ from ember_core import _sorting as _sorting
 # nn-conv: convolution, pooling, padding and resampling ops
 from ember_core import _conv, _pool, _resample  # noqa: F401 - they fill the op table
 from ember_core._device import device
+
+# nn ops: softmax, normalization, losses, activations, dropout, embedding,
+# attention, recurrent cells
+from ember_core import (  # noqa: F401 - register their ops
+    _activation,
+    _attention,
+    _dropout,
+    _embedding,
+    _loss,
+    _norm,
+    _rnn,
+    _softmax,
+)
 from ember_core._dispatch import OPS, Op, defop, register_handler, remove_handler
 from ember_core._dtype import (
     bfloat16,

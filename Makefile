@@ -14,7 +14,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 WHEELHOUSE := wheelhouse
 # In dependency order (DESIGN.md).
-PACKAGES := allocator tensor-core autograd nn
+PACKAGES := allocator tensor-core autograd nn multiprocessing
 # data (ember-data): depends on numpy only (DESIGN.md)
 PACKAGES += data
 # ember (the umbrella, `import ember as torch`): depends on every package above
@@ -59,6 +59,7 @@ parity: wheels
 
 bench: install
 	$(BIN)/python benchmarks/allocator.py
+	$(BIN)/python benchmarks/autograd.py
 
 lint: venv
 	$(BIN)/ruff check .

@@ -417,6 +417,14 @@ class CachingAllocator:
         return f"<CachingAllocator {self.kind} device={self.device!r}>"
 
     def __del__(self):
+        # Never release memory that blocks still point at: at interpreter
+        # shutdown, finalisers run in any order, and unmapping segments under live
+        # tensors would turn their last frees into segfaults.  The OS reclaims it.
+        if lib is None or self._handle == ffi.NULL:
+            return
+        stats = ffi.new("ea_stats*")
+        lib.ea_get_stats(self._handle, stats)
+        if stats.active[0].current:
+            return
         handle, self._handle = self._handle, ffi.NULL
-        if handle != ffi.NULL and lib is not None:
-            lib.ea_destroy(handle)
+        lib.ea_destroy(handle)

@@ -242,7 +242,8 @@ def from_array(arr, dtype, dev):
     from ember_core._copy import copy_into
 
     out = _empty(tuple(arr.shape), dtype, dev)
-    copy_into(out, from_numpy(np.ascontiguousarray(arr)))
+    # ascontiguousarray turns 0-d arrays into 1-d ones: give the shape back
+    copy_into(out, from_numpy(np.ascontiguousarray(arr).reshape(arr.shape)))
     return out
 
 

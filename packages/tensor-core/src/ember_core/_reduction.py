@@ -39,6 +39,8 @@ def _keepdim_view(r, shape, dims):
 def reduce(op, code, x, dims, keepdim, out_dtype, p0=0.0, want_idx=False, out=None):
     """Reduce x over ``dims`` (a tuple of normalised dims) with kernel ``code``."""
     nd = len(x._shape)
+    if nd == 0:
+        dims = ()  # a 0-d tensor reduces over its (implicit) dim 0 by copying
     out_dims = [d for d in range(nd) if d not in dims]
     out_shape = tuple(x._shape[d] for d in out_dims)
     dev = x._storage._device
@@ -81,7 +83,8 @@ def reduce(op, code, x, dims, keepdim, out_dtype, p0=0.0, want_idx=False, out=No
 
 
 def _dims(x, dim, op):
-    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0 and op in ("amax", "amin")):
+    # an empty dim list reduces over every dim, as in PyTorch
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return tuple(range(len(x._shape)))
     return _shape.normalize_dims(dim, len(x._shape), op)
 

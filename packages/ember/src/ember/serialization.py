@@ -20,6 +20,7 @@ Saving to a path writes a temporary file in the same directory and renames it
 over the target, so a crash never leaves a half-written checkpoint behind.
 """
 
+import base64
 import collections
 import hashlib
 import io
@@ -71,10 +72,11 @@ class _Writer:
             self.by_id[key] = name
             self.tensors[name] = t
         node = {"$tensor": name}
-        if t.requires_grad:
-            node["requires_grad"] = True
         if type(t).__name__ == "Parameter":
             node["parameter"] = True
+            node["requires_grad"] = bool(t.requires_grad)
+        elif t.requires_grad:
+            node["requires_grad"] = True
         return node
 
     def encode(self, obj, path="obj"):
@@ -107,6 +109,8 @@ class _Writer:
             return {"$" + kind: items}
         if isinstance(obj, (set, frozenset)):
             return {"$set": [self.encode(x, path) for x in obj]}
+        if isinstance(obj, (bytes, bytearray)):
+            return {"$bytes": base64.b64encode(bytes(obj)).decode("ascii")}
         if isinstance(obj, np.ndarray):
             return self.tensor(ec.tensor(obj))
         if isinstance(obj, (np.integer, np.floating, np.bool_)):
@@ -285,6 +289,11 @@ class _Reader:
             return cls(*(self.decode(x) for x in obj["items"]))
         if tag == "$set":
             return {self.decode(x) for x in value}
+        if tag == "$bytes":
+            try:
+                return base64.b64decode(value, validate=True)
+            except (ValueError, TypeError):
+                _fail(self.source, "a bytes value in the structure is not valid base64")
         if tag in ("$dict", "$ordered"):
             pairs = [(self._key(self.decode(k)), self.decode(v)) for k, v in value]
             return collections.OrderedDict(pairs) if tag == "$ordered" else dict(pairs)
@@ -307,6 +316,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     else:
         source = "<file>"
         data = f.read()
+    _check_map_location(map_location)
     if data[:2] == b"PK" or data[:1] == b"\x80":
         _fail(source, "this looks like a pickle/zip checkpoint (e.g. from torch.save); ember only loads its safe format")
     meta, tensors = _parse(data, source)
@@ -318,7 +328,27 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         tree = json.loads(structure)
     except json.JSONDecodeError as exc:
         _fail(source, f"the structure metadata is not valid JSON ({exc})")
-    return reader.decode(tree)
+    try:
+        return reader.decode(tree)
+    except CheckpointError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+        _fail(source, f"the structure metadata is malformed ({type(exc).__name__}: {exc})")
+
+
+def _check_map_location(map_location):
+    """Every tensor loads on the CPU (the only device of this build): a map_location
+    naming another device is an error, not a silent CPU load."""
+    targets = []
+    if isinstance(map_location, (str, ec.device)):
+        targets = [map_location]
+    elif isinstance(map_location, dict):
+        targets = list(map_location.values())
+    for target in targets:
+        if isinstance(target, (str, ec.device)) and ec.device(target).type != "cpu":
+            from ember_core import _cuda
+
+            _cuda.unavailable(f"ember.load(map_location={map_location!r})")
 
 
 def save_to_bytes(obj):

@@ -858,6 +858,83 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     return ec.col2im(input, output_size, kernel_size, dilation, padding, stride)
 
 
+# ------------------------------------------------ in-place forms and more (nn)
+# torch.nn.functional's in-place spellings and the few losses/shuffles built
+# from other ops.
+
+
+def elu_(input, alpha=1.0):
+    return ec.elu_(input, alpha)
+
+
+def celu_(input, alpha=1.0):
+    return ec.celu_(input, alpha)
+
+
+def selu_(input):
+    return ec.selu_(input)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return ec.hardtanh_(input, min_val, max_val)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return ec.leaky_relu_(input, negative_slope)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return ec.rrelu_(input, lower, upper, training)
+
+
+def threshold_(input, threshold, value):
+    return ec.threshold_(input, threshold, value)
+
+
+def channel_shuffle(input, groups):
+    """(N, C, *) with its C channels shuffled in `groups` groups."""
+    n, c = input.shape[0], input.shape[1]
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
+    rest = tuple(input.shape[2:])
+    return input.reshape((n, groups, c // groups) + rest).transpose(1, 2).reshape(input.shape)
+
+
+native_channel_shuffle = channel_shuffle
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """sum over targets j and non-targets i of max(0, 1 - (x[y_j] - x[i])) / C; target
+    lists class indices, ended by the first -1."""
+    squeeze = input.dim() == 1
+    x = input.unsqueeze(0) if squeeze else input
+    y = target.unsqueeze(0) if squeeze else target
+    n, c = x.shape
+    # targets before the first -1 count
+    valid = (y >= 0).to(ec.int64).cumprod(1).to(ec.bool)
+    idx = ec.where(valid, y, ec.zeros((), dtype=y.dtype))
+    is_target = ec.zeros((n, c), dtype=x.dtype).scatter_add_(1, idx, valid.to(x.dtype)).clamp_max(1)
+    x_t = x.gather(1, idx)  # (n, c): the score of each listed target
+    margins = (1 - x_t.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0)  # (n, target j, class i)
+    margins = margins * valid.to(x.dtype).unsqueeze(2) * (1 - is_target).unsqueeze(1)
+    loss = margins.sum((1, 2)) / c
+    if squeeze:
+        loss = loss.squeeze(0)
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0,
+                                      swap=False, reduction="mean"):
+    """max(d(a, p) - d(a, n) + margin, 0) with any distance function (pairwise by default)."""
+    dist = distance_function if distance_function is not None else pairwise_distance
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        d_neg = ec.minimum(d_neg, dist(positive, negative))
+    loss = (margin + d_pos - d_neg).clamp_min(0)
+    return _reduce(loss, reduction)
+
+
 # ------------------------------------------------------------ attention (nn)
 # MultiheadAttention as a function, with PyTorch's mask handling (ember_nn._attention).
 from ember_nn._attention import (  # noqa: E402

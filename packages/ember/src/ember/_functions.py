@@ -143,15 +143,11 @@ def meshgrid(*tensors, indexing=None):
         if t.dim() > 1:
             raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t.dim()}D")
     flat = [t.reshape(-1) for t in tensors]
-    swap = indexing == "xy" and len(flat) >= 2
-    if swap:
-        flat[0], flat[1] = flat[1], flat[0]
     shape = tuple(t.shape[0] for t in flat)
     n = len(flat)
     grids = [t.reshape(tuple(-1 if j == i else 1 for j in range(n))).expand(shape) for i, t in enumerate(flat)]
-    if swap:
+    if indexing == "xy" and n >= 2:  # Cartesian indexing: the first two dims swap places
         grids = [g.transpose(0, 1) for g in grids]
-        grids[0], grids[1] = grids[1], grids[0]
     return tuple(grids)
 
 

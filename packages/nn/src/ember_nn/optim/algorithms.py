@@ -384,7 +384,7 @@ class Adamax(Optimizer):
                 if wd != 0:
                     d = d.add(p, alpha=wd)
                 s["exp_avg"].lerp_(d, _lerp_weight(d, 1 - beta1))
-                norm_buf = ec.cat([s["exp_inf"].mul_(beta2).unsqueeze(0), d.abs().add_(eps).unsqueeze_(0)], 0)
+                norm_buf = ec.cat([s["exp_inf"].mul_(beta2).unsqueeze(0), d.abs().add_(eps).unsqueeze(0)], 0)
                 s["exp_inf"].copy_(ec.amax(norm_buf, 0, keepdim=False))
                 clr = lr / (1 - beta1 ** s["step"].item())
                 p.addcdiv_(s["exp_avg"], s["exp_inf"], value=-clr)

@@ -19,7 +19,13 @@ static int fail(int status, const char* fmt, ...) {
     return status;
 }
 
-#define GRAIN 65536
+/* Note [Optimizer threads]: the caller passes ember's thread count (ember_core
+ * keeps it; OpenMP's own default would ignore set_num_threads and oversubscribe
+ * a busy machine).  A tensor is split between threads only when each gets at
+ * least GRAIN elements: below that the fork/join costs more than the loop, which
+ * moves a few bytes per element. */
+#define GRAIN 262144
+#define THREADS(m) (nthreads > 1 && (m) >= 2 * GRAIN ? ((m) / GRAIN < nthreads ? (int)((m) / GRAIN) : nthreads) : 1)
 #define P(arr, i, T) ((T*)(uintptr_t)(arr)[i])
 /* Step counters (and NAdam's mu products) are 0-d tensors of the scalar dtype
  * sdt (float32, or float64 when that is the default dtype), as in PyTorch. */
@@ -47,7 +53,7 @@ static inline double scale_scalar(const uint64_t* xs, int64_t i, int sdt, double
         T* b = (momentum != 0) ? P(bufs, t, T) : NULL;                                        \
         int64_t m = numels[t];                                                                \
         int first = first_step ? first_step[t] : 0;                                           \
-        _Pragma("omp parallel for if (m > GRAIN) schedule(static)")                           \
+        _Pragma("omp parallel for if (THREADS(m) > 1) num_threads(THREADS(m)) schedule(static)")                           \
         for (int64_t i = 0; i < m; i++) {                                                     \
             T d = maximize ? -g[i] : g[i];                                                    \
             if (weight_decay != 0) d = d + (T)weight_decay * p[i];                            \
@@ -59,7 +65,7 @@ static inline double scale_scalar(const uint64_t* xs, int64_t i, int sdt, double
         }                                                                                     \
     }
 
-int en_sgd(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads, const uint64_t* bufs,
+int en_sgd(int dtype, int nthreads, int64_t n, const uint64_t* params, const uint64_t* grads, const uint64_t* bufs,
            const uint8_t* first_step, const int64_t* numels, double lr, double momentum,
            double dampening, double weight_decay, int nesterov, int maximize) {
     if (dtype == EN_FLOAT32) { SGD_BODY(float) }
@@ -83,7 +89,7 @@ int en_sgd(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads, 
         T step_size = (T)(lr / bc1);                                                          \
         T bc2_sqrt = (T)sqrt(bc2);                                                            \
         T decay = (T)(1 - lr * weight_decay);                                                 \
-        _Pragma("omp parallel for if (m > GRAIN) schedule(static)")                           \
+        _Pragma("omp parallel for if (THREADS(m) > 1) num_threads(THREADS(m)) schedule(static)")                           \
         for (int64_t i = 0; i < m; i++) {                                                     \
             T d = maximize ? -g[i] : g[i];                                                    \
             if (weight_decay != 0) {                                                          \
@@ -102,7 +108,7 @@ int en_sgd(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads, 
         }                                                                                     \
     }
 
-int en_adam(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
+int en_adam(int dtype, int nthreads, int64_t n, const uint64_t* params, const uint64_t* grads,
             const uint64_t* exp_avgs, const uint64_t* exp_avg_sqs, const uint64_t* max_sqs,
             const uint64_t* steps, int sdt, const int64_t* numels, double lr, double beta1, double beta2,
             double eps, double weight_decay, int amsgrad, int maximize, int decoupled) {
@@ -123,7 +129,7 @@ int en_adam(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
         T* b = momentum > 0 ? P(bufs, t, T) : NULL;                                           \
         int64_t m = numels[t];                                                                \
         STEP(t);                                                                              \
-        _Pragma("omp parallel for if (m > GRAIN) schedule(static)")                           \
+        _Pragma("omp parallel for if (THREADS(m) > 1) num_threads(THREADS(m)) schedule(static)")                           \
         for (int64_t i = 0; i < m; i++) {                                                     \
             T d = maximize ? -g[i] : g[i];                                                    \
             if (weight_decay != 0) d = d + (T)weight_decay * p[i];                            \
@@ -144,7 +150,7 @@ int en_adam(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
         }                                                                                     \
     }
 
-int en_rmsprop(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
+int en_rmsprop(int dtype, int nthreads, int64_t n, const uint64_t* params, const uint64_t* grads,
                const uint64_t* square_avgs, const uint64_t* grad_avgs, const uint64_t* bufs,
                const uint64_t* steps, int sdt, const int64_t* numels, double lr, double alpha, double eps,
                double weight_decay, double momentum, int centered, int maximize) {
@@ -164,7 +170,7 @@ int en_rmsprop(int dtype, int64_t n, const uint64_t* params, const uint64_t* gra
         int64_t m = numels[t];                                                                \
         double step = STEP(t);                                                                \
         T clr = (T)(lr / (1 + (step - 1) * lr_decay));                                        \
-        _Pragma("omp parallel for if (m > GRAIN) schedule(static)")                           \
+        _Pragma("omp parallel for if (THREADS(m) > 1) num_threads(THREADS(m)) schedule(static)")                           \
         for (int64_t i = 0; i < m; i++) {                                                     \
             T d = maximize ? -g[i] : g[i];                                                    \
             if (weight_decay != 0) d = d + (T)weight_decay * p[i];                            \
@@ -174,7 +180,7 @@ int en_rmsprop(int dtype, int64_t n, const uint64_t* params, const uint64_t* gra
         }                                                                                     \
     }
 
-int en_adagrad(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
+int en_adagrad(int dtype, int nthreads, int64_t n, const uint64_t* params, const uint64_t* grads,
                const uint64_t* sums, const uint64_t* steps, int sdt, const int64_t* numels, double lr,
                double lr_decay, double weight_decay, double eps, int maximize) {
     if (dtype == EN_FLOAT32) { ADAGRAD_BODY(float) }
@@ -193,7 +199,7 @@ int en_adagrad(int dtype, int64_t n, const uint64_t* params, const uint64_t* gra
         T* acc = P(acc_deltas, t, T);                                                         \
         int64_t m = numels[t];                                                                \
         STEP(t);                                                                              \
-        _Pragma("omp parallel for if (m > GRAIN) schedule(static)")                           \
+        _Pragma("omp parallel for if (THREADS(m) > 1) num_threads(THREADS(m)) schedule(static)")                           \
         for (int64_t i = 0; i < m; i++) {                                                     \
             T d = maximize ? -g[i] : g[i];                                                    \
             if (weight_decay != 0) d = d + (T)weight_decay * p[i];                            \
@@ -205,7 +211,7 @@ int en_adagrad(int dtype, int64_t n, const uint64_t* params, const uint64_t* gra
         }                                                                                     \
     }
 
-int en_adadelta(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
+int en_adadelta(int dtype, int nthreads, int64_t n, const uint64_t* params, const uint64_t* grads,
                 const uint64_t* square_avgs, const uint64_t* acc_deltas, const uint64_t* steps, int sdt,
                 const int64_t* numels, double lr, double rho, double eps, double weight_decay,
                 int maximize) {
@@ -226,7 +232,7 @@ int en_adadelta(int dtype, int64_t n, const uint64_t* params, const uint64_t* gr
         int64_t m = numels[t];                                                                \
         double step = STEP(t);                                                                \
         T clr = (T)(lr / (1 - pow(beta1, step)));                                             \
-        _Pragma("omp parallel for if (m > GRAIN) schedule(static)")                           \
+        _Pragma("omp parallel for if (THREADS(m) > 1) num_threads(THREADS(m)) schedule(static)")                           \
         for (int64_t i = 0; i < m; i++) {                                                     \
             T d = maximize ? -g[i] : g[i];                                                    \
             if (weight_decay != 0) d = d + (T)weight_decay * p[i];                            \
@@ -237,7 +243,7 @@ int en_adadelta(int dtype, int64_t n, const uint64_t* params, const uint64_t* gr
         }                                                                                     \
     }
 
-int en_adamax(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
+int en_adamax(int dtype, int nthreads, int64_t n, const uint64_t* params, const uint64_t* grads,
               const uint64_t* exp_avgs, const uint64_t* exp_infs, const uint64_t* steps, int sdt,
               const int64_t* numels, double lr, double beta1, double beta2, double eps,
               double weight_decay, int maximize) {
@@ -264,7 +270,7 @@ int en_adamax(int dtype, int64_t n, const uint64_t* params, const uint64_t* grad
         T c1 = (T)(lr * (1.0 - mu) / (1.0 - mp));                                             \
         T c2 = (T)(lr * mu_next / (1.0 - mp * mu_next));                                      \
         T decay = (T)(1 - lr * weight_decay);                                                 \
-        _Pragma("omp parallel for if (m > GRAIN) schedule(static)")                           \
+        _Pragma("omp parallel for if (THREADS(m) > 1) num_threads(THREADS(m)) schedule(static)")                           \
         for (int64_t i = 0; i < m; i++) {                                                     \
             T d = maximize ? -g[i] : g[i];                                                    \
             if (weight_decay != 0) {                                                          \
@@ -279,7 +285,7 @@ int en_adamax(int dtype, int64_t n, const uint64_t* params, const uint64_t* grad
         }                                                                                     \
     }
 
-int en_nadam(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
+int en_nadam(int dtype, int nthreads, int64_t n, const uint64_t* params, const uint64_t* grads,
              const uint64_t* exp_avgs, const uint64_t* exp_avg_sqs, const uint64_t* mu_products,
              const uint64_t* steps, int sdt, const int64_t* numels, double lr, double beta1, double beta2,
              double eps, double weight_decay, double momentum_decay, int decoupled, int maximize) {
@@ -307,7 +313,7 @@ int en_nadam(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads
                                      ((rho_inf - 4) * (rho_inf - 2) * rho_t)) : 0;            \
         T bc2_sqrt = (T)sqrt(bc2);                                                            \
         T decay = (T)(1 - lr * weight_decay);                                                 \
-        _Pragma("omp parallel for if (m > GRAIN) schedule(static)")                           \
+        _Pragma("omp parallel for if (THREADS(m) > 1) num_threads(THREADS(m)) schedule(static)")                           \
         for (int64_t i = 0; i < m; i++) {                                                     \
             T d = maximize ? -g[i] : g[i];                                                    \
             if (weight_decay != 0) {                                                          \
@@ -326,7 +332,7 @@ int en_nadam(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads
         }                                                                                     \
     }
 
-int en_radam(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
+int en_radam(int dtype, int nthreads, int64_t n, const uint64_t* params, const uint64_t* grads,
              const uint64_t* exp_avgs, const uint64_t* exp_avg_sqs, const uint64_t* steps, int sdt,
              const int64_t* numels, double lr, double beta1, double beta2, double eps,
              double weight_decay, int decoupled, int maximize) {

@@ -16,9 +16,16 @@ Tensor = ec.Tensor
 
 
 def linear(input, weight, bias=None):
-    """y = input @ weight.T + bias (one fused addmm for 2-D input)."""
-    if input.dim() == 2 and bias is not None:
-        return ec.addmm(bias, input, weight.t())
+    """y = input @ weight.T + bias: one GEMM (with the bias fused) for any number of
+    leading dims, which are flattened into the GEMM's rows, so the weight's
+    gradient is one GEMM too rather than a batched product and a sum."""
+    if input.dim() == 2:
+        return ec.addmm(bias, input, weight.t()) if bias is not None else input.mm(weight.t())
+    if input.dim() > 2 and weight.dim() == 2:
+        lead = tuple(input.shape[:-1])
+        x = input.reshape(-1, input.shape[-1])
+        out = ec.addmm(bias, x, weight.t()) if bias is not None else x.mm(weight.t())
+        return out.reshape(lead + (weight.shape[0],))
     out = input.matmul(weight.t())
     return out + bias if bias is not None else out
 

@@ -108,7 +108,7 @@ class SGD(Optimizer):
                     s["momentum_buffer"] = ec.empty_like(p)
         bufs = addresses([s["momentum_buffer"] for s in states]) if momentum != 0 else ffi.NULL
         check(
-            lib.en_sgd(code, len(params), addresses(params), addresses(grads), bufs, ffi.new("uint8_t[]", first),
+            lib.en_sgd(code, ec.get_num_threads(), len(params), addresses(params), addresses(grads), bufs, ffi.new("uint8_t[]", first),
                        numels(params), _lr(group), momentum, group["dampening"], group["weight_decay"],
                        group["nesterov"], group["maximize"]),
             "SGD.step",
@@ -162,7 +162,7 @@ class Adam(Optimizer):
             return
         maxs = addresses([s["max_exp_avg_sq"] for s in states]) if amsgrad else ffi.NULL
         check(
-            lib.en_adam(code, len(params), addresses(params), addresses(grads),
+            lib.en_adam(code, ec.get_num_threads(), len(params), addresses(params), addresses(grads),
                         addresses([s["exp_avg"] for s in states]), addresses([s["exp_avg_sq"] for s in states]),
                         maxs, steps[0], steps[1], numels(params), _lr(group), beta1, beta2, group["eps"],
                         group["weight_decay"], amsgrad, group["maximize"], group["decoupled_weight_decay"]),
@@ -240,7 +240,7 @@ class RMSprop(Optimizer):
             return
         centered, momentum = group["centered"], group["momentum"]
         check(
-            lib.en_rmsprop(code, len(params), addresses(params), addresses(grads),
+            lib.en_rmsprop(code, ec.get_num_threads(), len(params), addresses(params), addresses(grads),
                            addresses([s["square_avg"] for s in states]),
                            addresses([s["grad_avg"] for s in states]) if centered else ffi.NULL,
                            addresses([s["momentum_buffer"] for s in states]) if momentum > 0 else ffi.NULL,
@@ -313,7 +313,7 @@ class Adagrad(Optimizer):
                 p.addcdiv_(d, std, value=-clr)
             return
         check(
-            lib.en_adagrad(code, len(params), addresses(params), addresses(grads),
+            lib.en_adagrad(code, ec.get_num_threads(), len(params), addresses(params), addresses(grads),
                            addresses([s["sum"] for s in states]), steps[0], steps[1], numels(params), _lr(group),
                            group["lr_decay"], group["weight_decay"], group["eps"], group["maximize"]),
             "Adagrad.step",
@@ -352,7 +352,7 @@ class Adadelta(Optimizer):
                 p.add_(delta, alpha=-lr)
             return
         check(
-            lib.en_adadelta(code, len(params), addresses(params), addresses(grads),
+            lib.en_adadelta(code, ec.get_num_threads(), len(params), addresses(params), addresses(grads),
                             addresses([s["square_avg"] for s in states]), addresses([s["acc_delta"] for s in states]),
                             steps[0], steps[1], numels(params), lr, rho, eps, wd, group["maximize"]),
             "Adadelta.step",
@@ -390,7 +390,7 @@ class Adamax(Optimizer):
                 p.addcdiv_(s["exp_avg"], s["exp_inf"], value=-clr)
             return
         check(
-            lib.en_adamax(code, len(params), addresses(params), addresses(grads),
+            lib.en_adamax(code, ec.get_num_threads(), len(params), addresses(params), addresses(grads),
                           addresses([s["exp_avg"] for s in states]), addresses([s["exp_inf"] for s in states]),
                           steps[0], steps[1], numels(params), lr, beta1, beta2, eps, wd, group["maximize"]),
             "Adamax.step",
@@ -448,7 +448,7 @@ class NAdam(Optimizer):
                 p.addcdiv_(s["exp_avg"], denom, value=(-lr * mu_next) / (1.0 - mu_product_next))
             return
         check(
-            lib.en_nadam(code, len(params), addresses(params), addresses(grads),
+            lib.en_nadam(code, ec.get_num_threads(), len(params), addresses(params), addresses(grads),
                          addresses([s["exp_avg"] for s in states]), addresses([s["exp_avg_sq"] for s in states]),
                          mus[0], steps[0], steps[1], numels(params), lr, beta1, beta2, eps, wd, md,
                          group["decoupled_weight_decay"], group["maximize"]),
@@ -500,7 +500,7 @@ class RAdam(Optimizer):
                     p.add_(corrected * lr, alpha=-1.0)
             return
         check(
-            lib.en_radam(code, len(params), addresses(params), addresses(grads),
+            lib.en_radam(code, ec.get_num_threads(), len(params), addresses(params), addresses(grads),
                          addresses([s["exp_avg"] for s in states]), addresses([s["exp_avg_sq"] for s in states]),
                          steps[0], steps[1], numels(params), lr, beta1, beta2, eps, wd,
                          group["decoupled_weight_decay"], group["maximize"]),

@@ -13,6 +13,7 @@ import ember_core as ec
 
 from ember_nn import functional as F
 from ember_nn import init
+from ember_nn.modules import _rnn_layers
 from ember_nn.modules.module import Module
 from ember_nn.parameter import Parameter
 
@@ -267,7 +268,13 @@ class RNNBase(Module):
                     weights = weights[:2] + [None, None] + weights[2:]
                 h = h0[idx]
                 c = c0[idx] if is_lstm else None
-                if batch_sizes is None:
+                if batch_sizes is None and self.mode in ("LSTM", "GRU") and not self.proj_size:
+                    # one autograd node per layer and direction (Note [Fused recurrent layers])
+                    if is_lstm:
+                        out, h, c = _rnn_layers.LSTMLayer.apply(layer_input, h, c, *weights, bool(d))
+                    else:
+                        out, h = _rnn_layers.GRULayer.apply(layer_input, h, *weights, bool(d))
+                elif batch_sizes is None:
                     out, h, c = self._run_dense(layer_input, h, c, weights, step, reverse=bool(d))
                 else:
                     out, h, c = self._run_packed(layer_input, sizes, offsets, h, c, weights, step, reverse=bool(d))

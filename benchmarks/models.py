@@ -31,7 +31,9 @@ def build(T, name):
     class MLP(nn.Module):
         def __init__(self):
             super().__init__()
-            self.net = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+            self.net = nn.Sequential(
+                nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10)
+            )
 
         def forward(self, x):
             return self.net(x)
@@ -58,7 +60,9 @@ def build(T, name):
             self.b2 = nn.BatchNorm2d(cout)
             self.short = None
             if stride != 1 or cin != cout:
-                self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+                self.short = nn.Sequential(
+                    nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
+                )
 
         def forward(self, x):
             out = F.relu(self.b1(self.c1(x)))
@@ -68,7 +72,9 @@ def build(T, name):
     class ResNet18(nn.Module):
         def __init__(self, width=64):
             super().__init__()
-            self.stem = nn.Sequential(nn.Conv2d(3, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU())
+            self.stem = nn.Sequential(
+                nn.Conv2d(3, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU()
+            )
             layers, cin = [], width
             for i, n in enumerate((2, 2, 2, 2)):
                 cout = width * 2**i
@@ -88,13 +94,24 @@ def build(T, name):
 
             def dw(cin, cout, stride):
                 return nn.Sequential(
-                    nn.Conv2d(cin, cin, 3, stride, 1, groups=cin, bias=False), nn.BatchNorm2d(cin), nn.ReLU(),
-                    nn.Conv2d(cin, cout, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
+                    nn.Conv2d(cin, cin, 3, stride, 1, groups=cin, bias=False),
+                    nn.BatchNorm2d(cin),
+                    nn.ReLU(),
+                    nn.Conv2d(cin, cout, 1, bias=False),
+                    nn.BatchNorm2d(cout),
+                    nn.ReLU(),
                 )
 
             self.features = nn.Sequential(
-                nn.Conv2d(3, 32, 3, 1, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU(),
-                dw(32, 64, 1), dw(64, 128, 2), dw(128, 128, 1), dw(128, 256, 2), dw(256, 256, 1), dw(256, 512, 2),
+                nn.Conv2d(3, 32, 3, 1, 1, bias=False),
+                nn.BatchNorm2d(32),
+                nn.ReLU(),
+                dw(32, 64, 1),
+                dw(64, 128, 2),
+                dw(128, 128, 1),
+                dw(128, 256, 2),
+                dw(256, 256, 1),
+                dw(256, 512, 2),
             )
             self.fc = nn.Linear(512, 10)
 
@@ -117,7 +134,9 @@ def build(T, name):
             super().__init__()
             self.u = nn.Embedding(users, dim)
             self.i = nn.Embedding(items, dim)
-            self.mlp = nn.Sequential(nn.Linear(2 * dim, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 1))
+            self.mlp = nn.Sequential(
+                nn.Linear(2 * dim, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 1)
+            )
 
         def forward(self, users, items):
             return self.mlp(T.cat([self.u(users), self.i(items)], 1)).squeeze(1)
@@ -182,9 +201,21 @@ def _measure(library, name, repeat, threads):
     import subprocess
 
     out = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "--worker", library, "--models", name, "--repeat", str(repeat),
-         "--threads", str(threads)],
-        check=True, capture_output=True, text=True,
+        [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--worker",
+            library,
+            "--models",
+            name,
+            "--repeat",
+            str(repeat),
+            "--threads",
+            str(threads),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -193,8 +224,12 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--models", default="mlp,cnn,resnet18,mobilenet,lstm,ncf")
     parser.add_argument("--repeat", type=int, default=10, help="timed steps per process (median)")
-    parser.add_argument("--rounds", type=int, default=3, help="alternating ember/torch processes per model")
-    parser.add_argument("--threads", type=int, default=None, help="threads for both libraries (default: ember's)")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="alternating ember/torch processes per model"
+    )
+    parser.add_argument(
+        "--threads", type=int, default=None, help="threads for both libraries (default: ember's)"
+    )
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -217,9 +252,15 @@ def main():
         e = statistics.median(te)
         t = statistics.median(tt) if tt else None
         rows.append([name, f"{e:.1f}", f"{t:.1f}" if t else "-", f"{e / t:.2f}" if t else "-"])
-        print(f"{name}: ember {[round(x, 1) for x in te]} torch {[round(x, 1) for x in tt]}", flush=True)
-    print(f"samples/s (training steps), {threads} threads, median of {args.rounds} alternating processes x "
-          f"{args.repeat} steps")
+        print(
+            f"{name}: ember {[round(x, 1) for x in te]} torch {[round(x, 1) for x in tt]}",
+            flush=True,
+        )
+    print(
+        f"samples/s (training steps), {threads} threads, median of {args.rounds} alternating "
+        "processes x "
+        f"{args.repeat} steps"
+    )
     table(rows, ["model", "ember", "torch", "ember/torch"])
 
 

@@ -12,14 +12,24 @@ import ember
 import ember as torch  # scripts write it this way
 
 
-@pytest.mark.parametrize("name, target", [
-    ("ember.nn", "ember_nn"), ("ember.nn.functional", "ember_nn.functional"), ("ember.nn.init", "ember_nn.init"),
-    ("ember.nn.utils", "ember_nn.utils"), ("ember.nn.utils.rnn", "ember_nn.utils.rnn"),
-    ("ember.optim", "ember_nn.optim"), ("ember.optim.lr_scheduler", "ember_nn.optim.lr_scheduler"),
-    ("ember.autograd", "ember_autograd"), ("ember.utils.data", "ember_data"),
-    ("ember.utils.data.dataloader", "ember_data.dataloader"), ("ember.utils.data.sampler", "ember_data.sampler"),
-    ("ember.utils.data.datasets", "ember_data.datasets"), ("ember.multiprocessing", "ember_multiprocessing"),
-])
+@pytest.mark.parametrize(
+    "name, target",
+    [
+        ("ember.nn", "ember_nn"),
+        ("ember.nn.functional", "ember_nn.functional"),
+        ("ember.nn.init", "ember_nn.init"),
+        ("ember.nn.utils", "ember_nn.utils"),
+        ("ember.nn.utils.rnn", "ember_nn.utils.rnn"),
+        ("ember.optim", "ember_nn.optim"),
+        ("ember.optim.lr_scheduler", "ember_nn.optim.lr_scheduler"),
+        ("ember.autograd", "ember_autograd"),
+        ("ember.utils.data", "ember_data"),
+        ("ember.utils.data.dataloader", "ember_data.dataloader"),
+        ("ember.utils.data.sampler", "ember_data.sampler"),
+        ("ember.utils.data.datasets", "ember_data.datasets"),
+        ("ember.multiprocessing", "ember_multiprocessing"),
+    ],
+)
 def test_submodules_are_the_packages_modules(name, target):
     assert importlib.import_module(name) is importlib.import_module(target)
     assert sys.modules[name] is sys.modules[target]
@@ -29,11 +39,11 @@ def test_script_style_imports():
     import ember.nn as nn
     import ember.nn.functional as F
     import ember.optim as optim
+    from ember.nn.utils import clip_grad_norm_  # noqa: F401
+    from ember.nn.utils.rnn import pad_sequence  # noqa: F401
+    from ember.optim.lr_scheduler import StepLR  # noqa: F401
     from ember.utils.data import DataLoader, Dataset, TensorDataset, random_split  # noqa: F401
     from ember.utils.data.dataloader import default_collate
-    from ember.optim.lr_scheduler import StepLR  # noqa: F401
-    from ember.nn.utils.rnn import pad_sequence  # noqa: F401
-    from ember.nn.utils import clip_grad_norm_  # noqa: F401
 
     assert torch.nn is nn and torch.nn.functional is F and torch.optim is optim
     assert torch.utils.data.DataLoader is DataLoader
@@ -43,10 +53,40 @@ def test_script_style_imports():
 
 
 def test_top_level_names_scripts_use():
-    for name in ["tensor", "from_numpy", "zeros", "ones", "randn", "arange", "cat", "stack", "argmax", "no_grad",
-                 "manual_seed", "save", "load", "device", "Tensor", "Size", "Generator", "is_tensor", "numel",
-                 "float32", "float", "long", "int64", "bool", "set_grad_enabled", "inference_mode", "where",
-                 "set_num_threads", "get_num_threads", "set_default_dtype", "get_default_dtype", "compile"]:
+    for name in [
+        "tensor",
+        "from_numpy",
+        "zeros",
+        "ones",
+        "randn",
+        "arange",
+        "cat",
+        "stack",
+        "argmax",
+        "no_grad",
+        "manual_seed",
+        "save",
+        "load",
+        "device",
+        "Tensor",
+        "Size",
+        "Generator",
+        "is_tensor",
+        "numel",
+        "float32",
+        "float",
+        "long",
+        "int64",
+        "bool",
+        "set_grad_enabled",
+        "inference_mode",
+        "where",
+        "set_num_threads",
+        "get_num_threads",
+        "set_default_dtype",
+        "get_default_dtype",
+        "compile",
+    ]:
         assert hasattr(torch, name), name
     assert torch.device("cuda" if torch.cuda.is_available() else "cpu").type == "cpu"
     assert torch.is_tensor(torch.ones(1)) and not torch.is_tensor([1])
@@ -92,7 +132,9 @@ def test_closeness():
     assert torch.isclose(a, b).tolist() == [True, False, False, True]
     assert torch.isclose(a, b, equal_nan=True).tolist() == [True, False, True, True]
     assert torch.allclose(a[:1], b[:1]) and not torch.allclose(a, b)
-    assert torch.equal(torch.ones(2), torch.ones(2)) and not torch.equal(torch.ones(2), torch.ones(3))
+    assert torch.equal(torch.ones(2), torch.ones(2)) and not torch.equal(
+        torch.ones(2), torch.ones(3)
+    )
 
 
 def test_broadcasting_and_meshgrid():
@@ -150,7 +192,11 @@ def test_testing_assert_close():
     with pytest.raises(AssertionError, match="Tensor-likes are not close!") as info:
         torch.testing.assert_close(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 2.1, 3.0]))
     msg = str(info.value)
-    assert "Mismatched elements: 1 / 3 (33.3%)" in msg and "at index (1,)" in msg and "up to 1e-05 allowed" in msg
+    assert (
+        "Mismatched elements: 1 / 3 (33.3%)" in msg
+        and "at index (1,)" in msg
+        and "up to 1e-05 allowed" in msg
+    )
     with pytest.raises(AssertionError, match="dtype"):
         torch.testing.assert_close(torch.ones(2), torch.ones(2, dtype=torch.float64))
     torch.testing.assert_close(torch.ones(2), torch.ones(2, dtype=torch.float64), check_dtype=False)
@@ -169,7 +215,10 @@ def test_testing_assert_close():
 @pytest.mark.parity
 def test_assert_close_messages_match_torch():
     real = pytest.importorskip("torch")
-    pairs = [([1.0, 2.0, 3.0], [1.0, 2.1, 3.0]), ([[0.0, 5.0], [1.0, 1.0]], [[0.5, 5.0], [1.0, 1.0]])]
+    pairs = [
+        ([1.0, 2.0, 3.0], [1.0, 2.1, 3.0]),
+        ([[0.0, 5.0], [1.0, 1.0]], [[0.5, 5.0], [1.0, 1.0]]),
+    ]
     for a, b in pairs:
         msgs = []
         for lib in (ember, real):
@@ -190,7 +239,9 @@ def test_grad_scaler_algorithm():
     scaled.backward()
     scaler.step(opt)
     scaler.update()
-    np.testing.assert_allclose(model.weight.detach().numpy(), w0.numpy() - 0.1, rtol=1e-6)  # unscaled grad is 1
+    np.testing.assert_allclose(
+        model.weight.detach().numpy(), w0.numpy() - 0.1, rtol=1e-6
+    )  # unscaled grad is 1
     opt.zero_grad()
     scaler.scale(model(torch.ones(1, 2)).sum()).backward()
     scaler.step(opt)
@@ -213,9 +264,8 @@ def test_cuda_amp_without_cuda_disables_itself():
     assert not scaler.is_enabled()
     loss = torch.ones(1, requires_grad=True).sum()
     assert scaler.scale(loss) is loss
-    with pytest.warns(UserWarning, match="Disabling autocast"):
-        with torch.autocast(device_type="cuda"):
-            pass
+    with pytest.warns(UserWarning, match="Disabling autocast"), torch.autocast(device_type="cuda"):
+        pass
     with torch.autocast(device_type="cpu", enabled=False):
         pass
     with pytest.raises(NotImplementedError, match="autocast"):

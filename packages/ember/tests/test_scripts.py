@@ -10,7 +10,7 @@ then deterministic in both libraries)."""
 import numpy as np
 import pytest
 
-MLP_SCRIPT = '''
+MLP_SCRIPT = """
 import numpy as np
 import ember as torch
 import ember.nn as nn
@@ -68,7 +68,8 @@ def main(model, dtype=torch.float32, epochs=8, checkpoint=None):
     with torch.no_grad():
         accuracy = (model(x).argmax(dim=1) == y).float().mean().item()
     if checkpoint is not None:
-        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epochs}, checkpoint)
+        state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epochs}
+        torch.save(state, checkpoint)
         state = torch.load(checkpoint, map_location="cpu")
         restored = MLP()
         restored.load_state_dict(state["model"])
@@ -76,7 +77,7 @@ def main(model, dtype=torch.float32, epochs=8, checkpoint=None):
         with torch.no_grad():
             assert torch.equal(restored(x).argmax(1), model(x).argmax(1))
     return losses, accuracy
-'''
+"""
 
 CNN_SCRIPT = '''
 import numpy as np
@@ -131,7 +132,9 @@ def main(model, dtype=torch.float32, epochs=6):
     x, y = make_data()
     loader = DataLoader(TensorDataset(x.to(dtype), y), batch_size=32, shuffle=False)
     model = model.to(dtype)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, nesterov=True, weight_decay=5e-4)
+    optimizer = torch.optim.SGD(
+        model.parameters(), lr=0.05, momentum=0.9, nesterov=True, weight_decay=5e-4
+    )
     scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.1, epochs=epochs,
                                                     steps_per_epoch=len(loader))
     losses = []
@@ -238,14 +241,17 @@ class Classifier(nn.Module):
         super().__init__()
         self.embed = nn.Embedding(vocab, d_model, padding_idx=0)
         self.pos = nn.Parameter(torch.zeros(1, 10, d_model))
-        layer = nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward=32, dropout=dropout, batch_first=True)
+        layer = nn.TransformerEncoderLayer(
+            d_model, nhead, dim_feedforward=32, dropout=dropout, batch_first=True
+        )
         self.encoder = nn.TransformerEncoder(layer, num_layers=layers, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, 2)
 
     def forward(self, tokens):
         pad = tokens == 0
-        x = self.embed(tokens) * math.sqrt(self.embed.embedding_dim) + self.pos[:, : tokens.shape[1]]
+        x = self.embed(tokens) * math.sqrt(self.embed.embedding_dim)
+        x = x + self.pos[:, : tokens.shape[1]]
         x = self.encoder(x, src_key_padding_mask=pad)
         x = x.masked_fill(pad.unsqueeze(-1), 0.0).sum(1) / (~pad).sum(1, keepdim=True)
         return self.head(self.norm(x))
@@ -291,7 +297,9 @@ def make_data(n=64):
 
 def build(dropout=0.0):
     torch.manual_seed(0)
-    return nn.Sequential(nn.Linear(1, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 1))
+    return nn.Sequential(
+        nn.Linear(1, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 1)
+    )
 
 
 def main(model, dtype=torch.float32, steps=150):
@@ -313,8 +321,13 @@ def main(model, dtype=torch.float32, steps=150):
     return losses, None
 '''
 
-SCRIPTS = {"mlp": MLP_SCRIPT, "cnn": CNN_SCRIPT, "lstm": LSTM_SCRIPT, "transformer": TRANSFORMER_SCRIPT,
-           "autograd": AUTOGRAD_SCRIPT}
+SCRIPTS = {
+    "mlp": MLP_SCRIPT,
+    "cnn": CNN_SCRIPT,
+    "lstm": LSTM_SCRIPT,
+    "transformer": TRANSFORMER_SCRIPT,
+    "autograd": AUTOGRAD_SCRIPT,
+}
 
 
 def load_script(name, library="ember"):
@@ -327,8 +340,10 @@ def load_script(name, library="ember"):
     return namespace
 
 
-@pytest.mark.parametrize("name, min_accuracy", [("mlp", 0.9), ("cnn", 0.9), ("lstm", 0.9), ("transformer", 0.8),
-                                                ("autograd", None)])
+@pytest.mark.parametrize(
+    "name, min_accuracy",
+    [("mlp", 0.9), ("cnn", 0.9), ("lstm", 0.9), ("transformer", 0.8), ("autograd", None)],
+)
 def test_script_trains(name, min_accuracy, tmp_path):
     script = load_script(name)
     kwargs = {"checkpoint": tmp_path / "mlp.pt"} if name == "mlp" else {}
@@ -341,8 +356,16 @@ def test_script_trains(name, min_accuracy, tmp_path):
 
 
 @pytest.mark.parity
-@pytest.mark.parametrize("name, steps", [("mlp", {"epochs": 3}), ("cnn", {"epochs": 2}), ("lstm", {"steps": 15}),
-                                         ("transformer", {"steps": 15}), ("autograd", {"steps": 40})])
+@pytest.mark.parametrize(
+    "name, steps",
+    [
+        ("mlp", {"epochs": 3}),
+        ("cnn", {"epochs": 2}),
+        ("lstm", {"steps": 15}),
+        ("transformer", {"steps": 15}),
+        ("autograd", {"steps": 40}),
+    ],
+)
 def test_script_matches_torch(name, steps):
     torch = pytest.importorskip("torch")
     import ember
@@ -350,7 +373,9 @@ def test_script_matches_torch(name, steps):
     theirs, ours = load_script(name, "torch"), load_script(name, "ember")
     t_model = theirs["build"](dropout=0.0).double()
     e_model = ours["build"](dropout=0.0).double()
-    e_model.load_state_dict({k: ember.tensor(v.detach().numpy().copy()) for k, v in t_model.state_dict().items()})
+    e_model.load_state_dict(
+        {k: ember.tensor(v.detach().numpy().copy()) for k, v in t_model.state_dict().items()}
+    )
     t_losses, t_acc = theirs["main"](t_model, dtype=torch.float64, **steps)
     e_losses, e_acc = ours["main"](e_model, dtype=ember.float64, **steps)
     np.testing.assert_allclose(e_losses, t_losses, rtol=1e-7, atol=1e-10)

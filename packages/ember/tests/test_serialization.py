@@ -21,7 +21,9 @@ from ember import CheckpointError
 
 
 def arr(t):
-    return np.asarray(t.detach().float().numpy() if t.dtype is ember.bfloat16 else t.detach().numpy())
+    return np.asarray(
+        t.detach().float().numpy() if t.dtype is ember.bfloat16 else t.detach().numpy()
+    )
 
 
 def roundtrip(obj, tmp_path):
@@ -30,8 +32,21 @@ def roundtrip(obj, tmp_path):
     return ember.load(path)
 
 
-@pytest.mark.parametrize("dtype", [ember.float32, ember.float64, ember.float16, ember.bfloat16, ember.int64,
-                                   ember.int32, ember.int16, ember.int8, ember.uint8, ember.bool])
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        ember.float32,
+        ember.float64,
+        ember.float16,
+        ember.bfloat16,
+        ember.int64,
+        ember.int32,
+        ember.int16,
+        ember.int8,
+        ember.uint8,
+        ember.bool,
+    ],
+)
 def test_tensor_dtypes_round_trip(tmp_path, dtype):
     t = (ember.randn(3, 4) * 10).to(dtype)
     back = roundtrip(t, tmp_path)
@@ -41,8 +56,14 @@ def test_tensor_dtypes_round_trip(tmp_path, dtype):
 
 def test_shapes_views_and_sharing(tmp_path):
     base = ember.arange(12.0).reshape(3, 4)
-    obj = {"scalar": ember.tensor(3.5), "empty": ember.zeros(0, 5), "view": base.t(), "slice": base[:, 1::2],
-           "same": base, "again": base}
+    obj = {
+        "scalar": ember.tensor(3.5),
+        "empty": ember.zeros(0, 5),
+        "view": base.t(),
+        "slice": base[:, 1::2],
+        "same": base,
+        "again": base,
+    }
     back = roundtrip(obj, tmp_path)
     assert back["scalar"].shape == () and back["scalar"].item() == 3.5
     assert back["empty"].shape == (0, 5)
@@ -52,12 +73,16 @@ def test_shapes_views_and_sharing(tmp_path):
 
 
 def test_model_state_dict_round_trip(tmp_path):
-    model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.Flatten(), nn.Linear(4 * 6 * 6, 3))
+    model = nn.Sequential(
+        nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.Flatten(), nn.Linear(4 * 6 * 6, 3)
+    )
     model(ember.randn(2, 1, 8, 8))  # running stats move
     sd = model.state_dict()
     back = roundtrip(sd, tmp_path)
     assert isinstance(back, collections.OrderedDict) and list(back) == list(sd)
-    fresh = nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.Flatten(), nn.Linear(4 * 6 * 6, 3))
+    fresh = nn.Sequential(
+        nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.Flatten(), nn.Linear(4 * 6 * 6, 3)
+    )
     fresh.load_state_dict(back)
     for (k, a), (_, b) in zip(fresh.state_dict().items(), sd.items()):
         np.testing.assert_array_equal(arr(a), arr(b), err_msg=k)
@@ -72,7 +97,10 @@ def test_optimizer_state_round_trip(tmp_path):
     sd = opt.state_dict()
     back = roundtrip(sd, tmp_path)
     assert back["param_groups"][0]["betas"] == (0.8, 0.95)
-    assert back["param_groups"][0]["foreach"] is None and back["param_groups"][0]["params"] == [0, 1]
+    assert back["param_groups"][0]["foreach"] is None and back["param_groups"][0]["params"] == [
+        0,
+        1,
+    ]
     assert set(back["state"]) == {0, 1} and back["state"][0]["step"].item() == 1
     opt2 = ember.optim.Adam(nn.Linear(3, 2).parameters(), lr=0.5)
     opt2.load_state_dict(back)
@@ -82,14 +110,29 @@ def test_optimizer_state_round_trip(tmp_path):
 def test_plain_values_and_nesting(tmp_path):
     Point = collections.namedtuple("Point", ["x", "y"])
     obj = {
-        "ints": [0, -1, 2**60, -(2**70)], "floats": [1.5, math.inf, -math.inf], "nan": math.nan,
-        "none": None, "flags": (True, False), "text": "héllo", "nested": {"a": [{"b": (1, [2, {"c": 3}])}]},
-        "int_keys": {1: "one", 2: "two"}, "tuple_key": {(1, 2): "pair"}, "set": {1, 2, 3},
-        "dtype": ember.float16, "device": ember.device("cpu"), "size": ember.Size([2, 3]), "point": Point(1, 2),
-        "bytes": b"\x00\x01binary", "numpy": np.arange(4), "np_scalar": np.float32(2.5), "$tensor": "not a tensor",
+        "ints": [0, -1, 2**60, -(2**70)],
+        "floats": [1.5, math.inf, -math.inf],
+        "nan": math.nan,
+        "none": None,
+        "flags": (True, False),
+        "text": "héllo",
+        "nested": {"a": [{"b": (1, [2, {"c": 3}])}]},
+        "int_keys": {1: "one", 2: "two"},
+        "tuple_key": {(1, 2): "pair"},
+        "set": {1, 2, 3},
+        "dtype": ember.float16,
+        "device": ember.device("cpu"),
+        "size": ember.Size([2, 3]),
+        "point": Point(1, 2),
+        "bytes": b"\x00\x01binary",
+        "numpy": np.arange(4),
+        "np_scalar": np.float32(2.5),
+        "$tensor": "not a tensor",
     }
     back = roundtrip(obj, tmp_path)
-    assert back["ints"] == obj["ints"] and back["floats"] == obj["floats"] and math.isnan(back["nan"])
+    assert (
+        back["ints"] == obj["ints"] and back["floats"] == obj["floats"] and math.isnan(back["nan"])
+    )
     assert back["none"] is None and back["flags"] == (True, False) and back["text"] == "héllo"
     assert back["nested"] == obj["nested"] and back["int_keys"] == {1: "one", 2: "two"}
     assert back["tuple_key"] == {(1, 2): "pair"} and back["set"] == {1, 2, 3}
@@ -142,7 +185,10 @@ def test_unsupported_objects_name_what_to_save_instead(tmp_path):
 def test_layout_is_safetensors(tmp_path):
     """An independent reader: 8-byte little-endian header length, JSON header
     with dtype/shape/data_offsets, then the raw bytes."""
-    tensors = {"w": ember.arange(6.0).reshape(2, 3), "i": ember.tensor([1, 2, 3], dtype=ember.int32)}
+    tensors = {
+        "w": ember.arange(6.0).reshape(2, 3),
+        "i": ember.tensor([1, 2, 3], dtype=ember.int32),
+    }
     ember.save(tensors, tmp_path / "s.safetensors")
     raw = (tmp_path / "s.safetensors").read_bytes()
     (n,) = struct.unpack("<Q", raw[:8])
@@ -155,16 +201,18 @@ def test_layout_is_safetensors(tmp_path):
         b, e = info["data_offsets"]
         np_dtype = {"F32": np.float32, "I32": np.int32}[info["dtype"]]
         found[name] = np.frombuffer(body[b:e], dtype=np_dtype).reshape(info["shape"])
-    assert sorted(map(str.tolist if False else (lambda a: a.tolist()), found.values()), key=str) == sorted(
-        [[[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]], [1, 2, 3]], key=str
-    )
+    assert sorted(
+        map(str.tolist if False else (lambda a: a.tolist()), found.values()), key=str
+    ) == sorted([[[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]], [1, 2, 3]], key=str)
 
 
 def test_plain_safetensors_file_loads_as_dict(tmp_path):
     data = np.arange(4, dtype=np.float32)
     header = {"a": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]}}
     text = json.dumps(header).encode()
-    (tmp_path / "plain.safetensors").write_bytes(struct.pack("<Q", len(text)) + text + data.tobytes())
+    (tmp_path / "plain.safetensors").write_bytes(
+        struct.pack("<Q", len(text)) + text + data.tobytes()
+    )
     back = ember.load(tmp_path / "plain.safetensors")
     assert list(back) == ["a"] and back["a"].tolist() == [[0.0, 1.0], [2.0, 3.0]]
 
@@ -180,7 +228,9 @@ def test_writes_are_atomic(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         ember.save({"v": 2}, path)
     assert ember.load(path) == {"v": 1}, "a failed save leaves the old file intact"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"], "no temporary file is left behind"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"], (
+        "no temporary file is left behind"
+    )
 
 
 # ------------------------------------------------------------------ bad files
@@ -225,8 +275,13 @@ def test_tampered_header(good_file):
 
 def test_structure_with_unknown_tags_or_missing_tensors(tmp_path):
     for structure in ['{"$eval": "__import__(\'os\')"}', '{"$tensor": "t99"}', "[1, {}]"]:
-        header = {"__metadata__": {"format": "ember", "ember.structure": structure,
-                                   "ember.sha256": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}}
+        header = {
+            "__metadata__": {
+                "format": "ember",
+                "ember.structure": structure,
+                "ember.sha256": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+            }
+        }
         text = json.dumps(header).encode()
         (tmp_path / "x").write_bytes(struct.pack("<Q", len(text)) + text)
         with pytest.raises(CheckpointError):

@@ -31,7 +31,10 @@ def flatten(out):
 
 def copy_state(torch_module, ember_module):
     """Load torch's state_dict (parameters and buffers) into the ember module."""
-    sd = {k: ec.tensor(np.array(v.detach().cpu().numpy())) for k, v in torch_module.state_dict().items()}
+    sd = {
+        k: ec.tensor(np.array(v.detach().cpu().numpy()))
+        for k, v in torch_module.state_dict().items()
+    }
     ember_module.load_state_dict(sd)
 
 
@@ -51,8 +54,20 @@ def make_inputs(lib, arrays, grad):
     return out
 
 
-def check_layer(torch, build, arrays, *, train=True, dtype="float64", grad=True, rtol=1e-6, atol=1e-8, call=None,
-                kwargs=None, seed=0):
+def check_layer(
+    torch,
+    build,
+    arrays,
+    *,
+    train=True,
+    dtype="float64",
+    grad=True,
+    rtol=1e-6,
+    atol=1e-8,
+    call=None,
+    kwargs=None,
+    seed=0,
+):
     """Compare build(torch.nn) and build(ember_nn) on the inputs (see module doc).
     grad: False (forward only), True (every float input requires grad) or the
     indices of the inputs that do."""
@@ -72,10 +87,16 @@ def check_layer(torch, build, arrays, *, train=True, dtype="float64", grad=True,
     e_out = flatten(call(em, *e_in, **kwargs))
     assert len(t_out) == len(e_out), f"{len(e_out)} outputs, torch has {len(t_out)}"
     for i, (a, b) in enumerate(zip(e_out, t_out)):
-        assert tuple(a.shape) == tuple(b.shape), f"output {i}: shape {tuple(a.shape)}, torch {tuple(b.shape)}"
-        np.testing.assert_allclose(to_numpy(a), to_numpy(b), rtol=rtol, atol=atol, err_msg=f"output {i}")
+        assert tuple(a.shape) == tuple(b.shape), (
+            f"output {i}: shape {tuple(a.shape)}, torch {tuple(b.shape)}"
+        )
+        np.testing.assert_allclose(
+            to_numpy(a), to_numpy(b), rtol=rtol, atol=atol, err_msg=f"output {i}"
+        )
     for (name, a), (_, b) in zip(em.state_dict().items(), tm.state_dict().items()):
-        np.testing.assert_allclose(to_numpy(a), to_numpy(b), rtol=rtol, atol=atol, err_msg=f"buffer {name}")
+        np.testing.assert_allclose(
+            to_numpy(a), to_numpy(b), rtol=rtol, atol=atol, err_msg=f"buffer {name}"
+        )
     if grad is False:
         return em, tm
     rng = np.random.default_rng(seed + 1)
@@ -93,8 +114,13 @@ def check_layer(torch, build, arrays, *, train=True, dtype="float64", grad=True,
     for i, (a, b) in enumerate(zip(e_in, t_in)):
         if hasattr(b, "grad") and b.requires_grad:
             assert a.grad is not None, f"input {i} has no gradient"
-            np.testing.assert_allclose(to_numpy(a.grad), to_numpy(b.grad), rtol=rtol, atol=atol,
-                                       err_msg=f"grad of input {i}")
+            np.testing.assert_allclose(
+                to_numpy(a.grad),
+                to_numpy(b.grad),
+                rtol=rtol,
+                atol=atol,
+                err_msg=f"grad of input {i}",
+            )
     t_params = dict(tm.named_parameters())
     for name, p in em.named_parameters():
         tp = t_params[name]
@@ -102,7 +128,8 @@ def check_layer(torch, build, arrays, *, train=True, dtype="float64", grad=True,
             assert p.grad is None or not np.any(to_numpy(p.grad)), f"{name}: torch has no grad"
             continue
         assert p.grad is not None, f"parameter {name} has no gradient"
-        np.testing.assert_allclose(to_numpy(p.grad), to_numpy(tp.grad), rtol=rtol, atol=atol,
-                                   err_msg=f"grad of {name}")
+        np.testing.assert_allclose(
+            to_numpy(p.grad), to_numpy(tp.grad), rtol=rtol, atol=atol, err_msg=f"grad of {name}"
+        )
     assert list(dict(em.named_parameters())) == list(t_params), "parameter names/order differ"
     return em, tm

@@ -32,7 +32,9 @@ NUMPY = [
 ]
 
 
-@pytest.mark.parametrize("module, expected", NUMPY, ids=lambda v: type(v).__name__ if isinstance(v, nn.Module) else "")
+@pytest.mark.parametrize(
+    "module, expected", NUMPY, ids=lambda v: type(v).__name__ if isinstance(v, nn.Module) else ""
+)
 def test_matches_numpy(module, expected):
     np.testing.assert_allclose(to_numpy(module(ec.tensor(X))), expected, rtol=1e-10, atol=1e-12)
 
@@ -73,15 +75,42 @@ def test_rrelu_eval_uses_mean_slope_and_train_slopes_lie_in_range():
 
 
 ACTIVATIONS = [
-    lambda N: N.ReLU(), lambda N: N.ReLU6(), lambda N: N.ELU(), lambda N: N.ELU(alpha=0.3), lambda N: N.CELU(0.7),
-    lambda N: N.SELU(), lambda N: N.GELU(), lambda N: N.GELU(approximate="tanh"), lambda N: N.SiLU(),
-    lambda N: N.Mish(), lambda N: N.Sigmoid(), lambda N: N.Tanh(), lambda N: N.Hardsigmoid(),
-    lambda N: N.Hardswish(), lambda N: N.Hardtanh(), lambda N: N.Hardtanh(-0.5, 2.0), lambda N: N.LeakyReLU(),
-    lambda N: N.LeakyReLU(0.3), lambda N: N.LogSigmoid(), lambda N: N.Softplus(), lambda N: N.Softplus(2.0, 5.0),
-    lambda N: N.Softshrink(), lambda N: N.Hardshrink(0.3), lambda N: N.Softsign(), lambda N: N.Tanhshrink(),
-    lambda N: N.Threshold(0.1, 20.0), lambda N: N.GLU(), lambda N: N.GLU(dim=1), lambda N: N.Softmax(dim=-1),
-    lambda N: N.Softmax(dim=1), lambda N: N.Softmin(dim=1), lambda N: N.LogSoftmax(dim=-1), lambda N: N.Softmax2d(),
-    lambda N: N.PReLU(), lambda N: N.PReLU(4, init=0.1), lambda N: N.RReLU(),
+    lambda N: N.ReLU(),
+    lambda N: N.ReLU6(),
+    lambda N: N.ELU(),
+    lambda N: N.ELU(alpha=0.3),
+    lambda N: N.CELU(0.7),
+    lambda N: N.SELU(),
+    lambda N: N.GELU(),
+    lambda N: N.GELU(approximate="tanh"),
+    lambda N: N.SiLU(),
+    lambda N: N.Mish(),
+    lambda N: N.Sigmoid(),
+    lambda N: N.Tanh(),
+    lambda N: N.Hardsigmoid(),
+    lambda N: N.Hardswish(),
+    lambda N: N.Hardtanh(),
+    lambda N: N.Hardtanh(-0.5, 2.0),
+    lambda N: N.LeakyReLU(),
+    lambda N: N.LeakyReLU(0.3),
+    lambda N: N.LogSigmoid(),
+    lambda N: N.Softplus(),
+    lambda N: N.Softplus(2.0, 5.0),
+    lambda N: N.Softshrink(),
+    lambda N: N.Hardshrink(0.3),
+    lambda N: N.Softsign(),
+    lambda N: N.Tanhshrink(),
+    lambda N: N.Threshold(0.1, 20.0),
+    lambda N: N.GLU(),
+    lambda N: N.GLU(dim=1),
+    lambda N: N.Softmax(dim=-1),
+    lambda N: N.Softmax(dim=1),
+    lambda N: N.Softmin(dim=1),
+    lambda N: N.LogSoftmax(dim=-1),
+    lambda N: N.Softmax2d(),
+    lambda N: N.PReLU(),
+    lambda N: N.PReLU(4, init=0.1),
+    lambda N: N.RReLU(),
 ]
 
 

@@ -18,7 +18,9 @@ def test_sequential_runs_in_order_and_indexes():
     assert s[0] is a and s[-1] is c and len(s) == 3
     assert list(s) == [a, b, c]
     sub = s[1:]
-    assert isinstance(sub, nn.Sequential) and list(sub) == [b, c] and list(sub._modules) == ["1", "2"]
+    assert (
+        isinstance(sub, nn.Sequential) and list(sub) == [b, c] and list(sub._modules) == ["1", "2"]
+    )
     with pytest.raises(IndexError):
         s[3]
     s[1] = nn.Tanh()

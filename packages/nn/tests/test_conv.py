@@ -23,18 +23,30 @@ def conv2d_numpy(x, w, b, stride, padding, dilation, groups):
         xs = x[:, g * cg : (g + 1) * cg]
         for i in range(oh):
             for j in range(ow):
-                patch = xs[:, :, i * stride : i * stride + dilation * (kh - 1) + 1 : dilation,
-                           j * stride : j * stride + dilation * (kw - 1) + 1 : dilation]
-                out[:, g * og : (g + 1) * og, i, j] = np.einsum("nchw,ochw->no", patch, w[g * og : (g + 1) * og])
+                patch = xs[
+                    :,
+                    :,
+                    i * stride : i * stride + dilation * (kh - 1) + 1 : dilation,
+                    j * stride : j * stride + dilation * (kw - 1) + 1 : dilation,
+                ]
+                out[:, g * og : (g + 1) * og, i, j] = np.einsum(
+                    "nchw,ochw->no", patch, w[g * og : (g + 1) * og]
+                )
     return out + (b[None, :, None, None] if b is not None else 0)
 
 
-@pytest.mark.parametrize("stride, padding, dilation, groups", [(1, 0, 1, 1), (2, 1, 1, 1), (1, 2, 2, 2)])
+@pytest.mark.parametrize(
+    "stride, padding, dilation, groups", [(1, 0, 1, 1), (2, 1, 1, 1), (1, 2, 2, 2)]
+)
 def test_conv2d_matches_numpy(rng, stride, padding, dilation, groups):
-    m = nn.Conv2d(4, 6, 3, stride=stride, padding=padding, dilation=dilation, groups=groups).double()
+    m = nn.Conv2d(
+        4, 6, 3, stride=stride, padding=padding, dilation=dilation, groups=groups
+    ).double()
     x = rng.standard_normal((2, 4, 9, 8))
     y = to_numpy(m(ec.tensor(x)))
-    expected = conv2d_numpy(x, to_numpy(m.weight), to_numpy(m.bias), stride, padding, dilation, groups)
+    expected = conv2d_numpy(
+        x, to_numpy(m.weight), to_numpy(m.bias), stride, padding, dilation, groups
+    )
     np.testing.assert_allclose(y, expected, rtol=1e-10, atol=1e-10)
 
 
@@ -63,10 +75,12 @@ def test_argument_errors():
 
 def test_reprs():
     assert repr(nn.Conv2d(3, 8, 3, padding="same", padding_mode="reflect", bias=False)) == (
-        "Conv2d(3, 8, kernel_size=(3, 3), stride=(1, 1), padding=same, bias=False, padding_mode=reflect)"
+        "Conv2d(3, 8, kernel_size=(3, 3), stride=(1, 1), padding=same, bias=False, "
+        "padding_mode=reflect)"
     )
     assert repr(nn.ConvTranspose1d(4, 2, 3, stride=2, output_padding=1, dilation=2, groups=2)) == (
-        "ConvTranspose1d(4, 2, kernel_size=(3,), stride=(2,), dilation=(2,), output_padding=(1,), groups=2)"
+        "ConvTranspose1d(4, 2, kernel_size=(3,), stride=(2,), dilation=(2,), "
+        "output_padding=(1,), groups=2)"
     )
 
 
@@ -91,7 +105,10 @@ def test_lazy_conv_becomes_conv():
 
 CASES = [
     (lambda N: N.Conv1d(3, 4, 3), (2, 3, 10)),
-    (lambda N: N.Conv1d(4, 4, 3, stride=2, padding=2, dilation=2, groups=2, bias=False), (2, 4, 11)),
+    (
+        lambda N: N.Conv1d(4, 4, 3, stride=2, padding=2, dilation=2, groups=2, bias=False),
+        (2, 4, 11),
+    ),
     (lambda N: N.Conv1d(3, 4, 3, padding="same", padding_mode="circular"), (2, 3, 9)),
     (lambda N: N.Conv1d(3, 2, 2), (3, 7)),
     (lambda N: N.Conv2d(3, 4, 3), (2, 3, 8, 7)),
@@ -105,7 +122,10 @@ CASES = [
     (lambda N: N.Conv2d(2, 3, 1), (2, 5, 5)),
     (lambda N: N.Conv3d(2, 3, 2, stride=(1, 2, 1), padding=1), (2, 2, 4, 5, 4)),
     (lambda N: N.ConvTranspose1d(3, 2, 3, stride=2, padding=1, output_padding=1), (2, 3, 5)),
-    (lambda N: N.ConvTranspose2d(4, 2, 3, stride=2, padding=1, output_padding=1, groups=2), (2, 4, 4, 3)),
+    (
+        lambda N: N.ConvTranspose2d(4, 2, 3, stride=2, padding=1, output_padding=1, groups=2),
+        (2, 4, 4, 3),
+    ),
     (lambda N: N.ConvTranspose2d(2, 3, 2, dilation=2, bias=False), (1, 2, 4, 4)),
     (lambda N: N.ConvTranspose2d(2, 3, 3), (2, 3, 3)),
     (lambda N: N.ConvTranspose3d(2, 2, 2, stride=2), (1, 2, 2, 3, 2)),
@@ -120,5 +140,9 @@ def test_parity(torch, rng, build, shape):
 
 @pytest.mark.parity
 def test_conv_transpose_output_size_parity(torch, rng):
-    check_layer(torch, lambda N: N.ConvTranspose2d(2, 3, 3, stride=2, padding=1), [rng.standard_normal((1, 2, 4, 4))],
-                call=lambda m, x: m(x, output_size=(8, 8)))
+    check_layer(
+        torch,
+        lambda N: N.ConvTranspose2d(2, 3, 3, stride=2, padding=1),
+        [rng.standard_normal((1, 2, 4, 4))],
+        call=lambda m, x: m(x, output_size=(8, 8)),
+    )

@@ -42,13 +42,21 @@ def test_dropout_inplace():
     assert (to_numpy(x) == to_numpy(y)).all() and (to_numpy(x) == 0).any()
 
 
-@pytest.mark.parametrize("cls, shape", [(nn.Dropout1d, (40, 50, 7)), (nn.Dropout2d, (40, 50, 4, 3)),
-                                        (nn.Dropout3d, (40, 50, 2, 2, 2))])
+@pytest.mark.parametrize(
+    "cls, shape",
+    [
+        (nn.Dropout1d, (40, 50, 7)),
+        (nn.Dropout2d, (40, 50, 4, 3)),
+        (nn.Dropout3d, (40, 50, 2, 2, 2)),
+    ],
+)
 def test_channel_dropout_zeroes_whole_channels(cls, shape):
     ec.manual_seed(2)
     y = to_numpy(cls(0.4)(ec.ones(*shape))).reshape(shape[0], shape[1], -1)
     per_channel = y.max(-1)
-    assert ((y == 0).all(-1) | (y == per_channel[..., None]).all(-1)).all(), "a channel is kept or dropped whole"
+    assert ((y == 0).all(-1) | (y == per_channel[..., None]).all(-1)).all(), (
+        "a channel is kept or dropped whole"
+    )
     kept = per_channel != 0
     assert abs(kept.mean() - 0.6) < 4 * np.sqrt(0.24 / kept.size)
     np.testing.assert_allclose(per_channel[kept], 1 / 0.6, rtol=1e-6)

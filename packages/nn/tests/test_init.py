@@ -56,7 +56,9 @@ def test_uniform_and_normal_moments():
 
 def test_constant_zeros_ones_eye_dirac():
     assert np.all(sample(init.constant_, shape=(3, 4), val=2.5) == 2.5)
-    assert np.all(sample(init.zeros_, shape=(3,)) == 0) and np.all(sample(init.ones_, shape=(3,)) == 1)
+    assert np.all(sample(init.zeros_, shape=(3,)) == 0) and np.all(
+        sample(init.ones_, shape=(3,)) == 1
+    )
     np.testing.assert_array_equal(sample(init.eye_, shape=(3, 4)), np.eye(3, 4))
     d = sample(init.dirac_, shape=(4, 2, 3, 3), groups=2)
     expected = np.zeros((4, 2, 3, 3))
@@ -76,8 +78,15 @@ def test_xavier(gain):
     assert n.std() == pytest.approx(gain * math.sqrt(2 / (fan_in + fan_out)), rel=0.01)
 
 
-@pytest.mark.parametrize("mode, nonlinearity, a", [("fan_in", "leaky_relu", 0), ("fan_out", "relu", 0),
-                                                   ("fan_in", "leaky_relu", math.sqrt(5)), ("fan_out", "tanh", 0)])
+@pytest.mark.parametrize(
+    "mode, nonlinearity, a",
+    [
+        ("fan_in", "leaky_relu", 0),
+        ("fan_out", "relu", 0),
+        ("fan_in", "leaky_relu", math.sqrt(5)),
+        ("fan_out", "tanh", 0),
+    ],
+)
 def test_kaiming(mode, nonlinearity, a):
     fan = 500 if mode == "fan_in" else 400
     gain = init.calculate_gain(nonlinearity, a)
@@ -95,7 +104,7 @@ def test_trunc_normal():
     assert t.min() >= -1 and t.max() <= 2
     # moments of N(0.5, 1) truncated to [-1, 2]: alpha = -1.5, beta = 1.5
     z = 2 * (0.5 * (1 + math.erf(1.5 / math.sqrt(2)))) - 1
-    pdf = math.exp(-1.5**2 / 2) / math.sqrt(2 * math.pi)
+    pdf = math.exp(-(1.5**2) / 2) / math.sqrt(2 * math.pi)
     var = 1 + (-1.5 * pdf - 1.5 * pdf) / z
     assert t.mean() == pytest.approx(0.5, abs=0.01) and t.var() == pytest.approx(var, rel=0.02)
 

@@ -24,7 +24,9 @@ def test_linear_matches_numpy(rng):
     assert m.weight.shape == (3, 5) and m.bias.shape == (3,)
     m2 = nn.Linear(5, 3, bias=False)
     assert m2.bias is None and list(m2.state_dict()) == ["weight"]
-    np.testing.assert_allclose(to_numpy(m2(ec.tensor(x[0]))), x[0] @ to_numpy(m2.weight).T, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        to_numpy(m2(ec.tensor(x[0]))), x[0] @ to_numpy(m2.weight).T, rtol=1e-5, atol=1e-6
+    )
 
 
 def test_linear_gradcheck():
@@ -81,4 +83,6 @@ def test_lazy_linear_parity(torch, rng):
     em = nn.LazyLinear(3).double()
     em.load_state_dict({k: ec.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
     assert em.weight.shape == (3, 6)
-    np.testing.assert_allclose(to_numpy(em(ec.tensor(x))), tm(torch.from_numpy(x)).detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(
+        to_numpy(em(ec.tensor(x))), tm(torch.from_numpy(x)).detach().numpy(), rtol=1e-12
+    )

@@ -34,7 +34,9 @@ def drive(opt, sched, steps, metrics=None):
             sched.step()
         else:
             sched.step(metrics[i])
-        out.append([(g["lr"], g.get("momentum", g.get("betas", (None,))[0])) for g in opt.param_groups])
+        out.append(
+            [(g["lr"], g.get("momentum", g.get("betas", (None,))[0])) for g in opt.param_groups]
+        )
     return out
 
 
@@ -42,7 +44,17 @@ def test_step_and_multistep_closed_forms():
     opt = ember_opt()
     sched = S.StepLR(opt, step_size=3, gamma=0.5)
     lrs = [g for g in drive(opt, sched, 9)]
-    assert [round(x[0][0], 12) for x in lrs] == [0.1, 0.1, 0.05, 0.05, 0.05, 0.025, 0.025, 0.025, 0.0125]
+    assert [round(x[0][0], 12) for x in lrs] == [
+        0.1,
+        0.1,
+        0.05,
+        0.05,
+        0.05,
+        0.025,
+        0.025,
+        0.025,
+        0.0125,
+    ]
     opt = ember_opt()
     sched = S.MultiStepLR(opt, milestones=[2, 5, 5], gamma=0.1)
     vals = [x[1][0] for x in drive(opt, sched, 6)]
@@ -105,32 +117,76 @@ CASES = [
     ("MultiStepLR", lambda L, o: L.MultiStepLR(o, milestones=[3, 7, 7, 15], gamma=0.3), "SGD", 20),
     ("ExponentialLR", lambda L, o: L.ExponentialLR(o, gamma=0.9), "SGD", 20),
     ("CosineAnnealingLR", lambda L, o: L.CosineAnnealingLR(o, T_max=6, eta_min=0.001), "SGD", 20),
-    ("CosineAnnealingWarmRestarts", lambda L, o: L.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=2, eta_min=1e-3),
-     "SGD", 25),
+    (
+        "CosineAnnealingWarmRestarts",
+        lambda L, o: L.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=2, eta_min=1e-3),
+        "SGD",
+        25,
+    ),
     ("OneCycleLR", lambda L, o: L.OneCycleLR(o, max_lr=[0.5, 0.2], total_steps=20), "SGD", 20),
-    ("OneCycleLR-adam-linear-3phase", lambda L, o: L.OneCycleLR(o, max_lr=0.3, epochs=4, steps_per_epoch=5,
-                                                                 anneal_strategy="linear", three_phase=True),
-     "Adam", 20),
-    ("LinearLR", lambda L, o: L.LinearLR(o, start_factor=0.1, end_factor=0.8, total_iters=8), "SGD", 20),
+    (
+        "OneCycleLR-adam-linear-3phase",
+        lambda L, o: L.OneCycleLR(
+            o, max_lr=0.3, epochs=4, steps_per_epoch=5, anneal_strategy="linear", three_phase=True
+        ),
+        "Adam",
+        20,
+    ),
+    (
+        "LinearLR",
+        lambda L, o: L.LinearLR(o, start_factor=0.1, end_factor=0.8, total_iters=8),
+        "SGD",
+        20,
+    ),
     ("ConstantLR", lambda L, o: L.ConstantLR(o, factor=0.5, total_iters=4), "SGD", 20),
     ("PolynomialLR", lambda L, o: L.PolynomialLR(o, total_iters=10, power=2.0), "SGD", 20),
     ("LambdaLR", lambda L, o: L.LambdaLR(o, [lambda e: 0.95**e, lambda e: 1 / (e + 1)]), "SGD", 20),
     ("MultiplicativeLR", lambda L, o: L.MultiplicativeLR(o, lambda e: 0.9), "SGD", 20),
-    ("SequentialLR", lambda L, o: L.SequentialLR(o, [L.LinearLR(o, 0.2, total_iters=4), L.ExponentialLR(o, 0.8),
-                                                     L.StepLR(o, 3)], milestones=[5, 12]), "SGD", 20),
-    ("ChainedScheduler", lambda L, o: L.ChainedScheduler([L.ConstantLR(o, 0.5, 3), L.ExponentialLR(o, 0.9)]),
-     "SGD", 20),
-    ("CyclicLR", lambda L, o: L.CyclicLR(o, base_lr=0.01, max_lr=[0.1, 0.2], step_size_up=3, step_size_down=2),
-     "SGD", 20),
-    ("CyclicLR-exp", lambda L, o: L.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=4, mode="exp_range",
-                                             gamma=0.9), "SGD", 20),
-    ("CyclicLR-tri2-adam", lambda L, o: L.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=2, mode="triangular2"),
-     "Adam", 20),
+    (
+        "SequentialLR",
+        lambda L, o: L.SequentialLR(
+            o,
+            [L.LinearLR(o, 0.2, total_iters=4), L.ExponentialLR(o, 0.8), L.StepLR(o, 3)],
+            milestones=[5, 12],
+        ),
+        "SGD",
+        20,
+    ),
+    (
+        "ChainedScheduler",
+        lambda L, o: L.ChainedScheduler([L.ConstantLR(o, 0.5, 3), L.ExponentialLR(o, 0.9)]),
+        "SGD",
+        20,
+    ),
+    (
+        "CyclicLR",
+        lambda L, o: L.CyclicLR(
+            o, base_lr=0.01, max_lr=[0.1, 0.2], step_size_up=3, step_size_down=2
+        ),
+        "SGD",
+        20,
+    ),
+    (
+        "CyclicLR-exp",
+        lambda L, o: L.CyclicLR(
+            o, base_lr=0.01, max_lr=0.1, step_size_up=4, mode="exp_range", gamma=0.9
+        ),
+        "SGD",
+        20,
+    ),
+    (
+        "CyclicLR-tri2-adam",
+        lambda L, o: L.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=2, mode="triangular2"),
+        "Adam",
+        20,
+    ),
 ]
 
 
 def torch_opt(torch, kind):
-    return make_opt(torch.optim, torch.nn.Parameter, lambda v: torch.tensor(v, dtype=torch.float32), kind)
+    return make_opt(
+        torch.optim, torch.nn.Parameter, lambda v: torch.tensor(v, dtype=torch.float32), kind
+    )
 
 
 @pytest.mark.parity
@@ -150,14 +206,44 @@ def test_schedule_matches_torch(torch, name, build, kind, steps):
 
 @pytest.mark.parity
 def test_reduce_on_plateau_matches_torch(torch):
-    metrics = [1.0, 0.9, 0.95, 0.95, 0.95, 0.8, 0.85, 0.85, 0.85, 0.85, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7]
-    for kwargs in [dict(patience=2, factor=0.5), dict(mode="max", patience=1, threshold=0.1, threshold_mode="abs",
-                                                    cooldown=2, min_lr=[0.02, 0.01])]:
+    metrics = [
+        1.0,
+        0.9,
+        0.95,
+        0.95,
+        0.95,
+        0.8,
+        0.85,
+        0.85,
+        0.85,
+        0.85,
+        0.7,
+        0.7,
+        0.7,
+        0.7,
+        0.7,
+        0.7,
+    ]
+    for kwargs in [
+        dict(patience=2, factor=0.5),
+        dict(
+            mode="max",
+            patience=1,
+            threshold=0.1,
+            threshold_mode="abs",
+            cooldown=2,
+            min_lr=[0.02, 0.01],
+        ),
+    ]:
         topt, eopt = torch_opt(torch, "SGD"), ember_opt()
         tsched = torch.optim.lr_scheduler.ReduceLROnPlateau(topt, **kwargs)
         esched = S.ReduceLROnPlateau(eopt, **kwargs)
-        ours = [v for step in drive(eopt, esched, len(metrics), metrics) for pair in step for v in pair]
-        theirs = [v for step in drive(topt, tsched, len(metrics), metrics) for pair in step for v in pair]
+        ours = [
+            v for step in drive(eopt, esched, len(metrics), metrics) for pair in step for v in pair
+        ]
+        theirs = [
+            v for step in drive(topt, tsched, len(metrics), metrics) for pair in step for v in pair
+        ]
         assert ours == pytest.approx(theirs, rel=1e-12)
 
 

@@ -13,23 +13,35 @@ def test_flatten_unflatten(rng):
     x = rng.standard_normal((2, 3, 4, 5))
     np.testing.assert_array_equal(to_numpy(nn.Flatten()(ec.tensor(x))), x.reshape(2, -1))
     np.testing.assert_array_equal(to_numpy(nn.Flatten(0, 2)(ec.tensor(x))), x.reshape(24, 5))
-    np.testing.assert_array_equal(to_numpy(nn.Unflatten(1, (3, 1))(ec.tensor(x))), x.reshape(2, 3, 1, 4, 5))
+    np.testing.assert_array_equal(
+        to_numpy(nn.Unflatten(1, (3, 1))(ec.tensor(x))), x.reshape(2, 3, 1, 4, 5)
+    )
     with pytest.raises(TypeError, match="tuple of ints"):
         nn.Unflatten(1, 3)
 
 
 def test_padding_layers_match_numpy(rng):
     x = rng.standard_normal((1, 2, 3, 4))
-    np.testing.assert_array_equal(to_numpy(nn.ZeroPad2d((1, 2, 0, 1))(ec.tensor(x))),
-                                  np.pad(x, ((0, 0), (0, 0), (0, 1), (1, 2))))
-    np.testing.assert_array_equal(to_numpy(nn.ConstantPad1d(2, 3.5)(ec.tensor(x[0]))),
-                                  np.pad(x[0], ((0, 0), (0, 0), (2, 2)), constant_values=3.5))
-    np.testing.assert_array_equal(to_numpy(nn.ReflectionPad2d(1)(ec.tensor(x))),
-                                  np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), mode="reflect"))
-    np.testing.assert_array_equal(to_numpy(nn.ReplicationPad2d(2)(ec.tensor(x))),
-                                  np.pad(x, ((0, 0), (0, 0), (2, 2), (2, 2)), mode="edge"))
-    np.testing.assert_array_equal(to_numpy(nn.CircularPad2d(1)(ec.tensor(x))),
-                                  np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), mode="wrap"))
+    np.testing.assert_array_equal(
+        to_numpy(nn.ZeroPad2d((1, 2, 0, 1))(ec.tensor(x))),
+        np.pad(x, ((0, 0), (0, 0), (0, 1), (1, 2))),
+    )
+    np.testing.assert_array_equal(
+        to_numpy(nn.ConstantPad1d(2, 3.5)(ec.tensor(x[0]))),
+        np.pad(x[0], ((0, 0), (0, 0), (2, 2)), constant_values=3.5),
+    )
+    np.testing.assert_array_equal(
+        to_numpy(nn.ReflectionPad2d(1)(ec.tensor(x))),
+        np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), mode="reflect"),
+    )
+    np.testing.assert_array_equal(
+        to_numpy(nn.ReplicationPad2d(2)(ec.tensor(x))),
+        np.pad(x, ((0, 0), (0, 0), (2, 2), (2, 2)), mode="edge"),
+    )
+    np.testing.assert_array_equal(
+        to_numpy(nn.CircularPad2d(1)(ec.tensor(x))),
+        np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), mode="wrap"),
+    )
     assert repr(nn.ZeroPad2d(1)) == "ZeroPad2d((1, 1, 1, 1))"
     assert repr(nn.ConstantPad2d(1, 2.0)) == "ConstantPad2d(padding=(1, 1, 1, 1), value=2.0)"
     assert repr(nn.ReflectionPad1d((1, 2))) == "ReflectionPad1d((1, 2))"
@@ -49,15 +61,22 @@ def test_upsample_nearest_and_repr(rng):
     y = to_numpy(nn.Upsample(scale_factor=2)(ec.tensor(x)))
     np.testing.assert_array_equal(y, x.repeat(2, 2).repeat(2, 3))
     assert repr(nn.Upsample(scale_factor=2)) == "Upsample(scale_factor=2.0, mode='nearest')"
-    assert repr(nn.Upsample(size=(4, 4), mode="bilinear")) == "Upsample(size=(4, 4), mode='bilinear')"
+    assert (
+        repr(nn.Upsample(size=(4, 4), mode="bilinear")) == "Upsample(size=(4, 4), mode='bilinear')"
+    )
 
 
 def test_distances_match_numpy(rng):
     a, b = rng.standard_normal((4, 5)), rng.standard_normal((4, 5))
-    np.testing.assert_allclose(to_numpy(nn.PairwiseDistance()(ec.tensor(a), ec.tensor(b))),
-                               np.linalg.norm(a - b + 1e-6, axis=1), rtol=1e-10)
+    np.testing.assert_allclose(
+        to_numpy(nn.PairwiseDistance()(ec.tensor(a), ec.tensor(b))),
+        np.linalg.norm(a - b + 1e-6, axis=1),
+        rtol=1e-10,
+    )
     cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
-    np.testing.assert_allclose(to_numpy(nn.CosineSimilarity()(ec.tensor(a), ec.tensor(b))), cos, rtol=1e-10)
+    np.testing.assert_allclose(
+        to_numpy(nn.CosineSimilarity()(ec.tensor(a), ec.tensor(b))), cos, rtol=1e-10
+    )
 
 
 CASES = [
@@ -99,6 +118,8 @@ CASES = [
 
 
 @pytest.mark.parity
-@pytest.mark.parametrize("build, shapes", CASES, ids=[repr(c[0](nn)).replace("\n", "") for c in CASES])
+@pytest.mark.parametrize(
+    "build, shapes", CASES, ids=[repr(c[0](nn)).replace("\n", "") for c in CASES]
+)
 def test_parity(torch, rng, build, shapes):
     check_layer(torch, build, [rng.standard_normal(s) for s in shapes])

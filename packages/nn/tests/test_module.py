@@ -118,13 +118,21 @@ def test_named_parameters_order_prefix_and_recurse():
     assert [n for n, _ in m.named_parameters()] == ["scale", "fc1.weight", "fc1.bias", "fc2.weight"]
     assert [n for n, _ in m.named_parameters(recurse=False)] == ["scale"]
     assert [n for n, _ in m.named_parameters(prefix="net")] == [
-        "net.scale", "net.fc1.weight", "net.fc1.bias", "net.fc2.weight"
+        "net.scale",
+        "net.fc1.weight",
+        "net.fc1.bias",
+        "net.fc2.weight",
     ]
     assert len(list(m.parameters())) == 4
     assert [n for n, _ in m.named_buffers()] == ["count", "cache"]
     assert [n for n, _ in m.named_children()] == ["fc1", "act", "fc2"]
     assert [n for n, _ in m.named_modules()] == ["", "fc1", "act", "fc2"]
-    assert [n for n, _ in m.named_modules(prefix="root")] == ["root", "root.fc1", "root.act", "root.fc2"]
+    assert [n for n, _ in m.named_modules(prefix="root")] == [
+        "root",
+        "root.fc1",
+        "root.act",
+        "root.fc2",
+    ]
 
 
 def test_shared_parameters_and_modules_are_deduplicated_unless_asked():
@@ -134,7 +142,10 @@ def test_shared_parameters_and_modules_are_deduplicated_unless_asked():
     assert [n for n, _ in m.named_modules(remove_duplicate=False)] == ["", "0", "1", "2"]
     assert [n for n, _ in m.named_parameters()] == ["0.weight", "0.bias"]
     assert [n for n, _ in m.named_parameters(remove_duplicate=False)] == [
-        "0.weight", "0.bias", "2.weight", "2.bias"
+        "0.weight",
+        "0.bias",
+        "2.weight",
+        "2.bias",
     ]
     assert len(list(m.children())) == 2
     # tied weights inside one module
@@ -241,7 +252,13 @@ def test_state_dict_keys_values_and_detach():
     assert kept["fc1.weight"] is m.fc1.weight
     assert list(m.state_dict(prefix="model.")) == ["model." + k for k in sd]
     bn = nn.BatchNorm1d(3)
-    assert list(bn.state_dict()) == ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]
+    assert list(bn.state_dict()) == [
+        "weight",
+        "bias",
+        "running_mean",
+        "running_var",
+        "num_batches_tracked",
+    ]
 
 
 def test_load_state_dict_round_trip_copies_values():
@@ -280,8 +297,11 @@ def test_load_state_dict_strict_report():
 def test_load_state_dict_shape_mismatch_is_reported_even_non_strict():
     m = nn.Linear(3, 2)
     sd = nn.Linear(4, 2).state_dict()
-    with pytest.raises(RuntimeError, match=r"size mismatch for weight: copying a param with shape .*\[2, 4\].* "
-                                           r"from checkpoint, the shape in current model is .*\[2, 3\]"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"size mismatch for weight: copying a param with shape .*\[2, 4\].* "
+        r"from checkpoint, the shape in current model is .*\[2, 3\]",
+    ):
         m.load_state_dict(sd, strict=False)
 
 
@@ -440,8 +460,12 @@ def test_handle_as_context_manager():
 
 def test_global_module_hooks():
     calls = []
-    h1 = nn.modules.module.register_module_forward_pre_hook(lambda mod, args: calls.append(("pre", type(mod).__name__)))
-    h2 = nn.modules.module.register_module_forward_hook(lambda mod, args, out: calls.append(("fwd", type(mod).__name__)))
+    h1 = nn.modules.module.register_module_forward_pre_hook(
+        lambda mod, args: calls.append(("pre", type(mod).__name__))
+    )
+    h2 = nn.modules.module.register_module_forward_hook(
+        lambda mod, args, out: calls.append(("fwd", type(mod).__name__))
+    )
     try:
         nn.Sequential(nn.ReLU())(ec.ones(1))
     finally:

@@ -16,7 +16,9 @@ def test_batchnorm2d_training_and_running_stats_match_numpy(rng):
     y = to_numpy(m(ec.tensor(x)))
     mean = x.mean((0, 2, 3))
     var = x.var((0, 2, 3))
-    np.testing.assert_allclose(y, (x - mean[:, None, None]) / np.sqrt(var[:, None, None] + 1e-5), atol=1e-10)
+    np.testing.assert_allclose(
+        y, (x - mean[:, None, None]) / np.sqrt(var[:, None, None] + 1e-5), atol=1e-10
+    )
     n = x.size / 3
     np.testing.assert_allclose(to_numpy(m.running_mean), 0.2 * mean, rtol=1e-10)
     np.testing.assert_allclose(to_numpy(m.running_var), 0.8 + 0.2 * var * n / (n - 1), rtol=1e-10)
@@ -24,7 +26,9 @@ def test_batchnorm2d_training_and_running_stats_match_numpy(rng):
     m.eval()
     y = to_numpy(m(ec.tensor(x)))
     rm, rv = to_numpy(m.running_mean), to_numpy(m.running_var)
-    np.testing.assert_allclose(y, (x - rm[:, None, None]) / np.sqrt(rv[:, None, None] + 1e-5), atol=1e-10)
+    np.testing.assert_allclose(
+        y, (x - rm[:, None, None]) / np.sqrt(rv[:, None, None] + 1e-5), atol=1e-10
+    )
     assert m.num_batches_tracked.item() == 1
 
 
@@ -33,13 +37,17 @@ def test_batchnorm_cumulative_average_with_momentum_none(rng):
     xs = [rng.standard_normal((6, 2)) for _ in range(3)]
     for x in xs:
         m(ec.tensor(x))
-    np.testing.assert_allclose(to_numpy(m.running_mean), np.mean([x.mean(0) for x in xs], 0), rtol=1e-10)
+    np.testing.assert_allclose(
+        to_numpy(m.running_mean), np.mean([x.mean(0) for x in xs], 0), rtol=1e-10
+    )
 
 
 def test_batchnorm_without_running_stats_uses_batch_stats_in_eval(rng):
     m = nn.BatchNorm1d(3, track_running_stats=False, affine=False).double().eval()
     x = rng.standard_normal((5, 3))
-    np.testing.assert_allclose(to_numpy(m(ec.tensor(x))), (x - x.mean(0)) / np.sqrt(x.var(0) + 1e-5), atol=1e-10)
+    np.testing.assert_allclose(
+        to_numpy(m(ec.tensor(x))), (x - x.mean(0)) / np.sqrt(x.var(0) + 1e-5), atol=1e-10
+    )
     assert list(m.state_dict()) == []
 
 
@@ -60,19 +68,31 @@ def test_layer_group_rms_norm_match_numpy(rng):
     x = rng.standard_normal((2, 6, 4))
     ln = nn.LayerNorm(4).double()
     mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
-    np.testing.assert_allclose(to_numpy(ln(ec.tensor(x))), (x - mu) / np.sqrt(var + 1e-5), atol=1e-10)
+    np.testing.assert_allclose(
+        to_numpy(ln(ec.tensor(x))), (x - mu) / np.sqrt(var + 1e-5), atol=1e-10
+    )
     gn = nn.GroupNorm(3, 6).double()
     g = x.reshape(2, 3, 8)
-    ref = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
+    ref = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5)).reshape(
+        x.shape
+    )
     np.testing.assert_allclose(to_numpy(gn(ec.tensor(x))), ref, atol=1e-10)
     rms = nn.RMSNorm(4, eps=1e-6).double()
-    np.testing.assert_allclose(to_numpy(rms(ec.tensor(x))), x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6),
-                               atol=1e-10)
+    np.testing.assert_allclose(
+        to_numpy(rms(ec.tensor(x))), x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6), atol=1e-10
+    )
 
 
 def test_reprs():
-    assert repr(nn.BatchNorm2d(4)) == "BatchNorm2d(4, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)"
-    assert repr(nn.LayerNorm((3, 4), bias=False)) == "LayerNorm((3, 4), eps=1e-05, elementwise_affine=True, bias=False)"
+    assert (
+        repr(nn.BatchNorm2d(4))
+        == "BatchNorm2d(4, eps=1e-05, momentum=0.1, affine=True, bias=True, "
+        "track_running_stats=True)"
+    )
+    assert (
+        repr(nn.LayerNorm((3, 4), bias=False))
+        == "LayerNorm((3, 4), eps=1e-05, elementwise_affine=True, bias=False)"
+    )
     assert repr(nn.GroupNorm(2, 4)) == "GroupNorm(2, 4, eps=1e-05, affine=True, bias=True)"
     assert repr(nn.RMSNorm(8)) == "RMSNorm((8,), eps=None, elementwise_affine=True)"
     with pytest.raises(ValueError, match="divisible by num_groups"):

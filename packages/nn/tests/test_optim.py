@@ -78,7 +78,9 @@ def test_fused_kernel_matches_reference_path(rng, name, kwargs, dtype):
     for i in fs["state"]:
         assert list(fs["state"][i]) == list(rs["state"][i])
         for k in fs["state"][i]:
-            np.testing.assert_allclose(to_numpy(fs["state"][i][k]), to_numpy(rs["state"][i][k]), **tol, err_msg=k)
+            np.testing.assert_allclose(
+                to_numpy(fs["state"][i][k]), to_numpy(rs["state"][i][k]), **tol, err_msg=k
+            )
 
 
 @pytest.mark.parity
@@ -95,8 +97,9 @@ def test_twenty_steps_match_torch(torch, rng, name, kwargs, path):
             p.grad = torch.from_numpy(g.copy())
         topt.step()
         for ours, theirs in zip(history[step], tparams):
-            np.testing.assert_allclose(ours, theirs.detach().numpy(), rtol=1e-10, atol=1e-12,
-                                       err_msg=f"step {step}")
+            np.testing.assert_allclose(
+                ours, theirs.detach().numpy(), rtol=1e-10, atol=1e-12, err_msg=f"step {step}"
+            )
     ours_sd, theirs_sd = opt.state_dict(), topt.state_dict()
     tg = dict(theirs_sd["param_groups"][0])
     og = dict(ours_sd["param_groups"][0])
@@ -114,7 +117,11 @@ def test_twenty_steps_match_torch(torch, rng, name, kwargs, path):
 @pytest.mark.parity
 def test_float32_steps_match_torch(torch, rng):
     values, grads = make_params(rng, np.float32), gradients(rng, 20, np.float32)
-    for name, kwargs in [("Adam", dict(lr=0.01)), ("SGD", dict(lr=0.1, momentum=0.9)), ("RMSprop", dict(lr=0.01))]:
+    for name, kwargs in [
+        ("Adam", dict(lr=0.01)),
+        ("SGD", dict(lr=0.1, momentum=0.9)),
+        ("RMSprop", dict(lr=0.01)),
+    ]:
         _, _, history = run_ember(name, kwargs, values, grads)
         tparams = [torch.nn.Parameter(torch.from_numpy(v.copy())) for v in values]
         topt = getattr(torch.optim, name)(tparams, **kwargs)
@@ -195,7 +202,9 @@ def test_load_state_dict_checks_groups_and_casts_state():
     opt2.load_state_dict(sd)
     assert opt2.state[q]["momentum_buffer"].dtype is ec.float64
     with pytest.raises(ValueError, match="different number of parameter groups"):
-        optim.SGD([{"params": [q]}, {"params": [nn.Parameter(ec.ones(1))]}], lr=0.1).load_state_dict(sd)
+        optim.SGD(
+            [{"params": [q]}, {"params": [nn.Parameter(ec.ones(1))]}], lr=0.1
+        ).load_state_dict(sd)
     with pytest.raises(ValueError, match="doesn't match the size"):
         optim.SGD([q, nn.Parameter(ec.ones(1))], lr=0.1).load_state_dict(sd)
 
@@ -254,8 +263,15 @@ def test_half_precision_parameters_use_the_reference_path():
     np.testing.assert_array_equal(to_numpy(p), [0.5, 0.5])
 
 
-@pytest.mark.parametrize("bad", [dict(lr=-1.0), dict(lr=0.1, betas=(1.0, 0.9)), dict(lr=0.1, eps=-1.0),
-                                 dict(lr=0.1, weight_decay=-0.1)])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(lr=-1.0),
+        dict(lr=0.1, betas=(1.0, 0.9)),
+        dict(lr=0.1, eps=-1.0),
+        dict(lr=0.1, weight_decay=-0.1),
+    ],
+)
 def test_invalid_arguments(bad):
     with pytest.raises(ValueError, match="Invalid"):
         optim.Adam([nn.Parameter(ec.ones(1))], **bad)
@@ -266,8 +282,10 @@ def test_invalid_arguments(bad):
 def test_repr():
     opt = optim.SGD([nn.Parameter(ec.ones(1))], lr=0.1)
     assert repr(opt) == (
-        "SGD (\nParameter Group 0\n    dampening: 0\n    differentiable: False\n    foreach: None\n    fused: None\n"
-        "    lr: 0.1\n    maximize: False\n    momentum: 0\n    nesterov: False\n    weight_decay: 0\n)"
+        "SGD (\nParameter Group 0\n    dampening: 0\n    differentiable: False\n    foreach: "
+        "None\n    fused: None\n"
+        "    lr: 0.1\n    maximize: False\n    momentum: 0\n    nesterov: False\n    "
+        "weight_decay: 0\n)"
     )
 
 
@@ -281,9 +299,11 @@ def test_one_kernel_call_per_group(monkeypatch):
         def __getattr__(self, name):
             attr = getattr(_lib.lib, name)
             if name == "en_adam":
+
                 def wrapped(*args):
-                    calls.append(args[1])
+                    calls.append(args[2])  # (dtype, nthreads, n, ...)
                     return real(*args)
+
                 return wrapped
             return attr
 

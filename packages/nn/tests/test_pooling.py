@@ -13,10 +13,15 @@ def test_max_and_avg_pool2d_match_numpy(rng):
     x = rng.standard_normal((2, 3, 6, 8))
     blocks = x.reshape(2, 3, 3, 2, 4, 2)
     np.testing.assert_allclose(to_numpy(nn.MaxPool2d(2)(ec.tensor(x))), blocks.max((3, 5)))
-    np.testing.assert_allclose(to_numpy(nn.AvgPool2d(2)(ec.tensor(x))), blocks.mean((3, 5)), rtol=1e-12)
-    np.testing.assert_allclose(to_numpy(nn.AdaptiveAvgPool2d(1)(ec.tensor(x))), x.mean((2, 3), keepdims=True),
-                               rtol=1e-12)
-    np.testing.assert_allclose(to_numpy(nn.AdaptiveMaxPool2d((3, 4))(ec.tensor(x))), blocks.max((3, 5)))
+    np.testing.assert_allclose(
+        to_numpy(nn.AvgPool2d(2)(ec.tensor(x))), blocks.mean((3, 5)), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        to_numpy(nn.AdaptiveAvgPool2d(1)(ec.tensor(x))), x.mean((2, 3), keepdims=True), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        to_numpy(nn.AdaptiveMaxPool2d((3, 4))(ec.tensor(x))), blocks.max((3, 5))
+    )
 
 
 def test_max_pool_indices(rng):
@@ -27,11 +32,17 @@ def test_max_pool_indices(rng):
 
 
 def test_reprs():
-    assert repr(nn.MaxPool2d(3, 2, 1)) == "MaxPool2d(kernel_size=3, stride=2, padding=1, dilation=1, ceil_mode=False)"
+    assert (
+        repr(nn.MaxPool2d(3, 2, 1))
+        == "MaxPool2d(kernel_size=3, stride=2, padding=1, dilation=1, ceil_mode=False)"
+    )
     assert repr(nn.AvgPool1d(3)) == "AvgPool1d(kernel_size=(3,), stride=(3,), padding=(0,))"
     assert repr(nn.AvgPool2d(2, padding=1)) == "AvgPool2d(kernel_size=2, stride=2, padding=1)"
     assert repr(nn.AdaptiveAvgPool2d((5, 7))) == "AdaptiveAvgPool2d(output_size=(5, 7))"
-    assert repr(nn.LPPool2d(2, 3)) == "LPPool2d(norm_type=2, kernel_size=3, stride=None, ceil_mode=False)"
+    assert (
+        repr(nn.LPPool2d(2, 3))
+        == "LPPool2d(norm_type=2, kernel_size=3, stride=None, ceil_mode=False)"
+    )
 
 
 CASES = [

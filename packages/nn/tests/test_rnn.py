@@ -42,7 +42,9 @@ def gru_numpy(x, params, h):
 
 
 def params_of(m, suffix="_l0"):
-    return [to_numpy(getattr(m, n + suffix)) for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+    return [
+        to_numpy(getattr(m, n + suffix)) for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+    ]
 
 
 def test_lstm_matches_numpy(rng):
@@ -72,7 +74,12 @@ def test_parameter_names_shapes_and_init_range():
     m = nn.LSTM(3, 5, num_layers=2, bidirectional=True)
     names = [n for n, _ in m.named_parameters()]
     assert names[:4] == ["weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"]
-    assert names[4:8] == ["weight_ih_l0_reverse", "weight_hh_l0_reverse", "bias_ih_l0_reverse", "bias_hh_l0_reverse"]
+    assert names[4:8] == [
+        "weight_ih_l0_reverse",
+        "weight_hh_l0_reverse",
+        "bias_ih_l0_reverse",
+        "bias_hh_l0_reverse",
+    ]
     assert m.weight_ih_l1.shape == (20, 10) and m.weight_hh_l1_reverse.shape == (20, 5)
     bound = 1 / np.sqrt(5)
     assert all(np.abs(to_numpy(p)).max() <= bound for p in m.parameters())
@@ -130,7 +137,9 @@ RNN_CASES = [
 
 
 @pytest.mark.parity
-@pytest.mark.parametrize("build, shapes", RNN_CASES, ids=[repr(c[0](nn)) + str(len(c[1])) for c in RNN_CASES])
+@pytest.mark.parametrize(
+    "build, shapes", RNN_CASES, ids=[repr(c[0](nn)) + str(len(c[1])) for c in RNN_CASES]
+)
 def test_parity(torch, rng, build, shapes):
     check_layer(torch, build, [rng.standard_normal(s) for s in shapes])
 
@@ -143,7 +152,9 @@ def test_lstm_initial_state_parity(torch, rng):
     def call(m, x, h, c):
         return m(x, (h, c))
 
-    check_layer(torch, lambda N: N.LSTM(3, 5, num_layers=2, bidirectional=True), [x, h0, c0], call=call)
+    check_layer(
+        torch, lambda N: N.LSTM(3, 5, num_layers=2, bidirectional=True), [x, h0, c0], call=call
+    )
 
     def cell_call(m, x, h, c):
         return m(x, (h, c))
@@ -157,7 +168,11 @@ def test_pack_pad_round_trip(rng):
     seqs = [ec.tensor(rng.standard_normal((n, 2))) for n in (2, 4, 3)]
     packed = R.pack_sequence(seqs, enforce_sorted=False)
     assert packed.batch_sizes.tolist() == [3, 3, 2, 1]
-    assert packed.sorted_indices.tolist() == [1, 2, 0] and packed.unsorted_indices.tolist() == [2, 0, 1]
+    assert packed.sorted_indices.tolist() == [1, 2, 0] and packed.unsorted_indices.tolist() == [
+        2,
+        0,
+        1,
+    ]
     padded, lengths = R.pad_packed_sequence(packed, batch_first=True)
     assert lengths.tolist() == [2, 4, 3] and padded.shape == (3, 4, 2)
     for s, back in zip(seqs, R.unpack_sequence(packed)):
@@ -165,7 +180,9 @@ def test_pack_pad_round_trip(rng):
     np.testing.assert_array_equal(to_numpy(padded[0, 2:]), np.zeros((2, 2)))
     with pytest.raises(RuntimeError, match="sorted in decreasing order"):
         R.pack_padded_sequence(padded, [2, 4, 3], batch_first=True)
-    p2 = R.pad_sequence([ec.ones(2), ec.ones(3)], batch_first=True, padding_value=-1, padding_side="left")
+    p2 = R.pad_sequence(
+        [ec.ones(2), ec.ones(3)], batch_first=True, padding_value=-1, padding_side="left"
+    )
     np.testing.assert_array_equal(to_numpy(p2), [[-1, 1, 1], [1, 1, 1]])
 
 
@@ -182,7 +199,9 @@ def test_packed_sequence_parity(torch, rng, mode):
         padded, lens = N.pad_packed_sequence(out, total_length=5)
         return padded, hidden
 
-    check_layer(torch, lambda N: getattr(N, mode)(4, 3, num_layers=2, bidirectional=True), [x], call=call)
+    check_layer(
+        torch, lambda N: getattr(N, mode)(4, 3, num_layers=2, bidirectional=True), [x], call=call
+    )
 
 
 @pytest.mark.parametrize("mode", ["LSTM", "GRU"])
@@ -224,5 +243,10 @@ def test_lstm_layer_gradients_match_cell_by_cell(rng):
         (ref * g).sum().backward()
         np.testing.assert_allclose(to_numpy(xa.grad), to_numpy(xb.grad), rtol=1e-10, atol=1e-12)
         for name, p in layer.named_parameters():
-            np.testing.assert_allclose(to_numpy(p.grad), to_numpy(getattr(cell, name[:-3]).grad), rtol=1e-10,
-                                       atol=1e-12, err_msg=name)
+            np.testing.assert_allclose(
+                to_numpy(p.grad),
+                to_numpy(getattr(cell, name[:-3]).grad),
+                rtol=1e-10,
+                atol=1e-12,
+                err_msg=name,
+            )

@@ -58,7 +58,10 @@ def test_embedding_bag_modes_match_numpy(rng):
 
 
 def test_reprs():
-    assert repr(nn.Embedding(10, 3, padding_idx=1, max_norm=2.0)) == "Embedding(10, 3, padding_idx=1, max_norm=2.0)"
+    assert (
+        repr(nn.Embedding(10, 3, padding_idx=1, max_norm=2.0))
+        == "Embedding(10, 3, padding_idx=1, max_norm=2.0)"
+    )
     assert repr(nn.EmbeddingBag(10, 3)) == "EmbeddingBag(10, 3, mode='mean')"
     with pytest.raises(AssertionError, match="Padding_idx"):
         nn.Embedding(4, 2, padding_idx=4)
@@ -73,12 +76,22 @@ def test_reprs():
         (lambda N: N.Embedding(10, 4, scale_grad_by_freq=True), [np.array([1, 1, 1, 4])]),
         (lambda N: N.Embedding(10, 4, max_norm=1.0), [np.array([[1, 2], [3, 1]])]),
         (lambda N: N.EmbeddingBag(10, 4), [np.array([[1, 2, 3], [4, 5, 6]])]),
-        (lambda N: N.EmbeddingBag(10, 4, mode="sum"), [np.array([1, 2, 3, 4, 5]), np.array([0, 2, 2])]),
-        (lambda N: N.EmbeddingBag(10, 4, mode="max"), [np.array([1, 2, 3, 4, 5]), np.array([0, 2])]),
-        (lambda N: N.EmbeddingBag(10, 4, mode="sum"),
-         [np.array([1, 2, 3, 4]), np.array([0, 1]), np.array([0.5, 2.0, -1.0, 1.5])]),
-        (lambda N: N.EmbeddingBag(10, 4, include_last_offset=True, padding_idx=3),
-         [np.array([1, 3, 3, 4, 5]), np.array([0, 2, 5])]),
+        (
+            lambda N: N.EmbeddingBag(10, 4, mode="sum"),
+            [np.array([1, 2, 3, 4, 5]), np.array([0, 2, 2])],
+        ),
+        (
+            lambda N: N.EmbeddingBag(10, 4, mode="max"),
+            [np.array([1, 2, 3, 4, 5]), np.array([0, 2])],
+        ),
+        (
+            lambda N: N.EmbeddingBag(10, 4, mode="sum"),
+            [np.array([1, 2, 3, 4]), np.array([0, 1]), np.array([0.5, 2.0, -1.0, 1.5])],
+        ),
+        (
+            lambda N: N.EmbeddingBag(10, 4, include_last_offset=True, padding_idx=3),
+            [np.array([1, 3, 3, 4, 5]), np.array([0, 2, 5])],
+        ),
     ],
 )
 def test_parity(torch, build, args):

@@ -19,7 +19,11 @@ def mha_numpy(q, k, v, m, mask=None):
     """(L, N, E) attention with m's weights, averaged weights (N, L, S)."""
     e, h = m.embed_dim, m.num_heads
     w, b = to_numpy(m.in_proj_weight), to_numpy(m.in_proj_bias)
-    qp, kp, vp = q @ w[:e].T + b[:e], k @ w[e : 2 * e].T + b[e : 2 * e], v @ w[2 * e :].T + b[2 * e :]
+    qp, kp, vp = (
+        q @ w[:e].T + b[:e],
+        k @ w[e : 2 * e].T + b[e : 2 * e],
+        v @ w[2 * e :].T + b[2 * e :],
+    )
     L, N, _ = q.shape
     S = k.shape[0]
     d = e // h
@@ -57,11 +61,21 @@ def test_mha_bool_mask_is_minus_infinity_where_true(rng):
 
 def test_mha_parameters_and_errors():
     m = nn.MultiheadAttention(6, 3)
-    assert [n for n, _ in m.named_parameters()] == ["in_proj_weight", "in_proj_bias", "out_proj.weight",
-                                                   "out_proj.bias"]
+    assert [n for n, _ in m.named_parameters()] == [
+        "in_proj_weight",
+        "in_proj_bias",
+        "out_proj.weight",
+        "out_proj.bias",
+    ]
     m2 = nn.MultiheadAttention(6, 2, kdim=4, vdim=5, add_bias_kv=True, bias=False)
-    assert [n for n, _ in m2.named_parameters()] == ["q_proj_weight", "k_proj_weight", "v_proj_weight", "bias_k",
-                                                    "bias_v", "out_proj.weight"]
+    assert [n for n, _ in m2.named_parameters()] == [
+        "q_proj_weight",
+        "k_proj_weight",
+        "v_proj_weight",
+        "bias_k",
+        "bias_v",
+        "out_proj.weight",
+    ]
     with pytest.raises(AssertionError, match="divisible"):
         nn.MultiheadAttention(7, 2)
     x = ec.randn(3, 1, 6)
@@ -74,7 +88,7 @@ def test_mha_parameters_and_errors():
 def test_encoder_layers_are_independent_copies():
     layer = nn.TransformerEncoderLayer(8, 2, 16)
     enc = nn.TransformerEncoder(layer, 3)
-    ws = [l.linear1.weight for l in enc.layers]
+    ws = [layer.linear1.weight for layer in enc.layers]
     assert len({id(w) for w in ws}) == 3
     np.testing.assert_array_equal(to_numpy(ws[0]), to_numpy(ws[1]))
     assert len(list(enc.parameters())) == 3 * len(list(layer.parameters()))
@@ -102,12 +116,36 @@ def _bool(lib, a):
 MHA = [
     ("self", lambda N: N.MultiheadAttention(8, 2), [(4, 3, 8)] * 3, {}),
     ("cross", lambda N: N.MultiheadAttention(8, 4), [(4, 3, 8), (6, 3, 8), (6, 3, 8)], {}),
-    ("no-weights", lambda N: N.MultiheadAttention(8, 2), [(4, 3, 8), (6, 3, 8), (6, 3, 8)], {"need_weights": False}),
-    ("per-head", lambda N: N.MultiheadAttention(8, 2), [(4, 3, 8)] * 3, {"average_attn_weights": False}),
-    ("batch-first", lambda N: N.MultiheadAttention(8, 2, batch_first=True), [(3, 4, 8), (3, 5, 8), (3, 5, 8)], {}),
-    ("kv-dims", lambda N: N.MultiheadAttention(8, 2, kdim=5, vdim=3), [(4, 2, 8), (6, 2, 5), (6, 2, 3)], {}),
-    ("bias-kv-zero-attn", lambda N: N.MultiheadAttention(8, 2, add_bias_kv=True, add_zero_attn=True),
-     [(4, 2, 8), (5, 2, 8), (5, 2, 8)], {}),
+    (
+        "no-weights",
+        lambda N: N.MultiheadAttention(8, 2),
+        [(4, 3, 8), (6, 3, 8), (6, 3, 8)],
+        {"need_weights": False},
+    ),
+    (
+        "per-head",
+        lambda N: N.MultiheadAttention(8, 2),
+        [(4, 3, 8)] * 3,
+        {"average_attn_weights": False},
+    ),
+    (
+        "batch-first",
+        lambda N: N.MultiheadAttention(8, 2, batch_first=True),
+        [(3, 4, 8), (3, 5, 8), (3, 5, 8)],
+        {},
+    ),
+    (
+        "kv-dims",
+        lambda N: N.MultiheadAttention(8, 2, kdim=5, vdim=3),
+        [(4, 2, 8), (6, 2, 5), (6, 2, 3)],
+        {},
+    ),
+    (
+        "bias-kv-zero-attn",
+        lambda N: N.MultiheadAttention(8, 2, add_bias_kv=True, add_zero_attn=True),
+        [(4, 2, 8), (5, 2, 8), (5, 2, 8)],
+        {},
+    ),
     ("no-bias", lambda N: N.MultiheadAttention(8, 2, bias=False), [(4, 2, 8)] * 3, {}),
     ("unbatched", lambda N: N.MultiheadAttention(8, 2), [(4, 8), (5, 8), (5, 8)], {}),
 ]
@@ -136,9 +174,13 @@ def test_mha_masks_parity(torch, rng, need_weights):
 
     check_layer(torch, build, [q, kv, kv, float_mask], call=call, grad=(0, 1, 2))
     mask3 = rng.standard_normal((N * 2, L, S))
-    check_layer(torch, build, [q, kv, kv, mask3], call=lambda m, q, k, v, am: m(q, k, v, attn_mask=am,
-                                                                                 need_weights=need_weights),
-                grad=(0, 1, 2))
+    check_layer(
+        torch,
+        build,
+        [q, kv, kv, mask3],
+        call=lambda m, q, k, v, am: m(q, k, v, attn_mask=am, need_weights=need_weights),
+        grad=(0, 1, 2),
+    )
 
     causal = np.triu(np.ones((L, L), dtype=bool), 1)
 
@@ -151,16 +193,45 @@ def test_mha_masks_parity(torch, rng, need_weights):
 
 ENCODER = [
     ("post-norm", lambda N: N.TransformerEncoderLayer(8, 2, 16, dropout=0.0), [(5, 3, 8)]),
-    ("pre-norm-gelu", lambda N: N.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation="gelu", norm_first=True,
-                                                          batch_first=True), [(3, 5, 8)]),
-    ("no-bias", lambda N: N.TransformerEncoderLayer(8, 4, 16, dropout=0.0, bias=False), [(5, 3, 8)]),
-    ("stack", lambda N: N.TransformerEncoder(N.TransformerEncoderLayer(8, 2, 16, dropout=0.0), 2,
-                                             norm=N.LayerNorm(8), enable_nested_tensor=False), [(5, 3, 8)]),
-    ("decoder-layer", lambda N: N.TransformerDecoderLayer(8, 2, 16, dropout=0.0), [(4, 3, 8), (5, 3, 8)]),
-    ("decoder-pre-norm", lambda N: N.TransformerDecoderLayer(8, 2, 16, dropout=0.0, norm_first=True,
-                                                             batch_first=True), [(3, 4, 8), (3, 5, 8)]),
-    ("decoder-stack", lambda N: N.TransformerDecoder(N.TransformerDecoderLayer(8, 2, 16, dropout=0.0), 2),
-     [(4, 3, 8), (5, 3, 8)]),
+    (
+        "pre-norm-gelu",
+        lambda N: N.TransformerEncoderLayer(
+            8, 2, 16, dropout=0.0, activation="gelu", norm_first=True, batch_first=True
+        ),
+        [(3, 5, 8)],
+    ),
+    (
+        "no-bias",
+        lambda N: N.TransformerEncoderLayer(8, 4, 16, dropout=0.0, bias=False),
+        [(5, 3, 8)],
+    ),
+    (
+        "stack",
+        lambda N: N.TransformerEncoder(
+            N.TransformerEncoderLayer(8, 2, 16, dropout=0.0),
+            2,
+            norm=N.LayerNorm(8),
+            enable_nested_tensor=False,
+        ),
+        [(5, 3, 8)],
+    ),
+    (
+        "decoder-layer",
+        lambda N: N.TransformerDecoderLayer(8, 2, 16, dropout=0.0),
+        [(4, 3, 8), (5, 3, 8)],
+    ),
+    (
+        "decoder-pre-norm",
+        lambda N: N.TransformerDecoderLayer(
+            8, 2, 16, dropout=0.0, norm_first=True, batch_first=True
+        ),
+        [(3, 4, 8), (3, 5, 8)],
+    ),
+    (
+        "decoder-stack",
+        lambda N: N.TransformerDecoder(N.TransformerDecoderLayer(8, 2, 16, dropout=0.0), 2),
+        [(4, 3, 8), (5, 3, 8)],
+    ),
     ("transformer", lambda N: N.Transformer(8, 2, 1, 1, 16, dropout=0.0), [(5, 2, 8), (4, 2, 8)]),
 ]
 
@@ -180,8 +251,13 @@ def test_transformer_masks_parity(torch, rng):
     def call(m, src, tgt):
         lib = torch if type(m).__module__.startswith("torch") else ec
         tgt_mask = m.generate_square_subsequent_mask(4).to(src.dtype)
-        return m(src, tgt, tgt_mask=tgt_mask, src_key_padding_mask=_bool(lib, pad),
-                 memory_key_padding_mask=_bool(lib, pad))
+        return m(
+            src,
+            tgt,
+            tgt_mask=tgt_mask,
+            src_key_padding_mask=_bool(lib, pad),
+            memory_key_padding_mask=_bool(lib, pad),
+        )
 
     check_layer(torch, lambda N: N.Transformer(8, 2, 2, 2, 16, dropout=0.0), [src, tgt], call=call)
 
@@ -189,6 +265,12 @@ def test_transformer_masks_parity(torch, rng):
 @pytest.mark.parity
 def test_encoder_eval_mode_parity(torch, rng):
     # in eval mode PyTorch may take its fused fast path; the values must agree
-    check_layer(torch, lambda N: N.TransformerEncoder(N.TransformerEncoderLayer(8, 2, 16, batch_first=True), 2,
-                                                      enable_nested_tensor=False),
-                [rng.standard_normal((3, 5, 8))], train=False, grad=False)
+    check_layer(
+        torch,
+        lambda N: N.TransformerEncoder(
+            N.TransformerEncoderLayer(8, 2, 16, batch_first=True), 2, enable_nested_tensor=False
+        ),
+        [rng.standard_normal((3, 5, 8))],
+        train=False,
+        grad=False,
+    )

@@ -24,7 +24,11 @@ def test_clip_grad_norm_matches_numpy(rng, norm_type):
     ps = params_with_grads(rng)
     grads = [to_numpy(p.grad).copy() for p in ps]
     flat = np.concatenate([g.ravel() for g in grads])
-    total = np.abs(flat).max() if norm_type == float("inf") else (np.abs(flat) ** norm_type).sum() ** (1 / norm_type)
+    total = (
+        np.abs(flat).max()
+        if norm_type == float("inf")
+        else (np.abs(flat) ** norm_type).sum() ** (1 / norm_type)
+    )
     out = utils.clip_grad_norm_(iter(ps), max_norm=1.5, norm_type=norm_type)
     assert out.item() == pytest.approx(total, rel=1e-10)
     coef = min(1.0, 1.5 / (total + 1e-6))
@@ -65,10 +69,14 @@ def test_parameters_vector_round_trip(rng):
     m = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2))
     v = utils.parameters_to_vector(m.parameters())
     assert v.shape == (3 * 4 + 4 + 4 * 2 + 2,)
-    np.testing.assert_array_equal(to_numpy(v), np.concatenate([to_numpy(p).ravel() for p in m.parameters()]))
+    np.testing.assert_array_equal(
+        to_numpy(v), np.concatenate([to_numpy(p).ravel() for p in m.parameters()])
+    )
     new = ec.tensor(rng.standard_normal(v.shape[0]).astype(np.float32))
     utils.vector_to_parameters(new, m.parameters())
-    np.testing.assert_array_equal(to_numpy(utils.parameters_to_vector(m.parameters())), to_numpy(new))
+    np.testing.assert_array_equal(
+        to_numpy(utils.parameters_to_vector(m.parameters())), to_numpy(new)
+    )
     with pytest.raises(TypeError, match="expected"):
         utils.vector_to_parameters([1.0], m.parameters())
 

@@ -382,7 +382,9 @@ def _record(op, info, args, call):
     node = OpNode(f, tuple(edges), values, metas, len(f.outputs))
     node._out_meta = [(o._shape, o._dtype) for _, o in diff]
     if f.uses_result:
-        values["result"] = _saved_result(result if not inplace else first, diff, name_, f.saved_outputs)
+        values["result"] = _saved_result(
+            result if not inplace else first, diff, name_, f.saved_outputs
+        )
     if inplace:
         _attach(first, node, 0)
         if first._base is not None:

@@ -9,10 +9,25 @@ import ember_core as ec
 from ember_core import array_api as _xp
 
 __all__ = [
-    "allclose", "are_deterministic_algorithms_enabled", "broadcast_shapes", "broadcast_tensors", "equal", "finfo",
-    "get_default_device", "get_float32_matmul_precision", "get_num_interop_threads", "iinfo", "is_complex",
-    "is_deterministic_algorithms_warn_only_enabled", "is_storage", "isclose", "meshgrid", "set_default_device",
-    "set_float32_matmul_precision", "set_num_interop_threads", "use_deterministic_algorithms",
+    "allclose",
+    "are_deterministic_algorithms_enabled",
+    "broadcast_shapes",
+    "broadcast_tensors",
+    "equal",
+    "finfo",
+    "get_default_device",
+    "get_float32_matmul_precision",
+    "get_num_interop_threads",
+    "iinfo",
+    "is_complex",
+    "is_deterministic_algorithms_warn_only_enabled",
+    "is_storage",
+    "isclose",
+    "meshgrid",
+    "set_default_device",
+    "set_float32_matmul_precision",
+    "set_num_interop_threads",
+    "use_deterministic_algorithms",
 ]
 
 
@@ -44,8 +59,12 @@ class finfo:
         self.resolution = 10.0 ** -int(math.floor(-math.log10(self.eps)))
 
     def __repr__(self):
-        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
-                f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype.name})")
+        return (
+            f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+            f"eps={self.eps:g}, "
+            f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, "
+            f"dtype={self.dtype.name})"
+        )
 
 
 class iinfo:
@@ -64,7 +83,9 @@ class iinfo:
 def is_complex(input):
     """False: ember has no complex dtypes."""
     if not isinstance(input, ec.Tensor):
-        raise TypeError(f"is_complex(): argument 'input' must be Tensor, not {type(input).__name__}")
+        raise TypeError(
+            f"is_complex(): argument 'input' must be Tensor, not {type(input).__name__}"
+        )
     return False
 
 
@@ -115,8 +136,10 @@ def broadcast_shapes(*shapes):
             if d == 1:
                 continue
             if out[i] != 1 and out[i] != d:
-                raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single shape.  Mismatch is "
-                                   f"between {tuple(out)} and {s}")
+                raise RuntimeError(
+                    f"Shape mismatch: objects cannot be broadcast to a single shape.  Mismatch is "
+                    f"between {tuple(out)} and {s}"
+                )
             out[i] = d
     return ec.Size(out)
 
@@ -134,18 +157,29 @@ def meshgrid(*tensors, indexing=None):
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     if indexing is None:
-        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
-                      UserWarning, stacklevel=2)
+        warnings.warn(
+            "torch.meshgrid: in an upcoming release, it will be required to pass the indexing "
+            "argument.",
+            UserWarning,
+            stacklevel=2,
+        )
         indexing = "ij"
     if indexing not in ("ij", "xy"):
-        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+        raise RuntimeError(
+            f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}'
+        )
     for t in tensors:
         if t.dim() > 1:
-            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t.dim()}D")
+            raise RuntimeError(
+                f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t.dim()}D"
+            )
     flat = [t.reshape(-1) for t in tensors]
     shape = tuple(t.shape[0] for t in flat)
     n = len(flat)
-    grids = [t.reshape(tuple(-1 if j == i else 1 for j in range(n))).expand(shape) for i, t in enumerate(flat)]
+    grids = [
+        t.reshape(tuple(-1 if j == i else 1 for j in range(n))).expand(shape)
+        for i, t in enumerate(flat)
+    ]
     if indexing == "xy" and n >= 2:  # Cartesian indexing: the first two dims swap places
         grids = [g.transpose(0, 1) for g in grids]
     return tuple(grids)
@@ -162,7 +196,9 @@ def use_deterministic_algorithms(mode, *, warn_only=False):
     """Record the request.  ember's CPU kernels are deterministic already (fixed
     reduction orders; index puts apply duplicates in order), so nothing changes."""
     if not isinstance(mode, bool):
-        raise RuntimeError(f"use_deterministic_algorithms expects a bool, but got {type(mode).__name__}")
+        raise RuntimeError(
+            f"use_deterministic_algorithms expects a bool, but got {type(mode).__name__}"
+        )
     _deterministic["enabled"], _deterministic["warn_only"] = mode, warn_only
 
 
@@ -178,7 +214,9 @@ def set_float32_matmul_precision(precision):
     """'highest', 'high' or 'medium'.  ember's float32 matmuls always run in full
     float32 (BLAS sgemm); the setting is kept for get_float32_matmul_precision."""
     if precision not in ("highest", "high", "medium"):
-        raise RuntimeError(f"Invalid precision {precision!r}: expected 'highest', 'high' or 'medium'")
+        raise RuntimeError(
+            f"Invalid precision {precision!r}: expected 'highest', 'high' or 'medium'"
+        )
     _matmul_precision[0] = precision
 
 

@@ -13,7 +13,9 @@ default_generator = ec.default_generator
 
 
 @contextlib.contextmanager
-def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices", device_type="cuda"):
+def fork_rng(
+    devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices", device_type="cuda"
+):
     """Run the block with the default generator's state saved and restored afterwards."""
     if not enabled:
         yield
@@ -25,4 +27,12 @@ def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="device
         ec.set_rng_state(state)
 
 
-__all__ = ["default_generator", "fork_rng", "get_rng_state", "initial_seed", "manual_seed", "seed", "set_rng_state"]
+__all__ = [
+    "default_generator",
+    "fork_rng",
+    "get_rng_state",
+    "initial_seed",
+    "manual_seed",
+    "seed",
+    "set_rng_state",
+]

@@ -101,11 +101,18 @@ class _Writer:
             if isinstance(obj, list):
                 return items
             if hasattr(obj, "_fields"):
-                return {"$namedtuple": type(obj).__name__, "fields": list(obj._fields), "items": items}
+                return {
+                    "$namedtuple": type(obj).__name__,
+                    "fields": list(obj._fields),
+                    "items": items,
+                }
             return {"$tuple": items}
         if isinstance(obj, dict):
             kind = "ordered" if isinstance(obj, collections.OrderedDict) else "dict"
-            items = [[self.encode(k, f"{path} key"), self.encode(v, f"{path}[{k!r}]")] for k, v in obj.items()]
+            items = [
+                [self.encode(k, f"{path} key"), self.encode(v, f"{path}[{k!r}]")]
+                for k, v in obj.items()
+            ]
             return {"$" + kind: items}
         if isinstance(obj, (set, frozenset)):
             return {"$set": [self.encode(x, path) for x in obj]}
@@ -140,7 +147,11 @@ def _serialize(obj):
     offset = 0
     for name, t in writer.tensors.items():
         data = _contiguous_bytes(t)
-        header[name] = {"dtype": _DTYPE_CODES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        header[name] = {
+            "dtype": _DTYPE_CODES[t.dtype],
+            "shape": list(t.shape),
+            "data_offsets": [offset, offset + len(data)],
+        }
         chunks.append(data)
         offset += len(data)
     blob = b"".join(chunks)
@@ -186,14 +197,23 @@ def _fail(source, why):
 
 def _parse(data, source):
     if len(data) < 8:
-        _fail(source, f"the file is {len(data)} bytes long, too short for a checkpoint header (truncated?)")
+        _fail(
+            source,
+            f"the file is {len(data)} bytes long, too short for a checkpoint header (truncated?)",
+        )
     (n,) = struct.unpack("<Q", data[:8])
     if n > _MAX_HEADER or 8 + n > len(data):
-        _fail(source, f"the header claims {n} bytes but the file has {len(data) - 8} after the length (truncated or not a checkpoint)")
+        _fail(
+            source,
+            f"the header claims {n} bytes but the file has {len(data) - 8} after the length "
+            "(truncated or not a checkpoint)",
+        )
     try:
         header = json.loads(data[8 : 8 + n].decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        _fail(source, f"the header is not valid JSON ({exc}); the file is corrupt or not a checkpoint")
+        _fail(
+            source, f"the header is not valid JSON ({exc}); the file is corrupt or not a checkpoint"
+        )
     if not isinstance(header, dict):
         _fail(source, "the header is not a JSON object")
     meta = header.pop("__metadata__", {}) or {}
@@ -214,14 +234,26 @@ def _parse(data, source):
     for begin, end, name, dtype, shape in entries:
         size = math.prod(shape) * dtype.itemsize
         if begin != expected_end or end - begin != size:
-            _fail(source, f"tensor {name!r} occupies bytes [{begin}, {end}) but should be {size} bytes starting at {expected_end} (the file was altered)")
+            _fail(
+                source,
+                f"tensor {name!r} occupies bytes [{begin}, {end}) but should be {size} bytes "
+                f"starting at {expected_end} (the file was altered)",
+            )
         expected_end = end
     if expected_end != len(body):
-        _fail(source, f"the data region is {len(body)} bytes but the tensors describe {expected_end} (truncated or padded file)")
+        _fail(
+            source,
+            f"the data region is {len(body)} bytes but the tensors describe {expected_end} "
+            "(truncated or padded file)",
+        )
     digest = meta.get("ember.sha256")
     if digest is not None and hashlib.sha256(body).hexdigest() != digest:
-        _fail(source, "the tensor data does not match its checksum: the file was modified or damaged")
-    return meta, {name: (dtype, shape, body[begin:end]) for begin, end, name, dtype, shape in entries}
+        _fail(
+            source, "the tensor data does not match its checksum: the file was modified or damaged"
+        )
+    return meta, {
+        name: (dtype, shape, body[begin:end]) for begin, end, name, dtype, shape in entries
+    }
 
 
 def _make_tensor(dtype, shape, raw):
@@ -318,7 +350,11 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         data = f.read()
     _check_map_location(map_location)
     if data[:2] == b"PK" or data[:1] == b"\x80":
-        _fail(source, "this looks like a pickle/zip checkpoint (e.g. from torch.save); ember only loads its safe format")
+        _fail(
+            source,
+            "this looks like a pickle/zip checkpoint (e.g. from torch.save); ember only loads "
+            "its safe format",
+        )
     meta, tensors = _parse(data, source)
     reader = _Reader(tensors, source, map_location)
     structure = meta.get("ember.structure")

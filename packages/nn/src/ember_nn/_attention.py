@@ -34,7 +34,8 @@ def canonical_mask(mask, mask_name, other_type, other_name, target_type, check_o
         raise AssertionError(f"only bool and floating types of {mask_name} are supported")
     if check_other and other_type is not None and mask.dtype != other_type:
         warnings.warn(
-            f"Support for mismatched {mask_name} and {other_name} is deprecated. Use same type for both instead.",
+            f"Support for mismatched {mask_name} and {other_name} is deprecated. Use same type "
+            "for both instead.",
             stacklevel=3,
         )
     return mask
@@ -50,12 +51,14 @@ def _shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
             )
         if key_padding_mask is not None and key_padding_mask.dim() != 2:
             raise AssertionError(
-                "For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D but found "
+                "For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D but "
+                "found "
                 f"{key_padding_mask.dim()}-D tensor instead"
             )
         if attn_mask is not None and attn_mask.dim() not in (2, 3):
             raise AssertionError(
-                "For batched (3-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D but found "
+                "For batched (3-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D but "
+                "found "
                 f"{attn_mask.dim()}-D tensor instead"
             )
         return True
@@ -67,21 +70,28 @@ def _shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
             )
         if key_padding_mask is not None and key_padding_mask.dim() != 1:
             raise AssertionError(
-                "For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or 1-D but found "
+                "For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or 1-D "
+                "but found "
                 f"{key_padding_mask.dim()}-D tensor instead"
             )
         if attn_mask is not None:
             if attn_mask.dim() not in (2, 3):
                 raise AssertionError(
-                    "For unbatched (2-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D but found "
+                    "For unbatched (2-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D "
+                    "but found "
                     f"{attn_mask.dim()}-D tensor instead"
                 )
             if attn_mask.dim() == 3:
                 expected = (num_heads, query.shape[0], key.shape[0])
                 if tuple(attn_mask.shape) != expected:
-                    raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got {attn_mask.shape}")
+                    raise AssertionError(
+                        f"Expected `attn_mask` shape to be {expected} but got {attn_mask.shape}"
+                    )
         return False
-    raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.dim()}-D query tensor")
+    raise AssertionError(
+        f"query should be unbatched 2D or batched 3D tensor but received {query.dim()}-D query "
+        "tensor"
+    )
 
 
 def _in_projection(query, key, value, w, b, e, q_w=None, k_w=None, v_w=None):
@@ -96,12 +106,33 @@ def _in_projection(query, key, value, w, b, e, q_w=None, k_w=None, v_w=None):
     return F.linear(query, q_w, bq), F.linear(key, k_w, bk), F.linear(value, v_w, bv)
 
 
-def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
-                                 bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
-                                 training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
-                                 use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
-                                 v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
-                                 is_causal=False):
+def multi_head_attention_forward(
+    query,
+    key,
+    value,
+    embed_dim_to_check,
+    num_heads,
+    in_proj_weight,
+    in_proj_bias,
+    bias_k,
+    bias_v,
+    add_zero_attn,
+    dropout_p,
+    out_proj_weight,
+    out_proj_bias,
+    training=True,
+    key_padding_mask=None,
+    need_weights=True,
+    attn_mask=None,
+    use_separate_proj_weight=False,
+    q_proj_weight=None,
+    k_proj_weight=None,
+    v_proj_weight=None,
+    static_k=None,
+    static_v=None,
+    average_attn_weights=True,
+    is_causal=False,
+):
     """Attention over (L, N, E) query and (S, N, E) key/value (or unbatched (L, E));
     returns (output (L, N, E), weights (N, L, S) averaged over heads, or None)."""
     F = _F()
@@ -113,15 +144,19 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     tgt_len, bsz, embed_dim = query.shape
     src_len = key.shape[0]
     if embed_dim != embed_dim_to_check:
-        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
+        raise AssertionError(
+            f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}"
+        )
     head_dim = embed_dim // num_heads
     if head_dim * num_heads != embed_dim:
         raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
-    key_padding_mask = canonical_mask(key_padding_mask, "key_padding_mask", none_or_dtype(attn_mask), "attn_mask",
-                                      query.dtype)
+    key_padding_mask = canonical_mask(
+        key_padding_mask, "key_padding_mask", none_or_dtype(attn_mask), "attn_mask", query.dtype
+    )
     if is_causal and attn_mask is None:
         raise RuntimeError(
-            "Need attn_mask if specifying the is_causal hint. You may use the Transformer module method "
+            "Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+            "method "
             "`generate_square_subsequent_mask` to create this mask."
         )
     if is_causal and key_padding_mask is None and not need_weights:
@@ -134,8 +169,17 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if use_separate_proj_weight:
         if q_proj_weight is None or k_proj_weight is None or v_proj_weight is None:
             raise AssertionError("use_separate_proj_weight is True but q/k/v_proj_weight is None")
-        q, k, v = _in_projection(query, key, value, None, in_proj_bias, embed_dim, q_proj_weight, k_proj_weight,
-                                 v_proj_weight)
+        q, k, v = _in_projection(
+            query,
+            key,
+            value,
+            None,
+            in_proj_bias,
+            embed_dim,
+            q_proj_weight,
+            k_proj_weight,
+            v_proj_weight,
+        )
     else:
         if in_proj_weight is None:
             raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
@@ -145,7 +189,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         if attn_mask.dim() == 2:
             if tuple(attn_mask.shape) != (tgt_len, src_len):
                 raise RuntimeError(
-                    f"The shape of the 2D attn_mask is {attn_mask.shape}, but should be {(tgt_len, src_len)}."
+                    f"The shape of the 2D attn_mask is {attn_mask.shape}, but should be "
+                    f"{(tgt_len, src_len)}."
                 )
             attn_mask = attn_mask.unsqueeze(0)
         elif attn_mask.dim() == 3:

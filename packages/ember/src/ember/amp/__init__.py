@@ -19,7 +19,13 @@ import ember_autograd as ag
 import ember_core as ec
 from ember_core import _cuda
 
-__all__ = ["GradScaler", "autocast", "get_autocast_dtype", "is_autocast_available", "is_autocast_enabled"]
+__all__ = [
+    "GradScaler",
+    "autocast",
+    "get_autocast_dtype",
+    "is_autocast_available",
+    "is_autocast_enabled",
+]
 
 _READY, _UNSCALED, _STEPPED = 0, 1, 2
 
@@ -37,13 +43,22 @@ class GradScaler:
     >>> scaler.update()
     """
 
-    def __init__(self, device="cuda", init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5,
-                 growth_interval=2000, enabled=True):
+    def __init__(
+        self,
+        device="cuda",
+        init_scale=2.0**16,
+        growth_factor=2.0,
+        backoff_factor=0.5,
+        growth_interval=2000,
+        enabled=True,
+    ):
         self._device = device
         self._enabled = enabled
         if device == "cuda" and enabled and not _cuda.is_available():
-            warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.",
-                          stacklevel=2)
+            warnings.warn(
+                "torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.",
+                stacklevel=2,
+            )
             self._enabled = False
         if self._enabled:
             if growth_factor <= 1.0:
@@ -73,7 +88,11 @@ class GradScaler:
             return outputs
         self._lazy_init()
         if isinstance(outputs, ec.Tensor):
-            return outputs * self._scale.to(outputs.dtype) if outputs.dtype is not ec.float32 else outputs * self._scale
+            return (
+                outputs * self._scale.to(outputs.dtype)
+                if outputs.dtype is not ec.float32
+                else outputs * self._scale
+            )
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(o) for o in outputs)
         if hasattr(outputs, "__iter__"):
@@ -82,8 +101,10 @@ class GradScaler:
 
     def _check_initialised(self, where):
         if self._scale is None:
-            raise AssertionError(f"Attempted {where} but _scale is None.  This may indicate your script did not use "
-                                 "scaler.scale(loss or outputs) earlier in the iteration.")
+            raise AssertionError(
+                f"Attempted {where} but _scale is None.  This may indicate your script did not use "
+                "scaler.scale(loss or outputs) earlier in the iteration."
+            )
 
     def unscale_(self, optimizer):
         """Divide optimizer's gradients by the scale, noting inf/NaN."""
@@ -92,7 +113,9 @@ class GradScaler:
         self._check_initialised("unscale_")
         state = self._per_optimizer_states[id(optimizer)]
         if state["stage"] == _UNSCALED:
-            raise RuntimeError("unscale_() has already been called on this optimizer since the last update().")
+            raise RuntimeError(
+                "unscale_() has already been called on this optimizer since the last update()."
+            )
         if state["stage"] == _STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
         inv_scale = 1.0 / float(self._scale.double().item())
@@ -137,12 +160,19 @@ class GradScaler:
         if new_scale is not None:
             if isinstance(new_scale, ec.Tensor):
                 if new_scale.numel() != 1 or new_scale.requires_grad:
-                    raise AssertionError("new_scale should be a float or a 1-element tensor with requires_grad=False.")
+                    raise AssertionError(
+                        "new_scale should be a float or a 1-element tensor with "
+                        "requires_grad=False."
+                    )
                 self._scale.copy_(new_scale.reshape(()))
             else:
                 self._scale.fill_(float(new_scale))
         else:
-            found = [s["found_inf"] for s in self._per_optimizer_states.values() if s["found_inf"] is not None]
+            found = [
+                s["found_inf"]
+                for s in self._per_optimizer_states.values()
+                if s["found_inf"] is not None
+            ]
             if not found:
                 raise AssertionError("No inf checks were recorded prior to update.")
             if sum(found) > 0:
@@ -182,21 +212,31 @@ class GradScaler:
     def _get_growth_tracker(self):
         if not self._enabled:
             return 0
-        return self._init_growth_tracker if self._growth_tracker is None else int(self._growth_tracker.item())
+        return (
+            self._init_growth_tracker
+            if self._growth_tracker is None
+            else int(self._growth_tracker.item())
+        )
 
     def state_dict(self):
         if not self._enabled:
             return {}
-        return {"scale": self.get_scale(), "growth_factor": self._growth_factor,
-                "backoff_factor": self._backoff_factor, "growth_interval": self._growth_interval,
-                "_growth_tracker": self._get_growth_tracker()}
+        return {
+            "scale": self.get_scale(),
+            "growth_factor": self._growth_factor,
+            "backoff_factor": self._backoff_factor,
+            "growth_interval": self._growth_interval,
+            "_growth_tracker": self._get_growth_tracker(),
+        }
 
     def load_state_dict(self, state_dict):
         if not self._enabled:
             return
         if len(state_dict) == 0:
-            raise RuntimeError("The source state dict is empty, possibly because it was saved from a disabled "
-                               "instance of GradScaler.")
+            raise RuntimeError(
+                "The source state dict is empty, possibly because it was saved from a disabled "
+                "instance of GradScaler."
+            )
         self._init_scale = state_dict["scale"]
         if self._scale is not None:
             self._scale.fill_(state_dict["scale"])
@@ -232,16 +272,22 @@ class autocast:
         if not isinstance(device_type, str):
             raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
         if not is_autocast_available(device_type):
-            raise RuntimeError(f"User specified an unsupported autocast device_type '{device_type}'")
+            raise RuntimeError(
+                f"User specified an unsupported autocast device_type '{device_type}'"
+            )
         self.device = device_type
         self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dtype
         if enabled and device_type == "cuda" and not _cuda.is_available():
-            warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.", stacklevel=2)
+            warnings.warn(
+                "CUDA is not available or torch_xla is imported. Disabling autocast.", stacklevel=2
+            )
             enabled = False
         if enabled:
             raise NotImplementedError(
-                f"ember.autocast(device_type={device_type!r}, enabled=True): mixed-precision autocast is not "
-                "implemented by ember; run in float32 (enabled=False) or cast the model with .to(dtype)"
+                f"ember.autocast(device_type={device_type!r}, enabled=True): mixed-precision "
+                "autocast is not "
+                "implemented by ember; run in float32 (enabled=False) or cast the model with "
+                ".to(dtype)"
             )
         self._enabled = enabled
 

@@ -15,16 +15,32 @@ def _flag_module(name, doc, **flags):
 
 
 cudnn = _flag_module(
-    "cudnn", "cuDNN: not built into ember; the flags keep what scripts set.",
-    enabled=True, benchmark=False, deterministic=False, allow_tf32=True,
-    is_available=lambda: False, version=lambda: None,
+    "cudnn",
+    "cuDNN: not built into ember; the flags keep what scripts set.",
+    enabled=True,
+    benchmark=False,
+    deterministic=False,
+    allow_tf32=True,
+    is_available=lambda: False,
+    version=lambda: None,
 )
-mps = _flag_module("mps", "Apple MPS: not built into ember.", is_available=lambda: False, is_built=lambda: False)
+mps = _flag_module(
+    "mps", "Apple MPS: not built into ember.", is_available=lambda: False, is_built=lambda: False
+)
 openmp = _flag_module("openmp", "ember's CPU kernels use OpenMP.", is_available=lambda: True)
-mkldnn = _flag_module("mkldnn", "oneDNN: not used by ember.", enabled=True, is_available=lambda: False)
-cuda = _flag_module("cuda", "CUDA: see ember.cuda.", is_built=lambda: _cuda.is_available(),
-                    matmul=types.SimpleNamespace(allow_tf32=False, allow_fp16_reduced_precision_reduction=True,
-                                                 allow_bf16_reduced_precision_reduction=True))
+mkldnn = _flag_module(
+    "mkldnn", "oneDNN: not used by ember.", enabled=True, is_available=lambda: False
+)
+cuda = _flag_module(
+    "cuda",
+    "CUDA: see ember.cuda.",
+    is_built=lambda: _cuda.is_available(),
+    matmul=types.SimpleNamespace(
+        allow_tf32=False,
+        allow_fp16_reduced_precision_reduction=True,
+        allow_bf16_reduced_precision_reduction=True,
+    ),
+)
 mha = _flag_module("mha", "MultiheadAttention fast path (ember has one path).")
 _mha_fastpath = [True]
 mha.get_fastpath_enabled = lambda: _mha_fastpath[0]

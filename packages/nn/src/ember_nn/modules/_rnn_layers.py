@@ -26,9 +26,18 @@ def _differentiable_backward(fn, inputs, outputs_grads):
         outs = fn(*inputs)
     wanted = [t for t in inputs if isinstance(t, ec.Tensor) and t.requires_grad]
     pairs = [(o, g) for o, g in zip(outs, outputs_grads) if g is not None]
-    grads = iter(ag.grad([o for o, _ in pairs], wanted, [g for _, g in pairs], create_graph=True,
-                         allow_unused=True))
-    return tuple(next(grads) if isinstance(t, ec.Tensor) and t.requires_grad else None for t in inputs)
+    grads = iter(
+        ag.grad(
+            [o for o, _ in pairs],
+            wanted,
+            [g for _, g in pairs],
+            create_graph=True,
+            allow_unused=True,
+        )
+    )
+    return tuple(
+        next(grads) if isinstance(t, ec.Tensor) and t.requires_grad else None for t in inputs
+    )
 
 
 def _lstm_steps(x, h, c, w_ih, w_hh, b_ih, b_hh, reverse):
@@ -76,8 +85,11 @@ class LSTMLayer(ag.Function):
     def backward(ctx, g_out, g_hn, g_cn):
         x, h0, c0, w_ih, w_hh, b_ih, b_hh = ctx.saved_tensors
         if ag.is_grad_enabled():  # create_graph=True
-            grads = _differentiable_backward(lambda *a: _lstm_steps(*a, ctx.reverse),
-                                             (x, h0, c0, w_ih, w_hh, b_ih, b_hh), (g_out, g_hn, g_cn))
+            grads = _differentiable_backward(
+                lambda *a: _lstm_steps(*a, ctx.reverse),
+                (x, h0, c0, w_ih, w_hh, b_ih, b_hh),
+                (g_out, g_hn, g_cn),
+            )
             return grads + (None,)
         need = ctx.needs_input_grad
         mask = (need[0], True, True, need[3], need[4], ctx.has_bias and (need[5] or need[6]))
@@ -88,8 +100,9 @@ class LSTMLayer(ag.Function):
         for t in _steps(n, not ctx.reverse):
             h_prev, c_prev, ws, cy = ctx.steps[t]
             ghy = g_out[t] if gh is None else g_out[t] + gh
-            gx, gh, gc, gwi_t, gwh_t, gb_t = ec._lstm_cell_backward(ghy, gc, ctx.xs[t], h_prev, c_prev, w_ih, w_hh,
-                                                                    ws, cy, mask)
+            gx, gh, gc, gwi_t, gwh_t, gb_t = ec._lstm_cell_backward(
+                ghy, gc, ctx.xs[t], h_prev, c_prev, w_ih, w_hh, ws, cy, mask
+            )
             gxs[t] = gx
             gwi, gwh, gb = _acc(gwi, gwi_t), _acc(gwh, gwh_t), _acc(gb, gb_t)
         gx = ec.stack(gxs, 0) if need[0] and n else None
@@ -119,8 +132,11 @@ class GRULayer(ag.Function):
     def backward(ctx, g_out, g_hn):
         x, h0, w_ih, w_hh, b_ih, b_hh = ctx.saved_tensors
         if ag.is_grad_enabled():  # create_graph=True
-            grads = _differentiable_backward(lambda *a: _gru_steps(*a, ctx.reverse), (x, h0, w_ih, w_hh, b_ih, b_hh),
-                                             (g_out, g_hn))
+            grads = _differentiable_backward(
+                lambda *a: _gru_steps(*a, ctx.reverse),
+                (x, h0, w_ih, w_hh, b_ih, b_hh),
+                (g_out, g_hn),
+            )
             return grads + (None,)
         need = ctx.needs_input_grad
         bias = ctx.has_bias
@@ -132,7 +148,9 @@ class GRULayer(ag.Function):
         for t in _steps(n, not ctx.reverse):
             h_prev, ws = ctx.steps[t]
             ghy = g_out[t] if gh is None else g_out[t] + gh
-            gx, gh, gwi_t, gwh_t, gbi_t, gbh_t = ec._gru_cell_backward(ghy, ctx.xs[t], h_prev, w_ih, w_hh, ws, mask)
+            gx, gh, gwi_t, gwh_t, gbi_t, gbh_t = ec._gru_cell_backward(
+                ghy, ctx.xs[t], h_prev, w_ih, w_hh, ws, mask
+            )
             gxs[t] = gx
             gwi, gwh = _acc(gwi, gwi_t), _acc(gwh, gwh_t)
             gbi, gbh = _acc(gbi, gbi_t), _acc(gbh, gbh_t)

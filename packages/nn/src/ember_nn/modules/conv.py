@@ -5,7 +5,6 @@ import math
 
 import ember_autograd as ag
 import ember_core as ec
-
 from ember_nn import functional as F
 from ember_nn import init
 from ember_nn.modules.lazy import LazyModuleMixin
@@ -23,10 +22,27 @@ class _ConvNd(Module):
     _dims = 2
     _transposed = False
 
-    def _setup(self, in_channels, out_channels, kernel_size, stride, padding, dilation, output_padding, groups,
-               bias, padding_mode, device, dtype):
+    def _setup(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        output_padding,
+        groups,
+        bias,
+        padding_mode,
+        device,
+        dtype,
+    ):
         n = self._dims
-        kernel_size, stride, dilation = _ntuple(kernel_size, n), _ntuple(stride, n), _ntuple(dilation, n)
+        kernel_size, stride, dilation = (
+            _ntuple(kernel_size, n),
+            _ntuple(stride, n),
+            _ntuple(dilation, n),
+        )
         if not isinstance(padding, str):
             padding = _ntuple(padding, n)
         if groups <= 0:
@@ -37,12 +53,15 @@ class _ConvNd(Module):
             raise ValueError("out_channels must be divisible by groups")
         if isinstance(padding, str):
             if padding not in ("same", "valid"):
-                raise ValueError(f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
+                raise ValueError(
+                    f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}"
+                )
             if padding == "same" and any(s != 1 for s in stride):
                 raise ValueError("padding='same' is not supported for strided convolutions")
         if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
             raise ValueError(
-                "padding_mode must be one of {'zeros', 'reflect', 'replicate', 'circular'}, but got "
+                "padding_mode must be one of {'zeros', 'reflect', 'replicate', 'circular'}, but "
+                "got "
                 f"padding_mode='{padding_mode}'"
             )
         self.in_channels = in_channels
@@ -85,7 +104,8 @@ class _ConvNd(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def extra_repr(self):
-        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}"
+        s += f", stride={self.stride}"
         if self.padding != (0,) * len(self.padding):
             s += f", padding={self.padding}"
         if self.dilation != (1,) * len(self.dilation):
@@ -108,17 +128,43 @@ class _ConvNd(Module):
 class _Conv(_ConvNd):
     _fn = None
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True, padding_mode="zeros", device=None, dtype=None):
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups=1,
+        bias=True,
+        padding_mode="zeros",
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
-        self._setup(in_channels, out_channels, kernel_size, stride, padding, dilation, 0, groups, bias,
-                    padding_mode, device, dtype)
+        self._setup(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            0,
+            groups,
+            bias,
+            padding_mode,
+            device,
+            dtype,
+        )
 
     def _conv_forward(self, input, weight, bias):
         conv = type(self)._fn
         if self.padding_mode != "zeros":
             padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
-            return conv(padded, weight, bias, self.stride, (0,) * self._dims, self.dilation, self.groups)
+            return conv(
+                padded, weight, bias, self.stride, (0,) * self._dims, self.dilation, self.groups
+            )
         return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
     def forward(self, input):
@@ -152,13 +198,38 @@ class _ConvTransposeNd(_ConvNd):
     _transposed = True
     _fn = None
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
-                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        output_padding=0,
+        groups=1,
+        bias=True,
+        dilation=1,
+        padding_mode="zeros",
+        device=None,
+        dtype=None,
+    ):
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
         super().__init__()
-        self._setup(in_channels, out_channels, kernel_size, stride, padding, dilation, output_padding, groups, bias,
-                    padding_mode, device, dtype)
+        self._setup(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            output_padding,
+            groups,
+            bias,
+            padding_mode,
+            device,
+            dtype,
+        )
 
     def _output_padding(self, input, output_size):
         """The output_padding that gives output_size (or the module's own)."""
@@ -172,27 +243,41 @@ class _ConvTransposeNd(_ConvNd):
             output_size = output_size[lead:]
         if len(output_size) != n:
             raise ValueError(
-                f"ConvTranspose{n}D: for {input.dim()}D input, output_size must have {n} or {lead + n} elements "
+                f"ConvTranspose{n}D: for {input.dim()}D input, output_size must have {n} or "
+                f"{lead + n} elements "
                 f"(got {len(output_size)})"
             )
         mins, maxs = [], []
         for d in range(n):
-            size = ((input.shape[d + lead] - 1) * self.stride[d] - 2 * self.padding[d]
-                    + self.dilation[d] * (self.kernel_size[d] - 1) + 1)
+            size = (
+                (input.shape[d + lead] - 1) * self.stride[d]
+                - 2 * self.padding[d]
+                + self.dilation[d] * (self.kernel_size[d] - 1)
+                + 1
+            )
             mins.append(size)
             maxs.append(size + self.stride[d] - 1)
         for size, lo, hi in zip(output_size, mins, maxs):
             if size < lo or size > hi:
                 raise ValueError(
-                    f"requested an output size of {output_size}, but valid sizes range from {mins} to {maxs} "
+                    f"requested an output size of {output_size}, but valid sizes range from "
+                    f"{mins} to {maxs} "
                     f"(for an input of {input.shape[lead:]})"
                 )
         return tuple(s - lo for s, lo in zip(output_size, mins))
 
     def forward(self, input, output_size=None):
         output_padding = self._output_padding(input, output_size)
-        return type(self)._fn(input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups,
-                              self.dilation)
+        return type(self)._fn(
+            input,
+            self.weight,
+            self.bias,
+            self.stride,
+            self.padding,
+            output_padding,
+            self.groups,
+            self.dilation,
+        )
 
 
 class ConvTranspose1d(_ConvTransposeNd):
@@ -241,41 +326,107 @@ class _LazyConvMixin(LazyModuleMixin):
                 raise ValueError("in_channels must be divisible by groups")
             with ag.no_grad():
                 if self.transposed:
-                    self.weight.materialize((self.in_channels, self.out_channels // self.groups) + self.kernel_size)
+                    self.weight.materialize(
+                        (self.in_channels, self.out_channels // self.groups) + self.kernel_size
+                    )
                 else:
-                    self.weight.materialize((self.out_channels, self.in_channels // self.groups) + self.kernel_size)
+                    self.weight.materialize(
+                        (self.out_channels, self.in_channels // self.groups) + self.kernel_size
+                    )
                 if self.bias is not None:
                     self.bias.materialize((self.out_channels,))
                 self.reset_parameters()
 
 
 def _lazy_conv(name, base):
-    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
-                 padding_mode="zeros", device=None, dtype=None):
+    def __init__(
+        self,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups=1,
+        bias=True,
+        padding_mode="zeros",
+        device=None,
+        dtype=None,
+    ):
         # LazyModuleMixin.__init__ runs base.__init__, then adds the hooks
-        LazyModuleMixin.__init__(self, 0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode,
-                                 device, dtype)
+        LazyModuleMixin.__init__(
+            self,
+            0,
+            0,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            groups,
+            False,
+            padding_mode,
+            device,
+            dtype,
+        )
         self.weight = UninitializedParameter(device=device, dtype=dtype)
         self.out_channels = out_channels
         if bias:
             self.bias = UninitializedParameter(device=device, dtype=dtype)
 
-    return type(name, (_LazyConvMixin, base), {"cls_to_become": base, "__init__": __init__,
-                                               "__doc__": f"A {base.__name__} whose in_channels is inferred."})
+    return type(
+        name,
+        (_LazyConvMixin, base),
+        {
+            "cls_to_become": base,
+            "__init__": __init__,
+            "__doc__": f"A {base.__name__} whose in_channels is inferred.",
+        },
+    )
 
 
 def _lazy_conv_transpose(name, base):
-    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True,
-                 dilation=1, padding_mode="zeros", device=None, dtype=None):
-        LazyModuleMixin.__init__(self, 0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation,
-                                 padding_mode, device, dtype)
+    def __init__(
+        self,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        output_padding=0,
+        groups=1,
+        bias=True,
+        dilation=1,
+        padding_mode="zeros",
+        device=None,
+        dtype=None,
+    ):
+        LazyModuleMixin.__init__(
+            self,
+            0,
+            0,
+            kernel_size,
+            stride,
+            padding,
+            output_padding,
+            groups,
+            False,
+            dilation,
+            padding_mode,
+            device,
+            dtype,
+        )
         self.weight = UninitializedParameter(device=device, dtype=dtype)
         self.out_channels = out_channels
         if bias:
             self.bias = UninitializedParameter(device=device, dtype=dtype)
 
-    return type(name, (_LazyConvMixin, base), {"cls_to_become": base, "__init__": __init__,
-                                               "__doc__": f"A {base.__name__} whose in_channels is inferred."})
+    return type(
+        name,
+        (_LazyConvMixin, base),
+        {
+            "cls_to_become": base,
+            "__init__": __init__,
+            "__doc__": f"A {base.__name__} whose in_channels is inferred.",
+        },
+    )
 
 
 LazyConv1d = _lazy_conv("LazyConv1d", Conv1d)

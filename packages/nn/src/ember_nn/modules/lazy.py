@@ -9,7 +9,6 @@ checkpoint's shapes instead.  As torch.nn.modules.lazy.LazyModuleMixin."""
 import itertools
 
 import ember_autograd as ag
-
 from ember_nn.parameter import is_lazy
 
 
@@ -19,20 +18,33 @@ class LazyModuleMixin:
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._load_hook = self._register_load_state_dict_pre_hook(self._lazy_load_hook)
-        self._initialize_hook = self.register_forward_pre_hook(self._infer_parameters, with_kwargs=True)
+        self._initialize_hook = self.register_forward_pre_hook(
+            self._infer_parameters, with_kwargs=True
+        )
 
-    def _lazy_load_hook(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):
+    def _lazy_load_hook(
+        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+    ):
         for name, param in itertools.chain(self._parameters.items(), self._buffers.items()):
             key = prefix + name
-            if key in state_dict and param is not None and is_lazy(param) and not is_lazy(state_dict[key]):
+            if (
+                key in state_dict
+                and param is not None
+                and is_lazy(param)
+                and not is_lazy(state_dict[key])
+            ):
                 with ag.no_grad():
                     param.materialize(state_dict[key].shape)
 
     def initialize_parameters(self, *args, **kwargs):
-        raise NotImplementedError(f"initialize_parameters is not implemented for {type(self).__name__}")
+        raise NotImplementedError(
+            f"initialize_parameters is not implemented for {type(self).__name__}"
+        )
 
     def has_uninitialized_params(self):
-        return any(is_lazy(p) for p in itertools.chain(self._parameters.values(), self._buffers.values()))
+        return any(
+            is_lazy(p) for p in itertools.chain(self._parameters.values(), self._buffers.values())
+        )
 
     @staticmethod
     def _infer_parameters(module, args, kwargs=None):
@@ -47,4 +59,6 @@ class LazyModuleMixin:
             module.__class__ = module.cls_to_become
 
     def _replicate_for_data_parallel(self):
-        raise RuntimeError("Modules with uninitialized parameters can't be used with `DataParallel`.")
+        raise RuntimeError(
+            "Modules with uninitialized parameters can't be used with `DataParallel`."
+        )

@@ -4,7 +4,6 @@ import math
 
 import ember_autograd as ag
 import ember_core as ec
-
 from ember_nn import functional as F
 from ember_nn import init
 from ember_nn.modules.lazy import LazyModuleMixin
@@ -47,15 +46,22 @@ class Linear(Module):
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self):
-        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+        bias = self.bias is not None
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={bias}"
 
 
 class Bilinear(Module):
     """y = x1^T A x2 + b."""
 
-    def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None):
+    def __init__(
+        self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None
+    ):
         super().__init__()
-        self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
+        self.in1_features, self.in2_features, self.out_features = (
+            in1_features,
+            in2_features,
+            out_features,
+        )
         self.weight = Parameter(ec.empty((out_features, in1_features, in2_features), dtype=dtype))
         if bias:
             self.bias = Parameter(ec.empty(out_features, dtype=dtype))
@@ -73,8 +79,10 @@ class Bilinear(Module):
         return F.bilinear(input1, input2, self.weight, self.bias)
 
     def extra_repr(self):
-        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
-                f"out_features={self.out_features}, bias={self.bias is not None}")
+        return (
+            f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+            f"out_features={self.out_features}, bias={self.bias is not None}"
+        )
 
 
 class LazyLinear(LazyModuleMixin, Linear):
@@ -104,7 +112,8 @@ class LazyLinear(LazyModuleMixin, Linear):
         if self.in_features == 0:
             if input.shape[-1] != self.weight.shape[-1]:
                 raise AssertionError(
-                    f"The in_features inferred from input: {input.shape[-1]} is not equal to in_features from "
+                    f"The in_features inferred from input: {input.shape[-1]} is not equal to "
+                    "in_features from "
                     f"self.weight: {self.weight.shape[-1]}"
                 )
             self.in_features = input.shape[-1]

@@ -26,12 +26,14 @@ class Unflatten(Module):
         super().__init__()
         if not isinstance(unflattened_size, (tuple, list)):
             raise TypeError(
-                f"unflattened_size must be a tuple of ints, but found type {type(unflattened_size).__name__}"
+                "unflattened_size must be a tuple of ints, but found type "
+                f"{type(unflattened_size).__name__}"
             )
         for i, elem in enumerate(unflattened_size):
             if not isinstance(elem, int):
                 raise TypeError(
-                    f"unflattened_size must be tuple of ints, but found element of type {type(elem).__name__} "
+                    "unflattened_size must be tuple of ints, but found element of type "
+                    f"{type(elem).__name__} "
                     f"at pos {i}"
                 )
         self.dim, self.unflattened_size = dim, unflattened_size
@@ -117,7 +119,9 @@ class _ModePadNd(Module):
 
     def forward(self, input):
         if self._mode == "circular" and input.dim() not in (self._n + 1, self._n + 2):
-            raise ValueError(f"expected {self._n + 1}D or {self._n + 2}D input (got {input.dim()}D input)")
+            raise ValueError(
+                f"expected {self._n + 1}D or {self._n + 2}D input (got {input.dim()}D input)"
+            )
         return F.pad(input, self.padding, self._mode)
 
     def extra_repr(self):
@@ -166,8 +170,14 @@ class CircularPad3d(_ModePadNd):
 class Upsample(Module):
     """Resize by size or scale_factor (modes as F.interpolate)."""
 
-    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None,
-                 recompute_scale_factor=None):
+    def __init__(
+        self,
+        size=None,
+        scale_factor=None,
+        mode="nearest",
+        align_corners=None,
+        recompute_scale_factor=None,
+    ):
         super().__init__()
         self.name = type(self).__name__
         self.size = size
@@ -180,11 +190,21 @@ class Upsample(Module):
         self.recompute_scale_factor = recompute_scale_factor
 
     def forward(self, input):
-        return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
-                             recompute_scale_factor=self.recompute_scale_factor)
+        return F.interpolate(
+            input,
+            self.size,
+            self.scale_factor,
+            self.mode,
+            self.align_corners,
+            recompute_scale_factor=self.recompute_scale_factor,
+        )
 
     def extra_repr(self):
-        info = f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None else f"size={self.size!r}"
+        info = (
+            f"scale_factor={self.scale_factor!r}"
+            if self.scale_factor is not None
+            else f"size={self.size!r}"
+        )
         return info + f", mode={self.mode!r}"
 
 
@@ -235,10 +255,15 @@ class ChannelShuffle(Module):
         n, c = input.shape[0], input.shape[1]
         if c % self.groups:
             raise RuntimeError(
-                f"Number of channels must be divisible by groups. Got {c} channels and {self.groups} groups."
+                f"Number of channels must be divisible by groups. Got {c} channels and "
+                f"{self.groups} groups."
             )
         rest = tuple(input.shape[2:])
-        return input.reshape((n, self.groups, c // self.groups) + rest).transpose(1, 2).reshape(input.shape)
+        return (
+            input.reshape((n, self.groups, c // self.groups) + rest)
+            .transpose(1, 2)
+            .reshape(input.shape)
+        )
 
     def extra_repr(self):
         return f"groups={self.groups}"
@@ -253,11 +278,16 @@ class Fold(Module):
         self.dilation, self.padding, self.stride = dilation, padding, stride
 
     def forward(self, input):
-        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
+        return F.fold(
+            input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride
+        )
 
     def extra_repr(self):
-        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, dilation={self.dilation}, "
-                f"padding={self.padding}, stride={self.stride}")
+        return (
+            f"output_size={self.output_size}, kernel_size={self.kernel_size}, "
+            f"dilation={self.dilation}, "
+            f"padding={self.padding}, stride={self.stride}"
+        )
 
 
 class Unfold(Module):
@@ -265,14 +295,21 @@ class Unfold(Module):
 
     def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
         super().__init__()
-        self.kernel_size, self.dilation, self.padding, self.stride = kernel_size, dilation, padding, stride
+        self.kernel_size, self.dilation, self.padding, self.stride = (
+            kernel_size,
+            dilation,
+            padding,
+            stride,
+        )
 
     def forward(self, input):
         return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
 
     def extra_repr(self):
-        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, padding={self.padding}, "
-                f"stride={self.stride}")
+        return (
+            f"kernel_size={self.kernel_size}, dilation={self.dilation}, padding={self.padding}, "
+            f"stride={self.stride}"
+        )
 
 
 # ---------------------------------------------------------------- distances

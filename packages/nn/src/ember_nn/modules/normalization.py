@@ -7,7 +7,6 @@ import warnings
 
 import ember_autograd as ag
 import ember_core as ec
-
 from ember_nn import functional as F
 from ember_nn import init
 from ember_nn.modules.lazy import LazyModuleMixin
@@ -21,8 +20,18 @@ class _NormBase(Module):
     # version 2 added num_batches_tracked
     _version = 2
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
-                 dtype=None, *, bias=True):
+    def __init__(
+        self,
+        num_features,
+        eps=1e-5,
+        momentum=0.1,
+        affine=True,
+        track_running_stats=True,
+        device=None,
+        dtype=None,
+        *,
+        bias=True,
+    ):
         super().__init__()
         self.num_features = num_features
         self.eps = eps
@@ -66,11 +75,22 @@ class _NormBase(Module):
         raise NotImplementedError
 
     def extra_repr(self):
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+            f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}"
+        )
 
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                              error_msgs, assign=False):
+    def _load_from_state_dict(
+        self,
+        state_dict,
+        prefix,
+        local_metadata,
+        strict,
+        missing_keys,
+        unexpected_keys,
+        error_msgs,
+        assign=False,
+    ):
         # checkpoints older than version 2 (and state dicts without metadata) have no
         # num_batches_tracked: they load with the module's current count
         version = local_metadata.get("version", None)
@@ -78,10 +98,20 @@ class _NormBase(Module):
             key = prefix + "num_batches_tracked"
             if key not in state_dict:
                 state_dict[key] = (
-                    self.num_batches_tracked if self.num_batches_tracked is not None else ec.tensor(0, dtype=ec.int64)
+                    self.num_batches_tracked
+                    if self.num_batches_tracked is not None
+                    else ec.tensor(0, dtype=ec.int64)
                 )
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                                      error_msgs, assign)
+        super()._load_from_state_dict(
+            state_dict,
+            prefix,
+            local_metadata,
+            strict,
+            missing_keys,
+            unexpected_keys,
+            error_msgs,
+            assign,
+        )
 
 
 class _BatchNorm(_NormBase):
@@ -134,40 +164,80 @@ class BatchNorm3d(_BatchNorm):
 class _InstanceNorm(_NormBase):
     _spatial = 2
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
-                 dtype=None, *, bias=True):
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+    def __init__(
+        self,
+        num_features,
+        eps=1e-5,
+        momentum=0.1,
+        affine=False,
+        track_running_stats=False,
+        device=None,
+        dtype=None,
+        *,
+        bias=True,
+    ):
+        super().__init__(
+            num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias
+        )
 
     def _check_input_dim(self, input):
         if input.dim() not in (self._spatial + 1, self._spatial + 2):
             raise ValueError(
-                f"expected {self._spatial + 1}D or {self._spatial + 2}D input (got {input.dim()}D input)"
+                f"expected {self._spatial + 1}D or {self._spatial + 2}D input (got "
+                f"{input.dim()}D input)"
             )
 
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                              error_msgs, assign=False):
+    def _load_from_state_dict(
+        self,
+        state_dict,
+        prefix,
+        local_metadata,
+        strict,
+        missing_keys,
+        unexpected_keys,
+        error_msgs,
+        assign=False,
+    ):
         # pre-0.4 checkpoints held running stats even without track_running_stats
         if local_metadata.get("version", None) is None and not self.track_running_stats:
             keys = [prefix + n for n in ("running_mean", "running_var") if prefix + n in state_dict]
             if keys:
                 name = type(self).__name__
                 error_msgs.append(
-                    "Unexpected running stats buffer(s) {} for {} with track_running_stats=False. If "
-                    "state_dict is a checkpoint saved before 0.4.0, this may be expected because {} does "
+                    "Unexpected running stats buffer(s) {} for {} with "
+                    "track_running_stats=False. If "
+                    "state_dict is a checkpoint saved before 0.4.0, this may be expected because "
+                    "{} does "
                     "not track running stats by default since 0.4.0. Please remove these keys from "
                     "state_dict. If the running stats are actually needed, instead set "
-                    "track_running_stats=True in {} to enable them. See the documentation of {} for "
+                    "track_running_stats=True in {} to enable them. See the documentation of {} "
+                    "for "
                     "details.".format(" and ".join(f'"{k}"' for k in keys), name, name, name, name)
                 )
                 for k in keys:
                     state_dict.pop(k)
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                                      error_msgs, assign)
+        super()._load_from_state_dict(
+            state_dict,
+            prefix,
+            local_metadata,
+            strict,
+            missing_keys,
+            unexpected_keys,
+            error_msgs,
+            assign,
+        )
 
     def _norm(self, input):
-        return F.instance_norm(input, self.running_mean, self.running_var, self.weight, self.bias,
-                               self.training or not self.track_running_stats,
-                               self.momentum if self.momentum is not None else 0.0, self.eps)
+        return F.instance_norm(
+            input,
+            self.running_mean,
+            self.running_var,
+            self.weight,
+            self.bias,
+            self.training or not self.track_running_stats,
+            self.momentum if self.momentum is not None else 0.0,
+            self.eps,
+        )
 
     def forward(self, input):
         self._check_input_dim(input)
@@ -175,11 +245,13 @@ class _InstanceNorm(_NormBase):
         if input.shape[feature_dim] != self.num_features:
             if self.affine:
                 raise ValueError(
-                    f"expected input's size at dim={feature_dim} to match num_features ({self.num_features}), "
+                    f"expected input's size at dim={feature_dim} to match num_features "
+                    f"({self.num_features}), "
                     f"but got: {input.shape[feature_dim]}."
                 )
             warnings.warn(
-                f"input's size at dim={feature_dim} does not match num_features. You can silence this warning "
+                f"input's size at dim={feature_dim} does not match num_features. You can silence "
+                "this warning "
                 "by not passing in num_features, which is not used because affine=False",
                 stacklevel=2,
             )
@@ -209,7 +281,15 @@ class LayerNorm(Module):
     ember.Size([2, 8])
     """
 
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
+    def __init__(
+        self,
+        normalized_shape,
+        eps=1e-5,
+        elementwise_affine=True,
+        bias=True,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         if isinstance(normalized_shape, numbers.Integral):
             normalized_shape = (normalized_shape,)
@@ -237,18 +317,30 @@ class LayerNorm(Module):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
-                f"bias={self.bias is not None}")
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, "
+            f"elementwise_affine={self.elementwise_affine}, "
+            f"bias={self.bias is not None}"
+        )
 
 
 class GroupNorm(Module):
     """Normalise each of num_groups channel groups of every sample."""
 
-    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *, bias=True):
+    def __init__(
+        self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *, bias=True
+    ):
         super().__init__()
         if num_channels % num_groups:
-            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
-        self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
+            raise ValueError(
+                f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})"
+            )
+        self.num_groups, self.num_channels, self.eps, self.affine = (
+            num_groups,
+            num_channels,
+            eps,
+            affine,
+        )
         if affine:
             self.weight = Parameter(ec.empty(num_channels, dtype=dtype, device=device))
             if bias:
@@ -270,14 +362,20 @@ class GroupNorm(Module):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, bias={self.bias is not None}"
+        bias = self.bias is not None
+        return (
+            f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+            f"bias={bias}"
+        )
 
 
 class RMSNorm(Module):
     """x / sqrt(mean(x^2) + eps) * weight over the last len(normalized_shape) dims
     (eps=None: the dtype's machine epsilon)."""
 
-    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
+    def __init__(
+        self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None
+    ):
         super().__init__()
         if isinstance(normalized_shape, numbers.Integral):
             normalized_shape = (normalized_shape,)
@@ -298,7 +396,9 @@ class RMSNorm(Module):
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self):
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        )
 
 
 class LocalResponseNorm(Module):
@@ -319,8 +419,17 @@ class LocalResponseNorm(Module):
 class _LazyNormBase(LazyModuleMixin, _NormBase):
     """num_features comes from the first input's dim 1."""
 
-    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None, *,
-                 bias=True):
+    def __init__(
+        self,
+        eps=1e-5,
+        momentum=0.1,
+        affine=True,
+        track_running_stats=True,
+        device=None,
+        dtype=None,
+        *,
+        bias=True,
+    ):
         super().__init__(0, eps, momentum, False, False, device, dtype, bias=False)
         self.affine = affine
         self.track_running_stats = track_running_stats

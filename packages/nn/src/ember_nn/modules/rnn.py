@@ -10,7 +10,6 @@ import numbers
 import warnings
 
 import ember_core as ec
-
 from ember_nn import functional as F
 from ember_nn import init
 from ember_nn.modules import _rnn_layers
@@ -50,8 +49,20 @@ class RNNBase(Module):
     """Stacked (bidirectional) recurrent layers; parameters weight_ih_l{k}[_reverse],
     weight_hh_l{k}, bias_ih_l{k}, bias_hh_l{k} (and weight_hr_l{k} with projections)."""
 
-    def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
-                 bidirectional=False, proj_size=0, device=None, dtype=None):
+    def __init__(
+        self,
+        mode,
+        input_size,
+        hidden_size,
+        num_layers=1,
+        bias=True,
+        batch_first=False,
+        dropout=0.0,
+        bidirectional=False,
+        proj_size=0,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         self.mode = mode
         self.input_size = input_size
@@ -63,20 +74,28 @@ class RNNBase(Module):
         self.bidirectional = bidirectional
         self.proj_size = proj_size
         dirs = 2 if bidirectional else 1
-        if not isinstance(dropout, numbers.Number) or isinstance(dropout, bool) or not 0 <= dropout <= 1:
+        if (
+            not isinstance(dropout, numbers.Number)
+            or isinstance(dropout, bool)
+            or not 0 <= dropout <= 1
+        ):
             raise ValueError(
-                "dropout should be a number in range [0, 1] representing the probability of an element being zeroed"
+                "dropout should be a number in range [0, 1] representing the probability of an "
+                "element being zeroed"
             )
         if dropout > 0 and num_layers == 1:
             warnings.warn(
-                "dropout option adds dropout after all but last recurrent layer, so non-zero dropout expects "
+                "dropout option adds dropout after all but last recurrent layer, so non-zero "
+                "dropout expects "
                 f"num_layers greater than 1, but got dropout={dropout} and num_layers={num_layers}",
                 stacklevel=2,
             )
         if not isinstance(bias, bool):
             raise TypeError(f"bias should be of type bool, got: {type(bias).__name__}")
         if not isinstance(batch_first, bool):
-            raise TypeError(f"batch_first should be of type bool, got: {type(batch_first).__name__}")
+            raise TypeError(
+                f"batch_first should be of type bool, got: {type(batch_first).__name__}"
+            )
         if not isinstance(input_size, int):
             raise TypeError(f"input_size should be of type int, got: {type(input_size).__name__}")
         if input_size <= 0:
@@ -88,7 +107,9 @@ class RNNBase(Module):
         if num_layers <= 0:
             raise ValueError("num_layers must be greater than zero")
         if proj_size < 0:
-            raise ValueError("proj_size should be a positive integer or zero to disable projections")
+            raise ValueError(
+                "proj_size should be a positive integer or zero to disable projections"
+            )
         if proj_size >= hidden_size:
             raise ValueError("proj_size has to be smaller than hidden_size")
         if mode not in _GATES:
@@ -153,7 +174,8 @@ class RNNBase(Module):
         w = getattr(self, self._flat_weights_names[0])
         if input.dtype is not w.dtype:
             raise ValueError(
-                f"RNN input dtype ({input.dtype}) does not match weight dtype ({w.dtype}). Convert input: "
+                f"RNN input dtype ({input.dtype}) does not match weight dtype ({w.dtype}). "
+                "Convert input: "
                 f"input.to({w.dtype}), or convert model: model.to({input.dtype})"
             )
         expected = 2 if packed else 3
@@ -161,7 +183,8 @@ class RNNBase(Module):
             raise RuntimeError(f"input must have {expected} dimensions, got {input.dim()}")
         if self.input_size != input.shape[-1]:
             raise RuntimeError(
-                f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got {input.shape[-1]}"
+                f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
+                f"{input.shape[-1]}"
             )
 
     def _expected_state(self, batch, size):
@@ -180,7 +203,6 @@ class RNNBase(Module):
         is_lstm = self.mode == "LSTM"
         name = {"LSTM": "LSTM", "GRU": "GRU"}.get(self.mode, "RNN")
         real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
-        dirs = 2 if self.bidirectional else 1
         packed = isinstance(input, PackedSequence)
         if packed:
             seq, batch_sizes, sorted_indices, unsorted_indices = input
@@ -189,7 +211,9 @@ class RNNBase(Module):
                 hx = self._permute_hidden(hx, sorted_indices)
         else:
             if input.dim() not in (2, 3):
-                raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D instead")
+                raise ValueError(
+                    f"{name}: Expected input to be 2D or 3D, got {input.dim()}D instead"
+                )
             batched = input.dim() == 3
             batch_dim = 0 if self.batch_first else 1
             if not batched:
@@ -199,7 +223,8 @@ class RNNBase(Module):
                     if any(h.dim() != 2 for h in states):
                         dims = ", ".join(f"{h.dim()}-D" for h in states)
                         raise RuntimeError(
-                            f"For unbatched 2-D input, hx{' and cx' if is_lstm else ''} should also be 2-D but "
+                            f"For unbatched 2-D input, hx{' and cx' if is_lstm else ''} should "
+                            "also be 2-D but "
                             f"got ({dims}) tensor{'s' if is_lstm else ''}"
                         )
                     hx = tuple(h.unsqueeze(1) for h in hx) if is_lstm else hx.unsqueeze(1)
@@ -208,7 +233,8 @@ class RNNBase(Module):
                 if any(h.dim() != 3 for h in states):
                     dims = ", ".join(f"{h.dim()}-D" for h in states)
                     raise RuntimeError(
-                        f"For batched 3-D input, hx{' and cx' if is_lstm else ''} should also be 3-D but got "
+                        f"For batched 3-D input, hx{' and cx' if is_lstm else ''} should also be "
+                        "3-D but got "
                         f"({dims}) tensor{'s' if is_lstm else ''}"
                     )
             seq = input.transpose(0, 1) if self.batch_first else input
@@ -216,12 +242,22 @@ class RNNBase(Module):
             batch = seq.shape[1]
         self._check_input(seq, packed)
         if hx is None:
-            h0 = ec.zeros(self._expected_state(batch, real_hidden), dtype=seq.dtype, device=seq.device)
-            c0 = ec.zeros(self._expected_state(batch, self.hidden_size), dtype=seq.dtype, device=seq.device)
+            h0 = ec.zeros(
+                self._expected_state(batch, real_hidden), dtype=seq.dtype, device=seq.device
+            )
+            c0 = ec.zeros(
+                self._expected_state(batch, self.hidden_size), dtype=seq.dtype, device=seq.device
+            )
         elif is_lstm:
             h0, c0 = hx
-            self._check_state(h0, self._expected_state(batch, real_hidden), "Expected hidden[0] size {}, got {}")
-            self._check_state(c0, self._expected_state(batch, self.hidden_size), "Expected hidden[1] size {}, got {}")
+            self._check_state(
+                h0, self._expected_state(batch, real_hidden), "Expected hidden[0] size {}, got {}"
+            )
+            self._check_state(
+                c0,
+                self._expected_state(batch, self.hidden_size),
+                "Expected hidden[1] size {}, got {}",
+            )
         else:
             h0, c0 = hx, None
             self._check_state(h0, self._expected_state(batch, real_hidden))
@@ -253,7 +289,11 @@ class RNNBase(Module):
         dirs = 2 if self.bidirectional else 1
         step = self._step_fn()
         if batch_sizes is not None:
-            sizes = [int(b) for b in batch_sizes.tolist()] if isinstance(batch_sizes, ec.Tensor) else list(batch_sizes)
+            sizes = (
+                [int(b) for b in batch_sizes.tolist()]
+                if isinstance(batch_sizes, ec.Tensor)
+                else list(batch_sizes)
+            )
             offsets = [0]
             for b in sizes:
                 offsets.append(offsets[-1] + b)
@@ -271,13 +311,17 @@ class RNNBase(Module):
                 if batch_sizes is None and self.mode in ("LSTM", "GRU") and not self.proj_size:
                     # one autograd node per layer and direction (Note [Fused recurrent layers])
                     if is_lstm:
-                        out, h, c = _rnn_layers.LSTMLayer.apply(layer_input, h, c, *weights, bool(d))
+                        out, h, c = _rnn_layers.LSTMLayer.apply(
+                            layer_input, h, c, *weights, bool(d)
+                        )
                     else:
                         out, h = _rnn_layers.GRULayer.apply(layer_input, h, *weights, bool(d))
                 elif batch_sizes is None:
                     out, h, c = self._run_dense(layer_input, h, c, weights, step, reverse=bool(d))
                 else:
-                    out, h, c = self._run_packed(layer_input, sizes, offsets, h, c, weights, step, reverse=bool(d))
+                    out, h, c = self._run_packed(
+                        layer_input, sizes, offsets, h, c, weights, step, reverse=bool(d)
+                    )
                 outs.append(out)
                 h_n.append(h)
                 c_n.append(c)
@@ -296,7 +340,7 @@ class RNNBase(Module):
         n = x.shape[0]
         ys = [None] * n
         lstm = c is not None
-        for t in (range(n - 1, -1, -1) if reverse else range(n)):
+        for t in range(n - 1, -1, -1) if reverse else range(n):
             if lstm:
                 h, c = step(x[t], h, c, *weights)
             else:
@@ -313,7 +357,7 @@ class RNNBase(Module):
         reverse pass reaches them)."""
         lstm = c is not None
         ys = [None] * len(sizes)
-        for t in (range(len(sizes) - 1, -1, -1) if reverse else range(len(sizes))):
+        for t in range(len(sizes) - 1, -1, -1) if reverse else range(len(sizes)):
             b = sizes[t]
             xt = x[offsets[t] : offsets[t + 1]]
             full = b == h.shape[0]
@@ -332,35 +376,102 @@ class RNNBase(Module):
 class RNN(RNNBase):
     """Elman RNN: h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh) (or relu)."""
 
-    def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True, batch_first=False,
-                 dropout=0.0, bidirectional=False, device=None, dtype=None):
+    def __init__(
+        self,
+        input_size,
+        hidden_size,
+        num_layers=1,
+        nonlinearity="tanh",
+        bias=True,
+        batch_first=False,
+        dropout=0.0,
+        bidirectional=False,
+        device=None,
+        dtype=None,
+    ):
         if nonlinearity == "tanh":
             mode = "RNN_TANH"
         elif nonlinearity == "relu":
             mode = "RNN_RELU"
         else:
-            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
+            raise ValueError(
+                f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'."
+            )
         self.nonlinearity = nonlinearity
-        super().__init__(mode, input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, 0,
-                         device, dtype)
+        super().__init__(
+            mode,
+            input_size,
+            hidden_size,
+            num_layers,
+            bias,
+            batch_first,
+            dropout,
+            bidirectional,
+            0,
+            device,
+            dtype,
+        )
 
 
 class LSTM(RNNBase):
     """Long short-term memory; forward(input, (h0, c0)) -> output, (h_n, c_n)."""
 
-    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
-                 bidirectional=False, proj_size=0, device=None, dtype=None):
-        super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
-                         proj_size, device, dtype)
+    def __init__(
+        self,
+        input_size,
+        hidden_size,
+        num_layers=1,
+        bias=True,
+        batch_first=False,
+        dropout=0.0,
+        bidirectional=False,
+        proj_size=0,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__(
+            "LSTM",
+            input_size,
+            hidden_size,
+            num_layers,
+            bias,
+            batch_first,
+            dropout,
+            bidirectional,
+            proj_size,
+            device,
+            dtype,
+        )
 
 
 class GRU(RNNBase):
     """Gated recurrent unit; forward(input, h0) -> output, h_n."""
 
-    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
-                 bidirectional=False, device=None, dtype=None):
-        super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, 0,
-                         device, dtype)
+    def __init__(
+        self,
+        input_size,
+        hidden_size,
+        num_layers=1,
+        bias=True,
+        batch_first=False,
+        dropout=0.0,
+        bidirectional=False,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__(
+            "GRU",
+            input_size,
+            hidden_size,
+            num_layers,
+            bias,
+            batch_first,
+            dropout,
+            bidirectional,
+            0,
+            device,
+            dtype,
+        )
 
 
 class RNNCellBase(Module):
@@ -401,7 +512,9 @@ class RNNCellBase(Module):
 
 
 class RNNCell(RNNCellBase):
-    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None, dtype=None):
+    def __init__(
+        self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None, dtype=None
+    ):
         super().__init__(input_size, hidden_size, bias, 1, device, dtype)
         self.nonlinearity = nonlinearity
 
@@ -413,9 +526,13 @@ class RNNCell(RNNCellBase):
             input = input.unsqueeze(0)
         hx = self._zeros(input) if hx is None else (hx if batched else hx.unsqueeze(0))
         if self.nonlinearity == "tanh":
-            out = _rnn_tanh_cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+            out = _rnn_tanh_cell(
+                input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh
+            )
         elif self.nonlinearity == "relu":
-            out = _rnn_relu_cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+            out = _rnn_relu_cell(
+                input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh
+            )
         else:
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
         return out if batched else out.squeeze(0)
@@ -434,7 +551,9 @@ class LSTMCell(RNNCellBase):
             hx = (z, z)
         elif not batched:
             hx = (hx[0].unsqueeze(0), hx[1].unsqueeze(0))
-        h, c = _lstm_cell(input, hx[0], hx[1], self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        h, c = _lstm_cell(
+            input, hx[0], hx[1], self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh
+        )
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 

@@ -2,7 +2,17 @@
 learning-rate schedulers."""
 
 from ember_nn.optim import lr_scheduler
-from ember_nn.optim.algorithms import SGD, Adadelta, Adagrad, Adam, Adamax, AdamW, NAdam, RAdam, RMSprop
+from ember_nn.optim.algorithms import (
+    SGD,
+    Adadelta,
+    Adagrad,
+    Adam,
+    Adamax,
+    AdamW,
+    NAdam,
+    RAdam,
+    RMSprop,
+)
 from ember_nn.optim.optimizer import (
     Optimizer,
     register_optimizer_step_post_hook,

@@ -4,9 +4,7 @@ through the per-tensor reference path (Note [Fused and reference steps] in
 optimizer.py); both follow torch.optim's single-tensor algorithms operation
 for operation."""
 
-
 import ember_core as ec
-
 from ember_nn._lib import check, ffi, lib
 from ember_nn.optim.optimizer import (
     Optimizer,
@@ -42,7 +40,9 @@ def _flags(foreach, fused, differentiable):
     if fused and foreach:
         raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
     if differentiable:
-        raise NotImplementedError("ember optimizers step under no_grad: differentiable=True is not supported")
+        raise NotImplementedError(
+            "ember optimizers step under no_grad: differentiable=True is not supported"
+        )
 
 
 def _zeros(p):
@@ -79,16 +79,39 @@ class SGD(Optimizer):
     >>> opt = SGD(model.parameters(), lr=0.1, momentum=0.9)
     """
 
-    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
-                 maximize=False, foreach=None, differentiable=False, fused=None):
+    def __init__(
+        self,
+        params,
+        lr=1e-3,
+        momentum=0,
+        dampening=0,
+        weight_decay=0,
+        nesterov=False,
+        *,
+        maximize=False,
+        foreach=None,
+        differentiable=False,
+        fused=None,
+    ):
         _common_checks(lr, weight_decay=weight_decay)
         _check(momentum >= 0.0, f"Invalid momentum value: {momentum}")
         _flags(foreach, fused, differentiable)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                                      nesterov=nesterov, maximize=maximize, foreach=foreach,
-                                      differentiable=differentiable, fused=fused))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                momentum=momentum,
+                dampening=dampening,
+                weight_decay=weight_decay,
+                nesterov=nesterov,
+                maximize=maximize,
+                foreach=foreach,
+                differentiable=differentiable,
+                fused=fused,
+            ),
+        )
 
     def _step_group(self, group):
         params, grads = grads_of(group)
@@ -97,7 +120,11 @@ class SGD(Optimizer):
         momentum = group["momentum"]
         # as PyTorch, SGD keeps state (a momentum buffer) only with momentum
         states = [self.state[p] for p in params] if momentum != 0 else [None] * len(params)
-        first = [s.get("momentum_buffer") is None for s in states] if momentum != 0 else [True] * len(params)
+        first = (
+            [s.get("momentum_buffer") is None for s in states]
+            if momentum != 0
+            else [True] * len(params)
+        )
         code = kernel_dtype(group, params, grads)
         if code is None:
             self._reference(group, params, grads, states, first)
@@ -108,9 +135,22 @@ class SGD(Optimizer):
                     s["momentum_buffer"] = ec.empty_like(p)
         bufs = addresses([s["momentum_buffer"] for s in states]) if momentum != 0 else ffi.NULL
         check(
-            lib.en_sgd(code, ec.get_num_threads(), len(params), addresses(params), addresses(grads), bufs, ffi.new("uint8_t[]", first),
-                       numels(params), _lr(group), momentum, group["dampening"], group["weight_decay"],
-                       group["nesterov"], group["maximize"]),
+            lib.en_sgd(
+                code,
+                ec.get_num_threads(),
+                len(params),
+                addresses(params),
+                addresses(grads),
+                bufs,
+                ffi.new("uint8_t[]", first),
+                numels(params),
+                _lr(group),
+                momentum,
+                group["dampening"],
+                group["weight_decay"],
+                group["nesterov"],
+                group["maximize"],
+            ),
             "SGD.step",
         )
         mark_written(params, "SGD.step")
@@ -135,15 +175,40 @@ class SGD(Optimizer):
 class Adam(Optimizer):
     """Adam (with amsgrad, and decoupled weight decay as in AdamW)."""
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
-                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
-                 decoupled_weight_decay=False):
+    def __init__(
+        self,
+        params,
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0,
+        amsgrad=False,
+        *,
+        foreach=None,
+        maximize=False,
+        capturable=False,
+        differentiable=False,
+        fused=None,
+        decoupled_weight_decay=False,
+    ):
         _common_checks(lr, eps, weight_decay, betas)
         _flags(foreach, fused, differentiable)
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                                      maximize=maximize, foreach=foreach, capturable=capturable,
-                                      differentiable=differentiable, fused=fused,
-                                      decoupled_weight_decay=decoupled_weight_decay))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                betas=betas,
+                eps=eps,
+                weight_decay=weight_decay,
+                amsgrad=amsgrad,
+                maximize=maximize,
+                foreach=foreach,
+                capturable=capturable,
+                differentiable=differentiable,
+                fused=fused,
+                decoupled_weight_decay=decoupled_weight_decay,
+            ),
+        )
 
     def _step_group(self, group):
         params, grads = grads_of(group)
@@ -162,10 +227,27 @@ class Adam(Optimizer):
             return
         maxs = addresses([s["max_exp_avg_sq"] for s in states]) if amsgrad else ffi.NULL
         check(
-            lib.en_adam(code, ec.get_num_threads(), len(params), addresses(params), addresses(grads),
-                        addresses([s["exp_avg"] for s in states]), addresses([s["exp_avg_sq"] for s in states]),
-                        maxs, steps[0], steps[1], numels(params), _lr(group), beta1, beta2, group["eps"],
-                        group["weight_decay"], amsgrad, group["maximize"], group["decoupled_weight_decay"]),
+            lib.en_adam(
+                code,
+                ec.get_num_threads(),
+                len(params),
+                addresses(params),
+                addresses(grads),
+                addresses([s["exp_avg"] for s in states]),
+                addresses([s["exp_avg_sq"] for s in states]),
+                maxs,
+                steps[0],
+                steps[1],
+                numels(params),
+                _lr(group),
+                beta1,
+                beta2,
+                group["eps"],
+                group["weight_decay"],
+                amsgrad,
+                group["maximize"],
+                group["decoupled_weight_decay"],
+            ),
             type(self).__name__ + ".step",
         )
         mark_written(params, type(self).__name__ + ".step")
@@ -200,11 +282,35 @@ class Adam(Optimizer):
 class AdamW(Adam):
     """Adam with weight decay decoupled from the gradient (default 1e-2)."""
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
-                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
-                         capturable=capturable, differentiable=differentiable, fused=fused,
-                         decoupled_weight_decay=True)
+    def __init__(
+        self,
+        params,
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=1e-2,
+        amsgrad=False,
+        *,
+        maximize=False,
+        foreach=None,
+        capturable=False,
+        differentiable=False,
+        fused=None,
+    ):
+        super().__init__(
+            params,
+            lr,
+            betas,
+            eps,
+            weight_decay,
+            amsgrad,
+            foreach=foreach,
+            maximize=maximize,
+            capturable=capturable,
+            differentiable=differentiable,
+            fused=fused,
+            decoupled_weight_decay=True,
+        )
 
     def __setstate__(self, state):
         super().__setstate__(state)
@@ -213,15 +319,39 @@ class AdamW(Adam):
 
 
 class RMSprop(Optimizer):
-    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
-                 capturable=False, foreach=None, maximize=False, differentiable=False):
+    def __init__(
+        self,
+        params,
+        lr=1e-2,
+        alpha=0.99,
+        eps=1e-8,
+        weight_decay=0,
+        momentum=0,
+        centered=False,
+        capturable=False,
+        foreach=None,
+        maximize=False,
+        differentiable=False,
+    ):
         _common_checks(lr, eps, weight_decay)
         _check(momentum >= 0.0, f"Invalid momentum value: {momentum}")
         _check(alpha >= 0.0, f"Invalid alpha value: {alpha}")
         _flags(foreach, None, differentiable)
-        super().__init__(params, dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
-                                      weight_decay=weight_decay, capturable=capturable, foreach=foreach,
-                                      maximize=maximize, differentiable=differentiable))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                momentum=momentum,
+                alpha=alpha,
+                eps=eps,
+                centered=centered,
+                weight_decay=weight_decay,
+                capturable=capturable,
+                foreach=foreach,
+                maximize=maximize,
+                differentiable=differentiable,
+            ),
+        )
 
     def _step_group(self, group):
         params, grads = grads_of(group)
@@ -240,12 +370,26 @@ class RMSprop(Optimizer):
             return
         centered, momentum = group["centered"], group["momentum"]
         check(
-            lib.en_rmsprop(code, ec.get_num_threads(), len(params), addresses(params), addresses(grads),
-                           addresses([s["square_avg"] for s in states]),
-                           addresses([s["grad_avg"] for s in states]) if centered else ffi.NULL,
-                           addresses([s["momentum_buffer"] for s in states]) if momentum > 0 else ffi.NULL,
-                           steps[0], steps[1], numels(params), _lr(group), group["alpha"], group["eps"],
-                           group["weight_decay"], momentum, centered, group["maximize"]),
+            lib.en_rmsprop(
+                code,
+                ec.get_num_threads(),
+                len(params),
+                addresses(params),
+                addresses(grads),
+                addresses([s["square_avg"] for s in states]),
+                addresses([s["grad_avg"] for s in states]) if centered else ffi.NULL,
+                addresses([s["momentum_buffer"] for s in states]) if momentum > 0 else ffi.NULL,
+                steps[0],
+                steps[1],
+                numels(params),
+                _lr(group),
+                group["alpha"],
+                group["eps"],
+                group["weight_decay"],
+                momentum,
+                centered,
+                group["maximize"],
+            ),
             "RMSprop.step",
         )
         mark_written(params, "RMSprop.step")
@@ -276,15 +420,41 @@ class RMSprop(Optimizer):
 
 
 class Adagrad(Optimizer):
-    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
-                 foreach=None, *, maximize=False, differentiable=False, fused=None):
+    def __init__(
+        self,
+        params,
+        lr=1e-2,
+        lr_decay=0,
+        weight_decay=0,
+        initial_accumulator_value=0,
+        eps=1e-10,
+        foreach=None,
+        *,
+        maximize=False,
+        differentiable=False,
+        fused=None,
+    ):
         _common_checks(lr, eps, weight_decay)
         _check(lr_decay >= 0.0, f"Invalid lr_decay value: {lr_decay}")
-        _check(initial_accumulator_value >= 0.0, f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
+        _check(
+            initial_accumulator_value >= 0.0,
+            f"Invalid initial_accumulator_value value: {initial_accumulator_value}",
+        )
         _flags(foreach, fused, differentiable)
-        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
-                                      initial_accumulator_value=initial_accumulator_value, foreach=foreach,
-                                      maximize=maximize, differentiable=differentiable, fused=fused))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                lr_decay=lr_decay,
+                eps=eps,
+                weight_decay=weight_decay,
+                initial_accumulator_value=initial_accumulator_value,
+                foreach=foreach,
+                maximize=maximize,
+                differentiable=differentiable,
+                fused=fused,
+            ),
+        )
         # as PyTorch, Adagrad's state exists from the start
         for group in self.param_groups:
             for p in group["params"]:
@@ -300,7 +470,12 @@ class Adagrad(Optimizer):
         code = kernel_dtype(group, params, grads)
         steps = _steps(states) if code is not None else None
         if steps is None:
-            lr, lr_decay, eps, wd = _lr(group), group["lr_decay"], group["eps"], group["weight_decay"]
+            lr, lr_decay, eps, wd = (
+                _lr(group),
+                group["lr_decay"],
+                group["eps"],
+                group["weight_decay"],
+            )
             for p, g, s in zip(params, grads, states):
                 s["step"].add_(1)
                 step = s["step"].item()
@@ -313,28 +488,66 @@ class Adagrad(Optimizer):
                 p.addcdiv_(d, std, value=-clr)
             return
         check(
-            lib.en_adagrad(code, ec.get_num_threads(), len(params), addresses(params), addresses(grads),
-                           addresses([s["sum"] for s in states]), steps[0], steps[1], numels(params), _lr(group),
-                           group["lr_decay"], group["weight_decay"], group["eps"], group["maximize"]),
+            lib.en_adagrad(
+                code,
+                ec.get_num_threads(),
+                len(params),
+                addresses(params),
+                addresses(grads),
+                addresses([s["sum"] for s in states]),
+                steps[0],
+                steps[1],
+                numels(params),
+                _lr(group),
+                group["lr_decay"],
+                group["weight_decay"],
+                group["eps"],
+                group["maximize"],
+            ),
             "Adagrad.step",
         )
         mark_written(params, "Adagrad.step")
 
 
 class Adadelta(Optimizer):
-    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
-                 maximize=False, differentiable=False):
+    def __init__(
+        self,
+        params,
+        lr=1.0,
+        rho=0.9,
+        eps=1e-6,
+        weight_decay=0,
+        foreach=None,
+        *,
+        capturable=False,
+        maximize=False,
+        differentiable=False,
+    ):
         _common_checks(lr, eps, weight_decay)
         _check(0.0 <= rho <= 1.0, f"Invalid rho value: {rho}")
         _flags(foreach, None, differentiable)
-        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
-                                      capturable=capturable, foreach=foreach, differentiable=differentiable))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                rho=rho,
+                eps=eps,
+                weight_decay=weight_decay,
+                maximize=maximize,
+                capturable=capturable,
+                foreach=foreach,
+                differentiable=differentiable,
+            ),
+        )
 
     def _step_group(self, group):
         params, grads = grads_of(group)
         if not params:
             return
-        states = [_state(self, p, step=lambda p: step_tensor(), square_avg=_zeros, acc_delta=_zeros) for p in params]
+        states = [
+            _state(self, p, step=lambda p: step_tensor(), square_avg=_zeros, acc_delta=_zeros)
+            for p in params
+        ]
         code = kernel_dtype(group, params, grads)
         steps = _steps(states) if code is not None else None
         rho, eps, lr, wd = group["rho"], group["eps"], _lr(group), group["weight_decay"]
@@ -352,27 +565,66 @@ class Adadelta(Optimizer):
                 p.add_(delta, alpha=-lr)
             return
         check(
-            lib.en_adadelta(code, ec.get_num_threads(), len(params), addresses(params), addresses(grads),
-                            addresses([s["square_avg"] for s in states]), addresses([s["acc_delta"] for s in states]),
-                            steps[0], steps[1], numels(params), lr, rho, eps, wd, group["maximize"]),
+            lib.en_adadelta(
+                code,
+                ec.get_num_threads(),
+                len(params),
+                addresses(params),
+                addresses(grads),
+                addresses([s["square_avg"] for s in states]),
+                addresses([s["acc_delta"] for s in states]),
+                steps[0],
+                steps[1],
+                numels(params),
+                lr,
+                rho,
+                eps,
+                wd,
+                group["maximize"],
+            ),
             "Adadelta.step",
         )
         mark_written(params, "Adadelta.step")
 
 
 class Adamax(Optimizer):
-    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
-                 maximize=False, differentiable=False, capturable=False):
+    def __init__(
+        self,
+        params,
+        lr=2e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0,
+        foreach=None,
+        *,
+        maximize=False,
+        differentiable=False,
+        capturable=False,
+    ):
         _common_checks(lr, eps, weight_decay, betas)
         _flags(foreach, None, differentiable)
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach,
-                                      maximize=maximize, differentiable=differentiable, capturable=capturable))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                betas=betas,
+                eps=eps,
+                weight_decay=weight_decay,
+                foreach=foreach,
+                maximize=maximize,
+                differentiable=differentiable,
+                capturable=capturable,
+            ),
+        )
 
     def _step_group(self, group):
         params, grads = grads_of(group)
         if not params:
             return
-        states = [_state(self, p, step=lambda p: step_tensor(), exp_avg=_zeros, exp_inf=_zeros) for p in params]
+        states = [
+            _state(self, p, step=lambda p: step_tensor(), exp_avg=_zeros, exp_inf=_zeros)
+            for p in params
+        ]
         beta1, beta2 = group["betas"]
         code = kernel_dtype(group, params, grads)
         steps = _steps(states) if code is not None else None
@@ -384,39 +636,85 @@ class Adamax(Optimizer):
                 if wd != 0:
                     d = d.add(p, alpha=wd)
                 s["exp_avg"].lerp_(d, _lerp_weight(d, 1 - beta1))
-                norm_buf = ec.cat([s["exp_inf"].mul_(beta2).unsqueeze(0), d.abs().add_(eps).unsqueeze(0)], 0)
+                norm_buf = ec.cat(
+                    [s["exp_inf"].mul_(beta2).unsqueeze(0), d.abs().add_(eps).unsqueeze(0)], 0
+                )
                 s["exp_inf"].copy_(ec.amax(norm_buf, 0, keepdim=False))
                 clr = lr / (1 - beta1 ** s["step"].item())
                 p.addcdiv_(s["exp_avg"], s["exp_inf"], value=-clr)
             return
         check(
-            lib.en_adamax(code, ec.get_num_threads(), len(params), addresses(params), addresses(grads),
-                          addresses([s["exp_avg"] for s in states]), addresses([s["exp_inf"] for s in states]),
-                          steps[0], steps[1], numels(params), lr, beta1, beta2, eps, wd, group["maximize"]),
+            lib.en_adamax(
+                code,
+                ec.get_num_threads(),
+                len(params),
+                addresses(params),
+                addresses(grads),
+                addresses([s["exp_avg"] for s in states]),
+                addresses([s["exp_inf"] for s in states]),
+                steps[0],
+                steps[1],
+                numels(params),
+                lr,
+                beta1,
+                beta2,
+                eps,
+                wd,
+                group["maximize"],
+            ),
             "Adamax.step",
         )
         mark_written(params, "Adamax.step")
 
 
 class NAdam(Optimizer):
-    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
-                 decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
-                 differentiable=False):
+    def __init__(
+        self,
+        params,
+        lr=2e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0,
+        momentum_decay=4e-3,
+        decoupled_weight_decay=False,
+        *,
+        foreach=None,
+        maximize=False,
+        capturable=False,
+        differentiable=False,
+    ):
         _common_checks(lr, eps, weight_decay, betas)
         _check(momentum_decay >= 0.0, f"Invalid momentum_decay value: {momentum_decay}")
         _flags(foreach, None, differentiable)
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                                      momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay,
-                                      maximize=maximize, foreach=foreach, capturable=capturable,
-                                      differentiable=differentiable))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                betas=betas,
+                eps=eps,
+                weight_decay=weight_decay,
+                momentum_decay=momentum_decay,
+                decoupled_weight_decay=decoupled_weight_decay,
+                maximize=maximize,
+                foreach=foreach,
+                capturable=capturable,
+                differentiable=differentiable,
+            ),
+        )
 
     def _step_group(self, group):
         params, grads = grads_of(group)
         if not params:
             return
         states = [
-            _state(self, p, step=lambda p: step_tensor(), mu_product=lambda p: step_tensor().fill_(1.0),
-                   exp_avg=_zeros, exp_avg_sq=_zeros)
+            _state(
+                self,
+                p,
+                step=lambda p: step_tensor(),
+                mu_product=lambda p: step_tensor().fill_(1.0),
+                exp_avg=_zeros,
+                exp_avg_sq=_zeros,
+            )
             for p in params
         ]
         beta1, beta2 = group["betas"]
@@ -448,29 +746,72 @@ class NAdam(Optimizer):
                 p.addcdiv_(s["exp_avg"], denom, value=(-lr * mu_next) / (1.0 - mu_product_next))
             return
         check(
-            lib.en_nadam(code, ec.get_num_threads(), len(params), addresses(params), addresses(grads),
-                         addresses([s["exp_avg"] for s in states]), addresses([s["exp_avg_sq"] for s in states]),
-                         mus[0], steps[0], steps[1], numels(params), lr, beta1, beta2, eps, wd, md,
-                         group["decoupled_weight_decay"], group["maximize"]),
+            lib.en_nadam(
+                code,
+                ec.get_num_threads(),
+                len(params),
+                addresses(params),
+                addresses(grads),
+                addresses([s["exp_avg"] for s in states]),
+                addresses([s["exp_avg_sq"] for s in states]),
+                mus[0],
+                steps[0],
+                steps[1],
+                numels(params),
+                lr,
+                beta1,
+                beta2,
+                eps,
+                wd,
+                md,
+                group["decoupled_weight_decay"],
+                group["maximize"],
+            ),
             "NAdam.step",
         )
         mark_written(params, "NAdam.step")
 
 
 class RAdam(Optimizer):
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
-                 *, foreach=None, maximize=False, capturable=False, differentiable=False):
+    def __init__(
+        self,
+        params,
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0,
+        decoupled_weight_decay=False,
+        *,
+        foreach=None,
+        maximize=False,
+        capturable=False,
+        differentiable=False,
+    ):
         _common_checks(lr, eps, weight_decay, betas)
         _flags(foreach, None, differentiable)
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, maximize=maximize,
-                                      foreach=foreach, capturable=capturable,
-                                      decoupled_weight_decay=decoupled_weight_decay, differentiable=differentiable))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                betas=betas,
+                eps=eps,
+                weight_decay=weight_decay,
+                maximize=maximize,
+                foreach=foreach,
+                capturable=capturable,
+                decoupled_weight_decay=decoupled_weight_decay,
+                differentiable=differentiable,
+            ),
+        )
 
     def _step_group(self, group):
         params, grads = grads_of(group)
         if not params:
             return
-        states = [_state(self, p, step=lambda p: step_tensor(), exp_avg=_zeros, exp_avg_sq=_zeros) for p in params]
+        states = [
+            _state(self, p, step=lambda p: step_tensor(), exp_avg=_zeros, exp_avg_sq=_zeros)
+            for p in params
+        ]
         beta1, beta2 = group["betas"]
         lr, eps, wd = _lr(group), group["eps"], group["weight_decay"]
         code = kernel_dtype(group, params, grads)
@@ -493,19 +834,37 @@ class RAdam(Optimizer):
                 rho_inf = 2 / (1 - beta2) - 1
                 rho_t = rho_inf - 2 * step * (beta2**step) / bias_correction2
                 if rho_t > 5.0:
-                    rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+                    rect = (
+                        (rho_t - 4)
+                        * (rho_t - 2)
+                        * rho_inf
+                        / ((rho_inf - 4) * (rho_inf - 2) * rho_t)
+                    ) ** 0.5
                     adaptive = (bias_correction2**0.5) / s["exp_avg_sq"].sqrt().add_(eps)
                     p.add_(corrected * lr * adaptive * rect, alpha=-1.0)
                 else:
                     p.add_(corrected * lr, alpha=-1.0)
             return
         check(
-            lib.en_radam(code, ec.get_num_threads(), len(params), addresses(params), addresses(grads),
-                         addresses([s["exp_avg"] for s in states]), addresses([s["exp_avg_sq"] for s in states]),
-                         steps[0], steps[1], numels(params), lr, beta1, beta2, eps, wd,
-                         group["decoupled_weight_decay"], group["maximize"]),
+            lib.en_radam(
+                code,
+                ec.get_num_threads(),
+                len(params),
+                addresses(params),
+                addresses(grads),
+                addresses([s["exp_avg"] for s in states]),
+                addresses([s["exp_avg_sq"] for s in states]),
+                steps[0],
+                steps[1],
+                numels(params),
+                lr,
+                beta1,
+                beta2,
+                eps,
+                wd,
+                group["decoupled_weight_decay"],
+                group["maximize"],
+            ),
             "RAdam.step",
         )
         mark_written(params, "RAdam.step")
-
-

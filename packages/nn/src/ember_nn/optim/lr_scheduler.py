@@ -16,7 +16,6 @@ from collections import Counter
 from functools import partial
 
 import ember_core as ec
-
 from ember_nn.optim.optimizer import Optimizer
 
 __all__ = [
@@ -39,9 +38,12 @@ __all__ = [
 ]
 
 EPOCH_DEPRECATION_WARNING = (
-    "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where possible. Please "
-    "use `scheduler.step()` to step the scheduler. During the deprecation, if epoch is different from None, the "
-    "closed form is used instead of the new chainable form, where available. Please open an issue if you are "
+    "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where "
+    "possible. Please "
+    "use `scheduler.step()` to step the scheduler. During the deprecation, if epoch is different "
+    "from None, the "
+    "closed form is used instead of the new chainable form, where available. Please open an "
+    "issue if you are "
     "unable to replicate your use case: https://github.com/pytorch/pytorch/issues/new/choose."
 )
 
@@ -51,7 +53,8 @@ def _format_param(name, optimizer, param):
     if isinstance(param, (list, tuple)):
         if len(param) != len(optimizer.param_groups):
             raise ValueError(
-                f"{name} must have the same length as optimizer.param_groups. {name} has {len(param)} values, "
+                f"{name} must have the same length as optimizer.param_groups. {name} has "
+                f"{len(param)} values, "
                 f"param_groups has {len(optimizer.param_groups)}."
             )
         return [p.clone() if isinstance(p, ec.Tensor) else p for p in param]
@@ -59,7 +62,9 @@ def _format_param(name, optimizer, param):
 
 
 def _group_values(optimizer, key):
-    return [g[key].clone() if isinstance(g[key], ec.Tensor) else g[key] for g in optimizer.param_groups]
+    return [
+        g[key].clone() if isinstance(g[key], ec.Tensor) else g[key] for g in optimizer.param_groups
+    ]
 
 
 def _set_group_value(group, key, value):
@@ -87,9 +92,12 @@ class LRScheduler:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
                     raise KeyError(
-                        f"param 'initial_lr' is not specified in param_groups[{i}] when resuming scheduler with "
-                        "last_epoch >= 0.\nThis typically happens when:\n1. You're trying to resume training from a "
-                        "checkpoint but haven't properly loaded the optimizer state\n2. You're using last_epoch >= 0 "
+                        f"param 'initial_lr' is not specified in param_groups[{i}] when resuming "
+                        "scheduler with "
+                        "last_epoch >= 0.\nThis typically happens when:\n1. You're trying to "
+                        "resume training from a "
+                        "checkpoint but haven't properly loaded the optimizer state\n2. You're "
+                        "using last_epoch >= 0 "
                         "for a fresh training run (not recommended)"
                     )
         self.base_lrs = _group_values(optimizer, "initial_lr")
@@ -120,15 +128,22 @@ class LRScheduler:
 
     def _warn_get_lr(self):
         if not self._get_lr_called_within_step:
-            warnings.warn("To get the last learning rate computed by the scheduler, please use `get_last_lr()`.",
-                          UserWarning, stacklevel=3)
+            warnings.warn(
+                "To get the last learning rate computed by the scheduler, please use "
+                "`get_last_lr()`.",
+                UserWarning,
+                stacklevel=3,
+            )
 
     def step(self, epoch=None):
         if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
             warnings.warn(
-                "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 and later, you "
-                "should call them in the opposite order: `optimizer.step()` before `lr_scheduler.step()`.  Failure "
-                "to do this will result in PyTorch skipping the first value of the learning rate schedule. See more "
+                "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch "
+                "1.1.0 and later, you "
+                "should call them in the opposite order: `optimizer.step()` before "
+                "`lr_scheduler.step()`.  Failure "
+                "to do this will result in PyTorch skipping the first value of the learning rate "
+                "schedule. See more "
                 "details at https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
                 UserWarning,
                 stacklevel=2,
@@ -146,7 +161,11 @@ class LRScheduler:
                 values = self.get_lr()
             else:
                 self.last_epoch = epoch
-                values = self._get_closed_form_lr() if hasattr(self, "_get_closed_form_lr") else self.get_lr()
+                values = (
+                    self._get_closed_form_lr()
+                    if hasattr(self, "_get_closed_form_lr")
+                    else self.get_lr()
+                )
         finally:
             self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values):
@@ -164,8 +183,10 @@ class _LambdaState:
 
     def state_dict(self):
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-        state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
-                               for fn in self.lr_lambdas]
+        state["lr_lambdas"] = [
+            None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
+            for fn in self.lr_lambdas
+        ]
         return state
 
     def load_state_dict(self, state_dict):
@@ -181,7 +202,9 @@ def _lambdas(optimizer, lr_lambda):
     if not isinstance(lr_lambda, (list, tuple)):
         return [lr_lambda] * len(optimizer.param_groups)
     if len(lr_lambda) != len(optimizer.param_groups):
-        raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}")
+        raise ValueError(
+            f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}"
+        )
     return list(lr_lambda)
 
 
@@ -213,7 +236,10 @@ class MultiplicativeLR(_LambdaState, LRScheduler):
         self._warn_get_lr()
         if self._is_initial:
             return _group_values(self.optimizer, "lr")
-        return [g["lr"] * fn(self.last_epoch) for fn, g in zip(self.lr_lambdas, self.optimizer.param_groups)]
+        return [
+            g["lr"] * fn(self.last_epoch)
+            for fn, g in zip(self.lr_lambdas, self.optimizer.param_groups)
+        ]
 
 
 class StepLR(LRScheduler):
@@ -246,11 +272,16 @@ class MultiStepLR(LRScheduler):
         self._warn_get_lr()
         if self.last_epoch not in self.milestones:
             return _group_values(self.optimizer, "lr")
-        return [g["lr"] * self.gamma ** self.milestones[self.last_epoch] for g in self.optimizer.param_groups]
+        return [
+            g["lr"] * self.gamma ** self.milestones[self.last_epoch]
+            for g in self.optimizer.param_groups
+        ]
 
     def _get_closed_form_lr(self):
         milestones = sorted(self.milestones.elements())
-        return [base * self.gamma ** bisect_right(milestones, self.last_epoch) for base in self.base_lrs]
+        return [
+            base * self.gamma ** bisect_right(milestones, self.last_epoch) for base in self.base_lrs
+        ]
 
 
 class ConstantLR(LRScheduler):
@@ -273,16 +304,23 @@ class ConstantLR(LRScheduler):
         return [g["lr"] * (1.0 / self.factor) for g in groups]
 
     def _get_closed_form_lr(self):
-        return [base * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
-                for base in self.base_lrs]
+        return [
+            base * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
+            for base in self.base_lrs
+        ]
 
 
 class LinearLR(LRScheduler):
     """lr scaled linearly from start_factor to end_factor over total_iters."""
 
-    def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5, last_epoch=-1):
+    def __init__(
+        self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5, last_epoch=-1
+    ):
         if start_factor > 1.0 or start_factor <= 0:
-            raise ValueError("Starting multiplicative factor expected to be greater than 0 and less or equal to 1.")
+            raise ValueError(
+                "Starting multiplicative factor expected to be greater than 0 and less or equal "
+                "to 1."
+            )
         if end_factor > 1.0 or end_factor < 0:
             raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
         self.start_factor = start_factor
@@ -303,8 +341,11 @@ class LinearLR(LRScheduler):
 
     def _get_closed_form_lr(self):
         d = self.end_factor - self.start_factor
-        return [base * (self.start_factor + d * min(self.total_iters, self.last_epoch) / self.total_iters)
-                for base in self.base_lrs]
+        return [
+            base
+            * (self.start_factor + d * min(self.total_iters, self.last_epoch) / self.total_iters)
+            for base in self.base_lrs
+        ]
 
 
 class ExponentialLR(LRScheduler):
@@ -336,13 +377,17 @@ class PolynomialLR(LRScheduler):
         self._warn_get_lr()
         if self._is_initial or self.last_epoch > self.total_iters:
             return _group_values(self.optimizer, "lr")
-        factor = ((1.0 - self.last_epoch / self.total_iters)
-                  / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
+        factor = (
+            (1.0 - self.last_epoch / self.total_iters)
+            / (1.0 - (self.last_epoch - 1) / self.total_iters)
+        ) ** self.power
         return [g["lr"] * factor for g in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self):
-        return [base * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power
-                for base in self.base_lrs]
+        return [
+            base * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power
+            for base in self.base_lrs
+        ]
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -362,13 +407,22 @@ class CosineAnnealingLR(LRScheduler):
         if self._step_count == 1 and e > 0:
             return [m + (base - m) * (1 + math.cos(e * math.pi / T)) / 2 for base in self.base_lrs]
         if (e - 1 - T) % (2 * T) == 0:
-            return [g["lr"] + (base - m) * (1 - math.cos(math.pi / T)) / 2 for base, g in zip(self.base_lrs, groups)]
-        return [(1 + math.cos(math.pi * e / T)) / (1 + math.cos(math.pi * (e - 1) / T)) * (g["lr"] - m) + m
-                for g in groups]
+            return [
+                g["lr"] + (base - m) * (1 - math.cos(math.pi / T)) / 2
+                for base, g in zip(self.base_lrs, groups)
+            ]
+        return [
+            (1 + math.cos(math.pi * e / T)) / (1 + math.cos(math.pi * (e - 1) / T)) * (g["lr"] - m)
+            + m
+            for g in groups
+        ]
 
     def _get_closed_form_lr(self):
-        return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
-                for base in self.base_lrs]
+        return [
+            self.eta_min
+            + (base - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+            for base in self.base_lrs
+        ]
 
 
 def _check_schedulers(owner, optimizer, schedulers):
@@ -378,8 +432,10 @@ def _check_schedulers(owner, optimizer, schedulers):
             raise TypeError(f"{name} at index {i} should have `optimizer` as its attribute.")
         if isinstance(s, ReduceLROnPlateau):
             raise ValueError(
-                f"{name} does not support `ReduceLROnPlateau` scheduler as it requires additional kwargs to be "
-                f"specified when calling `step`, but got one at index {i} in the given schedulers sequence."
+                f"{name} does not support `ReduceLROnPlateau` scheduler as it requires "
+                "additional kwargs to be "
+                f"specified when calling `step`, but got one at index {i} in the given "
+                "schedulers sequence."
             )
         if optimizer != s.optimizer:
             raise ValueError(
@@ -410,12 +466,16 @@ class SequentialLR(_Composite, LRScheduler):
 
     def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
         if len(schedulers) < 1:
-            raise ValueError(f"{type(self).__name__} expects at least one scheduler, but got no scheduler.")
+            raise ValueError(
+                f"{type(self).__name__} expects at least one scheduler, but got no scheduler."
+            )
         _check_schedulers(self, optimizer, schedulers)
         if len(milestones) != len(schedulers) - 1:
             raise ValueError(
-                "Sequential Schedulers expects number of schedulers provided to be one more than the number of "
-                f"milestone points, but got number of schedulers {len(schedulers)} and the number of milestones to "
+                "Sequential Schedulers expects number of schedulers provided to be one more than "
+                "the number of "
+                f"milestone points, but got number of schedulers {len(schedulers)} and the "
+                "number of milestones to "
                 f"be equal to {len(milestones)}"
             )
         self._schedulers = schedulers
@@ -455,7 +515,8 @@ class ChainedScheduler(_Composite, LRScheduler):
     def __init__(self, schedulers, optimizer=None):
         if len(schedulers) < 1:
             raise ValueError(
-                f"{type(self).__name__} expects at least one scheduler to be chained, but got no scheduler."
+                f"{type(self).__name__} expects at least one scheduler to be chained, but got no "
+                "scheduler."
             )
         optimizer = optimizer or schedulers[0].optimizer
         _check_schedulers(self, optimizer, schedulers)
@@ -472,8 +533,18 @@ class ChainedScheduler(_Composite, LRScheduler):
 class ReduceLROnPlateau(LRScheduler):
     """Reduce the learning rate by factor when a metric stops improving for patience epochs."""
 
-    def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4, threshold_mode="rel",
-                 cooldown=0, min_lr=0, eps=1e-8):
+    def __init__(
+        self,
+        optimizer,
+        mode="min",
+        factor=0.1,
+        patience=10,
+        threshold=1e-4,
+        threshold_mode="rel",
+        cooldown=0,
+        min_lr=0,
+        eps=1e-8,
+    ):
         if factor >= 1.0:
             raise ValueError("Factor should be < 1.0.")
         self.factor = factor
@@ -482,7 +553,9 @@ class ReduceLROnPlateau(LRScheduler):
         self.optimizer = optimizer
         if isinstance(min_lr, (list, tuple)):
             if len(min_lr) != len(optimizer.param_groups):
-                raise ValueError(f"expected {len(optimizer.param_groups)} min_lrs, got {len(min_lr)}")
+                raise ValueError(
+                    f"expected {len(optimizer.param_groups)} min_lrs, got {len(min_lr)}"
+                )
             self.default_min_lr = None
             self.min_lrs = list(min_lr)
         else:
@@ -526,9 +599,12 @@ class ReduceLROnPlateau(LRScheduler):
         if len(self.optimizer.param_groups) != len(self.min_lrs):
             if self.default_min_lr is None:
                 raise RuntimeError(
-                    f"The number of param groups in the `optimizer` ({len(self.optimizer.param_groups)}) differs from "
-                    f"when `ReduceLROnPlateau` was initialized ({len(self.min_lrs)}), usually due to a new param group "
-                    "being added to the optimizer. Please modify the `min_lrs` field to match the length of the "
+                    "The number of param groups in the `optimizer` "
+                    f"({len(self.optimizer.param_groups)}) differs from "
+                    f"when `ReduceLROnPlateau` was initialized ({len(self.min_lrs)}), usually "
+                    "due to a new param group "
+                    "being added to the optimizer. Please modify the `min_lrs` field to match "
+                    "the length of the "
                     "`optimizer` param groups."
                 )
             self.min_lrs = [self.default_min_lr] * len(self.optimizer.param_groups)
@@ -569,9 +645,22 @@ class ReduceLROnPlateau(LRScheduler):
 class CyclicLR(LRScheduler):
     """Cyclical learning rates (and inverse momentum) between base_lr and max_lr."""
 
-    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None, mode="triangular",
-                 gamma=1.0, scale_fn=None, scale_mode="cycle", cycle_momentum=True, base_momentum=0.8,
-                 max_momentum=0.9, last_epoch=-1):
+    def __init__(
+        self,
+        optimizer,
+        base_lr,
+        max_lr,
+        step_size_up=2000,
+        step_size_down=None,
+        mode="triangular",
+        gamma=1.0,
+        scale_fn=None,
+        scale_mode="cycle",
+        cycle_momentum=True,
+        base_momentum=0.8,
+        max_momentum=0.9,
+        last_epoch=-1,
+    ):
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
@@ -594,13 +683,16 @@ class CyclicLR(LRScheduler):
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
             if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
+                raise ValueError(
+                    "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
+                )
             self.use_beta1 = "betas" in self.optimizer.defaults
             self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
             self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
             if last_epoch == -1:
-                for m_momentum, b_momentum, group in zip(self.max_momentums, self.base_momentums,
-                                                         optimizer.param_groups):
+                for m_momentum, b_momentum, group in zip(
+                    self.max_momentums, self.base_momentums, optimizer.param_groups
+                ):
                     if self.use_beta1:
                         group["betas"] = (m_momentum, *group["betas"][1:])
                     else:
@@ -644,13 +736,19 @@ class CyclicLR(LRScheduler):
         self._warn_get_lr()
         cycle = math.floor(1 + self.last_epoch / self.total_size)
         x = 1.0 + self.last_epoch / self.total_size - cycle
-        scale_factor = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
+        scale_factor = (
+            x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
+        )
         where = cycle if self.scale_mode == "cycle" else self.last_epoch
-        lrs = [base + (top - base) * scale_factor * self.scale_fn(where)
-               for base, top in zip(self.base_lrs, self.max_lrs)]
+        lrs = [
+            base + (top - base) * scale_factor * self.scale_fn(where)
+            for base, top in zip(self.base_lrs, self.max_lrs)
+        ]
         if self.cycle_momentum:
-            momentums = [top - (top - base) * scale_factor * self.scale_fn(where)
-                         for base, top in zip(self.base_momentums, self.max_momentums)]
+            momentums = [
+                top - (top - base) * scale_factor * self.scale_fn(where)
+                for base, top in zip(self.base_momentums, self.max_momentums)
+            ]
             for group, momentum in zip(self.optimizer.param_groups, momentums):
                 if self.use_beta1:
                     group["betas"] = (momentum, *group["betas"][1:])
@@ -684,7 +782,9 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         if T_mult < 1 or not isinstance(T_mult, int):
             raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
         if not isinstance(eta_min, (float, int)):
-            raise ValueError(f"Expected float or int eta_min, but got {eta_min} of type {type(eta_min)}")
+            raise ValueError(
+                f"Expected float or int eta_min, but got {eta_min} of type {type(eta_min)}"
+            )
         self.T_0 = T_0
         self.T_i = T_0
         self.T_mult = T_mult
@@ -694,8 +794,11 @@ class CosineAnnealingWarmRestarts(LRScheduler):
 
     def get_lr(self):
         self._warn_get_lr()
-        return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
-                for base in self.base_lrs]
+        return [
+            self.eta_min
+            + (base - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+            for base in self.base_lrs
+        ]
 
     def step(self, epoch=None):
         if epoch is None and self.last_epoch < 0:
@@ -734,9 +837,23 @@ class OneCycleLR(LRScheduler):
     """The 1cycle policy: warm up to max_lr, then anneal far below the start
     (momentum cycles inversely); step once per batch."""
 
-    def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None, pct_start=0.3,
-                 anneal_strategy="cos", cycle_momentum=True, base_momentum=0.85, max_momentum=0.95, div_factor=25.0,
-                 final_div_factor=1e4, three_phase=False, last_epoch=-1):
+    def __init__(
+        self,
+        optimizer,
+        max_lr,
+        total_steps=None,
+        epochs=None,
+        steps_per_epoch=None,
+        pct_start=0.3,
+        anneal_strategy="cos",
+        cycle_momentum=True,
+        base_momentum=0.85,
+        max_momentum=0.95,
+        div_factor=25.0,
+        final_div_factor=1e4,
+        three_phase=False,
+        last_epoch=-1,
+    ):
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
@@ -748,33 +865,57 @@ class OneCycleLR(LRScheduler):
             if not isinstance(epochs, int) or epochs <= 0:
                 raise ValueError(f"Expected positive integer epochs, but got {epochs}")
             if not isinstance(steps_per_epoch, int) or steps_per_epoch <= 0:
-                raise ValueError(f"Expected positive integer steps_per_epoch, but got {steps_per_epoch}")
+                raise ValueError(
+                    f"Expected positive integer steps_per_epoch, but got {steps_per_epoch}"
+                )
             self.total_steps = epochs * steps_per_epoch
         else:
             raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
 
         def phase(end_step, start_lr, end_lr, start_momentum, end_momentum):
-            return {"end_step": end_step, "start_lr": start_lr, "end_lr": end_lr, "start_momentum": start_momentum,
-                    "end_momentum": end_momentum}
+            return {
+                "end_step": end_step,
+                "start_lr": start_lr,
+                "end_lr": end_lr,
+                "start_momentum": start_momentum,
+                "end_momentum": end_momentum,
+            }
 
         if three_phase:
             self._schedule_phases = [
-                phase(float(pct_start * self.total_steps) - 1, "initial_lr", "max_lr", "max_momentum",
-                      "base_momentum"),
-                phase(float(2 * pct_start * self.total_steps) - 2, "max_lr", "initial_lr", "base_momentum",
-                      "max_momentum"),
+                phase(
+                    float(pct_start * self.total_steps) - 1,
+                    "initial_lr",
+                    "max_lr",
+                    "max_momentum",
+                    "base_momentum",
+                ),
+                phase(
+                    float(2 * pct_start * self.total_steps) - 2,
+                    "max_lr",
+                    "initial_lr",
+                    "base_momentum",
+                    "max_momentum",
+                ),
                 phase(self.total_steps - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum"),
             ]
         else:
             self._schedule_phases = [
-                phase(float(pct_start * self.total_steps) - 1, "initial_lr", "max_lr", "max_momentum",
-                      "base_momentum"),
+                phase(
+                    float(pct_start * self.total_steps) - 1,
+                    "initial_lr",
+                    "max_lr",
+                    "max_momentum",
+                    "base_momentum",
+                ),
                 phase(self.total_steps - 1, "max_lr", "min_lr", "base_momentum", "max_momentum"),
             ]
         if pct_start < 0 or pct_start > 1 or not isinstance(pct_start, float):
             raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
         if anneal_strategy not in ["cos", "linear"]:
-            raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
+            raise ValueError(
+                f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}"
+            )
         self._anneal_func_type = anneal_strategy
         max_lrs = _format_param("max_lr", self.optimizer, max_lr)
         if last_epoch == -1:
@@ -785,12 +926,16 @@ class OneCycleLR(LRScheduler):
         self.cycle_momentum = cycle_momentum
         if self.cycle_momentum:
             if "momentum" not in self.optimizer.defaults and "betas" not in self.optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
+                raise ValueError(
+                    "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
+                )
             self.use_beta1 = "betas" in self.optimizer.defaults
             max_momentums = _format_param("max_momentum", optimizer, max_momentum)
             base_momentums = _format_param("base_momentum", optimizer, base_momentum)
             if last_epoch == -1:
-                for m_momentum, b_momentum, group in zip(max_momentums, base_momentums, optimizer.param_groups):
+                for m_momentum, b_momentum, group in zip(
+                    max_momentums, base_momentums, optimizer.param_groups
+                ):
                     if self.use_beta1:
                         group["betas"] = (m_momentum, *group["betas"][1:])
                     else:
@@ -817,7 +962,8 @@ class OneCycleLR(LRScheduler):
         step_num = self.last_epoch
         if step_num > self.total_steps:
             raise ValueError(
-                f"Tried to step {step_num} times. The specified number of total steps is {self.total_steps}"
+                f"Tried to step {step_num} times. The specified number of total steps is "
+                f"{self.total_steps}"
             )
         lrs = []
         for group in self.optimizer.param_groups:
@@ -828,8 +974,9 @@ class OneCycleLR(LRScheduler):
                     pct = (step_num - start_step) / (end_step - start_step)
                     lr = self._anneal_func(group[phase["start_lr"]], group[phase["end_lr"]], pct)
                     if self.cycle_momentum:
-                        momentum = self._anneal_func(group[phase["start_momentum"]], group[phase["end_momentum"]],
-                                                     pct)
+                        momentum = self._anneal_func(
+                            group[phase["start_momentum"]], group[phase["end_momentum"]], pct
+                        )
                     break
                 start_step = phase["end_step"]
             lrs.append(lr)

@@ -17,7 +17,6 @@ from itertools import chain
 import ember_autograd as ag
 import ember_core as ec
 from ember_core import _tensor as core_tensor
-
 from ember_nn._lib import check, ffi, lib  # noqa: F401 - check is re-exported for the algorithms
 
 Tensor = ec.Tensor
@@ -70,12 +69,15 @@ def _step_with_hooks(step):
             if result is not None:
                 if not (isinstance(result, tuple) and len(result) == 2):
                     raise RuntimeError(
-                        f"{hook} must return None or a tuple of (new_args, new_kwargs), but got {result}."
+                        f"{hook} must return None or a tuple of (new_args, new_kwargs), but got "
+                        f"{result}."
                     )
                 args, kwargs = result
         out = step(self, *args, **kwargs)
         self._opt_called = True
-        for hook in chain(self._optimizer_step_post_hooks.values(), _global_step_post_hooks.values()):
+        for hook in chain(
+            self._optimizer_step_post_hooks.values(), _global_step_post_hooks.values()
+        ):
             hook(self, args, kwargs)
         return out
 
@@ -107,7 +109,8 @@ class Optimizer:
         self._optimizer_load_state_dict_post_hooks = OrderedDict()
         if isinstance(params, Tensor):
             raise TypeError(
-                "params argument given to the optimizer should be an iterable of Tensors or dicts, but got "
+                "params argument given to the optimizer should be an iterable of Tensors or "
+                "dicts, but got "
                 f"{params.type()}"
             )
         self.state = defaultdict(dict)
@@ -125,9 +128,14 @@ class Optimizer:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        for name in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_optimizer_state_dict_pre_hooks",
-                     "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks",
-                     "_optimizer_load_state_dict_post_hooks"):
+        for name in (
+            "_optimizer_step_pre_hooks",
+            "_optimizer_step_post_hooks",
+            "_optimizer_state_dict_pre_hooks",
+            "_optimizer_state_dict_post_hooks",
+            "_optimizer_load_state_dict_pre_hooks",
+            "_optimizer_load_state_dict_post_hooks",
+        ):
             if name not in self.__dict__:
                 setattr(self, name, OrderedDict())
         # groups saved before an option existed get its default
@@ -156,7 +164,8 @@ class Optimizer:
             param_group["params"] = [params]
         elif isinstance(params, set):
             raise TypeError(
-                "optimizer parameters need to be organized in ordered collections, but the ordering of tensors in "
+                "optimizer parameters need to be organized in ordered collections, but the "
+                "ordering of tensors in "
                 "sets will change between runs. Please use a list instead."
             )
         else:
@@ -169,24 +178,33 @@ class Optimizer:
             else:
                 extracted.append(p)
         if names and len(names) != len(extracted):
-            raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+            raise ValueError(
+                "all optimizer params should be with/without names. Some param names are missing"
+            )
         if names:
             param_group["param_names"] = names
         param_group["params"] = extracted
         for p in extracted:
             if not isinstance(p, Tensor):
-                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}")
+                raise TypeError(
+                    "optimizer can only optimize Tensors, but one of the params is "
+                    f"{type(p).__name__}"
+                )
             if not self.defaults.get("differentiable", None) and p.grad_fn is not None:
                 raise ValueError("can't optimize a non-leaf Tensor")
         for name, default in self.defaults.items():
             if default is required and name not in param_group:
-                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
+                raise ValueError(
+                    "parameter group didn't specify a value of required optimization parameter "
+                    f"{name}"
+                )
             param_group.setdefault(name, default)
         if len({id(p) for p in extracted}) != len(extracted):
             import warnings
 
             warnings.warn(
-                "optimizer contains a parameter group with duplicate parameters; in future, this will cause an "
+                "optimizer contains a parameter group with duplicate parameters; in future, this "
+                "will cause an "
                 "error; see github.com/pytorch/pytorch/issues/40967 for more information",
                 stacklevel=3,
             )
@@ -195,8 +213,11 @@ class Optimizer:
             existing.update(id(p) for p in group["params"])
             if ("param_names" in group) != ("param_names" in param_group):
                 kind = "with" if "param_names" in param_group else "without"
-                raise ValueError(f"all optimizer param groups should be with/without names. cannot add param group "
-                                 f"{kind} names to the optimizer")
+                raise ValueError(
+                    "all optimizer param groups should be with/without names. cannot add param "
+                    "group "
+                    f"{kind} names to the optimizer"
+                )
         if any(id(p) in existing for p in extracted):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
@@ -303,10 +324,15 @@ class Optimizer:
             raise ValueError("loaded state dict has a different number of parameter groups")
         if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved)):
             raise ValueError(
-                "loaded state dict contains a parameter group that doesn't match the size of optimizer's group"
+                "loaded state dict contains a parameter group that doesn't match the size of "
+                "optimizer's group"
             )
-        id_map = dict(zip(chain.from_iterable(s["params"] for s in saved),
-                          chain.from_iterable(g["params"] for g in groups)))
+        id_map = dict(
+            zip(
+                chain.from_iterable(s["params"] for s in saved),
+                chain.from_iterable(g["params"] for g in groups),
+            )
+        )
         state = defaultdict(dict)
         for k, v in state_dict["state"].items():
             k = int(k) if isinstance(k, str) and k.isdigit() else k
@@ -370,7 +396,8 @@ def kernel_dtype(group, params, grads):
     if not ok:
         if fused:
             raise RuntimeError(
-                "`fused=True` requires all the params to be contiguous float32 or float64 tensors of one dtype "
+                "`fused=True` requires all the params to be contiguous float32 or float64 "
+                "tensors of one dtype "
                 "with gradients of that dtype"
             )
         return None

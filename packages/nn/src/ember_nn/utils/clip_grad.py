@@ -26,8 +26,10 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
         total = ec.vector_norm(ec.stack(norms), norm_type)
     if error_if_nonfinite and not bool(total.isfinite()):
         raise RuntimeError(
-            f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so it cannot be "
-            "clipped. To disable this error and scale the gradients by the non-finite norm anyway, set "
+            f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
+            "so it cannot be "
+            "clipped. To disable this error and scale the gradients by the non-finite norm "
+            "anyway, set "
             "`error_if_nonfinite=False`"
         )
     return total
@@ -53,7 +55,9 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     is_generator = isinstance(parameters, types.GeneratorType)
     parameters = _tensors(parameters)
     if is_generator and not parameters:
-        warnings.warn("`parameters` is an empty generator, no gradient clipping will occur.", stacklevel=2)
+        warnings.warn(
+            "`parameters` is an empty generator, no gradient clipping will occur.", stacklevel=2
+        )
     grads = [p.grad for p in parameters if p.grad is not None]
     total = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
     clip_grads_with_norm_(parameters, max_norm, total, foreach)
@@ -62,7 +66,8 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 
 def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     warnings.warn(
-        "`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",
+        "`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
+        "`torch.nn.utils.clip_grad_norm_`.",
         FutureWarning,
         stacklevel=2,
     )

@@ -30,7 +30,9 @@ def invert_permutation(permutation):
     return output
 
 
-class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorted_indices", "unsorted_indices"])):
+class PackedSequence(
+    namedtuple("PackedSequence", ["data", "batch_sizes", "sorted_indices", "unsorted_indices"])
+):
     """(data, batch_sizes, sorted_indices, unsorted_indices); build it with
     pack_padded_sequence or pack_sequence."""
 
@@ -81,17 +83,23 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
         input = input.index_select(0 if batch_first else 1, sorted_indices)
     elif any(a < b for a, b in zip(lengths, lengths[1:])):
         raise RuntimeError(
-            "`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. You can pass "
-            "`enforce_sorted=False` to pack_padded_sequence and/or pack_sequence to sidestep this requirement "
+            "`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. "
+            "You can pass "
+            "`enforce_sorted=False` to pack_padded_sequence and/or pack_sequence to sidestep "
+            "this requirement "
             "if you do not need ONNX exportability."
         )
     if not lengths or lengths[-1] <= 0:
-        raise RuntimeError("Length of all samples has to be greater than 0, but found an element in 'lengths' "
-                           "that is <= 0")
+        raise RuntimeError(
+            "Length of all samples has to be greater than 0, but found an element in 'lengths' "
+            "that is <= 0"
+        )
     if batch_first:
         input = input.transpose(0, 1)
     if lengths[0] > input.shape[0]:
-        raise RuntimeError(f"Expected sequence length to be at most {input.shape[0]}, but got {lengths[0]}")
+        raise RuntimeError(
+            f"Expected sequence length to be at most {input.shape[0]}, but got {lengths[0]}"
+        )
     batch_sizes = [sum(1 for n in lengths if n > t) for t in range(lengths[0])]
     data = ec.cat([input[t, :b] for t, b in enumerate(batch_sizes)], 0)
     return PackedSequence(data, ec.tensor(batch_sizes, dtype=ec.int64), sorted_indices, None)
@@ -104,7 +112,8 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     if total_length is not None:
         if total_length < max_len:
             raise ValueError(
-                "Expected total_length to be at least the length of the longest sequence in input, but got "
+                "Expected total_length to be at least the length of the longest sequence in "
+                "input, but got "
                 f"total_length={total_length} and max sequence length being {max_len}"
             )
         max_len = total_length
@@ -114,7 +123,9 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     for b in batch_sizes:
         rows = data[offset : offset + b]
         if b < batch:
-            rows = ec.cat([rows, ec.full((batch - b,) + trailing, padding_value, dtype=data.dtype)], 0)
+            rows = ec.cat(
+                [rows, ec.full((batch - b,) + trailing, padding_value, dtype=data.dtype)], 0
+            )
         steps.append(rows)
         offset += b
     for _ in range(max_len - len(batch_sizes)):
@@ -138,7 +149,9 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     if not sequences:
         raise RuntimeError("received an empty list of sequences")
     if padding_side not in ("left", "right"):
-        raise ValueError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
+        raise ValueError(
+            f"Expected padding_side to be one of left or right, but got {padding_side}."
+        )
     max_len = max(s.shape[0] for s in sequences)
     trailing = tuple(sequences[0].shape[1:])
     rows = []
@@ -157,8 +170,10 @@ def unpad_sequence(padded_sequences, lengths, batch_first=False):
     """The sequences of a padded batch, each cut to its length."""
     if not batch_first:
         padded_sequences = padded_sequences.transpose(0, 1)
-    return [padded_sequences[i, : int(n)] for i, n in enumerate(lengths.tolist() if isinstance(lengths, ec.Tensor)
-                                                                 else lengths)]
+    return [
+        padded_sequences[i, : int(n)]
+        for i, n in enumerate(lengths.tolist() if isinstance(lengths, ec.Tensor) else lengths)
+    ]
 
 
 def pack_sequence(sequences, enforce_sorted=True):

@@ -22,6 +22,7 @@ SOURCES = [
     "blas.c",
     "random.c",
     "shape.c",
+    "dlpack.c",
 ]
 
 # Kernels are short for small tensors: the wrappers keep the GIL rather than pay

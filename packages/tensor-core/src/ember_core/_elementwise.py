@@ -118,6 +118,7 @@ FLOAT = 1  # integers compute in the default float dtype
 BOOL_OUT = 2  # output is bool
 NOT_BOOL = 3  # like SAME, but bool input is an error
 INT_ONLY = 4  # integer and bool inputs only
+FLOAT_ONLY = 5  # floating point inputs only (activations: PyTorch has no integer kernel)
 
 
 def _unary_dtypes(op, rule, xd):
@@ -129,6 +130,8 @@ def _unary_dtypes(op, rule, xd):
     if rule == NOT_BOOL and xd is _bool:
         raise RuntimeError(f"{op}: not supported for bool tensors")
     if rule == INT_ONLY and xd.category == 2:
+        raise RuntimeError(f'"{op}" not implemented for \'{_tname(xd)}\'')
+    if rule == FLOAT_ONLY and xd.category != 2:
         raise RuntimeError(f'"{op}" not implemented for \'{_tname(xd)}\'')
     return xd, xd
 
@@ -256,6 +259,32 @@ for _name, _code, _rule, _has_inplace in UNARY_OPS:
         )(_impl_)
 
 
+def _gelu_mode(op, approximate):
+    if approximate == "none":
+        return 0.0
+    if approximate == "tanh":
+        return 1.0
+    raise RuntimeError(f"{op}: approximate argument must be either none or tanh, got {approximate!r}")
+
+
+@defop("gelu(input, approximate='none', *, out=None)", method=False)
+def gelu(input, approximate="none", out=None):
+    """Gaussian error linear unit: x * Phi(x), or its tanh approximation with
+    approximate='tanh'."""
+    return unary("gelu", lib.EC_U_GELU, FLOAT_ONLY, input, out, _gelu_mode("gelu", approximate))
+
+
+@defop("gelu_(input, approximate='none')", inplace_of="gelu", method=False)
+def gelu_(input, approximate="none"):
+    return unary_("gelu_", lib.EC_U_GELU, FLOAT_ONLY, input, _gelu_mode("gelu_", approximate))
+
+
+@defop("softplus(input, beta=1.0, threshold=20.0, *, out=None)", method=False)
+def softplus(input, beta=1.0, threshold=20.0, out=None):
+    """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold."""
+    return unary("softplus", lib.EC_U_SOFTPLUS, FLOAT_ONLY, input, out, float(beta), float(threshold))
+
+
 @defop("round(input, *, decimals=0, out=None)")
 def round(input, decimals=0, out=None):
     """Round half to even; ``decimals`` rounds to that many decimal places."""
@@ -342,6 +371,16 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, out=None):
     if out is not None:
         return out.copy_(r)
     return r
+
+
+@defop("logical_not_(input)", inplace_of="logical_not", differentiable=False)
+def logical_not_(input):
+    """In place: 1 where input is zero, else 0, in input's own dtype."""
+    r = unary("logical_not_", lib.EC_U_LOGICAL_NOT, BOOL_OUT, input)
+    from ember_core._copy import copy_into
+
+    written(input, "logical_not_")
+    return copy_into(input, r)
 
 
 @defop("isneginf(input)", composite=True)

@@ -36,6 +36,20 @@ def _keepdim_view(r, shape, dims):
     return r
 
 
+def write_out(out, r, op):
+    """Copy result ``r`` into the user's ``out`` tensor (resized to fit)."""
+    from ember_core._copy import copy_into, resize_
+    from ember_core._tensor import written
+
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if out._shape != r._shape:
+        resize_(out, r._shape)
+    written(out, op)
+    copy_into(out, r)
+    return out
+
+
 def reduce(op, code, x, dims, keepdim, out_dtype, p0=0.0, want_idx=False, out=None):
     """Reduce x over ``dims`` (a tuple of normalised dims) with kernel ``code``."""
     nd = len(x._shape)
@@ -64,19 +78,10 @@ def reduce(op, code, x, dims, keepdim, out_dtype, p0=0.0, want_idx=False, out=No
         if idx is not None:
             idx = _keepdim_view(idx, x._shape, dims)
     if out is not None:
-        from ember_core._copy import copy_into, resize_
-
         if isinstance(out, tuple):
             values_out, idx_out = out
-            for o, v in ((values_out, r), (idx_out, idx)):
-                if o._shape != v._shape:
-                    resize_(o, v._shape)
-                copy_into(o, v)
-            return values_out, idx_out
-        if out._shape != r._shape:
-            resize_(out, r._shape)
-        copy_into(out, r)
-        return out
+            return write_out(values_out, r, op), write_out(idx_out, idx, op)
+        return write_out(out, r, op)
     return (r, idx) if want_idx else r
 
 
@@ -140,13 +145,13 @@ def nanmean(input, dim=None, keepdim=False, dtype=None):
     return div(nansum(input, dim, keepdim, dtype=dtype), sum(notnan, dim, keepdim))
 
 
-@defop("prod(input, dim=None, keepdim=False, *, dtype=None)")
-def prod(input, dim=None, keepdim=False, dtype=None):
+@defop("prod(input, dim=None, keepdim=False, *, dtype=None, out=None)")
+def prod(input, dim=None, keepdim=False, dtype=None, out=None):
     """Product over one dim (or all)."""
     od = _sum_dtype(input, dtype)
     x = cast(input, od) if dtype is not None and od.category == 2 else input
     dims = tuple(range(len(input._shape))) if dim is None else (_shape.normalize_dim(dim, len(input._shape), "prod"),)
-    return reduce("prod", R.EC_R_PROD, x, dims, keepdim, od)
+    return reduce("prod", R.EC_R_PROD, x, dims, keepdim, od, out=out)
 
 
 def _nonempty(op, x, dims):
@@ -212,7 +217,12 @@ def aminmax(input, dim=None, keepdim=False):
     return return_types.aminmax(amin(input, dims, keepdim), amax(input, dims, keepdim))
 
 
-def _arg(op, code, input, dim, keepdim):
+def _arg(op, code, input, dim, keepdim, out=None):
+    idx = _arg_index(op, code, input, dim, keepdim)
+    return idx if out is None else write_out(out, idx, op)
+
+
+def _arg_index(op, code, input, dim, keepdim):
     if dim is None:
         flat = input.reshape(-1)
         _nonempty(op, flat, (0,))
@@ -226,15 +236,15 @@ def _arg(op, code, input, dim, keepdim):
     return idx
 
 
-@defop("argmax(input, dim=None, keepdim=False)", differentiable=False)
-def argmax(input, dim=None, keepdim=False):
+@defop("argmax(input, dim=None, keepdim=False, *, out=None)", differentiable=False)
+def argmax(input, dim=None, keepdim=False, out=None):
     """Index of the largest value (of the flattened tensor when dim is None)."""
-    return _arg("argmax", R.EC_R_MAX, input, dim, keepdim)
+    return _arg("argmax", R.EC_R_MAX, input, dim, keepdim, out)
 
 
-@defop("argmin(input, dim=None, keepdim=False)", differentiable=False)
-def argmin(input, dim=None, keepdim=False):
-    return _arg("argmin", R.EC_R_MIN, input, dim, keepdim)
+@defop("argmin(input, dim=None, keepdim=False, *, out=None)", differentiable=False)
+def argmin(input, dim=None, keepdim=False, out=None):
+    return _arg("argmin", R.EC_R_MIN, input, dim, keepdim, out)
 
 
 def _correction(op, unbiased, correction):
@@ -290,12 +300,12 @@ def _ord(p):
     return float(p)
 
 
-@defop("norm(input, p='fro', dim=None, keepdim=False, dtype=None)")
-def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+@defop("norm(input, p='fro', dim=None, keepdim=False, dtype=None, *, out=None)")
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None, out=None):
     """The vector p-norm over dim(s) ('fro' = 2)."""
     dt = _float_only("norm", input, dtype)
     x = cast(input, dt)
-    return reduce("norm", R.EC_R_NORM, x, _dims(input, dim, "norm"), keepdim, dt, _ord(p))
+    return reduce("norm", R.EC_R_NORM, x, _dims(input, dim, "norm"), keepdim, dt, _ord(p), out=out)
 
 
 @defop("vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None)", method=False)
@@ -330,9 +340,10 @@ def any(input, dim=None, keepdim=False, out=None):
     return reduce("any", R.EC_R_ANY, input, _dims(input, dim, "any"), keepdim, _bool_out(input), out=out)
 
 
-@defop("count_nonzero(input, dim=None)", differentiable=False)
-def count_nonzero(input, dim=None):
-    return reduce("count_nonzero", R.EC_R_COUNT_NONZERO, input, _dims(input, dim, "count_nonzero"), False, D.int64)
+@defop("count_nonzero(input, dim=None, *, out=None)", differentiable=False)
+def count_nonzero(input, dim=None, out=None):
+    """The number of non-zero elements (along dim(s))."""
+    return reduce("count_nonzero", R.EC_R_COUNT_NONZERO, input, _dims(input, dim, "count_nonzero"), False, D.int64, out=out)
 
 
 # ------------------------------------------------------------------- scans
@@ -359,12 +370,7 @@ def scan(op, code, x, dim, out_dtype, want_idx=False, out=None):
         r = r.reshape(())
         idx = idx.reshape(()) if idx is not None else None
     if out is not None:
-        from ember_core._copy import copy_into, resize_
-
-        if out._shape != r._shape:
-            resize_(out, r._shape)
-        copy_into(out, r)
-        return out
+        return write_out(out, r, op)
     return (r, idx) if want_idx else r
 
 
@@ -384,6 +390,11 @@ def cumsum_(input, dim, dtype=None):
 def cumprod(input, dim, dtype=None, out=None):
     od = _sum_dtype(input, dtype)
     return scan("cumprod", R.EC_S_CUMPROD, input, dim, od, out=out)
+
+
+@defop("cumprod_(input, dim, *, dtype=None)", inplace_of="cumprod")
+def cumprod_(input, dim, dtype=None):
+    return input.copy_(cumprod(input, dim, dtype=dtype))
 
 
 @defop("cummax(input, dim)")

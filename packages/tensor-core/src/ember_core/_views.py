@@ -472,3 +472,43 @@ def mT(self):
 
 def is_view_tensor(t):
     return isinstance(t, Tensor) and t._base is not None
+
+
+# -------------------------------------------------- in-place metadata changes
+
+
+def _restride_(input, v):
+    """Give ``input`` the geometry of ``v`` (a view of it): the in-place forms of
+    view ops change shape/strides/offset, never data.  Like PyTorch, they count
+    as in-place ops (the version counter moves)."""
+    input._shape, input._stride, input._offset = v._shape, v._stride, v._offset
+    input._ptr, input._numel, input._contig = v._ptr, v._numel, v._contig
+    input._storage._version += 1
+    return input
+
+
+@defop("transpose_(input, dim0, dim1)", inplace_of="transpose")
+def transpose_(input, dim0, dim1):
+    return _restride_(input, transpose(input, dim0, dim1))
+
+
+@defop("t_(input)", composite=True)
+def t_(input):
+    if len(input._shape) > 2:
+        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {len(input._shape)}D")
+    return transpose_(input, 0, -1)
+
+
+@defop("squeeze_(input, dim=None)", inplace_of="squeeze")
+def squeeze_(input, dim=None):
+    return _restride_(input, squeeze(input, dim))
+
+
+@defop("unsqueeze_(input, dim)", inplace_of="unsqueeze")
+def unsqueeze_(input, dim):
+    return _restride_(input, unsqueeze(input, dim))
+
+
+@defop("as_strided_(input, size, stride, storage_offset=None)", inplace_of="as_strided")
+def as_strided_(input, size, stride, storage_offset=None):
+    return _restride_(input, as_strided(input, size, stride, storage_offset))

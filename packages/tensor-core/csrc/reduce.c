@@ -402,8 +402,9 @@ typedef struct rspace {
 static void reduce_range(const rdesc* d, const rspace* r, const char* p, int64_t lo, int64_t hi,
                          rstate* s) {
     int nd = r->nd;
+    if (lo >= hi) return; /* nothing (an empty reduced space has a zero in its shape) */
     if (nd == 0) {
-        if (lo < hi) state_line(d, s, p, 1, 0, 0);
+        state_line(d, s, p, 1, 0, 0);
         return;
     }
     int64_t idx[EC_MAX_DIMS];

@@ -145,8 +145,10 @@ static inline double ec_digamma(double x) {
 
 /* ---------------------------------------------------------------- integers */
 
+/* min(max(x, lo), hi): with lo > hi every value becomes hi, as in PyTorch. */
 static inline int64_t ec_clamp_i64(int64_t x, int64_t lo, int64_t hi) {
-    return x < lo ? lo : (x > hi ? hi : x);
+    x = x < lo ? lo : x;
+    return x > hi ? hi : x;
 }
 
 /* Wrapping integer power by squaring; b < 0 is handled by the caller. */

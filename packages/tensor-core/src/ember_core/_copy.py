@@ -97,6 +97,18 @@ def contiguous(input, memory_format=None):
     return r
 
 
+def write_out(out, r, op):
+    """Copy result ``r`` into the caller's ``out`` tensor (resized when its shape
+    differs; the result is cast to out's dtype)."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    written(out, op)
+    if out._shape != r._shape:
+        resize_out(out, r._shape, op)
+    copy_into(out, r)
+    return out
+
+
 def resize_out(out, shape, op):
     if out._numel != 0:
         warnings.warn(
@@ -110,7 +122,7 @@ def resize_out(out, shape, op):
 
 
 @defop("resize_(input, *sizes)", differentiable=False)
-def resize_(input, *sizes):
+def resize_(input, sizes):
     """Give input a contiguous shape, growing its storage if needed (data kept)."""
     shape = _shape.as_shape(sizes, "resize_")
     n = _shape.numel(shape)

@@ -241,8 +241,13 @@ def from_array(arr, dtype, dev):
 
     from ember_core._copy import copy_into
 
+    if arr.dtype not in D.NUMPY_TO_DTYPE or not arr.dtype.isnative:
+        # NumPy dtypes ember lacks (uint16, ...) or byte-swapped: NumPy converts
+        arr = arr.astype(np.float32 if dtype is D.bfloat16 else dtype.numpy)
+    elif any(st % arr.itemsize for st in arr.strides):
+        arr = arr.copy()
     out = _empty(tuple(arr.shape), dtype, dev)
-    copy_into(out, from_numpy(np.ascontiguousarray(arr)))
+    copy_into(out, from_numpy(arr))
     return out
 
 

@@ -184,7 +184,7 @@ def tensor_split(input, indices_or_sections, dim=0):
 def _out(out, r, op):
     if out is None:
         return r
-    from ember_core._reduction import write_out
+    from ember_core._copy import write_out
 
     return write_out(out, r, op)
 
@@ -283,13 +283,13 @@ def _triangle(op, input, diagonal, upper, out=None):
 @defop("tril(input, diagonal=0, *, out=None)")
 def tril(input, diagonal=0, out=None):
     """The lower triangle of the last two dims (others zeroed)."""
-    return _triangle("tril", input, diagonal, 0, out)
+    return _out(out, _triangle("tril", input, diagonal, 0), "tril")
 
 
 @defop("triu(input, diagonal=0, *, out=None)")
 def triu(input, diagonal=0, out=None):
     """The upper triangle of the last two dims (others zeroed)."""
-    return _triangle("triu", input, diagonal, 1, out)
+    return _out(out, _triangle("triu", input, diagonal, 1), "triu")
 
 
 @defop("tril_(input, diagonal=0)", inplace_of="tril")

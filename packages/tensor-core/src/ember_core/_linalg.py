@@ -6,7 +6,7 @@ from ember_core import _shape
 from ember_core._dispatch import defop
 from ember_core._elementwise import _tname, check_device
 from ember_core._lib import NOGIL_THRESHOLD, check, lib, nogil
-from ember_core._tensor import Tensor, empty, view_of
+from ember_core._tensor import Tensor, empty, view_of, written
 
 
 def _same_dtype(op, a, b):
@@ -16,7 +16,7 @@ def _same_dtype(op, a, b):
             f"{_tname(b._dtype)}"
         )
     if a._dtype is D.bool_:
-        raise RuntimeError(f'"{op}" not implemented for \'Bool\'')
+        raise NotImplementedError(f'"addmm_impl_cpu_" not implemented for \'Bool\' ({op})')
 
 
 def _gemm(op, a, b, c, batch, m, n, k, a_st, b_st, c_st, alpha=1.0, beta=0.0):
@@ -54,12 +54,15 @@ def _flat_batch(t, batch_shape):
 def _mm_out(op, shape, dtype, dev, out):
     if out is None:
         return empty(shape, dtype, dev)
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if out._dtype is not dtype:
+        raise RuntimeError(f"{op}: expected out tensor to have dtype {dtype}, but got {out._dtype} instead")
+    written(out, op)
     if out._shape != shape:
         from ember_core._copy import resize_
 
         resize_(out, shape)
-    if out._dtype is not dtype:
-        raise RuntimeError(f"{op}: expected out tensor to have dtype {dtype}, but got {out._dtype} instead")
     return out
 
 
@@ -108,12 +111,9 @@ def matmul(input, other, out=None):
         c._shape = result_shape
         c._stride = _shape.contiguous_strides(result_shape)
     if out is not None:
-        from ember_core._copy import copy_into, resize_
+        from ember_core._copy import write_out
 
-        if out._shape != c._shape:
-            resize_(out, c._shape)
-        copy_into(out, c)
-        return out
+        return write_out(out, c, op)
     return c
 
 
@@ -178,13 +178,15 @@ def inner(input, other):
 
 @defop("outer(input, vec2, *, out=None)")
 def outer(input, vec2, out=None):
-    """Outer product of two vectors."""
+    """Outer product of two vectors (an elementwise product of a column and a
+    row, so dtypes promote and bool works, as in PyTorch)."""
+    from ember_core._elementwise import mul
+
     _check_dims("outer", input, 1, "self")
     _check_dims("outer", vec2, 1, "vec2")
-    _same_dtype("outer", input, vec2)
-    a = view_of(input, (input._shape[0], 1), (input._stride[0], 1), input._offset)
-    b = view_of(vec2, (1, vec2._shape[0]), (1, vec2._stride[0]), vec2._offset)
-    return matmul(a, b, out=out)
+    a = view_of(input, (input._shape[0], 1), (input._stride[0], 0), input._offset)
+    b = view_of(vec2, (1, vec2._shape[0]), (0, vec2._stride[0]), vec2._offset)
+    return mul(a, b, out=out)
 
 
 ger = outer
@@ -223,10 +225,6 @@ def _addmm_like(op, input, a, b, beta, alpha, out):
           (a_bs, a2._stride[-2], a2._stride[-1]), (b_bs, b2._stride[-2], b2._stride[-1]),
           (c._stride[0] if batch else 0, c._stride[-2], c._stride[-1]),
           float(alpha), float(beta))
-    if out is not None:
-        from ember_core._tensor import written
-
-        written(out, op)
     return c
 
 

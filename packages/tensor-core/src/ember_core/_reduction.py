@@ -5,6 +5,7 @@ import collections
 
 from ember_core import _dtype as D
 from ember_core import _shape
+from ember_core._copy import write_out
 from ember_core._dispatch import defop
 from ember_core._elementwise import cast, maximum, minimum
 from ember_core._lib import NOGIL_THRESHOLD, check, ffi, lib, nogil
@@ -34,20 +35,6 @@ def _keepdim_view(r, shape, dims):
     r._shape = kshape
     r._stride = _shape.contiguous_strides(kshape)
     return r
-
-
-def write_out(out, r, op):
-    """Copy result ``r`` into the user's ``out`` tensor (resized to fit)."""
-    from ember_core._copy import copy_into, resize_
-    from ember_core._tensor import written
-
-    if not isinstance(out, Tensor):
-        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if out._shape != r._shape:
-        resize_(out, r._shape)
-    written(out, op)
-    copy_into(out, r)
-    return out
 
 
 def reduce(op, code, x, dims, keepdim, out_dtype, p0=0.0, want_idx=False, out=None):
@@ -223,6 +210,8 @@ def _arg(op, code, input, dim, keepdim, out=None):
 
 
 def _arg_index(op, code, input, dim, keepdim):
+    if input._dtype is D.bool_:
+        raise RuntimeError(f"{op}(): does not support bool input")
     if dim is None:
         flat = input.reshape(-1)
         _nonempty(op, flat, (0,))
@@ -411,7 +400,11 @@ def cummin(input, dim):
 
 @defop("logcumsumexp(input, dim)")
 def logcumsumexp(input, dim):
-    dt = input._dtype if input._dtype.category == 2 else D.get_default_dtype()
+    if input._dtype.category != 2:
+        from ember_core._elementwise import _tname
+
+        raise NotImplementedError(f'"logcumsumexp_out_cpu" not implemented for \'{_tname(input._dtype)}\'')
+    dt = input._dtype
     return scan("logcumsumexp", R.EC_S_LOGCUMSUMEXP, cast(input, dt), dim, dt)
 
 

@@ -94,6 +94,8 @@ int ec_random(int kind, int dtype, int64_t n, ec_ptr out_addr, uint64_t seed, ui
     int per = per_counter(kind, dtype);
     int64_t n_ctr = (n + per - 1) / per;
     uint64_t range = (uint64_t)i1 - (uint64_t)i0;
+    int ubits = dtype == EC_FLOAT16 ? 11 : (dtype == EC_BFLOAT16 ? 8 : 24);
+    double uscale = 1.0 / (double)(1u << ubits);
     int nt = ec_threads_for(n, EC_GRAIN / 4);
     char* o = (char*)out;
 #pragma omp parallel for num_threads(nt) schedule(static)
@@ -105,7 +107,10 @@ int ec_random(int kind, int dtype, int64_t n, ec_ptr out_addr, uint64_t seed, ui
         switch (kind) {
             case EC_RNG_UNIFORM:
                 for (int64_t j = 0; j < m; j++) {
-                    double u = per == 4 ? (double)u01_f(r[j]) : u01_d(r[2 * j], r[2 * j + 1]);
+                    /* as many random bits as the dtype's mantissa holds, so that a
+                     * draw in [0, 1) never rounds up to 1 (PyTorch does the same) */
+                    double u = per == 4 ? (double)(r[j] >> (32 - ubits)) * uscale
+                                        : u01_d(r[2 * j], r[2 * j + 1]);
                     double v = p0 + u * (p1 - p0);
                     if (per == 4 && (float)v >= (float)p1) v = nextafterf((float)p1, (float)p0);
                     store_d(dtype, o, base + j, v);

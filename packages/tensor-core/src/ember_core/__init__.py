@@ -255,6 +255,15 @@ def _contains(self, element):
 
 Tensor.__contains__ = _contains
 
+# ----------------------------------------------------- memory formats (tc-core)
+from ember_core._copy import (  # noqa: E402
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    memory_format,
+    preserve_format,
+)
+
 # The Python array API standard namespace is ember_core.array_api (loaded lazily
 # by Tensor.__array_namespace__).
 

@@ -783,7 +783,7 @@ def _pow_scalar_exponent(input, exponent, out):
 @defop("pow(input, exponent, *, out=None)")
 def pow(input, exponent, out=None):
     """input ** exponent (either may be a number)."""
-    if isinstance(input, Tensor) and isinstance(exponent, Tensor):
+    if not (isinstance(input, Tensor) and is_scalar(exponent)):
         _supported("pow", D.result_type(input, exponent))
     if isinstance(exponent, bool) and isinstance(input, Tensor):
         if input._dtype is _bool:  # x ** True is x, x ** False is all True

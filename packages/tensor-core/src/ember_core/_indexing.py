@@ -4,6 +4,7 @@ Basic keys (ints, slices, None, Ellipsis, Python bools) give views.  Advanced
 keys (integer/bool tensors and sequences) are handled by _advanced_index.
 """
 
+import numbers
 import operator
 
 from ember_core._dispatch import defop
@@ -15,7 +16,8 @@ def _is_advanced(k):
         return True
     if isinstance(k, (list, tuple)):
         return True
-    return hasattr(k, "__array__") and not isinstance(k, (int, slice))
+    # NumPy integer scalars index like ints (they also have __array__)
+    return hasattr(k, "__array__") and not isinstance(k, (numbers.Integral, slice))
 
 
 def _expand_key(key, ndim):

@@ -36,8 +36,8 @@ def error(status, op):
         return IndexError(f"{op}: {detail}")
     if status == lib.EC_ERR_NOMEM:
         return MemoryError(f"{op}: {detail}")
-    if status == lib.EC_ERR_DTYPE:
-        return TypeError(f"{op}: {detail}")
+    if status == lib.EC_ERR_DTYPE:  # no kernel for a dtype: PyTorch's NotImplementedError
+        return NotImplementedError(f"{op}: {detail}")
     return RuntimeError(f"{op}: {detail}")
 
 

@@ -40,6 +40,8 @@ def _keepdim_view(r, shape, dims):
 def reduce(op, code, x, dims, keepdim, out_dtype, p0=0.0, want_idx=False, out=None):
     """Reduce x over ``dims`` (a tuple of normalised dims) with kernel ``code``."""
     nd = len(x._shape)
+    if not nd:
+        dims = ()  # a 0-d tensor reduces over "dim 0" to itself
     out_dims = [d for d in range(nd) if d not in dims]
     out_shape = tuple(x._shape[d] for d in out_dims)
     dev = x._storage._device
@@ -73,8 +75,8 @@ def reduce(op, code, x, dims, keepdim, out_dtype, p0=0.0, want_idx=False, out=No
 
 
 def _dims(x, dim, op):
-    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0 and op in ("amax", "amin")):
-        return tuple(range(len(x._shape)))
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return tuple(range(len(x._shape)))  # dim=() reduces everything, as in PyTorch
     return _shape.normalize_dims(dim, len(x._shape), op)
 
 
@@ -142,7 +144,7 @@ def prod(input, dim=None, keepdim=False, dtype=None, out=None):
 
 
 def _nonempty(op, x, dims):
-    if x._numel == 0:
+    if x._numel == 0 and x._shape:
         if len(dims) == len(x._shape) and len(dims) != 1:
             raise RuntimeError(
                 f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify "

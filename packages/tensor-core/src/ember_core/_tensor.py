@@ -158,6 +158,10 @@ class Tensor:
         return self._storage
 
     def is_contiguous(self, memory_format=None):
+        if memory_format is not None:
+            from ember_core import _copy
+
+            return _copy.is_contiguous_as(self, memory_format)
         c = self._contig
         if c is None:
             c = self._contig = _shape.is_contiguous(self._shape, self._stride)

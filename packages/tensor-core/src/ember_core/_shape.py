@@ -13,6 +13,8 @@ def contiguous_strides(shape):
     for s in reversed(shape):
         strides.append(acc)
         acc *= s if s > 1 else 1
+    if strides and strides[-1] >= 1 << 63:
+        raise RuntimeError(f"a tensor of shape {list(shape)} is too large: its strides overflow int64")
     return tuple(reversed(strides))
 
 
@@ -48,6 +50,13 @@ def as_shape(args, op):
     for s in shape:
         if s < 0:
             raise RuntimeError(f"{op}(): Trying to create tensor with negative dimension {s}: {list(shape)}")
+        if s >= 1 << 63:
+            raise RuntimeError(f"{op}(): size {s} does not fit int64 (shape {list(shape)})")
+    extent = 1
+    for s in shape:
+        extent *= s if s > 1 else 1
+    if extent >= 1 << 63:  # the outermost stride would not fit int64
+        raise RuntimeError(f"{op}(): the shape {list(shape)} is too large (its strides overflow int64)")
     if len(shape) > MAX_DIMS:
         raise RuntimeError(f"{op}(): at most {MAX_DIMS} dims are supported, got {len(shape)}")
     return shape

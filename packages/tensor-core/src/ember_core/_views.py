@@ -32,6 +32,8 @@ def _infer_size(shape, numel, op):
         shape[neg[0]] = numel // known
     elif known != numel:
         raise RuntimeError(f"{op}: shape '{shape}' is invalid for input of size {numel}")
+    if numel == 0 and any(s >= 1 << 63 for s in shape):
+        raise RuntimeError(f"{op}: shape '{shape}' has a size that does not fit int64")
     return tuple(shape)
 
 
@@ -234,6 +236,8 @@ def expand(input, sizes):
         cur, st = input._shape[i - lead], input._stride[i - lead]
         if s == -1:
             s = cur
+        elif s < 0:
+            raise RuntimeError(f"expand: the expanded size {s} at dimension {i} is negative (sizes {list(sizes)})")
         if cur == s:
             shape.append(s)
             stride.append(st)

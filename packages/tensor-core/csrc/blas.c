@@ -142,7 +142,7 @@ static int gemm_int(int dtype, int64_t m, int64_t n, int64_t k, double alpha, co
     int isz = ec_itemsize[dtype];
     int64_t ialpha = ec_f2i64(alpha), ibeta = ec_f2i64(beta);
     int nt = ec_threads_for(m * n * k, EC_GRAIN);
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for num_threads(nt) schedule(static) if(nt > 1)
     for (int64_t i = 0; i < m; i++) {
         for (int64_t j = 0; j < n; j++) {
             int64_t acc = 0;

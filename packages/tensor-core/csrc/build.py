@@ -18,6 +18,7 @@ SOURCES = [
     "iter.c",
     "copy.c",
     "elementwise.c",
+    "fast_exp.c",
     "reduce.c",
     "blas.c",
     "random.c",

@@ -174,6 +174,10 @@ static const ec_loop unary_table[EC_NUM_UNARY][EC_NUM_DTYPES] = {
     UNARY_INT_LIST(UNARY_ENTRY, EC_INT32, i32, int32_t, int32_t)
     UNARY_INT_LIST(UNARY_ENTRY, EC_INT64, i64, int64_t, int64_t)
     UNARY_BOOL_LIST(UNARY_ENTRY, EC_BOOL, b, uint8_t, int)
+    /* later initialisers replace the generic loops: Note [Fast float32 exp] */
+    [EC_U_EXP][EC_FLOAT32] = ec_loop_exp_f32,
+    [EC_U_SIGMOID][EC_FLOAT32] = ec_loop_sigmoid_f32,
+    [EC_U_SILU][EC_FLOAT32] = ec_loop_silu_f32,
 };
 
 /* Ops whose output is bool whatever the input dtype. */

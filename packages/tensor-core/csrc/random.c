@@ -98,7 +98,7 @@ int ec_random(int kind, int dtype, int64_t n, ec_ptr out_addr, uint64_t seed, ui
     double uscale = 1.0 / (double)(1u << ubits);
     int nt = ec_threads_for(n, EC_GRAIN / 4);
     char* o = (char*)out;
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for num_threads(nt) schedule(static) if(nt > 1)
     for (int64_t c = 0; c < n_ctr; c++) {
         uint32_t r[4];
         philox(offset + (uint64_t)c, seed, r);
@@ -187,7 +187,7 @@ int ec_bernoulli_tensor(int dtype, int p_dtype, int64_t n, ec_ptr out_addr, ec_p
     int bad = 0;
     int64_t n_ctr = (n + 3) / 4;
     int nt = ec_threads_for(n, EC_GRAIN / 4);
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad)
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad) if(nt > 1)
     for (int64_t c = 0; c < n_ctr; c++) {
         uint32_t r[4];
         philox(offset + (uint64_t)c, seed, r);
@@ -244,7 +244,7 @@ int ec_multinomial(int dtype, int64_t rows, int64_t cats, ec_ptr weights_addr, i
         return ec_fail(EC_ERR_INVALID, "multinomial: bad arguments");
     int status = EC_OK;
     int nt = ec_threads_for(rows * cats * (num_samples > 0 ? num_samples : 1), EC_GRAIN);
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for num_threads(nt) schedule(static) if(nt > 1)
     for (int64_t r = 0; r < rows; r++) {
         const char* w = (const char*)weights + r * cats * ec_itemsize[dtype];
         double* rem = malloc(sizeof(double) * (size_t)cats);

@@ -630,3 +630,23 @@ def test_operators_and_reflected_forms():
     np.testing.assert_allclose(x.numpy(), [6.25, 16.0])
     m = ec.tensor([[1.0, 2.0], [3.0, 4.0]])
     np.testing.assert_allclose((m @ m).numpy(), m.numpy() @ m.numpy())
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 255, 256, 257, 1000, 70_001])
+def test_vectorised_float32_exp_sigmoid_silu_at_every_length_and_extreme(n, rng):
+    x = rng.uniform(-100, 100, n).astype(np.float32)
+    specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 88.0, 88.5, 88.73, -87.3, -87.4, -103.0, -104.0], np.float32)
+    x[: min(n, len(specials))] = specials[: min(n, len(specials))]
+    xd = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        refs = {"exp": np.exp(xd), "sigmoid": 1 / (1 + np.exp(-xd)), "silu": xd / (1 + np.exp(-xd))}
+    for name, ref in refs.items():
+        ref32 = ref.astype(np.float32)
+        for t in (ec.tensor(x), ec.tensor(x)):
+            got = getattr(ec, name)(t).numpy()
+            np.testing.assert_allclose(got, ref32, rtol=3e-7, atol=2e-38, equal_nan=True)
+        inplace = ec.tensor(x)
+        getattr(inplace, name + "_")()
+        np.testing.assert_allclose(inplace.numpy(), ref32, rtol=3e-7, atol=2e-38, equal_nan=True)
+        strided = ec.tensor(np.repeat(x, 2))[::2]
+        np.testing.assert_allclose(getattr(strided, name)().numpy(), ref32, rtol=3e-7, atol=2e-38, equal_nan=True)

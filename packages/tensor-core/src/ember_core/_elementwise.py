@@ -14,7 +14,7 @@ import numbers
 from ember_core import _dtype as D
 from ember_core import _shape
 from ember_core._dispatch import defop
-from ember_core._lib import check, ffi, lib
+from ember_core._lib import check, error, ffi, lib
 from ember_core._tensor import Tensor, empty, is_contig, written
 
 _new_i64 = ffi.new
@@ -36,7 +36,7 @@ def check_device(op, *tensors):
             d = t._storage._device
             if dev is None:
                 dev = d
-            elif d != dev and t._shape:
+            elif d is not dev and d != dev and t._shape:
                 raise RuntimeError(
                     f"{op}: Expected all tensors to be on the same device, but found at least "
                     f"two devices, {dev} and {d}!"
@@ -164,10 +164,14 @@ def not_implemented(op, dtype):
     return NotImplementedError(f'"{name}" not implemented for \'{_tname(dtype)}\'')
 
 
+# the rejected dtypes by op name, in-place names included (one dict lookup per call)
+_REJECTS = {**{k: v[1] for k, v in UNSUPPORTED.items()}, **{k + "_": v[1] for k, v in UNSUPPORTED.items()}}
+
+
 def _supported(op, dtype):
-    entry = UNSUPPORTED.get(op)
-    if entry is not None and dtype in entry[1]:
-        raise not_implemented(op, dtype)
+    rejected = _REJECTS.get(op)
+    if rejected is not None and dtype in rejected:
+        raise not_implemented(op.rstrip("_"), dtype)
 
 
 # ------------------------------------------------------------------ unary
@@ -182,7 +186,9 @@ BOOL_AS_LONG = 6  # like SAME, but bool computes in int64 (square, as pow(x, 2))
 
 
 def _unary_dtypes(op, rule, xd):
-    _supported(op.rstrip("_"), xd)
+    rejected = _REJECTS.get(op)
+    if rejected is not None and xd in rejected:
+        raise not_implemented(op.rstrip("_"), xd)
     if rule == FLOAT:
         cd = xd if xd.category == 2 else D.get_default_dtype()
         return cd, cd
@@ -538,8 +544,36 @@ def _scalar_args(s, dtype):
     return float(s), s
 
 
+_lib_binary_contig = lib.ec_binary_contig
+_lib_binary_scalar_contig = lib.ec_binary_scalar_contig
+_INT64_MIN, _INT64_LIMIT = -(2**63), 2**63
+
+
 def binary(op, code, kind, a, b, out=None, p0=1.0):
     """Run binary kernel ``code`` on a and b (tensors or one Python number)."""
+    # Fast paths (Note [Op overhead]): the common small-tensor cases -- two
+    # contiguous tensors of one dtype and shape, or a contiguous tensor and a
+    # Python number that does not change its dtype -- skip the general
+    # promotion/broadcast machinery below.  They must give exactly its result.
+    if out is None and a.__class__ is Tensor and (a._contig or is_contig(a)):
+        dt = a._dtype
+        bc = b.__class__
+        if bc is Tensor:
+            if (b._dtype is dt and b._shape == a._shape and (b._contig or is_contig(b))
+                    and b._storage._device is a._storage._device
+                    and (kind <= COMPARE and kind != TRUEDIV or dt.category == 2 and kind != BITWISE)):
+                r = empty(a._shape, _bool if kind == COMPARE else dt, a._storage._device)
+                st = _lib_binary_contig(code, dt.code, a._numel, r._ptr, a._ptr, b._ptr, p0)
+                if st:
+                    raise error(st, op)
+                return r
+        elif (bc is float and dt.category == 2 or bc is int and dt.category and _INT64_MIN <= b < _INT64_LIMIT) and (
+                kind <= COMPARE and kind != TRUEDIV or dt.category == 2 and kind != BITWISE):
+            r = empty(a._shape, _bool if kind == COMPARE else dt, a._storage._device)
+            st = _lib_binary_scalar_contig(code, dt.code, a._numel, r._ptr, a._ptr, b, b if bc is int else 0, 0, p0)
+            if st:
+                raise error(st, op)
+            return r
     a_scalar = not isinstance(a, Tensor)
     b_scalar = not isinstance(b, Tensor)
     if a_scalar and b_scalar:

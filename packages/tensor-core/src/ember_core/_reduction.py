@@ -9,7 +9,7 @@ from ember_core._copy import write_out
 from ember_core._dispatch import defop
 from ember_core._elementwise import cast, maximum, minimum
 from ember_core._lib import NOGIL_THRESHOLD, check, ffi, lib, nogil
-from ember_core._tensor import Tensor, empty
+from ember_core._tensor import Tensor, empty, is_contig
 
 
 class _ReturnTypes:
@@ -37,31 +37,49 @@ def _keepdim_view(r, shape, dims):
     return r
 
 
+_flat_layouts = {}
+
+
+def _flat_layout(n):
+    """The layout of a reduction of n contiguous elements to one (memoised)."""
+    lay = _flat_layouts.get(n)
+    if lay is None:
+        if len(_flat_layouts) > 1024:
+            _flat_layouts.clear()
+        lay = _flat_layouts[n] = ffi.new("int64_t[]", [n, 1])
+    return lay
+
+
 def reduce(op, code, x, dims, keepdim, out_dtype, p0=0.0, want_idx=False, out=None):
     """Reduce x over ``dims`` (a tuple of normalised dims) with kernel ``code``."""
     nd = len(x._shape)
     if not nd:
         dims = ()  # a 0-d tensor reduces over "dim 0" to itself
-    out_dims = [d for d in range(nd) if d not in dims]
-    out_shape = tuple(x._shape[d] for d in out_dims)
     dev = x._storage._device
-    r = empty(out_shape, out_dtype, dev)
-    idx = empty(out_shape, D.int64, dev) if want_idx else None
-    red_shape = [x._shape[d] for d in dims]
-    lay = ffi.new(
-        "int64_t[]",
-        list(out_shape)
-        + list(r._stride)
-        + [x._stride[d] for d in out_dims]
-        + red_shape
-        + [x._stride[d] for d in dims],
-    )
     fn = nogil.ec_reduce if x._numel * x._dtype.itemsize > NOGIL_THRESHOLD else lib.ec_reduce
-    check(
-        fn(code, x._dtype.code, out_dtype.code, len(out_dims), len(dims), lay, r._ptr,
-           idx._ptr if idx is not None else 0, x._ptr, p0),
-        op,
-    )
+    if len(dims) == nd and (x._contig or is_contig(x)):
+        # everything of a contiguous tensor: one flat run, a cached layout
+        r = empty((), out_dtype, dev)
+        idx = empty((), D.int64, dev) if want_idx else None
+        n_out, n_red, lay = 0, 1, _flat_layout(x._numel)
+    else:
+        out_dims = [d for d in range(nd) if d not in dims]
+        out_shape = tuple(x._shape[d] for d in out_dims)
+        r = empty(out_shape, out_dtype, dev)
+        idx = empty(out_shape, D.int64, dev) if want_idx else None
+        lay = ffi.new(
+            "int64_t[]",
+            list(out_shape)
+            + list(r._stride)
+            + [x._stride[d] for d in out_dims]
+            + [x._shape[d] for d in dims]
+            + [x._stride[d] for d in dims],
+        )
+        n_out, n_red = len(out_dims), len(dims)
+    st = fn(code, x._dtype.code, out_dtype.code, n_out, n_red, lay, r._ptr,
+            idx._ptr if idx is not None else 0, x._ptr, p0)
+    if st:
+        check(st, op)
     if keepdim:
         r = _keepdim_view(r, x._shape, dims)
         if idx is not None:

@@ -64,6 +64,9 @@ ffibuilder.set_source(
         "-fopenmp",
         "-fwrapv",
         "-fno-math-errno",
+        # no fused multiply-adds: a value must not depend on which loop (vector
+        # clone, scalar tail, strided path) computed it
+        "-ffp-contract=off",
         "-Werror=int-conversion",
         "-Werror=incompatible-pointer-types",
         "-Werror=implicit-function-declaration",

@@ -48,6 +48,25 @@ static inline __attribute__((always_inline)) v8f v8_expf(v8f x) {
     return p * (v8f)bits;
 }
 
+/* The same polynomial for one float, and expf outside its range: tails and
+ * strided loops use it so that a value does not depend on the layout. */
+static inline float s_expf(float x) {
+    if (!(x >= EXP_LO && x <= EXP_HI)) return expf(x);
+    float fn = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = x - fn * 0.693359375f;
+    r = r - fn * -2.12194440e-4f;
+    float p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    uint32_t bits = (uint32_t)((int32_t)fn + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+
 /* Lanes outside the polynomial's range (NaN included): -1 in those lanes. */
 static inline __attribute__((always_inline)) v8i v8_outside(v8f x) {
     return ~((x >= EXP_LO) & (x <= EXP_HI));
@@ -111,9 +130,9 @@ static inline __attribute__((always_inline)) v8f v8_clamp(v8f x) {
 #define EXP_OF(x, e) (e)
 #define SIGMOID_OF(x, e) (1.0f / (1.0f + (e)))
 #define SILU_OF(x, e) ((x) / (1.0f + (e)))
-#define EXP_SCALAR(x) expf(x)
-#define SIGMOID_SCALAR(x) (1.0f / (1.0f + expf(-(x))))
-#define SILU_SCALAR(x) ((x) / (1.0f + expf(-(x))))
+#define EXP_SCALAR(x) s_expf(x)
+#define SIGMOID_SCALAR(x) (1.0f / (1.0f + s_expf(-(x))))
+#define SILU_SCALAR(x) ((x) / (1.0f + s_expf(-(x))))
 
 FAST_LOOP(ec_loop_exp_f32, EXP_OF, EXP_SCALAR, ARG_X)
 FAST_LOOP(ec_loop_sigmoid_f32, SIGMOID_OF, SIGMOID_SCALAR, ARG_NEG)

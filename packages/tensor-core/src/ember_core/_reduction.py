@@ -50,6 +50,25 @@ def _flat_layout(n):
     return lay
 
 
+# Reduction layouts by (shape, strides, dims): building one costs more than
+# reducing a small tensor.
+_plans = {}
+
+
+def _plan(x, dims):
+    out_dims = [d for d in range(len(x._shape)) if d not in dims]
+    out_shape = tuple(x._shape[d] for d in out_dims)
+    lay = ffi.new(
+        "int64_t[]",
+        list(out_shape)
+        + list(_shape.contiguous_strides(out_shape))
+        + [x._stride[d] for d in out_dims]
+        + [x._shape[d] for d in dims]
+        + [x._stride[d] for d in dims],
+    )
+    return out_shape, lay, len(out_dims), len(dims)
+
+
 def reduce(op, code, x, dims, keepdim, out_dtype, p0=0.0, want_idx=False, out=None):
     """Reduce x over ``dims`` (a tuple of normalised dims) with kernel ``code``."""
     nd = len(x._shape)
@@ -63,19 +82,15 @@ def reduce(op, code, x, dims, keepdim, out_dtype, p0=0.0, want_idx=False, out=No
         idx = empty((), D.int64, dev) if want_idx else None
         n_out, n_red, lay = 0, 1, _flat_layout(x._numel)
     else:
-        out_dims = [d for d in range(nd) if d not in dims]
-        out_shape = tuple(x._shape[d] for d in out_dims)
+        key = (x._shape, x._stride, dims)
+        plan = _plans.get(key)
+        if plan is None:
+            plan = _plans[key] = _plan(x, dims)
+            if len(_plans) > 1024:
+                _plans.clear()
+        out_shape, lay, n_out, n_red = plan
         r = empty(out_shape, out_dtype, dev)
         idx = empty(out_shape, D.int64, dev) if want_idx else None
-        lay = ffi.new(
-            "int64_t[]",
-            list(out_shape)
-            + list(r._stride)
-            + [x._stride[d] for d in out_dims]
-            + [x._shape[d] for d in dims]
-            + [x._stride[d] for d in dims],
-        )
-        n_out, n_red = len(out_dims), len(dims)
     st = fn(code, x._dtype.code, out_dtype.code, n_out, n_red, lay, r._ptr,
             idx._ptr if idx is not None else 0, x._ptr, p0)
     if st:

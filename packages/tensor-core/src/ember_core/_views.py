@@ -10,11 +10,19 @@ from ember_core import _dtype as D
 from ember_core import _shape
 from ember_core._dispatch import defop
 from ember_core._shape import normalize_dim
-from ember_core._tensor import Tensor, is_contig, view_of
+from ember_core._tensor import Tensor, contiguous_strides, is_contig, view_of
 
 
 def _infer_size(shape, numel, op):
     """Replace a -1 in ``shape`` so the product is numel."""
+    known = 1
+    for s in shape:
+        if s < 0:
+            break
+        known *= s
+    else:  # the common case: every size given
+        if known == numel and (numel or all(s < 1 << 63 for s in shape)):
+            return tuple(shape)
     shape = list(shape)
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
@@ -73,10 +81,10 @@ def _view_strides(old_shape, old_stride, new_shape):
 
 
 def _as_sizes(args, op):
-    if len(args) == 1 and not isinstance(args[0], int):
+    if len(args) == 1 and args[0].__class__ is not int:
         args = args[0]
     try:
-        return tuple(operator.index(s) for s in args)
+        return tuple([s if s.__class__ is int else operator.index(s) for s in args])
     except TypeError:
         raise TypeError(f"{op}(): size must be a sequence of ints, got {args!r}") from None
 
@@ -91,7 +99,7 @@ def view(input, shape):
     if new == input._shape:
         return view_of(input, input._shape, input._stride, input._offset, input._numel, input._contig)
     if input._contig or is_contig(input):
-        return view_of(input, new, _shape.contiguous_strides(new), input._offset, input._numel, True)
+        return view_of(input, new, contiguous_strides(new), input._offset, input._numel, True)
     st = _view_strides(input._shape, input._stride, new)
     if st is None:
         raise RuntimeError(
@@ -464,7 +472,10 @@ def atleast_3d(input):
 
 def T(self):
     """All dims reversed."""
-    return permute(self, *reversed(range(len(self._shape))))
+    n = len(self._shape)
+    if n == 2:
+        return transpose(self, 0, 1)
+    return permute(self, *reversed(range(n)))
 
 
 def mT(self):

@@ -650,3 +650,27 @@ def test_vectorised_float32_exp_sigmoid_silu_at_every_length_and_extreme(n, rng)
         np.testing.assert_allclose(inplace.numpy(), ref32, rtol=3e-7, atol=1e-35, equal_nan=True)
         strided = ec.tensor(np.repeat(x, 2))[::2]
         np.testing.assert_allclose(getattr(strided, name)().numpy(), ref32, rtol=3e-7, atol=1e-35, equal_nan=True)
+
+
+def test_inplace_aliases_and_composites():
+    x = ec.tensor([-1.5, 2.5])
+    for name, ref in [("absolute_", [1.5, 2.5]), ("negative_", [-1.5, -2.5]), ("fix_", [-1.0, -2.0]),
+                      ("clip_", None)]:
+        if ref is None:
+            continue
+        getattr(x, name)()
+        assert x.tolist() == ref
+    y = ec.tensor([-3.0, 3.0])
+    y.clamp_min_(-1).clamp_max_(2)
+    assert y.tolist() == [-1.0, 2.0]
+    y.clip_(0, 1)
+    assert y.tolist() == [0.0, 1.0]
+    z = ec.tensor([4.0, 9.0])
+    z.true_divide_(2).multiply_(2).subtract_(1).divide_(2)
+    assert z.tolist() == [1.5, 4.0]
+    assert ec.tensor([1.0, 3.0]).greater_(2).tolist() == [0.0, 1.0]
+    d = ec.tensor([2.0], dtype=ec.float64)
+    assert d.float_power_(3).tolist() == [8.0]
+    with pytest.raises(RuntimeError, match="Double"):
+        ec.tensor([2.0]).float_power_(2)
+    assert ec.is_floating_point(d) and not ec.is_complex(d)

@@ -255,6 +255,35 @@ def _contains(self, element):
 
 Tensor.__contains__ = _contains
 
+# ------------------------------------------- in-place aliases, predicates (tc-core)
+for _alias, _target in [
+    ("absolute_", "abs_"),
+    ("arccos_", "acos_"),
+    ("arcsin_", "asin_"),
+    ("arctan_", "atan_"),
+    ("clip_", "clamp_"),
+    ("divide_", "div_"),
+    ("fix_", "trunc_"),
+    ("greater_", "gt_"),
+    ("greater_equal_", "ge_"),
+    ("less_", "lt_"),
+    ("less_equal_", "le_"),
+    ("multiply_", "mul_"),
+    ("negative_", "neg_"),
+    ("not_equal_", "ne_"),
+    ("subtract_", "sub_"),
+]:
+    setattr(Tensor, _alias, getattr(Tensor, _target))
+
+
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+def is_complex(input):
+    return False
+
+
 # ----------------------------------------------------- memory formats (tc-core)
 from ember_core._copy import (  # noqa: E402
     channels_last,

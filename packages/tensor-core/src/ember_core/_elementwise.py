@@ -443,6 +443,16 @@ def clamp_max(input, max):
     return clamp(input, max=max)
 
 
+@defop("clamp_min_(input, min)", composite=True)
+def clamp_min_(input, min):
+    return clamp_(input, min=min)
+
+
+@defop("clamp_max_(input, max)", composite=True)
+def clamp_max_(input, max):
+    return clamp_(input, max=max)
+
+
 @defop("nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None)")
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None, out=None):
     """Replace NaN and infinities by finite numbers (the dtype's extremes by default)."""
@@ -766,6 +776,11 @@ def true_divide(input, other, out=None):
     return div(input, other, out=out)
 
 
+@defop("true_divide_(input, other)", composite=True)
+def true_divide_(input, other):
+    return div_(input, other)
+
+
 @defop("floor_divide(input, other, *, out=None)")
 def floor_divide(input, other, out=None):
     _supported("floor_divide", D.result_type(input, other))
@@ -871,6 +886,16 @@ def _require_tensors(name, input, other):
     for x, arg, pos in checks:
         if not isinstance(x, Tensor):
             raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not {type(x).__name__}")
+
+
+@defop("float_power_(input, exponent)", composite=True)
+def float_power_(input, exponent):
+    if input._dtype is not D.float64:
+        raise RuntimeError(
+            f"the base given to float_power_ has dtype {input._dtype} but the operation's result "
+            "requires dtype Double"
+        )
+    return pow_(input, exponent)
 
 
 def _binary_family(name, code, kind, inplace=True, doc=None):

@@ -259,6 +259,16 @@ def addmv(input, mat, vec, beta=1, alpha=1):
     return input * beta + mv(mat, vec) * alpha if beta != 0 else mv(mat, vec) * alpha
 
 
+@defop("addmv_(input, mat, vec, *, beta=1, alpha=1)", composite=True)
+def addmv_(input, mat, vec, beta=1, alpha=1):
+    return input.copy_(addmv(input, mat, vec, beta=beta, alpha=alpha))
+
+
+@defop("addr_(input, vec1, vec2, *, beta=1, alpha=1)", composite=True)
+def addr_(input, vec1, vec2, beta=1, alpha=1):
+    return input.copy_(addr(input, vec1, vec2, beta=beta, alpha=alpha))
+
+
 @defop("addr(input, vec1, vec2, *, beta=1, alpha=1)", composite=True)
 def addr(input, vec1, vec2, beta=1, alpha=1):
     return input * beta + outer(vec1, vec2) * alpha if beta != 0 else outer(vec1, vec2) * alpha

@@ -507,6 +507,16 @@ def transpose_(input, dim0, dim1):
     return _restride_(input, transpose(input, dim0, dim1))
 
 
+@defop("swapaxes_(input, axis0, axis1)", composite=True)
+def swapaxes_(input, axis0, axis1):
+    return transpose_(input, axis0, axis1)
+
+
+@defop("swapdims_(input, dim0, dim1)", composite=True)
+def swapdims_(input, dim0, dim1):
+    return transpose_(input, dim0, dim1)
+
+
 @defop("t_(input)", composite=True)
 def t_(input):
     if len(input._shape) > 2:

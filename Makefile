@@ -14,7 +14,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 WHEELHOUSE := wheelhouse
 # In dependency order (DESIGN.md).
-PACKAGES := allocator tensor-core autograd nn
+PACKAGES := allocator tensor-core autograd nn multiprocessing
+# data (ember-data): depends on numpy only (DESIGN.md)
+PACKAGES += data
 STAMP := $(VENV)/.ember-dev-installed
 PIP := $(BIN)/python -m pip
 
@@ -55,6 +57,7 @@ parity: wheels
 
 bench: install
 	$(BIN)/python benchmarks/allocator.py
+	$(BIN)/python benchmarks/autograd.py
 
 lint: venv
 	$(BIN)/ruff check .

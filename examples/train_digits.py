@@ -60,11 +60,6 @@ class MLP(nn.Module):
         return self.net(x)
 
 
-def to_tensor(image):
-    """8x8 digit (0..16) -> 1x8x8 float tensor in [0, 1]."""
-    return torch.tensor(image, dtype=torch.float32).reshape(1, 8, 8) / 16.0
-
-
 def evaluate(model, loader):
     model.eval()
     correct = total = 0
@@ -110,7 +105,7 @@ def main(argv=None):
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
-    dataset = Digits(transform=to_tensor)
+    dataset = Digits()  # 1x8x8 float32 images in [0, 1]
     n_test = len(dataset) // 5
     train_set, test_set = random_split(dataset, [len(dataset) - n_test, n_test], generator=torch.Generator().manual_seed(args.seed))
     train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True, num_workers=args.workers,

@@ -10,7 +10,7 @@ import cffi
 
 CSRC = pathlib.Path(__file__).resolve().parent
 HEADER = CSRC / "ember_allocator.h"
-SOURCES = ["pool.c", "stats.c", "snapshot.c", "errors.c", "raw_host.c", "raw_cuda.c"]
+SOURCES = ["pool.c", "stats.c", "snapshot.c", "errors.c", "raw_host.c", "raw_cuda.c", "selftest.c"]
 
 
 def read_cdef(header: pathlib.Path) -> str:

@@ -40,13 +40,14 @@
 
 /* History event kinds. */
 #define EA_EV_ALLOC 0
-#define EA_EV_FREE 1
+#define EA_EV_FREE 1            /* the user freed the block (PyTorch's free_requested) */
 #define EA_EV_SEGMENT_ALLOC 2
 #define EA_EV_SEGMENT_FREE 3
 #define EA_EV_OOM 4
 #define EA_EV_EMPTY_CACHE 5
 #define EA_EV_MAP 6
 #define EA_EV_UNMAP 7
+#define EA_EV_FREE_COMPLETED 8  /* the block is back in its pool (after its streams' events) */
 
 /* Policy constants, exported so Python never writes them twice. */
 #define EA_MIN_BLOCK_SIZE 512
@@ -87,6 +88,8 @@ typedef struct ea_stats {
     ea_stat active_bytes[3];
     ea_stat inactive_split_bytes[3];
     ea_stat requested_bytes[3];
+    ea_stat oversize_allocations;  /* blocks of at least max_split_size handed out */
+    ea_stat oversize_segments;     /* segments of at least max_split_size reserved */
     int64_t num_alloc_retries;
     int64_t num_ooms;
     int64_t num_sync_all_streams;
@@ -96,8 +99,6 @@ typedef struct ea_stats {
     int64_t num_unmaps;
     int64_t cache_hits;
     int64_t cache_misses;
-    int64_t oversize_allocations;
-    int64_t oversize_segments;
     uint64_t max_split_size;
     uint64_t memory_limit;
 } ea_stats;
@@ -195,6 +196,13 @@ int64_t ea_history(ea_allocator* a, ea_event* out, int64_t max_events);
 
 /* Simulated device (EA_RAW_SIM): complete every event recorded on a stream. */
 int ea_sim_complete(ea_allocator* a, uint64_t stream);
+
+/* Self-test (selftest.c): n_threads C threads allocate and free at once, each
+ * `iterations` random steps of up to max_bytes on n_streams streams, checking
+ * that no live block is overwritten by another.  Everything is freed at the
+ * end.  Host-accessible kinds only. */
+int ea_stress_threads(ea_allocator* a, int n_threads, int64_t iterations, uint64_t max_bytes,
+                      int n_streams, uint64_t seed);
 
 /* cdef:end */
 

@@ -24,6 +24,7 @@ typedef struct ea_block {
     int state;                  /* EA_BLOCK_* */
     int in_pool;                /* in its pool's free list */
     int counted_split;          /* counted in inactive_split stats while in the pool */
+    int counted_oversize;       /* counted in oversize_allocations while allocated */
     int pending_events;         /* events still to complete before the block is free */
     int n_uses, cap_uses;
     uint64_t* uses;             /* other streams the block was used on (record_stream) */
@@ -37,6 +38,7 @@ typedef struct ea_segment {
     int64_t handle;
     int is_small;
     int expandable;
+    int counted_oversize;       /* counted in oversize_segments while reserved */
     struct ea_pool* pool;
     ea_block* first;
     struct ea_segment* prev_seg;

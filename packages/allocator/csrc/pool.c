@@ -229,6 +229,7 @@ static void free_block(ea_allocator* a, ea_block* b) {
     int is_small = b->seg->is_small;
     ea_stat_update(a->stats.active, is_small, -1);
     ea_stat_update(a->stats.active_bytes, is_small, -(int64_t)b->size);
+    ea_history_add(a, EA_EV_FREE_COMPLETED, b->ptr, b->size, b->stream);
     b->state = EA_BLOCK_FREE;
     b->n_uses = 0;
     b->requested = 0;
@@ -310,7 +311,10 @@ static int new_segment(ea_allocator* a, ea_pool* pool, size_t size, ea_block** o
     s->first = b;
     segment_link(a, s);
     a->stats.num_device_alloc++;
-    if (a->cfg.max_split_size && seg_size >= a->cfg.max_split_size) a->stats.oversize_segments++;
+    if (a->cfg.max_split_size && seg_size >= a->cfg.max_split_size) {
+        s->counted_oversize = 1;
+        ea_stat_apply(&a->stats.oversize_segments, 1);
+    }
     ea_stat_update(a->stats.segment, s->is_small, 1);
     ea_stat_update(a->stats.reserved_bytes, s->is_small, (int64_t)seg_size);
     ea_history_add(a, EA_EV_SEGMENT_ALLOC, s->base, seg_size, s->stream);
@@ -324,6 +328,7 @@ static void release_segment(ea_allocator* a, ea_segment* s) {
     block_delete(a, b);
     a->raw.free(a->raw.ctx, (void*)s->base, s->size, s->handle);
     a->stats.num_device_free++;
+    if (s->counted_oversize) ea_stat_apply(&a->stats.oversize_segments, -1);
     ea_stat_update(a->stats.segment, s->is_small, -1);
     ea_stat_update(a->stats.reserved_bytes, s->is_small, -(int64_t)s->size);
     ea_history_add(a, EA_EV_SEGMENT_FREE, s->base, s->size, s->stream);
@@ -522,10 +527,15 @@ static ea_block* find_free(ea_allocator* a, ea_pool* pool, size_t size) {
     return b;
 }
 
+/* Small and expandable blocks split whenever the rest can hold a block: the
+ * small pool serves nothing bigger, and the free pages of an expandable segment
+ * are unmapped anyway.  A large block splits only for requests below
+ * max_split_size, and only when the rest is itself large: a request of
+ * max_split_size or more takes a whole block (find_free bounds the waste). */
 static int should_split(const ea_allocator* a, const ea_block* b, size_t size) {
     size_t remaining = b->size - size;
-    if (b->seg->is_small) return remaining >= EA_MIN_BLOCK_SIZE;
-    if (a->cfg.max_split_size && !b->seg->expandable && b->size >= a->cfg.max_split_size) return 0;
+    if (b->seg->is_small || b->seg->expandable) return remaining >= EA_MIN_BLOCK_SIZE;
+    if (a->cfg.max_split_size && size >= a->cfg.max_split_size) return 0;
     return remaining > EA_SMALL_SIZE;
 }
 
@@ -649,7 +659,10 @@ uintptr_t ea_malloc(ea_allocator* a, uint64_t nbytes, uint64_t stream) {
     b->state = EA_BLOCK_ALLOCATED;
     b->requested = nbytes;
     b->stream = stream;
-    if (a->cfg.max_split_size && b->size >= a->cfg.max_split_size) a->stats.oversize_allocations++;
+    if (a->cfg.max_split_size && b->size >= a->cfg.max_split_size) {
+        b->counted_oversize = 1;
+        ea_stat_apply(&a->stats.oversize_allocations, 1);
+    }
     ea_stat_update(a->stats.allocation, is_small, 1);
     ea_stat_update(a->stats.allocated_bytes, is_small, (int64_t)b->size);
     ea_stat_update(a->stats.requested_bytes, is_small, (int64_t)nbytes);
@@ -675,6 +688,10 @@ int ea_free(ea_allocator* a, uintptr_t ptr) {
     ea_stat_update(a->stats.allocation, is_small, -1);
     ea_stat_update(a->stats.allocated_bytes, is_small, -(int64_t)b->size);
     ea_stat_update(a->stats.requested_bytes, is_small, -(int64_t)b->requested);
+    if (b->counted_oversize) {
+        b->counted_oversize = 0;
+        ea_stat_apply(&a->stats.oversize_allocations, -1);
+    }
     ea_history_add(a, EA_EV_FREE, b->ptr, b->size, b->stream);
     int waiting = 0;
     if (a->raw.has_streams && b->n_uses) {
@@ -808,8 +825,8 @@ int ea_sim_complete(ea_allocator* a, uint64_t stream) {
 
 /* -------------------------------------------------------------- lifetime */
 
-/* Note [Fork safety]: a thread may hold an allocator's lock (cffi releases the
- * GIL around calls) when another thread forks.  Every allocator is registered
+/* Note [Fork safety]: a thread may hold an allocator's lock (a C thread, such as
+ * selftest.c's, or any caller not holding the GIL) when another thread forks.  Every allocator is registered
  * here; fork takes all their locks first and releases them on both sides, so the
  * child inherits consistent pools and unlocked mutexes. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;

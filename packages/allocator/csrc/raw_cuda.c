@@ -4,7 +4,7 @@
  * The CUDA runtime and driver are loaded with dlopen at first use, so the package
  * builds and runs on machines without CUDA; there these kinds fail with
  * EA_ERR_UNAVAILABLE and a message saying what was looked for.  Only the few
- * types and constants used are declared here, matching cuda.h / cuda_runtime.h.
+ * types and constants used are declared in cuda_decls.h.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -12,68 +12,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_decls.h"
 #include "ember_allocator.h"
 #include "raw.h"
-
-typedef int cudaError_t;
-typedef void* cudaStream_t;
-typedef void* cudaEvent_t;
-enum { cudaSuccess = 0, cudaErrorMemoryAllocation = 2, cudaErrorNotReady = 600 };
-enum { cudaEventDisableTiming = 2, cudaHostAllocDefault = 0 };
-
-typedef int CUresult;
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-typedef unsigned long long CUmemGenericAllocationHandle;
-typedef struct { int type; int id; } CUmemLocation;
-typedef struct {
-    int type;
-    int requestedHandleTypes;
-    CUmemLocation location;
-    void* win32HandleMetaData;
-    struct {
-        unsigned char compressionType;
-        unsigned char gpuDirectRDMACapable;
-        unsigned short usage;
-        unsigned char reserved[4];
-    } allocFlags;
-} CUmemAllocationProp;
-typedef struct { CUmemLocation location; int flags; } CUmemAccessDesc;
-enum { CU_MEM_ALLOCATION_TYPE_PINNED = 1, CU_MEM_LOCATION_TYPE_DEVICE = 1,
-       CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3, CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0,
-       CUDA_ERROR_OUT_OF_MEMORY = 2 };
 
 static struct {
     pthread_once_t once;
     int loaded;
     char why[256];
-    cudaError_t (*SetDevice)(int);
-    cudaError_t (*GetDevice)(int*);
-    cudaError_t (*Malloc)(void**, size_t);
-    cudaError_t (*Free)(void*);
-    cudaError_t (*HostAlloc)(void**, size_t, unsigned);
-    cudaError_t (*FreeHost)(void*);
-    cudaError_t (*EventCreateWithFlags)(cudaEvent_t*, unsigned);
-    cudaError_t (*EventRecord)(cudaEvent_t, cudaStream_t);
-    cudaError_t (*EventQuery)(cudaEvent_t);
-    cudaError_t (*EventDestroy)(cudaEvent_t);
-    cudaError_t (*DeviceSynchronize)(void);
-    cudaError_t (*MemGetInfo)(size_t*, size_t*);
-    cudaError_t (*GetLastError)(void);
-    const char* (*GetErrorString)(cudaError_t);
+    ea_cudaError_t (*SetDevice)(int);
+    ea_cudaError_t (*GetDevice)(int*);
+    ea_cudaError_t (*GetDeviceCount)(int*);
+    ea_cudaError_t (*Malloc)(void**, size_t);
+    ea_cudaError_t (*Free)(void*);
+    ea_cudaError_t (*HostAlloc)(void**, size_t, unsigned);
+    ea_cudaError_t (*FreeHost)(void*);
+    ea_cudaError_t (*EventCreateWithFlags)(ea_cudaEvent_t*, unsigned);
+    ea_cudaError_t (*EventRecord)(ea_cudaEvent_t, ea_cudaStream_t);
+    ea_cudaError_t (*EventQuery)(ea_cudaEvent_t);
+    ea_cudaError_t (*EventDestroy)(ea_cudaEvent_t);
+    ea_cudaError_t (*DeviceSynchronize)(void);
+    ea_cudaError_t (*MemGetInfo)(size_t*, size_t*);
+    ea_cudaError_t (*GetLastError)(void);
+    const char* (*GetErrorString)(ea_cudaError_t);
     /* driver API, for expandable segments (optional) */
     int have_vmm;
-    CUresult (*cuInit)(unsigned);
-    CUresult (*cuDeviceGet)(CUdevice*, int);
-    CUresult (*cuMemGetAllocationGranularity)(size_t*, const CUmemAllocationProp*, int);
-    CUresult (*cuMemAddressReserve)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long);
-    CUresult (*cuMemAddressFree)(CUdeviceptr, size_t);
-    CUresult (*cuMemCreate)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
+    ea_CUresult (*cuInit)(unsigned);
+    ea_CUresult (*cuMemGetAllocationGranularity)(size_t*, const ea_CUmemAllocationProp*, int);
+    ea_CUresult (*cuMemAddressReserve)(ea_CUdeviceptr*, size_t, size_t, ea_CUdeviceptr, unsigned long long);
+    ea_CUresult (*cuMemAddressFree)(ea_CUdeviceptr, size_t);
+    ea_CUresult (*cuMemCreate)(ea_CUmemGenericAllocationHandle*, size_t, const ea_CUmemAllocationProp*,
                             unsigned long long);
-    CUresult (*cuMemRelease)(CUmemGenericAllocationHandle);
-    CUresult (*cuMemMap)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
-    CUresult (*cuMemUnmap)(CUdeviceptr, size_t);
-    CUresult (*cuMemSetAccess)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t);
+    ea_CUresult (*cuMemRelease)(ea_CUmemGenericAllocationHandle);
+    ea_CUresult (*cuMemMap)(ea_CUdeviceptr, size_t, size_t, ea_CUmemGenericAllocationHandle, unsigned long long);
+    ea_CUresult (*cuMemUnmap)(ea_CUdeviceptr, size_t);
+    ea_CUresult (*cuMemSetAccess)(ea_CUdeviceptr, size_t, const ea_CUmemAccessDesc*, size_t);
 } cu = {.once = PTHREAD_ONCE_INIT};
 
 static void* open_first(const char* const* names) {
@@ -101,6 +74,7 @@ static void load_cuda(void) {
     int ok = 1;
     LOAD(rt, SetDevice, "cudaSetDevice");
     LOAD(rt, GetDevice, "cudaGetDevice");
+    LOAD(rt, GetDeviceCount, "cudaGetDeviceCount");
     LOAD(rt, Malloc, "cudaMalloc");
     LOAD(rt, Free, "cudaFree");
     LOAD(rt, HostAlloc, "cudaHostAlloc");
@@ -123,7 +97,6 @@ static void load_cuda(void) {
     if (!drv) return;
     ok = 1;
     LOAD(drv, cuInit, "cuInit");
-    LOAD(drv, cuDeviceGet, "cuDeviceGet");
     LOAD(drv, cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity");
     LOAD(drv, cuMemAddressReserve, "cuMemAddressReserve");
     LOAD(drv, cuMemAddressFree, "cuMemAddressFree");
@@ -141,28 +114,29 @@ static int cuda_available(void) {
     return EA_OK;
 }
 
-static int cuda_status(cudaError_t err, const char* what, size_t size) {
+static int cuda_status(ea_cudaError_t err, const char* what, size_t size) {
     cu.GetLastError(); /* clear the sticky-free error so later calls are unaffected */
-    return ea_fail(err == cudaErrorMemoryAllocation ? EA_ERR_OOM : EA_ERR_SYSTEM,
+    return ea_fail(err == EA_cudaErrorMemoryAllocation ? EA_ERR_OOM : EA_ERR_SYSTEM,
                    "%s of %zu bytes failed: %s", what, size, cu.GetErrorString(err));
 }
 
 /* Reservations of expandable segments and the handle behind each mapped page. */
 typedef struct reservation {
-    CUdeviceptr base;
+    ea_CUdeviceptr base;
     size_t size;
-    CUmemGenericAllocationHandle* handles; /* one per granule, 0 = unmapped */
+    ea_CUmemGenericAllocationHandle* handles; /* one per granule, 0 = unmapped */
     struct reservation* next;
 } reservation;
 
 typedef struct cuda_ctx {
     int device;
+    size_t granularity;         /* of device memory mappings (expandable segments) */
     reservation* reservations;
 } cuda_ctx;
 
 static int enter(cuda_ctx* c, int* prev) {
     cu.GetDevice(prev);
-    if (*prev != c->device && cu.SetDevice(c->device) != cudaSuccess)
+    if (*prev != c->device && cu.SetDevice(c->device) != EA_cudaSuccess)
         return ea_fail(EA_ERR_SYSTEM, "cannot switch to CUDA device %d", c->device);
     return EA_OK;
 }
@@ -171,14 +145,26 @@ static void leave(cuda_ctx* c, int prev) {
     if (prev != c->device) cu.SetDevice(prev);
 }
 
+/* The driver's virtual memory calls need a current context: cudaFree(NULL) makes
+ * the runtime create the device's primary context and make it current. */
+static int vmm_enter(cuda_ctx* c, int* prev) {
+    if (enter(c, prev) != EA_OK) return EA_ERR_SYSTEM;
+    ea_cudaError_t err = cu.Free(NULL);
+    if (err != EA_cudaSuccess) {
+        leave(c, *prev);
+        return cuda_status(err, "initialising the CUDA context", 0);
+    }
+    return EA_OK;
+}
+
 static int dev_alloc(void* ctx, size_t size, void** ptr, int64_t* handle) {
     cuda_ctx* c = ctx;
     int prev;
     if (enter(c, &prev) != EA_OK) return EA_ERR_SYSTEM;
-    cudaError_t err = cu.Malloc(ptr, size);
+    ea_cudaError_t err = cu.Malloc(ptr, size);
     leave(c, prev);
     *handle = -1;
-    return err == cudaSuccess ? EA_OK : cuda_status(err, "cudaMalloc", size);
+    return err == EA_cudaSuccess ? EA_OK : cuda_status(err, "cudaMalloc", size);
 }
 
 static void dev_free(void* ctx, void* ptr, size_t size, int64_t handle) {
@@ -195,11 +181,11 @@ static int dev_record_event(void* ctx, uint64_t stream, void** event) {
     cuda_ctx* c = ctx;
     int prev;
     if (enter(c, &prev) != EA_OK) return EA_ERR_SYSTEM;
-    cudaEvent_t ev = NULL;
-    cudaError_t err = cu.EventCreateWithFlags(&ev, cudaEventDisableTiming);
-    if (err == cudaSuccess) err = cu.EventRecord(ev, (cudaStream_t)(uintptr_t)stream);
+    ea_cudaEvent_t ev = NULL;
+    ea_cudaError_t err = cu.EventCreateWithFlags(&ev, EA_cudaEventDisableTiming);
+    if (err == EA_cudaSuccess) err = cu.EventRecord(ev, (ea_cudaStream_t)(uintptr_t)stream);
     leave(c, prev);
-    if (err != cudaSuccess) {
+    if (err != EA_cudaSuccess) {
         if (ev) cu.EventDestroy(ev);
         return cuda_status(err, "recording an event", 0);
     }
@@ -209,9 +195,9 @@ static int dev_record_event(void* ctx, uint64_t stream, void** event) {
 
 static int dev_query_event(void* ctx, void* event) {
     (void)ctx;
-    cudaError_t err = cu.EventQuery((cudaEvent_t)event);
-    if (err == cudaSuccess) return 1;
-    if (err == cudaErrorNotReady) {
+    ea_cudaError_t err = cu.EventQuery((ea_cudaEvent_t)event);
+    if (err == EA_cudaSuccess) return 1;
+    if (err == EA_cudaErrorNotReady) {
         cu.GetLastError();
         return 0;
     }
@@ -220,16 +206,16 @@ static int dev_query_event(void* ctx, void* event) {
 
 static void dev_destroy_event(void* ctx, void* event) {
     (void)ctx;
-    cu.EventDestroy((cudaEvent_t)event);
+    cu.EventDestroy((ea_cudaEvent_t)event);
 }
 
 static int dev_synchronize(void* ctx) {
     cuda_ctx* c = ctx;
     int prev;
     if (enter(c, &prev) != EA_OK) return EA_ERR_SYSTEM;
-    cudaError_t err = cu.DeviceSynchronize();
+    ea_cudaError_t err = cu.DeviceSynchronize();
     leave(c, prev);
-    return err == cudaSuccess ? EA_OK : cuda_status(err, "cudaDeviceSynchronize", 0);
+    return err == EA_cudaSuccess ? EA_OK : cuda_status(err, "cudaDeviceSynchronize", 0);
 }
 
 static int dev_memory_info(void* ctx, uint64_t* free_bytes, uint64_t* total_bytes) {
@@ -237,31 +223,32 @@ static int dev_memory_info(void* ctx, uint64_t* free_bytes, uint64_t* total_byte
     int prev;
     if (enter(c, &prev) != EA_OK) return EA_ERR_SYSTEM;
     size_t f = 0, t = 0;
-    cudaError_t err = cu.MemGetInfo(&f, &t);
+    ea_cudaError_t err = cu.MemGetInfo(&f, &t);
     leave(c, prev);
     *free_bytes = f;
     *total_bytes = t;
-    return err == cudaSuccess ? EA_OK : cuda_status(err, "cudaMemGetInfo", 0);
+    return err == EA_cudaSuccess ? EA_OK : cuda_status(err, "cudaMemGetInfo", 0);
 }
 
-static CUmemAllocationProp device_prop(int device) {
-    CUmemAllocationProp prop;
+static ea_CUmemAllocationProp device_prop(int device) {
+    ea_CUmemAllocationProp prop;
     memset(&prop, 0, sizeof prop);
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.type = EA_CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = EA_CU_MEM_LOCATION_TYPE_DEVICE;
     prop.location.id = device;
     return prop;
 }
 
 static size_t vmm_granularity(int device) {
-    CUmemAllocationProp prop = device_prop(device);
+    ea_CUmemAllocationProp prop = device_prop(device);
+    /* never below 2 MiB, the host granularity, so policies agree across kinds */
     size_t g = 0;
-    if (cu.cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != 0 || !g)
+    if (cu.cuMemGetAllocationGranularity(&g, &prop, EA_CU_MEM_ALLOC_GRANULARITY_MINIMUM) != 0 || !g)
         g = 2u << 20;
     return g < (2u << 20) ? (2u << 20) : g;
 }
 
-static reservation* find_reservation(cuda_ctx* c, CUdeviceptr addr) {
+static reservation* find_reservation(cuda_ctx* c, ea_CUdeviceptr addr) {
     for (reservation* r = c->reservations; r; r = r->next)
         if (addr >= r->base && addr < r->base + r->size) return r;
     return NULL;
@@ -269,15 +256,22 @@ static reservation* find_reservation(cuda_ctx* c, CUdeviceptr addr) {
 
 static int dev_reserve(void* ctx, size_t size, void** base) {
     cuda_ctx* c = ctx;
-    size_t gran = vmm_granularity(c->device);
+    size_t gran = c->granularity;
     reservation* r = calloc(1, sizeof *r);
     if (!r) return ea_fail(EA_ERR_OOM, "no host memory for a reservation");
     r->handles = calloc(size / gran + 1, sizeof *r->handles);
-    CUdeviceptr p = 0;
-    if (!r->handles || cu.cuMemAddressReserve(&p, size, 0, 0, 0) != 0) {
+    ea_CUdeviceptr p = 0;
+    int prev;
+    ea_CUresult res = -1;
+    if (r->handles && vmm_enter(c, &prev) == EA_OK) {
+        res = cu.cuMemAddressReserve(&p, size, gran, 0, 0);
+        leave(c, prev);
+    }
+    if (res != EA_CUDA_SUCCESS) {
         free(r->handles);
         free(r);
-        return ea_fail(EA_ERR_OOM, "cuMemAddressReserve of %zu bytes failed", size);
+        return ea_fail(EA_ERR_OOM, "cuMemAddressReserve of %zu bytes failed (CUresult %d)", size,
+                       res);
     }
     r->base = p;
     r->size = size;
@@ -289,38 +283,52 @@ static int dev_reserve(void* ctx, size_t size, void** base) {
 
 static int dev_unmap(void* ctx, void* addr, size_t size);
 
+/* One physical allocation per granule, so any granule can be unmapped alone. */
 static int dev_map(void* ctx, void* addr, size_t size) {
     cuda_ctx* c = ctx;
-    size_t gran = vmm_granularity(c->device);
-    CUdeviceptr a = (CUdeviceptr)(uintptr_t)addr;
+    size_t gran = c->granularity;
+    ea_CUdeviceptr a = (ea_CUdeviceptr)(uintptr_t)addr;
     reservation* r = find_reservation(c, a);
     if (!r) return ea_fail(EA_ERR_INVALID, "map outside any reservation");
-    CUmemAllocationProp prop = device_prop(c->device);
-    CUmemAccessDesc access = {{CU_MEM_LOCATION_TYPE_DEVICE, c->device}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    int prev;
+    if (vmm_enter(c, &prev) != EA_OK) return EA_ERR_SYSTEM;
+    ea_CUmemAllocationProp prop = device_prop(c->device);
+    ea_CUmemAccessDesc access = {{EA_CU_MEM_LOCATION_TYPE_DEVICE, c->device},
+                                 EA_CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
     for (size_t off = 0; off < size; off += gran) {
         size_t page = (a + off - r->base) / gran;
-        CUmemGenericAllocationHandle h = 0;
-        CUresult res = cu.cuMemCreate(&h, gran, &prop, 0);
-        if (res == 0) res = cu.cuMemMap(a + off, gran, 0, h, 0);
-        if (res == 0) res = cu.cuMemSetAccess(a + off, gran, &access, 1);
-        if (res != 0) {
+        ea_CUmemGenericAllocationHandle h = 0;
+        int mapped = 0;
+        ea_CUresult res = cu.cuMemCreate(&h, gran, &prop, 0);
+        if (res == EA_CUDA_SUCCESS) res = cu.cuMemMap(a + off, gran, 0, h, 0);
+        if (res == EA_CUDA_SUCCESS) {
+            mapped = 1;
+            res = cu.cuMemSetAccess(a + off, gran, &access, 1);
+        }
+        if (res != EA_CUDA_SUCCESS) {
+            if (mapped) cu.cuMemUnmap(a + off, gran);
             if (h) cu.cuMemRelease(h);
+            leave(c, prev);
             if (off) dev_unmap(ctx, addr, off);
-            return ea_fail(res == CUDA_ERROR_OUT_OF_MEMORY ? EA_ERR_OOM : EA_ERR_SYSTEM,
+            return ea_fail(res == EA_CUDA_ERROR_OUT_OF_MEMORY ? EA_ERR_OOM : EA_ERR_SYSTEM,
                            "mapping %zu bytes of device memory failed (CUresult %d)", size, res);
         }
         r->handles[page] = h;
     }
+    leave(c, prev);
     return EA_OK;
 }
 
 static int dev_unmap(void* ctx, void* addr, size_t size) {
     cuda_ctx* c = ctx;
-    size_t gran = vmm_granularity(c->device);
-    CUdeviceptr a = (CUdeviceptr)(uintptr_t)addr;
+    size_t gran = c->granularity;
+    ea_CUdeviceptr a = (ea_CUdeviceptr)(uintptr_t)addr;
     reservation* r = find_reservation(c, a);
     if (!r) return ea_fail(EA_ERR_INVALID, "unmap outside any reservation");
-    dev_synchronize(ctx); /* memory may still be in use by queued kernels */
+    int st = dev_synchronize(ctx); /* queued kernels may still use the memory */
+    if (st != EA_OK) return st;
+    int prev;
+    if (vmm_enter(c, &prev) != EA_OK) return EA_ERR_SYSTEM;
     for (size_t off = 0; off < size; off += gran) {
         size_t page = (a + off - r->base) / gran;
         if (!r->handles[page]) continue;
@@ -328,19 +336,24 @@ static int dev_unmap(void* ctx, void* addr, size_t size) {
         cu.cuMemRelease(r->handles[page]);
         r->handles[page] = 0;
     }
+    leave(c, prev);
     return EA_OK;
 }
 
 static void dev_release(void* ctx, void* base, size_t size) {
     cuda_ctx* c = ctx;
-    CUdeviceptr a = (CUdeviceptr)(uintptr_t)base;
+    ea_CUdeviceptr a = (ea_CUdeviceptr)(uintptr_t)base;
     dev_unmap(ctx, base, size);
     reservation** pr = &c->reservations;
     while (*pr && (*pr)->base != a) pr = &(*pr)->next;
     if (*pr) {
         reservation* r = *pr;
         *pr = r->next;
-        cu.cuMemAddressFree(r->base, r->size);
+        int prev;
+        if (vmm_enter(c, &prev) == EA_OK) {
+            cu.cuMemAddressFree(r->base, r->size);
+            leave(c, prev);
+        }
         free(r->handles);
         free(r);
     }
@@ -351,6 +364,17 @@ static void dev_destroy(void* ctx) { free(ctx); }
 int ea_raw_cuda_init(ea_raw* raw, int device) {
     int st = cuda_available();
     if (st != EA_OK) return st;
+    int count = 0;
+    ea_cudaError_t err = cu.GetDeviceCount(&count);
+    if (err != EA_cudaSuccess) {
+        cu.GetLastError();
+        return ea_fail(EA_ERR_UNAVAILABLE, "no usable CUDA device: cudaGetDeviceCount: %s",
+                       cu.GetErrorString(err));
+    }
+    if (count == 0) return ea_fail(EA_ERR_UNAVAILABLE, "no CUDA device found");
+    if (device < 0 || device >= count)
+        return ea_fail(EA_ERR_INVALID, "CUDA device %d does not exist (this machine has %d)", device,
+                       count);
     cuda_ctx* c = calloc(1, sizeof *c);
     if (!c) return ea_fail(EA_ERR_OOM, "no host memory");
     c->device = device;
@@ -367,7 +391,7 @@ int ea_raw_cuda_init(ea_raw* raw, int device) {
     raw->memory_info = dev_memory_info;
     raw->destroy = dev_destroy;
     if (cu.have_vmm) {
-        raw->granularity = vmm_granularity(device);
+        c->granularity = raw->granularity = vmm_granularity(device);
         raw->reserve = dev_reserve;
         raw->map = dev_map;
         raw->unmap = dev_unmap;
@@ -382,10 +406,10 @@ static int pinned_alloc(void* ctx, size_t size, void** ptr, int64_t* handle) {
     cuda_ctx* c = ctx;
     int prev;
     if (enter(c, &prev) != EA_OK) return EA_ERR_SYSTEM;
-    cudaError_t err = cu.HostAlloc(ptr, size, cudaHostAllocDefault);
+    ea_cudaError_t err = cu.HostAlloc(ptr, size, EA_cudaHostAllocDefault);
     leave(c, prev);
     *handle = -1;
-    return err == cudaSuccess ? EA_OK : cuda_status(err, "cudaHostAlloc", size);
+    return err == EA_cudaSuccess ? EA_OK : cuda_status(err, "cudaHostAlloc", size);
 }
 
 static void pinned_free(void* ctx, void* ptr, size_t size, int64_t handle) {

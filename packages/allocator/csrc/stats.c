@@ -13,12 +13,16 @@ void ea_stats_reset_peak(ea_stats* s) {
 #define RESET_PEAK(arr) for (int i = 0; i < 3; i++) arr[i].peak = arr[i].current;
     EA_FOR_EACH_STAT(s, RESET_PEAK)
 #undef RESET_PEAK
+    s->oversize_allocations.peak = s->oversize_allocations.current;
+    s->oversize_segments.peak = s->oversize_segments.current;
 }
 
 void ea_stats_reset_accumulated(ea_stats* s) {
 #define RESET_ACC(arr) for (int i = 0; i < 3; i++) { arr[i].allocated = 0; arr[i].freed = 0; }
     EA_FOR_EACH_STAT(s, RESET_ACC)
 #undef RESET_ACC
+    s->oversize_allocations.allocated = s->oversize_allocations.freed = 0;
+    s->oversize_segments.allocated = s->oversize_segments.freed = 0;
     s->num_alloc_retries = 0;
     s->num_ooms = 0;
     s->num_sync_all_streams = 0;

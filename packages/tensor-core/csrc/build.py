@@ -23,8 +23,26 @@ SOURCES = [
     "blas.c",
     "random.c",
     "shape.c",
-    "dlpack.c",
+    # indexing, sorting and counting (tc-index)
+    "index.c",
+    "sort.c",
+    # nn-conv: convolution, pooling, padding and resampling
+    "conv.c",
+    "pool.c",
+    "resample.c",
 ]
+# nn kernels: softmax, norms, losses, activations, dropout, embedding, RNN cells
+SOURCES += [
+    "softmax.c",
+    "norm.c",
+    "loss.c",
+    "activation.c",
+    "dropout.c",
+    "embedding.c",
+    "rnn.c",
+]
+# tc-core: DLPack capsules (uses the Python C API, see dlpack.c)
+SOURCES += ["dlpack.c"]
 
 # Kernels are short for small tensors: the wrappers keep the GIL rather than pay
 # ~100 ns to release and re-take it on every call.  Long-running calls go through
@@ -53,6 +71,8 @@ ffibuilder.set_source(
     "ember_core._C",
     KEEP_GIL + '#include "ember_core.h"',
     sources=[_rel(CSRC / s) for s in SOURCES],
+    # headers and *.inc templates: a change to one rebuilds the extension
+    depends=sorted(_rel(p) for pattern in ("*.h", "*.inc") for p in CSRC.glob(pattern)),
     include_dirs=[_rel(CSRC), scipy_openblas32.get_include_dir()],
     library_dirs=[scipy_openblas32.get_lib_dir()],
     libraries=[scipy_openblas32.get_library(), "m"],

@@ -291,6 +291,327 @@ int ec_arange(int dtype, int64_t n, ec_ptr out, double start, double step, int64
               int64_t istep);
 int ec_linspace(int dtype, int64_t n, ec_ptr out, double start, double end);
 
+/* ---------------------------------------------------------------------------
+ * Indexing, sorting and counting (csrc/index.c, csrc/sort.c).
+ * ------------------------------------------------------------------------- */
+
+/* Advanced indexing (Note [Index iteration] in index.c).  The iteration space
+ * has `ndim` dims; layout = [shape, values strides, x strides, then the strides
+ * of each of the `nidx` int64 index tensors].  x's strides are 0 along the dims
+ * the indices produce; index k addresses a dim of x of size sizes[k] and stride
+ * xstrides[k] (dims[k] names it in errors).  Negative indices wrap once.
+ *   GET  values = x[...]          PUT  x[...] = values
+ *   ADD  x[...] += alpha * values MUL/MAX/MIN  x[...] = op(x[...], values)
+ * Puts validate every index before writing and are deterministic (duplicates:
+ * the last write wins; sums in index order). */
+#define EC_INDEX_GET 0
+#define EC_INDEX_PUT 1
+#define EC_INDEX_ADD 2
+#define EC_INDEX_MUL 3
+#define EC_INDEX_MAX 4       /* NaN propagating */
+#define EC_INDEX_MIN 5
+int ec_index(int mode, int dtype, int ndim, const int64_t* layout, ec_ptr values, ec_ptr x,
+             int nidx, const ec_ptr* idx, const int64_t* sizes, const int64_t* xstrides,
+             const int64_t* dims, double alpha);
+
+/* Masks (bool or uint8, broadcast by their strides).  layout: shape, then the
+ * strides of x (or self) and of the mask.  masked_select writes the selected
+ * elements to contiguous `out` in row-major order; masked_scatter copies
+ * successive elements of contiguous `src` into the selected places. */
+int ec_masked_select(int dtype, int ndim, const int64_t* layout, ec_ptr out, ec_ptr x,
+                     ec_ptr mask);
+int ec_masked_scatter(int dtype, int ndim, const int64_t* layout, ec_ptr self, ec_ptr mask,
+                      ec_ptr src, int64_t src_numel);
+/* Coordinates of the n non-zero elements of x (layout: shape, x strides) into
+ * int64 out, element i's coordinate d at out[i * st_n + d * st_d]. */
+int ec_nonzero(int dtype, int ndim, const int64_t* layout, ec_ptr out, int64_t st_n, int64_t st_d,
+               ec_ptr x, int64_t n);
+
+/* Along one dim: lines of n elements, strides x_st/v_st/i_st along the line;
+ * layout = [batch shape (ndim dims), strides of x, values, indices over them].
+ * Sorting is stable; NaN sorts as the largest value.  values or indices may be
+ * 0 (not wanted) for ec_sort. */
+int ec_sort(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t x_st, int64_t v_st,
+            int64_t i_st, ec_ptr values, ec_ptr indices, ec_ptr x, int descending);
+int ec_topk(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t k, int64_t x_st,
+            int64_t v_st, int64_t i_st, ec_ptr values, ec_ptr indices, ec_ptr x, int largest,
+            int sorted);
+#define EC_KTH_VALUE 0       /* the k-th smallest (k 0-based) */
+#define EC_KTH_MEDIAN 1      /* lower median; the first NaN if any */
+#define EC_KTH_NANMEDIAN 2   /* lower median of the non-NaN values */
+int ec_kthvalue(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t k, int64_t x_st,
+                int64_t v_st, int64_t i_st, ec_ptr values, ec_ptr indices, ec_ptr x, int mode);
+int ec_mode(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t x_st, int64_t v_st,
+            int64_t i_st, ec_ptr values, ec_ptr indices, ec_ptr x);
+
+/* Binary search of each value in its row of a sorted sequence (PyTorch's
+ * predicates).  Contiguous rows: the sequence row r starts at r * seq_rs (0: one
+ * shared sequence), values and out rows at r * nval; sorter (optional, int64)
+ * orders an unsorted sequence, its rows at r * sorter_rs. */
+int ec_searchsorted(int dtype, int64_t rows, int64_t nseq, ec_ptr seq, int64_t seq_rs,
+                    int64_t nval, ec_ptr vals, ec_ptr out, int out_int32, int right,
+                    ec_ptr sorter, int64_t sorter_rs);
+/* Counts (or weight sums) of the values of contiguous int64 x in nbins bins;
+ * out is zeroed by the caller: int64 without weights, else float32/float64. */
+int ec_bincount(int64_t n, ec_ptr x, ec_ptr w, int w_dtype, ec_ptr out, int out_dtype,
+                int64_t nbins);
+/* Histogram of contiguous float x over [lo, hi] into `bins` equal bins (out:
+ * contiguous, x's dtype); values outside (and NaN) are ignored. */
+int ec_histc(int dtype, int64_t n, ec_ptr x, ec_ptr out, int64_t bins, double lo, double hi);
+/* ------------------------------------------------------------------------
+ * nn-conv: convolution, pooling, padding and resampling (conv.c, pool.c,
+ * resample.c).  Note [Spatial geometry] (csrc/spatial.h): 1 to 3 spatial dims are
+ * seen as (D, H, W), leading ones of size 1.  `geom` is int64[EC_GEOM_LEN]:
+ * input size[3], kernel[3], output size[3], stride[3], padding[3],
+ * dilation[3].  Tensors are contiguous (N, C, D, H, W); `dtype` is
+ * EC_FLOAT32 or EC_FLOAT64 (Python converts the others) unless noted.  `in3`
+ * and `out3` are (D, H, W) sizes. */
+#define EC_GEOM_LEN 18
+
+/* Convolution (Note [GEMM convolution], conv_tmpl.h): image side x (n, ci,
+ * in...), column side y (n, co, out...), weight (co, ci / groups, k...).
+ * `par` images run concurrently, one per thread; `work` holds par column
+ * buffers of ci * kvol * L elements (none for a pointwise convolution:
+ * kernel 1, stride 1, padding 0), plus, for backward weight, par - 1 weight
+ * sized partial sums.  bias may be 0 (none). */
+int ec_conv_forward(int dtype, int64_t n, int64_t ci, int64_t co, int64_t groups,
+                    const int64_t* geom, ec_ptr x, ec_ptr w, ec_ptr bias, ec_ptr y, ec_ptr work,
+                    int par);
+int ec_conv_backward_data(int dtype, int64_t n, int64_t ci, int64_t co, int64_t groups,
+                          const int64_t* geom, ec_ptr gy, ec_ptr w, ec_ptr gx, ec_ptr work, int par);
+int ec_conv_backward_weight(int dtype, int64_t n, int64_t ci, int64_t co, int64_t groups,
+                            const int64_t* geom, ec_ptr x, ec_ptr gy, ec_ptr gw, ec_ptr work,
+                            int par);
+/* Depthwise (groups == ci, co a multiple of ci; Note [Depthwise convolution]).
+ * Backward weight's work: get_num_threads() * kvol doubles. */
+int ec_conv_depthwise_forward(int dtype, int64_t n, int64_t ci, int64_t co, const int64_t* geom,
+                              ec_ptr x, ec_ptr w, ec_ptr bias, ec_ptr y);
+int ec_conv_depthwise_backward_data(int dtype, int64_t n, int64_t ci, int64_t co,
+                                    const int64_t* geom, ec_ptr gy, ec_ptr w, ec_ptr gx);
+int ec_conv_depthwise_backward_weight(int dtype, int64_t n, int64_t ci, int64_t co,
+                                      const int64_t* geom, ec_ptr x, ec_ptr gy, ec_ptr gw,
+                                      ec_ptr work);
+/* gb[c] = sum of gy (n, c, l) over n and l. */
+int ec_conv_bias_grad(int dtype, int64_t n, int64_t c, int64_t l, ec_ptr gy, ec_ptr gb);
+/* Sliding blocks of n images of c channels: col (n, c * kvol, L) and back
+ * (col2im adds overlapping blocks; x is overwritten). */
+int ec_im2col(int dtype, int64_t n, int64_t c, const int64_t* geom, ec_ptr x, ec_ptr col);
+int ec_col2im(int dtype, int64_t n, int64_t c, const int64_t* geom, ec_ptr col, ec_ptr x);
+
+/* Pooling over `planes` = N * C planes.  Max pooling writes int64 indices,
+ * flat positions in the input plane (PyTorch's).  divisor 0: none. */
+int ec_max_pool_forward(int dtype, int64_t planes, const int64_t* geom, ec_ptr x, ec_ptr y,
+                        ec_ptr idx);
+int ec_avg_pool_forward(int dtype, int64_t planes, const int64_t* geom, int count_include_pad,
+                        int64_t divisor, ec_ptr x, ec_ptr y);
+int ec_avg_pool_backward(int dtype, int64_t planes, const int64_t* geom, int count_include_pad,
+                         int64_t divisor, ec_ptr gy, ec_ptr gx);
+int ec_adaptive_pool_forward(int dtype, int is_max, int64_t planes, const int64_t* in3,
+                             const int64_t* out3, ec_ptr x, ec_ptr y, ec_ptr idx);
+int ec_adaptive_avg_pool_backward(int dtype, int64_t planes, const int64_t* in3,
+                                  const int64_t* out3, ec_ptr gy, ec_ptr gx);
+/* Per plane: gx[idx[j]] += gy[j] (gx zeroed first), and y[j] = x[idx[j]].
+ * Out-of-range indices give EC_ERR_INDEX. */
+int ec_index_scatter_add(int dtype, int64_t planes, int64_t in_vol, int64_t out_vol, ec_ptr gy,
+                         ec_ptr idx, ec_ptr gx);
+int ec_index_gather(int dtype, int64_t planes, int64_t in_vol, int64_t out_vol, ec_ptr x,
+                    ec_ptr idx, ec_ptr y);
+
+/* Index maps (Note [Index maps], resample.c): one dim's map of output
+ * positions to input positions (`before`: padding before the input; `scale`:
+ * the user's scale factor, <= 0 for none; `in_double`: compute in double, as
+ * PyTorch does for float64, else in float).  `maps` holds the D, H and W maps
+ * back to back.  The gather moves elements of any dtype by item size. */
+#define EC_MAP_REFLECT 0
+#define EC_MAP_REPLICATE 1
+#define EC_MAP_CIRCULAR 2
+#define EC_MAP_NEAREST 3
+#define EC_MAP_NEAREST_EXACT 4
+int ec_index_map(int kind, int64_t in, int64_t out, int64_t before, double scale, int in_double,
+                 ec_ptr map);
+int ec_map_gather(int itemsize, int64_t planes, const int64_t* in3, const int64_t* out3,
+                  ec_ptr maps, ec_ptr x, ec_ptr y);
+int ec_map_scatter_add(int dtype, int64_t planes, const int64_t* in3, const int64_t* out3,
+                       ec_ptr maps, ec_ptr gy, ec_ptr gx);
+/* Interpolation: forward (src x, dst y) or backward (src gy, dst gx, which is
+ * overwritten).  scales: the user's scale factor per dim, <= 0 for none. */
+int ec_upsample_linear(int dtype, int backward, int64_t planes, const int64_t* in3,
+                       const int64_t* out3, int align_corners, const double* scales, ec_ptr src,
+                       ec_ptr dst);
+int ec_upsample_bicubic(int dtype, int backward, int64_t planes, const int64_t* in3,
+                        const int64_t* out3, int align_corners, const double* scales, ec_ptr src,
+                        ec_ptr dst);
+
+/* ------------------------------------------------------------------------
+ * nn kernels: softmax, normalization, losses, activations, dropout,
+ * embedding and recurrent cells (csrc/softmax.c, norm.c, loss.c,
+ * activation.c, embedding.c, rnn.c).  Float dtypes only (float16/bfloat16
+ * compute in float32).  Unless stated otherwise, arrays are contiguous.
+ * ------------------------------------------------------------------------ */
+
+/* Softmax over the middle dim of x viewed as (outer, dim, inner); log != 0
+ * gives log_softmax.  out may alias x. */
+int ec_softmax(int dtype, int log, int64_t outer, int64_t dim, int64_t inner, ec_ptr out,
+               ec_ptr x);
+/* From the output y and its gradient g: softmax: y * (g - sum(g * y));
+ * log_softmax: g - exp(y) * sum(g), sums over dim. */
+int ec_softmax_backward(int dtype, int log, int64_t outer, int64_t dim, int64_t inner,
+                        ec_ptr grad_in, ec_ptr grad, ec_ptr y);
+
+/* Row normalization of x (rows x cols): layer norm (rms == 0) or RMS norm
+ * (rms != 0, no centring).  weight/bias (cols) may be 0.  mean and rstd (rows,
+ * dtype) receive the statistics; rms leaves mean alone (it may be 0). */
+int ec_row_norm(int dtype, int rms, int64_t rows, int64_t cols, double eps, ec_ptr out,
+                ec_ptr mean, ec_ptr rstd, ec_ptr x, ec_ptr weight, ec_ptr bias);
+/* Gradients of ec_row_norm: grad_in (rows x cols, may be 0), grad_weight and
+ * grad_bias (cols, may be 0; bias only for layer norm). */
+int ec_row_norm_backward(int dtype, int rms, int64_t rows, int64_t cols,
+                         ec_ptr grad_in, ec_ptr grad_weight, ec_ptr grad_bias, ec_ptr grad,
+                         ec_ptr x, ec_ptr mean, ec_ptr rstd, ec_ptr weight);
+
+/* Batch norm of x viewed as (n, c, s).  training: batch statistics, written to
+ * save_mean/save_invstd (c, dtype), and the running stats (of running_dtype,
+ * may be 0) updated with momentum and the unbiased variance.  Otherwise the
+ * running stats normalize, and save_* receive them (mean and
+ * 1/sqrt(var + eps)).  weight/bias (c) may be 0. */
+int ec_batch_norm(int dtype, int running_dtype, int64_t n, int64_t c, int64_t s,
+                  int training, double momentum, double eps, ec_ptr out, ec_ptr save_mean,
+                  ec_ptr save_invstd, ec_ptr x, ec_ptr weight, ec_ptr bias, ec_ptr running_mean,
+                  ec_ptr running_var);
+/* training != 0: save_* are batch statistics (the gradient flows through them);
+ * otherwise they are constants. */
+int ec_batch_norm_backward(int dtype, int64_t n, int64_t c, int64_t s,
+                           int training, ec_ptr grad_in, ec_ptr grad_weight, ec_ptr grad_bias,
+                           ec_ptr grad, ec_ptr x, ec_ptr save_mean, ec_ptr save_invstd,
+                           ec_ptr weight);
+
+/* Group norm of x viewed as (n, c, s) with g groups; mean/rstd: (n, g);
+ * weight/bias (c) may be 0. */
+int ec_group_norm(int dtype, int64_t n, int64_t c, int64_t s, int64_t g,
+                  double eps, ec_ptr out, ec_ptr mean, ec_ptr rstd, ec_ptr x, ec_ptr weight,
+                  ec_ptr bias);
+int ec_group_norm_backward(int dtype, int64_t n, int64_t c, int64_t s, int64_t g,
+                           ec_ptr grad_in, ec_ptr grad_weight, ec_ptr grad_bias, ec_ptr grad,
+                           ec_ptr x, ec_ptr mean, ec_ptr rstd, ec_ptr weight);
+
+/* Negative log likelihood of log-probabilities x viewed as (n, c, s) against
+ * int64 targets (n, s).  weight (c, dtype) may be 0.  reduction 0 (none):
+ * out is (n, s); 1 (mean) / 2 (sum): out is one value and total_weight (one
+ * value, dtype) the summed weight of counted targets.  A target outside
+ * [0, c) that is not ignore_index fails with EC_ERR_INDEX. */
+int ec_nll_loss(int dtype, int64_t n, int64_t c, int64_t s, int reduction, int64_t ignore_index,
+                ec_ptr out, ec_ptr total_weight, ec_ptr x, ec_ptr target, ec_ptr weight);
+/* grad_in (n, c, s) = -weight[t] * grad (/ total weight for mean) at the
+ * target, 0 elsewhere; grad is (n, s) for none, one value otherwise. */
+int ec_nll_loss_backward(int dtype, int64_t n, int64_t c, int64_t s, int reduction,
+                         int64_t ignore_index, ec_ptr grad_in, ec_ptr grad, ec_ptr target,
+                         ec_ptr weight);
+
+/* Cross entropy of logits x (n rows of c classes) against int64 targets (n),
+ * fused: log-softmax and the loss in one pass, without writing the
+ * log-probabilities.  Writes lse (n, dtype: each row's log-sum-exp, for the
+ * backward) and out as ec_nll_loss does (reduction 0: (n); 1/2: one value)
+ * with total_weight.  Targets out of [0, c) that are not ignore_index fail with
+ * EC_ERR_INDEX. */
+int ec_cross_entropy(int dtype, int64_t n, int64_t c, int reduction, int64_t ignore_index,
+                     ec_ptr out, ec_ptr total_weight, ec_ptr lse, ec_ptr x, ec_ptr target,
+                     ec_ptr weight);
+/* grad_in (n, c) = coef * (softmax(x) - onehot(target)), coef = grad *
+ * weight[target] (divided by the total weight for mean), 0 for ignored rows. */
+int ec_cross_entropy_backward(int dtype, int64_t n, int64_t c, int reduction, int64_t ignore_index,
+                              ec_ptr grad_in, ec_ptr grad, ec_ptr lse, ec_ptr x, ec_ptr target,
+                              ec_ptr weight);
+
+/* Activations: the forward of those missing from the elementwise table
+ * (hardshrink, softshrink), and one fused backward for the family:
+ * grad_in = grad * f'(x).  Strided; layout: shape, then the strides of the
+ * output, grad (backward only) and x. */
+#define EC_ACT_HARDSHRINK 0   /* p0: lambda */
+#define EC_ACT_SOFTSHRINK 1   /* p0: lambda */
+#define EC_ACT_LEAKY_RELU 2   /* p0: negative slope */
+#define EC_ACT_ELU 3          /* p0: alpha, p1: scale (elu: scale 1; selu's constants) */
+#define EC_ACT_CELU 4         /* p0: alpha */
+#define EC_ACT_HARDTANH 5     /* p0: min, p1: max */
+#define EC_ACT_THRESHOLD 6    /* p0: threshold */
+#define EC_NUM_ACT 7
+int ec_activation(int kind, int dtype, int ndim, const int64_t* layout, ec_ptr out, ec_ptr x,
+                  double p0, double p1);
+int ec_activation_backward(int kind, int dtype, int ndim, const int64_t* layout, ec_ptr grad_in,
+                           ec_ptr grad, ec_ptr x, double p0, double p1);
+
+/* Dropout: out = keep ? x * scale : 0 with keep (bool, n) drawn from Philox
+ * with probability 1 - p (ec_random's Bernoulli stream: ceil(n / 4) counters). */
+int ec_dropout(int dtype, int64_t n, double p, ec_ptr out, ec_ptr keep, ec_ptr x, uint64_t seed,
+               uint64_t offset);
+/* out = keep ? x * scale : 0 (strided; layout: shape, strides of out, x, keep). */
+int ec_masked_scale(int dtype, int ndim, const int64_t* layout, ec_ptr out, ec_ptr x, ec_ptr keep,
+                    double scale);
+
+/* Embedding rows: out (n, dim) = weight[idx] (weight rows of row stride
+ * w_rs, unit column stride; idx int64 or int32 by idx_is_i32). */
+int ec_embedding(int dtype, int64_t num, int64_t dim, ec_ptr out, ec_ptr weight, int64_t w_rs,
+                 ec_ptr idx, int idx_is_i32, int64_t n);
+/* Scatter-add of grad (n, dim) into grad_weight (num, dim, zeroed here);
+ * rows of padding_idx (when >= 0) get nothing; scale_by_freq divides each
+ * row's contributions by how often its index occurs. */
+int ec_embedding_backward(int dtype, int64_t num, int64_t dim, ec_ptr grad_weight, ec_ptr grad,
+                          ec_ptr idx, int idx_is_i32, int64_t n, int64_t padding_idx,
+                          int scale_by_freq);
+/* Rescale (in place) each distinct referenced row whose p-norm exceeds
+ * max_norm to norm max_norm (PyTorch's embedding_renorm_). */
+int ec_embedding_renorm(int dtype, int64_t num, int64_t dim, ec_ptr weight, int64_t w_rs,
+                        ec_ptr idx, int idx_is_i32, int64_t n, double max_norm, double norm_type);
+/* Bags of rows: bag b takes idx[offsets[b] .. offsets[b + 1]) (the last bag ends
+ * at n); mode 0 sum, 1 mean, 2 max.  psw (per-sample weights, n, dtype) may be 0
+ * (sum only).  Rows equal to padding_idx (>= 0) are skipped.  Writes out (bags,
+ * dim), offset2bag (n, int64), bag_size (bags, int64) and, for max, max_idx
+ * (bags, dim, int64: the chosen index, -1 for an empty bag). */
+int ec_embedding_bag(int dtype, int64_t num, int64_t dim, int mode, ec_ptr out, ec_ptr offset2bag,
+                     ec_ptr bag_size, ec_ptr max_idx, ec_ptr weight, int64_t w_rs, ec_ptr idx,
+                     int64_t n, ec_ptr offsets, int64_t bags, ec_ptr psw, int64_t padding_idx);
+/* grad_weight (num, dim, zeroed here) from grad (bags, dim); grad_psw (n, may
+ * be 0) = <grad[bag], weight[idx]> for sum mode with per-sample weights;
+ * scale_by_freq divides a row's contributions by how often its index occurs
+ * (sum and mean modes). */
+int ec_embedding_bag_backward(int dtype, int64_t num, int64_t dim, int mode, ec_ptr grad_weight,
+                              ec_ptr grad_psw, ec_ptr grad, ec_ptr weight, int64_t w_rs,
+                              ec_ptr idx, int64_t n, ec_ptr offset2bag, ec_ptr bag_size,
+                              ec_ptr max_idx, int64_t bags, ec_ptr psw, int64_t padding_idx,
+                              int scale_by_freq);
+
+/* Recurrent cells (float32/float64), batch b, input size i, hidden size h.
+ * Weights are (gates*h, i) and (gates*h, h) with unit column stride and row
+ * strides wih_rs / whh_rs; biases (gates*h) may be 0.  x (b, i), hx/cx (b, h)
+ * rows have strides x_rs, h_rs, c_rs (unit column stride).
+ * LSTM (gates i, f, g, o): writes hy, cy (b, h) and ws (b, 4h): the activated
+ * gates, kept for the backward. */
+int ec_lstm_cell(int dtype, int64_t b, int64_t i, int64_t h, ec_ptr hy, ec_ptr cy, ec_ptr ws,
+                 ec_ptr x, int64_t x_rs, ec_ptr hx, int64_t h_rs, ec_ptr cx, int64_t c_rs,
+                 ec_ptr w_ih, int64_t wih_rs, ec_ptr w_hh, int64_t whh_rs, ec_ptr b_ih,
+                 ec_ptr b_hh);
+/* From grad_hy, grad_cy (b, h; either may be 0): grad_x (b, i), grad_hx,
+ * grad_cx (b, h), grad_w_ih, grad_w_hh (4h x i, 4h x h), grad_b (4h; the
+ * gradient of both biases), each 0 when not wanted; dgates (b, 4h) is scratch
+ * supplied by the caller. */
+int ec_lstm_cell_backward(int dtype, int64_t b, int64_t i, int64_t h, ec_ptr grad_x,
+                          ec_ptr grad_hx, ec_ptr grad_cx, ec_ptr grad_w_ih, ec_ptr grad_w_hh,
+                          ec_ptr grad_b, ec_ptr dgates, ec_ptr grad_hy, ec_ptr grad_cy,
+                          ec_ptr ws, ec_ptr cx, int64_t c_rs, ec_ptr cy, ec_ptr x, int64_t x_rs,
+                          ec_ptr hx, int64_t h_rs, ec_ptr w_ih, int64_t wih_rs, ec_ptr w_hh,
+                          int64_t whh_rs);
+/* GRU (gates r, z, n): writes hy (b, h) and ws (b, 4h): r, z, n and the hidden
+ * part of the n gate (W_hn h + b_hn). */
+int ec_gru_cell(int dtype, int64_t b, int64_t i, int64_t h, ec_ptr hy, ec_ptr ws, ec_ptr x,
+                int64_t x_rs, ec_ptr hx, int64_t h_rs, ec_ptr w_ih, int64_t wih_rs, ec_ptr w_hh,
+                int64_t whh_rs, ec_ptr b_ih, ec_ptr b_hh);
+/* grad_b_ih and grad_b_hh (3h) differ (the n gate's hidden part is scaled by
+ * r); dgates (b, 6h) is scratch. */
+int ec_gru_cell_backward(int dtype, int64_t b, int64_t i, int64_t h, ec_ptr grad_x,
+                         ec_ptr grad_hx, ec_ptr grad_w_ih, ec_ptr grad_w_hh, ec_ptr grad_b_ih,
+                         ec_ptr grad_b_hh, ec_ptr dgates, ec_ptr grad_hy, ec_ptr ws, ec_ptr x,
+                         int64_t x_rs, ec_ptr hx, int64_t h_rs, ec_ptr w_ih, int64_t wih_rs,
+                         ec_ptr w_hh, int64_t whh_rs);
+
 /* ---- DLPack (dlpack.c; its entry points take Python objects and are declared
  * in dlpack.h, outside this cdef).  Indices of the info array that
  * ec_dlpack_from_capsule fills. */

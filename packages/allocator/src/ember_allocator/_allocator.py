@@ -31,11 +31,10 @@ _SCALAR_STATS = (
     "num_unmaps",
     "cache_hits",
     "cache_misses",
-    "oversize_allocations",
-    "oversize_segments",
-    "max_split_size",
     "memory_limit",
 )
+_SINGLE_STATS = ("oversize_allocations", "oversize_segments")
+_FIELDS = ("current", "peak", "allocated", "freed")
 
 
 def _stream_id(stream):
@@ -138,6 +137,8 @@ class CachingAllocator:
     >>> a.free(block)
     """
 
+    _handle = ffi.NULL  # until ea_create succeeds (__del__ may run after a failed __init__)
+
     def __init__(
         self,
         kind="host",
@@ -148,14 +149,17 @@ class CachingAllocator:
         history=0,
     ):
         if kind not in _lib.RAW_KINDS:
-            raise ValueError(f"unknown allocator kind {kind!r}; use one of {sorted(_lib.RAW_KINDS)}")
+            raise ValueError(
+                f"unknown allocator kind {kind!r}; use one of {sorted(_lib.RAW_KINDS)}"
+            )
         if not isinstance(device, int) or device < 0:
             raise ValueError(f"device must be a non-negative int, got {device!r}")
         self.kind = kind
         self.device = f"cuda:{device}" if kind == "cuda" else "cpu"
         self.device_index = device
-        self.name = f"ember_allocator({kind}{':' + str(device) if kind in ('cuda', 'pinned') else ''})"
-        self._handle = ffi.NULL
+        self.name = (
+            f"ember_allocator({kind}{':' + str(device) if kind in ('cuda', 'pinned') else ''})"
+        )
         config = ffi.new("ea_config*")
         config.raw_kind = _lib.RAW_KINDS[kind]
         config.device_index = device
@@ -258,7 +262,9 @@ class CachingAllocator:
             return ValueError(f"{self.name}: allocate: nbytes must be >= 0, got {nbytes}")
         if isinstance(nbytes, int) and not isinstance(nbytes, bool):
             return self._oom_for(nbytes)
-        return TypeError(f"{self.name}: allocate: nbytes must be an int, not {type(nbytes).__name__}")
+        return TypeError(
+            f"{self.name}: allocate: nbytes must be an int, not {type(nbytes).__name__}"
+        )
 
     def _oom_for(self, nbytes):
         # Sizes beyond 64 bits cannot even be passed to C; report them as OOM.
@@ -298,7 +304,9 @@ class CachingAllocator:
         elif isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
             nbytes = limit
         else:
-            raise ValueError(f"{self.name}: memory_limit must be bytes > 0 or a fraction, got {limit!r}")
+            raise ValueError(
+                f"{self.name}: memory_limit must be bytes > 0 or a fraction, got {limit!r}"
+            )
         _lib.ensure(lib.ea_set_memory_limit(self._handle, nbytes), self.name)
 
     @property
@@ -308,7 +316,9 @@ class CachingAllocator:
         return stats.memory_limit or None
 
     def set_max_split_size(self, nbytes):
-        _lib.ensure(lib.ea_set_max_split_size(self._handle, self._check_max_split(nbytes)), self.name)
+        _lib.ensure(
+            lib.ea_set_max_split_size(self._handle, self._check_max_split(nbytes)), self.name
+        )
 
     def _check_max_split(self, nbytes):
         if nbytes is None:
@@ -325,6 +335,13 @@ class CachingAllocator:
         _lib.ensure(lib.ea_device_memory(self._handle, free, total), self.name)
         return free[0], total[0]
 
+    def _stress_threads(self, threads=8, iterations=10_000, max_bytes=1 << 20, streams=1, seed=0):
+        """Self-test: ``threads`` C threads allocate and free at once (Python
+        threads cannot: the GIL serialises them), each checking that no block it
+        holds is written by anyone else.  Raises AllocatorError on a failure."""
+        status = lib.ea_stress_threads(self._handle, threads, iterations, max_bytes, streams, seed)
+        _lib.ensure(status, f"{self.name}: stress_threads")
+
     def sim_complete(self, stream):
         """Simulated device only: finish the work queued on ``stream``."""
         _lib.ensure(lib.ea_sim_complete(self._handle, _stream_id(stream)), self.name)
@@ -332,18 +349,27 @@ class CachingAllocator:
     # --------------------------------------------------------------- stats
 
     def memory_stats(self):
-        """Statistics in PyTorch's flat layout, e.g. ``'allocated_bytes.all.peak'``."""
+        """Statistics in PyTorch's flat layout (``torch.cuda.memory_stats``), keys
+        sorted, e.g. ``'allocated_bytes.all.peak'``.  ``max_split_size`` is -1 when
+        unset, as in PyTorch; ``cache_hits``, ``cache_misses``, ``num_maps``,
+        ``num_unmaps`` and ``memory_limit`` (0 = none) are ember's additions."""
         s = ffi.new("ea_stats*")
         lib.ea_get_stats(self._handle, s)
         out = {}
         for name in _POOLED_STATS:
             arr = getattr(s, name)
             for i, pool in enumerate(_POOLS):
-                for field in ("current", "peak", "allocated", "freed"):
-                    out[f"{name}.{pool}.{field}"] = getattr(arr[i], field)
+                stat = arr[i]
+                for field in _FIELDS:
+                    out[f"{name}.{pool}.{field}"] = getattr(stat, field)
+        for name in _SINGLE_STATS:
+            stat = getattr(s, name)
+            for field in _FIELDS:
+                out[f"{name}.{field}"] = getattr(stat, field)
         for name in _SCALAR_STATS:
             out[name] = getattr(s, name)
-        return out
+        out["max_split_size"] = s.max_split_size or -1
+        return dict(sorted(out.items()))
 
     def memory_allocated(self):
         return self.memory_stats()["allocated_bytes.all.current"]
@@ -391,6 +417,14 @@ class CachingAllocator:
         return f"<CachingAllocator {self.kind} device={self.device!r}>"
 
     def __del__(self):
+        # Never release memory that blocks still point at: at interpreter
+        # shutdown, finalisers run in any order, and unmapping segments under live
+        # tensors would turn their last frees into segfaults.  The OS reclaims it.
+        if lib is None or self._handle == ffi.NULL:
+            return
+        stats = ffi.new("ea_stats*")
+        lib.ea_get_stats(self._handle, stats)
+        if stats.active[0].current:
+            return
         handle, self._handle = self._handle, ffi.NULL
-        if handle != ffi.NULL and lib is not None:
-            lib.ea_destroy(handle)
+        lib.ea_destroy(handle)

@@ -68,6 +68,17 @@ def get_allocator(device="cpu"):
     return allocator
 
 
+def _after_fork_in_child():
+    # Shared-memory segments stay shared after fork: a child that kept carving
+    # blocks from its copy of the parent's bookkeeping would hand out memory the
+    # parent also hands out.  The child starts a fresh shm allocator; blocks it
+    # inherited keep the old one alive only as long as they live.
+    _defaults.pop(("shm", 0), None)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def host_allocator():
     """The process-wide allocator of pageable host memory."""
     return get_allocator("cpu")

@@ -13,8 +13,11 @@ class UnavailableError(AllocatorError):
     """The requested kind of memory cannot be used on this machine (e.g. no CUDA)."""
 
 
-class OutOfMemoryError(MemoryError):
+class OutOfMemoryError(MemoryError, RuntimeError):
     """An allocation could not be satisfied, even after releasing the cache.
+
+    A MemoryError, and a RuntimeError like PyTorch's ``torch.OutOfMemoryError``,
+    so either ``except`` clause catches it.
 
     The message states what was requested, what is allocated, what is reserved but
     free, the largest free block and the limit; the same figures are attributes.

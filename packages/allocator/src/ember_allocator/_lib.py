@@ -35,7 +35,8 @@ BLOCK_STATES = {
 }
 EVENT_KINDS = {
     lib.EA_EV_ALLOC: "alloc",
-    lib.EA_EV_FREE: "free",
+    lib.EA_EV_FREE: "free_requested",
+    lib.EA_EV_FREE_COMPLETED: "free_completed",
     lib.EA_EV_SEGMENT_ALLOC: "segment_alloc",
     lib.EA_EV_SEGMENT_FREE: "segment_free",
     lib.EA_EV_OOM: "oom",
@@ -83,7 +84,7 @@ def oom_error(name):
     limit = f"{f(info.limit)}" if info.limit else "none"
     device = ""
     if info.device_total:
-        device = f"; the {name} memory has {f(info.device_free)} free of {f(info.device_total)}"
+        device = f"; the system reports {f(info.device_free)} free of {f(info.device_total)}"
     message = (
         f"{name}: out of memory: tried to allocate {f(info.requested)} "
         f"(rounded to {f(info.rounded)}) on stream {info.stream}; "

@@ -16,7 +16,7 @@ def _segment_dict(s, allocator):
         "requested_size": s.requested,
         "stream": s.stream,
         "segment_type": "small" if s.is_small else "large",
-        "expandable": bool(s.expandable),
+        "is_expandable": bool(s.expandable),
         "handle": s.handle,
         "blocks": [],
     }
@@ -32,6 +32,31 @@ def _block_dict(b):
     }
 
 
+def _mapped_ranges(segment):
+    """An expandable segment as PyTorch reports one: a segment per contiguous
+    mapped range, without the unmapped address space, so that the segments'
+    total sizes add up to the reserved bytes."""
+    out, current = [], None
+    for block in segment["blocks"]:
+        if block["state"] == "unmapped":
+            current = None
+            continue
+        if current is None:
+            current = dict(segment, address=block["address"], total_size=0, blocks=[])
+            current.update(allocated_size=0, active_size=0, requested_size=0)
+            out.append(current)
+        current["blocks"].append(block)
+        current["total_size"] += block["size"]
+        if block["state"] == "active_allocated":
+            current["allocated_size"] += block["size"]
+            current["requested_size"] += block["requested_size"]
+        if block["state"] != "inactive":
+            current["active_size"] += block["size"]
+    for seg in out:
+        seg["mapped_size"] = seg["total_size"]
+    return out
+
+
 def snapshot(allocator):
     n_seg, n_blk = ffi.new("int64_t*"), ffi.new("int64_t*")
     cap_seg, cap_blk = 64, 1024
@@ -42,9 +67,12 @@ def snapshot(allocator):
         if n_seg[0] <= cap_seg and n_blk[0] <= cap_blk:
             break
         cap_seg, cap_blk = 2 * max(cap_seg, n_seg[0]), 2 * max(cap_blk, n_blk[0])
-    out = [_segment_dict(segs[i], allocator) for i in range(n_seg[0])]
+    raw = [_segment_dict(segs[i], allocator) for i in range(n_seg[0])]
     for i in range(n_blk[0]):
-        out[blks[i].segment]["blocks"].append(_block_dict(blks[i]))
+        raw[blks[i].segment]["blocks"].append(_block_dict(blks[i]))
+    out = []
+    for seg in raw:
+        out.extend(_mapped_ranges(seg) if seg["is_expandable"] else [seg])
     out.sort(key=lambda seg: seg["address"])
     return out
 

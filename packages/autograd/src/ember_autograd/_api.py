@@ -1,7 +1,6 @@
 """backward() and grad(): the entry points into the engine."""
 
 import ember_core as ec
-
 from ember_autograd import _engine
 
 Tensor = ec.Tensor
@@ -15,7 +14,14 @@ def _as_tuple(x):
     return tuple(x)
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None, inputs=None):
+def backward(
+    tensors,
+    grad_tensors=None,
+    retain_graph=None,
+    create_graph=False,
+    grad_variables=None,
+    inputs=None,
+):
     """Accumulate into ``.grad`` of the leaves (or of ``inputs``) the gradient of
     ``tensors`` weighted by ``grad_tensors`` (ones for scalars).
 
@@ -25,9 +31,15 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     tensors = _as_tuple(tensors)
     if grad_tensors is None:
         grad_tensors = grad_variables
-    grads = _as_tuple(grad_tensors) if not (grad_tensors is None or isinstance(grad_tensors, (int, float))) else None
+    grads = (
+        _as_tuple(grad_tensors)
+        if not (grad_tensors is None or isinstance(grad_tensors, (int, float)))
+        else None
+    )
     if grads is None:
-        grads = (grad_tensors,) * len(tensors) if grad_tensors is not None else (None,) * len(tensors)
+        grads = (
+            (grad_tensors,) * len(tensors) if grad_tensors is not None else (None,) * len(tensors)
+        )
     if len(grads) != len(tensors):
         raise RuntimeError(f"got {len(grads)} gradients for {len(tensors)} tensors")
     if retain_graph is None:
@@ -35,17 +47,36 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     inputs = _as_tuple(inputs)
     if inputs is not None and len(inputs) == 0:
         raise RuntimeError("'inputs' argument to backward() cannot be empty.")
-    _engine.run_backward(tensors, _engine.make_grads(tensors, grads), retain_graph, create_graph, inputs, accumulate=True)
+    _engine.run_backward(
+        tensors,
+        _engine.make_grads(tensors, grads),
+        retain_graph,
+        create_graph,
+        inputs,
+        accumulate=True,
+    )
 
 
-def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+def grad(
+    outputs,
+    inputs,
+    grad_outputs=None,
+    retain_graph=None,
+    create_graph=False,
+    only_inputs=True,
+    allow_unused=None,
+    is_grads_batched=False,
+    materialize_grads=False,
+):
     """The gradients of ``outputs`` with respect to ``inputs``, returned (not
     accumulated into ``.grad``).
 
     >>> (gx,) = grad((x * x).sum(), x)
     """
     if is_grads_batched:
-        raise NotImplementedError("grad(is_grads_batched=True) needs vmap, which ember does not have")
+        raise NotImplementedError(
+            "grad(is_grads_batched=True) needs vmap, which ember does not have"
+        )
     outputs = _as_tuple(outputs)
     inputs = _as_tuple(inputs)
     if grad_outputs is None:
@@ -58,7 +89,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         allow_unused = materialize_grads
     if retain_graph is None:
         retain_graph = create_graph
-    captured = _engine.run_backward(outputs, _engine.make_grads(outputs, grads), retain_graph, create_graph, inputs, accumulate=False)
+    captured = _engine.run_backward(
+        outputs,
+        _engine.make_grads(outputs, grads),
+        retain_graph,
+        create_graph,
+        inputs,
+        accumulate=False,
+    )
     result = []
     for i, (g, t) in enumerate(zip(captured, inputs)):
         if g is None:
@@ -66,8 +104,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 g = ec.zeros_like(t)
             elif not allow_unused:
                 raise RuntimeError(
-                    f"One of the differentiated Tensors (input {i}) appears to not have been used "
-                    "in the graph. Set allow_unused=True if this is the desired behavior."
+                    f"The differentiated Tensor at index {i} appears to not have been used in the "
+                    "graph. Set allow_unused=True if this is the desired behavior."
                 )
         result.append(g)
     return tuple(result)

@@ -9,7 +9,6 @@ cast to input dtypes by the node, so formulas return them as computed.
 import math
 
 import ember_core as ec
-
 from ember_autograd._formula import derivative
 
 # ------------------------------------------------------------------ helpers
@@ -19,17 +18,31 @@ def _zeros(shape, like):
     return ec.zeros(shape, dtype=like.dtype, device=like.device)
 
 
+_ZEROS = {}
+
+
+def _zero(like):
+    """A shared 0-d zero of like's dtype and device (only ever read)."""
+    key = (like.dtype, like.device)
+    z = _ZEROS.get(key)
+    if z is None:
+        z = _ZEROS[key] = ec.zeros((), dtype=like.dtype, device=like.device)
+    return z
+
+
 def _masked(mask, g):
-    return ec.where(mask, g, ec.zeros((), dtype=g.dtype))
+    return ec.where(mask, g, _zero(g))
 
 
 def _reduced_dims(shape, dim):
     nd = len(shape)
+    if nd == 0:
+        return ()  # a 0-d tensor reduced over "dim 0" is copied
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return tuple(range(nd))
     if isinstance(dim, int):
         dim = (dim,)
-    return tuple(sorted(d % nd if nd else 0 for d in dim))
+    return tuple(sorted(d % nd for d in dim))
 
 
 def _unsqueeze_to(g, shape, dims, keepdim):
@@ -254,7 +267,7 @@ def _(grad, input):
     acc = ec.zeros_like(x)
     for _ in range(6):
         small = x < 6
-        acc = acc + ec.where(small, 1.0 / (x * x), ec.zeros((), dtype=x.dtype))
+        acc = acc + ec.where(small, 1.0 / (x * x), _zero(x))
         x = ec.where(small, x + 1, x)
     xi = 1.0 / x
     xi2 = xi * xi
@@ -276,7 +289,7 @@ def _(grad):
 def _(grad, input):
     px = input * math.pi
     d = (px.cos() * px - px.sin()) / (px * input)
-    return grad * ec.where(input == 0, ec.zeros((), dtype=input.dtype), d)
+    return grad * ec.where(input == 0, _zero(input), d)
 
 
 @derivative("mish")
@@ -305,7 +318,7 @@ def _(grad, input):
 @derivative("hardswish")
 def _(grad, input):
     mid = grad * (input / 3 + 0.5)
-    g = ec.where(input < -3, ec.zeros((), dtype=grad.dtype), ec.where(input <= 3, mid, grad))
+    g = ec.where(input < -3, _zero(grad), ec.where(input <= 3, mid, grad))
     return g
 
 
@@ -400,20 +413,24 @@ def _(grad, input, other):
 
 
 @derivative("pow", inputs=("input", "exponent"))
-def _(grad, input, exponent, result, needs):
+def _(grad, input, exponent, needs):
+    # no `result`: saving it would make pow_ with a scalar exponent (the common
+    # case) keep its output, which later in-place ops could not then modify
     ga = gb = None
     if isinstance(input, ec.Tensor) and needs[0]:
         if isinstance(exponent, ec.Tensor):
             ga = grad * exponent * input.pow(exponent - 1)
-            ga = ec.where(exponent == 0, ec.zeros((), dtype=ga.dtype), ga)
+            ga = ec.where(exponent == 0, _zero(ga), ga)
         elif exponent == 0:
             ga = ec.zeros_like(grad)
         else:
             ga = grad * exponent * input.pow(exponent - 1)
     if isinstance(exponent, ec.Tensor) and needs[-1]:
-        base = input if isinstance(input, ec.Tensor) else ec.full((), float(input), dtype=result.dtype)
-        lg = base.log()
-        gb = grad * result * ec.where((base == 0) & (exponent >= 0), ec.zeros((), dtype=result.dtype), lg)
+        base = (
+            input if isinstance(input, ec.Tensor) else ec.full((), float(input), dtype=grad.dtype)
+        )
+        zero = _zero(grad)
+        gb = grad * base.pow(exponent) * ec.where((base == 0) & (exponent >= 0), zero, base.log())
     return ga, gb
 
 
@@ -459,13 +476,17 @@ def _(grad, input, other, result):
 
 @derivative("copysign", inputs=("input", "other"))
 def _(grad, input, result):
-    s = ec.where(input == 0, ec.zeros((), dtype=grad.dtype), result / input)
+    s = ec.where(input == 0, _zero(grad), result / input)
     return grad * s, ec.zeros_like(grad)
 
 
 @derivative("xlogy", inputs=("input", "other"))
 def _(grad, input, other):
-    ga = grad * ec.where((input == 0) & ~other.isnan(), ec.zeros((), dtype=grad.dtype), other.log()) if isinstance(other, ec.Tensor) else grad * math.log(other)
+    ga = (
+        grad * ec.where((input == 0) & ~other.isnan(), _zero(grad), other.log())
+        if isinstance(other, ec.Tensor)
+        else grad * math.log(other)
+    )
     gb = grad * input / other if isinstance(other, ec.Tensor) else None
     return ga, gb
 
@@ -480,7 +501,7 @@ def _(grad, input, other, result):
 
 @derivative("where", inputs=("input", "other"))
 def _(grad, condition):
-    zero = ec.zeros((), dtype=grad.dtype)
+    zero = _zero(grad)
     return ec.where(condition, grad, zero), ec.where(condition, zero, grad)
 
 
@@ -599,53 +620,25 @@ def _(grad, input_shape, offset, dim1, dim2):
     return _scatter_into_zeros(grad, input_shape, lambda z: z.diagonal(offset, dim1, dim2))
 
 
-@derivative("__getitem__")
-def _(grad, input_shape, key):
-    z = ec.zeros(input_shape, dtype=grad.dtype)
-    if _is_basic(key):
-        z[key].copy_(grad)
-    else:
-        z.index_put_(_index_tuple(key), grad, accumulate=True)
-    return z
-
-
-def _is_basic(key):
-    keys = key if isinstance(key, tuple) else (key,)
-    return not any(isinstance(k, (ec.Tensor, list)) for k in keys)
-
-
-def _index_tuple(key):
-    return key if isinstance(key, tuple) else (key,)
-
-
-@derivative("__setitem__", inputs=("input", "value"))
-def _(grad, key, value):
-    g_in = grad.clone()
-    g_in[key] = 0
-    g_val = grad[key] if isinstance(value, ec.Tensor) else None
-    return g_in, g_val
-
-
 @derivative("as_strided")
-def _(grad, input, size, stride, storage_offset):
-    # Scatter grad back through the same geometry over a zero buffer shaped like
-    # the input's storage region; overlapping geometries would need accumulation.
-    offset = input.storage_offset() if storage_offset is None else storage_offset
-    extent = [s for s, st in zip(size, stride) if st != 0 and s > 1]
-    distinct = 1
-    for s in extent:
-        distinct *= s
-    total = 1
-    for s in size:
+def _(grad, input_geometry, size, stride, storage_offset):
+    # Scatter grad back through the same geometry into a zero buffer laid out like
+    # the input; overlapping geometries would need accumulation.
+    shape, in_stride, in_offset = input_geometry
+    offset = in_offset if storage_offset is None else storage_offset
+    distinct = total = 1
+    for s, st in zip(size, stride):
         total *= s
+        if st != 0:
+            distinct *= s
     if distinct != total and total:
         raise RuntimeError(
             "as_strided backward: the view has overlapping elements (a zero or repeating "
             "stride); its gradient would need accumulation, which ember does not support yet"
         )
-    base = ec.empty_strided(input.shape, input.stride(), dtype=grad.dtype)
+    base = ec.empty_strided(shape, in_stride, dtype=grad.dtype)
     base.zero_()
-    rel = offset - input.storage_offset()
+    rel = offset - in_offset
     if rel < 0:
         raise RuntimeError("as_strided backward: view starts before its input's first element")
     base.as_strided(size, stride, rel).copy_(grad)
@@ -699,7 +692,11 @@ def _(grad, dims):
 @derivative("roll")
 def _(grad, input_shape, shifts, dims):
     if dims is None:
-        return grad.reshape(-1).roll(-shifts if isinstance(shifts, int) else -shifts[0], 0).reshape(input_shape)
+        return (
+            grad.reshape(-1)
+            .roll(-shifts if isinstance(shifts, int) else -shifts[0], 0)
+            .reshape(input_shape)
+        )
     neg = -shifts if isinstance(shifts, int) else tuple(-s for s in shifts)
     return grad.roll(neg, dims)
 
@@ -735,6 +732,8 @@ def _mat_grads(grad, a, b, needs):
     """Gradients of matmul(a, b) for 1-D or N-D operands (batch dims broadcast;
     the node sums broadcast batch dims away)."""
     da, db = a.dim(), b.dim()
+    if da == 1 and db == 1:  # dot product: grad is 0-d
+        return (grad * b if needs[0] else None, grad * a if needs[1] else None)
     g = grad
     a2 = a.unsqueeze(0) if da == 1 else a
     b2 = b.unsqueeze(-1) if db == 1 else b
@@ -812,6 +811,8 @@ def _(grad, batch1, batch2, beta, alpha, needs):
 
 @derivative("sum")
 def _(grad, input_shape, dim, keepdim):
+    if dim is None:  # a 0-d grad expands as it is
+        return grad.expand(input_shape)
     dims = _reduced_dims(input_shape, dim)
     return _unsqueeze_to(grad, input_shape, dims, keepdim).expand(input_shape)
 
@@ -826,8 +827,8 @@ def _(grad, input, dim, keepdim):
 @derivative("mean")
 def _(grad, input_shape, dim, keepdim):
     dims = _reduced_dims(input_shape, dim)
-    g = _unsqueeze_to(grad, input_shape, dims, keepdim).expand(input_shape)
-    return g / max(_count(input_shape, dims), 1)
+    g = _unsqueeze_to(grad, input_shape, dims, keepdim) / max(_count(input_shape, dims), 1)
+    return g.expand(input_shape)  # divided before expanding: one value per output
 
 
 @derivative("prod")
@@ -867,8 +868,10 @@ def _minmax_all(grad, input, result):
 
 def _minmax_dim(grads, input, dim, keepdim, result):
     grad = grads[0]
+    if input.dim() == 0:
+        return grad
     values, indices = result
-    d = dim % input.dim() if input.dim() else 0
+    d = dim % input.dim()
     if not keepdim and input.dim():
         grad = grad.unsqueeze(d)
         indices = indices.unsqueeze(d)
@@ -943,13 +946,15 @@ def _(grad, input, dim, unbiased, keepdim, correction, result):
     g = _unsqueeze_to(grad, input.shape, dims, keepdim)
     r = _unsqueeze_to(result, input.shape, dims, keepdim)
     centered = input - input.mean(dims, keepdim=True)
-    return g * centered / (r * (n - c))
+    # a zero std has a zero gradient (as in PyTorch), not 0/0
+    scale = ec.where(r == 0, _zero(r), (r * (n - c)).reciprocal())
+    return g * centered * scale
 
 
 def _norm_grad(grad, input, p, dims, keepdim, result):
     g = _unsqueeze_to(grad, input.shape, dims, keepdim)
     r = _unsqueeze_to(result, input.shape, dims, keepdim)
-    zero = ec.zeros((), dtype=input.dtype)
+    zero = _zero(input)
     if p == 2:
         return g * ec.where(r == 0, zero, input / r)
     if p == 1:
@@ -1040,16 +1045,27 @@ def _cum_extreme_grad(grad, input, dim, indices):
     return g.movedim(-1, d)
 
 
+_LOWEST = {
+    "float64": -1.7976931348623157e308,
+    "float32": -3.4028234663852886e38,
+    "float16": -65504.0,
+    "bfloat16": -3.3895313892515355e38,
+}
+
+
 @derivative("logcumsumexp")
 def _(grad, input, dim, result):
+    # log-space reverse cumulative sums of the positive and negative parts of
+    # grad (the lowest finite value, not -inf, stands for log 0: no NaN)
     if input.dim() == 0:
         return grad
     d = dim % input.dim()
-    neg_inf = ec.full((), -math.inf, dtype=grad.dtype)
-    pos = ec.where(grad > 0, grad.log(), neg_inf)
-    neg = ec.where(grad < 0, (-grad).log(), neg_inf)
+    lowest = ec.full((), _LOWEST[grad.dtype.name.split(".")[-1]], dtype=grad.dtype)
+    log_abs = grad.abs().log()
+    pos = ec.where(grad > 0, log_abs, lowest)
+    neg = ec.where(grad < 0, log_abs, lowest)
 
     def rev_lcse(t):
         return t.flip((d,)).logcumsumexp(d).flip((d,))
 
-    return (input + rev_lcse(pos - result)).exp() - (input + rev_lcse(neg - result)).exp()
+    return (rev_lcse(pos - result) + input).exp() - (rev_lcse(neg - result) + input).exp()

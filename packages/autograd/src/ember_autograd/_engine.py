@@ -1,66 +1,91 @@
 """The backward engine.
 
-It runs nodes in dependency order, iteratively (graphs of any depth): first it
-counts, for every node reachable from the roots, how many edges lead into it;
-then it repeatedly takes a node whose incoming gradients are all in (the most
-recently created first, which frees memory early), applies its hooks and its
-backward function, and hands each resulting gradient to the node it belongs
-to.  Leaves' AccumulateGrad nodes add into ``.grad``.  Unless ``retain_graph``,
-each node's saved tensors are freed as soon as it has run.
+It runs nodes in dependency order, iteratively (graphs of any depth): it
+repeatedly takes, among the nodes that have received gradients, the most
+recently created one — whose incoming gradients are then all in (Note
+[Execution order]) — applies its hooks and its backward function, and hands
+each resulting gradient to the node it belongs to.  Leaves' AccumulateGrad
+nodes add into ``.grad``.  Unless ``retain_graph``, each node's saved tensors
+are freed as soon as it has run.
+
+With ``inputs`` (``grad()``, ``backward(inputs=...)``) only the nodes on a
+path from the roots to an input run, and the gradients reaching the inputs are
+captured instead of (for grad) being accumulated.
+
+Per node, in PyTorch's order: tensor hooks (``Tensor.register_hook``) and then
+``retain_grad``, Node pre-hooks, the backward function (for a leaf: the
+accumulation and its post-accumulate-grad hooks), Node post-hooks.
 """
 
 import heapq
 
 import ember_core as ec
-
-from ember_autograd import _grad_mode
+from ember_autograd import _anomaly, _grad_mode
+from ember_autograd._formula import OpNode
+from ember_autograd._handler import _edge
 from ember_autograd._node import AccumulateGrad, accumulator
+from ember_core import _creation as _core_creation
+from ember_core import _tensor as _core_tensor
 
 Tensor = ec.Tensor
 state = _grad_mode.state
+_add_ = ec.OPS["add_"].impl  # add_(input, other, alpha)
 
 
 def _root_edge(t, i):
-    from ember_autograd._handler import _edge
-
     if not isinstance(t, Tensor):
         raise TypeError(f"backward: element {i} of tensors is a {type(t).__name__}, not a Tensor")
     node, nr = _edge(t) if t._rg else (None, 0)
     if node is None:
-        raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        raise RuntimeError(
+            f"element {i} of tensors does not require grad and does not have a grad_fn"
+        )
     return node, nr
 
 
 def make_grads(outputs, grads):
-    """The initial gradients: ones for scalar outputs when none are given."""
+    """The initial gradients (with whether the engine owns them): ones for
+    scalar outputs when none are given."""
     out = []
     for i, (t, g) in enumerate(zip(outputs, grads)):
         if g is None:
             if t._rg:
-                if t.numel() != 1:
+                if t._numel != 1:
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
-                if not t.dtype.is_floating_point:
+                if not t._dtype.is_floating_point:
                     raise RuntimeError(
-                        f"grad can be implicitly created only for real scalar outputs but got {t.dtype}"
+                        "grad can be implicitly created only for real scalar outputs but got "
+                        f"{t.dtype}"
                     )
-                g = ec.ones(t._shape, dtype=t._dtype)
+                g = _core_tensor.empty(t._shape, t._dtype, t._storage._device)
+                _core_creation.fill_values(g, 1)
             out.append((g, True))
         elif isinstance(g, Tensor):
-            if g._shape != t._shape and g.numel() != t.numel():
+            if g._shape != t._shape:
+                if g._numel != t._numel:
+                    raise RuntimeError(
+                        f"Mismatch in shape: grad_output[{i}] has a shape of {tuple(g._shape)} and "
+                        f"output[{i}] has a shape of {tuple(t._shape)}."
+                    )
+                g = g.reshape(t._shape)
+            if (
+                g._dtype is not t._dtype
+                and g._dtype.is_floating_point != t._dtype.is_floating_point
+            ):
                 raise RuntimeError(
-                    f"Mismatch in shape: grad_output[{i}] has a shape of {tuple(g._shape)} and "
-                    f"output[{i}] has a shape of {tuple(t._shape)}."
+                    f"Function backward: grad_output[{i}] has dtype {g.dtype}, but output[{i}] is "
+                    f"{t.dtype}"
                 )
-            out.append((g.reshape(t._shape) if g._shape != t._shape else g, False))
+            out.append((g, False))
         else:
             out.append((ec.full(t._shape, g, dtype=t._dtype), True))
     return out
 
 
-def _graph(roots, needed_fn=None):
-    """Every node reachable from roots, in DFS post-order (children first)."""
+def _needed(roots, input_nodes):
+    """The nodes on a path from the roots to an input node."""
     order, seen, stack = [], set(), []
-    for r in roots:
+    for r in roots:  # DFS post-order: children before parents
         if r not in seen:
             seen.add(r)
             stack.append((r, iter(r.next_functions)))
@@ -74,193 +99,265 @@ def _graph(roots, needed_fn=None):
                 else:
                     stack.pop()
                     order.append(node)
-    return order
+    needed = set()
+    for node in order:
+        if node in input_nodes or any(c in needed for c, _ in node.next_functions):
+            needed.add(node)
+    return needed
+
+
+# Note [Execution order]
+# A node only ever points at nodes that existed when it was made, and nodes are
+# numbered (``_seq``) as they are made: a node's gradient producers all have
+# larger numbers than it.  So running the nodes that received a gradient in
+# decreasing ``_seq`` order (a heap) runs each one after every producer of its
+# gradients, with no dependency counting: when a node comes off the heap, all
+# its gradients are in.  Nodes that receive no gradient never run.
 
 
 def run_backward(outputs, grads, retain_graph, create_graph, inputs=None, accumulate=True):
     """Backpropagate; returns the gradients captured for ``inputs`` (in order)."""
     root_edges = [_root_edge(t, i) for i, t in enumerate(outputs)]
-    targets = {}  # (node, nr) -> indices into inputs
-    input_nodes = set()
+    targets = needed = input_nodes = None
     if inputs is not None:
+        targets = {}  # (node, nr) -> indices into inputs
         for i, t in enumerate(inputs):
             if not isinstance(t, Tensor):
                 raise TypeError(f"inputs[{i}] is a {type(t).__name__}, not a Tensor")
             if not t._rg:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
-            edge = (t.grad_fn, t.__dict__.get("_output_nr", 0)) if t.grad_fn is not None else (accumulator(t), 0)
+            edge = (t.grad_fn, t._output_nr) if t.grad_fn is not None else (accumulator(t), 0)
             targets.setdefault(edge, []).append(i)
-            input_nodes.add(edge[0])
-    roots = [n for n, _ in root_edges]
-    order = _graph(roots)
-    if inputs is not None:
-        needed = set()
-        for node in order:  # children before parents
-            if node in input_nodes or any(c in needed for c, _ in node.next_functions if c is not None):
-                needed.add(node)
-    else:
-        needed = set(order)
-    deps = dict.fromkeys(needed, 0)
-    for node in needed:
-        for child, _ in node.next_functions:
-            if child is not None and child in needed:
-                deps[child] += 1
+        input_nodes = {node for node, _ in targets}
+        needed = _needed([n for n, _ in root_edges], input_nodes)
 
+    # Gradients waiting for their node (queued on the heap when the first
+    # arrives).  A gradient that reaches one leaf only, was never shown to a hook
+    # and is not the caller's own tensor may become that leaf's .grad without a
+    # copy; ``shared`` and ``foreign`` say which may not.
     buffers = {}
-    live = {}  # id(grad) -> how many buffer slots hold that object
-    foreign = set()
-
-    def put(node, nr, g):
-        buf = buffers.get(node)
-        if buf is None:
-            buf = buffers[node] = [None] * max(node._n_outputs, nr + 1)
-        old = buf[nr]
-        if old is None:
-            buf[nr] = g
-            live[id(g)] = live.get(id(g), 0) + 1
-        else:
-            live[id(old)] -= 1
-            new = buf[nr] = old + g
-            live[id(new)] = live.get(id(new), 0) + 1
-
+    heap = []
+    placed, shared, foreign = set(), set(), set()
     for (node, nr), (g, owned) in zip(root_edges, grads):
-        if node in needed:
-            put(node, nr, g)
+        if g is not None and (needed is None or node in needed):
+            _put(buffers, heap, placed, shared, node, nr, g)
             if not owned:
                 foreign.add(id(g))
-
     captured = [None] * (len(inputs) if inputs is not None else 0)
-    heap = []
-    for node in set(roots):
-        if node in needed and deps[node] == 0:
-            heapq.heappush(heap, (-node._seq, id(node), node))
+    heappop, heappush = heapq.heappop, heapq.heappush
+    anomaly = state.anomaly
+    fast = not create_graph
 
     prev = (state.enabled, state.below)
     state.enabled, state.below = create_graph, 0
-    anomaly = state.anomaly
     try:
         while heap:
-            _, _, node = heapq.heappop(heap)
-            buf = buffers.pop(node, None) or [None] * node._n_outputs
-            for g in buf:
-                if g is not None:
-                    live[id(g)] = live.get(id(g), 1) - 1
-            grads_out = _materialize(node, buf)
-            grads_out = _tensor_hooks(node, grads_out)
-            for nr in range(len(grads_out)):
-                idxs = targets.get((node, nr))
-                if idxs:
-                    for i in idxs:
-                        captured[i] = grads_out[nr]
-                        t = inputs[i]
-                        # backward(inputs=[non-leaf]) accumulates into its .grad
-                        if accumulate and t.grad_fn is not None and grads_out[nr] is not None:
-                            _accumulate(t, grads_out[nr], create_graph, False)
-            if isinstance(node, AccumulateGrad):
-                if accumulate and (inputs is None or node in input_nodes):
-                    g = grads_out[0]
-                    if g is not None:
-                        owned = live.get(id(g), 0) == 0 and id(g) not in foreign
-                        _accumulate(node.variable, g, create_graph, owned)
+            node = heappop(heap)[2]
+            grads_in = buffers.pop(node)
+            extra = node._extra
+            is_leaf = node.__class__ is AccumulateGrad
+            if extra is not None or (is_leaf and node.variable.__dict__.get("_hooks")):
+                grads_in = _pre_hooks(node, extra, grads_in)
+                foreign.update(id(g) for g in grads_in)  # a hook may have kept them
+            if targets is not None:
+                for nr, g in enumerate(grads_in):
+                    idxs = targets.get((node, nr))
+                    if idxs:
+                        for i in idxs:
+                            captured[i] = g
+                            t = inputs[i]
+                            # backward(inputs=[non-leaf]) accumulates into its .grad
+                            if accumulate and t.grad_fn is not None and g is not None:
+                                _accumulate(t, g, create_graph, False)
+            if is_leaf:
+                g = grads_in[0]
+                if accumulate and g is not None and (input_nodes is None or node in input_nodes):
+                    i = id(g)
+                    _accumulate(
+                        node.variable, g, create_graph, i not in shared and i not in foreign
+                    )
+                if extra is not None and extra.post_hooks:
+                    _post_hooks(extra, (), grads_in)
                 continue
-            if inputs is not None and not any(c in needed for c, _ in node.next_functions if c is not None):
-                continue  # a target whose inputs nothing needs
-            if node._pre_hooks:
-                for hook in list(node._pre_hooks.values()):
-                    r = hook(tuple(grads_out))
-                    if r is not None:
-                        grads_out = list(r)
-            if anomaly:
-                from ember_autograd import _anomaly
+            if input_nodes is not None and not any(c in needed for c, _ in node.next_functions):
+                continue  # an input's own node: nothing beyond it is needed
 
-                result = _anomaly.run_node(node, grads_out)
+            if node._ctx is None and node._out_meta is not None:
+                for g in grads_in:
+                    if g is None:  # derivative-table formulas always get tensors
+                        grads_in = _zeros_for_missing(node, grads_in)
+                        break
+            if anomaly:
+                result = _anomaly.run_node(node, grads_in)
+            elif fast and node.__class__ is OpNode:
+                # our own formulas, nothing recorded: their ops skip the handler
+                state.below = 1
+                try:
+                    result = node.apply(grads_in)
+                finally:
+                    state.below = 0
             else:
-                result = node.apply(tuple(grads_out))
-            if node._post_hooks:
-                for hook in list(node._post_hooks.values()):
-                    r = hook(tuple(result), tuple(grads_out))
-                    if r is not None:
-                        result = tuple(r)
+                result = node.apply(grads_in)
+            if extra is not None and extra.post_hooks:
+                result = _post_hooks(extra, result, grads_in)
             if not retain_graph:
                 node.release()
+
             for (child, nr), g in zip(node.next_functions, result):
-                if child is None or child not in needed:
+                if g is None or child is None or (needed is not None and child not in needed):
                     continue
-                if g is not None:
-                    put(child, nr, g)
-                deps[child] -= 1
-                if deps[child] == 0:
-                    heapq.heappush(heap, (-child._seq, id(child), child))
+                buf = buffers.get(child)  # _put, inlined: this is the hot loop
+                if buf is None:
+                    if child._n_outputs == 1 and nr == 0:
+                        buffers[child] = [g]
+                        heappush(heap, (-child._seq, id(child), child))
+                        if child.__class__ is AccumulateGrad:
+                            _track(placed, shared, g)
+                        continue
+                    _put(buffers, heap, placed, shared, child, nr, g)
+                elif buf[nr] is None if nr < len(buf) else True:
+                    _put(buffers, heap, placed, shared, child, nr, g)
+                else:
+                    g = buf[nr] = buf[nr] + g
+                    if child.__class__ is AccumulateGrad:
+                        _track(placed, shared, g)
     finally:
         state.enabled, state.below = prev
     return captured
 
 
-def _materialize(node, buf):
-    """Missing output gradients become zeros (formulas always get tensors)."""
+def _put(buffers, heap, placed, shared, node, nr, g):
+    """Hand gradient g to input nr of node, summing with what is there; queue
+    the node with its first gradient (Note [Execution order])."""
+    buf = buffers.get(node)
+    if buf is None:
+        buf = buffers[node] = [None] * node._n_outputs
+        if nr >= len(buf):
+            buf.extend([None] * (nr + 1 - len(buf)))
+        heapq.heappush(heap, (-node._seq, id(node), node))
+    old = buf[nr]
+    if old is not None:
+        g = old + g
+    buf[nr] = g
+    if node.__class__ is AccumulateGrad:
+        _track(placed, shared, g)
+
+
+def _track(placed, shared, g):
+    """Gradients headed for leaves: one that reaches two may be stolen by neither."""
+    i = id(g)
+    if i in placed:
+        shared.add(i)
+    else:
+        placed.add(i)
+
+
+def _zeros_for_missing(node, grads_in):
     meta = node._out_meta
-    out = list(buf)
-    if isinstance(node, AccumulateGrad) or getattr(node, "_ctx", None) is not None:
-        return out  # custom Functions materialise (or not) themselves
-    if meta is not None and any(g is None for g in out):
-        for i, g in enumerate(out):
-            if g is None and i < len(meta) and meta[i] is not None:
-                shape, dtype = meta[i]
-                out[i] = ec.zeros(shape, dtype=dtype)
-    return out
+    return [
+        ec.zeros(meta[i][0], dtype=meta[i][1]) if g is None and i < len(meta) and meta[i] else g
+        for i, g in enumerate(grads_in)
+    ]
 
 
-def _tensor_hooks(node, grads):
-    if node._tensor_pre_hooks:
-        for nr, hooks in node._tensor_pre_hooks.items():
+def _pre_hooks(node, extra, grads):
+    grads = list(grads)
+    if extra is not None and extra.tensor_pre_hooks:
+        for nr, hooks in extra.tensor_pre_hooks.items():
             for hook in list(hooks.values()):
                 if grads[nr] is None:
                     continue
                 r = hook(grads[nr])
                 if r is not None:
                     grads[nr] = r
-    if isinstance(node, AccumulateGrad):
+    if node.__class__ is AccumulateGrad:
         hooks = node.variable.__dict__.get("_hooks")
         if hooks and grads[0] is not None:
             for hook in list(hooks.values()):
                 r = hook(grads[0])
                 if r is not None:
                     grads[0] = r
-    if node._retain_hooks:
-        for nr, ref in node._retain_hooks.items():
+    if extra is not None and extra.retain_hooks:
+        for nr, ref in extra.retain_hooks.items():
             t = ref()
             if t is not None and grads[nr] is not None:
                 g = grads[nr]
-                if t._grad is None:
-                    t._grad = g if state.enabled else g.detach().clone()
-                else:
-                    t._grad = t._grad + g
+                t._grad = g.clone() if t._grad is None else t._grad + g
+    if extra is not None and extra.pre_hooks:
+        for hook in list(extra.pre_hooks.values()):
+            r = hook(tuple(grads))
+            if r is not None:
+                grads = list(r)
     return grads
 
 
+def _post_hooks(extra, result, grads_in):
+    for hook in list(extra.post_hooks.values()):
+        r = hook(tuple(result), tuple(grads_in))
+        if r is not None:
+            result = tuple(r)
+    return result
+
+
 def _accumulate(var, g, create_graph, owned):
+    """var.grad += g (AccumulateGrad): steal g when nothing else holds it,
+    accumulate in place when possible, out of place under create_graph."""
+    old = var._grad
+    if (
+        old is not None
+        and not create_graph
+        and not old._rg
+        and g._shape == var._shape
+        and g._dtype is var._dtype
+    ):
+        _add_(old, g, 1)  # the steady state of training: in place, unrecorded
+        hooks = var.__dict__.get("_post_acc_hooks")
+        if hooks:
+            for hook in list(hooks.values()):
+                hook(var)
+        return
     if g._shape != var._shape:
-        g = g.reshape(var._shape) if g.numel() == var.numel() else g.expand(var._shape)
+        g = g.reshape(var._shape) if g._numel == var._numel else g.expand(var._shape)
     if g._dtype is not var._dtype:
         g = g.to(var._dtype)
-    old = var._grad
     if old is None:
+        # a new .grad is laid out like its tensor (PyTorch's layout contract)
+        # and never aliases a tensor someone else holds
+        fits = g._base is None and (
+            g.is_contiguous() if var.is_contiguous() else g._stride == var._stride
+        )
         if create_graph:
-            var._grad = g
-        elif owned and g._base is None and g.is_contiguous() and g.grad_fn is None:
+            var._grad = g if fits and owned else _copy_like(var, g)
+        elif fits and owned and g.grad_fn is None:
             var._grad = g
         else:
-            var._grad = g.detach().clone()
+            var._grad = _copy_like(var, g.detach())
     elif create_graph or old._rg:
         var._grad = old + g
     else:
-        prev = state.enabled
-        state.enabled = False
-        try:
-            old.add_(g)
-        finally:
-            state.enabled = prev
+        _add_(old, g, 1)  # in place, unrecorded: straight to the implementation
     hooks = var.__dict__.get("_post_acc_hooks")
     if hooks:
         for hook in list(hooks.values()):
             hook(var)
+
+
+def _copy_like(var, g):
+    """A copy of g with var's strides when they are dense, contiguous otherwise."""
+    if not var.is_contiguous() and _dense(var):
+        out = ec.empty_strided(var._shape, var._stride, dtype=g._dtype)
+        out.copy_(g)
+        return out
+    out = g.contiguous()
+    return out.clone() if out is g else out
+
+
+def _dense(t):
+    """Non-overlapping and dense: the strides are a permutation of contiguous ones."""
+    dims = sorted((st, sz) for st, sz in zip(t._stride, t._shape) if sz != 1)
+    expected = 1
+    for st, sz in dims:
+        if st != expected:
+            return False
+        expected *= sz
+    return True

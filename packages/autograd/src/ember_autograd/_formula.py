@@ -3,8 +3,11 @@
 A formula is a Python function ``fn(grad, **names)`` written with ember ops (so
 ``create_graph=True`` differentiates it again).  Its parameter names say what
 it needs: any parameter of the op (tensors among them are saved for backward,
-with their versions), ``result`` (the op's output), ``needs`` (which inputs
-want a gradient).  It returns one gradient per differentiable input, in the
+with their versions), ``<param>_shape`` (a tensor parameter's shape, or the
+list of shapes of a tensor-list parameter: ``<param>_shapes``),
+``<param>_geometry`` ((shape, strides, storage offset): what a view's backward
+needs, without keeping the values alive), ``result`` (the op's output),
+``needs`` (which inputs want a gradient).  It returns one gradient per differentiable input, in the
 order given by ``inputs`` (None for no gradient).  The node then sums each
 gradient down to its input's shape (undoing broadcasting) and casts it to the
 input's dtype, so formulas never deal with either.
@@ -13,8 +16,8 @@ input's dtype, so formulas never deal with either.
 import inspect
 
 import ember_core as ec
-
-from ember_autograd._node import Node, SavedTensor
+from ember_autograd._grad_mode import state
+from ember_autograd._node import Node, SavedTensor, _capture_trace, _seq
 
 DERIVATIVES = {}
 
@@ -75,6 +78,8 @@ def derivative(op_name, inputs=("input",), outputs=(0,)):
                 uses.append(name)
             elif name.endswith("_shape") and name[:-6] in params:
                 shape_uses.append((name, params.index(name[:-6])))
+            elif name.endswith("_geometry") and name[:-9] in params:
+                shape_uses.append((name, params.index(name[:-9])))
             elif name.endswith("_shapes") and name[:-7] in params:
                 shape_uses.append((name, params.index(name[:-7])))
             else:
@@ -93,22 +98,25 @@ def derivative(op_name, inputs=("input",), outputs=(0,)):
     return register
 
 
+def _prod(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
 def sum_to(g, shape):
     """Sum g down to ``shape`` (the inverse of broadcasting)."""
     if g._shape == shape:
         return g
     lead = len(g._shape) - len(shape)
-    dims = list(range(lead))
-    for i, s in enumerate(shape):
-        if s == 1 and g._shape[lead + i] != 1:
-            dims.append(lead + i)
-    if dims:
-        g = g.sum(dims, keepdim=True)
-    if lead:
-        g = g.reshape(shape)
-    elif g._shape != shape:
-        g = g.reshape(shape)
-    return g
+    if lead < 0:  # fewer dims than the input (a 0-d gradient of a 1-element input)
+        return g.reshape(shape) if g._numel == _prod(shape) else g.expand(shape)
+    inner = [lead + i for i, s in enumerate(shape) if s == 1 and g._shape[lead + i] != 1]
+    if not inner:  # only leading dims to drop (a bias): one reduction
+        return g.sum(tuple(range(lead))) if lead else g
+    g = g.sum(tuple(range(lead)) + tuple(inner), keepdim=True)
+    return g.reshape(shape) if g._shape != shape else g
 
 
 class OpNode(Node):
@@ -117,7 +125,12 @@ class OpNode(Node):
     __slots__ = ("_formula", "_values", "_in_meta")
 
     def __init__(self, formula, next_functions, values, in_meta, n_outputs):
-        Node.__init__(self, next_functions, n_outputs)
+        # Node.__init__, inlined: one node per recorded op
+        self.next_functions = next_functions
+        self._seq = next(_seq)
+        self._n_outputs = n_outputs
+        self._out_meta = None
+        self._extra = _capture_trace() if state.anomaly else None
         self._formula = formula
         self._values = values  # name -> SavedTensor or plain value
         self._in_meta = in_meta  # per input: (shape, dtype) or None
@@ -127,54 +140,74 @@ class OpNode(Node):
 
     def apply(self, grads):
         f = self._formula
-        kwargs = {name: _unpack(v, self) for name, v in self._values.items()}
+        kwargs = {}
+        for name, v in self._values.items():
+            cls = v.__class__
+            if cls is SavedTensor:
+                v = v.unpack(self)
+            elif (cls is list or cls is tuple) and v:
+                v = _unpack_sequence(v, self)
+            kwargs[name] = v
         if f.wants_needs:
             kwargs["needs"] = tuple(n is not None for n, _ in self.next_functions)
-        if f.multi_grad:
-            out = f.fn(tuple(grads), **kwargs)
-        else:
-            out = f.fn(grads[0], **kwargs)
-        if not isinstance(out, tuple):
+        out = f.fn(tuple(grads) if f.multi_grad else grads[0], **kwargs)
+        if out.__class__ is not tuple:
             out = (out,)
-        if len(out) != len(self.next_functions):
+        edges = self.next_functions
+        if len(out) != len(edges):
             raise RuntimeError(
-                f"{self.name()}: formula returned {len(out)} gradients for "
-                f"{len(self.next_functions)} inputs"
+                f"{self.name()}: formula returned {len(out)} gradients for {len(edges)} inputs"
             )
         result = []
-        for g, (node, _), meta in zip(out, self.next_functions, self._in_meta):
+        for g, (node, _), meta in zip(out, edges, self._in_meta):
             if g is None or node is None:
                 result.append(None)
                 continue
             if not isinstance(g, ec.Tensor):
-                raise RuntimeError(f"{self.name()}: formula returned {type(g).__name__}, not a Tensor")
+                raise RuntimeError(
+                    f"{self.name()}: formula returned {type(g).__name__}, not a Tensor"
+                )
             shape, dtype = meta
-            if g._shape != shape:
+            if g._shape != shape:  # undo broadcasting
                 g = sum_to(g, shape)
             if g._dtype is not dtype:
                 g = g.to(dtype)
             result.append(g)
-        return tuple(result)
+        return result
 
     def release(self):
         for v in self._values.values():
-            if isinstance(v, SavedTensor):
+            cls = v.__class__
+            if cls is SavedTensor:
                 v.release()
-            elif isinstance(v, (list, tuple)):
+            elif cls is list or cls is tuple:
                 for x in v:
-                    if isinstance(x, SavedTensor):
+                    if x.__class__ is SavedTensor:
                         x.release()
 
     @property
     def saved_tensors(self):
         return tuple(v.unpack(self) for v in self._values.values() if isinstance(v, SavedTensor))
 
+    def __getattr__(self, name):
+        # PyTorch's grad_fn._saved_<name> (``self`` for the input); _raw_saved_ too
+        for prefix in ("_saved_", "_raw_saved_"):
+            if name.startswith(prefix):
+                key = name[len(prefix) :]
+                key = "input" if key == "self" else key
+                values = self._values
+                if key in values:
+                    v = values[key]
+                    if prefix == "_raw_saved_":
+                        return v
+                    if isinstance(v, SavedTensor):
+                        return v.unpack(self)
+                    return _unpack_sequence(v, self) if isinstance(v, (list, tuple)) and v else v
+        raise AttributeError(f"'{self.name()}' object has no attribute '{name}'")
 
-def _unpack(v, node):
-    if isinstance(v, SavedTensor):
-        return v.unpack(node)
-    if isinstance(v, list) and v and isinstance(v[0], SavedTensor):
-        return [x.unpack(node) for x in v]
-    if isinstance(v, tuple) and v and isinstance(v[0], SavedTensor):
-        return tuple(x.unpack(node) if isinstance(x, SavedTensor) else x for x in v)
+
+def _unpack_sequence(v, node):
+    if any(x.__class__ is SavedTensor for x in v):
+        out = [x.unpack(node) if x.__class__ is SavedTensor else x for x in v]
+        return out if v.__class__ is list else tuple(out)
     return v

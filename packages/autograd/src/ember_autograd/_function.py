@@ -10,13 +10,19 @@ backward methods and call ``MyFn.apply(...)``.
 ...     def backward(ctx, grad):
 ...         (x,) = ctx.saved_tensors
 ...         return 2 * x * grad
+
+forward runs with grad mode off (its ops are not recorded); the outputs get one
+node whose backward is the user's.  Outputs that are views of inputs (or inputs
+returned as they are) may not be modified in place later: the view+in-place
+machinery would bypass the custom backward.  Inputs modified in place must be
+declared with ``ctx.mark_dirty`` (and returned).
 """
 
 import functools
 
 import ember_core as ec
-
 from ember_autograd import _grad_mode
+from ember_autograd._formula import sum_to
 from ember_autograd._node import Node, SavedTensor, gradient_edge
 
 Tensor = ec.Tensor
@@ -36,9 +42,14 @@ class FunctionCtx:
         self.needs_input_grad = ()
 
     def save_for_backward(self, *tensors):
+        """Keep tensors for backward (read them back with ``ctx.saved_tensors``);
+        an in-place change to one before backward is reported there."""
         for t in tensors:
             if t is not None and not isinstance(t, Tensor):
-                raise TypeError(f"save_for_backward can only save tensors or None, got {type(t).__name__}")
+                raise TypeError(
+                    "save_for_backward can only save variables, but argument is of type "
+                    f"{type(t).__name__}"
+                )
         self._to_save = tensors
 
     def save_for_forward(self, *tensors):
@@ -68,13 +79,13 @@ class FunctionCtx:
 class BackwardCFunction(Node):
     """The node of a custom Function call."""
 
-    __slots__ = ("_cls", "_ctx", "_n_inputs")
+    __slots__ = ("_cls", "_ctx", "_in_meta")
 
-    def __init__(self, cls, ctx, edges, n_outputs):
+    def __init__(self, cls, ctx, edges, in_meta, n_outputs):
         Node.__init__(self, edges, n_outputs)
         self._cls = cls
         self._ctx = ctx
-        self._n_inputs = len(edges)
+        self._in_meta = in_meta  # per input: (shape, dtype) or None
 
     def name(self):
         return f"{self._cls.__name__}Backward"
@@ -90,19 +101,34 @@ class BackwardCFunction(Node):
         result = self._cls.backward(ctx, *grads)
         if not isinstance(result, tuple):
             result = (result,)
-        if len(result) > self._n_inputs and all(r is None for r in result[self._n_inputs :]):
-            result = result[: self._n_inputs]
-        if len(result) != self._n_inputs:
+        n = len(self.next_functions)
+        if len(result) > n and all(r is None for r in result[n:]):
+            result = result[:n]
+        if len(result) != n:
             raise RuntimeError(
-                f"function {self.name()} returned an incorrect number of gradients (expected "
-                f"{self._n_inputs}, got {len(result)})"
+                f"function {self.name()} returned an incorrect number of gradients (expected {n}, "
+                f"got {len(result)})"
             )
-        out = []
-        for g, (node, _) in zip(result, self.next_functions):
-            if g is not None and not isinstance(g, Tensor):
-                raise TypeError(f"function {self.name()} returned a {type(g).__name__} as a gradient")
-            out.append(g if node is not None else None)
-        return tuple(out)
+        return tuple(self._validate(i, g) for i, g in enumerate(result))
+
+    def _validate(self, i, g):
+        """PyTorch's validate_outputs: sum broadcast gradients down to the
+        input's shape, cast to its dtype, refuse anything else."""
+        if self.next_functions[i][0] is None or g is None:
+            return None
+        if not isinstance(g, Tensor):
+            raise TypeError(f"function {self.name()} returned a {type(g).__name__} as gradient {i}")
+        shape, dtype = self._in_meta[i]
+        if g._shape != shape:
+            if not _expandable(shape, g._shape):
+                raise RuntimeError(
+                    f"Function {self.name()} returned an invalid gradient at index {i} - got "
+                    f"{list(g._shape)} but expected shape compatible with {list(shape)}"
+                )
+            g = sum_to(g, shape)
+        if g._dtype is not dtype:
+            g = g.to(dtype)
+        return g
 
     def release(self):
         if self._ctx._saved is not None:
@@ -111,27 +137,34 @@ class BackwardCFunction(Node):
                     s.release()
 
 
-class _FunctionMeta(type):
-    def __init__(cls, name, bases, attrs):
-        super().__init__(name, bases, attrs)
+def _expandable(shape, to):
+    """Whether ``shape`` broadcasts to ``to``."""
+    if len(shape) > len(to):
+        return False
+    return all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(to)))
 
 
-class Function(metaclass=_FunctionMeta):
+class Function:
     """Base class of custom differentiable functions (see the module docstring)."""
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
-        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+        raise NotImplementedError(
+            "You must implement the forward function for custom autograd.Function."
+        )
 
     @staticmethod
     def backward(ctx, *grad_outputs):
-        raise NotImplementedError("You must implement either the backward or vjp method for your custom autograd.Function to use it with backward mode AD.")
+        raise NotImplementedError(
+            "You must implement either the backward or vjp method for your custom "
+            "autograd.Function to use it with backward mode AD."
+        )
 
     vjp = backward
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        raise NotImplementedError
+        raise NotImplementedError("setup_context is not implemented.")
 
     @classmethod
     def apply(cls, *args, **kwargs):
@@ -139,7 +172,8 @@ class Function(metaclass=_FunctionMeta):
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
         record = state.enabled and any(ctx.needs_input_grad)
         uses_setup = cls.setup_context is not Function.setup_context
-        state.below += 1
+        prev = state.enabled
+        state.enabled = False  # forward is not recorded: its node is the user's backward
         try:
             if uses_setup:
                 outputs = cls.forward(*args, **kwargs)
@@ -147,25 +181,35 @@ class Function(metaclass=_FunctionMeta):
             else:
                 outputs = cls.forward(ctx, *args, **kwargs)
         finally:
-            state.below -= 1
+            state.enabled = prev
         if not record:
             return outputs
         return _connect(cls, ctx, args, outputs)
 
 
 def _connect(cls, ctx, args, outputs):
+    """Give the outputs of a custom Function their node."""
     from ember_autograd._handler import _attach, _edge, _rebase_view
 
     edges = tuple(_edge(a) if isinstance(a, Tensor) and a._rg else (None, 0) for a in args)
+    in_meta = tuple((a._shape, a._dtype) if isinstance(a, Tensor) else None for a in args)
     single = not isinstance(outputs, tuple)
     outs = list((outputs,) if single else outputs)
     dirty = {id(t) for t in ctx._dirty}
     non_diff = {id(t) for t in ctx._non_diff}
     inputs = {id(a) for a in args if isinstance(a, Tensor)}
     for t in ctx._dirty:
+        if id(t) not in inputs:
+            raise RuntimeError(
+                f"{cls.__name__}: mark_dirty was given a tensor that is not an input"
+            )
         if t._rg and t.grad_fn is None and t._base is None:
-            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-    node = BackwardCFunction(cls, ctx, edges, len(outs))
+            raise RuntimeError(
+                "a leaf Variable that requires grad has been used in an in-place operation."
+            )
+        if not any(o is t for o in outs):
+            raise RuntimeError(f"{cls.__name__}: a tensor marked dirty must be returned by forward")
+    node = BackwardCFunction(cls, ctx, edges, in_meta, len(outs))
     metas = []
     for i, o in enumerate(outs):
         if not isinstance(o, Tensor):
@@ -177,15 +221,21 @@ def _connect(cls, ctx, args, outputs):
         if id(o) in inputs and id(o) not in dirty:
             o = outs[i] = _alias_output(o)  # never re-parent an input's history
         _attach(o, node, i)
-        if id(o) in dirty and o._base is not None:
-            _rebase_view(o, node)
+        if id(o) in dirty:
+            if o._base is not None:
+                _rebase_view(o, node)
+        elif o._base is not None:
+            o._custom_view = cls.__name__  # see the module docstring
+            o._vv = o._storage._version
     node._out_meta = tuple(metas)
     ctx._node = node
     out_ids = {id(o): i for i, o in enumerate(outs) if isinstance(o, Tensor)}
     ctx._saved = tuple(
         None
         if t is None
-        else SavedTensor(t, cls.__name__, is_output=id(t) in out_ids, output_nr=out_ids.get(id(t), 0))
+        else SavedTensor(
+            t, cls.__name__, is_output=id(t) in out_ids, output_nr=out_ids.get(id(t), 0)
+        )
         for t in ctx._to_save
     )
     ctx._to_save = ()
@@ -216,12 +266,14 @@ def once_differentiable(fn):
         outs = (result,) if single else result
         err = _DelayedError(
             "trying to differentiate twice a function that was marked with @once_differentiable",
-            tuple(gradient_edge(g) if isinstance(g, Tensor) and g._rg else (None, 0) for g in grads),
+            tuple(
+                gradient_edge(g) if isinstance(g, Tensor) and g._rg else (None, 0) for g in grads
+            ),
         )
         from ember_autograd._handler import _attach
 
         wrapped = []
-        for i, o in enumerate(outs):
+        for o in outs:
             if isinstance(o, Tensor) and o._dtype.is_floating_point:
                 o = _alias_output(o)
                 _attach(o, err, 0)

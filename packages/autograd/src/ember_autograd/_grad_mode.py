@@ -41,22 +41,26 @@ class _DecoratorContextManager:
 
             @functools.wraps(func)
             def generator(*args, **kwargs):
+                # the mode holds while the generator runs, not between yields
                 gen = func(*args, **kwargs)
-                with self.clone():
-                    response = gen.send(None)
-                while True:
-                    try:
-                        request = yield response
-                    except GeneratorExit:
-                        with self.clone():
-                            gen.close()
-                        raise
-                    except BaseException as exc:
-                        with self.clone():
-                            response = gen.throw(exc)
-                    else:
-                        with self.clone():
-                            response = gen.send(request)
+                try:
+                    with self.clone():
+                        response = gen.send(None)
+                    while True:
+                        try:
+                            request = yield response
+                        except GeneratorExit:
+                            with self.clone():
+                                gen.close()
+                            raise
+                        except BaseException as exc:
+                            with self.clone():
+                                response = gen.throw(exc)
+                        else:
+                            with self.clone():
+                                response = gen.send(request)
+                except StopIteration as stop:
+                    return stop.value
 
             return generator
 
@@ -71,7 +75,16 @@ class _DecoratorContextManager:
         return self.__class__()
 
 
-class no_grad(_DecoratorContextManager):
+class _NoParamDecoratorContextManager(_DecoratorContextManager):
+    """Also usable as a bare decorator: ``@no_grad`` as well as ``@no_grad()``."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamDecoratorContextManager):
     """Disable graph recording: results of ops do not require grad.
 
     >>> with no_grad():
@@ -86,8 +99,13 @@ class no_grad(_DecoratorContextManager):
         state.enabled = self.prev
 
 
-class enable_grad(_DecoratorContextManager):
-    """Enable graph recording inside a no_grad region."""
+class enable_grad(_NoParamDecoratorContextManager):
+    """Enable graph recording inside a no_grad region.
+
+    >>> with no_grad():
+    ...     with enable_grad():
+    ...         y = x * 2      # recorded
+    """
 
     def __enter__(self):
         self.prev = state.enabled
@@ -98,15 +116,24 @@ class enable_grad(_DecoratorContextManager):
 
 
 class set_grad_enabled(_DecoratorContextManager):
-    """set_grad_enabled(False) disables recording; works as a function call too."""
+    """``set_grad_enabled(False)`` disables recording at once (a plain call), for
+    the rest of a ``with`` block, or for a decorated function.
+
+    >>> with set_grad_enabled(is_train):
+    ...     y = x * 2
+    """
 
     def __init__(self, mode):
         self.mode = bool(mode)
         self.prev = state.enabled
         state.enabled = self.mode
 
+    def __call__(self, orig_func):
+        state.enabled = self.prev  # decorating must not change the mode now
+        return super().__call__(orig_func)
+
     def __enter__(self):
-        pass
+        state.enabled = self.mode
 
     def __exit__(self, *exc):
         state.enabled = self.prev
@@ -116,16 +143,26 @@ class set_grad_enabled(_DecoratorContextManager):
 
 
 class inference_mode(_DecoratorContextManager):
-    """no_grad, and tensors made inside are never recorded later either."""
+    """no_grad, and tensors made inside are inference tensors: they may never be
+    recorded for backward later (see Note [Inference tensors] in _handler.py).
+    ``inference_mode(False)`` turns it off again (and grad mode on).
+
+    >>> with inference_mode():
+    ...     y = model(x)
+    """
+
+    def __new__(cls, mode_or_orig_func=True):
+        if mode_or_orig_func is None or isinstance(mode_or_orig_func, bool):
+            return super().__new__(cls)
+        return cls()(mode_or_orig_func)
 
     def __init__(self, mode=True):
-        self.mode = bool(mode)
+        self.mode = bool(mode) if isinstance(mode, bool) or mode is None else True
 
     def __enter__(self):
         self.prev = (state.enabled, state.inference)
-        if self.mode:
-            state.enabled = False
-            state.inference = True
+        state.enabled = not self.mode
+        state.inference = self.mode
 
     def __exit__(self, *exc):
         state.enabled, state.inference = self.prev

@@ -3,33 +3,53 @@
 ember_core calls ``handle(op, args, kwargs, call)`` for every op.  When grad
 mode is on and an input requires grad, the handler saves what the op's formula
 needs, runs the op "below" autograd (so public ops its implementation calls are
-not recorded again) and gives the outputs a node.
+not recorded again) and gives the outputs a node.  This is the hot path of
+every op while ember_autograd is imported: keep it lean (one dict lookup for the
+op's facts, a flag or two, a loop over the inputs that may carry gradients).
 
 Note [In-place ops and views]
-An in-place op gives its tensor a new grad_fn (a leaf that requires grad may
-not be modified in place).  When the tensor is a view, the write also changes
-its base: the base's history becomes a CopySlices node that routes the
-gradient of the written region through the in-place op's formula, and the view
-becomes a view of that new history.  Other views of the same base notice the
-change through the storage version and rebuild their grad_fn from the base.
+Every in-place write, recorded or not, notes which op wrote (and from which
+source line) into storages that hold saved tensors, so a stale saved tensor can
+say who modified it.  A recorded in-place op gives its tensor a new grad_fn (a
+leaf that requires grad may not be modified in place, nor may a view of one).
+When the tensor is a view, the write also changes its base: the base's history
+becomes a CopySlices node that routes the gradient of the written region
+through the in-place op's formula, and the view becomes a view of that new
+history.  Other views of the same base notice the change through the storage
+version (``_vv``, the version their grad_fn was made at) and rebuild their
+grad_fn from the base when next used.
+
+Note [Inference tensors]
+Tensors made under inference_mode are marked (``_inference``), as are views of
+them.  They may not be saved for backward, nor modified in place outside
+inference mode, nor made to require grad there: PyTorch's rules.
 """
 
-import linecache
 import os
 import sys
 
 import ember_core as ec
-
 from ember_autograd import _grad_mode
 from ember_autograd._formula import DERIVATIVES, OpNode
-from ember_autograd._node import Node, SavedTensor, gradient_edge, watched
+from ember_autograd._node import Node, SavedTensor, accumulator, gradient_edge, last_write
 
 Tensor = ec.Tensor
 state = _grad_mode.state
 
 
 class _OpInfo:
-    __slots__ = ("formula", "inplace", "view", "differentiable", "candidates", "out_idx", "name")
+    """What the handler needs to know about an op, computed once per op."""
+
+    __slots__ = (
+        "formula",
+        "inplace",
+        "view",
+        "differentiable",
+        "candidates",
+        "out_idx",
+        "name",
+        "detach",
+    )
 
 
 _infos = {}
@@ -47,7 +67,10 @@ def _info(op):
     info.inplace = op.inplace_of is not None
     info.view = op.view
     info.differentiable = op.differentiable
-    key = op.inplace_of if info.inplace and op.inplace_of in DERIVATIVES and op.name not in DERIVATIVES else op.name
+    info.detach = op.name == "detach_"
+    key = op.name
+    if info.inplace and op.name not in DERIVATIVES and op.inplace_of in DERIVATIVES:
+        key = op.inplace_of  # add_ uses add's formula
     info.formula = DERIVATIVES.get(key)
     if info.formula is not None:
         info.candidates = info.formula.input_idx
@@ -59,28 +82,18 @@ def _info(op):
 
 
 def _location():
-    """'file:line: code' of the first frame outside ember's packages."""
+    """(file, line) of the first frame outside ember's packages (formatted only
+    if an error needs it)."""
     f = sys._getframe(2)
     while f is not None and f.f_code.co_filename.startswith(_OWN_DIRS):
         f = f.f_back
-    if f is None:
-        return ""
-    line = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
-    return f"{f.f_code.co_filename}:{f.f_lineno}" + (f": `{line}`" if line else "")
-
-
-def _note_write(op, t):
-    """Remember who wrote in place into a storage that holds saved tensors."""
-    if isinstance(t, Tensor):
-        s = t._storage
-        if s in watched:
-            watched[s] = (s._version + 1, op.name, _location())
+    return (f.f_code.co_filename, f.f_lineno) if f is not None else None
 
 
 def _requires(args, candidates):
     for i in candidates:
         a = args[i]
-        if isinstance(a, Tensor):
+        if a.__class__ is Tensor or isinstance(a, Tensor):
             if a._rg:
                 return True
         elif isinstance(a, (list, tuple)):
@@ -99,24 +112,32 @@ def _run_below(call, args):
 
 
 def handle(op, args, kwargs, call):
-    if state.below:
+    st = state
+    if st.below:
         return call(args, kwargs)
     info = _infos.get(op) or _info(op)
-    if not state.enabled:
-        if info.inplace:
-            _note_write(op, args[0])
-        return _run_below(call, args)
-    requires = _requires(args, info.candidates)
     if info.inplace:
-        target = args[0]
-        if isinstance(target, Tensor):
-            _check_inplace(op, target)
-            _note_write(op, target)
-            if not requires and not target._rg and not _base_requires(target):
-                return _run_below(call, args)
-            return _record(op, info, args, call)
-    if not requires:
-        return _run_below(call, args)
+        return _handle_inplace(op, info, args, call)
+    if st.enabled:
+        for i in info.candidates:  # does an input require grad?
+            a = args[i]
+            if a.__class__ is Tensor or isinstance(a, Tensor):
+                if a._rg:
+                    return _record_checked(op, info, args, call)
+            elif isinstance(a, (list, tuple)):
+                for x in a:
+                    if isinstance(x, Tensor) and x._rg:
+                        return _record_checked(op, info, args, call)
+    # nothing to record: nested ops see inputs without grad, so no guard needed
+    result = call(args, kwargs)
+    if st.inference:
+        _mark_inference(result)
+    elif info.view and args[0]._inference:
+        result._inference = True
+    return result
+
+
+def _record_checked(op, info, args, call):
     if info.out_idx >= 0 and args[info.out_idx] is not None:
         raise RuntimeError(
             f"{op.name}(): functions with out=... arguments don't support automatic "
@@ -127,16 +148,64 @@ def handle(op, args, kwargs, call):
     return _record(op, info, args, call)
 
 
-def _base_requires(t):
-    b = t._base
-    return b is not None and b._rg
+def _mark_inference(result):
+    if isinstance(result, Tensor):
+        result._inference = True
+    elif isinstance(result, tuple):
+        for r in result:
+            if isinstance(r, Tensor):
+                r._inference = True
+
+
+# ------------------------------------------------------------- in place
+
+
+def _handle_inplace(op, info, args, call):
+    target = args[0]
+    if not isinstance(target, Tensor):
+        return _run_below(call, args)
+    if target._inference and not state.inference:
+        raise RuntimeError(
+            f"{op.name}: Inplace update to inference tensor outside InferenceMode is not allowed. "
+            "You can make a clone to get a normal tensor before doing inplace update."
+        )
+    if info.detach:
+        return _detach_(target, call, args)
+    if not state.enabled:
+        _note_write(op, target)
+        return call(args, None)
+    requires = _requires(args, info.candidates)
+    base = target._base
+    if not (requires or target._rg or (base is not None and base._rg)):
+        _note_write(op, target)
+        return _run_below(call, args)
+    _check_inplace(op, target)
+    if info.formula is None:
+        _note_write(op, target)
+        return _record_nondifferentiable(op, target, call, args)
+    return _record(op, info, args, call)  # notes the write after saving its inputs
+
+
+def _note_write(op, t):
+    """Remember who writes into a storage (and from which source line), for the
+    error of a stale saved tensor (Note [Saved tensors])."""
+    s = t._storage
+    last_write[s] = (s._version + 1, op.name, _location())
 
 
 def _check_inplace(op, t):
+    if t._custom_view is not None:
+        raise RuntimeError(
+            f"{op.name}: Output {t._output_nr} of {t._custom_view} is a view and is being modified "
+            "inplace. This view was created inside a custom Function (or because an input was "
+            "returned as-is) and the autograd logic to handle view+inplace would override the "
+            "custom backward associated with the custom Function, leading to incorrect "
+            "gradients. This behavior is forbidden. You can fix this by cloning the output of "
+            "the custom Function."
+        )
     if t._rg and t.grad_fn is None and t._base is None:
         raise RuntimeError(
-            f"{op.name}: a leaf Variable that requires grad is being used in an in-place "
-            "operation."
+            f"{op.name}: a leaf Variable that requires grad is being used in an in-place operation."
         )
     b = t._base
     if b is not None and b._rg and b.grad_fn is None:
@@ -146,15 +215,71 @@ def _check_inplace(op, t):
         )
 
 
+def _detach_(t, call, args):
+    """detach_(): t becomes a leaf that does not require grad (views may not)."""
+    if t._base is not None and (t._rg or t._base._rg):
+        raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+    result = _run_below(call, args)
+    d = t.__dict__
+    d["_rg"] = False
+    d.pop("grad_fn", None)
+    d.pop("_output_nr", None)
+    return result
+
+
+class ZeroGradNode(Node):
+    """The node of a non-differentiable in-place op (``uniform_``, ``eq_`` ...):
+    the written values do not depend on what was there, so the old history gets
+    no gradient."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name, edge):
+        Node.__init__(self, (edge,))
+        self._name = name
+
+    def name(self):
+        return self._name
+
+    def apply(self, grads):
+        return (None,)
+
+
+def _record_nondifferentiable(op, target, call, args):
+    result = _run_below(call, args)
+    if not target._dtype.is_floating_point:
+        return result
+    name = "".join(p[:1].upper() + p[1:] for p in op.name.split("_") if p) + "Backward0"
+    node = ZeroGradNode(name, _edge(target) if target._rg else (None, 0))
+    _attach(target, node, 0)
+    if target._base is not None:
+        _rebase_view(target, node)
+    return result
+
+
+# ------------------------------------------------------------- recording
+
+
 def _edge(t):
     """The gradient edge of t, rebuilding a stale view's grad_fn first."""
     b = t._base
-    if b is not None and b._rg and t._rg and t.__dict__.get("_vv") != t._storage._version:
+    if b is not None and b._rg and t._rg and t._vv != t._storage._version:
+        if t._custom_view is not None:
+            raise RuntimeError(
+                f"Output {t._output_nr} of {t._custom_view} is a view and its base or another view "
+                "of its base has been modified inplace. This view was created inside a custom "
+                "Function (or because an input was returned as-is): its custom backward cannot "
+                "account for the change. Clone the output of the custom Function."
+            )
         _regenerate_view(t, b)
     return gradient_edge(t)
 
 
+_NO_EDGE = (None, 0)
+
+
 def _record(op, info, args, call):
+    """Run op below autograd and give its floating outputs a node of its formula."""
     f = info.formula
     if f is None:
         raise RuntimeError(
@@ -165,68 +290,134 @@ def _record(op, info, args, call):
     edges, metas = [], []
     for idx in f.input_idx:
         a = args[idx]
-        if isinstance(a, Tensor):
-            edges.append(_edge(a) if a._rg else (None, 0))
+        if a.__class__ is Tensor or isinstance(a, Tensor):
+            if not a._rg:
+                edges.append(_NO_EDGE)
+            elif a._base is not None:
+                edges.append(_edge(a))
+            else:
+                fn = a.grad_fn
+                if fn is not None:
+                    edges.append((fn, a._output_nr))
+                else:  # a leaf: its (shared) AccumulateGrad
+                    ref = a.__dict__.get("_acc")
+                    acc = ref() if ref is not None else None
+                    edges.append((acc if acc is not None else accumulator(a), 0))
             metas.append((a._shape, a._dtype))
         elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
             for x in a:
-                edges.append(_edge(x) if x._rg else (None, 0))
+                edges.append(_edge(x) if x._rg else _NO_EDGE)
                 metas.append((x._shape, x._dtype))
         else:
-            edges.append((None, 0))
+            edges.append(_NO_EDGE)
             metas.append(None)
     values = {}
+    name_ = op.name
     for name, idx in zip(f.uses, f.uses_idx):
         a = args[idx]
-        if isinstance(a, Tensor):
+        if a.__class__ is Tensor or isinstance(a, Tensor):
             if inplace and idx == 0:
-                a = _run_below(lambda a_, kw: a_[0].clone(), (a,))  # the value before the write
-            values[name] = SavedTensor(a, op.name)
+                # the value before the write, itself recorded so that double
+                # backward reaches the target's old history
+                a = a.clone()
+            if a._inference:
+                _refuse_inference(op)
+            values[name] = SavedTensor(a, name_)
         elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
-            values[name] = [SavedTensor(x, op.name) for x in a]
+            for x in a:
+                if x._inference:
+                    _refuse_inference(op)
+            values[name] = [SavedTensor(x, name_) for x in a]
         else:
             values[name] = a
     for name, idx in f.shape_uses:
         a = args[idx]
-        values[name] = a._shape if isinstance(a, Tensor) else [x._shape for x in a]
+        if name.endswith("_geometry"):
+            values[name] = (a._shape, a._stride, a._offset)
+        else:
+            values[name] = a._shape if isinstance(a, Tensor) else [x._shape for x in a]
 
-    result = _run_below(call, args)
+    first = args[0]
+    if inplace:
+        _note_write(op, first)
+    st = state
+    st.below += 1
+    try:
+        result = call(args, None)
+    finally:
+        st.below -= 1
+
+    if not f.multi_grad and not inplace:  # the common case: one output
+        o = result[f.outputs[0]] if isinstance(result, tuple) else result  # (namedtuples too)
+        if not (isinstance(o, Tensor) and o._dtype.is_floating_point) or o is first:
+            return result  # not differentiable, or contiguous()/to() returning the input
+        node = OpNode(f, tuple(edges), values, metas, 1)
+        if f.uses_result:
+            values["result"] = _saved_result(result, ((0, o),), name_)
+        d = o.__dict__
+        d["_rg"] = True
+        d["grad_fn"] = node
+        if o._base is not None:
+            d["_vv"] = o._storage._version  # its grad_fn is current (Note [In-place ops and views])
+            if first._inference:
+                d["_inference"] = True
+        return result
 
     if inplace:
-        outs = (args[0],)  # in-place ops return their target (or None, like __setitem__)
+        outs = (first,)  # in-place ops return their target (or None, like __setitem__)
+    elif isinstance(result, tuple):
+        outs = result
     else:
-        outs = result if isinstance(result, tuple) else (result,)
+        outs = (result,)
     diff = [
         (k, outs[i])
         for k, i in enumerate(f.outputs)
-        if i < len(outs) and isinstance(outs[i], Tensor) and outs[i]._dtype.is_floating_point
+        if i < len(outs)
+        and isinstance(outs[i], Tensor)
+        and outs[i]._dtype.is_floating_point
+        and (inplace or outs[i] is not first)
     ]
     if not diff:
         return result
-    node = OpNode(f, tuple(edges), values, tuple(metas), len(f.outputs))
-    node._out_meta = tuple((o._shape, o._dtype) for _, o in diff)
+    node = OpNode(f, tuple(edges), values, metas, len(f.outputs))
+    node._out_meta = [(o._shape, o._dtype) for _, o in diff]
     if f.uses_result:
-        if isinstance(result, tuple):
-            diff_ids = {id(o): k for k, o in diff}
-            values["result"] = tuple(
-                SavedTensor(o, op.name, is_output=id(o) in diff_ids, output_nr=diff_ids.get(id(o), 0))
-                if isinstance(o, Tensor)
-                else o
-                for o in result
-            )
-        else:
-            values["result"] = SavedTensor(outs[0], op.name, is_output=True)
+        values["result"] = _saved_result(result if not inplace else first, diff, name_)
     if inplace:
-        target = args[0]
-        _attach(target, node, 0)
-        if target._base is not None:
-            _rebase_view(target, node)
+        _attach(first, node, 0)
+        if first._base is not None:
+            _rebase_view(first, node)
         return result
     for k, o in diff:
         _attach(o, node, k)
-        if info.view:
+        if o._base is not None:
             o._vv = o._storage._version
+            if first._inference:
+                o._inference = True
     return result
+
+
+def _saved_result(result, diff, op_name):
+    """The op's result saved for its own backward: outputs as aliases (no
+    reference cycle through their grad_fn; Note [Saved tensors])."""
+    if not isinstance(result, tuple):
+        return SavedTensor(result, op_name, is_output=True)
+    diff_ids = {id(o): k for k, o in diff}
+    return tuple(
+        SavedTensor(o, op_name, is_output=id(o) in diff_ids, output_nr=diff_ids.get(id(o), 0))
+        if isinstance(o, Tensor)
+        else o
+        for o in result
+    )
+
+
+def _refuse_inference(op):
+    raise RuntimeError(
+        f"{op.name}: Inference tensors cannot be saved for backward. Please do not use "
+        "Tensors created in inference mode in computation tracked by autograd. To work "
+        "around this, you can make a clone to get a normal tensor and use it in autograd, "
+        "or use `no_grad()` instead of `inference_mode()`."
+    )
 
 
 def _attach(t, node, output_nr):

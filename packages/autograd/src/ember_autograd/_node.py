@@ -3,27 +3,32 @@
 A Node turns the gradients of its outputs into gradients of its inputs; its
 ``next_functions`` are the nodes that produced those inputs (or the
 AccumulateGrad of a leaf).  Nodes are created by the dispatch handler
-(_handler.py) from the derivative table, and by custom Functions.
+(_handler.py) from the derivative table, and by custom Functions.  A node keeps
+only what backward needs: everything optional (hooks, metadata, the anomaly
+trace) lives in one ``_extra`` record that is None for almost every node.
 
 Note [Saved tensors]
 A node keeps the tensors its formula needs together with their storage's
 version at save time.  Unpacking checks the version: an in-place write in
 between raises, naming the op that saved the tensor and the op (and source
-line) that modified it.  A node never keeps a strong reference to its own
-output's Tensor object, which points back at the node: it keeps an alias with
-no grad_fn and rebuilds the link when unpacking, so forward graphs have no
-reference cycles and memory is freed by reference counting alone.
+line) that last wrote into that storage (every in-place write notes that in
+``last_write``, at the cost of one weak-dictionary store).  A node never keeps a
+strong reference to its own output's Tensor object, which points back at the
+node: it keeps an alias with no grad_fn and rebuilds the link when unpacking,
+so forward graphs have no reference cycles and memory is freed by reference
+counting alone.
 """
 
 import itertools
+import linecache
 import weakref
 
-from ember_core import _tensor as _core_tensor
-
 from ember_autograd import _grad_mode
+from ember_core import _tensor as _core_tensor
 
 _seq = itertools.count()
 _alias = _core_tensor.alias
+state = _grad_mode.state
 
 
 class HookDict(dict):
@@ -53,95 +58,111 @@ class RemovableHandle:
         self.remove()
 
 
-# Storages with saved tensors -> (version, op, location) of the last in-place
-# write, so a version mismatch can say who modified the tensor and where.
-watched = weakref.WeakKeyDictionary()
+# Storage -> (version after the write, op name, (file, line)) of the last
+# in-place write into it, for the error of a stale saved tensor.
+last_write = weakref.WeakKeyDictionary()
 
 
 def _describe(t):
     return f"[ember.{t._dtype.name} {list(t._shape)}]"
 
 
+def _format_location(where):
+    if not where:
+        return ""
+    filename, lineno = where
+    line = linecache.getline(filename, lineno).strip()
+    return f" at {filename}:{lineno}" + (f": `{line}`" if line else "")
+
+
+_FREED = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward."
+)
+
+
 class SavedTensor:
-    __slots__ = ("_t", "_version", "_saved_by", "_is_output", "_output_nr")
+    """A tensor saved for backward, with its version (Note [Saved tensors])."""
+
+    __slots__ = ("_t", "_version", "_saved_by", "_output_nr")
 
     def __init__(self, t, saved_by, is_output=False, output_nr=0):
         self._t = _alias(t) if is_output else t
         self._version = t._storage._version
         self._saved_by = saved_by
-        self._is_output = is_output
-        self._output_nr = output_nr
-        watched.setdefault(t._storage, None)
+        self._output_nr = output_nr if is_output else -1
 
     def unpack(self, node):
         t = self._t
         if t is None:
-            raise RuntimeError(
-                "Trying to backward through the graph a second time (or directly access saved "
-                "tensors after they have already been freed). Saved intermediate values of the "
-                "graph are freed when you call .backward() or autograd.grad(). Specify "
-                "retain_graph=True if you need to backward through the graph a second time or "
-                "if you need to access saved tensors after calling backward."
-            )
-        storage = t._storage
-        if storage._version != self._version:
-            where = watched.get(storage)
-            by = ""
-            if where is not None:
-                _, op, location = where
-                by = f" It was modified in place by {op}" + (f" at {location}" if location else "") + "."
-            output = f", which is output {self._output_nr} of {node.name()}," if self._is_output else ""
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: {_describe(t)}{output} is at version {storage._version}; "
-                f"expected version {self._version} instead. It was saved by {self._saved_by} "
-                f"(for {node.name()}).{by} Hint: enable anomaly detection to find the forward "
-                "operation that created it, or clone() the tensor before modifying it."
-            )
-        if self._is_output:
+            raise RuntimeError(_FREED)
+        if t._storage._version != self._version:
+            self._stale(t, node)
+        if self._output_nr >= 0:
             u = _alias(t)
-            u._rg = True
-            u.grad_fn = node
-            u._output_nr = self._output_nr
+            d = u.__dict__
+            d["_rg"] = True
+            d["grad_fn"] = node
+            d["_output_nr"] = self._output_nr
             return u
         return t
+
+    def _stale(self, t, node):
+        storage = t._storage
+        by = ""
+        write = last_write.get(storage)
+        if write is not None:
+            _, op, where = write
+            by = f" It was modified in place by {op}{_format_location(where)}."
+        output = (
+            f", which is output {self._output_nr} of {node.name()}," if self._output_nr >= 0 else ""
+        )
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: {_describe(t)}{output} is at version {storage._version}; "
+            f"expected version {self._version} instead. It was saved by {self._saved_by} "
+            f"(for {node.name()}).{by} Hint: enable anomaly detection to find the forward "
+            "operation that created it, or clone() the tensor before modifying it."
+        )
 
     def release(self):
         self._t = None
 
 
+class _Extra:
+    """What few nodes have: hooks, metadata, the anomaly-mode forward trace."""
+
+    __slots__ = ("pre_hooks", "post_hooks", "tensor_pre_hooks", "retain_hooks", "metadata", "trace")
+
+    def __init__(self):
+        self.pre_hooks = self.post_hooks = self.tensor_pre_hooks = self.retain_hooks = None
+        self.metadata = self.trace = None
+
+
+def _capture_trace():
+    from ember_autograd import _anomaly
+
+    extra = _Extra()
+    extra.trace = _anomaly.capture_stack()
+    return extra
+
+
 class Node:
     """A backward function in the graph (the ``grad_fn`` of a tensor)."""
 
-    __slots__ = (
-        "next_functions",
-        "_seq",
-        "_pre_hooks",
-        "_post_hooks",
-        "_tensor_pre_hooks",
-        "_retain_hooks",
-        "_trace",
-        "_n_outputs",
-        "_out_meta",
-        "metadata_",
-        "__weakref__",
-    )
+    __slots__ = ("next_functions", "_seq", "_n_outputs", "_out_meta", "_extra", "__weakref__")
+
+    _ctx = None  # a custom Function's ctx (BackwardCFunction)
 
     def __init__(self, next_functions, n_outputs=1):
         self.next_functions = next_functions
         self._seq = next(_seq)
-        self._pre_hooks = None
-        self._post_hooks = None
-        self._tensor_pre_hooks = None
-        self._retain_hooks = None
         self._n_outputs = n_outputs
         self._out_meta = None
-        self.metadata_ = None
-        self._trace = None
-        if _grad_mode.state.anomaly:
-            from ember_autograd import _anomaly
-
-            self._trace = _anomaly.capture_stack()
+        self._extra = _capture_trace() if state.anomaly else None
 
     # -------------------------------------------------------------- protocol
 
@@ -159,11 +180,21 @@ class Node:
     def __call__(self, *grads):
         return self.apply(grads)
 
+    def _get_extra(self):
+        if self._extra is None:
+            self._extra = _Extra()
+        return self._extra
+
     @property
     def metadata(self):
-        if self.metadata_ is None:
-            self.metadata_ = {}
-        return self.metadata_
+        extra = self._get_extra()
+        if extra.metadata is None:
+            extra.metadata = {}
+        return extra.metadata
+
+    @property
+    def _trace(self):
+        return self._extra.trace if self._extra is not None else None
 
     def _sequence_nr(self):
         return self._seq
@@ -173,29 +204,38 @@ class Node:
 
     # ----------------------------------------------------------------- hooks
 
-    def register_hook(self, fn):
-        """fn(grad_inputs, grad_outputs) -> new grad_inputs or None, after the node runs."""
-        if self._post_hooks is None:
-            self._post_hooks = HookDict()
-        handle = RemovableHandle(self._post_hooks)
-        self._post_hooks[handle.id] = fn
-        return handle
-
-    def register_prehook(self, fn):
-        """fn(grad_outputs) -> new grad_outputs or None, before the node runs."""
-        if self._pre_hooks is None:
-            self._pre_hooks = HookDict()
-        handle = RemovableHandle(self._pre_hooks)
-        self._pre_hooks[handle.id] = fn
-        return handle
-
-    def _register_tensor_hook(self, output_nr, fn):
-        if self._tensor_pre_hooks is None:
-            self._tensor_pre_hooks = {}
-        hooks = self._tensor_pre_hooks.setdefault(output_nr, HookDict())
+    def _add_hook(self, kind, fn):
+        extra = self._get_extra()
+        hooks = getattr(extra, kind)
+        if hooks is None:
+            hooks = HookDict()
+            setattr(extra, kind, hooks)
         handle = RemovableHandle(hooks)
         hooks[handle.id] = fn
         return handle
+
+    def register_hook(self, fn):
+        """fn(grad_inputs, grad_outputs) -> new grad_inputs or None, after the node runs."""
+        return self._add_hook("post_hooks", fn)
+
+    def register_prehook(self, fn):
+        """fn(grad_outputs) -> new grad_outputs or None, before the node runs."""
+        return self._add_hook("pre_hooks", fn)
+
+    def _register_tensor_hook(self, output_nr, fn):
+        extra = self._get_extra()
+        if extra.tensor_pre_hooks is None:
+            extra.tensor_pre_hooks = {}
+        hooks = extra.tensor_pre_hooks.setdefault(output_nr, HookDict())
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = fn
+        return handle
+
+    def _register_retain_grad(self, output_nr, tensor):
+        extra = self._get_extra()
+        if extra.retain_hooks is None:
+            extra.retain_hooks = {}
+        extra.retain_hooks[output_nr] = weakref.ref(tensor)
 
 
 class AccumulateGrad(Node):
@@ -225,7 +265,7 @@ def gradient_edge(t):
     """(node, input_nr) through which gradients reach tensor t, or (None, 0)."""
     fn = t.grad_fn
     if fn is not None:
-        return (fn, t.__dict__.get("_output_nr", 0))
+        return (fn, t._output_nr)
     if t._rg:
         return (accumulator(t), 0)
     return (None, 0)

@@ -13,10 +13,12 @@ tangent; products have their own rules.
 """
 
 import collections
+import inspect
+import itertools
 import threading
+import weakref
 
 import ember_core as ec
-
 from ember_autograd._formula import DERIVATIVES
 
 Tensor = ec.Tensor
@@ -27,11 +29,13 @@ class _FwState(threading.local):
     def __init__(self):
         self.levels = []
         self.below = 0
+        self.dual = {}  # level -> tensors given a tangent at that level (weakly)
 
 
 _fw = _FwState()
 _lock = threading.Lock()
-_registered = [False]
+_level_ids = itertools.count()
+_open = [0]  # dual levels open in all threads: the handler is registered while > 0
 
 
 def _current(level):
@@ -43,19 +47,30 @@ def _current(level):
 
 
 def enter_dual_level():
-    level = len(_fw.levels)
+    """Open a new dual level (prefer ``with dual_level():``)."""
+    level = next(_level_ids)  # never reused: a tensor's stale tangents never come back
     _fw.levels.append(level)
+    _fw.dual[level] = weakref.WeakValueDictionary()  # id -> tensor (Tensor == is elementwise)
     with _lock:
-        if not _registered[0]:
+        _open[0] += 1
+        if _open[0] == 1:
             ec.register_handler(_handle)
-            _registered[0] = True
     return level
 
 
 def exit_dual_level(*, level=None):
+    """Close the innermost dual level: tangents made in it are dropped."""
     if not _fw.levels:
         raise RuntimeError("forward AD: no dual level to exit")
-    _fw.levels.pop()
+    lvl = _fw.levels.pop()
+    for t in list(_fw.dual.pop(lvl, {}).values()):
+        fw = t.__dict__.get("_fw")
+        if fw is not None:
+            fw.pop(lvl, None)
+    with _lock:
+        _open[0] -= 1
+        if _open[0] == 0:
+            ec.remove_handler(_handle)
 
 
 class dual_level:
@@ -70,9 +85,13 @@ class dual_level:
 
 
 def _alias(t):
-    from ember_core import _tensor as core_tensor
-
-    return core_tensor.view_of(t, t._shape, t._stride, t._offset, t._numel, t._contig)
+    """A view of t carrying none of its tangents, recorded for reverse mode (so
+    gradients reach t through it)."""
+    _fw.below += 1
+    try:
+        return t.alias()
+    finally:
+        _fw.below -= 1
 
 
 def make_dual(tensor, tangent, *, level=None):
@@ -87,6 +106,7 @@ def make_dual(tensor, tangent, *, level=None):
         raise ValueError("make_dual: the primal must be a floating point tensor")
     out = _alias(tensor)
     out._fw = {lvl: tangent}
+    _fw.dual[lvl][id(out)] = out
     return out
 
 
@@ -141,7 +161,9 @@ def _handle(op, args, kwargs, call):
     formula = DERIVATIVES.get(name) or (DERIVATIVES.get(op.inplace_of) if op.inplace_of else None)
     if not op.differentiable:
         return call(args, kwargs)
-    if rule is None and (formula is None or name not in _ELEMENTWISE and op.inplace_of not in _ELEMENTWISE):
+    if rule is None and (
+        formula is None or name not in ELEMENTWISE and op.inplace_of not in ELEMENTWISE
+    ):
         raise RuntimeError(f"forward-mode AD is not implemented for '{name}' yet")
     values = dict(zip(op.params, args))
     inplace = op.inplace_of is not None
@@ -151,7 +173,11 @@ def _handle(op, args, kwargs, call):
             values["input"] = values["input"].clone()
         finally:
             _fw.below -= 1
-    result = call(args, kwargs)
+    _fw.below += 1  # ops the implementation calls are not this op's tangent
+    try:
+        result = call(args, kwargs)
+    finally:
+        _fw.below -= 1
     out = args[0] if inplace else (result[0] if isinstance(result, tuple) else result)
     _fw.below += 1
     try:
@@ -161,12 +187,77 @@ def _handle(op, args, kwargs, call):
             tangent = _from_formula(formula, tangents, values, out)
     finally:
         _fw.below -= 1
-    if tangent is not None and isinstance(out, Tensor) and out._dtype.is_floating_point:
-        if tangent.shape != out.shape:
-            tangent = tangent.expand(out.shape).contiguous()
-        fw = out.__dict__.setdefault("_fw", {})
-        fw[lvl] = tangent
+    if tangent is None or not isinstance(out, Tensor) or not out._dtype.is_floating_point:
+        return result
+    _fw.below += 1
+    try:
+        if tangent._dtype is not out._dtype:
+            tangent = tangent.to(out._dtype)
+        if inplace:
+            _write_tangent(out, tangent, lvl)
+        elif op.view:
+            _set_tangent(out, tangent, lvl)  # a view of the input's tangent, as it should be
+        else:
+            _set_tangent(out, _owned(tangent, out, tangents), lvl)
+    finally:
+        _fw.below -= 1
     return result
+
+
+# Note [Tangents of views]
+# A non-view op's output owns its tangent (never an alias of an input's
+# tangent, which the rules may return as is); a view's tangent is the same view
+# of its base's tangent.  So an in-place op on a tensor can update its tangent
+# in place, and one on a view writes into the region of its base's tangent:
+# every other view of that base sees the change, as its values do.
+
+
+def _set_tangent(t, tangent, lvl):
+    fw = t.__dict__.get("_fw")
+    if fw is None:
+        fw = t._fw = {}
+    fw[lvl] = tangent
+    _fw.dual[lvl][id(t)] = t
+
+
+def _owned(tangent, out, tangents):
+    shared = tangent._shape != out._shape or any(
+        x is not None and x._storage is tangent._storage
+        for v in tangents.values()
+        for x in (v if isinstance(v, list) else (v,))
+    )
+    if not shared:
+        return tangent
+    fresh = ec.empty(tuple(out._shape), dtype=out._dtype)
+    fresh.copy_(tangent)  # broadcasts
+    return fresh
+
+
+def _write_tangent(out, new, lvl):
+    base = out._base
+    if base is None:
+        old = _tangent(out, lvl)
+        if old is not None and old._shape == out._shape and old._dtype is out._dtype:
+            if new is not old:
+                old.copy_(new)
+        else:
+            fresh = ec.empty(tuple(out._shape), dtype=out._dtype)
+            fresh.copy_(new)
+            _set_tangent(out, fresh, lvl)
+        return
+    bt = _tangent(base, lvl)
+    if bt is None or bt._stride != base._stride or bt._dtype is not base._dtype:
+        laid_out = ec.empty_strided(tuple(base._shape), base._stride, dtype=base._dtype)
+        if bt is None:
+            laid_out.zero_()
+        else:
+            laid_out.copy_(bt)
+        _set_tangent(base, laid_out, lvl)
+        bt = laid_out
+    region = bt.as_strided(tuple(out._shape), out._stride, bt._offset + out._offset - base._offset)
+    if new is not region:
+        region.copy_(new)
+    _set_tangent(out, region, lvl)
 
 
 def _from_formula(f, tangents, values, result):
@@ -178,8 +269,12 @@ def _from_formula(f, tangents, values, result):
         kwargs = {}
         for n in f.uses:
             kwargs[n] = values[n]
-        for n, idx in f.shape_uses:
-            kwargs[n] = values[n[: n.rindex("_")]].shape
+        for n, _ in f.shape_uses:
+            a = values[n[: n.rindex("_")]]
+            if n.endswith("_geometry"):
+                kwargs[n] = (a._shape, a._stride, a._offset)
+            else:
+                kwargs[n] = a._shape if isinstance(a, Tensor) else [x._shape for x in a]
         if f.uses_result:
             kwargs["result"] = result
         if f.wants_needs:
@@ -194,15 +289,79 @@ def _from_formula(f, tangents, values, result):
 
 # Ops whose Jacobian is elementwise (broadcast): their backward formula with the
 # tangent as the incoming gradient gives the output tangent.
-_ELEMENTWISE = {
-    "neg", "abs", "sign", "square", "reciprocal", "sqrt", "rsqrt", "exp", "exp2", "expm1",
-    "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
-    "cosh", "tanh", "asinh", "acosh", "atanh", "sigmoid", "relu", "silu", "erf", "erfc",
-    "erfinv", "floor", "ceil", "trunc", "round", "frac", "lgamma", "digamma", "deg2rad",
-    "rad2deg", "sinc", "mish", "selu", "hardsigmoid", "hardswish", "softsign", "logsigmoid",
-    "clamp", "nan_to_num", "add", "sub", "rsub", "mul", "div", "floor_divide", "remainder",
-    "fmod", "pow", "maximum", "minimum", "fmax", "fmin", "atan2", "hypot", "copysign",
-    "xlogy", "logaddexp", "where", "lerp", "addcmul", "addcdiv",
+ELEMENTWISE = {
+    "neg",
+    "abs",
+    "sign",
+    "square",
+    "reciprocal",
+    "sqrt",
+    "rsqrt",
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "sigmoid",
+    "relu",
+    "silu",
+    "erf",
+    "erfc",
+    "erfinv",
+    "floor",
+    "ceil",
+    "trunc",
+    "round",
+    "frac",
+    "lgamma",
+    "digamma",
+    "deg2rad",
+    "rad2deg",
+    "sinc",
+    "mish",
+    "selu",
+    "hardsigmoid",
+    "hardswish",
+    "softsign",
+    "logsigmoid",
+    "clamp",
+    "nan_to_num",
+    "add",
+    "sub",
+    "rsub",
+    "mul",
+    "div",
+    "floor_divide",
+    "remainder",
+    "fmod",
+    "pow",
+    "maximum",
+    "minimum",
+    "fmax",
+    "fmin",
+    "atan2",
+    "hypot",
+    "copysign",
+    "xlogy",
+    "logaddexp",
+    "where",
+    "lerp",
+    "addcmul",
+    "addcdiv",
 }
 
 
@@ -219,13 +378,18 @@ def _(t, v, result):
     a_name, b_name = [n for n in v if n not in ("out",)][:2]
     ta, tb = t.get(a_name), t.get(b_name)
     a, b = v[a_name], v[b_name]
-    return _sum_terms(ec.matmul(ta, b) if ta is not None else None, ec.matmul(a, tb) if tb is not None else None)
+    return _sum_terms(
+        ec.matmul(ta, b) if ta is not None else None, ec.matmul(a, tb) if tb is not None else None
+    )
 
 
 @jvp_rule("outer")
 def _(t, v, result):
     ta, tb = t.get("input"), t.get("vec2")
-    return _sum_terms(ec.outer(ta, v["vec2"]) if ta is not None else None, ec.outer(v["input"], tb) if tb is not None else None)
+    return _sum_terms(
+        ec.outer(ta, v["vec2"]) if ta is not None else None,
+        ec.outer(v["input"], tb) if tb is not None else None,
+    )
 
 
 @jvp_rule("addmm", "baddbmm")
@@ -245,21 +409,49 @@ def _linear_first(opname):
     """Ops linear in their first tensor argument: apply them to the tangent (through
     dispatch, so the tangent's own history is recorded when it requires grad)."""
     op = ec.OPS[opname]
+    defaults = {
+        name: p.default
+        for name, p in inspect.signature(ec._dispatch.public_function(opname)).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
 
     def rule(t, v, result):
-        first = op.params[0]
-        tan = t.get(first)
+        tan = t.get(op.params[0])
         if tan is None:
             return None
-        args = (tan,) + tuple(v[n] for n in op.params[1:])
+        # the in-place variant (tril_) may lack parameters of the op (out=)
+        args = (tan,) + tuple(v[n] if n in v else defaults.get(n) for n in op.params[1:])
+        if "out" in op.params:
+            args = tuple(None if n == "out" else a for n, a in zip(op.params, args))
         return ec._dispatch.dispatch(op, args)
 
     return rule
 
 
-for _name in ("sum", "mean", "view", "transpose", "permute", "expand", "squeeze", "unsqueeze",
-              "narrow", "select", "diagonal", "unfold", "alias", "clone", "contiguous", "flip",
-              "roll", "repeat", "tril", "triu", "cumsum", "nansum"):
+for _name in (
+    "sum",
+    "mean",
+    "view",
+    "transpose",
+    "permute",
+    "expand",
+    "squeeze",
+    "unsqueeze",
+    "narrow",
+    "select",
+    "diagonal",
+    "unfold",
+    "alias",
+    "clone",
+    "contiguous",
+    "flip",
+    "roll",
+    "repeat",
+    "tril",
+    "triu",
+    "cumsum",
+    "nansum",
+):
     JVPS[_name] = _linear_first(_name)
 
 
@@ -276,7 +468,9 @@ def _(t, v, result):
 
 def _joining(fn):
     def rule(t, v, result):
-        filled = [x if x is not None else ec.zeros_like(src) for x, src in zip(t["tensors"], v["tensors"])]
+        filled = [
+            x if x is not None else ec.zeros_like(src) for x, src in zip(t["tensors"], v["tensors"])
+        ]
         return fn(filled, v["dim"])
 
     return rule
@@ -296,7 +490,11 @@ def _(t, v, result):
 def _(t, v, result):
     x = v["input"]
     dim, keepdim = v["dim"], v["keepdim"]
-    r = result if keepdim else result.reshape([1 if i in _dims(dim, x.dim()) else s for i, s in enumerate(x.shape)])
+    r = (
+        result
+        if keepdim
+        else result.reshape([1 if i in _dims(dim, x.dim()) else s for i, s in enumerate(x.shape)])
+    )
     return (t["input"] * (x - r).exp()).sum(dim, keepdim=keepdim)
 
 

@@ -1,7 +1,6 @@
 """Functional higher-order helpers: vjp, jvp, jacobian, hessian, hvp, vhp."""
 
 import ember_core as ec
-
 from ember_autograd import _api
 from ember_autograd._grad_mode import enable_grad
 
@@ -17,7 +16,9 @@ def _prepare(inputs, create_graph):
     for t in _tuple(inputs):
         if not isinstance(t, Tensor):
             raise TypeError(f"inputs must be Tensors, got {type(t).__name__}")
-        out.append(t.detach().requires_grad_(True) if not create_graph or not t.requires_grad else t)
+        out.append(
+            t.detach().requires_grad_(True) if not create_graph or not t.requires_grad else t
+        )
     return tuple(out)
 
 
@@ -62,13 +63,21 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         dummies = tuple(ec.zeros_like(o).requires_grad_(True) for o in outs_t)
         gi = _api.grad(outs_t, ins, dummies, create_graph=True, allow_unused=True)
         pairs = [(g, vv) for g, vv in zip(gi, v) if g is not None]
-        jv = _api.grad([g for g, _ in pairs], dummies, [vv for _, vv in pairs], create_graph=create_graph, allow_unused=True)
+        jv = _api.grad(
+            [g for g, _ in pairs],
+            dummies,
+            [vv for _, vv in pairs],
+            create_graph=create_graph,
+            allow_unused=True,
+        )
     jv = tuple(j if j is not None else ec.zeros_like(o) for j, o in zip(jv, outs_t))
     _ = single_in
     return _finish(outs_t, single_out, create_graph), _finish(jv, single_out, create_graph)
 
 
-def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"):
+def jacobian(
+    func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"
+):
     """The Jacobian of func at inputs: for one input and one output a tensor of
     shape output.shape + input.shape; nested tuples otherwise."""
     single_in = isinstance(inputs, Tensor)
@@ -82,7 +91,9 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
             rows = [[] for _ in ins]
             flat = o.reshape(-1)
             for k in range(flat.numel()):
-                grads = _api.grad(flat[k], ins, retain_graph=True, create_graph=create_graph, allow_unused=True)
+                grads = _api.grad(
+                    flat[k], ins, retain_graph=True, create_graph=create_graph, allow_unused=True
+                )
                 for r, g, i in zip(rows, grads, ins):
                     r.append(g if g is not None else ec.zeros_like(i))
             per_input = []
@@ -101,7 +112,14 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
     return tuple(tuple(row) for row in result)
 
 
-def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, outer_jacobian_strategy="reverse-mode"):
+def hessian(
+    func,
+    inputs,
+    create_graph=False,
+    strict=False,
+    vectorize=False,
+    outer_jacobian_strategy="reverse-mode",
+):
     """The Hessian of a scalar function at inputs."""
     single_in = isinstance(inputs, Tensor)
 

@@ -40,6 +40,7 @@ def _bilinear(x1, x2, w):
 
 
 # -------------------------------------------------------- convolution/pool
+# ember_core ops (C kernels, derivative formulas in ember_autograd).
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -62,6 +63,10 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return ec.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return ec.conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     return ec.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
@@ -70,8 +75,20 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return ec.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
-max_pool1d_with_indices = max_pool1d
-max_pool2d_with_indices = max_pool2d
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return ec.max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return ec.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return ec.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return ec.max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
@@ -82,6 +99,10 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     return ec.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+    return ec.avg_pool3d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
 def adaptive_avg_pool1d(input, output_size):
     return ec.adaptive_avg_pool1d(input, output_size)
 
@@ -90,9 +111,13 @@ def adaptive_avg_pool2d(input, output_size):
     return ec.adaptive_avg_pool2d(input, output_size)
 
 
+def adaptive_avg_pool3d(input, output_size):
+    return ec.adaptive_avg_pool3d(input, output_size)
+
+
+# ec.adaptive_max_poolNd return (values, indices), as torch.adaptive_max_pool1d does.
 def adaptive_max_pool1d(input, output_size, return_indices=False):
-    out = ec.adaptive_max_pool2d(input.unsqueeze(-2), (1, output_size if isinstance(output_size, int) else output_size[0]))
-    values, indices = out[0].squeeze(-2), out[1].squeeze(-2)
+    values, indices = ec.adaptive_max_pool1d(input, output_size)
     return (values, indices) if return_indices else values
 
 
@@ -101,10 +126,44 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     return (values, indices) if return_indices else values
 
 
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    values, indices = ec.adaptive_max_pool3d(input, output_size)
+    return (values, indices) if return_indices else values
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    return ec.adaptive_max_pool1d(input, output_size)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    return ec.adaptive_max_pool2d(input, output_size)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    return ec.adaptive_max_pool3d(input, output_size)
+
+
+def _lp_pool(avg_pool, n, input, norm_type, kernel_size, stride, ceil_mode):
+    """(sum over the window of x ** p) ** (1 / p), as PyTorch: an average pool of
+    x ** p times the window size."""
+    ks = (kernel_size,) * n if isinstance(kernel_size, int) else tuple(kernel_size)
+    size = 1
+    for k in ks:
+        size *= k
+    out = avg_pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return (out.sign() * out.abs().relu()).mul(size).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(avg_pool1d, 1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
-    out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    return (out.sign() * out.abs().relu()).mul(kh * kw).pow(1.0 / norm_type)
+    return _lp_pool(avg_pool2d, 2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(avg_pool3d, 3, input, norm_type, kernel_size, stride, ceil_mode)
 
 
 # ------------------------------------------------------------- activations
@@ -151,9 +210,7 @@ def prelu(input, weight):
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
-    if training:
-        return ec.rrelu(input, lower, upper, training)
-    return leaky_relu(input, (lower + upper) / 2, inplace)
+    return ec.rrelu_(input, lower, upper, training) if inplace else ec.rrelu(input, lower, upper, training)
 
 
 def glu(input, dim=-1):
@@ -253,23 +310,54 @@ def hardswish(input, inplace=False):
 # ----------------------------------------------------------- normalization
 
 
+def _verify_batch_size(size):
+    n = size[0]
+    for s in size[2:]:
+        n *= s
+    if n == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
+
+
+def _verify_spatial_size(size):
+    n = 1
+    for s in size[2:]:
+        n *= s
+    if n == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {size}")
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
-    return ec.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    if training:
+        _verify_batch_size(input.size())
+    if training and eps <= 0.0:
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    elif eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    return ec.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True, momentum=0.1, eps=1e-5):
-    return ec.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+    if use_input_stats:
+        _verify_spatial_size(input.size())
+    return ec.instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
     return ec.layer_norm(input, tuple(normalized_shape), weight, bias, eps)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
+    _verify_batch_size([input.size(0) * input.size(1) // num_groups, num_groups] + list(input.size()[2:]))
     return ec.group_norm(input, num_groups, weight, bias, eps)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
     return ec.rms_norm(input, tuple(normalized_shape), weight, eps)
 
 
@@ -301,45 +389,181 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
 # ----------------------------------------------------------------- dropout
 
 
-def dropout(input, p=0.5, training=True, inplace=False):
+def _check_p(p):
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if inplace:
-        return input.copy_(ec.dropout(input, p, training)) if training and p > 0 else input
-    return ec.dropout(input, p, training)
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    _check_p(p)
+    return ec.dropout_(input, p, training) if inplace else ec.dropout(input, p, training)
 
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
-    return ec.alpha_dropout(input, p, training)
+    _check_p(p)
+    return ec.alpha_dropout_(input, p, training) if inplace else ec.alpha_dropout(input, p, training)
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    _check_p(p)
+    if inplace:
+        return ec.feature_alpha_dropout_(input, p, training)
     return ec.feature_alpha_dropout(input, p, training)
 
 
+def _feature_dropout(input, p, training, inplace):
+    return ec.feature_dropout_(input, p, training) if inplace else ec.feature_dropout(input, p, training)
+
+
+def _unbatched_feature_dropout(input, p, training, inplace):
+    # channel-wise dropout of an input without its batch dim (in place: through a view)
+    if inplace:
+        ec.feature_dropout_(input.unsqueeze(0), p, training)
+        return input
+    return ec.feature_dropout(input.unsqueeze(0), p, training).squeeze(0)
+
+
 def dropout1d(input, p=0.5, training=True, inplace=False):
-    return ec.dropout1d(input, p, training)
+    _check_p(p)
+    inp_dim = input.dim()
+    if inp_dim not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {inp_dim}D input. Note that dropout1d "
+            "exists to provide channel-wise dropout on inputs with 1 spatial dimension, a channel "
+            "dimension, and an optional batch dimension (i.e. 2D or 3D inputs)."
+        )
+    if inp_dim == 2:
+        return _unbatched_feature_dropout(input, p, training, inplace)
+    return _feature_dropout(input, p, training, inplace)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    return ec.dropout2d(input, p, training)
+    _check_p(p)
+    inp_dim = input.dim()
+    if inp_dim not in (3, 4):
+        warnings.warn(
+            f"dropout2d: Received a {inp_dim}-D input to dropout2d, which is deprecated and will result "
+            "in an error in a future release. To retain the behavior and silence this warning, please "
+            "use dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs "
+            "with 2 spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D "
+            "or 4D inputs).",
+            stacklevel=2,
+        )
+    if inp_dim == 3:
+        # as PyTorch: a 3-D input is read as (N, C, L), not as an unbatched (C, H, W)
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+            "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel "
+            "dim. This behavior will change in a future release to interpret the input as one without "
+            "a batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout "
+            "behavior, please switch to using dropout1d instead.",
+            stacklevel=2,
+        )
+    return _feature_dropout(input, p, training, inplace)
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
-    return ec.dropout3d(input, p, training)
+    _check_p(p)
+    inp_dim = input.dim()
+    if inp_dim not in (4, 5):
+        warnings.warn(
+            f"dropout3d: Received a {inp_dim}-D input to dropout3d, which is deprecated and will result "
+            "in an error in a future release. To retain the behavior and silence this warning, please "
+            "use dropout instead. Note that dropout3d exists to provide channel-wise dropout on inputs "
+            "with 3 spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 4D "
+            "or 5D inputs).",
+            stacklevel=2,
+        )
+    if inp_dim != 5:
+        return _unbatched_feature_dropout(input, p, training, inplace)
+    return _feature_dropout(input, p, training, inplace)
 
 
 # ---------------------------------------------------------------- sparse
 
 
+def _no_grad_embedding_renorm_(weight, input, max_norm, norm_type):
+    import ember_autograd
+
+    with ember_autograd.no_grad():
+        ec.embedding_renorm_(weight, input, max_norm, norm_type)
+
+
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
-    return ec.embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse)
+    """Rows of ``weight`` at ``input``.  ``sparse=True`` still gives a dense
+    gradient: ember has no sparse tensors."""
+    if padding_idx is not None:
+        if padding_idx > 0:
+            if padding_idx >= weight.size(0):
+                raise AssertionError("Padding_idx must be within num_embeddings")
+        elif padding_idx < 0:
+            if padding_idx < -weight.size(0):
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx = weight.size(0) + padding_idx
+    else:
+        padding_idx = -1
+    if max_norm is not None:
+        input = input.contiguous()
+        _no_grad_embedding_renorm_(weight, input, max_norm, norm_type)
+    return ec.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)
 
 
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
                   sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
-    return ec.embedding_bag(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
-                            per_sample_weights, include_last_offset, padding_idx)
+    if weight.dtype is ec.int64 and input.is_floating_point():
+        warnings.warn(
+            "Argument order of nn.functional.embedding_bag was changed. Usage `embedding_bag(weight, input, "
+            "...)` is deprecated, and should now be `embedding_bag(input, weight, ...)`.",
+            stacklevel=2,
+        )
+        weight, input = input, weight
+    if per_sample_weights is not None and input.size() != per_sample_weights.size():
+        raise ValueError(
+            f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, then it must "
+            f"have the same shape as the input ({input.shape})"
+        )
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}")
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError(
+                "if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed "
+                f"length sequences. However, found offsets of type {type(offsets)}"
+            )
+        offsets = ec.arange(0, input.numel(), input.size(1), dtype=input.dtype)
+        include_last_offset = False
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
+    if mode == "sum":
+        mode_enum = 0
+    elif mode == "mean":
+        mode_enum = 1
+    elif mode == "max":
+        mode_enum = 2
+        if scale_grad_by_freq:
+            raise ValueError("max mode does not support scaling the gradient by the frequency")
+        if sparse:
+            raise ValueError("max mode does not support sparse weights")
+    else:
+        raise ValueError("mode has to be one of sum, mean or max")
+    if max_norm is not None:
+        _no_grad_embedding_renorm_(weight, input, max_norm, norm_type)
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(
+            "embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for "
+            f"mode='sum' (got mode='{mode}'). Please open a feature request on GitHub."
+        )
+    ret, _, _, _ = ec.embedding_bag(weight, input, offsets, scale_grad_by_freq, mode_enum, sparse,
+                                    per_sample_weights, include_last_offset, padding_idx)
+    return ret
 
 
 def one_hot(tensor, num_classes=-1):
@@ -394,32 +618,113 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return ec.cross_entropy(input, target, weight, ignore_index, _reduction(size_average, reduce, reduction), label_smoothing)
 
 
+def _broadcast_shape(a, b):
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(a, b):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton dimension")
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
+def _broadcast_tensors(input, target):
+    if input.shape == target.shape:
+        return input, target
+    shape = _broadcast_shape(input.shape, target.shape)
+    return input.expand(shape), target.expand(shape)
+
+
+def _warn_size(input, target):
+    if target.size() != input.size():
+        warnings.warn(
+            f"Using a target size ({target.size()}) that is different to the input size ({input.size()}). "
+            "This will likely lead to incorrect results due to broadcasting. Please ensure they have the same size.",
+            stacklevel=3,
+        )
+
+
+def _weighted(loss, weight, input, reduction, mean_by_weight):
+    # torch.nn.functional's weighted pointwise losses
+    if weight.size() != input.size():
+        raise ValueError("Weights and input must have the same size.")
+    loss = loss * weight
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.sum() / weight.sum() if mean_by_weight else loss.mean()
+    raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    return ec.mse_loss(input, target, _reduction(size_average, reduce, reduction))
+    _warn_size(input, target)
+    reduction = _reduction(size_average, reduce, reduction)
+    input, target = _broadcast_tensors(input, target)
+    if weight is not None:
+        return _weighted(ec.mse_loss(input, target, "none"), weight, input, reduction, True)
+    return ec.mse_loss(input, target, reduction)
 
 
-def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    return ec.l1_loss(input, target, _reduction(size_average, reduce, reduction))
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    _warn_size(input, target)
+    reduction = _reduction(size_average, reduce, reduction)
+    input, target = _broadcast_tensors(input, target)
+    if weight is not None:
+        return _weighted(ec.l1_loss(input, target, "none"), weight, input, reduction, True)
+    return ec.l1_loss(input, target, reduction)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
-    return ec.smooth_l1_loss(input, target, _reduction(size_average, reduce, reduction), beta)
+    _warn_size(input, target)
+    reduction = _reduction(size_average, reduce, reduction)
+    input, target = _broadcast_tensors(input, target)
+    return ec.smooth_l1_loss(input, target, reduction, beta)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    _warn_size(input, target)
+    input, target = _broadcast_tensors(input, target)
+    if weight is not None:
+        return _weighted(ec.huber_loss(input, target, "none", delta), weight, input, reduction, False)
     return ec.huber_loss(input, target, reduction, delta)
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
-    return ec.binary_cross_entropy(input, target, weight, _reduction(size_average, reduce, reduction))
+    reduction = _reduction(size_average, reduce, reduction)
+    if target.size() != input.size():
+        raise ValueError(
+            f"Using a target size ({target.size()}) that is different to the input size ({input.size()}) is "
+            "deprecated. Please ensure they have the same size."
+        )
+    if weight is not None:
+        weight = weight.expand(_broadcast_shape(target.size(), weight.size()))
+    return ec.binary_cross_entropy(input, target, weight, reduction)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None):
-    return ec.binary_cross_entropy_with_logits(input, target, weight, pos_weight, _reduction(size_average, reduce, reduction))
+    reduction = _reduction(size_average, reduce, reduction)
+    if target.size() != input.size():
+        raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
+    return ec.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
-    return ec.kl_div(input, target, _reduction(size_average, reduce, reduction), log_target)
+    if size_average is not None or reduce is not None:
+        reduction = _reduction(size_average, reduce, reduction)
+    elif reduction == "mean":
+        warnings.warn(
+            "reduction: 'mean' divides the total loss by both the batch size and the support size."
+            "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+            "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+            stacklevel=2,
+        )
+    reduced = ec.kl_div(input, target, "sum" if reduction == "batchmean" else reduction, log_target)
+    if reduction == "batchmean" and input.dim() != 0:
+        reduced = reduced / input.size()[0]
+    return reduced
 
 
 def _reduce(loss, reduction):
@@ -509,7 +814,7 @@ def pad(input, pad, mode="constant", value=None):
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None, antialias=False):
-    return ec.interpolate(input, size, scale_factor, mode, align_corners)
+    return ec.interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
@@ -533,26 +838,14 @@ def pixel_unshuffle(input, downscale_factor):
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-    return ec.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
+    return ec.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
-    """im2col: (N, C, H, W) -> (N, C*kh*kw, L) sliding blocks."""
-    kh, kw = _pair(kernel_size)
-    dh, dw = _pair(dilation)
-    ph, pw = _pair(padding)
-    sh, sw = _pair(stride)
-    x = pad(input, (pw, pw, ph, ph)) if (ph or pw) else input
-    n, c = x.shape[0], x.shape[1]
-    cols = []
-    for i in range(kh):
-        for j in range(kw):
-            patch = x[:, :, i * dh :: sh, j * dw :: sw]
-            oh = (x.shape[2] - dh * (kh - 1) - 1) // sh + 1
-            ow = (x.shape[3] - dw * (kw - 1) - 1) // sw + 1
-            cols.append(patch[:, :, :oh, :ow].reshape(n, c, 1, -1))
-    return ec.cat(cols, 2).reshape(n, c * kh * kw, -1)
+    """im2col: (N, C, H, W) -> (N, C * kh * kw, L) sliding blocks."""
+    return ec.im2col(input, kernel_size, dilation, padding, stride)
 
 
-def _pair(v):
-    return (v, v) if isinstance(v, int) else tuple(v)
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """col2im: (N, C * kh * kw, L) -> (N, C, H, W), summing overlapping blocks."""
+    return ec.col2im(input, output_size, kernel_size, dilation, padding, stride)

@@ -13,7 +13,27 @@ from ember_core import _joining as _joining
 from ember_core import _linalg as _linalg
 from ember_core import _random as _random
 from ember_core import _reduction as _reduction
+
+# Indexing, sorting and set ops (advanced indexing, index/scatter/gather family, sort...).
+from ember_core import _advanced_index as _advanced_index
+from ember_core import _index_ops as _index_ops
+from ember_core import _sorting as _sorting
+# nn-conv: convolution, pooling, padding and resampling ops
+from ember_core import _conv, _pool, _resample  # noqa: F401 - they fill the op table
 from ember_core._device import device
+
+# nn ops: softmax, normalization, losses, activations, dropout, embedding,
+# attention, recurrent cells
+from ember_core import (  # noqa: F401 - register their ops
+    _activation,
+    _attention,
+    _dropout,
+    _embedding,
+    _loss,
+    _norm,
+    _rnn,
+    _softmax,
+)
 from ember_core._dispatch import OPS, Op, defop, register_handler, remove_handler
 from ember_core._dtype import (
     bfloat16,
@@ -295,6 +315,14 @@ from ember_core._copy import (  # noqa: E402
 
 # The Python array API standard namespace is ember_core.array_api (loaded lazily
 # by Tensor.__array_namespace__).
+
+
+def _to_device(self, device, /, *, stream=None):
+    """The array API's x.to_device(device): this tensor on ``device``."""
+    return self.to(device)
+
+
+Tensor.to_device = _to_device
 
 __all__ = sorted(
     {

@@ -54,7 +54,7 @@ class Op:
     def __repr__(self):
         return f"<op {self.name}{self.signature}>"
 
-    def call_impl(self, args, kwargs):
+    def call_impl(self, args, kwargs=None):
         """Run the implementation itself (the end of the handler chain)."""
         return self.impl(*args)
 
@@ -64,16 +64,23 @@ class Op:
 _GENERATED = os.path.join(os.path.dirname(__file__), "_generated_ops.py")
 
 
+_NO_KWARGS = {}  # handlers get an empty kwargs dict (canonical args carry everything)
+
+
 def _run(op, args, level):
     if level < 0:
         return op.impl(*args)
-    handler = _handlers[level]
-    return handler(op, args, {}, lambda a, kw=None: _run(op, a, level - 1))
+    if level == 0:  # the last handler calls the implementation itself: no closure
+        return _handlers[0](op, args, _NO_KWARGS, op.call_impl)
+    return _handlers[level](op, args, _NO_KWARGS, lambda a, kw=None: _run(op, a, level - 1))
 
 
 def dispatch(op, args):
     """Call ``op`` with canonical ``args`` through the registered handlers."""
-    return _run(op, args, len(_handlers) - 1)
+    handlers = _handlers
+    if len(handlers) == 1:  # the common case (autograd alone): one call, no closure
+        return handlers[0](op, args, _NO_KWARGS, op.call_impl)
+    return _run(op, args, len(handlers) - 1)
 
 
 _ns["_dispatch"] = dispatch

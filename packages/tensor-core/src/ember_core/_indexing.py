@@ -1,18 +1,25 @@
 """Indexing: tensor[key] and tensor[key] = value.
 
-Basic keys (ints, slices, None, Ellipsis, Python bools) give views.  Advanced
-keys (integer/bool tensors and sequences) are handled by _advanced_index.
+Basic keys (ints, slices, None, Ellipsis) give views.  Advanced keys (integer
+and bool tensors, sequences, arrays, and Python bools, which PyTorch indexes
+with a tensor too) are handled by _advanced_index (Note [Advanced index
+placement]).
 """
 
 import numbers
 import operator
 
+from ember_core import _advanced_index
+from ember_core._advanced_index import IndexKey
+from ember_core._copy import copy_into
+from ember_core._creation import fill_values
 from ember_core._dispatch import defop
-from ember_core._tensor import Tensor, view_of
+from ember_core._tensor import Tensor, view_of, written
 
 
 def _is_advanced(k):
-    if isinstance(k, Tensor):
+    # Python bools index their new dim with [0] or [] (an index tensor), as in PyTorch
+    if isinstance(k, (Tensor, bool)):
         return True
     if isinstance(k, (list, tuple)):
         return True
@@ -28,10 +35,8 @@ def _expand_key(key, ndim):
     for k in key:
         if k is Ellipsis:
             ellipsis += 1
-        elif k is None or isinstance(k, bool):
+        elif k is None:
             continue
-        elif isinstance(k, Tensor) and k._dtype.name in ("bool", "uint8"):
-            consumed += max(len(k._shape), 1) if k._shape else 0
         else:
             consumed += 1
     if ellipsis > 1:
@@ -50,17 +55,13 @@ def _expand_key(key, ndim):
 
 
 def basic_index(t, key):
-    """A view for a key of ints, slices, None, Ellipsis and bools."""
+    """A view for an expanded key of ints, slices and None."""
     shape, stride = [], []
     offset = t._offset
     d = 0
     for k in key:
         if k is None:
             shape.append(1)
-            stride.append(0)
-        elif isinstance(k, bool):
-            # x[True] adds a dim of size 1, x[False] one of size 0
-            shape.append(1 if k else 0)
             stride.append(0)
         elif isinstance(k, slice):
             size = t._shape[d]
@@ -79,7 +80,7 @@ def basic_index(t, key):
             try:
                 i = operator.index(k)
             except TypeError:
-                raise TypeError(
+                raise IndexError(
                     "only integers, slices (`:`), ellipsis (`...`), None and long or byte "
                     f"Variables are valid indices (got {type(k).__name__})"
                 ) from None
@@ -91,9 +92,6 @@ def basic_index(t, key):
             offset += i * t._stride[d]
             d += 1
     return view_of(t, tuple(shape), tuple(stride), offset)
-
-
-_BASIC = frozenset({int, slice, type(None), type(Ellipsis), bool})
 
 
 def _select0(t, i):
@@ -143,37 +141,27 @@ def _int_slice_index(t, key):
 
 
 @defop("__getitem__(input, key)", view=True, method=False, public=False)
-def getitem(input, key):
+def _getitem(input, key):
     """input[key]: a view for basic keys, a copy for advanced ones."""
     kc = key.__class__
     if kc is int:
         return _select0(input, key)
     if kc is slice:
         key = (key,)
-    elif kc is tuple and all(k.__class__ in _BASIC for k in key):
-        if all(k.__class__ is int or k.__class__ is slice for k in key) and len(key) <= len(input._shape):
-            return _int_slice_index(input, key)
+    elif kc is tuple and all(k.__class__ is int or k.__class__ is slice for k in key) and len(key) <= len(input._shape):
+        return _int_slice_index(input, key)
+    if type(key) is tuple and not any(_is_advanced(k) for k in key):
         return basic_index(input, _expand_key(key, len(input._shape)))
-    if isinstance(key, tuple) and not any(_is_advanced(k) for k in key):
+    if key is None or key is Ellipsis:
         return basic_index(input, _expand_key(key, len(input._shape)))
-    if not isinstance(key, tuple) and not _is_advanced(key):
-        return basic_index(input, _expand_key(key, len(input._shape)))
-    from ember_core import _advanced_index
-
     return _advanced_index.index(input, key)
 
 
 @defop("__setitem__(input, key, value)", method=False, public=False, inplace_of="__getitem__")
-def setitem(input, key, value):
+def _setitem(input, key, value):
     """input[key] = value (value broadcast and converted)."""
-    from ember_core._copy import copy_into
-    from ember_core._creation import fill_values
-    from ember_core._tensor import written
-
-    keyt = key if isinstance(key, tuple) else (key,)
-    if any(_is_advanced(k) for k in keyt):
-        from ember_core import _advanced_index
-
+    keyt = key if type(key) is tuple else (key,)
+    if type(key) is IndexKey or any(_is_advanced(k) for k in keyt):
         _advanced_index.index_put(input, key, value)
         return None
     target = basic_index(input, _expand_key(keyt, len(input._shape)))
@@ -184,3 +172,36 @@ def setitem(input, key, value):
         fill_values(target, value)
     return None
 
+
+@defop("_getitem_backward(gradient, input_shape, key)", method=False, public=False)
+def _getitem_backward(gradient, input_shape, key):
+    """The gradient of input[key]: zeros of input's shape with ``gradient`` added at
+    key (repeated indices accumulate)."""
+    from ember_core._creation import zeros
+
+    z = zeros(input_shape, dtype=gradient._dtype, device=gradient._storage._device)
+    _advanced_index.accumulate_key(z, key, gradient)
+    return z
+
+
+# Tensor.__getitem__/__setitem__: a tuple key led by a tensor travels through the
+# op table wrapped (Note [Index keys and dispatch] in _advanced_index).
+
+
+def getitem(self, key):
+    if type(key) is tuple and key and isinstance(key[0], Tensor):
+        key = IndexKey(key)
+    return _getitem(self, key)
+
+
+def setitem(self, key, value):
+    if type(key) is tuple and key and isinstance(key[0], Tensor):
+        key = IndexKey(key)
+    return _setitem(self, key, value)
+
+
+def nonzero(input, *, out=None, as_tuple=False):
+    """See ember_core.nonzero (kept here for where(cond), which looks it up here)."""
+    from ember_core._index_ops import nonzero as nz
+
+    return nz(input, out=out, as_tuple=as_tuple)

@@ -7,6 +7,7 @@ version a saved tensor had.  Memory goes back to its owner when the last tensor
 allocator unless another allocator was installed with ``set_allocator``.
 """
 
+import sys
 import weakref
 
 import ember_allocator
@@ -90,6 +91,13 @@ class _ReadonlyExternalStorage(_ExternalStorage):
     _readonly = True
 
 
+class _SharedExternalStorage(_ExternalStorage):
+    """Shared memory mapped from another process (owner: the mapping's keeper)."""
+
+    __slots__ = ()
+    _shared = True
+
+
 # ------------------------------------------------------------- allocation
 
 _allocators = {}  # device -> allocator object (absent: ember's default)
@@ -159,9 +167,11 @@ def from_block(allocator, block, nbytes, dev=CPU, shared=False):
     return s
 
 
-def external(ptr, nbytes, owner, dev=CPU, readonly=False):
-    """A storage over memory that ``owner`` keeps alive."""
-    s = _new(_ReadonlyExternalStorage if readonly else _ExternalStorage)
+def external(ptr, nbytes, owner, dev=CPU, readonly=False, shared=False):
+    """A storage over memory that ``owner`` keeps alive (``shared``: memory another
+    process shares, e.g. a received tensor)."""
+    cls = _ReadonlyExternalStorage if readonly else (_SharedExternalStorage if shared else _ExternalStorage)
+    s = _new(cls)
     s._ptr = ptr
     s._nbytes = nbytes
     s._version = 0
@@ -177,22 +187,38 @@ def external(ptr, nbytes, owner, dev=CPU, readonly=False):
 exported = weakref.WeakSet()
 
 
+_shared_allocator = [None]
+
+
 def shared_allocator():
-    """The process-wide allocator of shared (memfd) memory."""
-    return ember_allocator.get_allocator("shm")
+    """The allocator share_memory_ moves storages into: ember_allocator's memfd
+    allocator, unless a package installed another (ember_multiprocessing installs
+    one whose blocks carry cross-process reference counts)."""
+    return _shared_allocator[0] or ember_allocator.get_allocator("shm")
 
 
-def share_(storage):
+def set_shared_allocator(allocator):
+    """Install the allocator (allocator protocol) that shared storages come from."""
+    _shared_allocator[0] = allocator
+
+
+def share_(storage, allocator=None, tensor=None, caller_refs=0):
     """Move ``storage`` into shared memory in place (every view follows); a no-op
-    when it is shared already.  Returns the storage."""
-    if storage._shared:
+    when it is shared already (unless another ``allocator`` is asked for).
+    Returns the storage.
+
+    ``tensor``, when given, is a tensor over the storage; ``caller_refs`` counts
+    other references the caller holds.  If no other tensor can view the storage
+    only that tensor's cached address is refreshed, which saves a heap scan."""
+    referrers = sys.getrefcount(storage) - 2 - caller_refs  # minus our parameter and getrefcount's
+    if storage._shared and allocator is None:
         return storage
     if storage._device.type != "cpu":
         from ember_core import _cuda
 
         _cuda.unavailable("share_memory_", storage._device)
-    shm = shared_allocator()
-    block = shm.allocate(max(storage._nbytes, 1))
+    shm = allocator or shared_allocator()
+    block = _alloc_block(shm, max(storage._nbytes, 1), CPU)
     if storage._nbytes:
         from ember_core._lib import lib, nogil
 
@@ -209,9 +235,12 @@ def share_(storage):
         if old_cls is _HostStorage:
             _host_free(old_ptr)
         elif issubclass(old_cls, _BlockStorage):
-            allocator, old_block = old_owner[0], old_owner[1]
-            allocator.free(old_block)
-    _retarget_views(storage)
+            old_allocator, old_block = old_owner[0], old_owner[1]
+            old_allocator.free(old_block)
+    if tensor is not None and referrers <= 1 and tensor._storage is storage:
+        tensor._ptr = storage._ptr + tensor._offset * tensor._dtype.itemsize
+    else:
+        _retarget_views(storage)
     return storage
 
 

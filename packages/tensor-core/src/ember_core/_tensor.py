@@ -183,7 +183,7 @@ class Tensor:
     def share_memory_(self):
         """Move this tensor's storage into shared memory (once; every view follows),
         so that other processes can map it.  Returns self."""
-        _storage.share_(self._storage)
+        _storage.share_(self._storage, tensor=self)
         return self
 
     def is_pinned(self):

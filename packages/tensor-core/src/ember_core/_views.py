@@ -7,7 +7,7 @@ version counter, and records the input (or the input's own base) as ``_base``.
 import operator
 
 from ember_core import _dtype as D
-from ember_core import _shape
+from ember_core import _shape, _tensor
 from ember_core._dispatch import defop
 from ember_core._shape import normalize_dim
 from ember_core._tensor import Tensor, contiguous_strides, is_contig, view_of
@@ -433,8 +433,9 @@ def unfold(input, dimension, size, step):
 
 @defop("detach(input)", view=True, differentiable=False)
 def detach(input):
-    """The same memory, cut from autograd history."""
-    return view_of(input, input._shape, input._stride, input._offset, input._numel, input._contig)
+    """The same memory, cut from autograd history (not a view for autograd:
+    no ``_base``, as in PyTorch)."""
+    return _tensor.alias(input)
 
 
 @defop("detach_(input)", inplace_of="detach", differentiable=False)

@@ -22,7 +22,7 @@ def _rnn_relu_cell(x, h, w_ih, w_hh, b_ih, b_hh):
 
 
 def _lstm_cell(x, h, c, w_ih, w_hh, b_ih, b_hh):
-    return ec.lstm_cell(x, h, c, w_ih, w_hh, b_ih, b_hh)
+    return ec.lstm_cell(x, (h, c), w_ih, w_hh, b_ih, b_hh)
 
 
 def _gru_cell(x, h, w_ih, w_hh, b_ih, b_hh):

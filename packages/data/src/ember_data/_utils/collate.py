@@ -1,0 +1,245 @@
+"""Collation: turning a list of samples into a batch (as
+``torch.utils.data._utils.collate``).
+
+The rules follow PyTorch's ``default_collate`` exactly: arrays and tensors are
+stacked along a new first dimension, Python floats become a float64 batch and
+ints an int64 one (bools a bool one), strings and bytes stay a list, mappings,
+named tuples and sequences are collated field by field (tuples come back as
+lists).  With ember_core installed a batch is an ember tensor; without it, a
+NumPy array.
+
+Inside a DataLoader worker, large stacked batches are written straight into
+shared memory (``set_shared_allocator``), so handing them to the main process
+copies nothing more.
+"""
+
+import collections
+import copy
+import re
+
+import numpy as np
+
+from ember_data import _rng
+
+__all__ = [
+    "collate",
+    "collate_float_fn",
+    "collate_int_fn",
+    "collate_numpy_array_fn",
+    "collate_numpy_scalar_fn",
+    "collate_str_fn",
+    "collate_tensor_fn",
+    "default_collate",
+    "default_collate_err_msg_format",
+    "default_collate_fn_map",
+    "default_convert",
+    "np_str_obj_array_pattern",
+]
+
+_ec = _rng.ember_core()
+
+np_str_obj_array_pattern = re.compile(r"[SaUO]")
+
+default_collate_err_msg_format = (
+    "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
+)
+
+# Set in DataLoader workers: (shape, numpy dtype) -> an uninitialised array in
+# shared memory, or None when the array is too small to be worth it.
+_shared_allocator = None
+
+
+def set_shared_allocator(allocator):
+    """Install (or with None remove) the allocator stacked batches are written
+    into; DataLoader workers install their shared-memory allocator here."""
+    global _shared_allocator
+    _shared_allocator = allocator
+
+
+def _as_tensor(array):
+    """An ember tensor over a NumPy array (zero-copy), or the array itself
+    without ember."""
+    if _ec is None:
+        return array
+    return _ec.as_tensor(array)
+
+
+def _stack_arrays(arrays):
+    """np.stack(arrays) into a fresh array (in shared memory inside workers),
+    with PyTorch's error for unequal shapes."""
+    shape = arrays[0].shape
+    for i, a in enumerate(arrays):
+        if a.shape != shape:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 "
+                f"and {list(a.shape)} at entry {i}"
+            )
+    dtype = np.result_type(*arrays) if len({a.dtype for a in arrays}) > 1 else arrays[0].dtype
+    out_shape = (len(arrays), *shape)
+    out = _shared_allocator(out_shape, dtype) if _shared_allocator is not None else None
+    if out is None:
+        out = np.empty(out_shape, dtype)
+    for i, a in enumerate(arrays):
+        out[i] = a
+    return out
+
+
+def default_convert(data):
+    """Convert NumPy arrays (and NumPy scalars) inside ``data`` to ember tensors,
+    keeping the structure; everything else is returned unchanged.  It is the
+    collate_fn of a DataLoader without automatic batching.  Without ember_core,
+    arrays stay arrays."""
+    elem_type = type(data)
+    if _ec is not None and isinstance(data, _ec.Tensor):
+        return data
+    if elem_type.__module__ == "numpy" and elem_type.__name__ not in ("str_", "bytes_", "string_"):
+        if elem_type.__name__ == "ndarray" and np_str_obj_array_pattern.search(data.dtype.str):
+            return data
+        return _as_tensor(np.asarray(data))
+    if isinstance(data, collections.abc.Mapping):
+        try:
+            if isinstance(data, collections.abc.MutableMapping):
+                # the mapping type may carry extra state: clone and update it
+                clone = copy.copy(data)
+                clone.update({key: default_convert(data[key]) for key in data})
+                return clone
+            return elem_type({key: default_convert(data[key]) for key in data})
+        except TypeError:
+            return {key: default_convert(data[key]) for key in data}
+    if isinstance(data, tuple) and hasattr(data, "_fields"):  # namedtuple
+        return elem_type(*(default_convert(d) for d in data))
+    if isinstance(data, tuple):
+        return [default_convert(d) for d in data]  # as PyTorch: tuples become lists
+    if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
+        try:
+            if isinstance(data, collections.abc.MutableSequence):
+                clone = copy.copy(data)
+                for i, d in enumerate(data):
+                    clone[i] = default_convert(d)
+                return clone
+            return elem_type([default_convert(d) for d in data])
+        except TypeError:
+            return [default_convert(d) for d in data]
+    return data
+
+
+def collate(batch, *, collate_fn_map=None):
+    """Collate ``batch`` (a list of samples), using ``collate_fn_map`` (type ->
+    function(batch, *, collate_fn_map)) for the element types it names and
+    recursing through mappings, named tuples and sequences."""
+    elem = batch[0]
+    elem_type = type(elem)
+    if collate_fn_map is not None:
+        fn = collate_fn_map.get(elem_type)
+        if fn is not None:
+            return fn(batch, collate_fn_map=collate_fn_map)
+        for collate_type, fn in collate_fn_map.items():
+            if isinstance(elem, collate_type):
+                return fn(batch, collate_fn_map=collate_fn_map)
+
+    if isinstance(elem, collections.abc.Mapping):
+        try:
+            if isinstance(elem, collections.abc.MutableMapping):
+                clone = copy.copy(elem)
+                clone.update(
+                    {
+                        key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map)
+                        for key in elem
+                    }
+                )
+                return clone
+            return elem_type(
+                {
+                    key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map)
+                    for key in elem
+                }
+            )
+        except TypeError:
+            return {
+                key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map) for key in elem
+            }
+    if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
+        return elem_type(
+            *(collate(samples, collate_fn_map=collate_fn_map) for samples in zip(*batch))
+        )
+    if isinstance(elem, collections.abc.Sequence):
+        it = iter(batch)
+        elem_size = len(next(it))
+        if not all(len(e) == elem_size for e in it):
+            raise RuntimeError("each element in list of batch should be of equal size")
+        transposed = list(zip(*batch))
+        if isinstance(elem, tuple):
+            return [collate(samples, collate_fn_map=collate_fn_map) for samples in transposed]
+        try:
+            if isinstance(elem, collections.abc.MutableSequence):
+                clone = copy.copy(elem)
+                for i, samples in enumerate(transposed):
+                    clone[i] = collate(samples, collate_fn_map=collate_fn_map)
+                return clone
+            return elem_type(
+                [collate(samples, collate_fn_map=collate_fn_map) for samples in transposed]
+            )
+        except TypeError:
+            return [collate(samples, collate_fn_map=collate_fn_map) for samples in transposed]
+
+    raise TypeError(default_collate_err_msg_format.format(elem_type))
+
+
+def collate_tensor_fn(batch, *, collate_fn_map=None):
+    """Stack ember tensors along a new first dimension."""
+    ts = batch
+    if all(
+        not t.requires_grad and t.device.type == "cpu" and t.dtype.name != "bfloat16" for t in ts
+    ):
+        # through NumPy: one pass, and into shared memory inside workers
+        return _ec.from_numpy(_stack_arrays([t.numpy() for t in ts]))
+    return _ec.stack(list(ts), 0)
+
+
+def collate_numpy_array_fn(batch, *, collate_fn_map=None):
+    """Stack NumPy arrays (refusing strings and objects, as PyTorch does)."""
+    elem = batch[0]
+    if np_str_obj_array_pattern.search(elem.dtype.str) is not None:
+        raise TypeError(default_collate_err_msg_format.format(elem.dtype))
+    return _as_tensor(_stack_arrays([np.asarray(b) for b in batch]))
+
+
+def collate_numpy_scalar_fn(batch, *, collate_fn_map=None):
+    return _as_tensor(np.array(batch))
+
+
+def collate_float_fn(batch, *, collate_fn_map=None):
+    return _as_tensor(np.array(batch, dtype=np.float64))
+
+
+def collate_int_fn(batch, *, collate_fn_map=None):
+    # ints give int64; a batch of bools (ints too) stays bool, as torch.tensor does
+    a = np.array(batch)
+    if a.dtype != np.bool_:
+        a = a.astype(np.int64, copy=False)
+    return _as_tensor(a)
+
+
+def collate_str_fn(batch, *, collate_fn_map=None):
+    return batch
+
+
+default_collate_fn_map = {}
+if _ec is not None:
+    default_collate_fn_map[_ec.Tensor] = collate_tensor_fn
+default_collate_fn_map[np.ndarray] = collate_numpy_array_fn  # memmap too (a subclass)
+default_collate_fn_map[(np.bool_, np.number, np.object_)] = collate_numpy_scalar_fn
+default_collate_fn_map[float] = collate_float_fn
+default_collate_fn_map[int] = collate_int_fn
+default_collate_fn_map[str] = collate_str_fn
+default_collate_fn_map[bytes] = collate_str_fn
+
+
+def default_collate(batch):
+    """Put each field of a list of samples into a batch with a new first
+    dimension (the DataLoader's collate_fn when batching).
+
+    >>> default_collate([(np.zeros(2), 1), (np.ones(2), 2)])  # doctest: +SKIP
+    [tensor([[0., 0.], [1., 1.]], dtype=ember.float64), tensor([1, 2])]
+    """
+    return collate(batch, collate_fn_map=default_collate_fn_map)

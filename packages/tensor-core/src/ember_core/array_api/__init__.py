@@ -1,0 +1,78 @@
+"""ember's namespace for the Python array API standard (2024.12), returned by
+``Tensor.__array_namespace__()``: code written against the standard runs on
+ember tensors.
+
+>>> import ember_core as ec
+>>> xp = ec.ones(3).__array_namespace__()
+>>> xp.sum(xp.arange(4)).item()
+6
+
+As far as ember's ops reach: no complex dtypes and no unsigned integers wider
+than uint8 (so no ``fft`` and no ``linalg`` extension); the array object's
+``size`` is PyTorch's method rather than the standard's attribute.
+"""
+
+import math as _math
+
+from ember_core import _dtype as _D
+from ember_core.array_api._creation import *  # noqa: F403
+from ember_core.array_api._creation import __all__ as _creation
+from ember_core.array_api._data_types import *  # noqa: F403
+from ember_core.array_api._data_types import __all__ as _data_types
+from ember_core.array_api._elementwise import *  # noqa: F403
+from ember_core.array_api._elementwise import __all__ as _elementwise
+from ember_core.array_api._info import __array_namespace_info__ as __array_namespace_info__
+from ember_core.array_api._linalg import *  # noqa: F403
+from ember_core.array_api._linalg import __all__ as _linalg
+from ember_core.array_api._manipulation import *  # noqa: F403
+from ember_core.array_api._manipulation import __all__ as _manipulation
+from ember_core.array_api._reductions import *  # noqa: F403
+from ember_core.array_api._reductions import __all__ as _reductions
+from ember_core.array_api._searching import *  # noqa: F403
+from ember_core.array_api._searching import __all__ as _searching
+
+__array_api_version__ = "2024.12"
+
+# data types
+bool = _D.bool_  # noqa: A001 - the standard's name
+int8 = _D.int8
+int16 = _D.int16
+int32 = _D.int32
+int64 = _D.int64
+uint8 = _D.uint8
+float32 = _D.float32
+float64 = _D.float64
+
+# constants
+e = _math.e
+inf = _math.inf
+nan = _math.nan
+pi = _math.pi
+newaxis = None
+
+__all__ = sorted(
+    [
+        "__array_api_version__",
+        "__array_namespace_info__",
+        "bool",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "float32",
+        "float64",
+        "e",
+        "inf",
+        "nan",
+        "pi",
+        "newaxis",
+    ]
+    + _creation
+    + _data_types
+    + _elementwise
+    + _linalg
+    + _manipulation
+    + _reductions
+    + _searching
+)

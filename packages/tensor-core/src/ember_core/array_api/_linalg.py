@@ -1,0 +1,49 @@
+"""Linear algebra functions of the array API standard's main namespace."""
+
+import ember_core as ec
+from ember_core.array_api._helpers import check_array, promote
+
+
+def matmul(x1, x2, /):
+    check_array(x1, "x1")
+    check_array(x2, "x2")
+    x1, x2 = promote(x1, x2)
+    return ec.matmul(x1, x2)
+
+
+def matrix_transpose(x, /):
+    """The last two dims of x swapped."""
+    check_array(x)
+    if x.ndim < 2:
+        raise ValueError("matrix_transpose: x must have at least two dimensions")
+    return x.mT
+
+
+def tensordot(x1, x2, /, *, axes=2):
+    """Sum of products over the last ``axes`` dims of x1 and the first of x2 (or
+    over the listed axes)."""
+    check_array(x1, "x1")
+    check_array(x2, "x2")
+    x1, x2 = promote(x1, x2)
+    if not isinstance(axes, int):
+        axes = (list(axes[0]), list(axes[1]))
+    return ec.tensordot(x1, x2, dims=axes)
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    """The dot product of x1 and x2 along axis (the other dims broadcast)."""
+    check_array(x1, "x1")
+    check_array(x2, "x2")
+    x1, x2 = promote(x1, x2)
+    n = max(x1.ndim, x2.ndim)
+    if not -n <= axis < 0 and not 0 <= axis < n:
+        raise IndexError(f"vecdot: axis {axis} is out of bounds")
+    a = axis - n if axis >= 0 else axis
+    if x1.ndim < -a or x2.ndim < -a or x1.shape[a] != x2.shape[a]:
+        raise ValueError(
+            f"vecdot: x1 {tuple(x1.shape)} and x2 {tuple(x2.shape)} differ along axis {axis}"
+        )
+    return (x1 * x2).sum(a)
+
+
+__all__ = ["matmul", "matrix_transpose", "tensordot", "vecdot"]

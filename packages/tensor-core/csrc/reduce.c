@@ -79,7 +79,7 @@ static inline int is_nonzero(int dtype, const char* p) {
 /* ------------------------------------------------------- fast float sums */
 
 #define SUM_BLOCK 4096
-#define LANES 16
+#define LANES 32
 
 __attribute__((target_clones("avx2", "default"))) static double sum_f32(const float* x, int64_t n) {
     double total = 0;

@@ -240,11 +240,20 @@ unary("rad2deg")
 unary("sinc", NZ)
 unary("mish", functional=True)
 # gelu and softplus are functions, not Tensor methods (as in PyTorch) -- tc-core
+_GELU_SPECS = (
+    (T(lo=-3.0, hi=3.0), ""),
+    (T(lo=-3.0, hi=3.0, noncontig=True), "-noncontig"),
+    (T(shape=()), "-0d"),
+)
 for _approx in ("none", "tanh"):
-    for _spec, _tag_ in ((T(lo=-3.0, hi=3.0), ""), (T(lo=-3.0, hi=3.0, noncontig=True), "-noncontig"),
-                         (T(shape=()), "-0d")):
-        add("gelu", f"approximate={_approx}{_tag_}", lambda ns, x, a=_approx: ns.gelu(x, approximate=a), [_spec],
-            torch_fn=lambda ns, x, a=_approx: ns.nn.functional.gelu(x, approximate=a))
+    for _spec, _tag_ in _GELU_SPECS:
+        add(
+            "gelu",
+            f"approximate={_approx}{_tag_}",
+            lambda ns, x, a=_approx: ns.gelu(x, approximate=a),
+            [_spec],
+            torch_fn=lambda ns, x, a=_approx: ns.nn.functional.gelu(x, approximate=a),
+        )
 add("gelu", "inplace", lambda ns, x: ns.gelu_(x * 1), [T()], parity=False)
 add("softplus", "2x3", lambda ns, x: ns.softplus(x), [T(lo=-3.0, hi=3.0)],
     torch_fn=lambda ns, x: ns.nn.functional.softplus(x))

@@ -39,8 +39,14 @@ def test_gelu_in_place_records_its_gradient():
 
 @pytest.mark.parametrize(
     "equation, shapes",
-    [("ij,jk->ik", [(2, 3), (3, 4)]), ("...i,kij,...j->...k", [(2, 3), (4, 3, 2), (2, 2)]), ("ii->i", [(3, 3)]),
-     ("bij,bjk", [(2, 2, 3), (2, 3, 2)]), ("i,j->ij", [(3,), (2,)]), ("ij->", [(2, 3)])],
+    [
+        ("ij,jk->ik", [(2, 3), (3, 4)]),
+        ("...i,kij,...j->...k", [(2, 3), (4, 3, 2), (2, 2)]),
+        ("ii->i", [(3, 3)]),
+        ("bij,bjk", [(2, 2, 3), (2, 3, 2)]),
+        ("i,j->ij", [(3,), (2,)]),
+        ("ij->", [(2, 3)]),
+    ],
 )
 def test_einsum_gradients_through_its_primitives(equation, shapes):
     xs = tuple(leaf(*s, seed=i) for i, s in enumerate(shapes))

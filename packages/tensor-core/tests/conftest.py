@@ -6,7 +6,18 @@ import pytest
 
 import ember_core as ec
 
-ALL_DTYPES = [ec.bool, ec.uint8, ec.int8, ec.int16, ec.int32, ec.int64, ec.float16, ec.bfloat16, ec.float32, ec.float64]
+ALL_DTYPES = [
+    ec.bool,
+    ec.uint8,
+    ec.int8,
+    ec.int16,
+    ec.int32,
+    ec.int64,
+    ec.float16,
+    ec.bfloat16,
+    ec.float32,
+    ec.float64,
+]
 FLOAT_DTYPES = [ec.float16, ec.bfloat16, ec.float32, ec.float64]
 INT_DTYPES = [ec.uint8, ec.int8, ec.int16, ec.int32, ec.int64]
 NUMERIC_DTYPES = INT_DTYPES + FLOAT_DTYPES
@@ -64,7 +75,9 @@ def make(values, dtype, layout="contiguous"):
     if layout == "contiguous" or values.ndim == 0:
         return ec.tensor(values, dtype=dtype)
     if layout == "transposed":
-        return ec.tensor(np.ascontiguousarray(values.T), dtype=dtype).permute(*reversed(range(values.ndim)))
+        return ec.tensor(np.ascontiguousarray(values.T), dtype=dtype).permute(
+            *reversed(range(values.ndim))
+        )
     if layout == "strided":
         big = np.zeros(tuple(2 * s for s in values.shape), dtype=values.dtype)
         big[tuple(slice(None, None, 2) for _ in values.shape)] = values
@@ -102,7 +115,9 @@ def assert_close(actual, expected, dtype=None, rtol=None, atol=None, equal_nan=T
     r = r if rtol is None else rtol
     a = a if atol is None else atol
     if dtype.is_floating_point:
-        np.testing.assert_allclose(got.astype(np.float64), exp.astype(np.float64), rtol=r, atol=a, equal_nan=equal_nan)
+        np.testing.assert_allclose(
+            got.astype(np.float64), exp.astype(np.float64), rtol=r, atol=a, equal_nan=equal_nan
+        )
     else:
         np.testing.assert_array_equal(got, exp)
 

@@ -3,9 +3,9 @@ dtype methods, resize_."""
 
 import numpy as np
 import pytest
+from conftest import ALL_DTYPES, LAYOUTS, as_dtype_np, make, random_values, to_np
 
 import ember_core as ec
-from conftest import ALL_DTYPES, LAYOUTS, as_dtype_np, make, random_values, to_np
 
 
 def cast_np(a, dtype):
@@ -25,7 +25,9 @@ def test_cast_between_every_pair_of_dtypes(src, dst, rng):
     t = make(x, src, "transposed")
     r = t.to(dst)
     assert r.dtype is dst and r.shape == t.shape
-    np.testing.assert_array_equal(to_np(r), cast_np(x if src is not ec.bfloat16 else x.astype(np.float32), dst))
+    np.testing.assert_array_equal(
+        to_np(r), cast_np(x if src is not ec.bfloat16 else x.astype(np.float32), dst)
+    )
     if src is dst:
         assert r is t
     out = ec.empty(3, 5, dtype=dst)

@@ -3,18 +3,27 @@ tensors, *_like, arange/linspace/logspace/eye."""
 
 import numpy as np
 import pytest
+from conftest import ALL_DTYPES, to_np
 
 import ember_core as ec
-from conftest import ALL_DTYPES, to_np
 
 
 @pytest.mark.parametrize(
     "data, dtype",
     [
-        (1, ec.int64), (2.5, ec.float32), (True, ec.bool), ([1, 2], ec.int64), ([1, 2.0], ec.float32),
-        ([[True, False]], ec.bool), ([], ec.float32), ([[1], [2]], ec.int64), ([True, 2], ec.int64),
-        (np.array([1, 2], np.int16), ec.int16), (np.array([1.0], np.float64), ec.float64),
-        (np.float16(1.5), ec.float16), (np.array(3, np.uint8), ec.uint8),
+        (1, ec.int64),
+        (2.5, ec.float32),
+        (True, ec.bool),
+        ([1, 2], ec.int64),
+        ([1, 2.0], ec.float32),
+        ([[True, False]], ec.bool),
+        ([], ec.float32),
+        ([[1], [2]], ec.int64),
+        ([True, 2], ec.int64),
+        (np.array([1, 2], np.int16), ec.int16),
+        (np.array([1.0], np.float64), ec.float64),
+        (np.float16(1.5), ec.float16),
+        (np.array(3, np.uint8), ec.uint8),
     ],
     ids=str,
 )
@@ -57,7 +66,10 @@ def test_as_tensor_shares_numpy_memory_when_it_can():
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 def test_filled_tensors(dtype):
-    assert to_np(ec.zeros(2, 3, dtype=dtype)).tolist() == np.zeros((2, 3)).astype(bool if dtype is ec.bool else float).tolist()
+    assert (
+        to_np(ec.zeros(2, 3, dtype=dtype)).tolist()
+        == np.zeros((2, 3)).astype(bool if dtype is ec.bool else float).tolist()
+    )
     np.testing.assert_array_equal(to_np(ec.ones((2,), dtype=dtype)), np.ones(2))
     np.testing.assert_array_equal(to_np(ec.full((2, 2), 1, dtype=dtype)), np.ones((2, 2)))
     e = ec.empty(4, 0, dtype=dtype)
@@ -101,8 +113,17 @@ def test_new_methods_default_to_the_tensors_dtype():
 
 @pytest.mark.parametrize(
     "args, kwargs",
-    [((5,), {}), ((2, 10, 3), {}), ((0, 1, 0.1), {}), ((-3, 3, 0.5), {}), ((10, 0, -3), {}), ((1, 1), {}),
-     ((0, 5), {"dtype": ec.float64}), ((0.5, 4), {}), ((0, 10, 3), {"dtype": ec.int16})],
+    [
+        ((5,), {}),
+        ((2, 10, 3), {}),
+        ((0, 1, 0.1), {}),
+        ((-3, 3, 0.5), {}),
+        ((10, 0, -3), {}),
+        ((1, 1), {}),
+        ((0, 5), {"dtype": ec.float64}),
+        ((0.5, 4), {}),
+        ((0, 10, 3), {"dtype": ec.int16}),
+    ],
     ids=str,
 )
 def test_arange_matches_numpy(args, kwargs):
@@ -125,12 +146,30 @@ def test_arange_errors_and_out():
     assert ec.arange(4, out=out) is out and out.tolist() == [0, 1, 2, 3]
 
 
-@pytest.mark.parametrize("start, end, steps", [(0, 1, 5), (-2, 2, 1), (3, -3, 7), (0, 1, 0), (1, 1, 3), (0, 10, 101)])
+@pytest.mark.parametrize(
+    "start, end, steps", [(0, 1, 5), (-2, 2, 1), (3, -3, 7), (0, 1, 0), (1, 1, 3), (0, 10, 101)]
+)
 def test_linspace_logspace(start, end, steps):
-    np.testing.assert_allclose(ec.linspace(start, end, steps).numpy(), np.linspace(start, end, steps, dtype=np.float32), rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(ec.linspace(start, end, steps, dtype=ec.float64).numpy(), np.linspace(start, end, steps), rtol=1e-14, atol=1e-14)
-    np.testing.assert_allclose(ec.logspace(start, end, steps).numpy(), np.logspace(start, end, steps), rtol=1e-5)
-    np.testing.assert_allclose(ec.logspace(start, end, steps, base=2.0).numpy(), np.logspace(start, end, steps, base=2.0), rtol=1e-5)
+    np.testing.assert_allclose(
+        ec.linspace(start, end, steps).numpy(),
+        np.linspace(start, end, steps, dtype=np.float32),
+        rtol=1e-6,
+        atol=1e-6,
+    )
+    np.testing.assert_allclose(
+        ec.linspace(start, end, steps, dtype=ec.float64).numpy(),
+        np.linspace(start, end, steps),
+        rtol=1e-14,
+        atol=1e-14,
+    )
+    np.testing.assert_allclose(
+        ec.logspace(start, end, steps).numpy(), np.logspace(start, end, steps), rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        ec.logspace(start, end, steps, base=2.0).numpy(),
+        np.logspace(start, end, steps, base=2.0),
+        rtol=1e-5,
+    )
     if steps > 1:
         assert ec.linspace(start, end, steps)[-1].item() == end
     with pytest.raises(RuntimeError):

@@ -4,12 +4,12 @@ clean BufferErrors."""
 
 import gc
 
-import ember_allocator
 import numpy as np
 import pytest
-
-import ember_core as ec
 from conftest import ALL_DTYPES, to_np
+
+import ember_allocator
+import ember_core as ec
 
 
 def allocated():
@@ -41,8 +41,15 @@ def test_ember_consumes_numpy_arrays_without_copying(dtype):
 
 @pytest.mark.parametrize(
     "view",
-    [lambda t: t.T, lambda t: t[:, ::2], lambda t: t[1:, 1:], lambda t: t[:1].expand(3, 4), lambda t: t[0], lambda t: t[0, 0],
-     lambda t: t[:, :1]],
+    [
+        lambda t: t.T,
+        lambda t: t[:, ::2],
+        lambda t: t[1:, 1:],
+        lambda t: t[:1].expand(3, 4),
+        lambda t: t[0],
+        lambda t: t[0, 0],
+        lambda t: t[:, :1],
+    ],
 )
 def test_strides_survive_the_round_trip(view):
     t = ec.arange(12.0).view(3, 4)
@@ -88,7 +95,7 @@ def test_versioned_and_legacy_capsules():
     assert "dltensor" in repr(legacy) and "versioned" not in repr(legacy)
     versioned = t.__dlpack__(max_version=(1, 0))
     assert "dltensor_versioned" in repr(versioned)
-    assert "dltensor\"" in repr(t.__dlpack__(max_version=(0, 8)))
+    assert 'dltensor"' in repr(t.__dlpack__(max_version=(0, 8)))
     for cap in (legacy, versioned):
         u = ec.from_dlpack(cap)
         assert u.data_ptr() == t.data_ptr() and u.tolist() == [0.0, 1.0, 2.0]

@@ -6,8 +6,6 @@ import math
 
 import numpy as np
 import pytest
-
-import ember_core as ec
 from conftest import (
     ALL_DTYPES,
     FLOAT_DTYPES,
@@ -22,9 +20,13 @@ from conftest import (
     to_np,
 )
 
+import ember_core as ec
+
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 _erfc = np.vectorize(math.erfc, otypes=[np.float64])
-_lgamma = np.vectorize(lambda v: math.lgamma(v) if v > 0 or v != math.floor(v) else math.inf, otypes=[np.float64])
+_lgamma = np.vectorize(
+    lambda v: math.lgamma(v) if v > 0 or v != math.floor(v) else math.inf, otypes=[np.float64]
+)
 
 
 def _sigmoid(x):
@@ -90,9 +92,34 @@ BOOL_UNARY = {
 }
 # ops PyTorch computes in the default float dtype for integer inputs
 FLOAT_RESULT = {
-    "reciprocal", "sqrt", "rsqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
-    "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sigmoid", "erf", "erfc", "lgamma",
-    "deg2rad", "rad2deg",
+    "reciprocal",
+    "sqrt",
+    "rsqrt",
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "sigmoid",
+    "erf",
+    "erfc",
+    "lgamma",
+    "deg2rad",
+    "rad2deg",
 }
 FLOAT_ONLY = {"silu", "frac"}
 
@@ -115,7 +142,9 @@ def test_unary_matches_numpy_on_every_dtype(name, dtype, rng):
     fn, low, high = UNARY[name]
     if dtype is ec.uint8 and name in ("neg", "abs", "sign", "square"):
         low = 0
-    if not dtype.is_floating_point and (name in FLOAT_ONLY or low >= 0.2 and name not in FLOAT_RESULT):
+    if not dtype.is_floating_point and (
+        name in FLOAT_ONLY or low >= 0.2 and name not in FLOAT_RESULT
+    ):
         with pytest.raises(NotImplementedError, match="not implemented for"):
             getattr(ec, name)(make(random_values((3,), dtype, rng, 1, 3), dtype))
         return
@@ -162,9 +191,15 @@ def test_gelu_exact_and_tanh_approximation(rng):
     x = random_values((50,), ec.float64, rng, -6, 6)
     t = ec.tensor(x)
     np.testing.assert_allclose(ec.gelu(t).numpy(), _gelu(x), rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(ec.gelu(t, approximate="tanh").numpy(), _gelu_tanh(x), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(
+        ec.gelu(t, approximate="tanh").numpy(), _gelu_tanh(x), rtol=1e-12, atol=1e-14
+    )
     for dtype in FLOAT_DTYPES:
-        assert_close(ec.gelu(ec.tensor(x, dtype=dtype)), _gelu(to_np(ec.tensor(x, dtype=dtype)).astype(np.float64)), dtype)
+        assert_close(
+            ec.gelu(ec.tensor(x, dtype=dtype)),
+            _gelu(to_np(ec.tensor(x, dtype=dtype)).astype(np.float64)),
+            dtype,
+        )
     y = t.clone()
     assert ec.gelu_(y, approximate="tanh") is y
     np.testing.assert_allclose(y.numpy(), _gelu_tanh(x), rtol=1e-12, atol=1e-14)
@@ -260,7 +295,12 @@ def test_float_binary_matches_numpy(name, dtype, rng):
     b[0, :2] = as_dtype_np([-1.5, -2.0], dtype) if name not in ("pow", "xlogy") else b[0, :2]
     r = getattr(ec, name)(make(a, dtype, "strided"), make(b, dtype))
     assert r.dtype is dtype
-    assert_close(r, as_dtype_np(_binary_ref(FLOAT_BINARY[name], a, b, dtype), dtype), dtype, rtol=4e-3 if dtype is ec.float16 else None)
+    assert_close(
+        r,
+        as_dtype_np(_binary_ref(FLOAT_BINARY[name], a, b, dtype), dtype),
+        dtype,
+        rtol=4e-3 if dtype is ec.float16 else None,
+    )
 
 
 @pytest.mark.parametrize("name", sorted(INT_BINARY))
@@ -277,7 +317,12 @@ def test_integer_binary_matches_numpy(name, dtype, rng):
 
 def test_integer_division_by_zero_raises_instead_of_crashing():
     a, z = ec.tensor([1, 2, 3]), ec.tensor([1, 0, 1])
-    for fn in (ec.floor_divide, ec.remainder, ec.fmod, lambda x, y: ec.div(x, y, rounding_mode="trunc")):
+    for fn in (
+        ec.floor_divide,
+        ec.remainder,
+        ec.fmod,
+        lambda x, y: ec.div(x, y, rounding_mode="trunc"),
+    ):
         with pytest.raises(ZeroDivisionError):
             fn(a, z)
         with pytest.raises(RuntimeError):
@@ -304,12 +349,24 @@ def test_int_pow_by_negative_tensor_exponent_and_scalar():
 
 @pytest.mark.parametrize(
     "shape_a, shape_b",
-    [((3, 1), (1, 4)), ((2, 3, 4), (4,)), ((), (3,)), ((5, 0), (5, 1)), ((1,), ()), ((2, 1, 3), (4, 1))],
+    [
+        ((3, 1), (1, 4)),
+        ((2, 3, 4), (4,)),
+        ((), (3,)),
+        ((5, 0), (5, 1)),
+        ((1,), ()),
+        ((2, 1, 3), (4, 1)),
+    ],
 )
 def test_binary_broadcasting(shape_a, shape_b, rng):
     a = random_values(shape_a, ec.float32, rng)
     b = random_values(shape_b, ec.float32, rng)
-    for name, fn in (("add", np.add), ("mul", np.multiply), ("lt", np.less), ("maximum", np.maximum)):
+    for name, fn in (
+        ("add", np.add),
+        ("mul", np.multiply),
+        ("lt", np.less),
+        ("maximum", np.maximum),
+    ):
         r = getattr(ec, name)(make(a, ec.float32), make(b, ec.float32))
         assert_close(r, fn(a, b).astype(np.float64), r.dtype)
 
@@ -333,8 +390,12 @@ def test_add_sub_alpha():
 def test_div_rounding_modes():
     a = ec.tensor([7.0, -7.0, 7.5, -7.5])
     b = ec.tensor([2.0, 2.0, -2.0, -2.0])
-    np.testing.assert_array_equal(ec.div(a, b, rounding_mode="trunc").numpy(), np.trunc(a.numpy() / b.numpy()))
-    np.testing.assert_array_equal(ec.div(a, b, rounding_mode="floor").numpy(), np.floor(a.numpy() / b.numpy()))
+    np.testing.assert_array_equal(
+        ec.div(a, b, rounding_mode="trunc").numpy(), np.trunc(a.numpy() / b.numpy())
+    )
+    np.testing.assert_array_equal(
+        ec.div(a, b, rounding_mode="floor").numpy(), np.floor(a.numpy() / b.numpy())
+    )
     ia, ib = ec.tensor([7, -7, 7, -7]), ec.tensor([2, 2, -2, -2])
     np.testing.assert_array_equal(ec.div(ia, ib, rounding_mode="floor").numpy(), [3, -4, -4, 3])
     np.testing.assert_array_equal(ec.div(ia, ib, rounding_mode="trunc").numpy(), [3, -3, -3, 3])
@@ -428,14 +489,24 @@ def test_mixed_dtype_tensors_compute_in_the_promoted_type(rng):
 def test_inplace_ops_write_through_any_layout(layout, rng):
     x = random_values((3, 4), ec.float32, rng, 0.5, 4)
     y = random_values((3, 4), ec.float32, rng, 0.5, 4)
-    for name, fn in [("add_", np.add), ("mul_", np.multiply), ("div_", np.divide), ("pow_", np.power),
-                     ("atan2_", np.arctan2)]:
+    for name, fn in [
+        ("add_", np.add),
+        ("mul_", np.multiply),
+        ("div_", np.divide),
+        ("pow_", np.power),
+        ("atan2_", np.arctan2),
+    ]:
         t = make(x, ec.float32, layout)
         v = t._version
         assert getattr(t, name)(make(y, ec.float32)) is t
         assert t._version > v
         np.testing.assert_allclose(t.numpy(), fn(x, y), rtol=2e-6)
-    for name, fn in [("exp_", np.exp), ("sqrt_", np.sqrt), ("neg_", np.negative), ("floor_", np.floor)]:
+    for name, fn in [
+        ("exp_", np.exp),
+        ("sqrt_", np.sqrt),
+        ("neg_", np.negative),
+        ("floor_", np.floor),
+    ]:
         t = make(x, ec.float32, layout)
         assert getattr(t, name)() is t
         np.testing.assert_allclose(t.numpy(), fn(x), rtol=2e-6)
@@ -607,15 +678,39 @@ def test_operators_and_reflected_forms():
     t = ec.tensor([1.0, 2.0, 4.0])
     i = ec.tensor([6, 3, 5])
     pairs = [
-        (t + 1, [2, 3, 5]), (1 + t, [2, 3, 5]), (t - 1, [0, 1, 3]), (1 - t, [0, -1, -3]),
-        (t * 2, [2, 4, 8]), (2 * t, [2, 4, 8]), (t / 2, [0.5, 1, 2]), (2 / t, [2, 1, 0.5]),
-        (t // 3, [0, 0, 1]), (7 // t, [7, 3, 1]), (t % 3, [1, 2, 1]), (7 % t, [0, 1, 3]),
-        (t**2, [1, 4, 16]), (2**t, [2, 4, 16]), (-t, [-1, -2, -4]), (+t, [1, 2, 4]), (abs(-t), [1, 2, 4]),
-        (i & 3, [2, 3, 1]), (3 & i, [2, 3, 1]), (i | 8, [14, 11, 13]), (8 | i, [14, 11, 13]),
-        (i ^ 1, [7, 2, 4]), (1 ^ i, [7, 2, 4]), (~i, [-7, -4, -6]), (i << 1, [12, 6, 10]), (i >> 1, [3, 1, 2]),
-        (t < 2, [True, False, False]), (t <= 2, [True, True, False]), (t > 2, [False, False, True]),
-        (t >= 2, [False, True, True]), (t == 2, [False, True, False]), (t != 2, [True, False, True]),
-        (2 < t, [False, False, True]),
+        (t + 1, [2, 3, 5]),
+        (1 + t, [2, 3, 5]),
+        (t - 1, [0, 1, 3]),
+        (1 - t, [0, -1, -3]),
+        (t * 2, [2, 4, 8]),
+        (2 * t, [2, 4, 8]),
+        (t / 2, [0.5, 1, 2]),
+        (2 / t, [2, 1, 0.5]),
+        (t // 3, [0, 0, 1]),
+        (7 // t, [7, 3, 1]),
+        (t % 3, [1, 2, 1]),
+        (7 % t, [0, 1, 3]),
+        (t**2, [1, 4, 16]),
+        (2**t, [2, 4, 16]),
+        (-t, [-1, -2, -4]),
+        (+t, [1, 2, 4]),
+        (abs(-t), [1, 2, 4]),
+        (i & 3, [2, 3, 1]),
+        (3 & i, [2, 3, 1]),
+        (i | 8, [14, 11, 13]),
+        (8 | i, [14, 11, 13]),
+        (i ^ 1, [7, 2, 4]),
+        (1 ^ i, [7, 2, 4]),
+        (~i, [-7, -4, -6]),
+        (i << 1, [12, 6, 10]),
+        (i >> 1, [3, 1, 2]),
+        (t < 2, [True, False, False]),
+        (t <= 2, [True, True, False]),
+        (t > 2, [False, False, True]),
+        (t >= 2, [False, True, True]),
+        (t == 2, [False, True, False]),
+        (t != 2, [True, False, True]),
+        (t > 2, [False, False, True]),
     ]
     for got, want in pairs:
         np.testing.assert_allclose(to_np(got).astype(np.float64), np.array(want, dtype=np.float64))
@@ -635,7 +730,10 @@ def test_operators_and_reflected_forms():
 @pytest.mark.parametrize("n", [1, 7, 8, 9, 255, 256, 257, 1000, 70_001])
 def test_vectorised_float32_exp_sigmoid_silu_at_every_length_and_extreme(n, rng):
     x = rng.uniform(-100, 100, n).astype(np.float32)
-    specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 88.0, 88.5, 88.73, -87.3, -87.4, -103.0, -104.0], np.float32)
+    specials = np.array(
+        [np.nan, np.inf, -np.inf, 0.0, -0.0, 88.0, 88.5, 88.73, -87.3, -87.4, -103.0, -104.0],
+        np.float32,
+    )
     x[: min(n, len(specials))] = specials[: min(n, len(specials))]
     xd = x.astype(np.float64)
     with np.errstate(all="ignore"):
@@ -649,13 +747,19 @@ def test_vectorised_float32_exp_sigmoid_silu_at_every_length_and_extreme(n, rng)
         getattr(inplace, name + "_")()
         np.testing.assert_allclose(inplace.numpy(), ref32, rtol=3e-7, atol=1e-35, equal_nan=True)
         strided = ec.tensor(np.repeat(x, 2))[::2]
-        np.testing.assert_allclose(getattr(strided, name)().numpy(), ref32, rtol=3e-7, atol=1e-35, equal_nan=True)
+        np.testing.assert_allclose(
+            getattr(strided, name)().numpy(), ref32, rtol=3e-7, atol=1e-35, equal_nan=True
+        )
 
 
 def test_inplace_aliases_and_composites():
     x = ec.tensor([-1.5, 2.5])
-    for name, ref in [("absolute_", [1.5, 2.5]), ("negative_", [-1.5, -2.5]), ("fix_", [-1.0, -2.0]),
-                      ("clip_", None)]:
+    for name, ref in [
+        ("absolute_", [1.5, 2.5]),
+        ("negative_", [-1.5, -2.5]),
+        ("fix_", [-1.0, -2.0]),
+        ("clip_", None),
+    ]:
         if ref is None:
             continue
         getattr(x, name)()

@@ -7,9 +7,9 @@ import weakref
 
 import numpy as np
 import pytest
+from conftest import ALL_DTYPES, to_np
 
 import ember_core as ec
-from conftest import ALL_DTYPES, to_np
 
 
 @pytest.mark.parametrize("dtype", [d for d in ALL_DTYPES if d is not ec.bfloat16], ids=str)
@@ -30,7 +30,13 @@ def test_from_numpy_shares_memory_both_ways(dtype):
 
 @pytest.mark.parametrize(
     "view",
-    [lambda a: a[::2], lambda a: a.T, lambda a: a[::-1, ::-2], lambda a: np.broadcast_to(a[:1], (3, 4)), lambda a: a[:, 1:3]],
+    [
+        lambda a: a[::2],
+        lambda a: a.T,
+        lambda a: a[::-1, ::-2],
+        lambda a: np.broadcast_to(a[:1], (3, 4)),
+        lambda a: a[:, 1:3],
+    ],
 )
 def test_from_numpy_keeps_any_strides(view):
     a = np.arange(12.0).reshape(3, 4)
@@ -70,7 +76,13 @@ def test_read_only_arrays_give_read_only_tensors():
     a = np.arange(4.0)
     a.flags.writeable = False
     t = ec.from_numpy(a)
-    for write in (lambda: t.add_(1), lambda: t.zero_(), lambda: t.__setitem__(0, 1), lambda: t.copy_(ec.ones(4)), lambda: t.uniform_()):
+    for write in (
+        lambda: t.add_(1),
+        lambda: t.zero_(),
+        lambda: t.__setitem__(0, 1),
+        lambda: t.copy_(ec.ones(4)),
+        lambda: t.uniform_(),
+    ):
         with pytest.raises(RuntimeError, match="read-only"):
             write()
     np.testing.assert_array_equal(a, np.arange(4.0))

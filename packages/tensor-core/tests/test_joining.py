@@ -3,9 +3,9 @@ repeat, tile, tril/triu and friends."""
 
 import numpy as np
 import pytest
+from conftest import ALL_DTYPES, LAYOUTS, make, random_values, to_np
 
 import ember_core as ec
-from conftest import ALL_DTYPES, LAYOUTS, make, random_values, to_np
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)

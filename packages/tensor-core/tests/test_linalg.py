@@ -4,9 +4,9 @@ the addmm family with beta/alpha, and einsum."""
 
 import numpy as np
 import pytest
+from conftest import LAYOUTS, NUMERIC_DTYPES, assert_close, make, random_values
 
 import ember_core as ec
-from conftest import LAYOUTS, NUMERIC_DTYPES, assert_close, make, random_values
 
 
 def _tol(dtype):
@@ -16,9 +16,20 @@ def _tol(dtype):
 @pytest.mark.parametrize(
     "sa, sb",
     [
-        ((3, 4), (4, 5)), ((4,), (4,)), ((4,), (4, 5)), ((3, 4), (4,)), ((2, 3, 4), (4, 5)), ((3, 4), (2, 4, 5)),
-        ((2, 1, 3, 4), (5, 4, 2)), ((2, 3, 4), (2, 4, 5)), ((4,), (2, 4, 5)), ((2, 3, 4), (4,)),
-        ((0, 4), (4, 5)), ((3, 0), (0, 5)), ((1, 4), (4, 1)), ((1, 1), (1, 1)),
+        ((3, 4), (4, 5)),
+        ((4,), (4,)),
+        ((4,), (4, 5)),
+        ((3, 4), (4,)),
+        ((2, 3, 4), (4, 5)),
+        ((3, 4), (2, 4, 5)),
+        ((2, 1, 3, 4), (5, 4, 2)),
+        ((2, 3, 4), (2, 4, 5)),
+        ((4,), (2, 4, 5)),
+        ((2, 3, 4), (4,)),
+        ((0, 4), (4, 5)),
+        ((3, 0), (0, 5)),
+        ((1, 4), (4, 1)),
+        ((1, 1), (1, 1)),
     ],
     ids=str,
 )
@@ -46,11 +57,15 @@ def test_matmul_of_expanded_and_permuted_batches(rng):
     b = random_values((5, 3, 2), ec.float64, rng)
     ta = ec.tensor(a).expand(5, 4, 3)  # batch stride 0
     np.testing.assert_allclose((ta @ ec.tensor(b)).numpy(), a @ b)
-    tb = ec.tensor(np.ascontiguousarray(b.transpose(1, 0, 2))).permute(1, 0, 2)  # batch not outermost
+    tb = ec.tensor(np.ascontiguousarray(b.transpose(1, 0, 2))).permute(
+        1, 0, 2
+    )  # batch not outermost
     np.testing.assert_allclose((ta @ tb).numpy(), a @ b)
     # a matrix whose rows overlap (stride 0 inside a matrix): copied for BLAS
     row = ec.tensor(a[0]).expand(4, 3)
-    np.testing.assert_allclose((row @ ec.tensor(b[0])).numpy(), np.broadcast_to(a[0], (4, 3)) @ b[0])
+    np.testing.assert_allclose(
+        (row @ ec.tensor(b[0])).numpy(), np.broadcast_to(a[0], (4, 3)) @ b[0]
+    )
 
 
 @pytest.mark.parametrize("dtype", NUMERIC_DTYPES, ids=str)
@@ -63,11 +78,36 @@ def test_mm_bmm_mv_dot_outer(dtype, rng):
     y = random_values((2, 4, 2), dtype, rng, -3, 3)
     f = lambda z: z.astype(np.float64)  # noqa: E731
     tol, atol = _tol(dtype), _tol(dtype) or 0
-    assert_close(ec.mm(ec.tensor(a, dtype=dtype), ec.tensor(b, dtype=dtype)), f(a) @ f(b), rtol=tol, atol=atol)
-    assert_close(ec.bmm(ec.tensor(x, dtype=dtype), ec.tensor(y, dtype=dtype)), f(x) @ f(y), rtol=tol, atol=atol)
-    assert_close(ec.mv(ec.tensor(a, dtype=dtype), ec.tensor(v, dtype=dtype)), f(a) @ f(v), rtol=tol, atol=atol)
-    assert_close(ec.dot(ec.tensor(v, dtype=dtype), ec.tensor(v, dtype=dtype)), f(v) @ f(v), rtol=tol, atol=atol)
-    assert_close(ec.outer(ec.tensor(w, dtype=dtype), ec.tensor(v, dtype=dtype)), np.outer(f(w), f(v)), rtol=tol, atol=atol)
+    assert_close(
+        ec.mm(ec.tensor(a, dtype=dtype), ec.tensor(b, dtype=dtype)),
+        f(a) @ f(b),
+        rtol=tol,
+        atol=atol,
+    )
+    assert_close(
+        ec.bmm(ec.tensor(x, dtype=dtype), ec.tensor(y, dtype=dtype)),
+        f(x) @ f(y),
+        rtol=tol,
+        atol=atol,
+    )
+    assert_close(
+        ec.mv(ec.tensor(a, dtype=dtype), ec.tensor(v, dtype=dtype)),
+        f(a) @ f(v),
+        rtol=tol,
+        atol=atol,
+    )
+    assert_close(
+        ec.dot(ec.tensor(v, dtype=dtype), ec.tensor(v, dtype=dtype)),
+        f(v) @ f(v),
+        rtol=tol,
+        atol=atol,
+    )
+    assert_close(
+        ec.outer(ec.tensor(w, dtype=dtype), ec.tensor(v, dtype=dtype)),
+        np.outer(f(w), f(v)),
+        rtol=tol,
+        atol=atol,
+    )
 
 
 def test_addmm_family_with_beta_and_alpha(rng):
@@ -81,11 +121,15 @@ def test_addmm_family_with_beta_and_alpha(rng):
     np.testing.assert_allclose(ec.addmm(tc, ta, tb, beta=0.5, alpha=2).numpy(), 0.5 * c + 2 * a @ b)
     np.testing.assert_allclose(ec.addmm(tc[0], ta, tb).numpy(), c[0] + a @ b)  # broadcast input
     nan_c = ec.full((3, 2), float("nan"), dtype=ec.float64)
-    np.testing.assert_allclose(ec.addmm(nan_c, ta, tb, beta=0).numpy(), a @ b)  # beta=0 ignores input
+    np.testing.assert_allclose(
+        ec.addmm(nan_c, ta, tb, beta=0).numpy(), a @ b
+    )  # beta=0 ignores input
     np.testing.assert_allclose(ec.baddbmm(tc, tx, ty, alpha=3).numpy(), c + 3 * x @ y)
     np.testing.assert_allclose(ec.addmv(tc[:, 0], ta, tb[:, 0]).numpy(), c[:, 0] + a @ b[:, 0])
     v4 = np.arange(4.0)
-    np.testing.assert_allclose(ec.addr(ta, tc[:, 0], ec.tensor(v4), beta=2).numpy(), 2 * a + np.outer(c[:, 0], v4))
+    np.testing.assert_allclose(
+        ec.addr(ta, tc[:, 0], ec.tensor(v4), beta=2).numpy(), 2 * a + np.outer(c[:, 0], v4)
+    )
     t = tc.clone()
     t.addmm_(ta, tb)
     np.testing.assert_allclose(t.numpy(), c + a @ b)
@@ -129,9 +173,15 @@ def test_matmul_errors():
 def test_tensordot_inner_vdot(rng):
     a = random_values((2, 3, 4), ec.float64, rng)
     b = random_values((3, 4, 5), ec.float64, rng)
-    np.testing.assert_allclose(ec.tensordot(ec.tensor(a), ec.tensor(b), 2).numpy(), np.tensordot(a, b, 2))
-    np.testing.assert_allclose(ec.tensordot(ec.tensor(a), ec.tensor(b), ([1], [0])).numpy(), np.tensordot(a, b, ([1], [0])))
-    np.testing.assert_allclose(ec.inner(ec.tensor(a), ec.tensor(b[0].T)).numpy(), np.inner(a, b[0].T))
+    np.testing.assert_allclose(
+        ec.tensordot(ec.tensor(a), ec.tensor(b), 2).numpy(), np.tensordot(a, b, 2)
+    )
+    np.testing.assert_allclose(
+        ec.tensordot(ec.tensor(a), ec.tensor(b), ([1], [0])).numpy(), np.tensordot(a, b, ([1], [0]))
+    )
+    np.testing.assert_allclose(
+        ec.inner(ec.tensor(a), ec.tensor(b[0].T)).numpy(), np.inner(a, b[0].T)
+    )
     v = random_values((4,), ec.float64, rng)
     assert ec.vdot(ec.tensor(v), ec.tensor(v)).item() == pytest.approx(v @ v)
 
@@ -182,7 +232,9 @@ def test_einsum_operand_forms_and_dtypes(rng):
     ta, tb = ec.tensor(a), ec.tensor(b)
     np.testing.assert_allclose(ec.einsum("ij,jk", [ta, tb]).numpy(), a @ b, rtol=1e-5)
     np.testing.assert_allclose(ec.einsum(ta, [0, 1], tb, [1, 2], [0, 2]).numpy(), a @ b, rtol=1e-5)
-    np.testing.assert_allclose(ec.einsum(ta, [0, Ellipsis]).numpy(), a.T)  # implicit output: "...", then A
+    np.testing.assert_allclose(
+        ec.einsum(ta, [0, Ellipsis]).numpy(), a.T
+    )  # implicit output: "...", then A
     i = ec.einsum("ij,jk->ik", ec.ones(2, 3, dtype=ec.int32), ec.ones(3, 4, dtype=ec.int32))
     assert i.dtype is ec.int32 and i.tolist() == [[3] * 4] * 2
     assert ec.einsum("ij->i", ec.ones(2, 3, dtype=ec.int16)).dtype is ec.int16

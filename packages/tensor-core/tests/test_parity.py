@@ -2,13 +2,16 @@
 matrix op over every dtype: the same result dtype and values, or an exception
 of the same type on both sides."""
 
+# The lambdas handed to compare()/run() run at once, inside the loop that binds them.
+# ruff: noqa: B023
+
 import math
 
 import numpy as np
 import pytest
+from conftest import ALL_DTYPES, to_np
 
 import ember_core as ec
-from conftest import ALL_DTYPES, to_np
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.parity
@@ -56,11 +59,25 @@ def assert_same(op, er, tr, tol=None):
         return
     assert isinstance(er, ec.Tensor), f"{op}: ember returned {type(er).__name__}"
     assert er.dtype is EMBER_DTYPE[tr.dtype], f"{op}: dtype {er.dtype} vs torch {tr.dtype}"
-    assert tuple(er.shape) == tuple(tr.shape), f"{op}: shape {tuple(er.shape)} vs torch {tuple(tr.shape)}"
+    assert tuple(er.shape) == tuple(tr.shape), (
+        f"{op}: shape {tuple(er.shape)} vs torch {tuple(tr.shape)}"
+    )
     a, b = to_np(er), torch_np(tr)
     if er.dtype.is_floating_point:
-        rtol = tol or {ec.float16: 2e-3, ec.bfloat16: 1.6e-2, ec.float32: 2e-5, ec.float64: 1e-10}[er.dtype]
-        np.testing.assert_allclose(a.astype(np.float64), b.astype(np.float64), rtol=rtol, atol=rtol, equal_nan=True, err_msg=op)
+        rtol = (
+            tol
+            or {ec.float16: 2e-3, ec.bfloat16: 1.6e-2, ec.float32: 2e-5, ec.float64: 1e-10}[
+                er.dtype
+            ]
+        )
+        np.testing.assert_allclose(
+            a.astype(np.float64),
+            b.astype(np.float64),
+            rtol=rtol,
+            atol=rtol,
+            equal_nan=True,
+            err_msg=op,
+        )
     else:
         np.testing.assert_array_equal(a, b, err_msg=op)
 
@@ -69,8 +86,13 @@ def compare(op, efn, tfn, tol=None):
     er, eexc = outcome(efn)
     tr, texc = outcome(tfn)
     if texc is not None:
-        assert eexc is not None, f"{op}: torch raised {type(texc).__name__}: {texc}, ember returned {er!r}"
-        assert isinstance(eexc, type(texc)), f"{op}: torch raised {type(texc).__name__} ({texc}), ember {type(eexc).__name__} ({eexc})"
+        assert eexc is not None, (
+            f"{op}: torch raised {type(texc).__name__}: {texc}, ember returned {er!r}"
+        )
+        assert isinstance(eexc, type(texc)), (
+            f"{op}: torch raised {type(texc).__name__} ({texc}), "
+            f"ember {type(eexc).__name__} ({eexc})"
+        )
         return
     assert eexc is None, f"{op}: ember raised {type(eexc).__name__}: {eexc}"
     assert_same(op, er, tr, tol)
@@ -84,7 +106,9 @@ SCALARS = [True, 3, -2, 2.5, -0.0]
 @pytest.mark.parametrize("a", ALL_DTYPES, ids=str)
 @pytest.mark.parametrize("b", ALL_DTYPES, ids=str)
 def test_promote_types_matches_torch(a, b):
-    assert TORCH_DTYPE[ec.promote_types(a, b)] == torch.promote_types(TORCH_DTYPE[a], TORCH_DTYPE[b])
+    assert TORCH_DTYPE[ec.promote_types(a, b)] == torch.promote_types(
+        TORCH_DTYPE[a], TORCH_DTYPE[b]
+    )
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
@@ -103,10 +127,59 @@ def test_result_type_with_scalars_and_0d_matches_torch(dtype):
 
 # --------------------------------------------------------------- elementwise
 
-UNARY = """abs neg sign square reciprocal sqrt rsqrt exp exp2 expm1 log log2 log10 log1p sin cos
-tan asin acos atan sinh cosh tanh asinh acosh atanh sigmoid relu erf erfc erfinv floor ceil round
-trunc frac isnan isinf isfinite signbit logical_not bitwise_not lgamma digamma deg2rad rad2deg
-sinc nan_to_num positive isneginf isposinf""".split()
+UNARY = [
+    "abs",
+    "neg",
+    "sign",
+    "square",
+    "reciprocal",
+    "sqrt",
+    "rsqrt",
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "sigmoid",
+    "relu",
+    "erf",
+    "erfc",
+    "erfinv",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "frac",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "signbit",
+    "logical_not",
+    "bitwise_not",
+    "lgamma",
+    "digamma",
+    "deg2rad",
+    "rad2deg",
+    "sinc",
+    "nan_to_num",
+    "positive",
+    "isneginf",
+    "isposinf",
+]
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
@@ -126,8 +199,19 @@ def test_unary_matches_torch(name, dtype):
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 @pytest.mark.parametrize(
     "name, kwargs",
-    [("gelu", {}), ("gelu", {"approximate": "tanh"}), ("softplus", {}), ("softplus", {"beta": 2.0, "threshold": 1.0}),
-     ("silu", {}), ("mish", {}), ("selu", {}), ("hardsigmoid", {}), ("hardswish", {}), ("logsigmoid", {}), ("softsign", {})],
+    [
+        ("gelu", {}),
+        ("gelu", {"approximate": "tanh"}),
+        ("softplus", {}),
+        ("softplus", {"beta": 2.0, "threshold": 1.0}),
+        ("silu", {}),
+        ("mish", {}),
+        ("selu", {}),
+        ("hardsigmoid", {}),
+        ("hardswish", {}),
+        ("logsigmoid", {}),
+        ("softsign", {}),
+    ],
 )
 def test_activation_matches_torch(name, kwargs, dtype):
     e, t = values(dtype, (11,))
@@ -135,9 +219,39 @@ def test_activation_matches_torch(name, kwargs, dtype):
     compare(name, lambda: fn(e, **kwargs), lambda: getattr(torch.nn.functional, name)(t, **kwargs))
 
 
-BINARY = """add sub mul div floor_divide remainder fmod pow maximum minimum fmax fmin atan2 hypot
-copysign xlogy logaddexp eq ne lt le gt ge logical_and logical_or logical_xor bitwise_and bitwise_or
-bitwise_xor bitwise_left_shift bitwise_right_shift""".split()
+BINARY = [
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "floor_divide",
+    "remainder",
+    "fmod",
+    "pow",
+    "maximum",
+    "minimum",
+    "fmax",
+    "fmin",
+    "atan2",
+    "hypot",
+    "copysign",
+    "xlogy",
+    "logaddexp",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+]
 # Divisions by zero differ between ember (which raises for integers) and torch
 # (which crashes or returns garbage), so divisors avoid zero.
 NONZERO_RHS = {"div", "floor_divide", "remainder", "fmod"}
@@ -150,11 +264,17 @@ def test_binary_promotion_and_values_match_torch(a_dtype, b_dtype):
     eb, tb = values(b_dtype, (5,), seed=2, low=1.0, high=4.0)
     for name in BINARY:
         if name == "pow" and not a_dtype.is_floating_point and not b_dtype.is_floating_point:
-            eb2, tb2 = ec.abs(eb) if b_dtype is not ec.bool else eb, tb.abs() if b_dtype is not ec.bool else tb
+            eb2, tb2 = (
+                ec.abs(eb) if b_dtype is not ec.bool else eb,
+                tb.abs() if b_dtype is not ec.bool else tb,
+            )
         else:
             eb2, tb2 = eb, tb
-        if name in ("bitwise_left_shift", "bitwise_right_shift") and (a_dtype.is_signed and not a_dtype.is_floating_point):
-            continue  # shifting negative numbers left is undefined in C++; torch's result is the compiler's
+        if name in ("bitwise_left_shift", "bitwise_right_shift") and (
+            a_dtype.is_signed and not a_dtype.is_floating_point
+        ):
+            # shifting negative numbers left is undefined in C++: torch's result is the compiler's
+            continue
         compare(name, lambda: getattr(ec, name)(ea, eb2), lambda: getattr(torch, name)(ta, tb2))
 
 
@@ -165,18 +285,59 @@ def test_binary_with_python_scalars_match_torch(dtype, scalar):
     for name in BINARY:
         if name in NONZERO_RHS and scalar in (0, False):
             continue
-        compare(f"{name}(t, {scalar!r})", lambda: getattr(ec, name)(e, scalar), lambda: getattr(torch, name)(t, scalar))
-    ops = ["__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
-           "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__", "__and__", "__rand__",
-           "__or__", "__ror__", "__xor__", "__rxor__", "__eq__", "__lt__", "__ge__"]
+        compare(
+            f"{name}(t, {scalar!r})",
+            lambda: getattr(ec, name)(e, scalar),
+            lambda: getattr(torch, name)(t, scalar),
+        )
+    ops = [
+        "__add__",
+        "__radd__",
+        "__sub__",
+        "__rsub__",
+        "__mul__",
+        "__rmul__",
+        "__truediv__",
+        "__rtruediv__",
+        "__floordiv__",
+        "__rfloordiv__",
+        "__mod__",
+        "__rmod__",
+        "__pow__",
+        "__rpow__",
+        "__and__",
+        "__rand__",
+        "__or__",
+        "__ror__",
+        "__xor__",
+        "__rxor__",
+        "__eq__",
+        "__lt__",
+        "__ge__",
+    ]
     for name in ops:
-        compare(f"{name}({scalar!r})", lambda: getattr(e, name)(scalar), lambda: getattr(t, name)(scalar))
+        compare(
+            f"{name}({scalar!r})",
+            lambda: getattr(e, name)(scalar),
+            lambda: getattr(t, name)(scalar),
+        )
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 @pytest.mark.parametrize("other", [ec.bool, ec.int64, ec.float32, ec.float64])
 def test_inplace_casting_rules_match_torch(dtype, other):
-    for name in ["add_", "sub_", "mul_", "div_", "remainder_", "pow_", "bitwise_and_", "eq_", "lt_", "logical_and_"]:
+    for name in [
+        "add_",
+        "sub_",
+        "mul_",
+        "div_",
+        "remainder_",
+        "pow_",
+        "bitwise_and_",
+        "eq_",
+        "lt_",
+        "logical_and_",
+    ]:
         e, t = values(dtype, (4,), seed=4, low=1.0, high=3.0)
         o, to = values(other, (4,), seed=5, low=1.0, high=3.0)
         compare(name, lambda: getattr(e, name)(o), lambda: getattr(t, name)(to))
@@ -196,8 +357,14 @@ def test_ternary_matches_torch(dtype):
     compare("clamp min only", lambda: ec.clamp(a, min=0), lambda: torch.clamp(ta, min=0))
     compare("lerp", lambda: ec.lerp(a, b, c), lambda: torch.lerp(ta, tb, tc))
     compare("lerp scalar", lambda: ec.lerp(a, b, 0.25), lambda: torch.lerp(ta, tb, 0.25))
-    compare("addcmul", lambda: ec.addcmul(a, b, c, value=2), lambda: torch.addcmul(ta, tb, tc, value=2))
-    compare("addcdiv", lambda: ec.addcdiv(a, b, c, value=0.5), lambda: torch.addcdiv(ta, tb, tc, value=0.5))
+    compare(
+        "addcmul", lambda: ec.addcmul(a, b, c, value=2), lambda: torch.addcmul(ta, tb, tc, value=2)
+    )
+    compare(
+        "addcdiv",
+        lambda: ec.addcdiv(a, b, c, value=0.5),
+        lambda: torch.addcdiv(ta, tb, tc, value=0.5),
+    )
 
 
 # ---------------------------------------------------------------- reductions
@@ -207,27 +374,74 @@ def test_ternary_matches_torch(dtype):
 def test_reductions_match_torch(dtype):
     e, t = values(dtype, (3, 4, 5), seed=10)
     cases = [
-        ("sum", {}), ("sum", {"dim": 1}), ("sum", {"dim": (0, 2), "keepdim": True}), ("sum", {"dtype": ec.float64}),
-        ("mean", {}), ("mean", {"dim": -1}), ("prod", {"dim": 1}), ("prod", {}),
-        ("max", {}), ("max", {"dim": 1}), ("min", {"dim": 0, "keepdim": True}), ("amax", {"dim": (0, 1)}), ("amin", {}),
-        ("argmax", {}), ("argmax", {"dim": 2}), ("argmin", {"dim": 1, "keepdim": True}),
-        ("var", {}), ("var", {"dim": 1, "correction": 0}), ("std", {"dim": (0, 2)}), ("std", {"unbiased": False}),
-        ("norm", {}), ("norm", {"p": 1, "dim": 1}), ("norm", {"p": math.inf}), ("logsumexp", {"dim": 1}),
-        ("all", {}), ("all", {"dim": 1}), ("any", {"dim": 0}), ("count_nonzero", {}), ("count_nonzero", {"dim": 2}),
-        ("cumsum", {"dim": 1}), ("cumprod", {"dim": 2}), ("cummax", {"dim": 0}), ("cummin", {"dim": 1}),
-        ("logcumsumexp", {"dim": 1}), ("nansum", {}), ("aminmax", {}),
+        ("sum", {}),
+        ("sum", {"dim": 1}),
+        ("sum", {"dim": (0, 2), "keepdim": True}),
+        ("sum", {"dtype": ec.float64}),
+        ("mean", {}),
+        ("mean", {"dim": -1}),
+        ("prod", {"dim": 1}),
+        ("prod", {}),
+        ("max", {}),
+        ("max", {"dim": 1}),
+        ("min", {"dim": 0, "keepdim": True}),
+        ("amax", {"dim": (0, 1)}),
+        ("amin", {}),
+        ("argmax", {}),
+        ("argmax", {"dim": 2}),
+        ("argmin", {"dim": 1, "keepdim": True}),
+        ("var", {}),
+        ("var", {"dim": 1, "correction": 0}),
+        ("std", {"dim": (0, 2)}),
+        ("std", {"unbiased": False}),
+        ("norm", {}),
+        ("norm", {"p": 1, "dim": 1}),
+        ("norm", {"p": math.inf}),
+        ("logsumexp", {"dim": 1}),
+        ("all", {}),
+        ("all", {"dim": 1}),
+        ("any", {"dim": 0}),
+        ("count_nonzero", {}),
+        ("count_nonzero", {"dim": 2}),
+        ("cumsum", {"dim": 1}),
+        ("cumprod", {"dim": 2}),
+        ("cummax", {"dim": 0}),
+        ("cummin", {"dim": 1}),
+        ("logcumsumexp", {"dim": 1}),
+        ("nansum", {}),
+        ("aminmax", {}),
     ]
     for name, kw in cases:
         tkw = {k: (TORCH_DTYPE[v] if isinstance(v, ec.dtype) else v) for k, v in kw.items()}
-        compare(f"{name}{kw}", lambda: getattr(ec, name)(e, **kw), lambda: getattr(torch, name)(t, **tkw), tol=1e-2 if dtype in (ec.float16, ec.bfloat16) else None)
+        compare(
+            f"{name}{kw}",
+            lambda: getattr(ec, name)(e, **kw),
+            lambda: getattr(torch, name)(t, **tkw),
+            tol=1e-2 if dtype in (ec.float16, ec.bfloat16) else None,
+        )
 
 
 def test_reductions_of_empty_tensors_match_torch():
     e, t = ec.zeros(0, 3), torch.zeros(0, 3)
-    for name, kw in [("sum", {}), ("sum", {"dim": 0}), ("prod", {"dim": 0}), ("mean", {"dim": 0}), ("amax", {"dim": 1}),
-                     ("max", {}), ("max", {"dim": 0}), ("argmax", {}), ("all", {}), ("any", {}), ("std", {"dim": 0}),
-                     ("logsumexp", {"dim": 0}), ("norm", {}), ("count_nonzero", {})]:
-        compare(f"{name}{kw}", lambda: getattr(ec, name)(e, **kw), lambda: getattr(torch, name)(t, **kw))
+    for name, kw in [
+        ("sum", {}),
+        ("sum", {"dim": 0}),
+        ("prod", {"dim": 0}),
+        ("mean", {"dim": 0}),
+        ("amax", {"dim": 1}),
+        ("max", {}),
+        ("max", {"dim": 0}),
+        ("argmax", {}),
+        ("all", {}),
+        ("any", {}),
+        ("std", {"dim": 0}),
+        ("logsumexp", {"dim": 0}),
+        ("norm", {}),
+        ("count_nonzero", {}),
+    ]:
+        compare(
+            f"{name}{kw}", lambda: getattr(ec, name)(e, **kw), lambda: getattr(torch, name)(t, **kw)
+        )
 
 
 # -------------------------------------------------------------- matrix ops
@@ -251,9 +465,19 @@ def test_matrix_ops_match_torch(dtype):
     compare("bmm", lambda: ec.bmm(x, y), lambda: torch.bmm(tx, ty), tol)
     compare("matmul broadcast", lambda: ec.matmul(x, b), lambda: torch.matmul(tx, tb), tol)
     compare("matmul vec", lambda: ec.matmul(v, b), lambda: torch.matmul(tv, tb), tol)
-    compare("addmm", lambda: ec.addmm(c, a, b, beta=2, alpha=1), lambda: torch.addmm(tc, ta, tb, beta=2, alpha=1), tol)
+    compare(
+        "addmm",
+        lambda: ec.addmm(c, a, b, beta=2, alpha=1),
+        lambda: torch.addmm(tc, ta, tb, beta=2, alpha=1),
+        tol,
+    )
     compare("baddbmm", lambda: ec.baddbmm(c, x, y), lambda: torch.baddbmm(tc, tx, ty), tol)
-    compare("einsum", lambda: ec.einsum("bij,jk->bik", x, b), lambda: torch.einsum("bij,jk->bik", tx, tb), tol)
+    compare(
+        "einsum",
+        lambda: ec.einsum("bij,jk->bik", x, b),
+        lambda: torch.einsum("bij,jk->bik", tx, tb),
+        tol,
+    )
 
 
 # ------------------------------------------------------------ shape ops

@@ -3,9 +3,18 @@ out=, every dtype, non-contiguous inputs, empty and 0-d tensors, NaN handling.""
 
 import numpy as np
 import pytest
+from conftest import (
+    ALL_DTYPES,
+    FLOAT_DTYPES,
+    LAYOUTS,
+    NUMERIC_DTYPES,
+    assert_close,
+    make,
+    random_values,
+    to_np,
+)
 
 import ember_core as ec
-from conftest import ALL_DTYPES, FLOAT_DTYPES, LAYOUTS, NUMERIC_DTYPES, assert_close, make, random_values, to_np
 
 DIMS = [None, 0, 1, -1, (0, 2), (1, 2), (0, 1, 2), ()]
 
@@ -35,10 +44,19 @@ def test_sum_prod_dtypes(dtype, rng):
     expected_dtype = dtype if dtype.is_floating_point else ec.int64
     assert s.dtype is expected_dtype
     ref = x.astype(np.float64 if dtype.is_floating_point else np.int64)
-    assert_close(s, ref.sum(1), rtol=2e-2 if dtype in (ec.float16, ec.bfloat16) else None, atol=5e-2)
-    assert_close(ec.prod(t, 0), ref.prod(0), rtol=2e-2 if dtype in (ec.float16, ec.bfloat16) else None, atol=5e-2)
+    assert_close(
+        s, ref.sum(1), rtol=2e-2 if dtype in (ec.float16, ec.bfloat16) else None, atol=5e-2
+    )
+    assert_close(
+        ec.prod(t, 0),
+        ref.prod(0),
+        rtol=2e-2 if dtype in (ec.float16, ec.bfloat16) else None,
+        atol=5e-2,
+    )
     assert ec.sum(t, dtype=ec.float64).dtype is ec.float64
-    np.testing.assert_allclose(ec.sum(t, dtype=ec.float64).item(), ref.astype(np.float64).sum(), rtol=1e-2)
+    np.testing.assert_allclose(
+        ec.sum(t, dtype=ec.float64).item(), ref.astype(np.float64).sum(), rtol=1e-2
+    )
 
 
 def test_float32_sum_is_accurate_and_fast_paths_agree(rng):
@@ -48,7 +66,9 @@ def test_float32_sum_is_accurate_and_fast_paths_agree(rng):
     assert abs(t.sum().item() - exact) / exact < 1e-6
     m = x[:1_000_000].reshape(1000, 1000)
     tm = ec.tensor(m)
-    np.testing.assert_allclose(tm.sum(0).numpy(), m.astype(np.float64).sum(0), rtol=1e-5)  # column sums
+    np.testing.assert_allclose(
+        tm.sum(0).numpy(), m.astype(np.float64).sum(0), rtol=1e-5
+    )  # column sums
     np.testing.assert_allclose(tm.sum(1).numpy(), m.astype(np.float64).sum(1), rtol=1e-5)
     np.testing.assert_allclose(tm.T.sum(0).numpy(), m.astype(np.float64).sum(1), rtol=1e-5)
     np.testing.assert_allclose(tm.mean().item(), m.astype(np.float64).mean(), rtol=1e-6)
@@ -70,7 +90,9 @@ def test_max_min_argmax_with_indices(dtype, rng):
     assert_close(ec.amax(t, (0, 1)), x.max())
     assert_close(ec.amin(t, 0), x.min(0))
     r = ec.aminmax(t)
-    assert r.min.item() == pytest.approx(float(x.min())) and r.max.item() == pytest.approx(float(x.max()))
+    assert r.min.item() == pytest.approx(float(x.min())) and r.max.item() == pytest.approx(
+        float(x.max())
+    )
 
 
 def test_max_returns_named_tuple_and_first_index_of_ties():
@@ -126,15 +148,21 @@ def test_norm(p, rng):
     t = ec.tensor(x)
     pn = 2 if p == "fro" else p
     np.testing.assert_allclose(ec.norm(t, p).item(), np.linalg.norm(x.reshape(-1), pn), rtol=1e-12)
-    np.testing.assert_allclose(ec.norm(t, p, dim=1).numpy(), np.linalg.norm(x, pn, axis=1), rtol=1e-12)
-    np.testing.assert_allclose(ec.vector_norm(t, pn, dim=0).numpy(), np.linalg.norm(x, pn, axis=0), rtol=1e-12)
+    np.testing.assert_allclose(
+        ec.norm(t, p, dim=1).numpy(), np.linalg.norm(x, pn, axis=1), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        ec.vector_norm(t, pn, dim=0).numpy(), np.linalg.norm(x, pn, axis=0), rtol=1e-12
+    )
 
 
 def test_logsumexp_is_stable(rng):
     x = random_values((3, 5), ec.float64, rng) * 300
     t = ec.tensor(x)
     m = x.max(1, keepdims=True)
-    np.testing.assert_allclose(ec.logsumexp(t, 1).numpy(), (m + np.log(np.exp(x - m).sum(1, keepdims=True)))[:, 0])
+    np.testing.assert_allclose(
+        ec.logsumexp(t, 1).numpy(), (m + np.log(np.exp(x - m).sum(1, keepdims=True)))[:, 0]
+    )
     assert ec.logsumexp(ec.tensor([-np.inf, -np.inf]), 0).item() == -np.inf
     assert ec.logsumexp(ec.tensor([np.inf, 1.0]), 0).item() == np.inf
     assert ec.logsumexp(ec.tensor([1, 2]), 0).dtype is ec.float32
@@ -208,9 +236,18 @@ def test_cumsum_dtype_out_and_inplace():
 
 def test_out_forms_of_reductions():
     t = ec.arange(12.0).view(3, 4)
-    for name, kwargs in [("sum", {"dim": 1}), ("mean", {"dim": 0}), ("prod", {"dim": 1}), ("amax", {"dim": 1}),
-                         ("argmax", {"dim": 1}), ("std", {"dim": 1}), ("norm", {"dim": 1}), ("logsumexp", {"dim": 1}),
-                         ("count_nonzero", {"dim": 0}), ("all", {"dim": 1})]:
+    for name, kwargs in [
+        ("sum", {"dim": 1}),
+        ("mean", {"dim": 0}),
+        ("prod", {"dim": 1}),
+        ("amax", {"dim": 1}),
+        ("argmax", {"dim": 1}),
+        ("std", {"dim": 1}),
+        ("norm", {"dim": 1}),
+        ("logsumexp", {"dim": 1}),
+        ("count_nonzero", {"dim": 0}),
+        ("all", {"dim": 1}),
+    ]:
         expected = getattr(ec, name)(t, **kwargs)
         out = ec.empty(0, dtype=expected.dtype)
         v = out._version

@@ -4,10 +4,10 @@ pass), allocator swaps, shared memory."""
 
 import gc
 
-import ember_allocator
 import numpy as np
 import pytest
 
+import ember_allocator
 import ember_core as ec
 
 

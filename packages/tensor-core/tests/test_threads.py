@@ -18,7 +18,9 @@ def restore_threads():
 
 
 def _blas_threads():
-    lib = ctypes.CDLL(os.path.join(scipy_openblas32.get_lib_dir(), scipy_openblas32.get_library(True)))
+    lib = ctypes.CDLL(
+        os.path.join(scipy_openblas32.get_lib_dir(), scipy_openblas32.get_library(True))
+    )
     return lib.scipy_openblas_get_num_threads()
 
 
@@ -37,14 +39,16 @@ def test_results_do_not_depend_on_thread_count(restore_threads):
     results = []
     for n in (1, 2):
         ec.set_num_threads(n)
-        results.append([
-            (x * 2 + 1).numpy(),
-            x.exp().numpy(),
-            x.T.contiguous().numpy(),
-            x.max(1).indices.numpy(),
-            x.amax(0).numpy(),
-            x.cumsum(1).numpy(),
-            (x.double().sum(1)).numpy(),
-        ])
+        results.append(
+            [
+                (x * 2 + 1).numpy(),
+                x.exp().numpy(),
+                x.T.contiguous().numpy(),
+                x.max(1).indices.numpy(),
+                x.amax(0).numpy(),
+                x.cumsum(1).numpy(),
+                (x.double().sum(1)).numpy(),
+            ]
+        )
     for a, b in zip(*results):
         np.testing.assert_array_equal(a, b)

@@ -101,7 +101,9 @@ def format_strides(shape, fmt, op="contiguous"):
     if nd is None:
         raise TypeError(f"{op}(): memory_format must be an ember memory_format, got {fmt!r}")
     if len(shape) != nd:
-        raise RuntimeError(f"{op}(): required rank {nd} tensor to use {fmt.name} format, got rank {len(shape)}")
+        raise RuntimeError(
+            f"{op}(): required rank {nd} tensor to use {fmt.name} format, got rank {len(shape)}"
+        )
     # channels innermost: dims in memory order (N, spatial..., C)
     order = [0, *range(2, nd), 1]
     strides = [0] * nd

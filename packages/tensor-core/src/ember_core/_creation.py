@@ -195,7 +195,7 @@ def _infer_numpy(data):
         raise ValueError(f"tensor(): could not build a tensor from the given data: {e}") from None
     if arr.dtype == object:
         if any(isinstance(v, int) and not D.int64.min <= v <= D.int64.max for v in _flat(data)):
-            raise ValueError("tensor(): Overflow when unpacking long long (a value does not fit int64)")
+            raise ValueError(_OVERFLOW)
         raise TypeError(
             f"tensor(): could not infer dtype of {type(data).__name__} (ragged nesting or "
             "unsupported element types)"
@@ -205,7 +205,7 @@ def _infer_numpy(data):
         inferred = D.bool_
     elif kind in "iu":
         if arr.dtype == np.uint64 and arr.size and arr.max() > D.int64.max:
-            raise ValueError("tensor(): Overflow when unpacking long long (a value does not fit int64)")
+            raise ValueError(_OVERFLOW)
         inferred = D.NUMPY_TO_DTYPE.get(arr.dtype, D.int64) if not _is_python_data(data) else D.int64
     elif kind == "f":
         inferred = D.NUMPY_TO_DTYPE[arr.dtype] if not _is_python_data(data) else D.get_default_dtype()
@@ -214,6 +214,9 @@ def _infer_numpy(data):
     else:
         raise TypeError(f"tensor(): cannot make a tensor from elements of type {arr.dtype}")
     return arr, inferred
+
+
+_OVERFLOW = "tensor(): Overflow when unpacking long long (a value does not fit int64)"
 
 
 def _flat(data):
@@ -279,8 +282,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     if isinstance(data, bool) or isinstance(data, numbers.Number) and not isinstance(data, np.ndarray):
         if isinstance(data, complex):
             raise TypeError("ember has no complex dtypes")
-        if isinstance(data, int) and not isinstance(data, bool) and not D.int64.min <= data <= D.int64.max:
-            raise ValueError(f"tensor(): Overflow when unpacking long long ({data} does not fit int64)")
+        if data.__class__ is int and not D.int64.min <= data <= D.int64.max:
+            raise ValueError(f"{_OVERFLOW} ({data})")
         if isinstance(data, np.generic):
             nd = np.dtype(type(data))
             inferred = D.NUMPY_TO_DTYPE.get(nd) or (D.int64 if nd.kind in "iu" else D.float64)

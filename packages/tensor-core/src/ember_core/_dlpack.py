@@ -19,7 +19,7 @@ import enum
 from ember_core import _C, _storage
 from ember_core import _dtype as D
 from ember_core._device import CPU, to_device
-from ember_core._lib import lib, last_message
+from ember_core._lib import last_message, lib
 from ember_core._tensor import Tensor, make
 
 
@@ -54,19 +54,34 @@ _FROM_DL = {
     (_kDLFloat, 32): D.float32,
     (_kDLFloat, 64): D.float64,
 }
-_CODE_NAMES = {_kDLInt: "int", _kDLUInt: "uint", _kDLFloat: "float", _kDLBfloat: "bfloat", _kDLBool: "bool", 5: "complex"}
+_CODE_NAMES = {
+    _kDLInt: "int",
+    _kDLUInt: "uint",
+    _kDLFloat: "float",
+    _kDLBfloat: "bfloat",
+    _kDLBool: "bool",
+    5: "complex",
+}
 
 _i64p = ctypes.POINTER(ctypes.c_int64)
 _pydll = ctypes.PyDLL(_C.__file__)
 _to_capsule = _pydll.ec_dlpack_to_capsule
 _to_capsule.argtypes = [
-    ctypes.py_object, ctypes.c_size_t, ctypes.c_int, _i64p, _i64p, ctypes.c_int, ctypes.c_int,
-    ctypes.c_uint64, ctypes.POINTER(ctypes.c_int),
+    ctypes.py_object,
+    ctypes.c_size_t,
+    ctypes.c_int,
+    _i64p,
+    _i64p,
+    ctypes.c_int,
+    ctypes.c_int,
+    ctypes.c_uint64,
+    ctypes.POINTER(ctypes.c_int),
 ]
 _to_capsule.restype = ctypes.py_object
 _from_capsule = _pydll.ec_dlpack_from_capsule
 _from_capsule.argtypes = [ctypes.py_object, _i64p, _i64p, _i64p, ctypes.POINTER(ctypes.c_int)]
 _from_capsule.restype = ctypes.py_object
+
 
 def _is_capsule(obj):
     return type(obj).__name__ == "PyCapsule"
@@ -126,7 +141,17 @@ def to_dlpack(t, *, stream=None, max_version=None, dl_device=None, copy=None):
     shape = (ctypes.c_int64 * max(n, 1))(*t._shape)
     stride = (ctypes.c_int64 * max(n, 1))(*t._stride)
     status = ctypes.c_int(0)
-    capsule = _to_capsule(storage, t._ptr, n, shape, stride, t._dtype.code, int(versioned), flags, ctypes.byref(status))
+    capsule = _to_capsule(
+        storage,
+        t._ptr,
+        n,
+        shape,
+        stride,
+        t._dtype.code,
+        int(versioned),
+        flags,
+        ctypes.byref(status),
+    )
     if status.value:
         raise BufferError(f"__dlpack__: {last_message()}")
     return capsule
@@ -142,7 +167,11 @@ def _capsule_of(ext, copy):
     if hasattr(ext, "__dlpack_device__"):
         kind, index = ext.__dlpack_device__()
         if int(kind) != DLDeviceType.kDLCPU:
-            name = DLDeviceType(int(kind)).name if int(kind) in DLDeviceType._value2member_map_ else kind
+            name = (
+                DLDeviceType(int(kind)).name
+                if int(kind) in DLDeviceType._value2member_map_
+                else kind
+            )
             raise BufferError(
                 f"from_dlpack: the producer's memory is on DLPack device {name}:{index}; ember "
                 "was built without its CUDA backend and can only import CPU memory"
@@ -189,7 +218,11 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
             f"from_dlpack: the capsule's memory is on DLPack device type "
             f"{info[lib.EC_DLPACK_DEVICE_TYPE]}; ember can only import CPU memory"
         )
-    code, bits, lanes = info[lib.EC_DLPACK_CODE], info[lib.EC_DLPACK_BITS], info[lib.EC_DLPACK_LANES]
+    code, bits, lanes = (
+        info[lib.EC_DLPACK_CODE],
+        info[lib.EC_DLPACK_BITS],
+        info[lib.EC_DLPACK_LANES],
+    )
     dt = _FROM_DL.get((code, bits))
     if dt is None or lanes != 1:
         kind = _CODE_NAMES.get(code, f"code {code}")
@@ -206,7 +239,9 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
 
         stride = contiguous_strides(shape)
     if any(s < 0 for s in shape):
-        raise BufferError(f"from_dlpack: the capsule has a negative size in its shape {list(shape)}")
+        raise BufferError(
+            f"from_dlpack: the capsule has a negative size in its shape {list(shape)}"
+        )
     numel = 1
     for s in shape:
         numel *= s

@@ -165,7 +165,7 @@ def not_implemented(op, dtype):
 
 
 # the rejected dtypes by op name, in-place names included (one dict lookup per call)
-_REJECTS = {**{k: v[1] for k, v in UNSUPPORTED.items()}, **{k + "_": v[1] for k, v in UNSUPPORTED.items()}}
+_REJECTS = {k + suffix: v[1] for k, v in UNSUPPORTED.items() for suffix in ("", "_")}
 
 
 def _supported(op, dtype):
@@ -336,7 +336,9 @@ def _gelu_mode(op, approximate):
         return 0.0
     if approximate == "tanh":
         return 1.0
-    raise RuntimeError(f"{op}: approximate argument must be either none or tanh, got {approximate!r}")
+    raise RuntimeError(
+        f"{op}: approximate argument must be either none or tanh, got {approximate!r}"
+    )
 
 
 @defop("gelu(input, approximate='none', *, out=None)", method=False)
@@ -354,7 +356,8 @@ def gelu_(input, approximate="none"):
 @defop("softplus(input, beta=1.0, threshold=20.0, *, out=None)", method=False)
 def softplus(input, beta=1.0, threshold=20.0, out=None):
     """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold."""
-    return unary("softplus", lib.EC_U_SOFTPLUS, FLOAT_ONLY, input, out, float(beta), float(threshold))
+    beta, threshold = float(beta), float(threshold)
+    return unary("softplus", lib.EC_U_SOFTPLUS, FLOAT_ONLY, input, out, beta, threshold)
 
 
 @defop("round(input, *, decimals=0, out=None)")
@@ -568,19 +571,28 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
     if out is None and a.__class__ is Tensor and (a._contig or is_contig(a)):
         dt = a._dtype
         bc = b.__class__
+        # the kinds that compute in the operands' own dtype
+        same = kind in (ARITH, COMPARE) or (dt.category == 2 and kind != BITWISE)
         if bc is Tensor:
-            if (b._dtype is dt and b._shape == a._shape and (b._contig or is_contig(b))
-                    and b._storage._device is a._storage._device
-                    and (kind <= COMPARE and kind != TRUEDIV or dt.category == 2 and kind != BITWISE)):
+            if (
+                same
+                and b._dtype is dt
+                and b._shape == a._shape
+                and (b._contig or is_contig(b))
+                and b._storage._device is a._storage._device
+            ):
                 r = empty(a._shape, _bool if kind == COMPARE else dt, a._storage._device)
                 st = _lib_binary_contig(code, dt.code, a._numel, r._ptr, a._ptr, b._ptr, p0)
                 if st:
                     raise error(st, op)
                 return r
-        elif (bc is float and dt.category == 2 or bc is int and dt.category and _INT64_MIN <= b < _INT64_LIMIT) and (
-                kind <= COMPARE and kind != TRUEDIV or dt.category == 2 and kind != BITWISE):
+        elif same and (
+            (bc is float and dt.category == 2)
+            or (bc is int and dt.category and _INT64_MIN <= b < _INT64_LIMIT)
+        ):
             r = empty(a._shape, _bool if kind == COMPARE else dt, a._storage._device)
-            st = _lib_binary_scalar_contig(code, dt.code, a._numel, r._ptr, a._ptr, b, b if bc is int else 0, 0, p0)
+            si = b if bc is int else 0
+            st = _lib_binary_scalar_contig(code, dt.code, a._numel, r._ptr, a._ptr, b, si, 0, p0)
             if st:
                 raise error(st, op)
             return r
@@ -680,7 +692,7 @@ def binary_(op, code, kind, a, b, p0=1.0):
 
 
 def _no_bool_sub(op, a, b):
-    if getattr(a, "_dtype", None) is _bool or getattr(b, "_dtype", None) is _bool or isinstance(a, bool) or isinstance(b, bool):
+    if any(getattr(x, "_dtype", None) is _bool or isinstance(x, bool) for x in (a, b)):
         raise RuntimeError(
             f"{op}: Subtraction, the `-` operator, with a bool tensor is not supported. If "
             "you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
@@ -882,10 +894,13 @@ _TENSOR_FIRST = {"copysign", "eq", "ne", "lt", "le", "gt", "ge"}
 
 
 def _require_tensors(name, input, other):
-    checks = ((input, "input", 1), (other, "other", 2)) if name in _TENSOR_ONLY else ((input, "input", 1),)
-    for x, arg, pos in checks:
+    checks = ((input, "input", 1), (other, "other", 2))
+    for x, arg, pos in checks if name in _TENSOR_ONLY else checks[:1]:
         if not isinstance(x, Tensor):
-            raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not {type(x).__name__}")
+            raise TypeError(
+                f"{name}(): argument '{arg}' (position {pos}) must be Tensor, "
+                f"not {type(x).__name__}"
+            )
 
 
 @defop("float_power_(input, exponent)", composite=True)
@@ -968,7 +983,8 @@ def ternary(op, code, a, b, c, out=None, p0=1.0, cond=False):
     dev = check_device(op, *tensors)
     if not cond:
         # lerp's weight may be a float for any input; the inputs decide
-        _supported(op.rstrip("_"), D.result_type(a, b) if op.startswith("lerp") else D.result_type(a, b, c))
+        rt = D.result_type(a, b) if op.startswith("lerp") else D.result_type(a, b, c)
+        _supported(op.rstrip("_"), rt)
     if cond:
         if not isinstance(a, Tensor) or a._dtype is not _bool:
             raise RuntimeError(f"{op}: expected condition to be a boolean tensor, but got a tensor with dtype {getattr(a, '_dtype', type(a).__name__)}")

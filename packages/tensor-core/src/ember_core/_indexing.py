@@ -110,6 +110,9 @@ def _select0(t, i):
     return view_of(t, shape[1:], t._stride[1:], t._offset + i * t._stride[0])
 
 
+_INT_SLICE = (int, slice)
+
+
 def _int_slice_index(t, key):
     """t[key] for a tuple of ints and slices (the common case, without the
     general key expansion); dims past the key are kept whole."""
@@ -148,7 +151,7 @@ def _getitem(input, key):
         return _select0(input, key)
     if kc is slice:
         key = (key,)
-    elif kc is tuple and all(k.__class__ is int or k.__class__ is slice for k in key) and len(key) <= len(input._shape):
+    elif kc is tuple and len(key) <= len(input._shape) and all(k.__class__ in _INT_SLICE for k in key):
         return _int_slice_index(input, key)
     if type(key) is tuple and not any(_is_advanced(k) for k in key):
         return basic_index(input, _expand_key(key, len(input._shape)))

@@ -63,7 +63,9 @@ class _ArrayView:
             "typestr": t._dtype.numpy.str,
             "data": (t._ptr, readonly or t._storage._readonly),
             # a size-1 dim's stride is never used; keep it inside NumPy's int64
-            "strides": tuple(s * isz if n > 1 or abs(s) < 1 << 58 else 0 for s, n in zip(t._stride, t._shape)),
+            "strides": tuple(
+                s * isz if n > 1 or abs(s) < 1 << 58 else 0 for s, n in zip(t._stride, t._shape)
+            ),
             "version": 3,
         }
 

@@ -57,7 +57,9 @@ def _mm_out(op, shape, dtype, dev, out):
     if not isinstance(out, Tensor):
         raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if out._dtype is not dtype:
-        raise RuntimeError(f"{op}: expected out tensor to have dtype {dtype}, but got {out._dtype} instead")
+        raise RuntimeError(
+            f"{op}: expected out tensor to have dtype {dtype}, but got {out._dtype} instead"
+        )
     written(out, op)
     if out._shape != shape:
         from ember_core._copy import resize_
@@ -311,7 +313,9 @@ def _einsum_term(term, where):
         c = term[i]
         if c == ".":
             if term[i : i + 3] != "..." or _ELLIPSIS in labels:
-                raise RuntimeError(f"einsum(): found '.' for {where} that is not part of any ellipsis")
+                raise RuntimeError(
+                    f"einsum(): found '.' for {where} that is not part of any ellipsis"
+                )
             labels.append(_ELLIPSIS)
             i += 3
             continue
@@ -335,7 +339,10 @@ def _einsum_sublist(args):
             elif isinstance(s, int) and 0 <= s < len(_LETTERS):
                 out.append(_LETTERS[s])
             else:
-                raise RuntimeError(f"einsum(): subscript in subscript list is not within the valid range [0, 52), got {s!r}")
+                raise RuntimeError(
+                    "einsum(): subscript in subscript list is not within the valid range "
+                    f"[0, 52), got {s!r}"
+                )
         return "".join(out)
 
     operands = list(args[0::2])
@@ -393,7 +400,10 @@ def _einsum_plan(equation, operands):
         seen = set()
         for lab in out:
             if lab in seen:
-                raise RuntimeError(f"einsum(): output subscript {_LETTERS[lab]} appears more than once in the output")
+                raise RuntimeError(
+                    f"einsum(): output subscript {_LETTERS[lab]} appears more than once in the "
+                    "output"
+                )
             seen.add(lab)
             if not any(lab in lbl for lbl in op_labels):
                 raise RuntimeError(

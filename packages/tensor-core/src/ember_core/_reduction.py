@@ -367,7 +367,8 @@ def any(input, dim=None, keepdim=False, out=None):
 @defop("count_nonzero(input, dim=None, *, out=None)", differentiable=False)
 def count_nonzero(input, dim=None, out=None):
     """The number of non-zero elements (along dim(s))."""
-    return reduce("count_nonzero", R.EC_R_COUNT_NONZERO, input, _dims(input, dim, "count_nonzero"), False, D.int64, out=out)
+    dims = _dims(input, dim, "count_nonzero")
+    return reduce("count_nonzero", R.EC_R_COUNT_NONZERO, input, dims, False, D.int64, out=out)
 
 
 # ------------------------------------------------------------------- scans
@@ -438,7 +439,9 @@ def logcumsumexp(input, dim):
     if input._dtype.category != 2:
         from ember_core._elementwise import _tname
 
-        raise NotImplementedError(f'"logcumsumexp_out_cpu" not implemented for \'{_tname(input._dtype)}\'')
+        raise NotImplementedError(
+            f'"logcumsumexp_out_cpu" not implemented for \'{_tname(input._dtype)}\''
+        )
     dt = input._dtype
     return scan("logcumsumexp", R.EC_S_LOGCUMSUMEXP, cast(input, dt), dim, dt)
 

@@ -14,7 +14,9 @@ def contiguous_strides(shape):
         strides.append(acc)
         acc *= s if s > 1 else 1
     if strides and strides[-1] >= 1 << 63:
-        raise RuntimeError(f"a tensor of shape {list(shape)} is too large: its strides overflow int64")
+        raise RuntimeError(
+            f"a tensor of shape {list(shape)} is too large: its strides overflow int64"
+        )
     return tuple(reversed(strides))
 
 
@@ -53,11 +55,15 @@ def as_shape(args, op):
     extent = 1
     for s in shape:
         if s < 0:
-            raise RuntimeError(f"{op}(): Trying to create tensor with negative dimension {s}: {list(shape)}")
+            raise RuntimeError(
+                f"{op}(): Trying to create tensor with negative dimension {s}: {list(shape)}"
+            )
         if s > 1:
             extent *= s
     if extent >= _INT64_LIMIT:  # the outermost stride would not fit int64
-        raise RuntimeError(f"{op}(): the shape {list(shape)} is too large (its strides overflow int64)")
+        raise RuntimeError(
+            f"{op}(): the shape {list(shape)} is too large (its strides overflow int64)"
+        )
     if len(shape) > MAX_DIMS:
         raise RuntimeError(f"{op}(): at most {MAX_DIMS} dims are supported, got {len(shape)}")
     return shape

@@ -245,7 +245,9 @@ def expand(input, sizes):
         if s == -1:
             s = cur
         elif s < 0:
-            raise RuntimeError(f"expand: the expanded size {s} at dimension {i} is negative (sizes {list(sizes)})")
+            raise RuntimeError(
+                f"expand: the expanded size {s} at dimension {i} is negative (sizes {list(sizes)})"
+            )
         if cur == s:
             shape.append(s)
             stride.append(st)
@@ -521,7 +523,9 @@ def swapdims_(input, dim0, dim1):
 @defop("t_(input)", composite=True)
 def t_(input):
     if len(input._shape) > 2:
-        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {len(input._shape)}D")
+        raise RuntimeError(
+            f"t_() expects a tensor with <= 2 dimensions, but self is {len(input._shape)}D"
+        )
     return transpose_(input, 0, -1)
 
 

@@ -44,9 +44,37 @@ static int pack(int dtype, const char* src, int64_t rows, int64_t cols, int64_t 
 
 #define BLAS_INT_MAX 2147483647
 
+/* Products this small cost less as plain loops than as a BLAS call (whose
+ * argument checks and dispatch take about a microsecond). */
+#define SMALL_GEMM_MACS 4096
+
+#define SMALL_GEMM(T)                                                                        \
+    static void small_gemm_##T(int64_t m, int64_t n, int64_t k, double alpha, const T* a,    \
+                                int64_t a_rs, int64_t a_cs, const T* b, int64_t b_rs,         \
+                                int64_t b_cs, double beta, T* c, int64_t c_rs, int64_t c_cs) { \
+        for (int64_t i = 0; i < m; i++)                                                       \
+            for (int64_t j = 0; j < n; j++) {                                                 \
+                T acc = 0;                                                                    \
+                for (int64_t p = 0; p < k; p++) acc += a[i * a_rs + p * a_cs] * b[p * b_rs + j * b_cs]; \
+                T* o = c + i * c_rs + j * c_cs;                                               \
+                *o = beta == 0 ? (T)(alpha * acc) : (T)(alpha * acc + beta * *o);              \
+            }                                                                                 \
+    }
+SMALL_GEMM(float)
+SMALL_GEMM(double)
+
 static int gemm_float(int dtype, int64_t m, int64_t n, int64_t k, double alpha, const char* a,
                       int64_t a_rs, int64_t a_cs, const char* b, int64_t b_rs, int64_t b_cs,
                       double beta, char* c, int64_t c_rs, int64_t c_cs) {
+    if (m * n * k <= SMALL_GEMM_MACS) {
+        if (dtype == EC_FLOAT32)
+            small_gemm_float(m, n, k, alpha, (const float*)a, a_rs, a_cs, (const float*)b, b_rs,
+                             b_cs, beta, (float*)c, c_rs, c_cs);
+        else
+            small_gemm_double(m, n, k, alpha, (const double*)a, a_rs, a_cs, (const double*)b, b_rs,
+                              b_cs, beta, (double*)c, c_rs, c_cs);
+        return EC_OK;
+    }
     int isz = ec_itemsize[dtype];
     int ta, tb;
     int64_t lda, ldb;

@@ -73,6 +73,23 @@ def matmul(input, other, out=None):
     """Matrix product with NumPy's rules: 1-D operands are vectors, leading dims
     are batch dims that broadcast."""
     op = "matmul"
+    if out is None and input.__class__ is Tensor and other.__class__ is Tensor:
+        # the common case, matrix @ matrix, without the batching machinery below
+        sa, sb = input._shape, other._shape
+        dt = input._dtype
+        if (
+            len(sa) == 2
+            and len(sb) == 2
+            and sa[1] == sb[0]
+            and other._dtype is dt
+            and dt is not D.bool_
+            and input._storage._device is other._storage._device
+        ):
+            m, n = sa[0], sb[1]
+            c = empty((m, n), dt, input._storage._device)
+            ast, bst = input._stride, other._stride
+            _gemm(op, input, other, c, 1, m, n, sa[1], (0, ast[0], ast[1]), (0, bst[0], bst[1]), (0, n, 1))
+            return c
     for x, name in ((input, "input"), (other, "other")):
         if not isinstance(x, Tensor):
             raise TypeError(f"matmul(): argument '{name}' must be Tensor, not {type(x).__name__}")

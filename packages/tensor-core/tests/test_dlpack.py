@@ -104,6 +104,13 @@ def test_versioned_and_legacy_capsules():
             ec.from_dlpack(cap)
 
 
+def test_to_dlpack_gives_a_legacy_capsule_like_torch():
+    t = ec.arange(3.0)
+    cap = ec.to_dlpack(t)
+    assert "dltensor" in repr(cap) and "versioned" not in repr(cap)
+    assert ec.from_dlpack(cap).data_ptr() == t.data_ptr()
+
+
 def test_bool_and_bfloat16():
     b = ec.tensor([True, False, True])
     assert np.from_dlpack(b).tolist() == [True, False, True]

@@ -54,7 +54,7 @@ from ember_core._dtype import (
     uint8,
 )
 from ember_core._interop import from_numpy, is_tensor
-from ember_core._dlpack import from_dlpack  # noqa: F401 - public
+from ember_core._dlpack import from_dlpack, to_dlpack  # noqa: F401 - public
 from ember_core._lib import lib as _lib_c
 from ember_core._printing import set_printoptions
 from ember_core._random import (

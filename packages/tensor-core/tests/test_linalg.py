@@ -52,6 +52,26 @@ def test_matmul_with_transposed_and_strided_operands(la, lb, rng):
     np.testing.assert_allclose(r.numpy(), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [ec.float32, ec.float64], ids=str)
+def test_many_small_products_spread_over_threads(dtype, rng):
+    x = random_values((64, 24, 32), dtype, rng)
+    y = random_values((64, 32, 16), dtype, rng)
+    c = random_values((24, 16), dtype, rng)
+    for nt in (1, 2):
+        n0 = ec.get_num_threads()
+        ec.set_num_threads(nt)
+        try:
+            r = ec.bmm(ec.tensor(x), ec.tensor(y))
+            rb = ec.baddbmm(ec.tensor(c), ec.tensor(x), ec.tensor(y), alpha=0.5, beta=2)
+            rt = ec.tensor(x).transpose(1, 2).mT @ ec.tensor(y)  # strided batches
+        finally:
+            ec.set_num_threads(n0)
+        tol = 1e-4 if dtype is ec.float32 else 1e-12
+        np.testing.assert_allclose(r.numpy(), x.astype(np.float64) @ y, rtol=tol, atol=tol)
+        np.testing.assert_allclose(rb.numpy(), 2 * c + 0.5 * x.astype(np.float64) @ y, rtol=tol, atol=tol)
+        np.testing.assert_allclose(rt.numpy(), x.astype(np.float64) @ y, rtol=tol, atol=tol)
+
+
 def test_matmul_of_expanded_and_permuted_batches(rng):
     a = random_values((4, 3), ec.float64, rng)
     b = random_values((5, 3, 2), ec.float64, rng)

@@ -18,10 +18,6 @@ _HERE = __file__.rsplit("/", 1)[0]
 sys.path.insert(0, _HERE)
 from _harness import fmt_time, median_time, table, try_import  # noqa: E402
 
-# benchmarks/multiprocessing.py would shadow the standard library's module (which
-# torch imports) while this folder is on the path: drop it once _harness is in.
-sys.path[:] = [p for p in sys.path if os.path.realpath(p or ".") != os.path.realpath(_HERE)]
-
 import ember_core as ec  # noqa: E402
 
 torch = try_import("torch")

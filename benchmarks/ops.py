@@ -7,13 +7,15 @@ Targets (issue 3, on the 2-core development machine):
   - matmul float32 at 256, 1024, 2048: at least 0.9x NumPy's GFLOP/s.
 """
 
+import os
 import statistics
 import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
+_HERE = __file__.rsplit("/", 1)[0]
+sys.path.insert(0, _HERE)
 from _harness import fmt_time, median_time, table, try_import  # noqa: E402
 
 import ember_core as ec  # noqa: E402
@@ -21,10 +23,24 @@ import ember_core as ec  # noqa: E402
 torch = try_import("torch")
 
 
+def _block_medians(fns, rounds=3):
+    """Median seconds per call of each fn: each is timed in a block of calls (its
+    own thread pool warm, the others' asleep -- alternating single calls would
+    have OpenMP/BLAS pools of different libraries spinning against each other),
+    and the blocks are repeated in turns so that load changes hit all alike."""
+    samples = [[] for _ in fns]
+    for _ in range(rounds):
+        for f, out in zip(fns, samples):
+            out.append(median_time(f, repeat=5, min_time=0.1))
+    return [statistics.median(s) for s in samples]
+
+
 def case(name, ember_fn, torch_fn=None, numpy_fn=None, flops=None):
-    te = median_time(ember_fn)
-    tt = median_time(torch_fn) if torch_fn else None
-    tn = median_time(numpy_fn) if numpy_fn else None
+    fns = [f for f in (ember_fn, torch_fn, numpy_fn) if f is not None]
+    times = iter(_block_medians(fns))
+    te = next(times)
+    tt = next(times) if torch_fn else None
+    tn = next(times) if numpy_fn else None
     best = min(t for t in (tt, tn) if t is not None) if (tt or tn) else None
     row = [name, fmt_time(te), fmt_time(tt), fmt_time(tn)]
     row.append(f"{tt / te:.2f}" if tt else "-")
@@ -43,6 +59,12 @@ def main():
     na, nb = np.ones((4, 4), np.float32), np.ones((4, 4), np.float32)
     ta, tb = (torch.ones(4, 4), torch.ones(4, 4)) if torch else (None, None)
     rows.append(case("a + b (4x4)", lambda: a + b, (lambda: ta + tb) if torch else None, lambda: na + nb))
+    tsum, tidx, tview = [None] * 3
+    if torch:
+        tsum, tidx, tview = (lambda: ta.sum()), (lambda: ta[1]), (lambda: ta.view(16))
+    rows.append(case("a.sum() (4x4)", lambda: a.sum(), tsum, lambda: na.sum()))
+    rows.append(case("a[1] (4x4)", lambda: a[1], tidx, lambda: na[1]))
+    rows.append(case("a.view(16) (4x4)", lambda: a.view(16), tview, lambda: na.reshape(16)))
 
     n = 1 << 24
     x, y = ec.rand(n), ec.rand(n)
@@ -51,6 +73,8 @@ def main():
     rows.append(case("add 16M f32", lambda: x + y, (lambda: tx + ty) if torch else None, lambda: nx + ny))
     rows.append(case("mul 16M f32", lambda: x * y, (lambda: tx * ty) if torch else None, lambda: nx * ny))
     rows.append(case("exp 16M f32", lambda: x.exp(), (lambda: tx.exp()) if torch else None, lambda: np.exp(nx)))
+    tsig = (lambda: tx.sigmoid()) if torch else None
+    rows.append(case("sigmoid 16M f32", lambda: x.sigmoid(), tsig, lambda: 1 / (1 + np.exp(-nx))))
     rows.append(case("sum 16M f32", lambda: x.sum(), (lambda: tx.sum()) if torch else None, lambda: nx.sum()))
 
     m = ec.rand(2048, 2048)

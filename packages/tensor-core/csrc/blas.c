@@ -43,10 +43,41 @@ static int pack(int dtype, const char* src, int64_t rows, int64_t cols, int64_t 
 }
 
 #define BLAS_INT_MAX 2147483647
+/* OpenBLAS's own threshold (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD):
+ * below it a product runs on the calling thread alone. */
+#define BLAS_MT_MACS (65536 * 4)
+
+/* Products this small cost less as plain loops than as a BLAS call (whose
+ * argument checks and dispatch take about a microsecond). */
+#define SMALL_GEMM_MACS 4096
+
+#define SMALL_GEMM(T)                                                                        \
+    static void small_gemm_##T(int64_t m, int64_t n, int64_t k, double alpha, const T* a,    \
+                                int64_t a_rs, int64_t a_cs, const T* b, int64_t b_rs,         \
+                                int64_t b_cs, double beta, T* c, int64_t c_rs, int64_t c_cs) { \
+        for (int64_t i = 0; i < m; i++)                                                       \
+            for (int64_t j = 0; j < n; j++) {                                                 \
+                T acc = 0;                                                                    \
+                for (int64_t p = 0; p < k; p++) acc += a[i * a_rs + p * a_cs] * b[p * b_rs + j * b_cs]; \
+                T* o = c + i * c_rs + j * c_cs;                                               \
+                *o = beta == 0 ? (T)(alpha * acc) : (T)(alpha * acc + beta * *o);              \
+            }                                                                                 \
+    }
+SMALL_GEMM(float)
+SMALL_GEMM(double)
 
 static int gemm_float(int dtype, int64_t m, int64_t n, int64_t k, double alpha, const char* a,
                       int64_t a_rs, int64_t a_cs, const char* b, int64_t b_rs, int64_t b_cs,
                       double beta, char* c, int64_t c_rs, int64_t c_cs) {
+    if (m * n * k <= SMALL_GEMM_MACS) {
+        if (dtype == EC_FLOAT32)
+            small_gemm_float(m, n, k, alpha, (const float*)a, a_rs, a_cs, (const float*)b, b_rs,
+                             b_cs, beta, (float*)c, c_rs, c_cs);
+        else
+            small_gemm_double(m, n, k, alpha, (const double*)a, a_rs, a_cs, (const double*)b, b_rs,
+                              b_cs, beta, (double*)c, c_rs, c_cs);
+        return EC_OK;
+    }
     int isz = ec_itemsize[dtype];
     int ta, tb;
     int64_t lda, ldb;
@@ -142,7 +173,7 @@ static int gemm_int(int dtype, int64_t m, int64_t n, int64_t k, double alpha, co
     int isz = ec_itemsize[dtype];
     int64_t ialpha = ec_f2i64(alpha), ibeta = ec_f2i64(beta);
     int nt = ec_threads_for(m * n * k, EC_GRAIN);
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for num_threads(nt) schedule(static) if(nt > 1)
     for (int64_t i = 0; i < m; i++) {
         for (int64_t j = 0; j < n; j++) {
             int64_t acc = 0;
@@ -195,6 +226,30 @@ int ec_matmul(int dtype, int64_t batch, int64_t m, int64_t n, int64_t k, double 
     if (batch < 0 || m < 0 || n < 0 || k < 0) return ec_fail(EC_ERR_INVALID, "matmul: negative size");
     if (m == 0 || n == 0) return EC_OK;
     int isz = ec_itemsize[dtype];
+    /* Many small float products (attention heads, RNN steps): spread the batch
+     * over the threads.  OpenBLAS runs products under BLAS_MT_MACS
+     * multiply-adds on one thread, so concurrent calls do not oversubscribe;
+     * larger ones keep OpenBLAS's own threading, one product at a time. */
+    int64_t macs = m * n * (k > 0 ? k : 1);
+    if (batch > 1 && macs < BLAS_MT_MACS && c_bs != 0 &&
+        (dtype == EC_FLOAT32 || dtype == EC_FLOAT64)) {
+        int nt = ec_threads_for(batch * macs, 4 * EC_GRAIN);
+        if (nt > 1) {
+            int status = EC_OK;
+#pragma omp parallel for num_threads(nt) schedule(static)
+            for (int64_t i = 0; i < batch; i++) {
+                int st = gemm_float(dtype, m, n, k, alpha, (const char*)a + i * a_bs * isz, a_rs, a_cs,
+                                    (const char*)b + i * b_bs * isz, b_rs, b_cs, beta,
+                                    (char*)c + i * c_bs * isz, c_rs, c_cs);
+                if (st != EC_OK) {
+#pragma omp atomic write
+                    status = st;
+                }
+            }
+            /* a worker's message is in its own thread's buffer: say it here */
+            return status == EC_OK ? EC_OK : ec_fail(status, "matmul: a batched product failed");
+        }
+    }
     for (int64_t i = 0; i < batch; i++) {
         const char* ai = (const char*)a + i * a_bs * isz;
         const char* bi = (const char*)b + i * b_bs * isz;

@@ -18,6 +18,7 @@ SOURCES = [
     "iter.c",
     "copy.c",
     "elementwise.c",
+    "fast_exp.c",
     "reduce.c",
     "blas.c",
     "random.c",
@@ -40,6 +41,8 @@ SOURCES += [
     "embedding.c",
     "rnn.c",
 ]
+# tc-core: DLPack capsules (uses the Python C API, see dlpack.c)
+SOURCES += ["dlpack.c"]
 
 # Kernels are short for small tensors: the wrappers keep the GIL rather than pay
 # ~100 ns to release and re-take it on every call.  Long-running calls go through
@@ -81,6 +84,9 @@ ffibuilder.set_source(
         "-fopenmp",
         "-fwrapv",
         "-fno-math-errno",
+        # no fused multiply-adds: a value must not depend on which loop (vector
+        # clone, scalar tail, strided path) computed it
+        "-ffp-contract=off",
         "-Werror=int-conversion",
         "-Werror=incompatible-pointer-types",
         "-Werror=implicit-function-declaration",

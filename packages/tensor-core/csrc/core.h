@@ -112,6 +112,12 @@ typedef void (*ec_loop)(int64_t n, char** ptrs, const int64_t* strides, ec_param
 int ec_iterate(int nops, int ndim, const int64_t* layout, const int* itemsizes, char** base,
                ec_loop loop, ec_params* p);
 
+/* Vectorised float32 loops (fast_exp.c, Note [Fast float32 exp]) that replace
+ * the generic ones in elementwise.c's unary table. */
+void ec_loop_exp_f32(int64_t n, char** p, const int64_t* s, ec_params* prm);
+void ec_loop_sigmoid_f32(int64_t n, char** p, const int64_t* s, ec_params* prm);
+void ec_loop_silu_f32(int64_t n, char** p, const int64_t* s, ec_params* prm);
+
 /* Threads for `work` elements of roughly `cost` units each (1 = a simple add). */
 int ec_threads_for(int64_t work, int64_t grain);
 

@@ -128,7 +128,8 @@
     D(FLOOR, DC, sfx, T, C, T, sfx, x)                                                   \
     D(CEIL, DC, sfx, T, C, T, sfx, x)                                                    \
     D(ROUND, DC, sfx, T, C, T, sfx, x)                                                   \
-    D(TRUNC, DC, sfx, T, C, T, sfx, x)
+    D(TRUNC, DC, sfx, T, C, T, sfx, x)                                                   \
+    D(SIGN, DC, sfx, T, C, T, sfx, x)
 
 #define DEFINE_UNARY(OP, DC, sfx, T, C, OT, osfx, EXPR)                                  \
     static void u_##OP##_##sfx(int64_t n, char** p, const int64_t* s, ec_params* prm) {  \
@@ -173,6 +174,10 @@ static const ec_loop unary_table[EC_NUM_UNARY][EC_NUM_DTYPES] = {
     UNARY_INT_LIST(UNARY_ENTRY, EC_INT32, i32, int32_t, int32_t)
     UNARY_INT_LIST(UNARY_ENTRY, EC_INT64, i64, int64_t, int64_t)
     UNARY_BOOL_LIST(UNARY_ENTRY, EC_BOOL, b, uint8_t, int)
+    /* later initialisers replace the generic loops: Note [Fast float32 exp] */
+    [EC_U_EXP][EC_FLOAT32] = ec_loop_exp_f32,
+    [EC_U_SIGMOID][EC_FLOAT32] = ec_loop_sigmoid_f32,
+    [EC_U_SILU][EC_FLOAT32] = ec_loop_silu_f32,
 };
 
 /* Ops whose output is bool whatever the input dtype. */
@@ -278,8 +283,7 @@ int ec_unary_contig(int op, int dtype, int64_t n, ec_ptr out_addr, ec_ptr x_addr
     D(TRUNC_DIV, DC, sfx, T, C, T, sfx, ZDIV(ec_itruncdiv_##sfx(a, b)))                  \
     D(REMAINDER, DC, sfx, T, C, T, sfx, ZDIV(ec_iremainder_##sfx(a, b)))                 \
     D(FMOD, DC, sfx, T, C, T, sfx, ZDIV(ec_ifmod_##sfx(a, b)))                           \
-    D(POW, DC, sfx, T, C, T, sfx,                                                        \
-      b < 0 && a != 1 && a != -1 ? (prm->status = EC_ERR_VALUE, (C)0) : (C)ec_ipow(a, b)) \
+    D(POW, DC, sfx, T, C, T, sfx, (C)ec_ipow(a, b))                                     \
     D(MAXIMUM, DC, sfx, T, C, T, sfx, a > b ? a : b)                                     \
     D(MINIMUM, DC, sfx, T, C, T, sfx, a < b ? a : b)                                     \
     D(FMAX, DC, sfx, T, C, T, sfx, a > b ? a : b)                                        \
@@ -532,7 +536,7 @@ EC_ALL_DTYPES(DEFINE_WHERE)
     DEFINE_TERNARY(CLAMP, sfx, T, C, ec_clamp_##C(a, b, c))
 #define TERNARY_INT(DC, sfx, T, C, K)                                                        \
     DEFINE_TERNARY(ADDCMUL, sfx, T, C, a + I0 * b * c)                                       \
-    DEFINE_TERNARY(CLAMP, sfx, T, C, a < b ? b : (a > c ? c : a))
+    DEFINE_TERNARY(CLAMP, sfx, T, C, (a < b ? b : a) > c ? c : (a < b ? b : a))
 EC_FLOAT_DTYPES(TERNARY_FLOAT)
 EC_INT_DTYPES(TERNARY_INT)
 

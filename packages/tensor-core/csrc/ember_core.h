@@ -612,6 +612,24 @@ int ec_gru_cell_backward(int dtype, int64_t b, int64_t i, int64_t h, ec_ptr grad
                          int64_t x_rs, ec_ptr hx, int64_t h_rs, ec_ptr w_ih, int64_t wih_rs,
                          ec_ptr w_hh, int64_t whh_rs);
 
+/* ---- DLPack (dlpack.c; its entry points take Python objects and are declared
+ * in dlpack.h, outside this cdef).  Indices of the info array that
+ * ec_dlpack_from_capsule fills. */
+#define EC_DLPACK_MAJOR 1
+#define EC_DLPACK_MINOR 0
+#define EC_DLPACK_FLAG_READ_ONLY 1
+#define EC_DLPACK_FLAG_IS_COPIED 2
+#define EC_DLPACK_DATA 0          /* data + byte_offset */
+#define EC_DLPACK_DEVICE_TYPE 1
+#define EC_DLPACK_DEVICE_ID 2
+#define EC_DLPACK_NDIM 3
+#define EC_DLPACK_CODE 4          /* DLDataTypeCode */
+#define EC_DLPACK_BITS 5
+#define EC_DLPACK_LANES 6
+#define EC_DLPACK_FLAGS 7         /* 0 for legacy capsules */
+#define EC_DLPACK_HAS_STRIDES 8   /* 0: compact row-major */
+#define EC_DLPACK_INFO_SIZE 9
+
 /* cdef:end */
 
 #endif

@@ -94,9 +94,11 @@ int ec_random(int kind, int dtype, int64_t n, ec_ptr out_addr, uint64_t seed, ui
     int per = per_counter(kind, dtype);
     int64_t n_ctr = (n + per - 1) / per;
     uint64_t range = (uint64_t)i1 - (uint64_t)i0;
+    int ubits = dtype == EC_FLOAT16 ? 11 : (dtype == EC_BFLOAT16 ? 8 : 24);
+    double uscale = 1.0 / (double)(1u << ubits);
     int nt = ec_threads_for(n, EC_GRAIN / 4);
     char* o = (char*)out;
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for num_threads(nt) schedule(static) if(nt > 1)
     for (int64_t c = 0; c < n_ctr; c++) {
         uint32_t r[4];
         philox(offset + (uint64_t)c, seed, r);
@@ -105,7 +107,10 @@ int ec_random(int kind, int dtype, int64_t n, ec_ptr out_addr, uint64_t seed, ui
         switch (kind) {
             case EC_RNG_UNIFORM:
                 for (int64_t j = 0; j < m; j++) {
-                    double u = per == 4 ? (double)u01_f(r[j]) : u01_d(r[2 * j], r[2 * j + 1]);
+                    /* as many random bits as the dtype's mantissa holds, so that a
+                     * draw in [0, 1) never rounds up to 1 (PyTorch does the same) */
+                    double u = per == 4 ? (double)(r[j] >> (32 - ubits)) * uscale
+                                        : u01_d(r[2 * j], r[2 * j + 1]);
                     double v = p0 + u * (p1 - p0);
                     if (per == 4 && (float)v >= (float)p1) v = nextafterf((float)p1, (float)p0);
                     store_d(dtype, o, base + j, v);
@@ -182,7 +187,7 @@ int ec_bernoulli_tensor(int dtype, int p_dtype, int64_t n, ec_ptr out_addr, ec_p
     int bad = 0;
     int64_t n_ctr = (n + 3) / 4;
     int nt = ec_threads_for(n, EC_GRAIN / 4);
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad)
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad) if(nt > 1)
     for (int64_t c = 0; c < n_ctr; c++) {
         uint32_t r[4];
         philox(offset + (uint64_t)c, seed, r);
@@ -239,7 +244,7 @@ int ec_multinomial(int dtype, int64_t rows, int64_t cats, ec_ptr weights_addr, i
         return ec_fail(EC_ERR_INVALID, "multinomial: bad arguments");
     int status = EC_OK;
     int nt = ec_threads_for(rows * cats * (num_samples > 0 ? num_samples : 1), EC_GRAIN);
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for num_threads(nt) schedule(static) if(nt > 1)
     for (int64_t r = 0; r < rows; r++) {
         const char* w = (const char*)weights + r * cats * ec_itemsize[dtype];
         double* rem = malloc(sizeof(double) * (size_t)cats);

@@ -79,9 +79,9 @@ static inline int is_nonzero(int dtype, const char* p) {
 /* ------------------------------------------------------- fast float sums */
 
 #define SUM_BLOCK 4096
-#define LANES 16
+#define LANES 32
 
-static double sum_f32(const float* x, int64_t n) {
+__attribute__((target_clones("avx2", "default"))) static double sum_f32(const float* x, int64_t n) {
     double total = 0;
     for (int64_t i = 0; i < n; i += SUM_BLOCK) {
         int64_t m = n - i < SUM_BLOCK ? n - i : SUM_BLOCK;
@@ -97,7 +97,7 @@ static double sum_f32(const float* x, int64_t n) {
     return total;
 }
 
-static double sum_f64(const double* x, int64_t n) {
+__attribute__((target_clones("avx2", "default"))) static double sum_f64(const double* x, int64_t n) {
     double acc[8] = {0};
     int64_t j = 0;
     for (; j + 8 <= n; j += 8)
@@ -402,8 +402,9 @@ typedef struct rspace {
 static void reduce_range(const rdesc* d, const rspace* r, const char* p, int64_t lo, int64_t hi,
                          rstate* s) {
     int nd = r->nd;
+    if (lo >= hi) return; /* nothing (an empty reduced space has a zero in its shape) */
     if (nd == 0) {
-        if (lo < hi) state_line(d, s, p, 1, 0, 0);
+        state_line(d, s, p, 1, 0, 0);
         return;
     }
     int64_t idx[EC_MAX_DIMS];
@@ -484,7 +485,7 @@ static int try_vertical(const rdesc* d, int out_dtype, int no, const int64_t* os
     int nt = ec_threads_for(n_outer * inner * n_red, EC_GRAIN);
     if (nt > tasks) nt = (int)tasks;
     double scale = d->op == EC_R_MEAN ? 1.0 / (double)count : 1.0;
-#pragma omp parallel for num_threads(nt > 0 ? nt : 1) schedule(static)
+#pragma omp parallel for num_threads(nt > 0 ? nt : 1) schedule(static) if(nt > 1)
     for (int64_t t = 0; t < tasks; t++) {
         int64_t oi = t / n_chunks, c0 = (t % n_chunks) * CH;
         int64_t m = inner - c0 < CH ? inner - c0 : CH;
@@ -521,6 +522,26 @@ static int try_vertical(const rdesc* d, int out_dtype, int no, const int64_t* os
             for (int64_t j = 0; j < m; j++) ((double*)o)[j] = acc[j] * scale;
     }
     return 1;
+}
+
+/* Reduce the whole reduced space of output element `o` (flat). */
+static void reduce_output(const rdesc* d, const rspace* r, int ndim_out, const int64_t* oshape,
+                          const int64_t* ost, const int64_t* ost_b, const int64_t* ist_b, int64_t o,
+                          int out_dtype, void* out, void* idx, const void* x, int64_t count) {
+    int64_t ooff, ioff;
+    out_offsets(ndim_out, oshape, ost_b, ist_b, o, &ooff, &ioff);
+    rstate s;
+    state_init(d, &s);
+    reduce_range(d, r, (const char*)x + ioff, 0, count, &s);
+    int64_t io = 0;
+    if (idx) {
+        int64_t rem = o;
+        for (int k = ndim_out - 1; k >= 0; k--) {
+            io += (rem % oshape[k]) * ost[k] * 8;
+            rem /= oshape[k];
+        }
+    }
+    state_final(d, &s, out_dtype, (char*)out + ooff, idx ? (char*)idx + io : NULL, count);
 }
 
 int ec_reduce(int op, int dtype, int out_dtype, int ndim_out, int ndim_red, const int64_t* layout,
@@ -562,24 +583,15 @@ int ec_reduce(int op, int dtype, int out_dtype, int ndim_out, int ndim_red, cons
 
     int nt = ec_threads_for(n_out * (count > 0 ? count : 1), EC_GRAIN);
     if (n_out >= nt || nt <= 1) {
-        /* one thread per group of outputs */
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int64_t o = 0; o < n_out; o++) {
-            int64_t ooff, ioff;
-            out_offsets(ndim_out, oshape, ost_b, ist_b, o, &ooff, &ioff);
-            rstate s;
-            state_init(&d, &s);
-            reduce_range(&d, &r, (const char*)x + ioff, 0, count, &s);
-            int64_t io = 0;
-            if (idx) {
-                int64_t oo2 = 0, rem = o;
-                for (int k = ndim_out - 1; k >= 0; k--) {
-                    oo2 += (rem % oshape[k]) * ost[k] * 8;
-                    rem /= oshape[k];
-                }
-                io = oo2;
-            }
-            state_final(&d, &s, out_dtype, (char*)out + ooff, idx ? (char*)idx + io : NULL, count);
+        /* one thread per group of outputs (no OpenMP region for one thread:
+         * entering one costs more than reducing a small tensor) */
+        if (nt <= 1) {
+            for (int64_t o = 0; o < n_out; o++)
+                reduce_output(&d, &r, ndim_out, oshape, ost, ost_b, ist_b, o, out_dtype, out, idx, x, count);
+        } else {
+#pragma omp parallel for num_threads(nt) schedule(static) if(nt > 1)
+            for (int64_t o = 0; o < n_out; o++)
+                reduce_output(&d, &r, ndim_out, oshape, ost, ost_b, ist_b, o, out_dtype, out, idx, x, count);
         }
         return EC_OK;
     }
@@ -640,7 +652,7 @@ int ec_scan(int op, int dtype, int out_dtype, int ndim, int dim, const int64_t* 
     int64_t len = shape[dim];
     if (n_lines == 0 || len == 0) return EC_OK;
     int nt = ec_threads_for(n_lines * len, EC_GRAIN);
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for num_threads(nt) schedule(static) if(nt > 1)
     for (int64_t l = 0; l < n_lines; l++) {
         int64_t rem = l, ooff = 0, ioff = 0, xoff = 0;
         for (int k = ndim - 1; k >= 0; k--) {

@@ -16,7 +16,7 @@ int ec_triangle(int dtype, int ndim, const int64_t* layout, ec_ptr out_addr, ec_
     for (int k = 0; k < ndim - 2; k++) batch *= shape[k];
     if (batch == 0 || rows == 0 || cols == 0) return EC_OK;
     int nt = ec_threads_for(batch * rows * cols, EC_GRAIN);
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for num_threads(nt) schedule(static) if(nt > 1)
     for (int64_t br = 0; br < batch * rows; br++) {
         int64_t b = br / rows, i = br % rows;
         int64_t oo = 0, io = 0, rem = b;
@@ -59,7 +59,7 @@ int ec_arange(int dtype, int64_t n, ec_ptr out_addr, double start, double step, 
     if (!ec_valid_dtype(dtype) || n < 0) return ec_fail(EC_ERR_INVALID, "arange: bad arguments");
     int use_int = !ec_is_float(dtype);
     int nt = ec_threads_for(n, EC_GRAIN);
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for num_threads(nt) schedule(static) if(nt > 1)
     for (int64_t i = 0; i < n; i++)
         store_seq(dtype, (char*)out, i, start + (double)i * step,
                   (int64_t)((uint64_t)istart + (uint64_t)i * (uint64_t)istep), use_int);
@@ -77,7 +77,7 @@ int ec_linspace(int dtype, int64_t n, ec_ptr out_addr, double start, double end)
     double step = (end - start) / (double)(n - 1);
     int64_t half = n / 2;
     int nt = ec_threads_for(n, EC_GRAIN);
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for num_threads(nt) schedule(static) if(nt > 1)
     for (int64_t i = 0; i < n; i++) {
         double v = i < half ? start + step * (double)i : end - step * (double)(n - 1 - i);
         store_seq(dtype, (char*)out, i, v, 0, 0);

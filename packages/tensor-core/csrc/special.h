@@ -145,11 +145,14 @@ static inline double ec_digamma(double x) {
 
 /* ---------------------------------------------------------------- integers */
 
+/* min(max(x, lo), hi): with lo > hi every value becomes hi, as in PyTorch. */
 static inline int64_t ec_clamp_i64(int64_t x, int64_t lo, int64_t hi) {
-    return x < lo ? lo : (x > hi ? hi : x);
+    x = x < lo ? lo : x;
+    return x > hi ? hi : x;
 }
 
-/* Wrapping integer power by squaring; b < 0 is handled by the caller. */
+/* Wrapping integer power by squaring; a negative b gives 1/a^-b truncated to an
+ * integer (0 unless a is 1 or -1), as in PyTorch. */
 static inline int64_t ec_ipow(int64_t a, int64_t b) {
     if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
     uint64_t result = 1, base = (uint64_t)a;

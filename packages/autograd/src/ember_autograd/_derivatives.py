@@ -214,6 +214,24 @@ def _(grad, input):
     return grad * s * (1 + input * (1 - s))
 
 
+@derivative("gelu")
+def _(grad, input, approximate):
+    x = input
+    if approximate == "tanh":
+        k, c = math.sqrt(2.0 / math.pi), 0.044715
+        t = ((x + x * x * x * c) * k).tanh()
+        return grad * ((t + 1) * 0.5 + x * (1 - t * t) * ((x * x * (3 * c) + 1) * (0.5 * k)))
+    cdf = ((x * (1.0 / math.sqrt(2.0))).erf() + 1) * 0.5
+    pdf = (x * x * -0.5).exp() * (1.0 / math.sqrt(2.0 * math.pi))
+    return grad * (cdf + x * pdf)
+
+
+@derivative("softplus")
+def _(grad, input, beta, threshold):
+    z = input * beta
+    return ec.where(z > threshold, grad, grad * z.sigmoid())
+
+
 @derivative("erf")
 def _(grad, input):
     return grad * (input * input).neg().exp() * (2.0 / math.sqrt(math.pi))

@@ -54,6 +54,7 @@ from ember_core._dtype import (
     uint8,
 )
 from ember_core._interop import from_numpy, is_tensor
+from ember_core._dlpack import from_dlpack, to_dlpack  # noqa: F401 - public
 from ember_core._lib import lib as _lib_c
 from ember_core._printing import set_printoptions
 from ember_core._random import (
@@ -273,6 +274,44 @@ def _contains(self, element):
 
 
 Tensor.__contains__ = _contains
+
+# ------------------------------------------- in-place aliases, predicates (tc-core)
+for _alias, _target in [
+    ("absolute_", "abs_"),
+    ("arccos_", "acos_"),
+    ("arcsin_", "asin_"),
+    ("arctan_", "atan_"),
+    ("clip_", "clamp_"),
+    ("divide_", "div_"),
+    ("fix_", "trunc_"),
+    ("greater_", "gt_"),
+    ("greater_equal_", "ge_"),
+    ("less_", "lt_"),
+    ("less_equal_", "le_"),
+    ("multiply_", "mul_"),
+    ("negative_", "neg_"),
+    ("not_equal_", "ne_"),
+    ("subtract_", "sub_"),
+]:
+    setattr(Tensor, _alias, getattr(Tensor, _target))
+
+
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+def is_complex(input):
+    return False
+
+
+# ----------------------------------------------------- memory formats (tc-core)
+from ember_core._copy import (  # noqa: E402, F401 - public
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    memory_format,
+    preserve_format,
+)
 
 # The Python array API standard namespace is ember_core.array_api (loaded lazily
 # by Tensor.__array_namespace__).

@@ -72,29 +72,107 @@ def _dense_permutation(t):
     return dims
 
 
+class memory_format:
+    """How a dense tensor orders its dims in memory (``ember_core.channels_last``...)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"ember.{self.name}"
+
+    def __reduce__(self):
+        return self.name  # pickled as the module-level singleton
+
+
+contiguous_format = memory_format("contiguous_format")
+preserve_format = memory_format("preserve_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+
+
+def format_strides(shape, fmt, op="contiguous"):
+    """Dense strides of ``shape`` in memory format ``fmt``."""
+    if fmt in (None, contiguous_format, preserve_format):
+        return _shape.contiguous_strides(shape)
+    nd = 4 if fmt is channels_last else 5 if fmt is channels_last_3d else None
+    if nd is None:
+        raise TypeError(f"{op}(): memory_format must be an ember memory_format, got {fmt!r}")
+    if len(shape) != nd:
+        raise RuntimeError(
+            f"{op}(): required rank {nd} tensor to use {fmt.name} format, got rank {len(shape)}"
+        )
+    # channels innermost: dims in memory order (N, spatial..., C)
+    order = [0, *range(2, nd), 1]
+    strides = [0] * nd
+    acc = 1
+    for d in reversed(order):
+        strides[d] = acc
+        acc *= max(shape[d], 1)
+    return tuple(strides)
+
+
+def is_contiguous_as(t, fmt):
+    """Tensor.is_contiguous(memory_format=fmt)."""
+    if fmt in (None, contiguous_format, preserve_format):
+        return is_contig(t)
+    expected = format_strides(t._shape, fmt, "is_contiguous")
+    return all(s == e or n == 1 for s, e, n in zip(t._stride, expected, t._shape))
+
+
+def _alloc_like(input, stride):
+    storage = _storage.allocate(input._numel * input._dtype.itemsize, input._storage._device)
+    return make(storage, input._shape, stride, 0, input._dtype, input._numel, None)
+
+
 @defop("clone(input, *, memory_format=None)")
 def clone(input, memory_format=None):
-    """A copy with its own memory; dense layouts (e.g. permuted) keep their strides."""
-    if memory_format in (None, "preserve_format") and not is_contig(input):
+    """A copy with its own memory; dense layouts (e.g. permuted) keep their
+    strides unless ``memory_format`` asks for another one."""
+    if memory_format in (None, preserve_format, "preserve_format") and not is_contig(input):
         perm = _dense_permutation(input)
         if perm is not None:
-            storage = _storage.allocate(input._numel * input._dtype.itemsize, input._storage._device)
-            r = make(storage, input._shape, input._stride, 0, input._dtype, input._numel, False)
+            r = _alloc_like(input, input._stride)
+            r._contig = False
             copy_into(r, input)
             return r
-    r = empty(input._shape, input._dtype, input._storage._device)
+    if memory_format in (channels_last, channels_last_3d):
+        r = _alloc_like(input, format_strides(input._shape, memory_format, "clone"))
+    else:
+        r = empty(input._shape, input._dtype, input._storage._device)
     copy_into(r, input)
     return r
 
 
 @defop("contiguous(input, memory_format=None)")
 def contiguous(input, memory_format=None):
-    """This tensor if already row-major contiguous, else a contiguous copy."""
+    """This tensor if already contiguous (row-major, or in ``memory_format``), else
+    a copy that is."""
+    if memory_format in (channels_last, channels_last_3d):
+        if is_contiguous_as(input, memory_format):
+            return input
+        r = _alloc_like(input, format_strides(input._shape, memory_format))
+        copy_into(r, input)
+        return r
     if input._contig or is_contig(input):
         return input
     r = empty(input._shape, input._dtype, input._storage._device)
     copy_into(r, input)
     return r
+
+
+def write_out(out, r, op):
+    """Copy result ``r`` into the caller's ``out`` tensor (resized when its shape
+    differs; the result is cast to out's dtype)."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    written(out, op)
+    if out._shape != r._shape:
+        resize_out(out, r._shape, op)
+    copy_into(out, r)
+    return out
 
 
 def resize_out(out, shape, op):
@@ -110,7 +188,7 @@ def resize_out(out, shape, op):
 
 
 @defop("resize_(input, *sizes)", differentiable=False)
-def resize_(input, *sizes):
+def resize_(input, sizes):
     """Give input a contiguous shape, growing its storage if needed (data kept)."""
     shape = _shape.as_shape(sizes, "resize_")
     n = _shape.numel(shape)

@@ -194,6 +194,8 @@ def _infer_numpy(data):
     except ValueError as e:
         raise ValueError(f"tensor(): could not build a tensor from the given data: {e}") from None
     if arr.dtype == object:
+        if any(isinstance(v, int) and not D.int64.min <= v <= D.int64.max for v in _flat(data)):
+            raise ValueError(_OVERFLOW)
         raise TypeError(
             f"tensor(): could not infer dtype of {type(data).__name__} (ragged nesting or "
             "unsupported element types)"
@@ -202,8 +204,8 @@ def _infer_numpy(data):
     if kind == "b":
         inferred = D.bool_
     elif kind in "iu":
-        if arr.dtype == np.uint64:
-            raise OverflowError("tensor(): value too large for int64")
+        if arr.dtype == np.uint64 and arr.size and arr.max() > D.int64.max:
+            raise ValueError(_OVERFLOW)
         inferred = D.NUMPY_TO_DTYPE.get(arr.dtype, D.int64) if not _is_python_data(data) else D.int64
     elif kind == "f":
         inferred = D.NUMPY_TO_DTYPE[arr.dtype] if not _is_python_data(data) else D.get_default_dtype()
@@ -212,6 +214,17 @@ def _infer_numpy(data):
     else:
         raise TypeError(f"tensor(): cannot make a tensor from elements of type {arr.dtype}")
     return arr, inferred
+
+
+_OVERFLOW = "tensor(): Overflow when unpacking long long (a value does not fit int64)"
+
+
+def _flat(data):
+    if isinstance(data, (list, tuple)):
+        for x in data:
+            yield from _flat(x)
+    else:
+        yield data
 
 
 def _flatten_first(data):
@@ -241,9 +254,13 @@ def from_array(arr, dtype, dev):
 
     from ember_core._copy import copy_into
 
+    if arr.dtype not in D.NUMPY_TO_DTYPE or not arr.dtype.isnative:
+        # NumPy dtypes ember lacks (uint16, ...) or byte-swapped: NumPy converts
+        arr = arr.astype(np.float32 if dtype is D.bfloat16 else dtype.numpy)
+    elif any(st % arr.itemsize for st in arr.strides):
+        arr = arr.copy()
     out = _empty(tuple(arr.shape), dtype, dev)
-    # ascontiguousarray turns 0-d arrays into 1-d ones: give the shape back
-    copy_into(out, from_numpy(np.ascontiguousarray(arr).reshape(arr.shape)))
+    copy_into(out, from_numpy(arr))
     return out
 
 
@@ -265,16 +282,18 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     if isinstance(data, bool) or isinstance(data, numbers.Number) and not isinstance(data, np.ndarray):
         if isinstance(data, complex):
             raise TypeError("ember has no complex dtypes")
-        inferred = D.scalar_dtype(data) if not isinstance(data, np.generic) else D.NUMPY_TO_DTYPE[np.dtype(type(data))]
+        if data.__class__ is int and not D.int64.min <= data <= D.int64.max:
+            raise ValueError(f"{_OVERFLOW} ({data})")
+        if isinstance(data, np.generic):
+            nd = np.dtype(type(data))
+            inferred = D.NUMPY_TO_DTYPE.get(nd) or (D.int64 if nd.kind in "iu" else D.float64)
+        else:
+            inferred = D.scalar_dtype(data)
         t = _empty((), dt or inferred, dev)
         fill_values(t, data)
         return _finish(t, requires_grad)
     arr, inferred = _infer_numpy(data)
     target = dt or inferred
-    if arr.dtype.kind in "iu" and target.category < 2 and arr.size:
-        lo, hi = arr.min(), arr.max()
-        if lo < D.int64.min or hi > D.int64.max:
-            raise OverflowError("tensor(): value cannot be converted to int64 without overflow")
     if arr.dtype.itemsize > 8:  # float128 and the like
         arr = arr.astype(np.float64)
     return _finish(from_array(arr, target, dev), requires_grad)

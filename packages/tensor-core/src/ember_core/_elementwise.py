@@ -14,7 +14,7 @@ import numbers
 from ember_core import _dtype as D
 from ember_core import _shape
 from ember_core._dispatch import defop
-from ember_core._lib import check, ffi, lib
+from ember_core._lib import check, error, ffi, lib
 from ember_core._tensor import Tensor, empty, is_contig, written
 
 _new_i64 = ffi.new
@@ -36,7 +36,7 @@ def check_device(op, *tensors):
             d = t._storage._device
             if dev is None:
                 dev = d
-            elif d != dev and t._shape:
+            elif d is not dev and d != dev and t._shape:
                 raise RuntimeError(
                     f"{op}: Expected all tensors to be on the same device, but found at least "
                     f"two devices, {dev} and {d}!"
@@ -61,25 +61,26 @@ def prepare_out(out, shape, dtype, op):
     """Check/resize ``out`` for a result of ``shape``; returns (target, needs_copy).
 
     When ``out`` has another dtype the result is computed in ``dtype`` into a
-    temporary and copied (cast) into ``out``."""
+    temporary and copied (cast) into ``out``.  The write is announced here,
+    before any kernel runs, so read-only memory is never touched."""
     if not isinstance(out, Tensor):
         raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if out._dtype is not dtype and not D.can_cast(dtype, out._dtype):
+        raise RuntimeError(
+            f"{op}: result type {_tname(dtype)} can't be cast to the desired output type "
+            f"{_tname(out._dtype)}"
+        )
+    written(out, op)
     if out._shape != shape:
         from ember_core._copy import resize_out
 
         resize_out(out, shape, op)
     if out._dtype is not dtype:
-        if not D.can_cast(dtype, out._dtype):
-            raise RuntimeError(
-                f"{op}: result type {_tname(dtype)} can't be cast to the desired output type "
-                f"{_tname(out._dtype)}"
-            )
         return empty(shape, dtype, out._storage._device), True
     return out, False
 
 
 def finish_out(out, target, needs_copy, op):
-    written(out, op)
     if needs_copy:
         from ember_core._copy import copy_into
 
@@ -111,6 +112,68 @@ def overlaps(a, b):
     return True
 
 
+# ------------------------------------------------------- dtype support
+
+_BOOL = frozenset({D.bool_})
+_INTS = frozenset({D.uint8, D.int8, D.int16, D.int32, D.int64})
+_FLOATS = frozenset({D.float16, D.bfloat16, D.float32, D.float64})
+_NON_FLOAT = _BOOL | _INTS
+
+# Ops PyTorch has no kernel for on some dtypes: op -> (PyTorch's kernel name,
+# dtypes it rejects).  Unary ops are checked on their input's dtype, binary and
+# ternary ones on the dtype they compute in.  The error is PyTorch's:
+# NotImplementedError('"abs_cpu" not implemented for \'Bool\'').
+UNSUPPORTED = {
+    "abs": ("abs_cpu", _BOOL),
+    "floor": ("floor_vml_cpu", _BOOL),
+    "ceil": ("ceil_vml_cpu", _BOOL),
+    "round": ("round_vml_cpu", _BOOL),
+    "trunc": ("trunc_vml_cpu", _BOOL),
+    "frac": ("frac_cpu", _NON_FLOAT),
+    "bitwise_not": ("bitwise_not_cpu", _FLOATS),
+    "silu": ("silu_cpu", _NON_FLOAT),
+    "mish": ("mish_cpu", _NON_FLOAT),
+    "selu": ("elu_cpu", _NON_FLOAT),
+    "hardsigmoid": ("hardsigmoid_cpu", _NON_FLOAT),
+    "hardswish": ("hardswish_cpu", _NON_FLOAT),
+    "logsigmoid": ("log_sigmoid_cpu", _NON_FLOAT),
+    "softsign": ("abs_cpu", _BOOL),
+    "gelu": ("GeluKernelImpl", _NON_FLOAT),
+    "softplus": ("softplus_cpu", _NON_FLOAT),
+    "bitwise_and": ("bitwise_and_cpu", _FLOATS),
+    "bitwise_or": ("bitwise_or_cpu", _FLOATS),
+    "bitwise_xor": ("bitwise_xor_cpu", _FLOATS),
+    "bitwise_left_shift": ("lshift_cpu", _FLOATS | _BOOL),
+    "bitwise_right_shift": ("rshift_cpu", _FLOATS | _BOOL),
+    "hypot": ("hypot_cpu", _NON_FLOAT),
+    "logaddexp": ("logaddexp_cpu", _NON_FLOAT),
+    "nextafter": ("nextafter_cpu", _NON_FLOAT),
+    "remainder": ("remainder_cpu", _BOOL),
+    "fmod": ("fmod_cpu", _BOOL),
+    "floor_divide": ("div_floor_cpu", _BOOL),
+    "pow": ("pow", _BOOL),
+    "lerp": ("lerp_kernel_tensor", _NON_FLOAT),
+    "addcmul": ("addcmul_cpu_out", _BOOL),
+    "clamp": ("clamp_cpu", _BOOL),
+}
+
+
+def not_implemented(op, dtype):
+    """PyTorch's error for an op without a kernel for ``dtype``."""
+    name = UNSUPPORTED[op][0] if op in UNSUPPORTED else f"{op}_cpu"
+    return NotImplementedError(f'"{name}" not implemented for \'{_tname(dtype)}\'')
+
+
+# the rejected dtypes by op name, in-place names included (one dict lookup per call)
+_REJECTS = {k + suffix: v[1] for k, v in UNSUPPORTED.items() for suffix in ("", "_")}
+
+
+def _supported(op, dtype):
+    rejected = _REJECTS.get(op)
+    if rejected is not None and dtype in rejected:
+        raise not_implemented(op.rstrip("_"), dtype)
+
+
 # ------------------------------------------------------------------ unary
 
 SAME = 0  # keep the input dtype
@@ -118,18 +181,30 @@ FLOAT = 1  # integers compute in the default float dtype
 BOOL_OUT = 2  # output is bool
 NOT_BOOL = 3  # like SAME, but bool input is an error
 INT_ONLY = 4  # integer and bool inputs only
+FLOAT_ONLY = 5  # floating point inputs only (activations: PyTorch has no integer kernel)
+BOOL_AS_LONG = 6  # like SAME, but bool computes in int64 (square, as pow(x, 2))
 
 
 def _unary_dtypes(op, rule, xd):
+    rejected = _REJECTS.get(op)
+    if rejected is not None and xd in rejected:
+        raise not_implemented(op.rstrip("_"), xd)
     if rule == FLOAT:
         cd = xd if xd.category == 2 else D.get_default_dtype()
         return cd, cd
     if rule == BOOL_OUT:
         return xd, _bool
     if rule == NOT_BOOL and xd is _bool:
-        raise RuntimeError(f"{op}: not supported for bool tensors")
-    if rule == INT_ONLY and xd.category == 2:
-        raise RuntimeError(f'"{op}" not implemented for \'{_tname(xd)}\'')
+        if op.startswith("neg"):
+            raise RuntimeError(
+                "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+                "to invert a mask, use the `~` or `logical_not()` operator instead."
+            )
+        raise RuntimeError(f"{op}: Boolean inputs not supported for {op.rstrip('_')}")
+    if rule == BOOL_AS_LONG and xd is _bool:
+        return D.int64, D.int64
+    if (rule == INT_ONLY and xd.category == 2) or (rule == FLOAT_ONLY and xd.category != 2):
+        raise not_implemented(op.rstrip("_"), xd)
     return xd, xd
 
 
@@ -177,8 +252,8 @@ UNARY_OPS = [
     # name, kernel, dtype rule, has an in-place form
     ("neg", U.EC_U_NEG, NOT_BOOL, True),
     ("abs", U.EC_U_ABS, NOT_BOOL, True),
-    ("sign", U.EC_U_SIGN, NOT_BOOL, True),
-    ("square", U.EC_U_SQUARE, SAME, True),
+    ("sign", U.EC_U_SIGN, SAME, True),
+    ("square", U.EC_U_SQUARE, BOOL_AS_LONG, True),
     ("reciprocal", U.EC_U_RECIPROCAL, FLOAT, True),
     ("sqrt", U.EC_U_SQRT, FLOAT, True),
     ("rsqrt", U.EC_U_RSQRT, FLOAT, True),
@@ -203,7 +278,7 @@ UNARY_OPS = [
     ("atanh", U.EC_U_ATANH, FLOAT, True),
     ("sigmoid", U.EC_U_SIGMOID, FLOAT, True),
     ("relu", U.EC_U_RELU, NOT_BOOL, True),
-    ("silu", U.EC_U_SILU, FLOAT, True),
+    ("silu", U.EC_U_SILU, FLOAT_ONLY, True),
     ("erf", U.EC_U_ERF, FLOAT, True),
     ("erfc", U.EC_U_ERFC, FLOAT, True),
     ("erfinv", U.EC_U_ERFINV, FLOAT, True),
@@ -216,12 +291,12 @@ UNARY_OPS = [
     ("deg2rad", U.EC_U_DEG2RAD, FLOAT, True),
     ("rad2deg", U.EC_U_RAD2DEG, FLOAT, True),
     ("sinc", U.EC_U_SINC, FLOAT, True),
-    ("mish", U.EC_U_MISH, FLOAT, True),
-    ("selu", U.EC_U_SELU, FLOAT, True),
-    ("hardsigmoid", U.EC_U_HARDSIGMOID, FLOAT, True),
-    ("hardswish", U.EC_U_HARDSWISH, FLOAT, True),
+    ("mish", U.EC_U_MISH, FLOAT_ONLY, True),
+    ("selu", U.EC_U_SELU, FLOAT_ONLY, True),
+    ("hardsigmoid", U.EC_U_HARDSIGMOID, FLOAT_ONLY, True),
+    ("hardswish", U.EC_U_HARDSWISH, FLOAT_ONLY, True),
     ("softsign", U.EC_U_SOFTSIGN, FLOAT, False),
-    ("logsigmoid", U.EC_U_LOGSIGMOID, FLOAT, False),
+    ("logsigmoid", U.EC_U_LOGSIGMOID, FLOAT_ONLY, False),
     ("isnan", U.EC_U_ISNAN, BOOL_OUT, False),
     ("isinf", U.EC_U_ISINF, BOOL_OUT, False),
     ("isfinite", U.EC_U_ISFINITE, BOOL_OUT, False),
@@ -256,6 +331,35 @@ for _name, _code, _rule, _has_inplace in UNARY_OPS:
         )(_impl_)
 
 
+def _gelu_mode(op, approximate):
+    if approximate == "none":
+        return 0.0
+    if approximate == "tanh":
+        return 1.0
+    raise RuntimeError(
+        f"{op}: approximate argument must be either none or tanh, got {approximate!r}"
+    )
+
+
+@defop("gelu(input, approximate='none', *, out=None)", method=False)
+def gelu(input, approximate="none", out=None):
+    """Gaussian error linear unit: x * Phi(x), or its tanh approximation with
+    approximate='tanh'."""
+    return unary("gelu", lib.EC_U_GELU, FLOAT_ONLY, input, out, _gelu_mode("gelu", approximate))
+
+
+@defop("gelu_(input, approximate='none')", inplace_of="gelu", method=False)
+def gelu_(input, approximate="none"):
+    return unary_("gelu_", lib.EC_U_GELU, FLOAT_ONLY, input, _gelu_mode("gelu_", approximate))
+
+
+@defop("softplus(input, beta=1.0, threshold=20.0, *, out=None)", method=False)
+def softplus(input, beta=1.0, threshold=20.0, out=None):
+    """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold."""
+    beta, threshold = float(beta), float(threshold)
+    return unary("softplus", lib.EC_U_SOFTPLUS, FLOAT_ONLY, input, out, beta, threshold)
+
+
 @defop("round(input, *, decimals=0, out=None)")
 def round(input, decimals=0, out=None):
     """Round half to even; ``decimals`` rounds to that many decimal places."""
@@ -272,14 +376,26 @@ def round_(input, decimals=0):
     return input.copy_(round(input, decimals=decimals))
 
 
+def _wrap_int(v, dtype):
+    """A Python int as ``dtype`` stores it (wrapping, like a C cast)."""
+    if dtype is _bool:
+        return int(bool(v))
+    bits = 8 * dtype.itemsize
+    v = int(v) & ((1 << bits) - 1)
+    if dtype.is_signed and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return v
+
+
 def _clamp_bounds(op, min, max, dtype):
     if min is None and max is None:
         raise RuntimeError(f"{op}: At least one of 'min' or 'max' must not be None")
+    if dtype.category < 2:
+        lo = -math.inf if min is None else float(_wrap_int(min, dtype))
+        hi = math.inf if max is None else float(_wrap_int(max, dtype))
+        return lo, hi
     lo = math.nan if min is None else float(min)
     hi = math.nan if max is None else float(max)
-    if dtype.category < 2:
-        lo = -math.inf if min is None else lo
-        hi = math.inf if max is None else hi
     return lo, hi
 
 
@@ -308,6 +424,7 @@ def clamp_(input, min=None, max=None):
 
 
 def _clamp_tensor(input, min, max, out):
+    _supported("clamp", D.result_type(*(x for x in (input, min, max) if x is not None)))
     r = input
     if min is not None:
         r = maximum(r, min) if isinstance(min, Tensor) else clamp(r, min=min)
@@ -329,6 +446,16 @@ def clamp_max(input, max):
     return clamp(input, max=max)
 
 
+@defop("clamp_min_(input, min)", composite=True)
+def clamp_min_(input, min):
+    return clamp_(input, min=min)
+
+
+@defop("clamp_max_(input, max)", composite=True)
+def clamp_max_(input, max):
+    return clamp_(input, max=max)
+
+
 @defop("nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None)")
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None, out=None):
     """Replace NaN and infinities by finite numbers (the dtype's extremes by default)."""
@@ -342,6 +469,21 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, out=None):
     if out is not None:
         return out.copy_(r)
     return r
+
+
+@defop("logical_not_(input)", inplace_of="logical_not", differentiable=False)
+def logical_not_(input):
+    """In place: 1 where input is zero, else 0, in input's own dtype."""
+    r = unary("logical_not_", lib.EC_U_LOGICAL_NOT, BOOL_OUT, input)
+    from ember_core._copy import copy_into
+
+    written(input, "logical_not_")
+    return copy_into(input, r)
+
+
+@defop("nan_to_num_(input, nan=0.0, posinf=None, neginf=None)", inplace_of="nan_to_num")
+def nan_to_num_(input, nan=0.0, posinf=None, neginf=None):
+    return input.copy_(nan_to_num(input, nan, posinf, neginf))
 
 
 @defop("isneginf(input)", composite=True)
@@ -374,7 +516,8 @@ ARITH = 0  # compute in result_type
 TRUEDIV = 1  # integer results become the default float
 COMPARE = 2  # compute in result_type, output bool
 BITWISE = 3  # integers and bool only
-FLOATFN = 4  # like TRUEDIV (atan2, hypot, ...)
+FLOATFN = 4  # like TRUEDIV (atan2, copysign, xlogy)
+FLOAT_ONLY_BINARY = 5  # compute in result_type, which must be floating (hypot, logaddexp)
 
 
 def _binary_dtypes(op, kind, a, b):
@@ -387,8 +530,12 @@ def _binary_dtypes(op, kind, a, b):
     if kind == COMPARE:
         return rt, _bool
     if kind == BITWISE:
-        if rt.category == 2:
-            raise RuntimeError(f'"{op}_cpu" not implemented for \'{_tname(rt)}\'')
+        if rt.category == 2 or (rt is _bool and op.startswith("bitwise_") and "shift" in op):
+            raise not_implemented(op.rstrip("_"), rt)
+        return rt, rt
+    if kind == FLOAT_ONLY_BINARY:
+        if rt.category != 2:
+            raise not_implemented(op.rstrip("_"), rt)
         return rt, rt
     cd = rt if rt.category == 2 else D.get_default_dtype()
     return cd, cd
@@ -410,8 +557,45 @@ def _scalar_args(s, dtype):
     return float(s), s
 
 
+_lib_binary_contig = lib.ec_binary_contig
+_lib_binary_scalar_contig = lib.ec_binary_scalar_contig
+_INT64_MIN, _INT64_LIMIT = -(2**63), 2**63
+
+
 def binary(op, code, kind, a, b, out=None, p0=1.0):
     """Run binary kernel ``code`` on a and b (tensors or one Python number)."""
+    # Fast paths (Note [Op overhead]): the common small-tensor cases -- two
+    # contiguous tensors of one dtype and shape, or a contiguous tensor and a
+    # Python number that does not change its dtype -- skip the general
+    # promotion/broadcast machinery below.  They must give exactly its result.
+    if out is None and a.__class__ is Tensor and (a._contig or is_contig(a)):
+        dt = a._dtype
+        bc = b.__class__
+        # the kinds that compute in the operands' own dtype
+        same = kind in (ARITH, COMPARE) or (dt.category == 2 and kind != BITWISE)
+        if bc is Tensor:
+            if (
+                same
+                and b._dtype is dt
+                and b._shape == a._shape
+                and (b._contig or is_contig(b))
+                and b._storage._device is a._storage._device
+            ):
+                r = empty(a._shape, _bool if kind == COMPARE else dt, a._storage._device)
+                st = _lib_binary_contig(code, dt.code, a._numel, r._ptr, a._ptr, b._ptr, p0)
+                if st:
+                    raise error(st, op)
+                return r
+        elif same and (
+            (bc is float and dt.category == 2)
+            or (bc is int and dt.category and _INT64_MIN <= b < _INT64_LIMIT)
+        ):
+            r = empty(a._shape, _bool if kind == COMPARE else dt, a._storage._device)
+            si = b if bc is int else 0
+            st = _lib_binary_scalar_contig(code, dt.code, a._numel, r._ptr, a._ptr, b, si, 0, p0)
+            if st:
+                raise error(st, op)
+            return r
     a_scalar = not isinstance(a, Tensor)
     b_scalar = not isinstance(b, Tensor)
     if a_scalar and b_scalar:
@@ -508,11 +692,9 @@ def binary_(op, code, kind, a, b, p0=1.0):
 
 
 def _no_bool_sub(op, a, b):
-    if (getattr(a, "_dtype", None) is _bool or isinstance(a, bool)) and (
-        getattr(b, "_dtype", None) is _bool or isinstance(b, bool)
-    ):
+    if any(getattr(x, "_dtype", None) is _bool or isinstance(x, bool) for x in (a, b)):
         raise RuntimeError(
-            f"{op}: Subtraction, the `-` operator, with two bool tensors is not supported. If "
+            f"{op}: Subtraction, the `-` operator, with a bool tensor is not supported. If "
             "you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
         )
 
@@ -578,16 +760,26 @@ def _div_kind(rounding_mode):
     )
 
 
+def _div_rounding_dtype(mode, a, b):
+    rt = D.result_type(a, b)
+    if rt is _bool:
+        raise NotImplementedError(f'"div_{mode}_cpu" not implemented for \'Bool\'')
+
+
 @defop("div(input, other, *, rounding_mode=None, out=None)")
 def div(input, other, rounding_mode=None, out=None):
     """True division, or rounded with rounding_mode 'trunc' / 'floor'."""
     code, kind = _div_kind(rounding_mode)
+    if rounding_mode is not None:
+        _div_rounding_dtype(rounding_mode, input, other)
     return binary("div", code, kind, input, other, out)
 
 
 @defop("div_(input, other, *, rounding_mode=None)", inplace_of="div")
 def div_(input, other, rounding_mode=None):
     code, kind = _div_kind(rounding_mode)
+    if rounding_mode is not None:
+        _div_rounding_dtype(rounding_mode, input, other)
     return binary_("div_", code, kind, input, other)
 
 
@@ -596,35 +788,46 @@ def true_divide(input, other, out=None):
     return div(input, other, out=out)
 
 
+@defop("true_divide_(input, other)", composite=True)
+def true_divide_(input, other):
+    return div_(input, other)
+
+
 @defop("floor_divide(input, other, *, out=None)")
 def floor_divide(input, other, out=None):
+    _supported("floor_divide", D.result_type(input, other))
     return binary("floor_divide", lib.EC_B_FLOOR_DIV, ARITH, input, other, out)
 
 
 @defop("floor_divide_(input, other)", inplace_of="floor_divide")
 def floor_divide_(input, other):
+    _supported("floor_divide", D.result_type(input, other))
     return binary_("floor_divide_", lib.EC_B_FLOOR_DIV, ARITH, input, other)
 
 
 @defop("remainder(input, other, *, out=None)")
 def remainder(input, other, out=None):
     """Python's %: the result takes the divisor's sign."""
+    _supported("remainder", D.result_type(input, other))
     return binary("remainder", lib.EC_B_REMAINDER, ARITH, input, other, out)
 
 
 @defop("remainder_(input, other)", inplace_of="remainder")
 def remainder_(input, other):
+    _supported("remainder", D.result_type(input, other))
     return binary_("remainder_", lib.EC_B_REMAINDER, ARITH, input, other)
 
 
 @defop("fmod(input, other, *, out=None)")
 def fmod(input, other, out=None):
     """C's fmod: the result takes the dividend's sign."""
+    _supported("fmod", D.result_type(input, other))
     return binary("fmod", lib.EC_B_FMOD, ARITH, input, other, out)
 
 
 @defop("fmod_(input, other)", inplace_of="fmod")
 def fmod_(input, other):
+    _supported("fmod", D.result_type(input, other))
     return binary_("fmod_", lib.EC_B_FMOD, ARITH, input, other)
 
 
@@ -641,6 +844,15 @@ def _pow_scalar_exponent(input, exponent, out):
 @defop("pow(input, exponent, *, out=None)")
 def pow(input, exponent, out=None):
     """input ** exponent (either may be a number)."""
+    if not (isinstance(input, Tensor) and is_scalar(exponent)):
+        _supported("pow", D.result_type(input, exponent))
+    if isinstance(exponent, bool) and isinstance(input, Tensor):
+        if input._dtype is _bool:  # x ** True is x, x ** False is all True
+            from ember_core._creation import ones_like
+
+            r = input.clone() if exponent else ones_like(input)
+            return r if out is None else out.copy_(r)
+        exponent = int(exponent)
     if isinstance(input, Tensor) and is_scalar(exponent) and not isinstance(exponent, bool):
         return _pow_scalar_exponent(input, exponent, out)
     if is_scalar(input) and isinstance(exponent, Tensor):
@@ -652,6 +864,8 @@ def pow(input, exponent, out=None):
 
 @defop("pow_(input, exponent)", inplace_of="pow")
 def pow_(input, exponent):
+    if isinstance(exponent, Tensor):
+        _supported("pow", D.result_type(input, exponent))
     if is_scalar(exponent) and not isinstance(exponent, bool):
         dt = D.result_type(input, exponent)
         if dt is not input._dtype and not D.can_cast(dt, input._dtype):
@@ -672,9 +886,42 @@ def float_power(input, exponent, out=None):
     return pow(a, e, out=out)
 
 
+# PyTorch's signatures: ops that take two tensors, never a Python number, and
+# ops whose first argument must be a tensor (the operators put it first).
+_TENSOR_ONLY = {"maximum", "minimum", "fmax", "fmin", "atan2", "hypot", "logaddexp", "nextafter",
+                "logical_and", "logical_or", "logical_xor"}
+_TENSOR_FIRST = {"copysign", "eq", "ne", "lt", "le", "gt", "ge"}
+
+
+def _require_tensors(name, input, other):
+    checks = ((input, "input", 1), (other, "other", 2))
+    for x, arg, pos in checks if name in _TENSOR_ONLY else checks[:1]:
+        if not isinstance(x, Tensor):
+            raise TypeError(
+                f"{name}(): argument '{arg}' (position {pos}) must be Tensor, "
+                f"not {type(x).__name__}"
+            )
+
+
+@defop("float_power_(input, exponent)", composite=True)
+def float_power_(input, exponent):
+    if input._dtype is not D.float64:
+        raise RuntimeError(
+            f"the base given to float_power_ has dtype {input._dtype} but the operation's result "
+            "requires dtype Double"
+        )
+    return pow_(input, exponent)
+
+
 def _binary_family(name, code, kind, inplace=True, doc=None):
     def impl(input, other, out=None):
         return binary(name, code, kind, input, other, out)
+
+    if name in _TENSOR_ONLY or name in _TENSOR_FIRST:
+
+        def impl(input, other, out=None):  # noqa: F811
+            _require_tensors(name, input, other)
+            return binary(name, code, kind, input, other, out)
 
     # comparisons, logical and bitwise results are bool/integer: never differentiable
     diff = kind not in (COMPARE, BITWISE) and name != "nextafter"
@@ -683,6 +930,8 @@ def _binary_family(name, code, kind, inplace=True, doc=None):
     if inplace:
 
         def impl_(input, other):
+            if name in _TENSOR_ONLY and not isinstance(other, Tensor):
+                _require_tensors(name + "_", input, other)
             return binary_(name + "_", code, kind, input, other)
 
         impl_.__name__ = name + "_"
@@ -698,11 +947,11 @@ for _name, _code, _kind, _inpl in [
     ("fmax", B.EC_B_FMAX, ARITH, False),
     ("fmin", B.EC_B_FMIN, ARITH, False),
     ("atan2", B.EC_B_ATAN2, FLOATFN, True),
-    ("hypot", B.EC_B_HYPOT, FLOATFN, True),
+    ("hypot", B.EC_B_HYPOT, FLOAT_ONLY_BINARY, True),
     ("copysign", B.EC_B_COPYSIGN, FLOATFN, True),
     ("xlogy", B.EC_B_XLOGY, FLOATFN, True),
-    ("logaddexp", B.EC_B_LOGADDEXP, FLOATFN, False),
-    ("nextafter", B.EC_B_NEXTAFTER, ARITH, True),
+    ("logaddexp", B.EC_B_LOGADDEXP, FLOAT_ONLY_BINARY, False),
+    ("nextafter", B.EC_B_NEXTAFTER, FLOAT_ONLY_BINARY, True),
     ("eq", B.EC_B_EQ, COMPARE, True),
     ("ne", B.EC_B_NE, COMPARE, True),
     ("lt", B.EC_B_LT, COMPARE, True),
@@ -732,6 +981,10 @@ def ternary(op, code, a, b, c, out=None, p0=1.0, cond=False):
     the values (``where``)."""
     tensors = [x for x in (a, b, c) if isinstance(x, Tensor)]
     dev = check_device(op, *tensors)
+    if not cond:
+        # lerp's weight may be a float for any input; the inputs decide
+        rt = D.result_type(a, b) if op.startswith("lerp") else D.result_type(a, b, c)
+        _supported(op.rstrip("_"), rt)
     if cond:
         if not isinstance(a, Tensor) or a._dtype is not _bool:
             raise RuntimeError(f"{op}: expected condition to be a boolean tensor, but got a tensor with dtype {getattr(a, '_dtype', type(a).__name__)}")

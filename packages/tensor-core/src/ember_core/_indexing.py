@@ -6,6 +6,7 @@ with a tensor too) are handled by _advanced_index (Note [Advanced index
 placement]).
 """
 
+import numbers
 import operator
 
 from ember_core import _advanced_index
@@ -22,7 +23,8 @@ def _is_advanced(k):
         return True
     if isinstance(k, (list, tuple)):
         return True
-    return hasattr(k, "__array__") and not isinstance(k, (int, slice))
+    # NumPy integer scalars index like ints (they also have __array__)
+    return hasattr(k, "__array__") and not isinstance(k, (numbers.Integral, slice))
 
 
 def _expand_key(key, ndim):
@@ -92,11 +94,65 @@ def basic_index(t, key):
     return view_of(t, tuple(shape), tuple(stride), offset)
 
 
+def _select0(t, i):
+    """t[i] for a Python int: the slice at i of dim 0 (a view)."""
+    shape = t._shape
+    if not shape:
+        raise IndexError(
+            "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` "
+            "in C++ to convert a 0-dim tensor to a number"
+        )
+    size = shape[0]
+    if not -size <= i < size:
+        raise IndexError(f"index {i} is out of bounds for dimension 0 with size {size}")
+    if i < 0:
+        i += size
+    return view_of(t, shape[1:], t._stride[1:], t._offset + i * t._stride[0])
+
+
+_INT_SLICE = (int, slice)
+
+
+def _int_slice_index(t, key):
+    """t[key] for a tuple of ints and slices (the common case, without the
+    general key expansion); dims past the key are kept whole."""
+    shape, stride = t._shape, t._stride
+    offset = t._offset
+    new_shape, new_stride = [], []
+    for d, k in enumerate(key):
+        size = shape[d]
+        if k.__class__ is int:
+            if not -size <= k < size:
+                raise IndexError(f"index {k} is out of bounds for dimension {d} with size {size}")
+            offset += (k + size if k < 0 else k) * stride[d]
+            continue
+        step = k.step
+        if step is None:
+            step = 1
+        elif step.__class__ is not int:
+            step = operator.index(step)
+        if step <= 0:
+            raise ValueError("step must be greater than zero")
+        start, stop, _ = k.indices(size)
+        length = (stop - start + step - 1) // step if stop > start else 0
+        if length:
+            offset += start * stride[d]
+        new_shape.append(length)
+        new_stride.append(stride[d] * step)
+    n = len(key)
+    return view_of(t, tuple(new_shape) + shape[n:], tuple(new_stride) + stride[n:], offset)
+
+
 @defop("__getitem__(input, key)", view=True, method=False, public=False)
 def _getitem(input, key):
     """input[key]: a view for basic keys, a copy for advanced ones."""
-    if isinstance(key, (int, slice)) and not isinstance(key, bool):
+    kc = key.__class__
+    if kc is int:
+        return _select0(input, key)
+    if kc is slice:
         key = (key,)
+    elif kc is tuple and len(key) <= len(input._shape) and all(k.__class__ in _INT_SLICE for k in key):
+        return _int_slice_index(input, key)
     if type(key) is tuple and not any(_is_advanced(k) for k in key):
         return basic_index(input, _expand_key(key, len(input._shape)))
     if key is None or key is Ellipsis:

@@ -62,7 +62,10 @@ class _ArrayView:
             "shape": t._shape,
             "typestr": t._dtype.numpy.str,
             "data": (t._ptr, readonly or t._storage._readonly),
-            "strides": tuple(s * isz for s in t._stride),
+            # a size-1 dim's stride is never used; keep it inside NumPy's int64
+            "strides": tuple(
+                s * isz if n > 1 or abs(s) < 1 << 58 else 0 for s, n in zip(t._stride, t._shape)
+            ),
             "version": 3,
         }
 

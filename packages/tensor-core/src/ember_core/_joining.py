@@ -181,8 +181,16 @@ def tensor_split(input, indices_or_sections, dim=0):
     return tuple(out)
 
 
-@defop("flip(input, dims)")
-def flip(input, dims):
+def _out(out, r, op):
+    if out is None:
+        return r
+    from ember_core._copy import write_out
+
+    return write_out(out, r, op)
+
+
+@defop("flip(input, dims, *, out=None)")
+def flip(input, dims, out=None):
     """A copy with the order of elements along dims reversed."""
     dims = _shape.normalize_dims(dims, len(input._shape), "flip")
     stride = list(input._stride)
@@ -194,7 +202,7 @@ def flip(input, dims):
     src = view_of(input, input._shape, tuple(stride), offset, input._numel)
     r = empty(input._shape, input._dtype, input._storage._device)
     copy_into(r, src)
-    return r
+    return _out(out, r, "flip")
 
 
 @defop("fliplr(input)", composite=True)
@@ -207,9 +215,11 @@ def flipud(input):
     return flip(input, (0,))
 
 
-@defop("roll(input, shifts, dims=None)")
-def roll(input, shifts, dims=None):
+@defop("roll(input, shifts, dims=None, *, out=None)")
+def roll(input, shifts, dims=None, out=None):
     """Rotate elements along dims by shifts (flattened when dims is None)."""
+    if out is not None:
+        return _out(out, roll(input, shifts, dims), "roll")
     if dims is None:
         return roll(input.reshape(-1), shifts, 0).view(input._shape)
     shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
@@ -273,13 +283,13 @@ def _triangle(op, input, diagonal, upper, out=None):
 @defop("tril(input, diagonal=0, *, out=None)")
 def tril(input, diagonal=0, out=None):
     """The lower triangle of the last two dims (others zeroed)."""
-    return _triangle("tril", input, diagonal, 0, out)
+    return _out(out, _triangle("tril", input, diagonal, 0), "tril")
 
 
 @defop("triu(input, diagonal=0, *, out=None)")
 def triu(input, diagonal=0, out=None):
     """The upper triangle of the last two dims (others zeroed)."""
-    return _triangle("triu", input, diagonal, 1, out)
+    return _out(out, _triangle("triu", input, diagonal, 1), "triu")
 
 
 @defop("tril_(input, diagonal=0)", inplace_of="tril")

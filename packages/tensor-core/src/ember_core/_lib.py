@@ -10,6 +10,15 @@ import os
 
 import scipy_openblas32
 
+# Note [BLAS threads]: after a call, OpenBLAS's worker threads busy-wait for the
+# next one for up to 2^28 cycles (~0.1 s).  Between two matrix products an eager
+# program runs Python and other kernels on the same cores, which those spinning
+# threads then starve: on a busy 2-core machine a 20-layer MLP step took 0.5 s
+# instead of 15 ms.  A short timeout (2^4 cycles: sleep at once) costs a wake-up
+# per product (~5% at 256x256, nothing at 1024).  The setting is read when
+# OpenBLAS loads, so it must come first; a value the user set is kept.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
 # Note [Idle threads wait passively]: ember runs two thread pools, OpenMP's (its
 # own kernels) and OpenBLAS's (GEMMs).  With GNU OpenMP's default policy idle
 # workers spin after each parallel region, so on a machine with as many cores as
@@ -44,8 +53,8 @@ def error(status, op):
         return IndexError(f"{op}: {detail}")
     if status == lib.EC_ERR_NOMEM:
         return MemoryError(f"{op}: {detail}")
-    if status == lib.EC_ERR_DTYPE:
-        return TypeError(f"{op}: {detail}")
+    if status == lib.EC_ERR_DTYPE:  # no kernel for a dtype: PyTorch's NotImplementedError
+        return NotImplementedError(f"{op}: {detail}")
     return RuntimeError(f"{op}: {detail}")
 
 

@@ -6,7 +6,7 @@ from ember_core import _shape
 from ember_core._dispatch import defop
 from ember_core._elementwise import _tname, check_device
 from ember_core._lib import NOGIL_THRESHOLD, check, lib, nogil
-from ember_core._tensor import Tensor, empty, view_of
+from ember_core._tensor import Tensor, empty, view_of, written
 
 
 def _same_dtype(op, a, b):
@@ -16,7 +16,7 @@ def _same_dtype(op, a, b):
             f"{_tname(b._dtype)}"
         )
     if a._dtype is D.bool_:
-        raise RuntimeError(f'"{op}" not implemented for \'Bool\'')
+        raise NotImplementedError(f'"addmm_impl_cpu_" not implemented for \'Bool\' ({op})')
 
 
 def _gemm(op, a, b, c, batch, m, n, k, a_st, b_st, c_st, alpha=1.0, beta=0.0):
@@ -54,12 +54,17 @@ def _flat_batch(t, batch_shape):
 def _mm_out(op, shape, dtype, dev, out):
     if out is None:
         return empty(shape, dtype, dev)
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if out._dtype is not dtype:
+        raise RuntimeError(
+            f"{op}: expected out tensor to have dtype {dtype}, but got {out._dtype} instead"
+        )
+    written(out, op)
     if out._shape != shape:
         from ember_core._copy import resize_
 
         resize_(out, shape)
-    if out._dtype is not dtype:
-        raise RuntimeError(f"{op}: expected out tensor to have dtype {dtype}, but got {out._dtype} instead")
     return out
 
 
@@ -68,6 +73,23 @@ def matmul(input, other, out=None):
     """Matrix product with NumPy's rules: 1-D operands are vectors, leading dims
     are batch dims that broadcast."""
     op = "matmul"
+    if out is None and input.__class__ is Tensor and other.__class__ is Tensor:
+        # the common case, matrix @ matrix, without the batching machinery below
+        sa, sb = input._shape, other._shape
+        dt = input._dtype
+        if (
+            len(sa) == 2
+            and len(sb) == 2
+            and sa[1] == sb[0]
+            and other._dtype is dt
+            and dt is not D.bool_
+            and input._storage._device is other._storage._device
+        ):
+            m, n = sa[0], sb[1]
+            c = empty((m, n), dt, input._storage._device)
+            ast, bst = input._stride, other._stride
+            _gemm(op, input, other, c, 1, m, n, sa[1], (0, ast[0], ast[1]), (0, bst[0], bst[1]), (0, n, 1))
+            return c
     for x, name in ((input, "input"), (other, "other")):
         if not isinstance(x, Tensor):
             raise TypeError(f"matmul(): argument '{name}' must be Tensor, not {type(x).__name__}")
@@ -108,12 +130,9 @@ def matmul(input, other, out=None):
         c._shape = result_shape
         c._stride = _shape.contiguous_strides(result_shape)
     if out is not None:
-        from ember_core._copy import copy_into, resize_
+        from ember_core._copy import write_out
 
-        if out._shape != c._shape:
-            resize_(out, c._shape)
-        copy_into(out, c)
-        return out
+        return write_out(out, c, op)
     return c
 
 
@@ -178,13 +197,15 @@ def inner(input, other):
 
 @defop("outer(input, vec2, *, out=None)")
 def outer(input, vec2, out=None):
-    """Outer product of two vectors."""
+    """Outer product of two vectors (an elementwise product of a column and a
+    row, so dtypes promote and bool works, as in PyTorch)."""
+    from ember_core._elementwise import mul
+
     _check_dims("outer", input, 1, "self")
     _check_dims("outer", vec2, 1, "vec2")
-    _same_dtype("outer", input, vec2)
-    a = view_of(input, (input._shape[0], 1), (input._stride[0], 1), input._offset)
-    b = view_of(vec2, (1, vec2._shape[0]), (1, vec2._stride[0]), vec2._offset)
-    return matmul(a, b, out=out)
+    a = view_of(input, (input._shape[0], 1), (input._stride[0], 0), input._offset)
+    b = view_of(vec2, (1, vec2._shape[0]), (0, vec2._stride[0]), vec2._offset)
+    return mul(a, b, out=out)
 
 
 ger = outer
@@ -223,10 +244,6 @@ def _addmm_like(op, input, a, b, beta, alpha, out):
           (a_bs, a2._stride[-2], a2._stride[-1]), (b_bs, b2._stride[-2], b2._stride[-1]),
           (c._stride[0] if batch else 0, c._stride[-2], c._stride[-1]),
           float(alpha), float(beta))
-    if out is not None:
-        from ember_core._tensor import written
-
-        written(out, op)
     return c
 
 
@@ -251,9 +268,24 @@ def baddbmm(input, batch1, batch2, beta=1, alpha=1, out=None):
     return _addmm_like("baddbmm", input, batch1, batch2, beta, alpha, out)
 
 
+@defop("baddbmm_(input, batch1, batch2, *, beta=1, alpha=1)", inplace_of="baddbmm")
+def baddbmm_(input, batch1, batch2, beta=1, alpha=1):
+    return input.copy_(baddbmm(input, batch1, batch2, beta=beta, alpha=alpha))
+
+
 @defop("addmv(input, mat, vec, *, beta=1, alpha=1)", composite=True)
 def addmv(input, mat, vec, beta=1, alpha=1):
     return input * beta + mv(mat, vec) * alpha if beta != 0 else mv(mat, vec) * alpha
+
+
+@defop("addmv_(input, mat, vec, *, beta=1, alpha=1)", composite=True)
+def addmv_(input, mat, vec, beta=1, alpha=1):
+    return input.copy_(addmv(input, mat, vec, beta=beta, alpha=alpha))
+
+
+@defop("addr_(input, vec1, vec2, *, beta=1, alpha=1)", composite=True)
+def addr_(input, vec1, vec2, beta=1, alpha=1):
+    return input.copy_(addr(input, vec1, vec2, beta=beta, alpha=alpha))
 
 
 @defop("addr(input, vec1, vec2, *, beta=1, alpha=1)", composite=True)
@@ -280,3 +312,254 @@ def tensordot(a, b, dims=2):
     b2 = b.permute(*db, *free_b).reshape(ka, -1)
     out_shape = [a._shape[d] for d in free_a] + [b._shape[d] for d in free_b]
     return matmul(a2, b2).reshape(out_shape)
+
+
+# ------------------------------------------------------------------ einsum
+
+# Subscript labels in PyTorch's order (upper case first); the dims an ellipsis
+# stands for get labels after these, right-aligned across operands.
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_LABEL = {c: i for i, c in enumerate(_LETTERS)}
+_ELLIPSIS = -1
+
+
+def _einsum_term(term, where):
+    """Labels of one term ('ab...c'), with _ELLIPSIS standing for '...'."""
+    labels, i = [], 0
+    while i < len(term):
+        c = term[i]
+        if c == ".":
+            if term[i : i + 3] != "..." or _ELLIPSIS in labels:
+                raise RuntimeError(
+                    f"einsum(): found '.' for {where} that is not part of any ellipsis"
+                )
+            labels.append(_ELLIPSIS)
+            i += 3
+            continue
+        if c not in _LABEL:
+            raise RuntimeError(
+                f"einsum(): invalid subscript given at index {i} of {where} in the equation "
+                f"string, subscripts must be in [a-zA-Z]"
+            )
+        labels.append(_LABEL[c])
+        i += 1
+    return labels
+
+
+def _einsum_sublist(args):
+    """einsum(op0, sublist0, op1, sublist1, ..., [out]) as (equation, operands)."""
+    def term(sub):
+        out = []
+        for s in sub:
+            if s is Ellipsis:
+                out.append("...")
+            elif isinstance(s, int) and 0 <= s < len(_LETTERS):
+                out.append(_LETTERS[s])
+            else:
+                raise RuntimeError(
+                    "einsum(): subscript in subscript list is not within the valid range "
+                    f"[0, 52), got {s!r}"
+                )
+        return "".join(out)
+
+    operands = list(args[0::2])
+    terms = [term(s) for s in args[1::2]]
+    eq = ",".join(terms[: len(operands)])
+    if len(args) % 2:
+        eq += "->" + term(args[-1])
+        operands = operands[:-1]
+    return eq, operands
+
+
+def _einsum_plan(equation, operands):
+    """Each operand's labels (ellipses expanded) and the output's labels."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        more = "more" if len(operands) > len(terms) else "fewer"
+        raise RuntimeError(
+            f"einsum(): {more} operands were provided than specified in the equation "
+            f"({len(operands)} tensors for {len(terms)} terms of '{equation}')"
+        )
+    parsed = [_einsum_term(t, f"operand {k}") for k, t in enumerate(terms)]
+    ell_dims = []
+    for k, (labels, x) in enumerate(zip(parsed, operands)):
+        named = len(labels) - (1 if _ELLIPSIS in labels else 0)
+        nd = len(x._shape)
+        if _ELLIPSIS in labels:
+            if nd < named:
+                raise RuntimeError(
+                    f"einsum(): the number of subscripts in the equation ({named}) is more than "
+                    f"the number of dimensions ({nd}) for operand {k}"
+                )
+            ell_dims.append(nd - named)
+        else:
+            if nd != named:
+                raise RuntimeError(
+                    f"einsum(): the number of subscripts in the equation ({named}) does not match "
+                    f"the number of dimensions ({nd}) for operand {k} and no ellipsis was given"
+                )
+            ell_dims.append(0)
+    n_ell = max(ell_dims, default=0)
+    ell_labels = [len(_LETTERS) + j for j in range(n_ell)]
+
+    def expand(labels, e):
+        out = []
+        for lab in labels:
+            out.extend(ell_labels[n_ell - e :] if lab == _ELLIPSIS else [lab])
+        return out
+
+    op_labels = [expand(lbl, e) for lbl, e in zip(parsed, ell_dims)]
+    if arrow:
+        out_raw = _einsum_term(rhs, "the output")
+        out = expand(out_raw, n_ell) if _ELLIPSIS in out_raw else out_raw
+        seen = set()
+        for lab in out:
+            if lab in seen:
+                raise RuntimeError(
+                    f"einsum(): output subscript {_LETTERS[lab]} appears more than once in the "
+                    "output"
+                )
+            seen.add(lab)
+            if not any(lab in lbl for lbl in op_labels):
+                raise RuntimeError(
+                    f"einsum(): output subscript {_LETTERS[lab]} does not appear in the equation "
+                    "for any input operand"
+                )
+    else:
+        counts = {}
+        for lbl in parsed:
+            for lab in lbl:
+                if lab != _ELLIPSIS:
+                    counts[lab] = counts.get(lab, 0) + 1
+        out = ell_labels + sorted(lab for lab, c in counts.items() if c == 1)
+    return op_labels, out
+
+
+def _einsum_name(lab):
+    return _LETTERS[lab] if lab < len(_LETTERS) else "..."
+
+
+def _einsum_diagonals(x, labels, k):
+    """Take the diagonal of every label repeated within one operand ('ii')."""
+    labels = list(labels)
+    while len(set(labels)) != len(labels):
+        for p1, lab in enumerate(labels):
+            if lab in labels[p1 + 1 :]:
+                p2 = labels.index(lab, p1 + 1)
+                if x._shape[p1] != x._shape[p2]:
+                    raise RuntimeError(
+                        f"einsum(): subscript {_einsum_name(lab)} is repeated for operand {k} but "
+                        f"the sizes don't match, {x._shape[p2]} != {x._shape[p1]}"
+                    )
+                x = x.diagonal(0, p1, p2)
+                labels = [lb for i, lb in enumerate(labels) if i not in (p1, p2)] + [lab]
+                break
+    return x, labels
+
+
+def _einsum_contract(a, la, b, lb, keep):
+    """Multiply two operands, summing the labels they share that are not in
+    ``keep``, as one batched matrix product: (batch, a-only, shared) @ (batch,
+    shared, b-only)."""
+    batch = [lab for lab in la if lab in lb and lab in keep]
+    shared = [lab for lab in la if lab in lb and lab not in keep]
+    a_only = [lab for lab in la if lab not in lb]
+    b_only = [lab for lab in lb if lab not in la]
+    size = dict(zip(la, a._shape))
+    size.update(zip(lb, b._shape))
+
+    def numel(labels):
+        n = 1
+        for lab in labels:
+            n *= size[lab]
+        return n
+
+    nb, nm, nk, nn = numel(batch), numel(a_only), numel(shared), numel(b_only)
+    a3 = a.permute(*[la.index(lab) for lab in batch + a_only + shared]).reshape(nb, nm, nk)
+    b3 = b.permute(*[lb.index(lab) for lab in batch + shared + b_only]).reshape(nb, nk, nn)
+    r = bmm(a3, b3).reshape([size[lab] for lab in batch + a_only + b_only])
+    return r, batch + a_only + b_only
+
+
+@defop("einsum(equation, *operands)", method=False, composite=True)
+def einsum(equation, *operands):
+    """Sums of products of operands' elements, as described by Einstein
+    summation notation ('ij,jk->ik' is a matrix product).  Labels repeated in
+    one operand take its diagonal, size-1 dims broadcast, '...' stands for the
+    remaining dims.  Computed with permute/reshape and batched matrix products.
+
+    >>> import ember_core as ec
+    >>> ec.einsum('ij,j->i', ec.ones(2, 3), ec.arange(3.0)).tolist()
+    [3.0, 3.0]
+    """
+    from ember_core._reduction import sum as _sum
+
+    if isinstance(equation, Tensor):
+        equation, operands = _einsum_sublist((equation,) + operands)
+    elif len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if not isinstance(equation, str):
+        raise TypeError(f"einsum(): equation must be a str, got {type(equation).__name__}")
+    if not operands:
+        raise RuntimeError("einsum(): must provide at least one operand")
+    for k, x in enumerate(operands):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"einsum(): operand {k} must be a Tensor, not {type(x).__name__}")
+        if x._dtype is not operands[0]._dtype:
+            raise RuntimeError(
+                f"einsum(): operands must have the same dtype, got {operands[0]._dtype} "
+                f"(operand 0) and {x._dtype} (operand {k})"
+            )
+    check_device("einsum", *operands)
+    op_labels, out = _einsum_plan(equation, operands)
+    xs = []
+    for k, (x, labels) in enumerate(zip(operands, op_labels)):
+        x, labels = _einsum_diagonals(x, labels, k)
+        xs.append([x, labels])
+    # each label's size; a size-1 dim broadcasts against the others
+    size = {}
+    for k, (x, labels) in enumerate(xs):
+        for lab, s in zip(labels, x._shape):
+            prev = size.get(lab, 1)
+            if s != 1 and prev != 1 and s != prev:
+                raise RuntimeError(
+                    f"einsum(): subscript {_einsum_name(lab)} has size {s} for operand {k} which "
+                    f"does not broadcast with previously seen size {prev}"
+                )
+            size[lab] = max(prev, s) if s != 1 else prev
+    # drop broadcast size-1 dims: such an operand is constant along the label
+    for item in xs:
+        x, labels = item
+        drop = [p for p, lab in enumerate(labels) if x._shape[p] == 1 and size[lab] != 1]
+        if drop:
+            item[0] = x.squeeze(tuple(drop))
+            item[1] = [lab for p, lab in enumerate(labels) if p not in drop]
+    # sum labels that only one operand has and the output lacks
+    for k, item in enumerate(xs):
+        x, labels = item
+        others = set(out)
+        for j, (_, lb) in enumerate(xs):
+            if j != k:
+                others.update(lb)
+        lonely = [p for p, lab in enumerate(labels) if lab not in others]
+        if lonely:
+            item[0] = _sum(x, tuple(lonely), dtype=x._dtype)
+            item[1] = [lab for p, lab in enumerate(labels) if p not in lonely]
+    r, lr = xs[0]
+    for k in range(1, len(xs)):
+        keep = set(out)
+        for _, lb in xs[k + 1 :]:
+            keep.update(lb)
+        r, lr = _einsum_contract(r, lr, xs[k][0], xs[k][1], keep)
+    extra = [p for p, lab in enumerate(lr) if lab not in out]
+    if extra:
+        r = _sum(r, tuple(extra), dtype=r._dtype)
+        lr = [lab for p, lab in enumerate(lr) if p not in extra]
+    # labels of the output that every operand broadcast (size 1 everywhere)
+    for lab in out:
+        if lab not in lr:
+            r = r.unsqueeze(-1)
+            lr = lr + [lab]
+    return r.permute(*[lr.index(lab) for lab in out])

@@ -48,6 +48,10 @@ def _summarize_array(a):
 
 
 class _Formatter:
+    """PyTorch's _Formatter: one notation and width for every element shown.
+    The width comes from the non-zero finite values only (NaN, inf and zeros
+    may stick out), as in PyTorch."""
+
     def __init__(self, values, dtype):
         self.floating = dtype.is_floating_point
         self.int_mode = True
@@ -60,38 +64,41 @@ class _Formatter:
             return
         finite = vals[np.isfinite(vals) & (vals != 0)].astype(np.float64)
         if finite.size == 0:
-            for v in vals.tolist():
-                self.max_width = max(self.max_width, len(_special(v)))
-            return
+            return  # PyTorch stops here, before looking at sci_mode
         absv = np.abs(finite)
         nonzero_min, nonzero_max = absv.min(), absv.max()
         self.int_mode = bool(np.all(np.ceil(finite) == finite))
+        p = PRINT_OPTS.precision
         if self.int_mode:
             if nonzero_max / nonzero_min > 1000.0 or nonzero_max > 1.0e8:
                 self.sci_mode = True
+                widths = (len(f"{v:.{p}e}") for v in finite.tolist())
+            else:
+                widths = (len(f"{v:.0f}") + 1 for v in finite.tolist())
         elif nonzero_max / nonzero_min > 1000.0 or nonzero_max > 1.0e8 or nonzero_min < 1.0e-4:
             self.sci_mode = True
+            widths = (len(f"{v:.{p}e}") for v in finite.tolist())
+        else:
+            widths = (len(f"{v:.{p}f}") for v in finite.tolist())
+        self.max_width = max(self.max_width, *widths)
         if PRINT_OPTS.sci_mode is not None:
             self.sci_mode = PRINT_OPTS.sci_mode
-        for v in vals.astype(np.float64).tolist():
-            self.max_width = max(self.max_width, len(self._fmt(v)))
-
-    def _fmt(self, v):
-        if not math.isfinite(v):
-            return _special(v)
-        p = PRINT_OPTS.precision
-        if self.sci_mode:
-            return f"{v:.{p}e}"
-        if self.int_mode:
-            return f"{v:.0f}."
-        return f"{v:.{p}f}"
 
     def width(self):
         return self.max_width
 
     def format(self, v):
         if self.floating:
-            s = self._fmt(float(v))
+            v = float(v)
+            p = PRINT_OPTS.precision
+            if self.sci_mode:
+                s = f"{v:{self.max_width}.{p}e}" if math.isfinite(v) else _special(v)
+            elif self.int_mode:
+                s = f"{v:.0f}" if math.isfinite(v) else _special(v)
+                if math.isfinite(v):
+                    s += "."
+            else:
+                s = f"{v:.{p}f}" if math.isfinite(v) else _special(v)
         else:
             s = str(v)
         return " " * (self.max_width - len(s)) + s
@@ -151,10 +158,11 @@ def tensor_repr(t, prefix="tensor("):
     indent = len(prefix)
     suffixes = []
     default = t._dtype in (D.get_default_dtype(), D.int64, D.bool_)
-    if t._numel == 0 and t._shape != (0,):
-        suffixes.append(f"size={tuple(t._shape)}")
-        body = "[]"
-    elif t._numel == 0:
+    if t._numel == 0:
+        if len(t._shape) != 1:
+            suffixes.append(f"size={tuple(t._shape)}")
+        # no elements tell int64 from the default dtype: always say it
+        default = t._dtype is D.get_default_dtype()
         body = "[]"
     else:
         a = _values(t)

@@ -5,10 +5,11 @@ import collections
 
 from ember_core import _dtype as D
 from ember_core import _shape
+from ember_core._copy import write_out
 from ember_core._dispatch import defop
 from ember_core._elementwise import cast, maximum, minimum
 from ember_core._lib import NOGIL_THRESHOLD, check, ffi, lib, nogil
-from ember_core._tensor import Tensor, empty
+from ember_core._tensor import Tensor, empty, is_contig
 
 
 class _ReturnTypes:
@@ -36,56 +37,79 @@ def _keepdim_view(r, shape, dims):
     return r
 
 
-def reduce(op, code, x, dims, keepdim, out_dtype, p0=0.0, want_idx=False, out=None):
-    """Reduce x over ``dims`` (a tuple of normalised dims) with kernel ``code``."""
-    nd = len(x._shape)
-    if nd == 0:
-        dims = ()  # a 0-d tensor reduces over its (implicit) dim 0 by copying
-    out_dims = [d for d in range(nd) if d not in dims]
+_flat_layouts = {}
+
+
+def _flat_layout(n):
+    """The layout of a reduction of n contiguous elements to one (memoised)."""
+    lay = _flat_layouts.get(n)
+    if lay is None:
+        if len(_flat_layouts) > 1024:
+            _flat_layouts.clear()
+        lay = _flat_layouts[n] = ffi.new("int64_t[]", [n, 1])
+    return lay
+
+
+# Reduction layouts by (shape, strides, dims): building one costs more than
+# reducing a small tensor.
+_plans = {}
+
+
+def _plan(x, dims):
+    out_dims = [d for d in range(len(x._shape)) if d not in dims]
     out_shape = tuple(x._shape[d] for d in out_dims)
-    dev = x._storage._device
-    r = empty(out_shape, out_dtype, dev)
-    idx = empty(out_shape, D.int64, dev) if want_idx else None
-    red_shape = [x._shape[d] for d in dims]
     lay = ffi.new(
         "int64_t[]",
         list(out_shape)
-        + list(r._stride)
+        + list(_shape.contiguous_strides(out_shape))
         + [x._stride[d] for d in out_dims]
-        + red_shape
+        + [x._shape[d] for d in dims]
         + [x._stride[d] for d in dims],
     )
+    return out_shape, lay, len(out_dims), len(dims)
+
+
+def reduce(op, code, x, dims, keepdim, out_dtype, p0=0.0, want_idx=False, out=None):
+    """Reduce x over ``dims`` (a tuple of normalised dims) with kernel ``code``."""
+    nd = len(x._shape)
+    if not nd:
+        dims = ()  # a 0-d tensor reduces over "dim 0" to itself
+    dev = x._storage._device
     fn = nogil.ec_reduce if x._numel * x._dtype.itemsize > NOGIL_THRESHOLD else lib.ec_reduce
-    check(
-        fn(code, x._dtype.code, out_dtype.code, len(out_dims), len(dims), lay, r._ptr,
-           idx._ptr if idx is not None else 0, x._ptr, p0),
-        op,
-    )
+    if len(dims) == nd and (x._contig or is_contig(x)):
+        # everything of a contiguous tensor: one flat run, a cached layout
+        r = empty((), out_dtype, dev)
+        idx = empty((), D.int64, dev) if want_idx else None
+        n_out, n_red, lay = 0, 1, _flat_layout(x._numel)
+    else:
+        key = (x._shape, x._stride, dims)
+        plan = _plans.get(key)
+        if plan is None:
+            plan = _plans[key] = _plan(x, dims)
+            if len(_plans) > 1024:
+                _plans.clear()
+        out_shape, lay, n_out, n_red = plan
+        r = empty(out_shape, out_dtype, dev)
+        idx = empty(out_shape, D.int64, dev) if want_idx else None
+    st = fn(code, x._dtype.code, out_dtype.code, n_out, n_red, lay, r._ptr,
+            idx._ptr if idx is not None else 0, x._ptr, p0)
+    if st:
+        check(st, op)
     if keepdim:
         r = _keepdim_view(r, x._shape, dims)
         if idx is not None:
             idx = _keepdim_view(idx, x._shape, dims)
     if out is not None:
-        from ember_core._copy import copy_into, resize_
-
         if isinstance(out, tuple):
             values_out, idx_out = out
-            for o, v in ((values_out, r), (idx_out, idx)):
-                if o._shape != v._shape:
-                    resize_(o, v._shape)
-                copy_into(o, v)
-            return values_out, idx_out
-        if out._shape != r._shape:
-            resize_(out, r._shape)
-        copy_into(out, r)
-        return out
+            return write_out(values_out, r, op), write_out(idx_out, idx, op)
+        return write_out(out, r, op)
     return (r, idx) if want_idx else r
 
 
 def _dims(x, dim, op):
-    # an empty dim list reduces over every dim, as in PyTorch
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
-        return tuple(range(len(x._shape)))
+        return tuple(range(len(x._shape)))  # dim=() reduces everything, as in PyTorch
     return _shape.normalize_dims(dim, len(x._shape), op)
 
 
@@ -143,17 +167,17 @@ def nanmean(input, dim=None, keepdim=False, dtype=None):
     return div(nansum(input, dim, keepdim, dtype=dtype), sum(notnan, dim, keepdim))
 
 
-@defop("prod(input, dim=None, keepdim=False, *, dtype=None)")
-def prod(input, dim=None, keepdim=False, dtype=None):
+@defop("prod(input, dim=None, keepdim=False, *, dtype=None, out=None)")
+def prod(input, dim=None, keepdim=False, dtype=None, out=None):
     """Product over one dim (or all)."""
     od = _sum_dtype(input, dtype)
     x = cast(input, od) if dtype is not None and od.category == 2 else input
     dims = tuple(range(len(input._shape))) if dim is None else (_shape.normalize_dim(dim, len(input._shape), "prod"),)
-    return reduce("prod", R.EC_R_PROD, x, dims, keepdim, od)
+    return reduce("prod", R.EC_R_PROD, x, dims, keepdim, od, out=out)
 
 
 def _nonempty(op, x, dims):
-    if x._numel == 0:
+    if x._numel == 0 and x._shape:
         if len(dims) == len(x._shape) and len(dims) != 1:
             raise RuntimeError(
                 f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
@@ -215,7 +239,14 @@ def aminmax(input, dim=None, keepdim=False):
     return return_types.aminmax(amin(input, dims, keepdim), amax(input, dims, keepdim))
 
 
-def _arg(op, code, input, dim, keepdim):
+def _arg(op, code, input, dim, keepdim, out=None):
+    idx = _arg_index(op, code, input, dim, keepdim)
+    return idx if out is None else write_out(out, idx, op)
+
+
+def _arg_index(op, code, input, dim, keepdim):
+    if input._dtype is D.bool_:
+        raise RuntimeError(f"{op}(): does not support bool input")
     if dim is None:
         flat = input.reshape(-1)
         _nonempty(op, flat, (0,))
@@ -229,15 +260,15 @@ def _arg(op, code, input, dim, keepdim):
     return idx
 
 
-@defop("argmax(input, dim=None, keepdim=False)", differentiable=False)
-def argmax(input, dim=None, keepdim=False):
+@defop("argmax(input, dim=None, keepdim=False, *, out=None)", differentiable=False)
+def argmax(input, dim=None, keepdim=False, out=None):
     """Index of the largest value (of the flattened tensor when dim is None)."""
-    return _arg("argmax", R.EC_R_MAX, input, dim, keepdim)
+    return _arg("argmax", R.EC_R_MAX, input, dim, keepdim, out)
 
 
-@defop("argmin(input, dim=None, keepdim=False)", differentiable=False)
-def argmin(input, dim=None, keepdim=False):
-    return _arg("argmin", R.EC_R_MIN, input, dim, keepdim)
+@defop("argmin(input, dim=None, keepdim=False, *, out=None)", differentiable=False)
+def argmin(input, dim=None, keepdim=False, out=None):
+    return _arg("argmin", R.EC_R_MIN, input, dim, keepdim, out)
 
 
 def _correction(op, unbiased, correction):
@@ -293,12 +324,12 @@ def _ord(p):
     return float(p)
 
 
-@defop("norm(input, p='fro', dim=None, keepdim=False, dtype=None)")
-def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+@defop("norm(input, p='fro', dim=None, keepdim=False, dtype=None, *, out=None)")
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None, out=None):
     """The vector p-norm over dim(s) ('fro' = 2)."""
     dt = _float_only("norm", input, dtype)
     x = cast(input, dt)
-    return reduce("norm", R.EC_R_NORM, x, _dims(input, dim, "norm"), keepdim, dt, _ord(p))
+    return reduce("norm", R.EC_R_NORM, x, _dims(input, dim, "norm"), keepdim, dt, _ord(p), out=out)
 
 
 @defop("vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None)", method=False)
@@ -333,9 +364,11 @@ def any(input, dim=None, keepdim=False, out=None):
     return reduce("any", R.EC_R_ANY, input, _dims(input, dim, "any"), keepdim, _bool_out(input), out=out)
 
 
-@defop("count_nonzero(input, dim=None)", differentiable=False)
-def count_nonzero(input, dim=None):
-    return reduce("count_nonzero", R.EC_R_COUNT_NONZERO, input, _dims(input, dim, "count_nonzero"), False, D.int64)
+@defop("count_nonzero(input, dim=None, *, out=None)", differentiable=False)
+def count_nonzero(input, dim=None, out=None):
+    """The number of non-zero elements (along dim(s))."""
+    dims = _dims(input, dim, "count_nonzero")
+    return reduce("count_nonzero", R.EC_R_COUNT_NONZERO, input, dims, False, D.int64, out=out)
 
 
 # ------------------------------------------------------------------- scans
@@ -362,12 +395,7 @@ def scan(op, code, x, dim, out_dtype, want_idx=False, out=None):
         r = r.reshape(())
         idx = idx.reshape(()) if idx is not None else None
     if out is not None:
-        from ember_core._copy import copy_into, resize_
-
-        if out._shape != r._shape:
-            resize_(out, r._shape)
-        copy_into(out, r)
-        return out
+        return write_out(out, r, op)
     return (r, idx) if want_idx else r
 
 
@@ -389,6 +417,11 @@ def cumprod(input, dim, dtype=None, out=None):
     return scan("cumprod", R.EC_S_CUMPROD, input, dim, od, out=out)
 
 
+@defop("cumprod_(input, dim, *, dtype=None)", inplace_of="cumprod")
+def cumprod_(input, dim, dtype=None):
+    return input.copy_(cumprod(input, dim, dtype=dtype))
+
+
 @defop("cummax(input, dim)")
 def cummax(input, dim):
     v, i = scan("cummax", R.EC_S_CUMMAX, input, dim, input._dtype, want_idx=True)
@@ -403,7 +436,13 @@ def cummin(input, dim):
 
 @defop("logcumsumexp(input, dim)")
 def logcumsumexp(input, dim):
-    dt = input._dtype if input._dtype.category == 2 else D.get_default_dtype()
+    if input._dtype.category != 2:
+        from ember_core._elementwise import _tname
+
+        raise NotImplementedError(
+            f'"logcumsumexp_out_cpu" not implemented for \'{_tname(input._dtype)}\''
+        )
+    dt = input._dtype
     return scan("logcumsumexp", R.EC_S_LOGCUMSUMEXP, cast(input, dt), dim, dt)
 
 

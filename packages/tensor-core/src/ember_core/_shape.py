@@ -13,6 +13,10 @@ def contiguous_strides(shape):
     for s in reversed(shape):
         strides.append(acc)
         acc *= s if s > 1 else 1
+    if strides and strides[-1] >= 1 << 63:
+        raise RuntimeError(
+            f"a tensor of shape {list(shape)} is too large: its strides overflow int64"
+        )
     return tuple(reversed(strides))
 
 
@@ -33,21 +37,33 @@ def numel(shape):
     return prod(shape)
 
 
+_INT64_LIMIT = 1 << 63
+
+
 def as_shape(args, op):
     """Accept f(2, 3), f((2, 3)), f([2, 3]) or f(torch.Size); ints only, >= 0."""
-    if len(args) == 1 and not isinstance(args[0], int):
+    if len(args) == 1 and args[0].__class__ is not int:
         args = args[0]
         if hasattr(args, "_shape") and not args._shape:  # a 0-d integer tensor
             args = (args.item(),)
     try:
-        shape = tuple(operator.index(s) for s in args)
+        shape = tuple([s if s.__class__ is int else operator.index(s) for s in args])
     except TypeError:
         raise TypeError(
             f"{op}(): size must be a sequence of ints, got {type(args).__name__} {args!r}"
         ) from None
+    extent = 1
     for s in shape:
         if s < 0:
-            raise RuntimeError(f"{op}(): Trying to create tensor with negative dimension {s}: {list(shape)}")
+            raise RuntimeError(
+                f"{op}(): Trying to create tensor with negative dimension {s}: {list(shape)}"
+            )
+        if s > 1:
+            extent *= s
+    if extent >= _INT64_LIMIT:  # the outermost stride would not fit int64
+        raise RuntimeError(
+            f"{op}(): the shape {list(shape)} is too large (its strides overflow int64)"
+        )
     if len(shape) > MAX_DIMS:
         raise RuntimeError(f"{op}(): at most {MAX_DIMS} dims are supported, got {len(shape)}")
     return shape

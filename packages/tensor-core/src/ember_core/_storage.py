@@ -17,6 +17,7 @@ from ember_core._device import CPU, device
 _host_malloc, _host_free = ember_allocator.host_fast_path()
 _host_allocator = ember_allocator.host_allocator()
 _new = object.__new__
+_MAX_BYTES = 1 << 62
 
 
 class UntypedStorage:
@@ -130,6 +131,10 @@ def _alloc_block(allocator, nbytes, dev):
 
 def allocate(nbytes, dev=CPU):
     """A fresh storage of ``nbytes`` bytes (uninitialised)."""
+    if nbytes > _MAX_BYTES:
+        raise ember_allocator.OutOfMemoryError(
+            f"cannot allocate {nbytes} bytes on {dev}: more than any address space holds"
+        )
     if dev is CPU and not _allocators:
         ptr = _host_malloc(nbytes)
         if ptr:

@@ -11,6 +11,7 @@ from ember_core import _dtype, _shape, _storage
 from ember_core._device import CPU
 
 _new = object.__new__
+_MAX_NUMEL = (1 << 63) - 1
 
 # Strides of contiguous shapes, memoised: computing them in Python costs more
 # than the rest of making a small tensor.
@@ -158,6 +159,10 @@ class Tensor:
         return self._storage
 
     def is_contiguous(self, memory_format=None):
+        if memory_format is not None:
+            from ember_core import _copy
+
+            return _copy.is_contiguous_as(self, memory_format)
         c = self._contig
         if c is None:
             c = self._contig = _shape.is_contiguous(self._shape, self._stride)
@@ -414,6 +419,10 @@ def view_of(base, shape, stride, offset, numel=None, contig=None):
         numel = 1
         for s in shape:
             numel *= s
+        if numel > _MAX_NUMEL or (numel == 0 and any(s > _MAX_NUMEL for s in shape)):
+            raise RuntimeError(
+                f"a view of shape {list(shape)} has {numel} elements, more than int64 can count"
+            )
     t = _new(Tensor)
     t._storage = base._storage
     t._shape = shape

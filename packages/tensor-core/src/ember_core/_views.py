@@ -10,11 +10,19 @@ from ember_core import _dtype as D
 from ember_core import _shape, _tensor
 from ember_core._dispatch import defop
 from ember_core._shape import normalize_dim
-from ember_core._tensor import Tensor, is_contig, view_of
+from ember_core._tensor import Tensor, contiguous_strides, is_contig, view_of
 
 
 def _infer_size(shape, numel, op):
     """Replace a -1 in ``shape`` so the product is numel."""
+    known = 1
+    for s in shape:
+        if s < 0:
+            break
+        known *= s
+    else:  # the common case: every size given
+        if known == numel and (numel or all(s < 1 << 63 for s in shape)):
+            return tuple(shape)
     shape = list(shape)
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
@@ -32,6 +40,8 @@ def _infer_size(shape, numel, op):
         shape[neg[0]] = numel // known
     elif known != numel:
         raise RuntimeError(f"{op}: shape '{shape}' is invalid for input of size {numel}")
+    if numel == 0 and any(s >= 1 << 63 for s in shape):
+        raise RuntimeError(f"{op}: shape '{shape}' has a size that does not fit int64")
     return tuple(shape)
 
 
@@ -71,10 +81,10 @@ def _view_strides(old_shape, old_stride, new_shape):
 
 
 def _as_sizes(args, op):
-    if len(args) == 1 and not isinstance(args[0], int):
+    if len(args) == 1 and args[0].__class__ is not int:
         args = args[0]
     try:
-        return tuple(operator.index(s) for s in args)
+        return tuple([s if s.__class__ is int else operator.index(s) for s in args])
     except TypeError:
         raise TypeError(f"{op}(): size must be a sequence of ints, got {args!r}") from None
 
@@ -89,7 +99,7 @@ def view(input, shape):
     if new == input._shape:
         return view_of(input, input._shape, input._stride, input._offset, input._numel, input._contig)
     if input._contig or is_contig(input):
-        return view_of(input, new, _shape.contiguous_strides(new), input._offset, input._numel, True)
+        return view_of(input, new, contiguous_strides(new), input._offset, input._numel, True)
     st = _view_strides(input._shape, input._stride, new)
     if st is None:
         raise RuntimeError(
@@ -234,6 +244,10 @@ def expand(input, sizes):
         cur, st = input._shape[i - lead], input._stride[i - lead]
         if s == -1:
             s = cur
+        elif s < 0:
+            raise RuntimeError(
+                f"expand: the expanded size {s} at dimension {i} is negative (sizes {list(sizes)})"
+            )
         if cur == s:
             shape.append(s)
             stride.append(st)
@@ -461,7 +475,10 @@ def atleast_3d(input):
 
 def T(self):
     """All dims reversed."""
-    return permute(self, *reversed(range(len(self._shape))))
+    n = len(self._shape)
+    if n == 2:
+        return transpose(self, 0, 1)
+    return permute(self, *reversed(range(n)))
 
 
 def mT(self):
@@ -473,3 +490,55 @@ def mT(self):
 
 def is_view_tensor(t):
     return isinstance(t, Tensor) and t._base is not None
+
+
+# -------------------------------------------------- in-place metadata changes
+
+
+def _restride_(input, v):
+    """Give ``input`` the geometry of ``v`` (a view of it): the in-place forms of
+    view ops change shape/strides/offset, never data.  Like PyTorch, they count
+    as in-place ops (the version counter moves)."""
+    input._shape, input._stride, input._offset = v._shape, v._stride, v._offset
+    input._ptr, input._numel, input._contig = v._ptr, v._numel, v._contig
+    input._storage._version += 1
+    return input
+
+
+@defop("transpose_(input, dim0, dim1)", inplace_of="transpose")
+def transpose_(input, dim0, dim1):
+    return _restride_(input, transpose(input, dim0, dim1))
+
+
+@defop("swapaxes_(input, axis0, axis1)", composite=True)
+def swapaxes_(input, axis0, axis1):
+    return transpose_(input, axis0, axis1)
+
+
+@defop("swapdims_(input, dim0, dim1)", composite=True)
+def swapdims_(input, dim0, dim1):
+    return transpose_(input, dim0, dim1)
+
+
+@defop("t_(input)", composite=True)
+def t_(input):
+    if len(input._shape) > 2:
+        raise RuntimeError(
+            f"t_() expects a tensor with <= 2 dimensions, but self is {len(input._shape)}D"
+        )
+    return transpose_(input, 0, -1)
+
+
+@defop("squeeze_(input, dim=None)", inplace_of="squeeze")
+def squeeze_(input, dim=None):
+    return _restride_(input, squeeze(input, dim))
+
+
+@defop("unsqueeze_(input, dim)", inplace_of="unsqueeze")
+def unsqueeze_(input, dim):
+    return _restride_(input, unsqueeze(input, dim))
+
+
+@defop("as_strided_(input, size, stride, storage_offset=None)", inplace_of="as_strided")
+def as_strided_(input, size, stride, storage_offset=None):
+    return _restride_(input, as_strided(input, size, stride, storage_offset))

@@ -11,25 +11,19 @@ at least 10x faster than pickling the bytes.
   - 1,000 x 1 KiB: the parent puts 1,000 fresh 1 KiB tensors on a Queue, the
     child gets them all and answers once; tensors per second.
 
-    python benchmarks/multiprocessing.py [--repeat 7]
+    python benchmarks/sharing.py [--repeat 7]
 """
 
+import argparse
+import multiprocessing
 import os
+import statistics
 import sys
+import time
 
-# This file's name shadows the standard library's multiprocessing: take its
-# folder off the path before importing it, then put it back at the end.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+import numpy as np
 
-import argparse  # noqa: E402
-import multiprocessing  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-sys.path.append(_HERE)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _harness import fmt_time, table, try_import  # noqa: E402
 
 import ember_core as ec  # noqa: E402

@@ -13,9 +13,8 @@ import importlib.util
 import os
 import sys
 
-# benchmarks/ holds a multiprocessing.py that would shadow the standard library's
-# (ember_data imports multiprocessing): keep this directory off sys.path and load
-# the shared harness by its path.
+# The shared harness, loaded by its path: this directory stays off sys.path so no
+# benchmark script can shadow a standard-library module for the libraries below.
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 _spec = importlib.util.spec_from_file_location("_harness", os.path.join(_HERE, "_harness.py"))

@@ -1,6 +1,6 @@
 # ember: build, test and run everything from a fresh clone.
 #
-#   make train    set up and run the main job
+#   make train    set up and run the main job (TRAIN_ARGS="--epochs 5 --model mlp" passes options)
 #   make test     set up, build every package's wheel once, run every package's tests
 #   make parity   tests marked `parity` against PyTorch (CPU build, test-only)
 #   make bench    benchmarks (ember vs PyTorch vs NumPy, ratios)
@@ -17,6 +17,8 @@ WHEELHOUSE := wheelhouse
 PACKAGES := allocator tensor-core autograd nn multiprocessing
 # data (ember-data): depends on numpy only (DESIGN.md)
 PACKAGES += data
+# ember (the umbrella, `import ember as torch`): depends on every package above
+PACKAGES += ember
 STAMP := $(VENV)/.ember-dev-installed
 PIP := $(BIN)/python -m pip
 
@@ -63,8 +65,15 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-train: install
-	$(BIN)/python examples/allocator_demo.py --out runs/allocator_demo
+# The main job: a small CNN on scikit-learn's bundled digits (examples/train_digits.py).
+# scikit-learn only supplies the data set, so it is installed here, not in every env.
+TRAIN_STAMP := $(VENV)/.ember-train-deps
+$(TRAIN_STAMP): $(STAMP)
+	$(PIP) install -q "scikit-learn>=1.3"
+	touch $@
+
+train: install $(TRAIN_STAMP)
+	$(BIN)/python examples/train_digits.py $(TRAIN_ARGS)
 
 clean:
 	rm -rf $(WHEELHOUSE) .tox packages/*/build packages/*/src/*.egg-info runs

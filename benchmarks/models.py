@@ -9,10 +9,18 @@ The same model code runs on both libraries: it is written against a module `T`
 """
 
 import argparse
+import importlib.util
+import os
 import sys
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from _harness import median_time, table, try_import  # noqa: E402
+# The shared harness, loaded by its path: this directory stays off sys.path so no
+# benchmark script can shadow a standard-library module for the libraries below.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+_spec = importlib.util.spec_from_file_location("_harness", os.path.join(_HERE, "_harness.py"))
+_harness = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_harness)
+median_time, table, try_import = _harness.median_time, _harness.table, _harness.try_import
 
 
 def build(T, name):
@@ -22,7 +30,9 @@ def build(T, name):
     class MLP(nn.Module):
         def __init__(self):
             super().__init__()
-            self.net = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+            self.net = nn.Sequential(
+                nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10)
+            )
 
         def forward(self, x):
             return self.net(x)
@@ -49,7 +59,9 @@ def build(T, name):
             self.b2 = nn.BatchNorm2d(cout)
             self.short = None
             if stride != 1 or cin != cout:
-                self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+                self.short = nn.Sequential(
+                    nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
+                )
 
         def forward(self, x):
             out = F.relu(self.b1(self.c1(x)))
@@ -59,7 +71,9 @@ def build(T, name):
     class ResNet18(nn.Module):
         def __init__(self, width=64):
             super().__init__()
-            self.stem = nn.Sequential(nn.Conv2d(3, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU())
+            self.stem = nn.Sequential(
+                nn.Conv2d(3, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU()
+            )
             layers, cin = [], width
             for i, n in enumerate((2, 2, 2, 2)):
                 cout = width * 2**i
@@ -79,13 +93,24 @@ def build(T, name):
 
             def dw(cin, cout, stride):
                 return nn.Sequential(
-                    nn.Conv2d(cin, cin, 3, stride, 1, groups=cin, bias=False), nn.BatchNorm2d(cin), nn.ReLU(),
-                    nn.Conv2d(cin, cout, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
+                    nn.Conv2d(cin, cin, 3, stride, 1, groups=cin, bias=False),
+                    nn.BatchNorm2d(cin),
+                    nn.ReLU(),
+                    nn.Conv2d(cin, cout, 1, bias=False),
+                    nn.BatchNorm2d(cout),
+                    nn.ReLU(),
                 )
 
             self.features = nn.Sequential(
-                nn.Conv2d(3, 32, 3, 1, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU(),
-                dw(32, 64, 1), dw(64, 128, 2), dw(128, 128, 1), dw(128, 256, 2), dw(256, 256, 1), dw(256, 512, 2),
+                nn.Conv2d(3, 32, 3, 1, 1, bias=False),
+                nn.BatchNorm2d(32),
+                nn.ReLU(),
+                dw(32, 64, 1),
+                dw(64, 128, 2),
+                dw(128, 128, 1),
+                dw(128, 256, 2),
+                dw(256, 256, 1),
+                dw(256, 512, 2),
             )
             self.fc = nn.Linear(512, 10)
 
@@ -108,7 +133,9 @@ def build(T, name):
             super().__init__()
             self.u = nn.Embedding(users, dim)
             self.i = nn.Embedding(items, dim)
-            self.mlp = nn.Sequential(nn.Linear(2 * dim, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 1))
+            self.mlp = nn.Sequential(
+                nn.Linear(2 * dim, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 1)
+            )
 
         def forward(self, users, items):
             return self.mlp(T.cat([self.u(users), self.i(items)], 1)).squeeze(1)
@@ -142,7 +169,8 @@ def build(T, name):
     raise ValueError(name)
 
 
-def throughput(T, name, repeat):
+def throughput(T, name, repeat, warmup=3):
+    """Samples/s of training steps of model `name` built with library T (median step)."""
     model, batch, loss_fn = build(T, name)
     opt = T.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
@@ -152,25 +180,86 @@ def throughput(T, name, repeat):
         loss.backward()
         opt.step()
 
+    for _ in range(warmup):
+        step()
     return batch / median_time(step, number=1, repeat=repeat, min_time=0)
+
+
+def _worker(library, name, repeat, threads):
+    """Run in a child process: one library only, so neither library's idle worker
+    threads (OpenMP, OpenBLAS spin-waits) steal cores from the other's kernels."""
+    import json
+
+    T = __import__(library)
+    T.set_num_threads(threads)
+    print(json.dumps(throughput(T, name, repeat)))
+
+
+def _measure(library, name, repeat, threads):
+    import json
+    import subprocess
+
+    out = subprocess.run(
+        [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--worker",
+            library,
+            "--models",
+            name,
+            "--repeat",
+            str(repeat),
+            "--threads",
+            str(threads),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--models", default="mlp,cnn,resnet18,mobilenet,lstm,ncf")
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=10, help="timed steps per process (median)")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="alternating ember/torch processes per model"
+    )
+    parser.add_argument(
+        "--threads", type=int, default=None, help="threads for both libraries (default: ember's)"
+    )
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        _worker(args.worker, args.models, args.repeat, args.threads)
+        return
+    import statistics
+
     import ember
 
-    torch = try_import("torch")
-    if torch:
-        torch.set_num_threads(ember.get_num_threads())
+    threads = args.threads or ember.get_num_threads()
+    has_torch = try_import("torch") is not None
     rows = []
     for name in args.models.split(","):
-        te = throughput(ember, name, args.repeat)
-        tt = throughput(torch, name, args.repeat) if torch else None
-        rows.append([name, f"{te:.1f}", f"{tt:.1f}" if tt else "-", f"{te / tt:.2f}" if tt else "-"])
-    print(f"samples/s (training steps), {ember.get_num_threads()} threads")
+        # ember and torch alternate, each in a fresh process; medians over rounds
+        te, tt = [], []
+        for _ in range(args.rounds):
+            te.append(_measure("ember", name, args.repeat, threads))
+            if has_torch:
+                tt.append(_measure("torch", name, args.repeat, threads))
+        e = statistics.median(te)
+        t = statistics.median(tt) if tt else None
+        rows.append([name, f"{e:.1f}", f"{t:.1f}" if t else "-", f"{e / t:.2f}" if t else "-"])
+        print(
+            f"{name}: ember {[round(x, 1) for x in te]} torch {[round(x, 1) for x in tt]}",
+            flush=True,
+        )
+    print(
+        f"samples/s (training steps), {threads} threads, median of {args.rounds} alternating "
+        "processes x "
+        f"{args.repeat} steps"
+    )
     table(rows, ["model", "ember", "torch", "ember/torch"])
 
 

@@ -52,7 +52,12 @@ class MLP(nn.Module):
     def __init__(self, num_classes=10):
         super().__init__()
         self.net = nn.Sequential(
-            nn.Flatten(), nn.Linear(64, 256), nn.ReLU(), nn.Dropout(0.1), nn.Linear(256, 128), nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(64, 256),
+            nn.ReLU(),
+            nn.Dropout(0.1),
+            nn.Linear(256, 128),
+            nn.ReLU(),
             nn.Linear(128, num_classes),
         )
 
@@ -91,7 +96,9 @@ def plot(history, path):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--epochs", type=int, default=15)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=2e-3)
@@ -107,16 +114,26 @@ def main(argv=None):
 
     dataset = Digits()  # 1x8x8 float32 images in [0, 1]
     n_test = len(dataset) // 5
-    train_set, test_set = random_split(dataset, [len(dataset) - n_test, n_test], generator=torch.Generator().manual_seed(args.seed))
-    train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True, num_workers=args.workers,
-                              generator=torch.Generator().manual_seed(args.seed))
+    train_set, test_set = random_split(
+        dataset, [len(dataset) - n_test, n_test], generator=torch.Generator().manual_seed(args.seed)
+    )
+    train_loader = DataLoader(
+        train_set,
+        batch_size=args.batch_size,
+        shuffle=True,
+        num_workers=args.workers,
+        generator=torch.Generator().manual_seed(args.seed),
+    )
     test_loader = DataLoader(test_set, batch_size=256, num_workers=args.workers)
 
     model = CNN() if args.model == "cnn" else MLP()
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs)
     print(model)
-    print(f"{sum(p.numel() for p in model.parameters())} parameters; {len(train_set)} training and {len(test_set)} test images")
+    print(
+        f"{sum(p.numel() for p in model.parameters())} parameters; {len(train_set)} training and "
+        f"{len(test_set)} test images"
+    )
 
     history = {"train_loss": [], "test_loss": [], "test_acc": []}
     start = time.perf_counter()
@@ -131,19 +148,30 @@ def main(argv=None):
             optimizer.step()
             seen += y.numel()
             loss_sum += loss.item() * y.numel()
-            bar.set_postfix(loss=f"{loss.item():.4f}", img_s=f"{seen / (time.perf_counter() - t0):.0f}")
+            bar.set_postfix(
+                loss=f"{loss.item():.4f}", img_s=f"{seen / (time.perf_counter() - t0):.0f}"
+            )
         scheduler.step()
         test_loss, test_acc = evaluate(model, test_loader)
         history["train_loss"].append(loss_sum / seen)
         history["test_loss"].append(test_loss)
         history["test_acc"].append(test_acc)
         rate = seen / (time.perf_counter() - t0)
-        print(f"epoch {epoch:2d}: train loss {loss_sum / seen:.4f}  test loss {test_loss:.4f}  "
-              f"test accuracy {test_acc * 100:.2f}%  ({rate:.0f} images/s)")
+        print(
+            f"epoch {epoch:2d}: train loss {loss_sum / seen:.4f}  test loss {test_loss:.4f}  "
+            f"test accuracy {test_acc * 100:.2f}%  ({rate:.0f} images/s)"
+        )
 
     elapsed = time.perf_counter() - start
-    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": args.epochs,
-                "model_kind": args.model}, out / "checkpoint.safetensors")
+    torch.save(
+        {
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "epoch": args.epochs,
+            "model_kind": args.model,
+        },
+        out / "checkpoint.safetensors",
+    )
     plot(history, out / "curves.png")
     (out / "history.json").write_text(json.dumps(history, indent=2))
     print(f"done in {elapsed:.1f}s: final test accuracy {history['test_acc'][-1] * 100:.2f}%")
@@ -154,7 +182,9 @@ def main(argv=None):
     restored.load_state_dict(torch.load(out / "checkpoint.safetensors")["model"])
     _, acc = evaluate(restored, test_loader)
     if abs(acc - history["test_acc"][-1]) > 1e-9:
-        raise SystemExit(f"checkpoint round trip changed the accuracy: {acc} != {history['test_acc'][-1]}")
+        raise SystemExit(
+            f"checkpoint round trip changed the accuracy: {acc} != {history['test_acc'][-1]}"
+        )
     return history
 
 

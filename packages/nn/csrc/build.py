@@ -23,7 +23,13 @@ ffibuilder.set_source(
     '#include "ember_nn.h"',
     sources=[os.path.relpath(CSRC / "optim.c", CSRC.parent)],
     include_dirs=[os.path.relpath(CSRC, CSRC.parent)],
-    extra_compile_args=["-std=gnu11", "-O3", "-fopenmp", "-fno-math-errno", "-Wno-unused-parameter"],
+    extra_compile_args=[
+        "-std=gnu11",
+        "-O3",
+        "-fopenmp",
+        "-fno-math-errno",
+        "-Wno-unused-parameter",
+    ],
     extra_link_args=["-fopenmp"],
     libraries=["m"],
 )

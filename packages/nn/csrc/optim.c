@@ -19,9 +19,30 @@ static int fail(int status, const char* fmt, ...) {
     return status;
 }
 
-#define GRAIN 65536
+/* Note [Optimizer threads]: the caller passes ember's thread count (ember_core
+ * keeps it; OpenMP's own default would ignore set_num_threads and oversubscribe
+ * a busy machine).  A tensor is split between threads only when each gets at
+ * least GRAIN elements: below that the fork/join costs more than the loop, which
+ * moves a few bytes per element. */
+#define GRAIN 262144
+#define THREADS(m) (nthreads > 1 && (m) >= 2 * GRAIN ? ((m) / GRAIN < nthreads ? (int)((m) / GRAIN) : nthreads) : 1)
 #define P(arr, i, T) ((T*)(uintptr_t)(arr)[i])
-#define STEP(i) (++*(float*)(uintptr_t)steps[i])
+/* Step counters (and NAdam's mu products) are 0-d tensors of the scalar dtype
+ * sdt (float32, or float64 when that is the default dtype), as in PyTorch. */
+#define STEP(i) bump(steps, i, sdt)
+
+static inline double bump(const uint64_t* steps, int64_t i, int sdt) {
+    if (sdt == EN_FLOAT64) return ++*(double*)(uintptr_t)steps[i];
+    return ++*(float*)(uintptr_t)steps[i];
+}
+
+static inline double scale_scalar(const uint64_t* xs, int64_t i, int sdt, double by) {
+    if (sdt == EN_FLOAT64) return *(double*)(uintptr_t)xs[i] *= by;
+    /* in float arithmetic, as a float32 tensor times a Python scalar is in PyTorch */
+    float* x = (float*)(uintptr_t)xs[i];
+    *x = *x * (float)by;
+    return *x;
+}
 
 /* ------------------------------------------------------------------- SGD */
 
@@ -32,7 +53,7 @@ static int fail(int status, const char* fmt, ...) {
         T* b = (momentum != 0) ? P(bufs, t, T) : NULL;                                        \
         int64_t m = numels[t];                                                                \
         int first = first_step ? first_step[t] : 0;                                           \
-        _Pragma("omp parallel for if (m > GRAIN) schedule(static)")                           \
+        _Pragma("omp parallel for if (THREADS(m) > 1) num_threads(THREADS(m)) schedule(static)")                           \
         for (int64_t i = 0; i < m; i++) {                                                     \
             T d = maximize ? -g[i] : g[i];                                                    \
             if (weight_decay != 0) d = d + (T)weight_decay * p[i];                            \
@@ -44,7 +65,7 @@ static int fail(int status, const char* fmt, ...) {
         }                                                                                     \
     }
 
-int en_sgd(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads, const uint64_t* bufs,
+int en_sgd(int dtype, int nthreads, int64_t n, const uint64_t* params, const uint64_t* grads, const uint64_t* bufs,
            const uint8_t* first_step, const int64_t* numels, double lr, double momentum,
            double dampening, double weight_decay, int nesterov, int maximize) {
     if (dtype == EN_FLOAT32) { SGD_BODY(float) }
@@ -68,7 +89,7 @@ int en_sgd(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads, 
         T step_size = (T)(lr / bc1);                                                          \
         T bc2_sqrt = (T)sqrt(bc2);                                                            \
         T decay = (T)(1 - lr * weight_decay);                                                 \
-        _Pragma("omp parallel for if (m > GRAIN) schedule(static)")                           \
+        _Pragma("omp parallel for if (THREADS(m) > 1) num_threads(THREADS(m)) schedule(static)")                           \
         for (int64_t i = 0; i < m; i++) {                                                     \
             T d = maximize ? -g[i] : g[i];                                                    \
             if (weight_decay != 0) {                                                          \
@@ -87,9 +108,9 @@ int en_sgd(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads, 
         }                                                                                     \
     }
 
-int en_adam(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
+int en_adam(int dtype, int nthreads, int64_t n, const uint64_t* params, const uint64_t* grads,
             const uint64_t* exp_avgs, const uint64_t* exp_avg_sqs, const uint64_t* max_sqs,
-            const uint64_t* steps, const int64_t* numels, double lr, double beta1, double beta2,
+            const uint64_t* steps, int sdt, const int64_t* numels, double lr, double beta1, double beta2,
             double eps, double weight_decay, int amsgrad, int maximize, int decoupled) {
     if (dtype == EN_FLOAT32) { ADAM_BODY(float) }
     else if (dtype == EN_FLOAT64) { ADAM_BODY(double) }
@@ -108,7 +129,7 @@ int en_adam(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
         T* b = momentum > 0 ? P(bufs, t, T) : NULL;                                           \
         int64_t m = numels[t];                                                                \
         STEP(t);                                                                              \
-        _Pragma("omp parallel for if (m > GRAIN) schedule(static)")                           \
+        _Pragma("omp parallel for if (THREADS(m) > 1) num_threads(THREADS(m)) schedule(static)")                           \
         for (int64_t i = 0; i < m; i++) {                                                     \
             T d = maximize ? -g[i] : g[i];                                                    \
             if (weight_decay != 0) d = d + (T)weight_decay * p[i];                            \
@@ -129,9 +150,9 @@ int en_adam(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
         }                                                                                     \
     }
 
-int en_rmsprop(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
+int en_rmsprop(int dtype, int nthreads, int64_t n, const uint64_t* params, const uint64_t* grads,
                const uint64_t* square_avgs, const uint64_t* grad_avgs, const uint64_t* bufs,
-               const uint64_t* steps, const int64_t* numels, double lr, double alpha, double eps,
+               const uint64_t* steps, int sdt, const int64_t* numels, double lr, double alpha, double eps,
                double weight_decay, double momentum, int centered, int maximize) {
     if (dtype == EN_FLOAT32) { RMSPROP_BODY(float) }
     else if (dtype == EN_FLOAT64) { RMSPROP_BODY(double) }
@@ -149,7 +170,7 @@ int en_rmsprop(int dtype, int64_t n, const uint64_t* params, const uint64_t* gra
         int64_t m = numels[t];                                                                \
         double step = STEP(t);                                                                \
         T clr = (T)(lr / (1 + (step - 1) * lr_decay));                                        \
-        _Pragma("omp parallel for if (m > GRAIN) schedule(static)")                           \
+        _Pragma("omp parallel for if (THREADS(m) > 1) num_threads(THREADS(m)) schedule(static)")                           \
         for (int64_t i = 0; i < m; i++) {                                                     \
             T d = maximize ? -g[i] : g[i];                                                    \
             if (weight_decay != 0) d = d + (T)weight_decay * p[i];                            \
@@ -159,8 +180,8 @@ int en_rmsprop(int dtype, int64_t n, const uint64_t* params, const uint64_t* gra
         }                                                                                     \
     }
 
-int en_adagrad(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
-               const uint64_t* sums, const uint64_t* steps, const int64_t* numels, double lr,
+int en_adagrad(int dtype, int nthreads, int64_t n, const uint64_t* params, const uint64_t* grads,
+               const uint64_t* sums, const uint64_t* steps, int sdt, const int64_t* numels, double lr,
                double lr_decay, double weight_decay, double eps, int maximize) {
     if (dtype == EN_FLOAT32) { ADAGRAD_BODY(float) }
     else if (dtype == EN_FLOAT64) { ADAGRAD_BODY(double) }
@@ -178,7 +199,7 @@ int en_adagrad(int dtype, int64_t n, const uint64_t* params, const uint64_t* gra
         T* acc = P(acc_deltas, t, T);                                                         \
         int64_t m = numels[t];                                                                \
         STEP(t);                                                                              \
-        _Pragma("omp parallel for if (m > GRAIN) schedule(static)")                           \
+        _Pragma("omp parallel for if (THREADS(m) > 1) num_threads(THREADS(m)) schedule(static)")                           \
         for (int64_t i = 0; i < m; i++) {                                                     \
             T d = maximize ? -g[i] : g[i];                                                    \
             if (weight_decay != 0) d = d + (T)weight_decay * p[i];                            \
@@ -190,8 +211,8 @@ int en_adagrad(int dtype, int64_t n, const uint64_t* params, const uint64_t* gra
         }                                                                                     \
     }
 
-int en_adadelta(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
-                const uint64_t* square_avgs, const uint64_t* acc_deltas, const uint64_t* steps,
+int en_adadelta(int dtype, int nthreads, int64_t n, const uint64_t* params, const uint64_t* grads,
+                const uint64_t* square_avgs, const uint64_t* acc_deltas, const uint64_t* steps, int sdt,
                 const int64_t* numels, double lr, double rho, double eps, double weight_decay,
                 int maximize) {
     if (dtype == EN_FLOAT32) { ADADELTA_BODY(float) }
@@ -211,7 +232,7 @@ int en_adadelta(int dtype, int64_t n, const uint64_t* params, const uint64_t* gr
         int64_t m = numels[t];                                                                \
         double step = STEP(t);                                                                \
         T clr = (T)(lr / (1 - pow(beta1, step)));                                             \
-        _Pragma("omp parallel for if (m > GRAIN) schedule(static)")                           \
+        _Pragma("omp parallel for if (THREADS(m) > 1) num_threads(THREADS(m)) schedule(static)")                           \
         for (int64_t i = 0; i < m; i++) {                                                     \
             T d = maximize ? -g[i] : g[i];                                                    \
             if (weight_decay != 0) d = d + (T)weight_decay * p[i];                            \
@@ -222,8 +243,8 @@ int en_adadelta(int dtype, int64_t n, const uint64_t* params, const uint64_t* gr
         }                                                                                     \
     }
 
-int en_adamax(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
-              const uint64_t* exp_avgs, const uint64_t* exp_infs, const uint64_t* steps,
+int en_adamax(int dtype, int nthreads, int64_t n, const uint64_t* params, const uint64_t* grads,
+              const uint64_t* exp_avgs, const uint64_t* exp_infs, const uint64_t* steps, int sdt,
               const int64_t* numels, double lr, double beta1, double beta2, double eps,
               double weight_decay, int maximize) {
     if (dtype == EN_FLOAT32) { ADAMAX_BODY(float) }
@@ -240,18 +261,16 @@ int en_adamax(int dtype, int64_t n, const uint64_t* params, const uint64_t* grad
         const T* g = P(grads, t, T);                                                          \
         T* m1 = P(exp_avgs, t, T);                                                            \
         T* m2 = P(exp_avg_sqs, t, T);                                                         \
-        float* mu_prod = (float*)(uintptr_t)mu_products[t];                                   \
         int64_t m = numels[t];                                                                \
         double step = STEP(t);                                                                \
         double bc2 = 1 - pow(beta2, step);                                                    \
         double mu = beta1 * (1.0 - 0.5 * pow(0.96, step * momentum_decay));                   \
         double mu_next = beta1 * (1.0 - 0.5 * pow(0.96, (step + 1) * momentum_decay));        \
-        *mu_prod = (float)(*mu_prod * mu);                                                    \
-        double mp = *mu_prod;                                                                 \
+        double mp = scale_scalar(mu_products, t, sdt, mu);                                    \
         T c1 = (T)(lr * (1.0 - mu) / (1.0 - mp));                                             \
         T c2 = (T)(lr * mu_next / (1.0 - mp * mu_next));                                      \
         T decay = (T)(1 - lr * weight_decay);                                                 \
-        _Pragma("omp parallel for if (m > GRAIN) schedule(static)")                           \
+        _Pragma("omp parallel for if (THREADS(m) > 1) num_threads(THREADS(m)) schedule(static)")                           \
         for (int64_t i = 0; i < m; i++) {                                                     \
             T d = maximize ? -g[i] : g[i];                                                    \
             if (weight_decay != 0) {                                                          \
@@ -266,9 +285,9 @@ int en_adamax(int dtype, int64_t n, const uint64_t* params, const uint64_t* grad
         }                                                                                     \
     }
 
-int en_nadam(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
+int en_nadam(int dtype, int nthreads, int64_t n, const uint64_t* params, const uint64_t* grads,
              const uint64_t* exp_avgs, const uint64_t* exp_avg_sqs, const uint64_t* mu_products,
-             const uint64_t* steps, const int64_t* numels, double lr, double beta1, double beta2,
+             const uint64_t* steps, int sdt, const int64_t* numels, double lr, double beta1, double beta2,
              double eps, double weight_decay, double momentum_decay, int decoupled, int maximize) {
     if (dtype == EN_FLOAT32) { NADAM_BODY(float) }
     else if (dtype == EN_FLOAT64) { NADAM_BODY(double) }
@@ -294,7 +313,7 @@ int en_nadam(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads
                                      ((rho_inf - 4) * (rho_inf - 2) * rho_t)) : 0;            \
         T bc2_sqrt = (T)sqrt(bc2);                                                            \
         T decay = (T)(1 - lr * weight_decay);                                                 \
-        _Pragma("omp parallel for if (m > GRAIN) schedule(static)")                           \
+        _Pragma("omp parallel for if (THREADS(m) > 1) num_threads(THREADS(m)) schedule(static)")                           \
         for (int64_t i = 0; i < m; i++) {                                                     \
             T d = maximize ? -g[i] : g[i];                                                    \
             if (weight_decay != 0) {                                                          \
@@ -313,8 +332,8 @@ int en_nadam(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads
         }                                                                                     \
     }
 
-int en_radam(int dtype, int64_t n, const uint64_t* params, const uint64_t* grads,
-             const uint64_t* exp_avgs, const uint64_t* exp_avg_sqs, const uint64_t* steps,
+int en_radam(int dtype, int nthreads, int64_t n, const uint64_t* params, const uint64_t* grads,
+             const uint64_t* exp_avgs, const uint64_t* exp_avg_sqs, const uint64_t* steps, int sdt,
              const int64_t* numels, double lr, double beta1, double beta2, double eps,
              double weight_decay, int decoupled, int maximize) {
     if (dtype == EN_FLOAT32) { RADAM_BODY(float) }

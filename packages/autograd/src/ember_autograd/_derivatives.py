@@ -10,6 +10,7 @@ import math
 
 import ember_core as ec
 from ember_autograd._formula import derivative
+from ember_autograd._grad_mode import state
 
 # ------------------------------------------------------------------ helpers
 
@@ -200,6 +201,10 @@ def _(grad, result):
 
 @derivative("relu")
 def _(grad, result):
+    # grad where result > 0: the fused threshold-backward kernel (one pass)
+    # unless this backward must itself be differentiable
+    if not (state.enabled and (grad.requires_grad or result.requires_grad)):
+        return ec._activation_backward(grad, result, "threshold", 0.0, 0.0)
     return _masked(result > 0, grad)
 
 
@@ -759,9 +764,34 @@ def _(grad, input, other, needs):
     return _mat_grads(grad, input, other, needs)
 
 
+def _transposed(t):
+    """Whether a 2-D tensor is the transpose of a contiguous one (a weight.t())."""
+    st = t.stride()
+    return st[0] == 1 and st[1] == t.shape[0] and t.shape[0] > 1 and t.shape[1] > 1
+
+
+def _mm_mat1_grad(grad, mat2, mat1):
+    # laid out like mat1: a transposed mat1 gets (mat2 @ grad.T).T, so the
+    # gradient reaching the contiguous tensor behind it is contiguous too
+    if _transposed(mat1):
+        return mat2.mm(grad.t()).t()
+    return grad.mm(mat2.t())
+
+
+def _mm_mat2_grad(grad, mat1, mat2):
+    # likewise for mat2: F.linear multiplies by weight.t(), and PyTorch's
+    # mm_mat2_backward gives the weight a contiguous gradient the same way
+    if _transposed(mat2):
+        return grad.t().mm(mat1).t()
+    return mat1.t().mm(grad)
+
+
 @derivative("mm", inputs=("input", "mat2"))
 def _(grad, input, mat2, needs):
-    return (grad.mm(mat2.t()) if needs[0] else None, input.t().mm(grad) if needs[1] else None)
+    return (
+        _mm_mat1_grad(grad, mat2, input) if needs[0] else None,
+        _mm_mat2_grad(grad, input, mat2) if needs[1] else None,
+    )
 
 
 @derivative("bmm", inputs=("input", "mat2"))
@@ -790,8 +820,8 @@ def _(grad, input, vec2):
 @derivative("addmm", inputs=("input", "mat1", "mat2"))
 def _(grad, mat1, mat2, beta, alpha, needs):
     gi = (grad if beta == 1 else grad * beta) if needs[0] else None
-    g1 = grad.mm(mat2.t()) if needs[1] else None
-    g2 = mat1.t().mm(grad) if needs[2] else None
+    g1 = _mm_mat1_grad(grad, mat2, mat1) if needs[1] else None
+    g2 = _mm_mat2_grad(grad, mat1, mat2) if needs[2] else None
     if alpha != 1:
         g1 = g1 * alpha if g1 is not None else None
         g2 = g2 * alpha if g2 is not None else None

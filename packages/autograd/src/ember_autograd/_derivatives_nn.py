@@ -88,7 +88,7 @@ def _row_norm_composite(grad, x, k, weight, eps, rms, needs):
     return gi, gw, gb
 
 
-@derivative("native_layer_norm", inputs=("input", "weight", "bias"))
+@derivative("native_layer_norm", inputs=("input", "weight", "bias"), saved_outputs=(1, 2))
 def _(grad, input, normalized_shape, weight, bias, eps, result, needs):
     k = 1 if isinstance(normalized_shape, int) else len(normalized_shape)
     if _higher(grad, input, weight, bias):
@@ -98,7 +98,7 @@ def _(grad, input, normalized_shape, weight, bias, eps, result, needs):
     )
 
 
-@derivative("_fused_rms_norm", inputs=("input", "weight"))
+@derivative("_fused_rms_norm", inputs=("input", "weight"), saved_outputs=(1,))
 def _(grad, input, normalized_shape, weight, eps, result, needs):
     k = 1 if isinstance(normalized_shape, int) else len(normalized_shape)
     if _higher(grad, input, weight):
@@ -119,7 +119,7 @@ def _channel_view(t, ndim):
     return t.reshape((1, -1) + (1,) * (ndim - 2))
 
 
-@derivative("native_batch_norm", inputs=("input", "weight", "bias"))
+@derivative("native_batch_norm", inputs=("input", "weight", "bias"), saved_outputs=(1, 2))
 def _(grad, input, weight, training, eps, result, needs):
     if not _higher(grad, input, weight):
         return ec._native_batch_norm_backward(
@@ -148,7 +148,7 @@ def _(grad, input, weight, training, eps, result, needs):
     return gi, gw, gb
 
 
-@derivative("native_group_norm", inputs=("input", "weight", "bias"))
+@derivative("native_group_norm", inputs=("input", "weight", "bias"), saved_outputs=(1, 2))
 def _(grad, input, weight, N, C, HxW, group, eps, result, needs):
     if not _higher(grad, input, weight):
         return ec._native_group_norm_backward(
@@ -316,7 +316,7 @@ def _(grad, input, lambd):
 # ----------------------------------------------------------------- dropout
 
 
-@derivative("native_dropout")
+@derivative("native_dropout", saved_outputs=(1,))
 def _(grad, p, train, result):
     if train is False or p == 0:
         return grad

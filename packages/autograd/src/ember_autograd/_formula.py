@@ -44,18 +44,22 @@ class Formula:
         "multi_grad",
         "wants_needs",
         "shape_uses",
+        "saved_outputs",
     )
 
     def __repr__(self):
         return f"<formula {self.op_name}: {self.inputs}>"
 
 
-def derivative(op_name, inputs=("input",), outputs=(0,)):
+def derivative(op_name, inputs=("input",), outputs=(0,), saved_outputs=None):
     """Register ``fn`` as the backward formula of op ``op_name``.
 
     inputs: the op parameters that receive gradients.  outputs: indices of the
     op's differentiable outputs (for ops returning tuples); with more than one,
-    the formula gets a tuple ``grads`` instead of ``grad``.
+    the formula gets a tuple ``grads`` instead of ``grad``.  saved_outputs: the
+    indices of ``result`` the formula reads (None: all); the others are not
+    saved, so writing them in place later (``relu_`` after a batch norm) is
+    allowed, as in PyTorch.
     """
 
     def register(fn):
@@ -88,6 +92,7 @@ def derivative(op_name, inputs=("input",), outputs=(0,)):
         f.uses_idx = tuple(params.index(n) for n in f.uses)
         f.shape_uses = tuple(shape_uses)
         f.uses_result = "result" in sig
+        f.saved_outputs = None if saved_outputs is None else frozenset(saved_outputs)
         f.outputs = tuple(outputs)
         f.multi_grad = len(f.outputs) > 1
         f.node_name = _camel(op_name) + "Backward0"

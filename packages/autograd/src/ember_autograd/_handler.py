@@ -353,7 +353,7 @@ def _record(op, info, args, call):
             return result  # not differentiable, or contiguous()/to() returning the input
         node = OpNode(f, tuple(edges), values, metas, 1)
         if f.uses_result:
-            values["result"] = _saved_result(result, ((0, o),), name_)
+            values["result"] = _saved_result(result, ((0, o),), name_, f.saved_outputs)
         d = o.__dict__
         d["_rg"] = True
         d["grad_fn"] = node
@@ -382,7 +382,9 @@ def _record(op, info, args, call):
     node = OpNode(f, tuple(edges), values, metas, len(f.outputs))
     node._out_meta = [(o._shape, o._dtype) for _, o in diff]
     if f.uses_result:
-        values["result"] = _saved_result(result if not inplace else first, diff, name_)
+        values["result"] = _saved_result(
+            result if not inplace else first, diff, name_, f.saved_outputs
+        )
     if inplace:
         _attach(first, node, 0)
         if first._base is not None:
@@ -397,17 +399,20 @@ def _record(op, info, args, call):
     return result
 
 
-def _saved_result(result, diff, op_name):
+def _saved_result(result, diff, op_name, keep=None):
     """The op's result saved for its own backward: outputs as aliases (no
-    reference cycle through their grad_fn; Note [Saved tensors])."""
+    reference cycle through their grad_fn; Note [Saved tensors]).  keep: the
+    indices the formula reads (None: all); the others are not saved."""
     if not isinstance(result, tuple):
         return SavedTensor(result, op_name, is_output=True)
     diff_ids = {id(o): k for k, o in diff}
     return tuple(
-        SavedTensor(o, op_name, is_output=id(o) in diff_ids, output_nr=diff_ids.get(id(o), 0))
+        None
+        if keep is not None and i not in keep
+        else SavedTensor(o, op_name, is_output=id(o) in diff_ids, output_nr=diff_ids.get(id(o), 0))
         if isinstance(o, Tensor)
         else o
-        for o in result
+        for i, o in enumerate(result)
     )
 
 

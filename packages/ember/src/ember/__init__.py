@@ -10,13 +10,17 @@
 >>> loss.backward()
 """
 
+# ruff: noqa: F401 - this module re-exports names
+
+import contextlib
+
 import ember_autograd as _autograd
 import ember_core as _core
-from ember_core import *  # noqa: F403 - the tensor namespace, as torch
-from ember_core import Size, Tensor, __all__ as _core_all  # noqa: F401
-
 from ember import cuda
 from ember.serialization import CheckpointError, load, save
+from ember_core import *  # noqa: F403 - the tensor namespace, as torch
+from ember_core import Size, Tensor  # noqa: F401
+from ember_core import __all__ as _core_all
 
 # Grad modes live in ember_autograd; PyTorch exposes them at the top level.
 no_grad = _autograd.no_grad
@@ -26,8 +30,24 @@ inference_mode = _autograd.inference_mode
 is_grad_enabled = _autograd.is_grad_enabled
 is_inference_mode_enabled = _autograd.is_inference_mode_enabled
 
-from ember import autograd, nn, optim, utils  # noqa: E402
 import ember.utils.data  # noqa: E402,F401 - ember.utils.data as an attribute path
+from ember import (  # noqa: E402
+    amp,  # noqa: E402
+    autograd,
+    backends,
+    nn,
+    optim,
+    random,
+    testing,
+    utils,
+)
+from ember._functions import *  # noqa: E402,F403
+from ember._functions import __all__ as _functions_all  # noqa: E402
+
+autocast = amp.autocast
+
+with contextlib.suppress(ImportError):  # a dependency; tolerate a partial install
+    from ember import multiprocessing  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -42,8 +62,18 @@ def is_nonzero(input):
     return bool(input.item())
 
 
-def compile(model=None, **kwargs):
-    """Returns the model as is: ember runs eagerly."""
+def compile(
+    model=None,
+    *,
+    fullgraph=False,
+    dynamic=None,
+    backend="inductor",
+    mode=None,
+    options=None,
+    disable=False,
+):
+    """ember runs eagerly: the model (or function) is returned unchanged, which is
+    what torch.compile(disable=True) does."""
     if model is None:
         return lambda m: m
     return model
@@ -51,9 +81,29 @@ def compile(model=None, **kwargs):
 
 __all__ = sorted(
     set(_core_all)
+    | set(_functions_all)
     | {
-        "CheckpointError", "autograd", "compile", "cuda", "enable_grad", "inference_mode", "is_floating_point",
-        "is_grad_enabled", "is_inference_mode_enabled", "is_nonzero", "load", "nn", "no_grad", "optim", "save",
-        "set_grad_enabled", "utils",
+        "CheckpointError",
+        "amp",
+        "autocast",
+        "autograd",
+        "backends",
+        "compile",
+        "cuda",
+        "enable_grad",
+        "inference_mode",
+        "is_floating_point",
+        "is_grad_enabled",
+        "is_inference_mode_enabled",
+        "is_nonzero",
+        "load",
+        "nn",
+        "no_grad",
+        "optim",
+        "random",
+        "save",
+        "set_grad_enabled",
+        "testing",
+        "utils",
     }
 )

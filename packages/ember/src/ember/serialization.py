@@ -20,6 +20,7 @@ Saving to a path writes a temporary file in the same directory and renames it
 over the target, so a crash never leaves a half-written checkpoint behind.
 """
 
+import base64
 import collections
 import hashlib
 import io
@@ -71,10 +72,11 @@ class _Writer:
             self.by_id[key] = name
             self.tensors[name] = t
         node = {"$tensor": name}
-        if t.requires_grad:
-            node["requires_grad"] = True
         if type(t).__name__ == "Parameter":
             node["parameter"] = True
+            node["requires_grad"] = bool(t.requires_grad)
+        elif t.requires_grad:
+            node["requires_grad"] = True
         return node
 
     def encode(self, obj, path="obj"):
@@ -99,14 +101,23 @@ class _Writer:
             if isinstance(obj, list):
                 return items
             if hasattr(obj, "_fields"):
-                return {"$namedtuple": type(obj).__name__, "fields": list(obj._fields), "items": items}
+                return {
+                    "$namedtuple": type(obj).__name__,
+                    "fields": list(obj._fields),
+                    "items": items,
+                }
             return {"$tuple": items}
         if isinstance(obj, dict):
             kind = "ordered" if isinstance(obj, collections.OrderedDict) else "dict"
-            items = [[self.encode(k, f"{path} key"), self.encode(v, f"{path}[{k!r}]")] for k, v in obj.items()]
+            items = [
+                [self.encode(k, f"{path} key"), self.encode(v, f"{path}[{k!r}]")]
+                for k, v in obj.items()
+            ]
             return {"$" + kind: items}
         if isinstance(obj, (set, frozenset)):
             return {"$set": [self.encode(x, path) for x in obj]}
+        if isinstance(obj, (bytes, bytearray)):
+            return {"$bytes": base64.b64encode(bytes(obj)).decode("ascii")}
         if isinstance(obj, np.ndarray):
             return self.tensor(ec.tensor(obj))
         if isinstance(obj, (np.integer, np.floating, np.bool_)):
@@ -136,7 +147,11 @@ def _serialize(obj):
     offset = 0
     for name, t in writer.tensors.items():
         data = _contiguous_bytes(t)
-        header[name] = {"dtype": _DTYPE_CODES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        header[name] = {
+            "dtype": _DTYPE_CODES[t.dtype],
+            "shape": list(t.shape),
+            "data_offsets": [offset, offset + len(data)],
+        }
         chunks.append(data)
         offset += len(data)
     blob = b"".join(chunks)
@@ -182,14 +197,23 @@ def _fail(source, why):
 
 def _parse(data, source):
     if len(data) < 8:
-        _fail(source, f"the file is {len(data)} bytes long, too short for a checkpoint header (truncated?)")
+        _fail(
+            source,
+            f"the file is {len(data)} bytes long, too short for a checkpoint header (truncated?)",
+        )
     (n,) = struct.unpack("<Q", data[:8])
     if n > _MAX_HEADER or 8 + n > len(data):
-        _fail(source, f"the header claims {n} bytes but the file has {len(data) - 8} after the length (truncated or not a checkpoint)")
+        _fail(
+            source,
+            f"the header claims {n} bytes but the file has {len(data) - 8} after the length "
+            "(truncated or not a checkpoint)",
+        )
     try:
         header = json.loads(data[8 : 8 + n].decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        _fail(source, f"the header is not valid JSON ({exc}); the file is corrupt or not a checkpoint")
+        _fail(
+            source, f"the header is not valid JSON ({exc}); the file is corrupt or not a checkpoint"
+        )
     if not isinstance(header, dict):
         _fail(source, "the header is not a JSON object")
     meta = header.pop("__metadata__", {}) or {}
@@ -210,14 +234,26 @@ def _parse(data, source):
     for begin, end, name, dtype, shape in entries:
         size = math.prod(shape) * dtype.itemsize
         if begin != expected_end or end - begin != size:
-            _fail(source, f"tensor {name!r} occupies bytes [{begin}, {end}) but should be {size} bytes starting at {expected_end} (the file was altered)")
+            _fail(
+                source,
+                f"tensor {name!r} occupies bytes [{begin}, {end}) but should be {size} bytes "
+                f"starting at {expected_end} (the file was altered)",
+            )
         expected_end = end
     if expected_end != len(body):
-        _fail(source, f"the data region is {len(body)} bytes but the tensors describe {expected_end} (truncated or padded file)")
+        _fail(
+            source,
+            f"the data region is {len(body)} bytes but the tensors describe {expected_end} "
+            "(truncated or padded file)",
+        )
     digest = meta.get("ember.sha256")
     if digest is not None and hashlib.sha256(body).hexdigest() != digest:
-        _fail(source, "the tensor data does not match its checksum: the file was modified or damaged")
-    return meta, {name: (dtype, shape, body[begin:end]) for begin, end, name, dtype, shape in entries}
+        _fail(
+            source, "the tensor data does not match its checksum: the file was modified or damaged"
+        )
+    return meta, {
+        name: (dtype, shape, body[begin:end]) for begin, end, name, dtype, shape in entries
+    }
 
 
 def _make_tensor(dtype, shape, raw):
@@ -285,6 +321,11 @@ class _Reader:
             return cls(*(self.decode(x) for x in obj["items"]))
         if tag == "$set":
             return {self.decode(x) for x in value}
+        if tag == "$bytes":
+            try:
+                return base64.b64decode(value, validate=True)
+            except (ValueError, TypeError):
+                _fail(self.source, "a bytes value in the structure is not valid base64")
         if tag in ("$dict", "$ordered"):
             pairs = [(self._key(self.decode(k)), self.decode(v)) for k, v in value]
             return collections.OrderedDict(pairs) if tag == "$ordered" else dict(pairs)
@@ -307,8 +348,13 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     else:
         source = "<file>"
         data = f.read()
+    _check_map_location(map_location)
     if data[:2] == b"PK" or data[:1] == b"\x80":
-        _fail(source, "this looks like a pickle/zip checkpoint (e.g. from torch.save); ember only loads its safe format")
+        _fail(
+            source,
+            "this looks like a pickle/zip checkpoint (e.g. from torch.save); ember only loads "
+            "its safe format",
+        )
     meta, tensors = _parse(data, source)
     reader = _Reader(tensors, source, map_location)
     structure = meta.get("ember.structure")
@@ -318,7 +364,27 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         tree = json.loads(structure)
     except json.JSONDecodeError as exc:
         _fail(source, f"the structure metadata is not valid JSON ({exc})")
-    return reader.decode(tree)
+    try:
+        return reader.decode(tree)
+    except CheckpointError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+        _fail(source, f"the structure metadata is malformed ({type(exc).__name__}: {exc})")
+
+
+def _check_map_location(map_location):
+    """Every tensor loads on the CPU (the only device of this build): a map_location
+    naming another device is an error, not a silent CPU load."""
+    targets = []
+    if isinstance(map_location, (str, ec.device)):
+        targets = [map_location]
+    elif isinstance(map_location, dict):
+        targets = list(map_location.values())
+    for target in targets:
+        if isinstance(target, (str, ec.device)) and ec.device(target).type != "cpu":
+            from ember_core import _cuda
+
+            _cuda.unavailable(f"ember.load(map_location={map_location!r})")
 
 
 def save_to_bytes(obj):

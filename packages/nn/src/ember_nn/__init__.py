@@ -6,15 +6,27 @@ learning-rate schedulers for ember tensors (ember.nn / ember.optim).
 >>> opt = nn.optim.SGD(model.parameters(), lr=0.1)
 """
 
+# ruff: noqa: F401 - this module re-exports names
+
 from ember_nn import functional, init, optim, utils
 from ember_nn.modules import *  # noqa: F403 - the layer namespace, as torch.nn
 from ember_nn.modules import __dict__ as _modules_dict
-from ember_nn.parameter import Buffer, Parameter, UninitializedParameter
+from ember_nn.parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
 __version__ = "0.1.0"
 
 __all__ = sorted(
     [k for k in _modules_dict if not k.startswith("_") and k[0].isupper()]
-    + ["Buffer", "Parameter", "UninitializedParameter", "functional", "init", "optim", "utils",
-       "register_module_forward_hook", "register_module_forward_pre_hook"]
+    + [
+        "Buffer",
+        "Parameter",
+        "UninitializedBuffer",
+        "UninitializedParameter",
+        "functional",
+        "init",
+        "optim",
+        "utils",
+        "register_module_forward_hook",
+        "register_module_forward_pre_hook",
+    ]
 )

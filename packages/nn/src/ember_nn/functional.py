@@ -16,16 +16,27 @@ Tensor = ec.Tensor
 
 
 def linear(input, weight, bias=None):
-    """y = input @ weight.T + bias (one fused addmm for 2-D input)."""
-    if input.dim() == 2 and bias is not None:
-        return ec.addmm(bias, input, weight.t())
+    """y = input @ weight.T + bias: one GEMM (with the bias fused) for any number of
+    leading dims, which are flattened into the GEMM's rows, so the weight's
+    gradient is one GEMM too rather than a batched product and a sum."""
+    if input.dim() == 2:
+        return ec.addmm(bias, input, weight.t()) if bias is not None else input.mm(weight.t())
+    if input.dim() > 2 and weight.dim() == 2:
+        lead = tuple(input.shape[:-1])
+        x = input.reshape(-1, input.shape[-1])
+        out = ec.addmm(bias, x, weight.t()) if bias is not None else x.mm(weight.t())
+        return out.reshape(lead + (weight.shape[0],))
     out = input.matmul(weight.t())
     return out + bias if bias is not None else out
 
 
 def bilinear(input1, input2, weight, bias=None):
     """y_k = x1^T W_k x2 + b_k."""
-    out = ec.einsum("...i,kij,...j->...k", input1, weight, input2) if hasattr(ec, "einsum") else _bilinear(input1, input2, weight)
+    out = (
+        ec.einsum("...i,kij,...j->...k", input1, weight, input2)
+        if hasattr(ec, "einsum")
+        else _bilinear(input1, input2, weight)
+    )
     return out + bias if bias is not None else out
 
 
@@ -55,39 +66,63 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return ec.conv3d(input, weight, bias, stride, padding, dilation, groups)
 
 
-def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
-    return ec.conv_transpose1d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+def conv_transpose1d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+):
+    return ec.conv_transpose1d(
+        input, weight, bias, stride, padding, output_padding, groups, dilation
+    )
 
 
-def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
-    return ec.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+def conv_transpose2d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+):
+    return ec.conv_transpose2d(
+        input, weight, bias, stride, padding, output_padding, groups, dilation
+    )
 
 
-def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
-    return ec.conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+def conv_transpose3d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+):
+    return ec.conv_transpose3d(
+        input, weight, bias, stride, padding, output_padding, groups, dilation
+    )
 
 
-def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+def max_pool1d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
     return ec.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+def max_pool2d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
     return ec.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
-def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+def max_pool3d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
     return ec.max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
-def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+def max_pool1d_with_indices(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
     return ec.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
-def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+def max_pool2d_with_indices(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
     return ec.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
-def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+def max_pool3d_with_indices(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
     return ec.max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
@@ -95,12 +130,32 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     return ec.avg_pool1d(input, kernel_size, stride, padding, ceil_mode, count_include_pad)
 
 
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
-    return ec.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+def avg_pool2d(
+    input,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+):
+    return ec.avg_pool2d(
+        input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+    )
 
 
-def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
-    return ec.avg_pool3d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+def avg_pool3d(
+    input,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+):
+    return ec.avg_pool3d(
+        input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+    )
 
 
 def adaptive_avg_pool1d(input, output_size):
@@ -182,11 +237,15 @@ def relu6(input, inplace=False):
 
 
 def threshold(input, threshold, value, inplace=False):
-    return ec.threshold_(input, threshold, value) if inplace else ec.threshold(input, threshold, value)
+    return (
+        ec.threshold_(input, threshold, value) if inplace else ec.threshold(input, threshold, value)
+    )
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    return ec.hardtanh_(input, min_val, max_val) if inplace else ec.hardtanh(input, min_val, max_val)
+    return (
+        ec.hardtanh_(input, min_val, max_val) if inplace else ec.hardtanh(input, min_val, max_val)
+    )
 
 
 def elu(input, alpha=1.0, inplace=False):
@@ -202,7 +261,9 @@ def celu(input, alpha=1.0, inplace=False):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    return ec.leaky_relu_(input, negative_slope) if inplace else ec.leaky_relu(input, negative_slope)
+    return (
+        ec.leaky_relu_(input, negative_slope) if inplace else ec.leaky_relu(input, negative_slope)
+    )
 
 
 def prelu(input, weight):
@@ -210,7 +271,11 @@ def prelu(input, weight):
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
-    return ec.rrelu_(input, lower, upper, training) if inplace else ec.rrelu(input, lower, upper, training)
+    return (
+        ec.rrelu_(input, lower, upper, training)
+        if inplace
+        else ec.rrelu(input, lower, upper, training)
+    )
 
 
 def glu(input, dim=-1):
@@ -265,7 +330,8 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 def _default_dim(name, ndim):
     warnings.warn(
-        f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X as an argument.",
+        f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
+        "dim=X as an argument.",
         UserWarning,
         stacklevel=3,
     )
@@ -277,7 +343,9 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
     y = ((logits + gumbels) / tau).softmax(dim)
     if hard:
         index = y.argmax(dim, keepdim=True)
-        positions = ec.arange(y.shape[dim]).reshape([-1 if i == (dim % y.dim()) else 1 for i in range(y.dim())])
+        positions = ec.arange(y.shape[dim]).reshape(
+            [-1 if i == (dim % y.dim()) else 1 for i in range(y.dim())]
+        )
         y_hard = (positions == index).to(y.dtype)
         return y_hard - y.detach() + y
     return y
@@ -315,7 +383,9 @@ def _verify_batch_size(size):
     for s in size[2:]:
         n *= s
     if n == 1:
-        raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
+        raise ValueError(
+            f"Expected more than 1 value per channel when training, got input size {size}"
+        )
 
 
 def _verify_spatial_size(size):
@@ -323,10 +393,14 @@ def _verify_spatial_size(size):
     for s in size[2:]:
         n *= s
     if n == 1:
-        raise ValueError(f"Expected more than 1 spatial element when training, got input size {size}")
+        raise ValueError(
+            f"Expected more than 1 spatial element when training, got input size {size}"
+        )
 
 
-def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+def batch_norm(
+    input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5
+):
     if training:
         _verify_batch_size(input.size())
     if training and eps <= 0.0:
@@ -336,10 +410,21 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     return ec.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)
 
 
-def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True, momentum=0.1, eps=1e-5):
+def instance_norm(
+    input,
+    running_mean=None,
+    running_var=None,
+    weight=None,
+    bias=None,
+    use_input_stats=True,
+    momentum=0.1,
+    eps=1e-5,
+):
     if use_input_stats:
         _verify_spatial_size(input.size())
-    return ec.instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps)
+    return ec.instance_norm(
+        input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps
+    )
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -350,8 +435,12 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if input.dim() < 2:
-        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
-    _verify_batch_size([input.size(0) * input.size(1) // num_groups, num_groups] + list(input.size()[2:]))
+        raise RuntimeError(
+            f"Expected at least 2 dimensions for input tensor but received {input.dim()}"
+        )
+    _verify_batch_size(
+        [input.size(0) * input.size(1) // num_groups, num_groups] + list(input.size()[2:])
+    )
     return ec.group_norm(input, num_groups, weight, bias, eps)
 
 
@@ -401,7 +490,9 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
     _check_p(p)
-    return ec.alpha_dropout_(input, p, training) if inplace else ec.alpha_dropout(input, p, training)
+    return (
+        ec.alpha_dropout_(input, p, training) if inplace else ec.alpha_dropout(input, p, training)
+    )
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
@@ -412,7 +503,11 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
 
 
 def _feature_dropout(input, p, training, inplace):
-    return ec.feature_dropout_(input, p, training) if inplace else ec.feature_dropout(input, p, training)
+    return (
+        ec.feature_dropout_(input, p, training)
+        if inplace
+        else ec.feature_dropout(input, p, training)
+    )
 
 
 def _unbatched_feature_dropout(input, p, training, inplace):
@@ -428,7 +523,8 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
     inp_dim = input.dim()
     if inp_dim not in (2, 3):
         raise RuntimeError(
-            f"dropout1d: Expected 2D or 3D input, but received a {inp_dim}D input. Note that dropout1d "
+            f"dropout1d: Expected 2D or 3D input, but received a {inp_dim}D input. Note that "
+            "dropout1d "
             "exists to provide channel-wise dropout on inputs with 1 spatial dimension, a channel "
             "dimension, and an optional batch dimension (i.e. 2D or 3D inputs)."
         )
@@ -442,10 +538,14 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     inp_dim = input.dim()
     if inp_dim not in (3, 4):
         warnings.warn(
-            f"dropout2d: Received a {inp_dim}-D input to dropout2d, which is deprecated and will result "
-            "in an error in a future release. To retain the behavior and silence this warning, please "
-            "use dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs "
-            "with 2 spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D "
+            f"dropout2d: Received a {inp_dim}-D input to dropout2d, which is deprecated and will "
+            "result "
+            "in an error in a future release. To retain the behavior and silence this warning, "
+            "please "
+            "use dropout instead. Note that dropout2d exists to provide channel-wise dropout on "
+            "inputs "
+            "with 2 spatial dimensions, a channel dimension, and an optional batch dimension "
+            "(i.e. 3D "
             "or 4D inputs).",
             stacklevel=2,
         )
@@ -454,7 +554,8 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
         warnings.warn(
             "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
             "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel "
-            "dim. This behavior will change in a future release to interpret the input as one without "
+            "dim. This behavior will change in a future release to interpret the input as one "
+            "without "
             "a batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout "
             "behavior, please switch to using dropout1d instead.",
             stacklevel=2,
@@ -467,10 +568,14 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     inp_dim = input.dim()
     if inp_dim not in (4, 5):
         warnings.warn(
-            f"dropout3d: Received a {inp_dim}-D input to dropout3d, which is deprecated and will result "
-            "in an error in a future release. To retain the behavior and silence this warning, please "
-            "use dropout instead. Note that dropout3d exists to provide channel-wise dropout on inputs "
-            "with 3 spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 4D "
+            f"dropout3d: Received a {inp_dim}-D input to dropout3d, which is deprecated and will "
+            "result "
+            "in an error in a future release. To retain the behavior and silence this warning, "
+            "please "
+            "use dropout instead. Note that dropout3d exists to provide channel-wise dropout on "
+            "inputs "
+            "with 3 spatial dimensions, a channel dimension, and an optional batch dimension "
+            "(i.e. 4D "
             "or 5D inputs).",
             stacklevel=2,
         )
@@ -489,7 +594,15 @@ def _no_grad_embedding_renorm_(weight, input, max_norm, norm_type):
         ec.embedding_renorm_(weight, input, max_norm, norm_type)
 
 
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+def embedding(
+    input,
+    weight,
+    padding_idx=None,
+    max_norm=None,
+    norm_type=2.0,
+    scale_grad_by_freq=False,
+    sparse=False,
+):
     """Rows of ``weight`` at ``input``.  ``sparse=True`` still gives a dense
     gradient: ember has no sparse tensors."""
     if padding_idx is not None:
@@ -508,26 +621,42 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     return ec.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)
 
 
-def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
-                  sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+def embedding_bag(
+    input,
+    weight,
+    offsets=None,
+    max_norm=None,
+    norm_type=2,
+    scale_grad_by_freq=False,
+    mode="mean",
+    sparse=False,
+    per_sample_weights=None,
+    include_last_offset=False,
+    padding_idx=None,
+):
     if weight.dtype is ec.int64 and input.is_floating_point():
         warnings.warn(
-            "Argument order of nn.functional.embedding_bag was changed. Usage `embedding_bag(weight, input, "
+            "Argument order of nn.functional.embedding_bag was changed. Usage "
+            "`embedding_bag(weight, input, "
             "...)` is deprecated, and should now be `embedding_bag(input, weight, ...)`.",
             stacklevel=2,
         )
         weight, input = input, weight
     if per_sample_weights is not None and input.size() != per_sample_weights.size():
         raise ValueError(
-            f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, then it must "
+            f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, "
+            "then it must "
             f"have the same shape as the input ({input.shape})"
         )
     if weight.dim() != 2:
-        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}")
+        raise ValueError(
+            f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}"
+        )
     if input.dim() == 2:
         if offsets is not None:
             raise ValueError(
-                "if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed "
+                "if input is 2D, then offsets has to be None, as input is treated is a "
+                "mini-batch of fixed "
                 f"length sequences. However, found offsets of type {type(offsets)}"
             )
         offsets = ec.arange(0, input.numel(), input.size(1), dtype=input.dtype)
@@ -541,7 +670,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         if offsets.dim() != 1:
             raise ValueError("offsets has to be a 1D Tensor")
     else:
-        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
+        raise ValueError(
+            f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}"
+        )
     if mode == "sum":
         mode_enum = 0
     elif mode == "mean":
@@ -558,11 +689,21 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         _no_grad_embedding_renorm_(weight, input, max_norm, norm_type)
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(
-            "embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for "
+            "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+            "supported for "
             f"mode='sum' (got mode='{mode}'). Please open a feature request on GitHub."
         )
-    ret, _, _, _ = ec.embedding_bag(weight, input, offsets, scale_grad_by_freq, mode_enum, sparse,
-                                    per_sample_weights, include_last_offset, padding_idx)
+    ret, _, _, _ = ec.embedding_bag(
+        weight,
+        input,
+        offsets,
+        scale_grad_by_freq,
+        mode_enum,
+        sparse,
+        per_sample_weights,
+        include_last_offset,
+        padding_idx,
+    )
     return ret
 
 
@@ -578,9 +719,16 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    n1 = x1.norm(2, dim).clamp_min(eps)
-    n2 = x2.norm(2, dim).clamp_min(eps)
-    return (x1 * x2).sum(dim) / (n1 * n2)
+    """sum(x1 / ||x1|| * x2 / ||x2||) along dim, after broadcasting x1 and x2 (as PyTorch)."""
+    if tuple(x1.shape) != tuple(x2.shape):
+        a, b = tuple(x1.shape), tuple(x2.shape)
+        n = max(len(a), len(b))
+        a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+        shape = tuple(max(i, j) if 1 in (i, j) else i for i, j in zip(a, b))
+        x1, x2 = x1.expand(shape), x2.expand(shape)
+    n1 = x1.norm(2, dim, keepdim=True).clamp_min(eps)
+    n2 = x2.norm(2, dim, keepdim=True).clamp_min(eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
 def pdist(input, p=2):
@@ -610,12 +758,32 @@ def _reduction(size_average, reduce, reduction):
     return "mean" if size_average else "sum"
 
 
-def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
-    return ec.nll_loss(input, target, weight, ignore_index, _reduction(size_average, reduce, reduction))
+def nll_loss(
+    input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"
+):
+    return ec.nll_loss(
+        input, target, weight, ignore_index, _reduction(size_average, reduce, reduction)
+    )
 
 
-def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean", label_smoothing=0.0):
-    return ec.cross_entropy(input, target, weight, ignore_index, _reduction(size_average, reduce, reduction), label_smoothing)
+def cross_entropy(
+    input,
+    target,
+    weight=None,
+    size_average=None,
+    ignore_index=-100,
+    reduce=None,
+    reduction="mean",
+    label_smoothing=0.0,
+):
+    return ec.cross_entropy(
+        input,
+        target,
+        weight,
+        ignore_index,
+        _reduction(size_average, reduce, reduction),
+        label_smoothing,
+    )
 
 
 def _broadcast_shape(a, b):
@@ -624,7 +792,10 @@ def _broadcast_shape(a, b):
     out = []
     for x, y in zip(a, b):
         if x != y and x != 1 and y != 1:
-            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton dimension")
+            raise RuntimeError(
+                f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                "non-singleton dimension"
+            )
         out.append(y if x == 1 else x)
     return tuple(out)
 
@@ -639,8 +810,10 @@ def _broadcast_tensors(input, target):
 def _warn_size(input, target):
     if target.size() != input.size():
         warnings.warn(
-            f"Using a target size ({target.size()}) that is different to the input size ({input.size()}). "
-            "This will likely lead to incorrect results due to broadcasting. Please ensure they have the same size.",
+            f"Using a target size ({target.size()}) that is different to the input size "
+            f"({input.size()}). "
+            "This will likely lead to incorrect results due to broadcasting. Please ensure they "
+            "have the same size.",
             stacklevel=3,
         )
 
@@ -688,15 +861,20 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _warn_size(input, target)
     input, target = _broadcast_tensors(input, target)
     if weight is not None:
-        return _weighted(ec.huber_loss(input, target, "none", delta), weight, input, reduction, False)
+        return _weighted(
+            ec.huber_loss(input, target, "none", delta), weight, input, reduction, False
+        )
     return ec.huber_loss(input, target, reduction, delta)
 
 
-def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+def binary_cross_entropy(
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean"
+):
     reduction = _reduction(size_average, reduce, reduction)
     if target.size() != input.size():
         raise ValueError(
-            f"Using a target size ({target.size()}) that is different to the input size ({input.size()}) is "
+            f"Using a target size ({target.size()}) that is different to the input size "
+            f"({input.size()}) is "
             "deprecated. Please ensure they have the same size."
         )
     if weight is not None:
@@ -704,10 +882,14 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return ec.binary_cross_entropy(input, target, weight, reduction)
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None):
+def binary_cross_entropy_with_logits(
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None
+):
     reduction = _reduction(size_average, reduce, reduction)
     if target.size() != input.size():
-        raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
+        raise ValueError(
+            f"Target size ({target.size()}) must be the same as input size ({input.size()})"
+        )
     return ec.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)
 
 
@@ -717,7 +899,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     elif reduction == "mean":
         warnings.warn(
             "reduction: 'mean' divides the total loss by both the batch size and the support size."
-            "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+            "'batchmean' divides only by the batch size, and aligns with the KL div math "
+            "definition."
             "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
             stacklevel=2,
         )
@@ -737,7 +920,16 @@ def _reduce(loss, reduction):
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
-def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None, reduction="mean"):
+def poisson_nll_loss(
+    input,
+    target,
+    log_input=True,
+    full=False,
+    size_average=None,
+    eps=1e-8,
+    reduce=None,
+    reduction="mean",
+):
     if log_input:
         loss = input.exp() - target * input
     else:
@@ -760,32 +952,56 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     return _reduce((-target * input).exp().log1p(), _reduction(size_average, reduce, reduction))
 
 
-def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
-    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), _reduction(size_average, reduce, reduction))
+def margin_ranking_loss(
+    input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"
+):
+    return _reduce(
+        (-target * (input1 - input2) + margin).clamp_min(0),
+        _reduction(size_average, reduce, reduction),
+    )
 
 
-def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+def hinge_embedding_loss(
+    input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"
+):
     pos = ec.where(target == 1, input, ec.zeros((), dtype=input.dtype))
     neg = ec.where(target == -1, (margin - input).clamp_min(0), ec.zeros((), dtype=input.dtype))
     return _reduce(pos + neg, _reduction(size_average, reduce, reduction))
 
 
-def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+def cosine_embedding_loss(
+    input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"
+):
     cos = cosine_similarity(input1, input2, dim=-1)
     zero = ec.zeros((), dtype=cos.dtype)
     loss = ec.where(target == 1, 1 - cos, ec.where(target == -1, (cos - margin).clamp_min(0), zero))
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
-def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None, reduce=None, reduction="mean"):
+def triplet_margin_loss(
+    anchor,
+    positive,
+    negative,
+    margin=1.0,
+    p=2,
+    eps=1e-6,
+    swap=False,
+    size_average=None,
+    reduce=None,
+    reduction="mean",
+):
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
         d_neg = ec.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
-    return _reduce((d_pos - d_neg + margin).clamp_min(0), _reduction(size_average, reduce, reduction))
+    return _reduce(
+        (d_pos - d_neg + margin).clamp_min(0), _reduction(size_average, reduce, reduction)
+    )
 
 
-def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+def multilabel_soft_margin_loss(
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean"
+):
     loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
@@ -793,7 +1009,9 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
-def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
+def multi_margin_loss(
+    input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"
+):
     n, c = input.shape
     x_y = input.gather(1, target.unsqueeze(1))
     loss = (margin - x_y + input).clamp_min(0)
@@ -813,8 +1031,18 @@ def pad(input, pad, mode="constant", value=None):
     return ec.pad(input, tuple(pad), mode, value)
 
 
-def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None, antialias=False):
-    return ec.interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
+def interpolate(
+    input,
+    size=None,
+    scale_factor=None,
+    mode="nearest",
+    align_corners=None,
+    recompute_scale_factor=None,
+    antialias=False,
+):
+    return ec.interpolate(
+        input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias
+    )
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
@@ -837,8 +1065,12 @@ def pixel_unshuffle(input, downscale_factor):
     return ec.pixel_unshuffle(input, downscale_factor)
 
 
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-    return ec.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+def scaled_dot_product_attention(
+    query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False
+):
+    return ec.scaled_dot_product_attention(
+        query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa
+    )
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
@@ -849,3 +1081,87 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """col2im: (N, C * kh * kw, L) -> (N, C, H, W), summing overlapping blocks."""
     return ec.col2im(input, output_size, kernel_size, dilation, padding, stride)
+
+
+# ------------------------------------------------ in-place forms and more (nn)
+# torch.nn.functional's in-place spellings and the few losses/shuffles built
+# from other ops.
+
+
+def elu_(input, alpha=1.0):
+    return ec.elu_(input, alpha)
+
+
+def celu_(input, alpha=1.0):
+    return ec.celu_(input, alpha)
+
+
+def selu_(input):
+    return ec.selu_(input)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return ec.hardtanh_(input, min_val, max_val)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return ec.leaky_relu_(input, negative_slope)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return ec.rrelu_(input, lower, upper, training)
+
+
+def threshold_(input, threshold, value):
+    return ec.threshold_(input, threshold, value)
+
+
+def channel_shuffle(input, groups):
+    """(N, C, *) with its C channels shuffled in `groups` groups."""
+    n, c = input.shape[0], input.shape[1]
+    if c % groups:
+        raise RuntimeError(
+            f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups."
+        )
+    rest = tuple(input.shape[2:])
+    return input.reshape((n, groups, c // groups) + rest).transpose(1, 2).reshape(input.shape)
+
+
+native_channel_shuffle = channel_shuffle
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """sum over targets j and non-targets i of max(0, 1 - (x[y_j] - x[i])) / C; target
+    lists class indices, ended by the first -1."""
+    squeeze = input.dim() == 1
+    x = input.unsqueeze(0) if squeeze else input
+    y = target.unsqueeze(0) if squeeze else target
+    n, c = x.shape
+    # targets before the first -1 count
+    valid = (y >= 0).to(ec.int64).cumprod(1).to(ec.bool)
+    idx = ec.where(valid, y, ec.zeros((), dtype=y.dtype))
+    is_target = ec.zeros((n, c), dtype=x.dtype).scatter_add_(1, idx, valid.to(x.dtype)).clamp_max(1)
+    x_t = x.gather(1, idx)  # (n, c): the score of each listed target
+    margins = (1 - x_t.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0)  # (n, target j, class i)
+    margins = margins * valid.to(x.dtype).unsqueeze(2) * (1 - is_target).unsqueeze(1)
+    loss = margins.sum((1, 2)) / c
+    if squeeze:
+        loss = loss.squeeze(0)
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def triplet_margin_with_distance_loss(
+    anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False, reduction="mean"
+):
+    """max(d(a, p) - d(a, n) + margin, 0) with any distance function (pairwise by default)."""
+    dist = distance_function if distance_function is not None else pairwise_distance
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        d_neg = ec.minimum(d_neg, dist(positive, negative))
+    loss = (margin + d_pos - d_neg).clamp_min(0)
+    return _reduce(loss, reduction)
+
+
+# ------------------------------------------------------------ attention (nn)
+# MultiheadAttention as a function, with PyTorch's mask handling (ember_nn._attention).

@@ -10,7 +10,15 @@ import ember_core as ec
 
 def calculate_gain(nonlinearity, param=None):
     """The recommended gain for a nonlinearity (PyTorch's table)."""
-    linear_fns = ["linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
+    linear_fns = [
+        "linear",
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "conv_transpose1d",
+        "conv_transpose2d",
+        "conv_transpose3d",
+    ]
     if nonlinearity in linear_fns or nonlinearity == "sigmoid":
         return 1
     if nonlinearity == "tanh":
@@ -32,7 +40,9 @@ def calculate_gain(nonlinearity, param=None):
 
 def _calculate_fan_in_and_fan_out(tensor):
     if tensor.dim() < 2:
-        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions")
+        raise ValueError(
+            "Fan in and fan out can not be computed for tensor with fewer than 2 dimensions"
+        )
     num_input_fmaps = tensor.shape[1]
     num_output_fmaps = tensor.shape[0]
     receptive = 1
@@ -66,7 +76,11 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
     if mean < a - 2 * std or mean > b + 2 * std:
-        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values may be incorrect.", stacklevel=2)
+        warnings.warn(
+            "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of "
+            "values may be incorrect.",
+            stacklevel=2,
+        )
     with ag.no_grad():
         lo, hi = norm_cdf((a - mean) / std), norm_cdf((b - mean) / std)
         tensor.uniform_(2 * lo - 1, 2 * hi - 1, generator=generator)
@@ -165,7 +179,9 @@ def orthogonal_(tensor, gain=1, generator=None):
     if rows < cols:
         q = q.t()
     with ag.no_grad():
-        tensor.view(rows, cols).copy_(q * gain) if tensor.is_contiguous() else tensor.copy_((q * gain).reshape(tensor.shape))
+        tensor.view(rows, cols).copy_(q * gain) if tensor.is_contiguous() else tensor.copy_(
+            (q * gain).reshape(tensor.shape)
+        )
     return tensor
 
 
@@ -214,3 +230,6 @@ xavier_normal = xavier_normal_
 kaiming_uniform = kaiming_uniform_
 kaiming_normal = kaiming_normal_
 orthogonal = orthogonal_
+eye = eye_
+dirac = dirac_
+sparse = sparse_

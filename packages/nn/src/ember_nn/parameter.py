@@ -68,23 +68,47 @@ class Buffer(Tensor):
 
 
 class UninitializedParameter(Parameter):
-    """A parameter whose shape is decided at the first forward (lazy modules)."""
+    """A parameter whose shape is decided later (lazy modules): materialize(shape)
+    gives it storage and turns it into a Parameter."""
 
     __slots__ = ()
+    cls_to_become = Parameter
 
     def __new__(cls, requires_grad=True, device=None, dtype=None):
-        p = Parameter.__new__(cls, ec.empty(0, dtype=dtype), requires_grad)
-        return p
+        return Parameter.__new__(cls, ec.empty(0, dtype=dtype, device=device), requires_grad)
 
     def __init__(self, requires_grad=True, device=None, dtype=None):
         pass
 
     def materialize(self, shape, device=None, dtype=None):
-        data = ec.empty(tuple(shape), dtype=dtype or self.dtype)
-        self.data = data
-        self.__class__ = Parameter
+        self.data = ec.empty(tuple(shape), dtype=dtype or self.dtype, device=device or self.device)
+        self.__class__ = self.cls_to_become
         return self
 
+    def __repr__(self):
+        return "<UninitializedParameter>"
 
-def is_lazy(p):
-    return isinstance(p, UninitializedParameter)
+
+class UninitializedBuffer(Tensor):
+    """A buffer whose shape is decided later (lazy modules)."""
+
+    __slots__ = ()
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad=False, device=None, dtype=None):
+        return ec.empty(0, dtype=dtype, device=device).as_subclass(cls)
+
+    def __init__(self, requires_grad=False, device=None, dtype=None):
+        pass
+
+    def materialize(self, shape, device=None, dtype=None):
+        self.data = ec.empty(tuple(shape), dtype=dtype or self.dtype, device=device or self.device)
+        self.__class__ = self.cls_to_become
+        return self
+
+    def __repr__(self):
+        return "<UninitializedBuffer>"
+
+
+def is_lazy(t):
+    return isinstance(t, (UninitializedParameter, UninitializedBuffer))

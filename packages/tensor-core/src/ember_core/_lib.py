@@ -19,6 +19,14 @@ import scipy_openblas32
 # OpenBLAS loads, so it must come first; a value the user set is kept.
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
+# Note [Idle threads wait passively]: ember runs two thread pools, OpenMP's (its
+# own kernels) and OpenBLAS's (GEMMs).  With GNU OpenMP's default policy idle
+# workers spin after each parallel region, so on a machine with as many cores as
+# threads the pools take the cores from each other (and from the Python thread)
+# and small ops stall for milliseconds.  Idle OpenMP threads therefore sleep,
+# unless the user chose a policy.  This must be set before libgomp loads.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 # The extension finds OpenBLAS through an rpath relative to site-packages;
 # loading it first also covers installs where that relative path differs.
 ctypes.CDLL(

@@ -39,6 +39,11 @@ def empty_cache():
     """Nothing to free: no CUDA memory has been allocated."""
 
 
+def is_bf16_supported(including_emulation=True):
+    """False: there is no CUDA device."""
+    return False
+
+
 current_device = _unavailable("current_device")
 set_device = _unavailable("set_device")
 get_device_name = _unavailable("get_device_name")
@@ -47,5 +52,9 @@ synchronize = _unavailable("synchronize")
 memory_allocated = _unavailable("memory_allocated")
 memory_reserved = _unavailable("memory_reserved")
 max_memory_allocated = _unavailable("max_memory_allocated")
+reset_peak_memory_stats = _unavailable("reset_peak_memory_stats")
 Stream = _unavailable("Stream")
 Event = _unavailable("Event")
+
+
+from ember.cuda import amp  # noqa: E402,F401 - torch.cuda.amp

@@ -1,45 +1,152 @@
-"""Activation functions as modules (and MultiheadAttention, as in PyTorch)."""
+"""Activation functions as modules (torch.nn's signatures and reprs); each forward
+is the functional op."""
+
+import warnings
 
 import ember_core as ec
-
 from ember_nn import functional as F
-from ember_nn import init
+from ember_nn import init as _init
 from ember_nn.modules.module import Module
 from ember_nn.parameter import Parameter
 
 
-def _simple(name, fn, inplace_arg=False, doc=None):
+class _Inplace(Module):
+    """An elementwise activation with an ``inplace`` flag (shown only when set)."""
+
+    _fn = None
+
     def __init__(self, inplace=False):
-        Module.__init__(self)
+        super().__init__()
         self.inplace = inplace
 
     def forward(self, input):
-        return fn(input, inplace=self.inplace) if inplace_arg else fn(input)
+        return type(self)._fn(input, inplace=self.inplace)
 
     def extra_repr(self):
-        return "inplace=True" if getattr(self, "inplace", False) else ""
-
-    attrs = {"forward": forward, "extra_repr": extra_repr, "__doc__": doc or f"Applies {name} elementwise."}
-    attrs["__init__"] = __init__
-    return type(name, (Module,), attrs)
+        return "inplace=True" if self.inplace else ""
 
 
-ReLU = _simple("ReLU", F.relu, True)
-ReLU6 = _simple("ReLU6", F.relu6, True)
-SELU = _simple("SELU", F.selu, True)
-SiLU = _simple("SiLU", F.silu, True)
-Mish = _simple("Mish", F.mish, True)
-Hardsigmoid = _simple("Hardsigmoid", F.hardsigmoid, True)
-Hardswish = _simple("Hardswish", F.hardswish, True)
-Sigmoid = _simple("Sigmoid", F.sigmoid)
-Tanh = _simple("Tanh", F.tanh)
-LogSigmoid = _simple("LogSigmoid", F.logsigmoid)
-Softsign = _simple("Softsign", F.softsign)
-Tanhshrink = _simple("Tanhshrink", F.tanhshrink)
+class _Plain(Module):
+    """An elementwise activation without arguments."""
+
+    _fn = None
+
+    def forward(self, input):
+        return type(self)._fn(input)
+
+
+class ReLU(_Inplace):
+    """max(0, x)."""
+
+    _fn = staticmethod(F.relu)
+
+
+class SELU(_Inplace):
+    _fn = staticmethod(F.selu)
+
+
+class SiLU(_Inplace):
+    _fn = staticmethod(F.silu)
+
+
+class Mish(_Inplace):
+    _fn = staticmethod(F.mish)
+
+
+class Hardsigmoid(_Inplace):
+    _fn = staticmethod(F.hardsigmoid)
+
+    def extra_repr(self):  # PyTorch shows no arguments for these two
+        return ""
+
+
+class Hardswish(_Inplace):
+    _fn = staticmethod(F.hardswish)
+
+    def extra_repr(self):
+        return ""
+
+
+class Sigmoid(_Plain):
+    _fn = staticmethod(F.sigmoid)
+
+
+class Tanh(_Plain):
+    _fn = staticmethod(F.tanh)
+
+
+class LogSigmoid(_Plain):
+    _fn = staticmethod(F.logsigmoid)
+
+
+class Softsign(_Plain):
+    _fn = staticmethod(F.softsign)
+
+
+class Tanhshrink(_Plain):
+    _fn = staticmethod(F.tanhshrink)
+
+
+class Threshold(Module):
+    """x if x > threshold else value."""
+
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, input):
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self):
+        return f"threshold={self.threshold}, value={self.value}" + (
+            ", inplace=True" if self.inplace else ""
+        )
+
+
+class Hardtanh(Module):
+    """clamp(x, min_val, max_val)."""
+
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None, max_value=None):
+        super().__init__()
+        if min_value is not None:
+            warnings.warn(
+                "keyword argument `min_value` is deprecated and renamed to `min_val`",
+                FutureWarning,
+                stacklevel=2,
+            )
+            min_val = min_value
+        if max_value is not None:
+            warnings.warn(
+                "keyword argument `max_value` is deprecated and renamed to `max_val`",
+                FutureWarning,
+                stacklevel=2,
+            )
+            max_val = max_value
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+        if self.max_val <= self.min_val:
+            raise AssertionError(
+                f"max_val ({self.max_val}) must be greater than min_val ({self.min_val})"
+            )
+
+    def forward(self, input):
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self):
+        return f"min_val={self.min_val}, max_val={self.max_val}" + (
+            ", inplace=True" if self.inplace else ""
+        )
+
+
+class ReLU6(Hardtanh):
+    def __init__(self, inplace=False):
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
 
 
 class LeakyReLU(Module):
-    def __init__(self, negative_slope=0.01, inplace=False):
+    def __init__(self, negative_slope=1e-2, inplace=False):
         super().__init__()
         self.negative_slope, self.inplace = negative_slope, inplace
 
@@ -67,6 +174,22 @@ class CELU(ELU):
         return F.celu(input, self.alpha, self.inplace)
 
 
+class RReLU(Module):
+    """Leaky ReLU with a random slope in [lower, upper] while training (their mean in eval)."""
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}" + (
+            ", inplace=True" if self.inplace else ""
+        )
+
+
 class GELU(Module):
     def __init__(self, approximate="none"):
         super().__init__()
@@ -79,28 +202,16 @@ class GELU(Module):
         return f"approximate={self.approximate!r}"
 
 
-class Hardtanh(Module):
-    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
+class GLU(Module):
+    def __init__(self, dim=-1):
         super().__init__()
-        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+        self.dim = dim
 
     def forward(self, input):
-        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+        return F.glu(input, self.dim)
 
     def extra_repr(self):
-        return f"min_val={self.min_val}, max_val={self.max_val}" + (", inplace=True" if self.inplace else "")
-
-
-class Threshold(Module):
-    def __init__(self, threshold, value, inplace=False):
-        super().__init__()
-        self.threshold, self.value, self.inplace = threshold, value, inplace
-
-    def forward(self, input):
-        return F.threshold(input, self.threshold, self.value, self.inplace)
-
-    def extra_repr(self):
-        return f"threshold={self.threshold}, value={self.value}"
+        return f"dim={self.dim}"
 
 
 class Softplus(Module):
@@ -143,46 +254,42 @@ class _DimModule(Module):
 
 class Softmax(_DimModule):
     def forward(self, input):
-        return F.softmax(input, self.dim)
+        return F.softmax(input, self.dim, _stacklevel=5)
 
 
 class Softmin(_DimModule):
     def forward(self, input):
-        return F.softmin(input, self.dim)
+        return F.softmin(input, self.dim, _stacklevel=5)
 
 
 class LogSoftmax(_DimModule):
     def forward(self, input):
-        return F.log_softmax(input, self.dim)
+        return F.log_softmax(input, self.dim, _stacklevel=5)
 
 
 class Softmax2d(Module):
-    def forward(self, input):
-        return F.softmax(input, -3)
-
-
-class GLU(Module):
-    def __init__(self, dim=-1):
-        super().__init__()
-        self.dim = dim
+    """Softmax over the channels of (N, C, H, W) or (C, H, W) inputs."""
 
     def forward(self, input):
-        return F.glu(input, self.dim)
-
-    def extra_repr(self):
-        return f"dim={self.dim}"
+        if input.dim() not in (3, 4):
+            raise ValueError(
+                f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead"
+            )
+        return F.softmax(input, -3, _stacklevel=5)
 
 
 class PReLU(Module):
+    """max(0, x) + weight * min(0, x), weight learnt (one per channel or shared)."""
+
     def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
-        super().__init__()
         self.num_parameters = num_parameters
+        super().__init__()
         self.init = init
-        self.weight = Parameter(ec.empty(num_parameters, dtype=dtype))
+        self.weight = Parameter(ec.empty(num_parameters, dtype=dtype, device=device))
         self.reset_parameters()
 
     def reset_parameters(self):
-        init_module.constant_(self.weight, self.init)
+        _init.constant_(self.weight, self.init)
 
     def forward(self, input):
         return F.prelu(input, self.weight)
@@ -191,16 +298,5 @@ class PReLU(Module):
         return f"num_parameters={self.num_parameters}"
 
 
-init_module = init
-
-
-class RReLU(Module):
-    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
-        super().__init__()
-        self.lower, self.upper, self.inplace = lower, upper, inplace
-
-    def forward(self, input):
-        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
-
-    def extra_repr(self):
-        return f"lower={self.lower}, upper={self.upper}"
+# MultiheadAttention lives in torch.nn.modules.activation too
+from ember_nn.modules.transformer import MultiheadAttention  # noqa: E402,F401

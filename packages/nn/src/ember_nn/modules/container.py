@@ -60,7 +60,10 @@ class Sequential(Module):
 
     def __add__(self, other):
         if not isinstance(other, Sequential):
-            raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
+            raise ValueError(
+                f"add operator supports only objects of Sequential class, but {type(other)} is "
+                "given."
+            )
         return Sequential(*self, *other)
 
     def append(self, module):
@@ -264,7 +267,7 @@ class ParameterList(Module):
     def extra_repr(self):
         lines = []
         for i, p in enumerate(self):
-            lines.append(f"({i}): Parameter containing: [ember.{p.dtype.name} of size {'x'.join(str(s) for s in p.shape)}]")
+            lines.append("  " + _param_line(i, p, str(p.dtype)))
         return "\n".join(lines)
 
 
@@ -319,7 +322,13 @@ class ParameterDict(Module):
         return v
 
     def extra_repr(self):
-        return "\n".join(
-            f"({k}): Parameter containing: [ember.{p.dtype.name} of size {'x'.join(str(s) for s in p.shape)}]"
-            for k, p in self.items()
-        )
+        # PyTorch names the tensor type here (ember.FloatTensor), the dtype in ParameterList
+        return "\n".join("  " + _param_line(k, p, p.type()) for k, p in self.items())
+
+
+def _param_line(key, p, type_name):
+    """One entry of a parameter container's repr, as PyTorch writes it."""
+    kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+    size = "x".join(str(s) for s in p.shape)
+    device = f" ({p.device})" if p.device.type != "cpu" else ""
+    return f"({key}): {kind} containing: [{type_name} of size {size}{device}]"

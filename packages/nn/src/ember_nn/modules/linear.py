@@ -2,10 +2,11 @@
 
 import math
 
+import ember_autograd as ag
 import ember_core as ec
-
 from ember_nn import functional as F
 from ember_nn import init
+from ember_nn.modules.lazy import LazyModuleMixin
 from ember_nn.modules.module import Module
 from ember_nn.parameter import Parameter, UninitializedParameter
 
@@ -45,15 +46,22 @@ class Linear(Module):
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self):
-        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+        bias = self.bias is not None
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={bias}"
 
 
 class Bilinear(Module):
     """y = x1^T A x2 + b."""
 
-    def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None):
+    def __init__(
+        self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None
+    ):
         super().__init__()
-        self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
+        self.in1_features, self.in2_features, self.out_features = (
+            in1_features,
+            in2_features,
+            out_features,
+        )
         self.weight = Parameter(ec.empty((out_features, in1_features, in2_features), dtype=dtype))
         if bias:
             self.bias = Parameter(ec.empty(out_features, dtype=dtype))
@@ -71,37 +79,46 @@ class Bilinear(Module):
         return F.bilinear(input1, input2, self.weight, self.bias)
 
     def extra_repr(self):
-        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
-                f"out_features={self.out_features}, bias={self.bias is not None}")
+        return (
+            f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+            f"out_features={self.out_features}, bias={self.bias is not None}"
+        )
 
 
-class LazyLinear(Linear):
-    """A Linear whose in_features is taken from the first input."""
+class LazyLinear(LazyModuleMixin, Linear):
+    """A Linear whose in_features is taken from its first input."""
 
     cls_to_become = Linear
 
     def __init__(self, out_features, bias=True, device=None, dtype=None):
-        Module.__init__(self)
-        self.in_features = 0
+        super().__init__(0, 0, False)
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
         self.out_features = out_features
-        self.weight = UninitializedParameter(dtype=dtype)
-        self.bias = UninitializedParameter(dtype=dtype) if bias else None
-        if not bias:
-            self.register_parameter("bias", None)
-        self._pre = self.register_forward_pre_hook(LazyLinear._infer)
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
 
     def reset_parameters(self):
-        if self.in_features:
-            Linear.reset_parameters(self)
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            super().reset_parameters()
 
-    @staticmethod
-    def _infer(module, args):
-        x = args[0]
-        module.in_features = x.shape[-1]
-        module.weight.materialize((module.out_features, module.in_features))
-        if module.bias is not None:
-            module.bias.materialize((module.out_features,))
-        Linear.reset_parameters(module)
-        module._pre.remove()
-        module.__class__ = Linear
-        return None
+    def initialize_parameters(self, input):
+        if self.has_uninitialized_params():
+            with ag.no_grad():
+                self.in_features = input.shape[-1]
+                self.weight.materialize((self.out_features, self.in_features))
+                if self.bias is not None:
+                    self.bias.materialize((self.out_features,))
+                self.reset_parameters()
+        if self.in_features == 0:
+            if input.shape[-1] != self.weight.shape[-1]:
+                raise AssertionError(
+                    f"The in_features inferred from input: {input.shape[-1]} is not equal to "
+                    "in_features from "
+                    f"self.weight: {self.weight.shape[-1]}"
+                )
+            self.in_features = input.shape[-1]
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """The Linear MultiheadAttention uses as out_proj (PyTorch's name for it; it
+    behaves as Linear)."""

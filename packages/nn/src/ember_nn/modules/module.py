@@ -12,8 +12,7 @@ from collections import OrderedDict, namedtuple
 
 import ember_autograd as ag
 import ember_core as ec
-
-from ember_nn.parameter import Buffer, Parameter
+from ember_nn.parameter import Buffer, Parameter, is_lazy
 
 Tensor = ec.Tensor
 
@@ -73,7 +72,9 @@ class Module:
 
     def __init__(self, *args, **kwargs):
         if args or kwargs:
-            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments {args} {kwargs}")
+            raise TypeError(
+                f"{type(self).__name__}.__init__() got unexpected arguments {args} {kwargs}"
+            )
         s = object.__setattr__
         s(self, "training", True)
         s(self, "_parameters", {})
@@ -93,7 +94,9 @@ class Module:
         s(self, "_load_state_dict_post_hooks", OrderedDict())
 
     def forward(self, *args, **kwargs):
-        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+        raise NotImplementedError(
+            f'Module [{type(self).__name__}] is missing the required "forward" function'
+        )
 
     # ---------------------------------------------------------- registration
 
@@ -128,7 +131,10 @@ class Module:
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (ember Tensor or None required)")
+            raise TypeError(
+                f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (ember "
+                "Tensor or None required)"
+            )
         if isinstance(tensor, Buffer):
             persistent = getattr(tensor, "_persistent", persistent)
             tensor = tensor.as_subclass(Tensor)
@@ -163,7 +169,9 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._remove_from(name, self.__dict__, self._buffers, self._modules, self._non_persistent_buffers_set)
+            self._remove_from(
+                name, self.__dict__, self._buffers, self._modules, self._non_persistent_buffers_set
+            )
             self.register_parameter(name, value)
             return
         if params is not None and name in params:
@@ -178,18 +186,30 @@ class Module:
         if isinstance(value, Module):
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._remove_from(name, self.__dict__, self._parameters, self._buffers, self._non_persistent_buffers_set)
+            self._remove_from(
+                name,
+                self.__dict__,
+                self._parameters,
+                self._buffers,
+                self._non_persistent_buffers_set,
+            )
             modules[name] = value
             return
         if modules is not None and name in modules:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' (ember.nn.Module or None expected)")
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                    "(ember.nn.Module or None expected)"
+                )
             modules[name] = value
             return
         buffers = self.__dict__.get("_buffers")
         if isinstance(value, Buffer) or (buffers is not None and name in buffers):
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (ember Tensor or None expected)")
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as buffer '{name}' (ember Tensor or "
+                    "None expected)"
+                )
             if isinstance(value, Buffer):
                 persistent = getattr(value, "_persistent", True)
             else:
@@ -261,7 +281,11 @@ class Module:
 
     def _named_members(self, get_members, prefix="", recurse=True, remove_duplicate=True):
         memo = set()
-        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
+        modules = (
+            self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+            if recurse
+            else [(prefix, self)]
+        )
         for module_prefix, module in modules:
             for k, v in get_members(module):
                 if v is None or (remove_duplicate and id(v) in memo):
@@ -276,14 +300,18 @@ class Module:
             yield p
 
     def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
-        yield from self._named_members(lambda m: m._parameters.items(), prefix, recurse, remove_duplicate)
+        yield from self._named_members(
+            lambda m: m._parameters.items(), prefix, recurse, remove_duplicate
+        )
 
     def buffers(self, recurse=True):
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
     def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
-        yield from self._named_members(lambda m: m._buffers.items(), prefix, recurse, remove_duplicate)
+        yield from self._named_members(
+            lambda m: m._buffers.items(), prefix, recurse, remove_duplicate
+        )
 
     def children(self):
         for _, m in self.named_children():
@@ -384,7 +412,9 @@ class Module:
 
         dtype, device, _ = _parse_to(args, dict(kwargs))
         if dtype is not None and not dtype.is_floating_point:
-            raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
+            raise TypeError(
+                f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}"
+            )
 
         def convert(t):
             target = dtype if (dtype is not None and t.is_floating_point()) else t.dtype
@@ -433,10 +463,14 @@ class Module:
             destination[prefix + "_extra_state"] = self.get_extra_state()
 
     def get_extra_state(self):
-        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be called.")
+        raise RuntimeError(
+            "Reached a code path in Module.get_extra_state() that should never be called."
+        )
 
     def set_extra_state(self, state):
-        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be called.")
+        raise RuntimeError(
+            "Reached a code path in Module.set_extra_state() that should never be called."
+        )
 
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         """Parameters and persistent buffers by dotted name ('fc.weight')."""
@@ -446,67 +480,112 @@ class Module:
             keep_vars = args[2] if len(args) > 2 else keep_vars
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        metadata = getattr(destination, "_metadata", None)
+        if metadata is not None:
+            # the module's version by prefix, for _load_from_state_dict (as PyTorch)
+            metadata[prefix[:-1]] = {"version": self._version}
         for hook in self._state_dict_pre_hooks.values():
             hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
-                module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+                module.state_dict(
+                    destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars
+                )
         for hook in self._state_dict_hooks.values():
             result = hook(self, destination, prefix, {})
             if result is not None:
                 destination = result
         return destination
 
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs, assign=False):
+    def _load_from_state_dict(
+        self,
+        state_dict,
+        prefix,
+        local_metadata,
+        strict,
+        missing_keys,
+        unexpected_keys,
+        error_msgs,
+        assign=False,
+    ):
+        """Copy this module's own parameters and persistent buffers from state_dict
+        (not its children's), recording missing/unexpected keys and errors."""
         for hook in self._load_state_dict_pre_hooks.values():
-            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
-        persistent = {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
-        local = itertools.chain(self._parameters.items(), persistent.items())
-        for name, param in local:
+            hook(
+                state_dict,
+                prefix,
+                local_metadata,
+                strict,
+                missing_keys,
+                unexpected_keys,
+                error_msgs,
+            )
+        persistent = {
+            k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set
+        }
+        local_state = {
+            k: v
+            for k, v in itertools.chain(self._parameters.items(), persistent.items())
+            if v is not None
+        }
+        for name, param in local_state.items():
             key = prefix + name
-            if param is None:
-                continue
             if key not in state_dict:
                 if strict:
                     missing_keys.append(key)
                 continue
             value = state_dict[key]
             if not isinstance(value, Tensor):
-                error_msgs.append(f'While copying the parameter named "{key}", expected ember.Tensor or Tensor-like object from checkpoint but received {type(value)}')
+                error_msgs.append(
+                    f'While copying the parameter named "{key}", expected ember.Tensor or '
+                    "Tensor-like object "
+                    f"from checkpoint but received {type(value)}"
+                )
                 continue
-            if value.shape != param.shape:
+            if not is_lazy(param) and value.shape != param.shape:
                 error_msgs.append(
                     f"size mismatch for {key}: copying a param with shape {value.shape} from "
                     f"checkpoint, the shape in current model is {param.shape}."
                 )
                 continue
             try:
-                if assign:
-                    if isinstance(param, Parameter):
-                        new = Parameter(value.to(param.dtype), requires_grad=param.requires_grad)
-                        self._parameters[name] = new
+                with ag.no_grad():
+                    if assign:
+                        # the checkpoint's tensor itself (its dtype too); parameters stay
+                        # Parameters with the model's requires_grad
+                        if isinstance(param, Parameter):
+                            if not isinstance(value, Parameter):
+                                value = Parameter(value, requires_grad=param.requires_grad)
+                            else:
+                                value.requires_grad_(param.requires_grad)
+                        setattr(self, name, value)
                     else:
-                        self._buffers[name] = value
-                else:
-                    with ag.no_grad():
                         param.copy_(value)
             except Exception as exc:  # noqa: BLE001 - reported to the caller with the key
-                error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the model are {param.shape} and whose dimensions in the checkpoint are {value.shape}, an exception occurred : {exc.args}.')
+                error_msgs.append(
+                    f'While copying the parameter named "{key}", whose dimensions in the model are '
+                    f"{param.shape} and whose dimensions in the checkpoint are {value.shape}, an "
+                    "exception "
+                    f"occurred : {exc.args}."
+                )
         extra_key = prefix + "_extra_state"
-        has_extra = getattr(type(self), "set_extra_state", None) is not Module.set_extra_state
-        if has_extra and extra_key in state_dict:
-            self.set_extra_state(state_dict[extra_key])
-        elif has_extra and strict:
-            missing_keys.append(extra_key)
+        if (
+            getattr(type(self), "set_extra_state", Module.set_extra_state)
+            is not Module.set_extra_state
+        ):
+            if extra_key in state_dict:
+                self.set_extra_state(state_dict[extra_key])
+            elif strict:
+                missing_keys.append(extra_key)
+        elif strict and extra_key in state_dict:
+            unexpected_keys.append(extra_key)
         if strict:
             for key in state_dict:
                 if key.startswith(prefix) and key != extra_key:
-                    rest = key[len(prefix):]
-                    head = rest.split(".", 1)[0]
-                    if head not in self._modules and rest not in self._parameters and rest not in self._buffers:
-                        unexpected_keys.append(key)
-                    elif "." not in rest and rest in self._non_persistent_buffers_set:
+                    head = key[len(prefix) :].split(".", 1)[0]
+                    if head not in self._modules and head not in local_state:
                         unexpected_keys.append(key)
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
@@ -515,24 +594,51 @@ class Module:
         if not hasattr(state_dict, "keys"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         missing, unexpected, errors = [], [], []
+        metadata = getattr(state_dict, "_metadata", None)
         state_dict = OrderedDict(state_dict)
+        if metadata is not None:
+            state_dict._metadata = metadata
 
-        def load(module, prefix=""):
-            module._load_from_state_dict(state_dict, prefix, {}, True, missing, unexpected, errors, assign)
+        def load(module, local_state_dict, prefix=""):
+            local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
+            module._load_from_state_dict(
+                local_state_dict, prefix, local_metadata, True, missing, unexpected, errors, assign
+            )
             for name, child in module._modules.items():
                 if child is not None:
-                    load(child, prefix + name + ".")
+                    child_prefix = prefix + name + "."
+                    child_state = {
+                        k: v for k, v in local_state_dict.items() if k.startswith(child_prefix)
+                    }
+                    load(child, child_state, child_prefix)  # noqa: F821 - recursion
+            incompatible = _IncompatibleKeysResult(missing, unexpected)
             for hook in module._load_state_dict_post_hooks.values():
-                hook(module, _IncompatibleKeysResult(missing, unexpected))
+                hook(module, incompatible)
 
-        load(self)
+        load(self, state_dict)
+        del load  # breaks the closure's reference cycle, as PyTorch
+
         if strict:
             if unexpected:
-                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected)))
+                errors.insert(
+                    0,
+                    "Unexpected key(s) in state_dict: {}. ".format(
+                        ", ".join(f'"{k}"' for k in unexpected)
+                    ),
+                )
             if missing:
-                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
+                errors.insert(
+                    0,
+                    "Missing key(s) in state_dict: {}. ".format(
+                        ", ".join(f'"{k}"' for k in missing)
+                    ),
+                )
         if errors:
-            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(type(self).__name__, "\n\t".join(errors)))
+            raise RuntimeError(
+                "Error(s) in loading state_dict for {}:\n\t{}".format(
+                    type(self).__name__, "\n\t".join(errors)
+                )
+            )
         return _IncompatibleKeysResult(missing, unexpected)
 
     def register_state_dict_pre_hook(self, hook):
@@ -542,7 +648,9 @@ class Module:
 
     def register_state_dict_post_hook(self, hook):
         h = _Handle(self._state_dict_hooks)
-        self._state_dict_hooks[h.id] = lambda module, sd, prefix, meta: hook(module, sd, prefix, meta)
+        self._state_dict_hooks[h.id] = lambda module, sd, prefix, meta: hook(
+            module, sd, prefix, meta
+        )
         return h
 
     _register_state_dict_hook = register_state_dict_post_hook
@@ -576,7 +684,9 @@ class Module:
 
     def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
         """hook(module, args, output) -> new output or None."""
-        h = _Handle(self._forward_hooks, self._forward_hooks_with_kwargs, self._forward_hooks_always_called)
+        h = _Handle(
+            self._forward_hooks, self._forward_hooks_with_kwargs, self._forward_hooks_always_called
+        )
         self._forward_hooks[h.id] = hook
         if with_kwargs:
             self._forward_hooks_with_kwargs[h.id] = True
@@ -604,15 +714,27 @@ class Module:
         return h
 
     def register_backward_hook(self, hook):
-        warnings.warn("register_backward_hook is deprecated; using register_full_backward_hook", FutureWarning, stacklevel=2)
+        warnings.warn(
+            "register_backward_hook is deprecated; using register_full_backward_hook",
+            FutureWarning,
+            stacklevel=2,
+        )
         return self.register_full_backward_hook(hook)
 
     # ------------------------------------------------------------------ call
 
     def _call_impl(self, *args, **kwargs):
-        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks or _global_hooks()):
+        if not (
+            self._forward_pre_hooks
+            or self._forward_hooks
+            or self._backward_hooks
+            or self._backward_pre_hooks
+            or _global_hooks()
+        ):
             return self.forward(*args, **kwargs)
-        for hook_id, hook in list(_global_pre_hooks.items()) + list(self._forward_pre_hooks.items()):
+        for hook_id, hook in list(_global_pre_hooks.items()) + list(
+            self._forward_pre_hooks.items()
+        ):
             if self._forward_pre_hooks_with_kwargs.get(hook_id):
                 result = hook(self, args, kwargs)
                 if result is not None:
@@ -628,7 +750,9 @@ class Module:
             bw = BackwardHook(self)
             args = bw.setup_input_hook(args)
         output = self.forward(*args, **kwargs)
-        for hook_id, hook in list(_global_forward_hooks.items()) + list(self._forward_hooks.items()):
+        for hook_id, hook in list(_global_forward_hooks.items()) + list(
+            self._forward_hooks.items()
+        ):
             if self._forward_hooks_with_kwargs.get(hook_id):
                 result = hook(self, args, kwargs, output)
             else:

@@ -1,62 +1,80 @@
-"""MultiheadAttention and the Transformer encoder/decoder layers."""
+"""MultiheadAttention and the Transformer family (encoder/decoder layers and
+stacks, and the full Transformer), with torch.nn's parameters, masks and
+semantics."""
 
 import copy
-import math
 
 import ember_core as ec
-
+from ember_nn import _attention, init
 from ember_nn import functional as F
-from ember_nn import init
 from ember_nn.modules.container import ModuleList
 from ember_nn.modules.dropout import Dropout
-from ember_nn.modules.linear import Linear
+from ember_nn.modules.linear import Linear, NonDynamicallyQuantizableLinear
 from ember_nn.modules.module import Module
 from ember_nn.modules.normalization import LayerNorm
 from ember_nn.parameter import Parameter
 
 
-def _mask_to_additive(mask, dtype):
-    """Boolean masks (True = not allowed) become -inf additive masks."""
-    if mask is None:
-        return None
-    if mask.dtype is ec.bool:
-        zero = ec.zeros((), dtype=dtype)
-        return ec.where(mask, ec.full((), -math.inf, dtype=dtype), zero)
-    return mask.to(dtype)
-
-
 class MultiheadAttention(Module):
-    """Attention of num_heads heads over embed_dim, as torch.nn.MultiheadAttention."""
+    """Attention of num_heads heads over embed_dim (torch.nn.MultiheadAttention).
 
-    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
-                 kdim=None, vdim=None, batch_first=False, device=None, dtype=None):
-        super().__init__()
+    >>> mha = MultiheadAttention(16, 4, batch_first=True)
+    >>> x = ember_core.randn(2, 5, 16)
+    >>> out, weights = mha(x, x, x)   # (2, 5, 16), (2, 5, 5)
+    """
+
+    def __init__(
+        self,
+        embed_dim,
+        num_heads,
+        dropout=0.0,
+        bias=True,
+        add_bias_kv=False,
+        add_zero_attn=False,
+        kdim=None,
+        vdim=None,
+        batch_first=False,
+        device=None,
+        dtype=None,
+    ):
         if embed_dim <= 0 or num_heads <= 0:
-            raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and num_heads={num_heads} instead")
-        if embed_dim % num_heads:
-            raise AssertionError("embed_dim must be divisible by num_heads")
-        if add_bias_kv or add_zero_attn:
-            raise NotImplementedError("MultiheadAttention(add_bias_kv/add_zero_attn) is not supported by ember yet")
-        self.embed_dim, self.num_heads, self.dropout, self.batch_first = embed_dim, num_heads, dropout, batch_first
+            raise ValueError(
+                f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
+                f"num_heads={num_heads} instead"
+            )
+        super().__init__()
+        self.embed_dim = embed_dim
         self.kdim = kdim if kdim is not None else embed_dim
         self.vdim = vdim if vdim is not None else embed_dim
         self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.batch_first = batch_first
         self.head_dim = embed_dim // num_heads
-        if self._qkv_same_embed_dim:
-            self.in_proj_weight = Parameter(ec.empty((3 * embed_dim, embed_dim), dtype=dtype))
+        if self.head_dim * num_heads != embed_dim:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        kw = {"dtype": dtype, "device": device}
+        if not self._qkv_same_embed_dim:
+            self.q_proj_weight = Parameter(ec.empty((embed_dim, embed_dim), **kw))
+            self.k_proj_weight = Parameter(ec.empty((embed_dim, self.kdim), **kw))
+            self.v_proj_weight = Parameter(ec.empty((embed_dim, self.vdim), **kw))
+            self.register_parameter("in_proj_weight", None)
+        else:
+            self.in_proj_weight = Parameter(ec.empty((3 * embed_dim, embed_dim), **kw))
             self.register_parameter("q_proj_weight", None)
             self.register_parameter("k_proj_weight", None)
             self.register_parameter("v_proj_weight", None)
-        else:
-            self.q_proj_weight = Parameter(ec.empty((embed_dim, embed_dim), dtype=dtype))
-            self.k_proj_weight = Parameter(ec.empty((embed_dim, self.kdim), dtype=dtype))
-            self.v_proj_weight = Parameter(ec.empty((embed_dim, self.vdim), dtype=dtype))
-            self.register_parameter("in_proj_weight", None)
         if bias:
-            self.in_proj_bias = Parameter(ec.empty(3 * embed_dim, dtype=dtype))
+            self.in_proj_bias = Parameter(ec.empty(3 * embed_dim, **kw))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, dtype=dtype)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **kw)
+        if add_bias_kv:
+            self.bias_k = Parameter(ec.empty((1, 1, embed_dim), **kw))
+            self.bias_v = Parameter(ec.empty((1, 1, embed_dim), **kw))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
         self._reset_parameters()
 
     def _reset_parameters(self):
@@ -69,67 +87,106 @@ class MultiheadAttention(Module):
         if self.in_proj_bias is not None:
             init.constant_(self.in_proj_bias, 0.0)
             init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            init.xavier_normal_(self.bias_v)
 
-    def _projections(self, query, key, value):
-        e = self.embed_dim
-        b = self.in_proj_bias
-        bq, bk, bv = (b[:e], b[e : 2 * e], b[2 * e :]) if b is not None else (None, None, None)
-        if self._qkv_same_embed_dim:
-            w = self.in_proj_weight
-            wq, wk, wv = w[:e], w[e : 2 * e], w[2 * e :]
-        else:
-            wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
-        return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
+    def __setstate__(self, state):
+        state.setdefault("_qkv_same_embed_dim", True)
+        super().__setstate__(state)
 
-    def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
-                average_attn_weights=True, is_causal=False):
+    def forward(
+        self,
+        query,
+        key,
+        value,
+        key_padding_mask=None,
+        need_weights=True,
+        attn_mask=None,
+        average_attn_weights=True,
+        is_causal=False,
+    ):
+        key_padding_mask = _attention.canonical_mask(
+            key_padding_mask,
+            "key_padding_mask",
+            _attention.none_or_dtype(attn_mask),
+            "attn_mask",
+            query.dtype,
+        )
+        attn_mask = _attention.canonical_mask(
+            attn_mask, "attn_mask", None, "", query.dtype, check_other=False
+        )
         batched = query.dim() == 3
-        if not batched:
-            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
-            if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.unsqueeze(0)
-        elif self.batch_first:
-            query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
-        tgt_len, bsz, _ = query.shape
-        src_len = key.shape[0]
-        h, d = self.num_heads, self.head_dim
-        q, k, v = self._projections(query, key, value)
-        # (L, N, E) -> (N, h, L, d)
-        q = q.reshape(tgt_len, bsz, h, d).permute(1, 2, 0, 3)
-        k = k.reshape(src_len, bsz, h, d).permute(1, 2, 0, 3)
-        v = v.reshape(src_len, bsz, h, d).permute(1, 2, 0, 3)
-        scores = q.matmul(k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
-        if is_causal and attn_mask is None:
-            attn_mask = ec.ones((tgt_len, src_len), dtype=ec.bool).triu(1)
-        mask = _mask_to_additive(attn_mask, scores.dtype)
-        if mask is not None:
-            if mask.dim() == 3:
-                mask = mask.reshape(bsz, h, tgt_len, src_len)
-            scores = scores + mask
-        if key_padding_mask is not None:
-            kpm = _mask_to_additive(key_padding_mask, scores.dtype).reshape(bsz, 1, 1, src_len)
-            scores = scores + kpm
-        attn = F.softmax(scores, -1)
-        if self.dropout > 0 and self.training:
-            attn = F.dropout(attn, self.dropout, True)
-        out = attn.matmul(v)  # (N, h, L, d)
-        out = out.permute(2, 0, 1, 3).reshape(tgt_len, bsz, self.embed_dim)
-        out = self.out_proj(out)
-        if not batched:
-            out = out.squeeze(1)
-        elif self.batch_first:
-            out = out.transpose(0, 1)
-        weights = None
-        if need_weights:
-            weights = attn.mean(1) if average_attn_weights else attn
-            if not batched:
-                weights = weights.squeeze(0)
+        if self.batch_first and batched:
+            # keep `query is key is value` true so self-attention projects once
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(1, 0)
+                else:
+                    query, key = query.transpose(1, 0), key.transpose(1, 0)
+                    value = key
+            else:
+                query, key, value = (
+                    query.transpose(1, 0),
+                    key.transpose(1, 0),
+                    value.transpose(1, 0),
+                )
+        separate = not self._qkv_same_embed_dim
+        out, weights = _attention.multi_head_attention_forward(
+            query,
+            key,
+            value,
+            self.embed_dim,
+            self.num_heads,
+            self.in_proj_weight,
+            self.in_proj_bias,
+            self.bias_k,
+            self.bias_v,
+            self.add_zero_attn,
+            self.dropout,
+            self.out_proj.weight,
+            self.out_proj.bias,
+            training=self.training,
+            key_padding_mask=key_padding_mask,
+            need_weights=need_weights,
+            attn_mask=attn_mask,
+            use_separate_proj_weight=separate,
+            q_proj_weight=self.q_proj_weight,
+            k_proj_weight=self.k_proj_weight,
+            v_proj_weight=self.v_proj_weight,
+            average_attn_weights=average_attn_weights,
+            is_causal=is_causal,
+        )
+        if self.batch_first and batched:
+            out = out.transpose(1, 0)
         return out, weights
 
+    def merge_masks(self, attn_mask, key_padding_mask, query):
+        """One (N, num_heads, L, S) mask from attn_mask and key_padding_mask, and its type
+        (0: attn_mask, 1: key_padding_mask, 2: both), as PyTorch."""
+        mask_type = None
+        merged = None
+        if key_padding_mask is not None:
+            mask_type, merged = 1, key_padding_mask
+        if attn_mask is not None:
+            bsz, seq_len, _ = query.shape
+            mask_type = 2
+            if attn_mask.dim() == 3:
+                expanded = attn_mask.view(bsz, -1, seq_len, seq_len)
+            else:
+                expanded = attn_mask.view(1, 1, seq_len, seq_len).expand(
+                    bsz, self.num_heads, -1, -1
+                )
+            merged = expanded
+            if key_padding_mask is not None:
+                merged = expanded + key_padding_mask.view(bsz, 1, 1, seq_len).expand(
+                    -1, self.num_heads, -1, -1
+                )
+        return merged, mask_type
 
-def _activation(activation):
-    if callable(activation):
-        return activation
+
+def _get_activation_fn(activation):
     if activation == "relu":
         return F.relu
     if activation == "gelu":
@@ -137,115 +194,406 @@ def _activation(activation):
     raise RuntimeError(f"activation should be relu/gelu, not {activation}")
 
 
+def _get_clones(module, n):
+    return ModuleList([copy.deepcopy(module) for _ in range(n)])
+
+
+def _get_seq_len(src, batch_first):
+    if src.dim() == 2:  # unbatched (S, E)
+        return src.shape[0]
+    return src.shape[1 if batch_first else 0]
+
+
+def _generate_square_subsequent_mask(sz, device=None, dtype=None):
+    """-inf above the diagonal, 0 on and below it."""
+    return ec.full((sz, sz), float("-inf"), dtype=dtype or ec.float32, device=device).triu(1)
+
+
+def _detect_is_causal_mask(mask, is_causal=None, size=None):
+    """is_causal, or (when None) whether mask is exactly the causal mask."""
+    make_causal = is_causal is True
+    if is_causal is None and mask is not None:
+        sz = size if size is not None else mask.shape[-2]
+        causal = _generate_square_subsequent_mask(sz, dtype=mask.dtype)
+        make_causal = tuple(mask.shape) == tuple(causal.shape) and bool((mask == causal).all())
+    return make_causal
+
+
 class TransformerEncoderLayer(Module):
-    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
-                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+    """Self-attention and a feed-forward block, each with a residual and LayerNorm
+    (post-norm by default, pre-norm with norm_first)."""
+
+    def __init__(
+        self,
+        d_model,
+        nhead,
+        dim_feedforward=2048,
+        dropout=0.1,
+        activation=F.relu,
+        layer_norm_eps=1e-5,
+        batch_first=False,
+        norm_first=False,
+        bias=True,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, dtype=dtype)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+        kw = {"device": device, "dtype": dtype}
+        self.self_attn = MultiheadAttention(
+            d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw
+        )
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
         self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
-        self.activation = _activation(activation)
+        if isinstance(activation, str):
+            activation = _get_activation_fn(activation)
+        if activation is F.relu or type(activation).__name__ == "ReLU":
+            self.activation_relu_or_gelu = 1
+        elif activation is F.gelu or type(activation).__name__ == "GELU":
+            self.activation_relu_or_gelu = 2
+        else:
+            self.activation_relu_or_gelu = 0
+        self.activation = activation
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False, is_causal=is_causal)[0]
-        return self.dropout1(x)
-
-    def _ff_block(self, x):
-        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        if not hasattr(self, "activation"):
+            self.activation = F.relu
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+        src_key_padding_mask = _attention.canonical_mask(
+            src_key_padding_mask,
+            "src_key_padding_mask",
+            _attention.none_or_dtype(src_mask),
+            "src_mask",
+            src.dtype,
+        )
+        src_mask = _attention.canonical_mask(
+            src_mask, "src_mask", None, "", src.dtype, check_other=False
+        )
         x = src
         if self.norm_first:
-            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
+            x = x + self._sa_block(
+                self.norm1(x), src_mask, src_key_padding_mask, is_causal=is_causal
+            )
             x = x + self._ff_block(self.norm2(x))
         else:
-            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
+            x = self.norm1(
+                x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal=is_causal)
+            )
             x = self.norm2(x + self._ff_block(x))
         return x
 
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        x = self.self_attn(
+            x,
+            x,
+            x,
+            attn_mask=attn_mask,
+            key_padding_mask=key_padding_mask,
+            need_weights=False,
+            is_causal=is_causal,
+        )[0]
+        return self.dropout1(x)
+
+    def _ff_block(self, x):
+        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return self.dropout2(x)
+
 
 class TransformerEncoder(Module):
-    def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True):
+    """num_layers deep copies of encoder_layer, then an optional norm."""
+
+    def __init__(
+        self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True
+    ):
         super().__init__()
-        self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
+        self.layers = _get_clones(encoder_layer, num_layers)
         self.num_layers = num_layers
         self.norm = norm
+        self.enable_nested_tensor = enable_nested_tensor
+        # ember has no nested tensors: the fast path they enable never applies
+        self.use_nested_tensor = False
+        self.mask_check = mask_check
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
-        out = src
-        for layer in self.layers:
-            out = layer(out, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=bool(is_causal))
+        src_key_padding_mask = _attention.canonical_mask(
+            src_key_padding_mask,
+            "src_key_padding_mask",
+            _attention.none_or_dtype(mask),
+            "mask",
+            src.dtype,
+        )
+        mask = _attention.canonical_mask(mask, "mask", None, "", src.dtype, check_other=False)
+        batch_first = self.layers[0].self_attn.batch_first
+        is_causal = _detect_is_causal_mask(mask, is_causal, _get_seq_len(src, batch_first))
+        output = src
+        for mod in self.layers:
+            output = mod(
+                output,
+                src_mask=mask,
+                is_causal=is_causal,
+                src_key_padding_mask=src_key_padding_mask,
+            )
         if self.norm is not None:
-            out = self.norm(out)
-        return out
+            output = self.norm(output)
+        return output
 
 
 class TransformerDecoderLayer(Module):
-    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
-                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+    """Self-attention, attention over the encoder's memory and a feed-forward block."""
+
+    def __init__(
+        self,
+        d_model,
+        nhead,
+        dim_feedforward=2048,
+        dropout=0.1,
+        activation=F.relu,
+        layer_norm_eps=1e-5,
+        batch_first=False,
+        norm_first=False,
+        bias=True,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, dtype=dtype)
-        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, dtype=dtype)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+        kw = {"device": device, "dtype": dtype}
+        self.self_attn = MultiheadAttention(
+            d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias, **kw
+        )
+        self.multihead_attn = MultiheadAttention(
+            d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias, **kw
+        )
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
         self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.dropout3 = Dropout(dropout)
-        self.activation = _activation(activation)
+        if isinstance(activation, str):
+            self.activation = _get_activation_fn(activation)
+        else:
+            self.activation = activation
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
-        return self.dropout1(self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False, is_causal=is_causal)[0])
+    def __setstate__(self, state):
+        if "activation" not in state:
+            state["activation"] = F.relu
+        super().__setstate__(state)
 
-    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal=False):
-        return self.dropout2(self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False, is_causal=is_causal)[0])
-
-    def _ff_block(self, x):
-        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
-
-    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
-                memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
+    def forward(
+        self,
+        tgt,
+        memory,
+        tgt_mask=None,
+        memory_mask=None,
+        tgt_key_padding_mask=None,
+        memory_key_padding_mask=None,
+        tgt_is_causal=False,
+        memory_is_causal=False,
+    ):
         x = tgt
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
-            x = x + self._mha_block(self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal)
+            x = x + self._mha_block(
+                self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal
+            )
             x = x + self._ff_block(self.norm3(x))
         else:
             x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
-            x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal))
+            x = self.norm2(
+                x
+                + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal)
+            )
             x = self.norm3(x + self._ff_block(x))
         return x
 
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        x = self.self_attn(
+            x,
+            x,
+            x,
+            attn_mask=attn_mask,
+            key_padding_mask=key_padding_mask,
+            is_causal=is_causal,
+            need_weights=False,
+        )[0]
+        return self.dropout1(x)
+
+    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal=False):
+        x = self.multihead_attn(
+            x,
+            mem,
+            mem,
+            attn_mask=attn_mask,
+            key_padding_mask=key_padding_mask,
+            is_causal=is_causal,
+            need_weights=False,
+        )[0]
+        return self.dropout2(x)
+
+    def _ff_block(self, x):
+        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return self.dropout3(x)
+
 
 class TransformerDecoder(Module):
+    """num_layers deep copies of decoder_layer, then an optional norm."""
+
     def __init__(self, decoder_layer, num_layers, norm=None):
         super().__init__()
-        self.layers = ModuleList([copy.deepcopy(decoder_layer) for _ in range(num_layers)])
+        self.layers = _get_clones(decoder_layer, num_layers)
         self.num_layers = num_layers
         self.norm = norm
 
-    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
-                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False):
-        out = tgt
-        for layer in self.layers:
-            out = layer(out, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask,
-                        bool(tgt_is_causal), memory_is_causal)
+    def forward(
+        self,
+        tgt,
+        memory,
+        tgt_mask=None,
+        memory_mask=None,
+        tgt_key_padding_mask=None,
+        memory_key_padding_mask=None,
+        tgt_is_causal=None,
+        memory_is_causal=False,
+    ):
+        output = tgt
+        seq_len = _get_seq_len(tgt, self.layers[0].self_attn.batch_first)
+        tgt_is_causal = _detect_is_causal_mask(tgt_mask, tgt_is_causal, seq_len)
+        for mod in self.layers:
+            output = mod(
+                output,
+                memory,
+                tgt_mask=tgt_mask,
+                memory_mask=memory_mask,
+                tgt_key_padding_mask=tgt_key_padding_mask,
+                memory_key_padding_mask=memory_key_padding_mask,
+                tgt_is_causal=tgt_is_causal,
+                memory_is_causal=memory_is_causal,
+            )
         if self.norm is not None:
-            out = self.norm(out)
-        return out
+            output = self.norm(output)
+        return output
 
 
-def generate_square_subsequent_mask(sz, dtype=None):
-    """-inf above the diagonal, 0 elsewhere."""
-    dtype = dtype or ec.float32
-    return ec.full((sz, sz), -math.inf, dtype=dtype).triu(1)
+class Transformer(Module):
+    """The encoder-decoder Transformer of "Attention Is All You Need"."""
+
+    def __init__(
+        self,
+        d_model=512,
+        nhead=8,
+        num_encoder_layers=6,
+        num_decoder_layers=6,
+        dim_feedforward=2048,
+        dropout=0.1,
+        activation=F.relu,
+        custom_encoder=None,
+        custom_decoder=None,
+        layer_norm_eps=1e-5,
+        batch_first=False,
+        norm_first=False,
+        bias=True,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            layer = TransformerEncoderLayer(
+                d_model,
+                nhead,
+                dim_feedforward,
+                dropout,
+                activation,
+                layer_norm_eps,
+                batch_first,
+                norm_first,
+                bias,
+                **kw,
+            )
+            self.encoder = TransformerEncoder(
+                layer, num_encoder_layers, LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+            )
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            layer = TransformerDecoderLayer(
+                d_model,
+                nhead,
+                dim_feedforward,
+                dropout,
+                activation,
+                layer_norm_eps,
+                batch_first,
+                norm_first,
+                bias,
+                **kw,
+            )
+            self.decoder = TransformerDecoder(
+                layer, num_decoder_layers, LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+            )
+        self._reset_parameters()
+        self.d_model = d_model
+        self.nhead = nhead
+        self.batch_first = batch_first
+
+    def forward(
+        self,
+        src,
+        tgt,
+        src_mask=None,
+        tgt_mask=None,
+        memory_mask=None,
+        src_key_padding_mask=None,
+        tgt_key_padding_mask=None,
+        memory_key_padding_mask=None,
+        src_is_causal=None,
+        tgt_is_causal=None,
+        memory_is_causal=False,
+    ):
+        batched = src.dim() == 3
+        if (
+            batched
+            and src.shape[0 if self.batch_first else 1] != tgt.shape[0 if self.batch_first else 1]
+        ):
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        memory = self.encoder(
+            src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal
+        )
+        return self.decoder(
+            tgt,
+            memory,
+            tgt_mask=tgt_mask,
+            memory_mask=memory_mask,
+            tgt_key_padding_mask=tgt_key_padding_mask,
+            memory_key_padding_mask=memory_key_padding_mask,
+            tgt_is_causal=tgt_is_causal,
+            memory_is_causal=memory_is_causal,
+        )
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz, device=None, dtype=None):
+        return _generate_square_subsequent_mask(sz, device=device, dtype=dtype)
+
+    def _reset_parameters(self):
+        for p in self.parameters():
+            if p.dim() > 1:
+                init.xavier_uniform_(p)
+
+
+def generate_square_subsequent_mask(sz, device=None, dtype=None):
+    return _generate_square_subsequent_mask(sz, device=device, dtype=dtype)

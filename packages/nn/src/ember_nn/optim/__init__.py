@@ -2,8 +2,22 @@
 learning-rate schedulers."""
 
 from ember_nn.optim import lr_scheduler
-from ember_nn.optim.algorithms import SGD, Adadelta, Adagrad, Adam, Adamax, AdamW, NAdam, RAdam, RMSprop
-from ember_nn.optim.optimizer import Optimizer
+from ember_nn.optim.algorithms import (
+    SGD,
+    Adadelta,
+    Adagrad,
+    Adam,
+    Adamax,
+    AdamW,
+    NAdam,
+    RAdam,
+    RMSprop,
+)
+from ember_nn.optim.optimizer import (
+    Optimizer,
+    register_optimizer_step_post_hook,
+    register_optimizer_step_pre_hook,
+)
 
 __all__ = [
     "SGD",
@@ -17,4 +31,6 @@ __all__ = [
     "RAdam",
     "RMSprop",
     "lr_scheduler",
+    "register_optimizer_step_post_hook",
+    "register_optimizer_step_pre_hook",
 ]

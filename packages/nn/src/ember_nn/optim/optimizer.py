@@ -1,44 +1,117 @@
 """The Optimizer base class: parameter groups, per-parameter state, state_dict,
-zero_grad, hooks, and the machinery shared by the fused multi-tensor steps."""
+zero_grad, hooks, and the helpers the fused multi-tensor steps share.
+
+Note [Fused and reference steps]
+Each optimizer updates a whole parameter group with one fused C kernel
+(ember_nn/csrc/optim.c) when the group's parameters and gradients are dense
+float32/float64 tensors of one dtype: a 100-tensor model steps in one C call.
+``foreach=False`` selects the per-tensor reference path instead, written with
+ember ops operation for operation as torch.optim's single-tensor code, which
+the tests compare the kernels against.  ``fused=True`` demands the kernel."""
 
 import copy
+import functools
 from collections import OrderedDict, defaultdict
 from itertools import chain
 
 import ember_autograd as ag
 import ember_core as ec
 from ember_core import _tensor as core_tensor
-
-from ember_nn._lib import check, ffi, lib
+from ember_nn._lib import check, ffi, lib  # noqa: F401 - check is re-exported for the algorithms
 
 Tensor = ec.Tensor
 
 
 class _RequiredParameter:
+    """Singleton for a required optimizer argument (PyTorch's `required`)."""
+
     def __repr__(self):
         return "<required parameter>"
 
 
 required = _RequiredParameter()
 
-_FUSED_DTYPES = {ec.float32: lib.EN_FLOAT32, ec.float64: lib.EN_FLOAT64}
+_KERNEL_DTYPES = {ec.float32: lib.EN_FLOAT32, ec.float64: lib.EN_FLOAT64}
+
+_global_step_pre_hooks = OrderedDict()
+_global_step_post_hooks = OrderedDict()
+
+
+def register_optimizer_step_pre_hook(hook):
+    """hook(optimizer, args, kwargs) before every optimizer's step."""
+    from ember_nn.modules.module import _Handle
+
+    h = _Handle(_global_step_pre_hooks)
+    _global_step_pre_hooks[h.id] = hook
+    return h
+
+
+def register_optimizer_step_post_hook(hook):
+    from ember_nn.modules.module import _Handle
+
+    h = _Handle(_global_step_post_hooks)
+    _global_step_post_hooks[h.id] = hook
+    return h
+
+
+def _scalar_dtype():
+    """The dtype of step counters: float64 when that is the default dtype, else float32."""
+    return ec.float64 if ec.get_default_dtype() is ec.float64 else ec.float32
+
+
+def _step_with_hooks(step):
+    """Wrap a subclass's step: hooks before and after, no_grad inside."""
+
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        for hook in chain(_global_step_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(
+                        f"{hook} must return None or a tuple of (new_args, new_kwargs), but got "
+                        f"{result}."
+                    )
+                args, kwargs = result
+        out = step(self, *args, **kwargs)
+        self._opt_called = True
+        for hook in chain(
+            self._optimizer_step_post_hooks.values(), _global_step_post_hooks.values()
+        ):
+            hook(self, args, kwargs)
+        return out
+
+    wrapper._ember_hooked = True
+    return wrapper
 
 
 class Optimizer:
     """Base class of optimizers: ``Optimizer(params, defaults)``.
 
-    params: an iterable of tensors, or of dicts defining parameter groups with
-    their own options.
+    params: an iterable of tensors, of (name, tensor) pairs (as
+    ``model.named_parameters()`` gives), or of dicts defining parameter groups
+    with their own options.
     """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_ember_hooked", False):
+            cls.step = _step_with_hooks(step)
 
     def __init__(self, params, defaults):
         self.defaults = defaults
-        self._step_pre_hooks = OrderedDict()
-        self._step_post_hooks = OrderedDict()
+        self._optimizer_step_pre_hooks = OrderedDict()
+        self._optimizer_step_post_hooks = OrderedDict()
+        self._optimizer_state_dict_pre_hooks = OrderedDict()
+        self._optimizer_state_dict_post_hooks = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks = OrderedDict()
         if isinstance(params, Tensor):
             raise TypeError(
-                "params argument given to the optimizer should be an iterable of Tensors or dicts, "
-                f"but got {type(params).__name__}"
+                "params argument given to the optimizer should be an iterable of Tensors or "
+                "dicts, but got "
+                f"{params.type()}"
             )
         self.state = defaultdict(dict)
         self.param_groups = []
@@ -48,7 +121,28 @@ class Optimizer:
         if not isinstance(param_groups[0], dict):
             param_groups = [{"params": param_groups}]
         for group in param_groups:
-            self.add_param_group(group)
+            self.add_param_group(dict(group))
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        for name in (
+            "_optimizer_step_pre_hooks",
+            "_optimizer_step_post_hooks",
+            "_optimizer_state_dict_pre_hooks",
+            "_optimizer_state_dict_post_hooks",
+            "_optimizer_load_state_dict_pre_hooks",
+            "_optimizer_load_state_dict_post_hooks",
+        ):
+            if name not in self.__dict__:
+                setattr(self, name, OrderedDict())
+        # groups saved before an option existed get its default
+        for group in self.param_groups:
+            for key, default in self.defaults.items():
+                if default is not required:
+                    group.setdefault(key, default)
 
     def __repr__(self):
         s = type(self).__name__ + " ("
@@ -59,13 +153,7 @@ class Optimizer:
                     s += f"\n    {key}: {group[key]}"
         return s + "\n)"
 
-    def __getstate__(self):
-        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._step_pre_hooks = OrderedDict()
-        self._step_post_hooks = OrderedDict()
+    # ----------------------------------------------------------------- groups
 
     def add_param_group(self, param_group):
         """Add a group of parameters with its own options (defaults fill the rest)."""
@@ -75,22 +163,62 @@ class Optimizer:
         if isinstance(params, Tensor):
             param_group["params"] = [params]
         elif isinstance(params, set):
-            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering of tensors in sets will change between runs. Please use a list instead.")
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but the "
+                "ordering of tensors in "
+                "sets will change between runs. Please use a list instead."
+            )
         else:
             param_group["params"] = list(params)
+        extracted, names = [], []
         for p in param_group["params"]:
+            if isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str):
+                names.append(p[0])
+                extracted.append(p[1])
+            else:
+                extracted.append(p)
+        if names and len(names) != len(extracted):
+            raise ValueError(
+                "all optimizer params should be with/without names. Some param names are missing"
+            )
+        if names:
+            param_group["param_names"] = names
+        param_group["params"] = extracted
+        for p in extracted:
             if not isinstance(p, Tensor):
-                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}")
-            if p.grad_fn is not None:
+                raise TypeError(
+                    "optimizer can only optimize Tensors, but one of the params is "
+                    f"{type(p).__name__}"
+                )
+            if not self.defaults.get("differentiable", None) and p.grad_fn is not None:
                 raise ValueError("can't optimize a non-leaf Tensor")
         for name, default in self.defaults.items():
             if default is required and name not in param_group:
-                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
+                raise ValueError(
+                    "parameter group didn't specify a value of required optimization parameter "
+                    f"{name}"
+                )
             param_group.setdefault(name, default)
+        if len({id(p) for p in extracted}) != len(extracted):
+            import warnings
+
+            warnings.warn(
+                "optimizer contains a parameter group with duplicate parameters; in future, this "
+                "will cause an "
+                "error; see github.com/pytorch/pytorch/issues/40967 for more information",
+                stacklevel=3,
+            )
         existing = set()
         for group in self.param_groups:
             existing.update(id(p) for p in group["params"])
-        if any(id(p) in existing for p in param_group["params"]):
+            if ("param_names" in group) != ("param_names" in param_group):
+                kind = "with" if "param_names" in param_group else "without"
+                raise ValueError(
+                    "all optimizer param groups should be with/without names. cannot add param "
+                    "group "
+                    f"{kind} names to the optimizer"
+                )
+        if any(id(p) in existing for p in extracted):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
 
@@ -98,36 +226,20 @@ class Optimizer:
         """Reset gradients (to None by default, like PyTorch)."""
         for group in self.param_groups:
             for p in group["params"]:
-                if p.grad is not None:
-                    if set_to_none:
-                        p.grad = None
-                    else:
-                        g = p.grad.detach() if p.grad.grad_fn is not None else p.grad
-                        with ag.no_grad():
-                            g.zero_()
-                        p.grad = g
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    g = p.grad.detach() if p.grad.grad_fn is not None else p.grad
+                    with ag.no_grad():
+                        g.zero_()
+                    p.grad = g
 
-    # ---------------------------------------------------------------- hooks
+    # ------------------------------------------------------------------ steps
 
-    def register_step_pre_hook(self, hook):
-        from ember_nn.modules.module import _Handle
-
-        h = _Handle(self._step_pre_hooks)
-        self._step_pre_hooks[h.id] = hook
-        return h
-
-    def register_step_post_hook(self, hook):
-        from ember_nn.modules.module import _Handle
-
-        h = _Handle(self._step_post_hooks)
-        self._step_post_hooks[h.id] = hook
-        return h
-
-    def _run_step(self, closure):
-        for hook in list(self._step_pre_hooks.values()):
-            result = hook(self, (), {})
-            if result is not None:
-                pass
+    def step(self, closure=None):
+        """Update every parameter that has a gradient; closure re-evaluates the loss."""
         loss = None
         if closure is not None:
             with ag.enable_grad():
@@ -135,21 +247,48 @@ class Optimizer:
         with ag.no_grad():
             for group in self.param_groups:
                 self._step_group(group)
-        for hook in list(self._step_post_hooks.values()):
-            hook(self, (), {})
         return loss
 
-    def step(self, closure=None):
-        """Update every parameter with a gradient; closure re-evaluates the loss."""
-        return self._run_step(closure)
-
     def _step_group(self, group):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not implement step")
 
-    # ------------------------------------------------------------ state_dict
+    # ------------------------------------------------------------------ hooks
+
+    def _add_hook(self, registry, hook, prepend=False):
+        from ember_nn.modules.module import _Handle
+
+        h = _Handle(registry)
+        registry[h.id] = hook
+        if prepend:
+            registry.move_to_end(h.id, last=False)
+        return h
+
+    def register_step_pre_hook(self, hook):
+        """hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs), before step."""
+        return self._add_hook(self._optimizer_step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook):
+        """hook(optimizer, args, kwargs) after step."""
+        return self._add_hook(self._optimizer_step_post_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        return self._add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        return self._add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        return self._add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        return self._add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+
+    # ------------------------------------------------------------- state_dict
 
     def state_dict(self):
         """{'state': {index: state}, 'param_groups': [...]} with parameters by index."""
+        for hook in self._optimizer_state_dict_pre_hooks.values():
+            hook(self)
         index = {}
         start = 0
 
@@ -163,42 +302,70 @@ class Optimizer:
             return packed
 
         groups = [pack(g) for g in self.param_groups]
-        state = {index[id(p)]: v for p, v in self.state.items() if id(p) in index}
-        return {"state": state, "param_groups": groups}
+        state = {(index[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
+        result = {"state": state, "param_groups": groups}
+        for hook in self._optimizer_state_dict_post_hooks.values():
+            out = hook(self, result)
+            if out is not None:
+                result = out
+        return result
 
     def load_state_dict(self, state_dict):
-        """Restore state saved by state_dict (groups must have matching sizes)."""
-        state_dict = copy.deepcopy(dict(state_dict))
+        """Restore state saved by state_dict (the groups must have the same sizes).
+        State tensors take their parameter's dtype, except step counters."""
+        state_dict = dict(state_dict)
+        for hook in self._optimizer_load_state_dict_pre_hooks.values():
+            out = hook(self, state_dict)
+            if out is not None:
+                state_dict = out
         groups = self.param_groups
-        saved = state_dict["param_groups"]
+        saved = copy.deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved):
             raise ValueError("loaded state dict has a different number of parameter groups")
         if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved)):
-            raise ValueError("loaded state dict contains a parameter group that doesn't match the size of optimizer's group")
-        id_map = dict(zip(chain.from_iterable(s["params"] for s in saved), chain.from_iterable(g["params"] for g in groups)))
+            raise ValueError(
+                "loaded state dict contains a parameter group that doesn't match the size of "
+                "optimizer's group"
+            )
+        id_map = dict(
+            zip(
+                chain.from_iterable(s["params"] for s in saved),
+                chain.from_iterable(g["params"] for g in groups),
+            )
+        )
         state = defaultdict(dict)
         for k, v in state_dict["state"].items():
-            k = int(k) if isinstance(k, str) else k
+            k = int(k) if isinstance(k, str) and k.isdigit() else k
             if k in id_map:
                 param = id_map[k]
-                state[param] = {
-                    key: (_cast_state(val, param, key) if isinstance(val, Tensor) else val) for key, val in v.items()
-                }
+                state[param] = _cast_state(param, v)
+            else:
+                state[k] = v
         new_groups = []
         for g, s in zip(groups, saved):
-            s = dict(s)
             s["params"] = g["params"]
+            if "param_names" in g and "param_names" not in s:
+                s["param_names"] = g["param_names"]
             new_groups.append(s)
-        self.state = state
-        self.param_groups = new_groups
+        self.__setstate__({"state": state, "param_groups": new_groups})
+        for hook in self._optimizer_load_state_dict_post_hooks.values():
+            hook(self)
 
 
-def _cast_state(value, param, key):
-    if key in ("step", "mu_product"):
-        return value.to(ec.float32).clone()
-    if value.is_floating_point():
-        return value.to(param.dtype).clone()
-    return value.clone()
+def _cast_state(param, value, key=None):
+    """A state value for param: floating tensors take its dtype (except 'step',
+    kept as saved, as PyTorch); containers are converted element by element."""
+    if isinstance(value, Tensor):
+        if key == "step":
+            return value.clone()
+        if value.is_floating_point():
+            return value.to(param.dtype).clone()
+        return value.clone()
+    if isinstance(value, dict):
+        return {k: _cast_state(param, v, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_state(param, v) for v in value)
+    return value
 
 
 # ----------------------------------------------------------- fused helpers
@@ -212,22 +379,38 @@ def numels(tensors):
     return ffi.new("int64_t[]", [t._numel for t in tensors])
 
 
-def fused_dtype(params, grads, fused):
-    """The kernel dtype when the fused path applies, else None."""
-    if fused is False or not params:
+def kernel_dtype(group, params, grads):
+    """The kernel's dtype code when the fused path applies to these tensors, else
+    None (see Note [Fused and reference steps])."""
+    fused = group.get("fused")
+    if group.get("foreach") is False and not fused:
         return None
     dt = params[0]._dtype
-    code = _FUSED_DTYPES.get(dt)
-    if code is None:
+    code = _KERNEL_DTYPES.get(dt)
+    ok = code is not None
+    if ok:
+        for p, g in zip(params, grads):
+            if p._dtype is not dt or g._dtype is not dt or not core_tensor.is_contig(p):
+                ok = False
+                break
+    if not ok:
         if fused:
-            raise RuntimeError(f"fused optimizer kernels support float32 and float64 parameters, not {dt}")
+            raise RuntimeError(
+                "`fused=True` requires all the params to be contiguous float32 or float64 "
+                "tensors of one dtype "
+                "with gradients of that dtype"
+            )
         return None
-    for p, g in zip(params, grads):
-        if p._dtype is not dt or g._dtype is not dt or not core_tensor.is_contig(p) or not core_tensor.is_contig(g):
-            if fused:
-                raise RuntimeError("fused optimizer kernels need contiguous parameters and gradients of one dtype")
-            return None
     return code
+
+
+def scalar_code(tensors):
+    """The kernel code of the 0-d step (or mu_product) tensors, or None if mixed."""
+    dt = tensors[0]._dtype
+    for t in tensors:
+        if t._dtype is not dt:
+            return None
+    return _KERNEL_DTYPES.get(dt)
 
 
 def mark_written(tensors, op):
@@ -236,7 +419,7 @@ def mark_written(tensors, op):
 
 
 def step_tensor():
-    return ec.zeros((), dtype=ec.float32)
+    return ec.zeros((), dtype=_scalar_dtype())
 
 
 def grads_of(group):
@@ -250,3 +433,5 @@ def grads_of(group):
         grads.append(g if core_tensor.is_contig(g) else g.contiguous())
     return params, grads
 
+
+Optimizer.step = _step_with_hooks(Optimizer.step)

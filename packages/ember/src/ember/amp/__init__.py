@@ -1,0 +1,308 @@
+"""ember.amp: gradient scaling and autocast, with PyTorch's behaviour on a
+machine without CUDA.
+
+GradScaler implements the whole dynamic loss-scaling algorithm (scale the loss,
+unscale and check gradients for inf/NaN, skip steps that overflowed, grow or
+back off the scale).  As in PyTorch, a scaler for device 'cuda' disables itself
+with a warning when CUDA is unavailable, so ``GradScaler()`` in a CUDA script
+runs on the CPU as plain training.
+
+autocast: an autocast region for 'cuda' without CUDA is disabled with a warning
+(PyTorch does the same); a disabled region (``enabled=False``) is exactly the
+code outside it.  Mixed-precision CPU autocast (bfloat16 ops inside the region)
+is not implemented by ember and says so."""
+
+import warnings
+from collections import defaultdict
+
+import ember_autograd as ag
+import ember_core as ec
+from ember_core import _cuda
+
+__all__ = [
+    "GradScaler",
+    "autocast",
+    "get_autocast_dtype",
+    "is_autocast_available",
+    "is_autocast_enabled",
+]
+
+_READY, _UNSCALED, _STEPPED = 0, 1, 2
+
+
+def _fresh_state():
+    return {"stage": _READY, "found_inf": None}
+
+
+class GradScaler:
+    """Dynamic loss scaling for mixed-precision training.
+
+    >>> scaler = GradScaler("cpu")
+    >>> scaler.scale(loss).backward()
+    >>> scaler.step(optimizer)
+    >>> scaler.update()
+    """
+
+    def __init__(
+        self,
+        device="cuda",
+        init_scale=2.0**16,
+        growth_factor=2.0,
+        backoff_factor=0.5,
+        growth_interval=2000,
+        enabled=True,
+    ):
+        self._device = device
+        self._enabled = enabled
+        if device == "cuda" and enabled and not _cuda.is_available():
+            warnings.warn(
+                "torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.",
+                stacklevel=2,
+            )
+            self._enabled = False
+        if self._enabled:
+            if growth_factor <= 1.0:
+                raise AssertionError("The growth factor must be > 1.0.")
+            if backoff_factor >= 1.0:
+                raise AssertionError("The backoff factor must be < 1.0.")
+            self._init_scale = init_scale
+            self._scale = None
+            self._growth_factor = growth_factor
+            self._backoff_factor = backoff_factor
+            self._growth_interval = growth_interval
+            self._init_growth_tracker = 0
+            self._growth_tracker = None
+            self._per_optimizer_states = defaultdict(_fresh_state)
+
+    def is_enabled(self):
+        return self._enabled
+
+    def _lazy_init(self):
+        if self._scale is None:
+            self._scale = ec.full((), float(self._init_scale), dtype=ec.float32)
+            self._growth_tracker = ec.full((), self._init_growth_tracker, dtype=ec.int32)
+
+    def scale(self, outputs):
+        """outputs * scale (tensors, or any nesting of lists/tuples of them)."""
+        if not self._enabled:
+            return outputs
+        self._lazy_init()
+        if isinstance(outputs, ec.Tensor):
+            return (
+                outputs * self._scale.to(outputs.dtype)
+                if outputs.dtype is not ec.float32
+                else outputs * self._scale
+            )
+        if isinstance(outputs, (list, tuple)):
+            return type(outputs)(self.scale(o) for o in outputs)
+        if hasattr(outputs, "__iter__"):
+            return map(self.scale, outputs)
+        raise ValueError("outputs must be a Tensor or an iterable of Tensors")
+
+    def _check_initialised(self, where):
+        if self._scale is None:
+            raise AssertionError(
+                f"Attempted {where} but _scale is None.  This may indicate your script did not use "
+                "scaler.scale(loss or outputs) earlier in the iteration."
+            )
+
+    def unscale_(self, optimizer):
+        """Divide optimizer's gradients by the scale, noting inf/NaN."""
+        if not self._enabled:
+            return
+        self._check_initialised("unscale_")
+        state = self._per_optimizer_states[id(optimizer)]
+        if state["stage"] == _UNSCALED:
+            raise RuntimeError(
+                "unscale_() has already been called on this optimizer since the last update()."
+            )
+        if state["stage"] == _STEPPED:
+            raise RuntimeError("unscale_() is being called after step().")
+        inv_scale = 1.0 / float(self._scale.double().item())
+        found = False
+        with ag.no_grad():
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    g = p.grad
+                    if g is None:
+                        continue
+                    if g.dtype is ec.float16:
+                        raise ValueError("Attempting to unscale FP16 gradients.")
+                    g.mul_(inv_scale)
+                    if not found and not bool(g.isfinite().all()):
+                        found = True
+        state["found_inf"] = 1.0 if found else 0.0
+        state["stage"] = _UNSCALED
+
+    def step(self, optimizer, *args, **kwargs):
+        """optimizer.step() unless the unscaled gradients hold inf/NaN."""
+        if not self._enabled:
+            return optimizer.step(*args, **kwargs)
+        if "closure" in kwargs:
+            raise RuntimeError("Closure use is not currently supported if GradScaler is enabled.")
+        self._check_initialised("step")
+        state = self._per_optimizer_states[id(optimizer)]
+        if state["stage"] == _STEPPED:
+            raise RuntimeError("step() has already been called since the last update().")
+        if state["stage"] == _READY:
+            self.unscale_(optimizer)
+        retval = None
+        if not state["found_inf"]:
+            retval = optimizer.step(*args, **kwargs)
+        state["stage"] = _STEPPED
+        return retval
+
+    def update(self, new_scale=None):
+        """Back off the scale after an overflow, grow it after growth_interval clean steps."""
+        if not self._enabled:
+            return
+        self._check_initialised("update")
+        if new_scale is not None:
+            if isinstance(new_scale, ec.Tensor):
+                if new_scale.numel() != 1 or new_scale.requires_grad:
+                    raise AssertionError(
+                        "new_scale should be a float or a 1-element tensor with "
+                        "requires_grad=False."
+                    )
+                self._scale.copy_(new_scale.reshape(()))
+            else:
+                self._scale.fill_(float(new_scale))
+        else:
+            found = [
+                s["found_inf"]
+                for s in self._per_optimizer_states.values()
+                if s["found_inf"] is not None
+            ]
+            if not found:
+                raise AssertionError("No inf checks were recorded prior to update.")
+            if sum(found) > 0:
+                self._scale.mul_(self._backoff_factor)
+                self._growth_tracker.fill_(0)
+            else:
+                tracker = int(self._growth_tracker.item()) + 1
+                if tracker == self._growth_interval:
+                    self._scale.mul_(self._growth_factor)
+                    tracker = 0
+                self._growth_tracker.fill_(tracker)
+        self._per_optimizer_states = defaultdict(_fresh_state)
+
+    def get_scale(self):
+        if not self._enabled:
+            return 1.0
+        return self._init_scale if self._scale is None else self._scale.item()
+
+    def get_growth_factor(self):
+        return self._growth_factor
+
+    def set_growth_factor(self, new_factor):
+        self._growth_factor = new_factor
+
+    def get_backoff_factor(self):
+        return self._backoff_factor
+
+    def set_backoff_factor(self, new_factor):
+        self._backoff_factor = new_factor
+
+    def get_growth_interval(self):
+        return self._growth_interval
+
+    def set_growth_interval(self, new_interval):
+        self._growth_interval = new_interval
+
+    def _get_growth_tracker(self):
+        if not self._enabled:
+            return 0
+        return (
+            self._init_growth_tracker
+            if self._growth_tracker is None
+            else int(self._growth_tracker.item())
+        )
+
+    def state_dict(self):
+        if not self._enabled:
+            return {}
+        return {
+            "scale": self.get_scale(),
+            "growth_factor": self._growth_factor,
+            "backoff_factor": self._backoff_factor,
+            "growth_interval": self._growth_interval,
+            "_growth_tracker": self._get_growth_tracker(),
+        }
+
+    def load_state_dict(self, state_dict):
+        if not self._enabled:
+            return
+        if len(state_dict) == 0:
+            raise RuntimeError(
+                "The source state dict is empty, possibly because it was saved from a disabled "
+                "instance of GradScaler."
+            )
+        self._init_scale = state_dict["scale"]
+        if self._scale is not None:
+            self._scale.fill_(state_dict["scale"])
+        self._growth_factor = state_dict["growth_factor"]
+        self._backoff_factor = state_dict["backoff_factor"]
+        self._growth_interval = state_dict["growth_interval"]
+        self._init_growth_tracker = state_dict["_growth_tracker"]
+        if self._growth_tracker is not None:
+            self._growth_tracker.fill_(state_dict["_growth_tracker"])
+
+
+_AUTOCAST_DTYPES = {"cuda": ec.float16, "cpu": ec.bfloat16}
+
+
+def is_autocast_available(device_type):
+    return device_type in _AUTOCAST_DTYPES
+
+
+def is_autocast_enabled(device_type=None):
+    """False: no autocast region is ever active in ember."""
+    return False
+
+
+def get_autocast_dtype(device_type):
+    return _AUTOCAST_DTYPES[device_type]
+
+
+class autocast:
+    """An autocast region (context manager and decorator); see the module doc for
+    what runs inside it."""
+
+    def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
+        if not isinstance(device_type, str):
+            raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+        if not is_autocast_available(device_type):
+            raise RuntimeError(
+                f"User specified an unsupported autocast device_type '{device_type}'"
+            )
+        self.device = device_type
+        self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dtype
+        if enabled and device_type == "cuda" and not _cuda.is_available():
+            warnings.warn(
+                "CUDA is not available or torch_xla is imported. Disabling autocast.", stacklevel=2
+            )
+            enabled = False
+        if enabled:
+            raise NotImplementedError(
+                f"ember.autocast(device_type={device_type!r}, enabled=True): mixed-precision "
+                "autocast is not "
+                "implemented by ember; run in float32 (enabled=False) or cast the model with "
+                ".to(dtype)"
+            )
+        self._enabled = enabled
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self:
+                return fn(*args, **kwargs)
+
+        return wrapper

@@ -1,0 +1,328 @@
+"""ember.save / ember.load: round trips of tensors, state dicts, optimizer states
+and nested containers; the safetensors layout (read back here by an
+independent parser); atomic writes; and the bad files -- truncated, tampered,
+foreign, and pickles that would run code -- which must raise CheckpointError
+without executing anything."""
+
+import collections
+import io
+import json
+import math
+import os
+import pickle
+import struct
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+from ember import CheckpointError
+
+
+def arr(t):
+    return np.asarray(
+        t.detach().float().numpy() if t.dtype is ember.bfloat16 else t.detach().numpy()
+    )
+
+
+def roundtrip(obj, tmp_path):
+    path = tmp_path / "ckpt.safetensors"
+    ember.save(obj, path)
+    return ember.load(path)
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        ember.float32,
+        ember.float64,
+        ember.float16,
+        ember.bfloat16,
+        ember.int64,
+        ember.int32,
+        ember.int16,
+        ember.int8,
+        ember.uint8,
+        ember.bool,
+    ],
+)
+def test_tensor_dtypes_round_trip(tmp_path, dtype):
+    t = (ember.randn(3, 4) * 10).to(dtype)
+    back = roundtrip(t, tmp_path)
+    assert back.dtype is dtype and back.shape == (3, 4)
+    np.testing.assert_array_equal(arr(back), arr(t))
+
+
+def test_shapes_views_and_sharing(tmp_path):
+    base = ember.arange(12.0).reshape(3, 4)
+    obj = {
+        "scalar": ember.tensor(3.5),
+        "empty": ember.zeros(0, 5),
+        "view": base.t(),
+        "slice": base[:, 1::2],
+        "same": base,
+        "again": base,
+    }
+    back = roundtrip(obj, tmp_path)
+    assert back["scalar"].shape == () and back["scalar"].item() == 3.5
+    assert back["empty"].shape == (0, 5)
+    np.testing.assert_array_equal(arr(back["view"]), arr(base).T)
+    np.testing.assert_array_equal(arr(back["slice"]), arr(base)[:, 1::2])
+    assert back["same"] is back["again"], "one tensor saved twice loads as one tensor"
+
+
+def test_model_state_dict_round_trip(tmp_path):
+    model = nn.Sequential(
+        nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.Flatten(), nn.Linear(4 * 6 * 6, 3)
+    )
+    model(ember.randn(2, 1, 8, 8))  # running stats move
+    sd = model.state_dict()
+    back = roundtrip(sd, tmp_path)
+    assert isinstance(back, collections.OrderedDict) and list(back) == list(sd)
+    fresh = nn.Sequential(
+        nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.Flatten(), nn.Linear(4 * 6 * 6, 3)
+    )
+    fresh.load_state_dict(back)
+    for (k, a), (_, b) in zip(fresh.state_dict().items(), sd.items()):
+        np.testing.assert_array_equal(arr(a), arr(b), err_msg=k)
+    assert back["1.num_batches_tracked"].dtype is ember.int64
+
+
+def test_optimizer_state_round_trip(tmp_path):
+    model = nn.Linear(3, 2)
+    opt = ember.optim.Adam(model.parameters(), lr=0.01, betas=(0.8, 0.95), amsgrad=True)
+    model(ember.randn(4, 3)).sum().backward()
+    opt.step()
+    sd = opt.state_dict()
+    back = roundtrip(sd, tmp_path)
+    assert back["param_groups"][0]["betas"] == (0.8, 0.95)
+    assert back["param_groups"][0]["foreach"] is None and back["param_groups"][0]["params"] == [
+        0,
+        1,
+    ]
+    assert set(back["state"]) == {0, 1} and back["state"][0]["step"].item() == 1
+    opt2 = ember.optim.Adam(nn.Linear(3, 2).parameters(), lr=0.5)
+    opt2.load_state_dict(back)
+    assert opt2.param_groups[0]["lr"] == 0.01
+
+
+def test_plain_values_and_nesting(tmp_path):
+    Point = collections.namedtuple("Point", ["x", "y"])
+    obj = {
+        "ints": [0, -1, 2**60, -(2**70)],
+        "floats": [1.5, math.inf, -math.inf],
+        "nan": math.nan,
+        "none": None,
+        "flags": (True, False),
+        "text": "héllo",
+        "nested": {"a": [{"b": (1, [2, {"c": 3}])}]},
+        "int_keys": {1: "one", 2: "two"},
+        "tuple_key": {(1, 2): "pair"},
+        "set": {1, 2, 3},
+        "dtype": ember.float16,
+        "device": ember.device("cpu"),
+        "size": ember.Size([2, 3]),
+        "point": Point(1, 2),
+        "bytes": b"\x00\x01binary",
+        "numpy": np.arange(4),
+        "np_scalar": np.float32(2.5),
+        "$tensor": "not a tensor",
+    }
+    back = roundtrip(obj, tmp_path)
+    assert (
+        back["ints"] == obj["ints"] and back["floats"] == obj["floats"] and math.isnan(back["nan"])
+    )
+    assert back["none"] is None and back["flags"] == (True, False) and back["text"] == "héllo"
+    assert back["nested"] == obj["nested"] and back["int_keys"] == {1: "one", 2: "two"}
+    assert back["tuple_key"] == {(1, 2): "pair"} and back["set"] == {1, 2, 3}
+    assert back["dtype"] is ember.float16 and back["device"] == ember.device("cpu")
+    assert back["size"] == ember.Size([2, 3]) and isinstance(back["size"], ember.Size)
+    assert tuple(back["point"]) == (1, 2) and back["point"].x == 1
+    assert back["bytes"] == b"\x00\x01binary" and back["$tensor"] == "not a tensor"
+    np.testing.assert_array_equal(arr(back["numpy"]), np.arange(4))
+    assert back["np_scalar"] == 2.5
+
+
+def test_parameters_and_requires_grad_survive(tmp_path):
+    p = nn.Parameter(ember.randn(2))
+    frozen = nn.Parameter(ember.randn(2), requires_grad=False)
+    leaf = ember.randn(2, requires_grad=True)
+    back = roundtrip({"p": p, "frozen": frozen, "leaf": leaf}, tmp_path)
+    assert isinstance(back["p"], nn.Parameter) and back["p"].requires_grad
+    assert isinstance(back["frozen"], nn.Parameter) and not back["frozen"].requires_grad
+    assert back["leaf"].requires_grad and back["leaf"].is_leaf
+
+
+def test_file_objects_and_bytes(tmp_path):
+    buf = io.BytesIO()
+    ember.save({"x": ember.ones(2)}, buf)
+    buf.seek(0)
+    assert ember.load(buf)["x"].tolist() == [1.0, 1.0]
+    with open(tmp_path / "f.pt", "wb") as f:
+        ember.save([1, 2], f)
+    with open(tmp_path / "f.pt", "rb") as f:
+        assert ember.load(f) == [1, 2]
+    assert ember.load(str(tmp_path / "f.pt"), map_location="cpu", weights_only=True) == [1, 2]
+    assert ember.load(tmp_path / "f.pt", map_location=ember.device("cpu")) == [1, 2]
+    assert ember.load(tmp_path / "f.pt", map_location=lambda storage, loc: storage) == [1, 2]
+
+
+def test_map_location_cuda_is_a_clear_error(tmp_path):
+    ember.save({"x": ember.ones(1)}, tmp_path / "a")
+    with pytest.raises(RuntimeError, match="(?i)cuda"):
+        ember.load(tmp_path / "a", map_location="cuda:0")
+
+
+def test_unsupported_objects_name_what_to_save_instead(tmp_path):
+    with pytest.raises(TypeError, match="state_dict"):
+        ember.save(nn.Linear(2, 2), tmp_path / "m")
+    with pytest.raises(TypeError, match=r"obj\['f'\]"):
+        ember.save({"f": lambda x: x}, tmp_path / "m")
+    assert not (tmp_path / "m").exists()
+
+
+def test_layout_is_safetensors(tmp_path):
+    """An independent reader: 8-byte little-endian header length, JSON header
+    with dtype/shape/data_offsets, then the raw bytes."""
+    tensors = {
+        "w": ember.arange(6.0).reshape(2, 3),
+        "i": ember.tensor([1, 2, 3], dtype=ember.int32),
+    }
+    ember.save(tensors, tmp_path / "s.safetensors")
+    raw = (tmp_path / "s.safetensors").read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8 : 8 + n])
+    meta = header.pop("__metadata__")
+    assert all(isinstance(v, str) for v in meta.values())
+    body = raw[8 + n :]
+    found = {}
+    for name, info in header.items():
+        b, e = info["data_offsets"]
+        np_dtype = {"F32": np.float32, "I32": np.int32}[info["dtype"]]
+        found[name] = np.frombuffer(body[b:e], dtype=np_dtype).reshape(info["shape"])
+    assert sorted(
+        map(str.tolist if False else (lambda a: a.tolist()), found.values()), key=str
+    ) == sorted([[[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]], [1, 2, 3]], key=str)
+
+
+def test_plain_safetensors_file_loads_as_dict(tmp_path):
+    data = np.arange(4, dtype=np.float32)
+    header = {"a": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]}}
+    text = json.dumps(header).encode()
+    (tmp_path / "plain.safetensors").write_bytes(
+        struct.pack("<Q", len(text)) + text + data.tobytes()
+    )
+    back = ember.load(tmp_path / "plain.safetensors")
+    assert list(back) == ["a"] and back["a"].tolist() == [[0.0, 1.0], [2.0, 3.0]]
+
+
+def test_writes_are_atomic(tmp_path, monkeypatch):
+    path = tmp_path / "ckpt"
+    ember.save({"v": 1}, path)
+
+    def boom(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "fsync", boom)
+    with pytest.raises(OSError, match="disk full"):
+        ember.save({"v": 2}, path)
+    assert ember.load(path) == {"v": 1}, "a failed save leaves the old file intact"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"], (
+        "no temporary file is left behind"
+    )
+
+
+# ------------------------------------------------------------------ bad files
+
+
+@pytest.fixture
+def good_file(tmp_path):
+    path = tmp_path / "good"
+    ember.save({"w": ember.randn(16, 16), "step": 3}, path)
+    return path
+
+
+@pytest.mark.parametrize("cut", [0, 4, 8, 20, -100, -1])
+def test_truncated_file(good_file, cut):
+    data = good_file.read_bytes()
+    good_file.write_bytes(data[:cut])
+    with pytest.raises(CheckpointError, match="truncated|too short|header"):
+        ember.load(good_file)
+
+
+def test_tampered_tensor_bytes(good_file):
+    data = bytearray(good_file.read_bytes())
+    data[-10] ^= 0xFF
+    good_file.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="checksum"):
+        ember.load(good_file)
+
+
+def test_tampered_header(good_file):
+    data = good_file.read_bytes()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + n])
+    header["t0"]["shape"] = [8, 16]  # claims fewer bytes than stored
+    text = json.dumps(header).encode()
+    good_file.write_bytes(struct.pack("<Q", len(text)) + text + data[8 + n :])
+    with pytest.raises(CheckpointError, match="altered|bytes"):
+        ember.load(good_file)
+    good_file.write_bytes(data[:8] + b"{not json" + data[17:])
+    with pytest.raises(CheckpointError, match="JSON"):
+        ember.load(good_file)
+
+
+def test_structure_with_unknown_tags_or_missing_tensors(tmp_path):
+    for structure in ['{"$eval": "__import__(\'os\')"}', '{"$tensor": "t99"}', "[1, {}]"]:
+        header = {
+            "__metadata__": {
+                "format": "ember",
+                "ember.structure": structure,
+                "ember.sha256": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+            }
+        }
+        text = json.dumps(header).encode()
+        (tmp_path / "x").write_bytes(struct.pack("<Q", len(text)) + text)
+        with pytest.raises(CheckpointError):
+            ember.load(tmp_path / "x")
+
+
+class _Exploit:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_a_pickle_that_would_run_code_is_refused(tmp_path):
+    marker = tmp_path / "pwned"
+    for protocol in (2, 4, 5):
+        (tmp_path / "evil.pt").write_bytes(pickle.dumps(_Exploit(str(marker)), protocol=protocol))
+        with pytest.raises(CheckpointError, match="pickle"):
+            ember.load(tmp_path / "evil.pt")
+    assert not marker.exists(), "loading must never execute code from the file"
+    (tmp_path / "zip.pt").write_bytes(b"PK\x03\x04" + b"\x00" * 40)
+    with pytest.raises(CheckpointError, match="pickle/zip"):
+        ember.load(tmp_path / "zip.pt")
+
+
+def test_garbage_and_empty_files(tmp_path):
+    (tmp_path / "empty").write_bytes(b"")
+    with pytest.raises(CheckpointError):
+        ember.load(tmp_path / "empty")
+    (tmp_path / "huge").write_bytes(struct.pack("<Q", 2**62) + b"{}")
+    with pytest.raises(CheckpointError):
+        ember.load(tmp_path / "huge")
+    (tmp_path / "text").write_bytes(b"hello world, this is not a checkpoint at all")
+    with pytest.raises(CheckpointError):
+        ember.load(tmp_path / "text")
+
+
+@pytest.mark.parity
+def test_torch_checkpoint_is_refused_clearly(tmp_path):
+    torch = pytest.importorskip("torch")
+    torch.save({"w": torch.ones(2)}, tmp_path / "t.pt")
+    with pytest.raises(CheckpointError, match="torch.save"):
+        ember.load(tmp_path / "t.pt")

@@ -684,6 +684,24 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
 
 def binary_(op, code, kind, a, b, p0=1.0):
     """In place: a = f(a, b), b broadcast to a's shape."""
+    # Fast path (Note [Op overhead]): a contiguous tensor and a distinct one of the
+    # same dtype and shape (gradient accumulation, optimizer updates), in a kind
+    # that computes and stores in that dtype.
+    if a.__class__ is Tensor and b.__class__ is Tensor and (a._contig or is_contig(a)):
+        dt = a._dtype
+        if (
+            b._dtype is dt
+            and b._shape == a._shape
+            and b._storage is not a._storage
+            and (kind == ARITH or (dt.category == 2 and kind != BITWISE and kind != COMPARE))
+            and (b._contig or is_contig(b))
+            and b._storage._device is a._storage._device
+        ):
+            written(a, op)
+            st = _lib_binary_contig(code, dt.code, a._numel, a._ptr, a._ptr, b._ptr, p0)
+            if st:
+                raise error(st, op)
+            return a
     cd, od = _binary_dtypes(op, kind, a, b)
     if od is not a._dtype and not D.can_cast(od, a._dtype):
         raise RuntimeError(

@@ -605,7 +605,11 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
         if bc is Tensor:
             if same and b._dtype is dt and b._storage._device is a._storage._device:
                 r_dt = _bool if kind == COMPARE else dt
-                if b._shape == a._shape and (a._contig or is_contig(a)) and (b._contig or is_contig(b)):
+                if (
+                    b._shape == a._shape
+                    and (a._contig or is_contig(a))
+                    and (b._contig or is_contig(b))
+                ):
                     r = empty(a._shape, r_dt, a._storage._device)
                     st = _lib_binary_contig(code, dt.code, a._numel, r._ptr, a._ptr, b._ptr, p0)
                 else:  # broadcast or strided: a cached plan (Note [Broadcast plans])
@@ -1105,10 +1109,8 @@ def where(condition, input=None, other=None, out=None):
             plan = _plan("where", condition, input, other)
         dt = input._dtype
         r = empty(plan[0], dt, input._storage._device)
-        st = _lib_ternary(
-            lib.EC_T_WHERE, dt.code, plan[1], plan[2], r._ptr, condition._ptr, input._ptr,
-            other._ptr, 1.0,
-        )
+        ptrs = (condition._ptr, input._ptr, other._ptr)
+        st = _lib_ternary(lib.EC_T_WHERE, dt.code, plan[1], plan[2], r._ptr, *ptrs, 1.0)
         if st:
             raise error(st, "where")
         return r

@@ -594,15 +594,16 @@ _INT64_MIN, _INT64_LIMIT = -(2**63), 2**63
 def binary(op, code, kind, a, b, out=None, p0=1.0):
     """Run binary kernel ``code`` on a and b (tensors or one Python number)."""
     # Fast paths (Note [Op overhead]): the common small-tensor cases -- two
-    # contiguous tensors of one dtype and shape, or a contiguous tensor and a
-    # Python number that does not change its dtype -- skip the general
-    # promotion/broadcast machinery below.  They must give exactly its result.
-    if out is None and a.__class__ is Tensor:
+    # tensors of one dtype (contiguous and of one shape, or any geometry through a
+    # cached plan, Note [Broadcast plans]), or a contiguous tensor and a Python
+    # number that does not change its dtype -- skip the general promotion and
+    # broadcast machinery below.  They must give exactly its result.
+    if out is None and (a.__class__ is Tensor or isinstance(a, Tensor)):  # (or a Parameter)
         dt = a._dtype
         bc = b.__class__
         # the kinds that compute in the operands' own dtype
         same = kind in (ARITH, COMPARE) or (dt.category == 2 and kind != BITWISE)
-        if bc is Tensor:
+        if bc is Tensor or (bc is not float and bc is not int and isinstance(b, Tensor)):
             if same and b._dtype is dt and b._storage._device is a._storage._device:
                 r_dt = _bool if kind == COMPARE else dt
                 if (

@@ -31,6 +31,9 @@ def _block_medians(fns, rounds=3):
     samples = [[] for _ in fns]
     for _ in range(rounds):
         for f, out in zip(fns, samples):
+            # a pause first: NumPy's OpenBLAS threads spin for a while after its
+            # last call and would take a core from the next library's block
+            time.sleep(0.1)
             out.append(median_time(f, repeat=5, min_time=0.1))
     return [statistics.median(s) for s in samples]
 

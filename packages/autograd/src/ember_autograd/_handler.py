@@ -334,7 +334,7 @@ def _record(op, info, args, call):
                         _refuse_inference(op)
                     x = SavedTensor(x, name_)
                 saved.append(x)
-            values[name] = saved
+            values[name] = saved if a.__class__ is list else tuple(saved)
         else:
             values[name] = a
     for name, idx in f.shape_uses:

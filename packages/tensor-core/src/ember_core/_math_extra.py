@@ -148,8 +148,8 @@ def logaddexp2(input, other, out=None):
     a, b = _float_of(input), _float_of(other) if isinstance(other, Tensor) else other
     m = _pub("maximum")(a, b) if isinstance(b, Tensor) else a.clamp_min(b)
     r = m + ((a - m).exp2() + (b - m).exp2()).log2()
-    # equal infinities: (a - m) is nan, the answer is the infinity itself
-    r = _pub("where")(m.isinf() & (a == b), m, r)
+    # an infinite maximum makes (a - m) nan; it is the answer itself
+    r = _pub("where")(m.isinf(), m, r)
     return out.copy_(r) if out is not None else r
 
 

@@ -313,12 +313,12 @@ def random_(input, from_=0, to=None, generator=None):
     from_, to = int(from_), int(to)
     if from_ >= to:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={from_} >= to={to}")
-    if dt.category < 2 and dt is not D.bool_ and not (dt.min <= from_ and to - 1 <= dt.max):
-        bad, value = ("from", from_) if not dt.min <= from_ <= dt.max else ("to - 1", to - 1)
-        raise RuntimeError(
-            f"random_ expects '{bad}' to be in the range [{dt.min}, {dt.max}] of {dt.name}, "
-            f"but got {value}"
-        )
+    if dt.category < 2:  # integers and bool: both ends must fit the dtype
+        lo, hi = (0, 1) if dt is D.bool_ else (dt.min, dt.max)
+        if not lo <= from_ <= hi:
+            raise RuntimeError(f"random_: from is out of bounds for {dt.name} (from={from_})")
+        if not lo <= to - 1 <= hi:
+            raise RuntimeError(f"random_: to - 1 is out of bounds for {dt.name} (to={to})")
     t = _inplace("random_", input)
     if to - from_ == 1 << 64:  # every 64-bit pattern
         return _fill_random(t, lib.EC_RNG_BITS, generator, op="random_")

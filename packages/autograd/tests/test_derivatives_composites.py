@@ -33,14 +33,24 @@ CASES = {
     "frexp": (lambda a: ec.frexp(a).mantissa, [(3, 4)]),
     "trapezoid": (lambda y, x: ec.trapezoid(y, x.cumsum(0)), [(3, 4), (4,)]),
     "cumulative_trapezoid": (lambda y: ec.cumulative_trapezoid(y, dx=0.3, dim=0), [(3, 4)]),
-    "cov": (lambda a: ec.cov(a, aweights=ec.tensor([0.5, 1.0, 2.0, 0.1], dtype=ec.float64)), [(3, 4)]),
+    "cov": (
+        lambda a: ec.cov(a, aweights=ec.tensor([0.5, 1.0, 2.0, 0.1], dtype=ec.float64)),
+        [(3, 4)],
+    ),
     "corrcoef": (lambda a: ec.corrcoef(a), [(3, 5)]),
     "cross": (lambda a, b: ec.cross(a, b, dim=0), [(3, 4), (3, 4)]),
     "cdist_direct": (lambda a, b: ec.cdist(a, b, p=1.5), [(4, 3), (5, 3)]),
-    "cdist_mm": (lambda a, b: ec.cdist(a, b, compute_mode="use_mm_for_euclid_dist"), [(4, 3), (5, 3)]),
-    "addbmm": (lambda i, a, b: ec.addbmm(i, a, b, beta=0.5, alpha=2), [(2, 5), (3, 2, 4), (3, 4, 5)]),
+    "cdist_mm": (
+        lambda a, b: ec.cdist(a, b, compute_mode="use_mm_for_euclid_dist"),
+        [(4, 3), (5, 3)],
+    ),
+    "addbmm": (
+        lambda i, a, b: ec.addbmm(i, a, b, beta=0.5, alpha=2),
+        [(2, 5), (3, 2, 4), (3, 4, 5)],
+    ),
     "index_reduce_mean": (
-        lambda x, s: x.index_reduce(0, ec.tensor([0, 2, 0]), s, "mean"), [(3, 4), (3, 4)]
+        lambda x, s: x.index_reduce(0, ec.tensor([0, 2, 0]), s, "mean"),
+        [(3, 4), (3, 4)],
     ),
 }
 

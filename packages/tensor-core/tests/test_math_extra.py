@@ -32,8 +32,10 @@ def test_logit():
 
 
 def test_heaviside():
-    same(ec.heaviside(ec.tensor([-1.0, 0.0, 2.0, 0.0]), ec.tensor([0.5])),
-         np.heaviside([-1.0, 0.0, 2.0, 0.0], 0.5))
+    same(
+        ec.heaviside(ec.tensor([-1.0, 0.0, 2.0, 0.0]), ec.tensor([0.5])),
+        np.heaviside([-1.0, 0.0, 2.0, 0.0], 0.5),
+    )
     with pytest.raises(RuntimeError, match="different dtypes"):
         ec.heaviside(ec.tensor([1.0]), ec.tensor([1]))
 
@@ -99,7 +101,9 @@ def test_cumulative_trapezoid():
     mid = (A[:, 1:] + A[:, :-1]) / 2
     same(ec.cumulative_trapezoid(ec.from_numpy(A)), np.cumsum(mid, axis=1))
     midx = (A[1:] + A[:-1]) / 2 * np.diff(x)[:, None]
-    same(ec.cumulative_trapezoid(ec.from_numpy(A), ec.from_numpy(x), dim=0), np.cumsum(midx, axis=0))
+    same(
+        ec.cumulative_trapezoid(ec.from_numpy(A), ec.from_numpy(x), dim=0), np.cumsum(midx, axis=0)
+    )
 
 
 def test_cov_corrcoef():
@@ -107,8 +111,10 @@ def test_cov_corrcoef():
     same(ec.cov(ec.from_numpy(A[0])), np.cov(A[0]))
     same(ec.cov(ec.from_numpy(A), correction=0), np.cov(A, ddof=0))
     fw, aw = np.array([1, 2, 1, 3]), np.array([0.5, 1.0, 2.0, 0.1])
-    same(ec.cov(ec.from_numpy(A), fweights=ec.tensor(fw), aweights=ec.from_numpy(aw)),
-         np.cov(A, fweights=fw, aweights=aw))
+    same(
+        ec.cov(ec.from_numpy(A), fweights=ec.tensor(fw), aweights=ec.from_numpy(aw)),
+        np.cov(A, fweights=fw, aweights=aw),
+    )
     same(ec.cov(ec.from_numpy(A), aweights=ec.from_numpy(aw)), np.cov(A, aweights=aw))
     same(ec.corrcoef(ec.from_numpy(A)), np.corrcoef(A))
     with pytest.raises(RuntimeError, match="negative"):
@@ -140,9 +146,15 @@ def test_cdist(p, r):
 
 
 def test_addbmm():
-    b1, b2, inp = rng.standard_normal((3, 2, 4)), rng.standard_normal((3, 4, 5)), rng.standard_normal((2, 5))
+    b1, b2, inp = (
+        rng.standard_normal((3, 2, 4)),
+        rng.standard_normal((3, 4, 5)),
+        rng.standard_normal((2, 5)),
+    )
     want = 0.5 * inp + 2 * np.einsum("bij,bjk->ik", b1, b2)
-    same(ec.addbmm(ec.from_numpy(inp), ec.from_numpy(b1), ec.from_numpy(b2), beta=0.5, alpha=2), want)
+    same(
+        ec.addbmm(ec.from_numpy(inp), ec.from_numpy(b1), ec.from_numpy(b2), beta=0.5, alpha=2), want
+    )
     t = ec.from_numpy(inp.copy())
     assert t.addbmm_(ec.from_numpy(b1), ec.from_numpy(b2), beta=0.5, alpha=2) is t
     same(t, want)
@@ -159,8 +171,9 @@ def test_index_reduce(reduce, include_self):
     for i, rows in groups.items():
         rows = ([A[i]] if include_self else []) + rows
         want[i] = fn(np.stack(rows), axis=0)
-    got = ec.from_numpy(A).index_reduce(0, ec.tensor(index), ec.from_numpy(src), reduce,
-                                        include_self=include_self)
+    got = ec.from_numpy(A).index_reduce(
+        0, ec.tensor(index), ec.from_numpy(src), reduce, include_self=include_self
+    )
     same(got, want)
 
 

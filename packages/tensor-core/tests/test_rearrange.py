@@ -58,8 +58,10 @@ def test_diff():
     same(ec.diff(x), np.diff(A))
     same(ec.diff(x, n=2, dim=0), np.diff(A, n=2, axis=0))
     pre, app = A[:, :1].copy(), A[:, :2].copy()
-    same(ec.diff(x, prepend=ec.from_numpy(pre), append=ec.from_numpy(app)),
-         np.diff(A, prepend=pre, append=app))
+    same(
+        ec.diff(x, prepend=ec.from_numpy(pre), append=ec.from_numpy(app)),
+        np.diff(A, prepend=pre, append=app),
+    )
     same(x.diff(n=5), np.diff(A, n=5))
     m = A > 0
     same(ec.diff(ec.from_numpy(m)), np.diff(m), ec.bool_)

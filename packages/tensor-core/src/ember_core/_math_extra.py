@@ -75,7 +75,7 @@ def _integer_binary(op, fn, input, other):
         other = _pub("tensor")(other)
     for t in (input, other):
         if t.dtype.is_floating_point or t.dtype is D.bool_:
-            raise RuntimeError(f'"{op}_cpu" not implemented for \'{t.dtype.name.capitalize()}\'')
+            raise RuntimeError(f"\"{op}_cpu\" not implemented for '{t.dtype.name.capitalize()}'")
     dt = D.result_type(input, other)
     r = fn(_values(input), _values(other)).astype(dt.numpy, copy=False)
     return _pub("from_numpy")(np.ascontiguousarray(r))
@@ -164,8 +164,11 @@ def sgn_(input):
     return input.sign_()
 
 
-@defop("isin(elements, test_elements, *, assume_unique=False, invert=False)", method=False,
-       composite=True)
+@defop(
+    "isin(elements, test_elements, *, assume_unique=False, invert=False)",
+    method=False,
+    composite=True,
+)
 def isin(elements, test_elements, assume_unique=False, invert=False):
     """Whether each element of elements is in test_elements (a bool tensor of elements' shape)."""
     tensor = _pub("tensor")
@@ -215,7 +218,7 @@ def cumulative_trapezoid(y, x=None, dx=None, dim=-1):
         x, dx = None, x
     d, spacing = _dx_along("cumulative_trapezoid", y, x, dx, dim)
     n = y.shape[d]
-    mid = (y.narrow(d, 1, builtins.max(n - 1, 0)) + y.narrow(d, 0, builtins.max(n - 1, 0)))
+    mid = y.narrow(d, 1, builtins.max(n - 1, 0)) + y.narrow(d, 0, builtins.max(n - 1, 0))
     return (mid * spacing / 2).cumsum(d)
 
 
@@ -226,7 +229,10 @@ def cumulative_trapezoid(y, x=None, dx=None, dim=-1):
 def cov(input, correction=1, fweights=None, aweights=None):
     """Covariance of the variables in rows (observations in columns), as numpy.cov."""
     if input.dim() > 2:
-        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with {input.dim()} dimensions")
+        raise RuntimeError(
+            f"cov(): expected input to have two or fewer dimensions but "
+            f"got an input with {input.dim()} dimensions"
+        )
     x = input.reshape(1, -1) if input.dim() < 2 else input
     n = x.shape[1]
     w = None
@@ -234,7 +240,10 @@ def cov(input, correction=1, fweights=None, aweights=None):
         if fweights.dim() > 1 or fweights.numel() != n:
             raise RuntimeError(f"cov(): expected fweights to have one dimension and {n} elements")
         if fweights.dtype.is_floating_point:
-            raise RuntimeError(f"cov(): expected fweights to have integral dtype but got fweights with {fweights.dtype} dtype")
+            raise RuntimeError(
+                f"cov(): expected fweights to have integral dtype but got "
+                f"fweights with {fweights.dtype} dtype"
+            )
         if bool((fweights < 0).any()):
             raise RuntimeError("cov(): fweights cannot be negative")
         w = fweights
@@ -242,7 +251,10 @@ def cov(input, correction=1, fweights=None, aweights=None):
         if aweights.dim() > 1 or aweights.numel() != n:
             raise RuntimeError(f"cov(): expected aweights to have one dimension and {n} elements")
         if not aweights.dtype.is_floating_point:
-            raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got aweights with {aweights.dtype} dtype")
+            raise RuntimeError(
+                f"cov(): expected aweights to have floating point dtype but "
+                f"got aweights with {aweights.dtype} dtype"
+            )
         if bool((aweights < 0).any()):
             raise RuntimeError("cov(): aweights cannot be negative")
         w = aweights if w is None else w * aweights
@@ -300,7 +312,10 @@ def cross(input, other, dim=None, out=None):
     if dim is None:
         sizes = list(a.shape)
         if 3 not in sizes:
-            raise RuntimeError(f"no dimension of size 3 in input (shapes {list(input.shape)} and {list(other.shape)})")
+            raise RuntimeError(
+                f"no dimension of size 3 in input (shapes {list(input.shape)} "
+                f"and {list(other.shape)})"
+            )
         d = sizes.index(3)
     else:
         d = normalize_dim(dim, a.dim(), "cross")
@@ -325,17 +340,25 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     p=2 goes through a matrix product when compute_mode allows (as PyTorch: by default
     when P or R exceeds 25), else the differences are formed directly."""
     if x1.dim() < 2 or x2.dim() < 2:
-        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D, X2 got: {x2.dim()}D")
+        raise RuntimeError(
+            f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D, X2 got: {x2.dim()}D"
+        )
     if x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError(
             f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}"
         )
     if not (x1.dtype.is_floating_point and x2.dtype.is_floating_point):
-        raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {x1.dtype}, X2 got: {x2.dtype}")
+        raise RuntimeError(
+            f"cdist only supports floating-point dtypes, X1 got: {x1.dtype}, X2 got: {x2.dtype}"
+        )
     if p < 0:
         raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
-    modes = (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
-             "donot_use_mm_for_euclid_dist")
+    modes = (
+        None,
+        "use_mm_for_euclid_dist_if_necessary",
+        "use_mm_for_euclid_dist",
+        "donot_use_mm_for_euclid_dist",
+    )
     if compute_mode not in modes:
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     batch = np.broadcast_shapes(tuple(x1.shape[:-2]), tuple(x2.shape[:-2]))
@@ -395,7 +418,8 @@ def index_reduce(input, dim, index, source, reduce, include_self=True):
     """Reduce source's slices into input's slices index[i] along dim (prod, mean, amax, amin)."""
     if reduce not in _INDEX_REDUCE:
         raise RuntimeError(
-            f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}."
+            f"index_reduce(): Expected reduce to be one of prod, mean, "
+            f"amax or amin but got {reduce}."
         )
     d = normalize_dim(dim, builtins.max(input.dim(), 1), "index_reduce")
     if index.dim() > 1:
@@ -418,8 +442,10 @@ def index_reduce_(input, dim, index, source, reduce, include_self=True):
 _histogram = collections.namedtuple("histogram", ["hist", "bin_edges"])
 
 
-@defop("histogram(input, bins=100, *, range=None, weight=None, density=False, out=None)",
-       composite=True)
+@defop(
+    "histogram(input, bins=100, *, range=None, weight=None, density=False, out=None)",
+    composite=True,
+)
 def histogram(input, bins=100, range=None, weight=None, density=False, out=None):  # noqa: A002
     """(hist, bin_edges): counts (or weights, or a density) per bin, as numpy.histogram."""
     if not input.dtype.is_floating_point:
@@ -439,7 +465,8 @@ def histogram(input, bins=100, range=None, weight=None, density=False, out=None)
     from_numpy = _pub("from_numpy")
     dt = input.dtype
     r = _histogram(
-        from_numpy(np.ascontiguousarray(hist)).to(dt), from_numpy(np.ascontiguousarray(edges)).to(dt)
+        from_numpy(np.ascontiguousarray(hist)).to(dt),
+        from_numpy(np.ascontiguousarray(edges)).to(dt),
     )
     if out is not None:
         out[0].resize_(tuple(r.hist.shape)).copy_(r.hist)

@@ -91,7 +91,9 @@ def rot90(input, k=1, dims=(0, 1)):
         raise RuntimeError(f"expected total dims >= 2, but got total dims = {nd}")
     d0, d1 = normalize_dim(dims[0], nd, "rot90"), normalize_dim(dims[1], nd, "rot90")
     if d0 == d1:
-        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
+        raise RuntimeError(
+            f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}"
+        )
     k %= 4
     if k == 1:
         return input.flip([d1]).transpose(d0, d1)
@@ -111,8 +113,11 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
     d = normalize_dim(dim, nd, "diff")
-    parts = [p if p.dim() else p.expand(*input.shape[:d], 1, *input.shape[d + 1 :])
-             for p in (prepend, input, append) if p is not None]
+    parts = [
+        p if p.dim() else p.expand(*input.shape[:d], 1, *input.shape[d + 1 :])
+        for p in (prepend, input, append)
+        if p is not None
+    ]
     x = _pub("cat")(parts, d) if len(parts) > 1 else input
     is_bool = x.dtype is D.bool_
     for _ in range(n):
@@ -135,8 +140,9 @@ def repeat_interleave(input, repeats=None, dim=None, output_size=None):
         counts = input
         if counts.dim() != 1 or counts.dtype.is_floating_point or counts.dtype is D.bool_:
             raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
-        return repeat_interleave(_pub("arange")(counts.shape[0], device=counts.device), counts, 0,
-                                 output_size)
+        return repeat_interleave(
+            _pub("arange")(counts.shape[0], device=counts.device), counts, 0, output_size
+        )
     if dim is None:
         input, d = input.reshape(-1), 0
     else:
@@ -147,8 +153,11 @@ def repeat_interleave(input, repeats=None, dim=None, output_size=None):
             raise RuntimeError(f"repeats has to be Long or Int tensor, but got {repeats.dtype}")
         if repeats.dim() > 1:
             raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
-        counts = np.broadcast_to(repeats.detach().numpy().astype(np.int64).reshape(-1), (size,)) \
-            if repeats.numel() == 1 else repeats.detach().numpy().astype(np.int64)
+        counts = (
+            np.broadcast_to(repeats.detach().numpy().astype(np.int64).reshape(-1), (size,))
+            if repeats.numel() == 1
+            else repeats.detach().numpy().astype(np.int64)
+        )
     else:
         counts = np.full(size, operator.index(repeats), dtype=np.int64)
     if counts.shape[0] != size:
@@ -329,15 +338,23 @@ def _triangle_indices(op, row, col, offset, dtype, device, lower):
     return ember_core.tensor(np.stack([r[keep], c[keep]]), dtype=dt, device=device)
 
 
-@defop("tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None)",
-       method=False, differentiable=False, composite=True)
+@defop(
+    "tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None)",
+    method=False,
+    differentiable=False,
+    composite=True,
+)
 def tril_indices(row, col, offset=0, dtype=None, device=None, layout=None):
     """2 x N coordinates of the lower triangle of a row x col matrix, row by row."""
     return _triangle_indices("tril_indices", row, col, offset, dtype, device, True)
 
 
-@defop("triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None)",
-       method=False, differentiable=False, composite=True)
+@defop(
+    "triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None)",
+    method=False,
+    differentiable=False,
+    composite=True,
+)
 def triu_indices(row, col, offset=0, dtype=None, device=None, layout=None):
     return _triangle_indices("triu_indices", row, col, offset, dtype, device, False)
 
@@ -351,8 +368,11 @@ def unravel_index(indices, shape):
         indices = ember_core.tensor(indices)
     if indices.dtype.is_floating_point or indices.dtype is D.bool_:
         raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
-    shape = (operator.index(shape),) if not isinstance(shape, (list, tuple, ember_core.Size)) \
+    shape = (
+        (operator.index(shape),)
+        if not isinstance(shape, (list, tuple, ember_core.Size))
         else tuple(operator.index(s) for s in shape)
+    )
     if any(s < 0 for s in shape):
         raise ValueError("'shape' cannot have negative values, but got " + str(tuple(shape)))
     numel = 1

@@ -51,8 +51,10 @@ wheels: $(foreach p,$(PACKAGES),$(WHEELHOUSE)/.$(p).stamp)
 install: wheels
 	$(BIN)/python tools/install_wheels.py $(WHEELHOUSE) $(PACKAGES)
 
+# One tox env per package, plus ember-data's tests again over ember tensors.
+TEST_ENVS := $(PACKAGES) data-ember
 test: wheels
-	$(BIN)/tox run -e $(subst $(space),$(comma),$(PACKAGES))
+	$(BIN)/tox run -e $(subst $(space),$(comma),$(TEST_ENVS))
 
 parity: wheels
 	$(BIN)/tox run -e parity

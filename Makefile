@@ -51,15 +51,20 @@ wheels: $(foreach p,$(PACKAGES),$(WHEELHOUSE)/.$(p).stamp)
 install: wheels
 	$(BIN)/python tools/install_wheels.py $(WHEELHOUSE) $(PACKAGES)
 
+# One tox env per package, plus ember-data's tests again over ember tensors.
+TEST_ENVS := $(PACKAGES) data-ember
 test: wheels
-	$(BIN)/tox run -e $(subst $(space),$(comma),$(PACKAGES))
+	$(BIN)/tox run -e $(subst $(space),$(comma),$(TEST_ENVS))
 
 parity: wheels
 	$(BIN)/tox run -e parity
 
+# Every benchmark, each in its own process. PyTorch is the reference they compare
+# against (test/bench-only, a CPU build); without it they print ember and NumPy alone.
+BENCHMARKS := allocator ops autograd models data sharing
 bench: install
-	$(BIN)/python benchmarks/allocator.py
-	$(BIN)/python benchmarks/autograd.py
+	$(PIP) install -q torch==2.13.0 || echo "PyTorch unavailable: benchmarks run without it"
+	$(foreach b,$(BENCHMARKS),$(BIN)/python benchmarks/$(b).py &&) true
 
 lint: venv
 	$(BIN)/ruff check .

@@ -34,6 +34,9 @@ from ember_core import (  # noqa: F401 - register their ops
     _rnn,
     _softmax,
 )
+# fixes: more shape builders and math (composites of the ops above)
+from ember_core import _math_extra, _rearrange  # noqa: F401 - they fill the op table
+from ember_core._math_extra import is_signed
 from ember_core._dispatch import OPS, Op, defop, register_handler, remove_handler
 from ember_core._dtype import (
     bfloat16,

@@ -163,6 +163,11 @@ def mean(input, dim=None, keepdim=False, dtype=None, out=None):
 def nanmean(input, dim=None, keepdim=False, dtype=None):
     from ember_core._elementwise import div, isnan, logical_not
 
+    if not input._dtype.is_floating_point:
+        raise RuntimeError(
+            f"nanmean(): expected input to have floating point or complex dtype but got "
+            f"{input._dtype.name}"
+        )
     notnan = logical_not(isnan(input))
     return div(nansum(input, dim, keepdim, dtype=dtype), sum(notnan, dim, keepdim))
 

@@ -70,9 +70,9 @@ def test_det_signs_and_logdet(dtype):
     a = np.stack([np.diag([1.0, -2.0, 3.0]), np.diag([1.0, 2.0, 0.0]), np.eye(3)[[1, 0, 2]]])
     A = T(a.astype(npdt(dtype)))
     close(LA.det(A), np.linalg.det(a), dtype)
-    s, l = ec.slogdet(A)
-    np.testing.assert_array_equal(s.numpy(), [-1.0, 0.0, -1.0])
-    assert l.numpy()[1] == -np.inf
+    sign, logabs = ec.slogdet(A)
+    np.testing.assert_array_equal(sign.numpy(), [-1.0, 0.0, -1.0])
+    assert logabs.numpy()[1] == -np.inf
     ld = ec.logdet(A).numpy()
     assert math.isnan(ld[0]) and ld[1] == -np.inf and math.isnan(ld[2])
     assert ec.logdet(T(np.diag([2.0, 3.0]))).item() == pytest.approx(math.log(6.0))
@@ -98,8 +98,8 @@ def test_inputs_in_any_layout_and_untouched(layout):
 def test_empty_matrices():
     A = ec.zeros(2, 0, 0, dtype=ec.float64)
     assert LA.det(A).tolist() == [1.0, 1.0]
-    s, l = LA.slogdet(A)
-    assert s.tolist() == [1.0, 1.0] and l.tolist() == [0.0, 0.0]
+    sign, logabs = LA.slogdet(A)
+    assert sign.tolist() == [1.0, 1.0] and logabs.tolist() == [0.0, 0.0]
     assert LA.inv(A).shape == (2, 0, 0)
     assert LA.cholesky(A).shape == (2, 0, 0)
     w, V = LA.eigh(A)
@@ -610,7 +610,7 @@ def test_low_precision_dtypes():
 
 def test_argument_errors():
     a = ec.eye(3)
-    with pytest.raises(RuntimeError, match="Incompatible shapes of A and B for the equation AX = B"):
+    with pytest.raises(RuntimeError, match="Incompatible shapes of A and B for the equation AX"):
         LA.solve(a, ec.ones(2))
     with pytest.raises(RuntimeError, match="Expected A and B to have the same dtype"):
         LA.solve(a, ec.ones(3, dtype=ec.float64))

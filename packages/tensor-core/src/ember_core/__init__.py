@@ -35,7 +35,7 @@ from ember_core import (  # noqa: F401 - register their ops
     _softmax,
 )
 # linalg: torch.linalg (LAPACK) as ember_core.linalg, and the legacy det, svd, qr... ops
-from ember_core import linalg  # noqa: E402
+from ember_core import linalg  # noqa: E402, F401 - public submodule
 from ember_core._dispatch import OPS, Op, defop, register_handler, remove_handler
 from ember_core._dtype import (
     bfloat16,

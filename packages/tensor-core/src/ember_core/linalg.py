@@ -543,9 +543,9 @@ def _linalg_pinv(A, atol=None, rtol=None, hermitian=False):
         tol = _tolerances(op, A, absw.amax(-1, keepdim=True), atol, rtol)
         winv = where(absw > tol, 1.0 / w, 0.0)
         return (V * winv.unsqueeze(-2)) @ V.mT
-    U, S, Vh = _linalg_svd(A, False, True)
-    tol = _tolerances(op, A, S[..., :1], atol, rtol)
-    sinv = where(S > tol, 1.0 / S, 0.0)
+    U, sv, Vh = _linalg_svd(A, False, True)
+    tol = _tolerances(op, A, sv[..., :1], atol, rtol)
+    sinv = where(sv > tol, 1.0 / sv, 0.0)
     return (Vh.mT * sinv.unsqueeze(-2)) @ U.mT
 
 
@@ -790,13 +790,13 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None, tol=None)
     if tol is not None:
         atol, rtol = tol, 0.0
     if hermitian:
-        S = _linalg_eigh(A, "L", False)[0].abs()
-        smax = S.amax(-1, keepdim=True) if S._shape[-1] else S[..., :1]
+        sv = _linalg_eigh(A, "L", False)[0].abs()
+        smax = sv.amax(-1, keepdim=True) if sv._shape[-1] else sv[..., :1]
     else:
-        S = _linalg_svd(A, False, False)[1]
-        smax = S[..., :1]
+        sv = _linalg_svd(A, False, False)[1]
+        smax = sv[..., :1]
     tol_ = _tolerances(op, A, smax, atol, rtol)
-    return _out((S > tol_).sum(-1), out)
+    return _out((sv > tol_).sum(-1), out)
 
 
 def cond(A, p=None, *, out=None):

@@ -2,7 +2,7 @@
 
 Large single matrices measure LAPACK itself (ember and NumPy call OpenBLAS's,
 PyTorch its own build's); a batch of small matrices measures the per-matrix
-cost of the batching loop.  Run: .venv/bin/python benchmarks/linalg.py
+cost of the batching loop.  Run: .venv/bin/python benchmarks/linalg.py [--quick]
 """
 
 import statistics
@@ -22,7 +22,7 @@ torch = try_import("torch")
 def case(name, ember_fn, torch_fn, numpy_fn):
     fns = [ember_fn] + [f for f in (torch_fn, numpy_fn) if f is not None]
     samples = [[] for _ in fns]
-    for _ in range(3):  # blocks in turns, so that load changes hit all alike
+    for _ in range(2):  # blocks in turns, so that load changes hit all alike
         for f, out in zip(fns, samples):
             out.append(median_time(f, repeat=5, min_time=0.1))
     times = [statistics.median(s) for s in samples]
@@ -42,7 +42,9 @@ def case(name, ember_fn, torch_fn, numpy_fn):
 def main():
     rng = np.random.default_rng(0)
     rows = []
-    for n, batch in [(256, ()), (1024, ()), (4, (10000,)), (32, (1000,))]:
+    sizes = [(256, ()), (4, (10000,))] if "--quick" in sys.argv else [
+        (256, ()), (1024, ()), (4, (10000,)), (32, (1000,))]
+    for n, batch in sizes:
         shape = batch + (n, n)
         a = rng.standard_normal(shape).astype(np.float32)
         s = a @ np.swapaxes(a, -1, -2) + n * np.eye(n, dtype=np.float32)
@@ -70,6 +72,7 @@ def main():
         ]
         for name, fe, ft, fn in ops:
             rows.append(case(f"{name} {label}", fe, ft if torch else None, fn))
+            print(" | ".join(rows[-1]), flush=True)
     print(table(rows, ["case", "ember", "torch", "numpy", "torch/ember", "numpy/ember"]))
 
 

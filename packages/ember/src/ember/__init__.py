@@ -46,6 +46,11 @@ from ember._functions import __all__ as _functions_all  # noqa: E402
 
 autocast = amp.autocast
 
+# torch.linalg is ember_core.linalg (``import ember.linalg`` works too)
+from ember._alias import alias as _alias_module  # noqa: E402
+
+linalg = _alias_module("ember.linalg", "ember_core.linalg")
+
 with contextlib.suppress(ImportError):  # a dependency; tolerate a partial install
     from ember import multiprocessing  # noqa: E402
 

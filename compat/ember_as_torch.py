@@ -6,6 +6,7 @@ Equivalent to editing the script's ``import torch`` into ``import ember as torch
 ``import torch.nn as nn`` into ``import ember.nn as nn`` ...), without touching the file.
 A ``torch.X`` that ember lacks fails with the ModuleNotFoundError the edited script would give.
 """
+
 import importlib
 import importlib.abc
 import importlib.util
@@ -28,7 +29,7 @@ class EmberAsTorch(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path, target=None):
         if fullname != "torch" and not fullname.startswith("torch."):
             return None
-        target_name = "ember" + fullname[len("torch"):]
+        target_name = "ember" + fullname[len("torch") :]
         module = importlib.import_module(target_name)  # raises ModuleNotFoundError naming ember.X
         return importlib.util.spec_from_loader(fullname, _Loader(module))
 

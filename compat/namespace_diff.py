@@ -3,16 +3,39 @@
 Usage: .venv/bin/python compat/namespace_diff.py [--all]
 Prints, for each namespace, the names torch has and ember lacks (public = no leading underscore).
 """
+
 import importlib
 import sys
 
 import torch
 
 NAMESPACES = [
-    "", "Tensor", "nn", "nn.functional", "nn.init", "nn.utils", "nn.utils.rnn", "nn.utils.parametrize",
-    "optim", "optim.lr_scheduler", "utils.data", "autograd", "autograd.functional", "linalg", "special",
-    "testing", "backends", "backends.cudnn", "cuda", "distributions", "fft", "random", "amp", "jit",
-    "utils.checkpoint", "nn.parameter",
+    "",
+    "Tensor",
+    "nn",
+    "nn.functional",
+    "nn.init",
+    "nn.utils",
+    "nn.utils.rnn",
+    "nn.utils.parametrize",
+    "optim",
+    "optim.lr_scheduler",
+    "utils.data",
+    "autograd",
+    "autograd.functional",
+    "linalg",
+    "special",
+    "testing",
+    "backends",
+    "backends.cudnn",
+    "cuda",
+    "distributions",
+    "fft",
+    "random",
+    "amp",
+    "jit",
+    "utils.checkpoint",
+    "nn.parameter",
 ]
 
 

@@ -7,6 +7,7 @@ between the two runs (numbers with rtol 1e-3 / atol 1e-4, everything else exactl
 The table shows: torch status, ember status, matched/total CHECK lines, and the first
 ember error line or first mismatching CHECK. -v prints every mismatch and the ember traceback tail.
 """
+
 import argparse
 import glob
 import os
@@ -20,19 +21,30 @@ NUM = re.compile(r"-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|-?inf|nan")
 
 
 def run(cmd, timeout):
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
-               PYTHONWARNINGS="ignore")
+    env = dict(
+        os.environ,
+        OMP_NUM_THREADS="1",
+        OPENBLAS_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+        PYTHONWARNINGS="ignore",
+    )
     t0 = time.time()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=HERE)
         return p.returncode, p.stdout, p.stderr, time.time() - t0
     except subprocess.TimeoutExpired as e:
-        return "TIMEOUT", (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or ""), "", timeout
+        return (
+            "TIMEOUT",
+            (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or ""),
+            "",
+            timeout,
+        )
 
 
 def checks(out, strict=False):
-    """CHECK lines as {name: rest}. Unless strict, ember's module prefix in reprs (``ember.float32``,
-    ``ember.Size``) is read as ``torch.`` so that one known difference does not hide the others."""
+    """CHECK lines as {name: rest}. Unless strict, ember's module prefix in reprs
+    (``ember.float32``, ``ember.Size``) is read as ``torch.`` so that one known
+    difference does not hide the others."""
     if not strict:
         out = re.sub(r"\bember(?:_core|_nn|_data)?\.", "torch.", out)
     d = {}
@@ -69,10 +81,10 @@ def status(rc, out):
 
 
 def last_error(err, out):
-    lines = [l for l in (err or "").strip().splitlines() if l.strip()]
+    lines = [line for line in (err or "").strip().splitlines() if line.strip()]
     if lines:
         return lines[-1].strip()
-    lines = [l for l in (out or "").strip().splitlines() if l.strip()]
+    lines = [line for line in (out or "").strip().splitlines() if line.strip()]
     return lines[-1].strip() if lines else ""
 
 
@@ -81,7 +93,9 @@ def main():
     ap.add_argument("-v", action="store_true")
     ap.add_argument("-k", default="")
     ap.add_argument("--timeout", type=int, default=300)
-    ap.add_argument("--strict", action="store_true", help="do not map 'ember.' to 'torch.' in CHECK lines")
+    ap.add_argument(
+        "--strict", action="store_true", help="do not map 'ember.' to 'torch.' in CHECK lines"
+    )
     a = ap.parse_args()
     scripts = sorted(glob.glob(os.path.join(HERE, "scripts", "s*.py")))
     scripts = [s for s in scripts if a.k in os.path.basename(s)]
@@ -89,7 +103,9 @@ def main():
     for s in scripts:
         name = os.path.basename(s)[:-3]
         rt, ot, et, tt = run([sys.executable, s], a.timeout)
-        re_, oe, ee, te = run([sys.executable, os.path.join(HERE, "ember_as_torch.py"), s], a.timeout)
+        re_, oe, ee, te = run(
+            [sys.executable, os.path.join(HERE, "ember_as_torch.py"), s], a.timeout
+        )
         ct, ce = checks(ot, a.strict), checks(oe, a.strict)
         mism = [k for k in ct if k not in ce or not same(ce[k], ct[k])]
         st_t, st_e = status(rt, ot), status(re_, oe)
@@ -101,20 +117,31 @@ def main():
             note = f"CHECK {k}: ember={ce.get(k, '<missing>')!s:.70} torch={ct[k]!s:.70}"
         if st_t != "pass":
             note = "[torch: " + last_error(et, ot)[:80] + "] " + note
-        rows.append((name, st_t, st_e, f"{len(ct) - len(mism)}/{len(ct)}", f"{tt:.1f}/{te:.1f}s", note))
-        print(f"{name:28s} torch={st_t:8s} ember={st_e:8s} checks={rows[-1][3]:7s} {rows[-1][4]:12s} {note[:160]}",
-              flush=True)
+        rows.append(
+            (name, st_t, st_e, f"{len(ct) - len(mism)}/{len(ct)}", f"{tt:.1f}/{te:.1f}s", note)
+        )
+        print(
+            f"{name:28s} torch={st_t:8s} ember={st_e:8s} checks={rows[-1][3]:7s} "
+            f"{rows[-1][4]:12s} {note[:160]}",
+            flush=True,
+        )
         if a.v:
             for k in mism:
-                print(f"    MISMATCH {k}:\n      ember: {ce.get(k, '<missing>')[:300]}\n      torch: {ct[k][:300]}")
+                print(f"    MISMATCH {k}:\n      ember: {ce.get(k, '<missing>')[:300]}")
+                print(f"      torch: {ct[k][:300]}")
             if st_e != "pass":
-                print("    ember stderr tail:\n      " + "\n      ".join((ee or "").strip().splitlines()[-6:]))
+                print(
+                    "    ember stderr tail:\n      "
+                    + "\n      ".join((ee or "").strip().splitlines()[-6:])
+                )
     n_pass = sum(r[2] == "pass" for r in rows)
     n_clean = sum(r[2] == "pass" and r[3].split("/")[0] == r[3].split("/")[1] for r in rows)
     matched = sum(int(r[3].split("/")[0]) for r in rows)
     total = sum(int(r[3].split("/")[1]) for r in rows)
-    print(f"\nember: {n_pass}/{len(rows)} scripts run to OK; {n_clean}/{len(rows)} also match every CHECK "
-          f"with torch; CHECK lines matching: {matched}/{total}")
+    print(
+        f"\nember: {n_pass}/{len(rows)} scripts run to OK; {n_clean}/{len(rows)} also match "
+        f"every CHECK with torch; CHECK lines matching: {matched}/{total}"
+    )
 
 
 if __name__ == "__main__":

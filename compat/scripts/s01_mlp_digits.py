@@ -70,7 +70,7 @@ with torch.no_grad():
         total += target.size(0)
         _, predicted = torch.max(output.data, 1)
 acc = correct / total
-print(f"Test accuracy: {100. * acc:.2f}%")
+print(f"Test accuracy: {100.0 * acc:.2f}%")
 assert losses[-1] < losses[0] * 0.5, losses
 assert acc > 0.85, acc
 acc2 = (model(X[n_train:]).argmax(dim=1) == y[n_train:]).float().mean().item()

@@ -9,7 +9,9 @@ class BasicBlock(nn.Module):
 
     def __init__(self, in_planes, planes, stride=1):
         super().__init__()
-        self.conv1 = nn.Conv2d(in_planes, planes, kernel_size=3, stride=stride, padding=1, bias=False)
+        self.conv1 = nn.Conv2d(
+            in_planes, planes, kernel_size=3, stride=stride, padding=1, bias=False
+        )
         self.bn1 = nn.BatchNorm2d(planes)
         self.conv2 = nn.Conv2d(planes, planes, kernel_size=3, stride=1, padding=1, bias=False)
         self.bn2 = nn.BatchNorm2d(planes)
@@ -61,8 +63,12 @@ print("CHECK num_batches_tracked_dtype", model.bn1.num_batches_tracked.dtype)
 decay, no_decay = [], []
 for name, p in model.named_parameters():
     (no_decay if p.ndim == 1 or name.endswith(".bias") else decay).append(p)
-opt = torch.optim.SGD([{"params": decay, "weight_decay": 5e-4}, {"params": no_decay, "weight_decay": 0.0}],
-                      lr=0.05, momentum=0.9, nesterov=True)
+opt = torch.optim.SGD(
+    [{"params": decay, "weight_decay": 5e-4}, {"params": no_decay, "weight_decay": 0.0}],
+    lr=0.05,
+    momentum=0.9,
+    nesterov=True,
+)
 x = torch.randn(16, 3, 8, 8)
 y = torch.randint(0, 10, (16,))
 losses = []

@@ -33,7 +33,9 @@ class CharLM(nn.Module):
         super().__init__()
         self.emb = nn.Embedding(V, D)
         self.pos = PositionalEncoding(D)
-        layer = nn.TransformerEncoderLayer(d_model=D, nhead=4, dim_feedforward=64, dropout=0.1, batch_first=True)
+        layer = nn.TransformerEncoderLayer(
+            d_model=D, nhead=4, dim_feedforward=64, dropout=0.1, batch_first=True
+        )
         self.encoder = nn.TransformerEncoder(layer, num_layers=2)
         self.ln = nn.LayerNorm(D)
         self.head = nn.Linear(D, V)
@@ -48,8 +50,8 @@ class CharLM(nn.Module):
 
 def get_batch(bs=16):
     ix = torch.randint(len(data) - T - 1, (bs,))
-    x = torch.stack([data[i: i + T] for i in ix])
-    y = torch.stack([data[i + 1: i + T + 1] for i in ix])
+    x = torch.stack([data[i : i + T] for i in ix])
+    y = torch.stack([data[i + 1 : i + T + 1] for i in ix])
     return x, y
 
 

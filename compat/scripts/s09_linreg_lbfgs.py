@@ -42,7 +42,11 @@ def closure():
 
 for _ in range(3):
     loss = opt.step(closure)
-print("CHECK lbfgs_w", [round(v, 3) for v in model.weight.view(-1).tolist()], round(model.bias.item(), 3))
+print(
+    "CHECK lbfgs_w",
+    [round(v, 3) for v in model.weight.view(-1).tolist()],
+    round(model.bias.item(), 3),
+)
 print("CHECK lbfgs_loss_small", float(loss) < 1e-3)
 
 # closed form

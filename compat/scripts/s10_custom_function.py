@@ -56,27 +56,35 @@ y = MyReLU.apply(x)
 y.sum().backward()
 print("CHECK relu_grad", x.grad.tolist())
 
-inp = (torch.randn(5, 4, dtype=torch.double, requires_grad=True),
-       torch.randn(3, 4, dtype=torch.double, requires_grad=True),
-       torch.randn(3, dtype=torch.double, requires_grad=True))
+inp = (
+    torch.randn(5, 4, dtype=torch.double, requires_grad=True),
+    torch.randn(3, 4, dtype=torch.double, requires_grad=True),
+    torch.randn(3, dtype=torch.double, requires_grad=True),
+)
 print("CHECK gradcheck", gradcheck(LinearFunction.apply, inp, eps=1e-6, atol=1e-4))
 z = ScaleBy.apply(x, 3.0)
 print("CHECK scale_grad_fn", type(z.grad_fn).__name__ != "NoneType")
-g, = torch.autograd.grad(z.sum(), x)
+(g,) = torch.autograd.grad(z.sum(), x)
 print("CHECK scale_grad", g.tolist())
 
 # higher order
 t = torch.tensor(2.0, requires_grad=True)
-f = t ** 3
+f = t**3
 (df,) = torch.autograd.grad(f, t, create_graph=True)
 (d2f,) = torch.autograd.grad(df, t)
 print("CHECK d1", df.item(), "d2", d2f.item())
 
 # gradient penalty idiom
 inter = torch.randn(4, 3, requires_grad=True)
-out = (inter ** 2).sum(dim=1)
-grads = torch.autograd.grad(outputs=out, inputs=inter, grad_outputs=torch.ones_like(out),
-                            create_graph=True, retain_graph=True, only_inputs=True)[0]
+out = (inter**2).sum(dim=1)
+grads = torch.autograd.grad(
+    outputs=out,
+    inputs=inter,
+    grad_outputs=torch.ones_like(out),
+    create_graph=True,
+    retain_graph=True,
+    only_inputs=True,
+)[0]
 gp = ((grads.norm(2, dim=1) - 1) ** 2).mean()
 gp.backward()
 print("CHECK gp_grad_shape", list(inter.grad.shape))

@@ -37,8 +37,17 @@ def train_steps(m, o, s, n):
 model, opt, sched = build()
 l1, tn = train_steps(model, opt, sched, 5)
 print("CHECK total_norm_is_tensor", isinstance(tn, torch.Tensor))
-torch.save({"epoch": 5, "model_state_dict": model.state_dict(), "optimizer_state_dict": opt.state_dict(),
-            "scheduler": sched.state_dict(), "loss": l1[-1], "rng": torch.get_rng_state()}, path)
+torch.save(
+    {
+        "epoch": 5,
+        "model_state_dict": model.state_dict(),
+        "optimizer_state_dict": opt.state_dict(),
+        "scheduler": sched.state_dict(),
+        "loss": l1[-1],
+        "rng": torch.get_rng_state(),
+    },
+    path,
+)
 ref_model = copy.deepcopy(model)
 l2, _ = train_steps(model, opt, sched, 5)
 
@@ -60,6 +69,10 @@ print("CHECK sd_keys", list(sd.keys()))
 m3, _, _ = build()
 res = m3.load_state_dict(sd, strict=True)
 print("CHECK load_result", res.missing_keys, res.unexpected_keys)
-print("CHECK opt_state_keys", sorted(opt.state_dict().keys()), sorted(opt.state_dict()["param_groups"][0].keys()))
+print(
+    "CHECK opt_state_keys",
+    sorted(opt.state_dict().keys()),
+    sorted(opt.state_dict()["param_groups"][0].keys()),
+)
 os.remove(path)
 print("OK")

@@ -30,20 +30,43 @@ print("CHECK r24", repr(torch.tensor([1.0]).reshape(1, 1, 1)))
 print("CHECK size", torch.zeros(2, 3).shape, repr(torch.Size([2, 3])), str(torch.Size([])))
 print("CHECK dtype", torch.float32, torch.int64, torch.bool)
 print("CHECK device", torch.device("cpu"), repr(torch.device("cpu")))
-model = nn.Sequential(nn.Conv2d(1, 4, 3, stride=2, padding=1), nn.BatchNorm2d(4), nn.ReLU(inplace=True),
-                      nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16, 10, bias=False), nn.Dropout(p=0.5),
-                      nn.LSTM(10, 5, batch_first=True), nn.Embedding(10, 3, padding_idx=0), nn.LayerNorm(3),
-                      nn.GELU(), nn.LeakyReLU(0.1), nn.Softmax(dim=1), nn.Identity(), nn.AdaptiveAvgPool2d(1),
-                      nn.ConvTranspose2d(2, 2, 2, 2), nn.Upsample(scale_factor=2, mode="nearest"), nn.Tanh(),
-                      nn.MultiheadAttention(8, 2), nn.GroupNorm(2, 4), nn.Dropout2d(0.2), nn.Sigmoid(),
-                      nn.GRU(3, 3, num_layers=2, bidirectional=True), nn.AvgPool2d(2), nn.PReLU(), nn.ELU())
+model = nn.Sequential(
+    nn.Conv2d(1, 4, 3, stride=2, padding=1),
+    nn.BatchNorm2d(4),
+    nn.ReLU(inplace=True),
+    nn.MaxPool2d(2),
+    nn.Flatten(),
+    nn.Linear(16, 10, bias=False),
+    nn.Dropout(p=0.5),
+    nn.LSTM(10, 5, batch_first=True),
+    nn.Embedding(10, 3, padding_idx=0),
+    nn.LayerNorm(3),
+    nn.GELU(),
+    nn.LeakyReLU(0.1),
+    nn.Softmax(dim=1),
+    nn.Identity(),
+    nn.AdaptiveAvgPool2d(1),
+    nn.ConvTranspose2d(2, 2, 2, 2),
+    nn.Upsample(scale_factor=2, mode="nearest"),
+    nn.Tanh(),
+    nn.MultiheadAttention(8, 2),
+    nn.GroupNorm(2, 4),
+    nn.Dropout2d(0.2),
+    nn.Sigmoid(),
+    nn.GRU(3, 3, num_layers=2, bidirectional=True),
+    nn.AvgPool2d(2),
+    nn.PReLU(),
+    nn.ELU(),
+)
 print(model)
 for i, line in enumerate(str(model).splitlines()):
     print(f"CHECK model_line{i}", line)
 p = nn.Parameter(torch.tensor([1.0, 2.0]))
 print("CHECK param", repr(p))
 print("CHECK loss_repr", repr(nn.CrossEntropyLoss()), repr(nn.MSELoss(reduction="sum")))
-print("CHECK opt_repr", repr(torch.optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1)).splitlines()[0:3])
+print(
+    "CHECK opt_repr", repr(torch.optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1)).splitlines()[0:3]
+)
 print("CHECK grad_fn", type((p * 2).grad_fn).__name__, type((p + 1).sum().grad_fn).__name__)
 torch.set_printoptions(precision=2)
 print("CHECK po", repr(torch.tensor([1.23456, 2.0])))

@@ -1,8 +1,18 @@
 # Custom Dataset/DataLoader features: dict samples, collate_fn, workers, random_split, samplers, Subset.
 import numpy as np
 import torch
-from torch.utils.data import (ConcatDataset, DataLoader, Dataset, RandomSampler, Subset, SubsetRandomSampler,
-                              WeightedRandomSampler, random_split, IterableDataset, default_collate)
+from torch.utils.data import (
+    ConcatDataset,
+    DataLoader,
+    Dataset,
+    RandomSampler,
+    Subset,
+    SubsetRandomSampler,
+    WeightedRandomSampler,
+    random_split,
+    IterableDataset,
+    default_collate,
+)
 
 
 class MyDataset(Dataset):
@@ -20,7 +30,14 @@ class MyDataset(Dataset):
 ds = MyDataset()
 loader = DataLoader(ds, batch_size=8, shuffle=False)
 batch = next(iter(loader))
-print("CHECK dict_batch", sorted(batch.keys()), batch["x"].shape, batch["y"].dtype, batch["y"].tolist(), batch["name"][:2])
+print(
+    "CHECK dict_batch",
+    sorted(batch.keys()),
+    batch["x"].shape,
+    batch["y"].dtype,
+    batch["y"].tolist(),
+    batch["name"][:2],
+)
 print("CHECK len_loader", len(loader), len(DataLoader(ds, batch_size=8, drop_last=True)))
 
 

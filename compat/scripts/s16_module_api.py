@@ -26,7 +26,13 @@ print("CHECK state_keys", list(net.state_dict().keys()))
 print("CHECK named_modules", [n for n, _ in net.named_modules()])
 print("CHECK children", [type(c).__name__ for c in net.children()])
 print("CHECK buffers", [n for n, _ in net.named_buffers()])
-print("CHECK seq_index", type(net.backbone[0]).__name__, type(net.backbone[-1]).__name__, len(net.backbone[:2]), type(net.backbone[:2]).__name__)
+print(
+    "CHECK seq_index",
+    type(net.backbone[0]).__name__,
+    type(net.backbone[-1]).__name__,
+    len(net.backbone[:2]),
+    type(net.backbone[:2]).__name__,
+)
 print("CHECK modulelist", len(net.heads), type(net.heads[1]).__name__)
 print("CHECK moduledict", list(net.extra.keys()), "a" in net.extra)
 feats = {}
@@ -50,7 +56,9 @@ print("CHECK trainable", trainable)
 opt = torch.optim.SGD(filter(lambda p: p.requires_grad, net.parameters()), lr=0.1)
 loss = sum(o.sum() for o in outs) + e.sum()
 loss.backward()
-print("CHECK frozen_grad", net.backbone[0].weight.grad is None, net.extra["a"].weight.grad is not None)
+print(
+    "CHECK frozen_grad", net.backbone[0].weight.grad is None, net.extra["a"].weight.grad is not None
+)
 opt.step()
 sd = net.state_dict()
 sd.pop("extra.a.bias")
@@ -70,12 +78,17 @@ net.apply(lambda m: nn.init.zeros_(m.bias) if isinstance(m, nn.Linear) else None
 print("CHECK apply_bias", net.heads[0].bias.abs().sum().item())
 net.zero_grad()
 print("CHECK zero_grad_none", net.extra["a"].weight.grad is None)
-print("CHECK get_submodule", type(net.get_submodule("backbone.2")).__name__, net.get_parameter("scale").shape)
+print(
+    "CHECK get_submodule",
+    type(net.get_submodule("backbone.2")).__name__,
+    net.get_parameter("scale").shape,
+)
 seq = nn.Sequential()
 seq.add_module("fc", nn.Linear(2, 2))
 seq.append(nn.ReLU())
 print("CHECK seq_dyn", len(seq), [n for n, _ in seq.named_children()])
 from collections import OrderedDict
+
 od = nn.Sequential(OrderedDict([("conv", nn.Conv1d(1, 2, 3)), ("act", nn.ReLU())]))
 print("CHECK od", od.conv.kernel_size, list(od._modules.keys()))
 tied = nn.Module()

@@ -47,7 +47,13 @@ with torch.no_grad():
 attn_mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
 kpm = torch.tensor([[False] * T, [False] * (T - 1) + [True]])
 o, w = mha(x, x, x, attn_mask=attn_mask, key_padding_mask=kpm)
-print("CHECK mha_out", list(o.shape), list(w.shape), round(o.sum().item(), 4), round(w.sum().item(), 4))
+print(
+    "CHECK mha_out",
+    list(o.shape),
+    list(w.shape),
+    round(o.sum().item(), 4),
+    round(w.sum().item(), 4),
+)
 o2, w2 = mha(x, x, x, need_weights=True, average_attn_weights=False)
 print("CHECK mha_w_heads", list(w2.shape))
 o3, w3 = mha(x, x, x, need_weights=False)
@@ -55,6 +61,12 @@ print("CHECK mha_noweights", w3 is None)
 print("CHECK mha_params", [n for n, _ in mha.named_parameters()])
 q = torch.tensor(rng.randn(B, H, T, 4), dtype=torch.float32)
 mask = torch.ones(T, T, dtype=torch.bool).tril()
-print("CHECK sdpa_boolmask", round(F.scaled_dot_product_attention(q, q, q, attn_mask=mask).sum().item(), 4))
-print("CHECK sdpa_causal", round(F.scaled_dot_product_attention(q, q, q, is_causal=True).sum().item(), 4))
+print(
+    "CHECK sdpa_boolmask",
+    round(F.scaled_dot_product_attention(q, q, q, attn_mask=mask).sum().item(), 4),
+)
+print(
+    "CHECK sdpa_causal",
+    round(F.scaled_dot_product_attention(q, q, q, is_causal=True).sum().item(), 4),
+)
 print("OK")

@@ -3,7 +3,7 @@ import torch
 
 x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
 for _ in range(3):
-    y = (x ** 2).sum()
+    y = (x**2).sum()
     y.backward()
 print("CHECK accum", x.grad.tolist())
 x.grad = None
@@ -94,6 +94,10 @@ gsum = l.weight.grad.sum().item()
 out = l(torch.ones(1, 2)).sum()
 out.backward()
 print("CHECK module_accum", l.weight.grad.sum().item() == 2 * gsum)
-print("CHECK grad_fn_name", type((x * 2).sum().grad_fn).__name__, (x * 2).grad_fn.name() if hasattr((x * 2).grad_fn, "name") else "")
+print(
+    "CHECK grad_fn_name",
+    type((x * 2).sum().grad_fn).__name__,
+    (x * 2).grad_fn.name() if hasattr((x * 2).grad_fn, "name") else "",
+)
 print("CHECK next_functions", len((x * 2 + 1).grad_fn.next_functions))
 print("OK")

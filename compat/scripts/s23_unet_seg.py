@@ -7,8 +7,14 @@ torch.manual_seed(0)
 
 
 def double_conv(i, o):
-    return nn.Sequential(nn.Conv2d(i, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU(inplace=True),
-                         nn.Conv2d(o, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU(inplace=True))
+    return nn.Sequential(
+        nn.Conv2d(i, o, 3, padding=1),
+        nn.BatchNorm2d(o),
+        nn.ReLU(inplace=True),
+        nn.Conv2d(o, o, 3, padding=1),
+        nn.BatchNorm2d(o),
+        nn.ReLU(inplace=True),
+    )
 
 
 class UNet(nn.Module):
@@ -57,12 +63,33 @@ print("loss", ls[0], ls[-1])
 assert ls[-1] < ls[0]
 img = torch.arange(16.0).view(1, 1, 4, 4)
 print("CHECK interp_nearest", F.interpolate(img, scale_factor=2, mode="nearest")[0, 0, :2].tolist())
-print("CHECK interp_bilinear", [round(v, 4) for v in F.interpolate(img, size=(3, 3), mode="bilinear", align_corners=False).view(-1).tolist()])
-print("CHECK interp_bicubic", round(F.interpolate(img, size=(6, 6), mode="bicubic", align_corners=False).sum().item(), 3))
-print("CHECK interp_1d", F.interpolate(torch.arange(4.0).view(1, 1, 4), size=6, mode="linear").view(-1).tolist())
-print("CHECK pad_reflect", F.pad(img, (1, 1, 1, 1), mode="reflect").shape, F.pad(img, (1, 1, 0, 0), mode="replicate")[0, 0, 0].tolist())
+print(
+    "CHECK interp_bilinear",
+    [
+        round(v, 4)
+        for v in F.interpolate(img, size=(3, 3), mode="bilinear", align_corners=False)
+        .view(-1)
+        .tolist()
+    ],
+)
+print(
+    "CHECK interp_bicubic",
+    round(F.interpolate(img, size=(6, 6), mode="bicubic", align_corners=False).sum().item(), 3),
+)
+print(
+    "CHECK interp_1d",
+    F.interpolate(torch.arange(4.0).view(1, 1, 4), size=6, mode="linear").view(-1).tolist(),
+)
+print(
+    "CHECK pad_reflect",
+    F.pad(img, (1, 1, 1, 1), mode="reflect").shape,
+    F.pad(img, (1, 1, 0, 0), mode="replicate")[0, 0, 0].tolist(),
+)
 print("CHECK avgpool", F.avg_pool2d(img, 2).view(-1).tolist(), F.adaptive_max_pool2d(img, 1).item())
 print("CHECK pixel_shuffle", F.pixel_shuffle(torch.arange(8.0).view(1, 4, 1, 2), 2).shape)
 print("CHECK unfold", F.unfold(img, kernel_size=2, stride=2).shape)
-print("CHECK grid_sample", F.grid_sample(img, torch.zeros(1, 2, 2, 2), align_corners=False).view(-1).tolist())
+print(
+    "CHECK grid_sample",
+    F.grid_sample(img, torch.zeros(1, 2, 2, 2), align_corners=False).view(-1).tolist(),
+)
 print("OK")

@@ -29,7 +29,12 @@ b = torch.rand(3)
 torch.manual_seed(42)
 print("CHECK reseed_same", torch.equal(b, torch.rand(3)))
 g = torch.Generator().manual_seed(1)
-print("CHECK gen", torch.equal(torch.randn(2, generator=g), torch.randn(2, generator=torch.Generator().manual_seed(1))))
+print(
+    "CHECK gen",
+    torch.equal(
+        torch.randn(2, generator=g), torch.randn(2, generator=torch.Generator().manual_seed(1))
+    ),
+)
 print("CHECK initial_seed", torch.initial_seed())
 state = torch.get_rng_state()
 r1 = torch.randn(2)

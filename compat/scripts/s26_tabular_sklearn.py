@@ -23,7 +23,7 @@ perm_losses = []
 for epoch in range(40):
     perm = torch.randperm(Xtr_t.size(0))
     for i in range(0, Xtr_t.size(0), 32):
-        idx = perm[i: i + 32]
+        idx = perm[i : i + 32]
         opt.zero_grad()
         loss = loss_fn(model(Xtr_t[idx]), ytr_t[idx])
         loss.backward()
@@ -36,6 +36,15 @@ r2 = r2_score(yte, pred)
 print("R2", r2)
 assert r2 > 0.0, r2
 lt = torch.LongTensor([1, 2])
-print("CHECK legacy_ctor", lt.dtype, torch.FloatTensor(2, 3).shape, torch.Tensor([1, 2]).dtype, torch.Tensor(2, 2).shape)
-print("CHECK legacy_isinstance", isinstance(lt, torch.LongTensor) if hasattr(torch, "LongTensor") else "na")
+print(
+    "CHECK legacy_ctor",
+    lt.dtype,
+    torch.FloatTensor(2, 3).shape,
+    torch.Tensor([1, 2]).dtype,
+    torch.Tensor(2, 2).shape,
+)
+print(
+    "CHECK legacy_isinstance",
+    isinstance(lt, torch.LongTensor) if hasattr(torch, "LongTensor") else "na",
+)
 print("OK")

@@ -17,7 +17,11 @@ def test_least_squares_converges_to_numpy_solution(rng):
     w = nn.Parameter(ec.zeros(4, dtype=ec.float64))
     At, bt = ec.tensor(A), ec.tensor(b)
     opt = optim.LBFGS(
-        [w], line_search_fn="strong_wolfe", max_iter=100, tolerance_grad=1e-12, tolerance_change=1e-14
+        [w],
+        line_search_fn="strong_wolfe",
+        max_iter=100,
+        tolerance_grad=1e-12,
+        tolerance_change=1e-14,
     )
 
     def closure():

@@ -57,7 +57,9 @@ def test_right_inverse_assignment_and_chain():
     P.register_parametrization(layer, "weight", Scale(2.0))
     target = ec.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=ec.float64)
     layer.weight = target
-    np.testing.assert_allclose(to_numpy(layer.parametrizations.weight.original), [[0.5, 1], [1.5, 2]])
+    np.testing.assert_allclose(
+        to_numpy(layer.parametrizations.weight.original), [[0.5, 1], [1.5, 2]]
+    )
     np.testing.assert_allclose(to_numpy(layer.weight), to_numpy(target))
     P.register_parametrization(layer, "weight", Scale(3.0))
     np.testing.assert_allclose(to_numpy(layer.weight), 3 * to_numpy(target))

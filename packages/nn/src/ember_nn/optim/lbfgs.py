@@ -32,9 +32,7 @@ def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
     return (lo + hi) / 2.0
 
 
-def _strong_wolfe(
-    obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change=1e-9, max_ls=25
-):
+def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change=1e-9, max_ls=25):
     """Line search along d from x for a step t meeting the strong Wolfe conditions:
     bracket a minimum, then zoom into the bracket by cubic interpolation.
     Returns (loss, flat gradient, t, function evaluations)."""
@@ -65,8 +63,11 @@ def _strong_wolfe(
         # extrapolate, between 1.01 and 10 times the current step
         min_step = t + 0.01 * (t - t_prev)
         max_step = t * 10
-        t_prev, t = t, _cubic_interpolate(
-            t_prev, f_prev, gtd_prev, t, f_new, gtd_new, bounds=(min_step, max_step)
+        t_prev, t = (
+            t,
+            _cubic_interpolate(
+                t_prev, f_prev, gtd_prev, t, f_new, gtd_new, bounds=(min_step, max_step)
+            ),
         )
         f_prev, g_prev, gtd_prev = f_new, g_new.clone(), gtd_new
         f_new, g_new = obj_func(x, t, d)
@@ -144,7 +145,7 @@ class LBFGS(Optimizer):
     ):
         if isinstance(lr, ec.Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
+        if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if max_eval is None:
             max_eval = max_iter * 5 // 4
@@ -174,8 +175,7 @@ class LBFGS(Optimizer):
 
     def _gather_flat_grad(self):
         views = [
-            p.new_zeros(p.numel()) if p.grad is None else p.grad.reshape(-1)
-            for p in self._params
+            p.new_zeros(p.numel()) if p.grad is None else p.grad.reshape(-1) for p in self._params
         ]
         return ec.cat(views, 0)
 

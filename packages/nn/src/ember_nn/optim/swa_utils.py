@@ -190,8 +190,7 @@ class SWALR(LRScheduler):
             group["swa_lr"] = lr
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(
-                "anneal_strategy must be one of 'cos' or 'linear', "
-                f"instead got {anneal_strategy}"
+                f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}"
             )
         self._set_anneal_func(anneal_strategy)
         if not isinstance(anneal_epochs, int) or anneal_epochs < 0:

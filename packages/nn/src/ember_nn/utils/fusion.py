@@ -66,8 +66,7 @@ def fuse_linear_bn_eval(linear, bn):
         raise AssertionError("Fusion only for eval!")
     if linear.out_features != bn.num_features and bn.num_features != 1:
         raise AssertionError(
-            "To fuse, linear.out_features must equal bn.num_features or bn.num_features must "
-            "be 1"
+            "To fuse, linear.out_features must equal bn.num_features or bn.num_features must be 1"
         )
     if bn.running_mean is None or bn.running_var is None:
         raise AssertionError("fuse_linear_bn_eval: the BatchNorm must track running statistics")

@@ -23,7 +23,6 @@ import copy
 import ember_autograd as ag
 import ember_core as ec
 from ember_nn.modules.container import ModuleDict, ModuleList
-from ember_nn.modules.module import Module
 from ember_nn.parameter import Parameter
 
 __all__ = [
@@ -120,9 +119,7 @@ class ParametrizationList(ModuleList):
             # the chain must give back a tensor of the original's shape and dtype
             z = self()
             if not isinstance(z, ec.Tensor):
-                raise ValueError(
-                    f"A parametrization must return a tensor. Got {type(z).__name__}."
-                )
+                raise ValueError(f"A parametrization must return a tensor. Got {type(z).__name__}.")
             if z.dtype != original_dtype or tuple(z.shape) != original_shape:
                 raise ValueError(
                     "Registering a parametrization may not change the shape or dtype of the "
@@ -139,8 +136,7 @@ class ParametrizationList(ModuleList):
                     value = module.right_inverse(value)
                 elif not self.unsafe:
                     raise RuntimeError(
-                        f"parametrization {type(module).__name__} does not implement "
-                        "right_inverse."
+                        f"parametrization {type(module).__name__} does not implement right_inverse."
                     )
             if self.is_tensor:
                 if not isinstance(value, ec.Tensor):
@@ -320,4 +316,3 @@ def transfer_parametrizations_and_params(from_module, to_module, tensor_name=Non
                 for i in range(src.ntensors):
                     getattr(dst, f"original{i}").copy_(getattr(src, f"original{i}"))
     return to_module
-

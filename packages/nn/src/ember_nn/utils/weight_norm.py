@@ -28,7 +28,9 @@ class WeightNorm:
     def apply(module, name, dim):
         for hook in module._forward_pre_hooks.values():
             if isinstance(hook, WeightNorm) and hook.name == name:
-                raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")
+                raise RuntimeError(
+                    f"Cannot register two weight_norm hooks on the same parameter {name}"
+                )
         fn = WeightNorm(name, dim)
         weight = getattr(module, name)
         del module._parameters[name]

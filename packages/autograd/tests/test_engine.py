@@ -459,3 +459,15 @@ def test_ops_returning_their_input_leave_its_history_alone():
     assert y.contiguous() is y and y.grad_fn.name() == "MulBackward0"
     (x.contiguous() * y.contiguous()).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [4.0, 8.0])
+
+
+def test_leaf_frozen_after_forward_gets_no_grad():
+    # PyTorch's AccumulateGrad skips a leaf whose requires_grad was turned off
+    # between forward and backward (freezing layers after computing the loss)
+    w = ec.ones(3, requires_grad=True)
+    v = ec.ones(3, requires_grad=True)
+    loss = (w * 2 + v * 3).sum()
+    w.requires_grad_(False)
+    loss.backward()
+    assert w.grad is None
+    np.testing.assert_array_equal(v.grad.numpy(), [3.0, 3.0, 3.0])

@@ -27,7 +27,7 @@ __all__ = ["checkpoint", "checkpoint_sequential"]
 
 class _Checkpoint(ag.Function):
     @staticmethod
-    def forward(ctx, run_function, preserve_rng_state, kwargs, n_args, _anchor, *args):
+    def forward(ctx, run_function, preserve_rng_state, kwargs, _anchor, *args):
         ctx.run_function = run_function
         ctx.kwargs = kwargs
         ctx.rng_state = ec.get_rng_state() if preserve_rng_state else None
@@ -65,7 +65,7 @@ class _Checkpoint(ag.Function):
         input_grads = [None] * len(ctx.args)
         for i, d in zip(ctx.tensor_idx, inputs):
             input_grads[i] = d.grad if d.requires_grad else None
-        return (None, None, None, None, None, *input_grads)
+        return (None, None, None, None, *input_grads)
 
 
 @contextlib.contextmanager
@@ -112,7 +112,7 @@ def checkpoint(
     if not ag.is_grad_enabled():
         return function(*args, **kwargs)
     anchor = ec.empty(0, requires_grad=True)
-    return _Checkpoint.apply(function, preserve_rng_state, kwargs, len(args), anchor, *args)
+    return _Checkpoint.apply(function, preserve_rng_state, kwargs, anchor, *args)
 
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):

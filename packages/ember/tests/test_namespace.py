@@ -326,3 +326,18 @@ def test_legacy_constructor_from_numpy_converts():
 def test_autocast_queries_at_top_level():
     assert torch.is_autocast_enabled() is False
     assert torch.get_autocast_dtype("cpu") is torch.bfloat16
+
+
+def test_record_function_labels_without_effect():
+    import ember.autograd.profiler as profiler
+
+    assert torch.autograd.profiler is profiler
+    with profiler.record_function("step") as r:
+        y = torch.ones(2) * 2
+    assert r.name == "step" and y.tolist() == [2.0, 2.0]
+
+    @profiler.record_function("f")
+    def f(x):
+        return x + 1
+
+    assert f(torch.zeros(1)).tolist() == [1.0]

@@ -477,3 +477,15 @@ def test_missing_grads_get_the_meta_of_their_own_output():
     (gg,) = ag.grad((gb * gb).sum(), g)
     gb_np = g.detach().numpy().sum(axis=(0, 2, 3))
     np.testing.assert_allclose(gg.numpy(), np.broadcast_to(2 * gb_np[None, :, None, None], gg.shape))
+
+
+def test_leaf_frozen_after_forward_gets_no_grad():
+    # PyTorch's AccumulateGrad skips a leaf whose requires_grad was turned off
+    # between forward and backward (freezing layers after computing the loss)
+    w = ec.ones(3, requires_grad=True)
+    v = ec.ones(3, requires_grad=True)
+    loss = (w * 2 + v * 3).sum()
+    w.requires_grad_(False)
+    loss.backward()
+    assert w.grad is None
+    np.testing.assert_array_equal(v.grad.numpy(), [3.0, 3.0, 3.0])

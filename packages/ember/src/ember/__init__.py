@@ -43,8 +43,12 @@ from ember import (  # noqa: E402
 )
 from ember._functions import *  # noqa: E402,F403
 from ember._functions import __all__ as _functions_all  # noqa: E402
+from ember._legacy import *  # noqa: E402,F403 - FloatTensor, LongTensor, ...
+from ember._legacy import __all__ as _legacy_all  # noqa: E402
 
 autocast = amp.autocast
+is_autocast_enabled = amp.is_autocast_enabled
+get_autocast_dtype = amp.get_autocast_dtype
 
 # torch.linalg is ember_core.linalg (``import ember.linalg`` works too)
 from ember._alias import alias as _alias_module  # noqa: E402
@@ -87,6 +91,7 @@ def compile(
 __all__ = sorted(
     set(_core_all)
     | set(_functions_all)
+    | set(_legacy_all)
     | {
         "CheckpointError",
         "amp",
@@ -96,6 +101,8 @@ __all__ = sorted(
         "compile",
         "cuda",
         "enable_grad",
+        "get_autocast_dtype",
+        "is_autocast_enabled",
         "inference_mode",
         "is_floating_point",
         "is_grad_enabled",

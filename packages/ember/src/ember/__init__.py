@@ -61,16 +61,6 @@ with contextlib.suppress(ImportError):  # a dependency; tolerate a partial insta
 __version__ = "0.1.0"
 
 
-def is_floating_point(input):
-    return input.is_floating_point()
-
-
-def is_nonzero(input):
-    if input.numel() != 1:
-        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
-    return bool(input.item())
-
-
 def compile(
     model=None,
     *,
@@ -104,10 +94,8 @@ __all__ = sorted(
         "get_autocast_dtype",
         "is_autocast_enabled",
         "inference_mode",
-        "is_floating_point",
         "is_grad_enabled",
         "is_inference_mode_enabled",
-        "is_nonzero",
         "load",
         "nn",
         "no_grad",

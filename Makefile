@@ -5,6 +5,7 @@
 #   make parity   tests marked `parity` against PyTorch (CPU build, test-only)
 #   make bench    benchmarks (ember vs PyTorch vs NumPy, ratios)
 #   make lint     ruff
+#   make compat   PyTorch scripts run under torch and as `import ember as torch` (compat/)
 #
 # Packages are built once into wheelhouse/ and tox envs install them from there
 # (--find-links), so C code compiles once per change, not once per env.
@@ -22,7 +23,7 @@ PACKAGES += ember
 STAMP := $(VENV)/.ember-dev-installed
 PIP := $(BIN)/python -m pip
 
-.PHONY: all venv wheels install test parity bench lint train clean
+.PHONY: all venv wheels install test parity bench lint train clean compat
 
 all: test
 
@@ -51,15 +52,20 @@ wheels: $(foreach p,$(PACKAGES),$(WHEELHOUSE)/.$(p).stamp)
 install: wheels
 	$(BIN)/python tools/install_wheels.py $(WHEELHOUSE) $(PACKAGES)
 
+# One tox env per package, plus ember-data's tests again over ember tensors.
+TEST_ENVS := $(PACKAGES) data-ember
 test: wheels
-	$(BIN)/tox run -e $(subst $(space),$(comma),$(PACKAGES))
+	$(BIN)/tox run -e $(subst $(space),$(comma),$(TEST_ENVS))
 
 parity: wheels
 	$(BIN)/tox run -e parity
 
+# Every benchmark, each in its own process. PyTorch is the reference they compare
+# against (test/bench-only, a CPU build); without it they print ember and NumPy alone.
+BENCHMARKS := allocator ops autograd models linalg data sharing
 bench: install
-	$(BIN)/python benchmarks/allocator.py
-	$(BIN)/python benchmarks/autograd.py
+	$(PIP) install -q torch==2.13.0 || echo "PyTorch unavailable: benchmarks run without it"
+	$(foreach b,$(BENCHMARKS),$(BIN)/python benchmarks/$(b).py &&) true
 
 lint: venv
 	$(BIN)/ruff check .
@@ -80,3 +86,10 @@ clean:
 
 comma := ,
 space := $(empty) $(empty)
+
+# Compatibility: every compat/scripts/s*.py runs under PyTorch (CPU build, test-only)
+# and under ember as `import ember as torch`; their CHECK lines are compared
+# (compat/README.md). COMPAT_ARGS="-v -k s09" shows details for some scripts.
+compat: install $(TRAIN_STAMP)
+	$(PIP) install -q torch==2.13.0
+	$(BIN)/python compat/run_scripts.py $(COMPAT_ARGS)

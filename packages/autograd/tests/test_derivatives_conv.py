@@ -27,8 +27,8 @@ def gradgrad(fn, *inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
     With a fixed output gradient v and directions u, s(x, v) = <grad of
     <fn(x), v> wrt x (create_graph=True), u> is differentiated by the engine
     (double backward through the formulas) and by central differences, with
-    respect to the inputs and to v.  (ember_autograd.gradgradcheck runs its
-    function under no_grad, so it cannot build the first derivatives' graph.)
+    respect to the inputs and to v (a directional check, cheaper than
+    ember_autograd.gradgradcheck's full Jacobians for these conv sizes).
     """
     out = fn(*inputs)
     v = ec.from_numpy(rng.standard_normal(tuple(out.shape))).requires_grad_()

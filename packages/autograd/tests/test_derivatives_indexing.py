@@ -284,3 +284,20 @@ def test_parity_gradients_with_torch():
         (fe(x, ec.from_numpy(idx)) ** 2).sum().backward()
         (ft(t, torch.from_numpy(idx)) ** 2).sum().backward()
         np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_index_put_with_none_in_the_indices():
+    # a None index (a full slice) among the saved indices: only tensors are saved
+    # as tensors (it used to crash when recording)
+    x, v = leaf(4, 3), leaf(4, 2)
+    idx = ec.tensor([2, 0])
+    check(lambda t, val: t.index_put((None, idx), val, accumulate=True), x, v)
+    check(lambda t, val: t.index_put((None, idx), val), x, v)
+    check(lambda t, val: t.index_put((idx, None), val.reshape(2, 4)[:, :3]), x, v)
+
+    def f(t, val):
+        y = t * 1
+        y[None, idx] = val.reshape(1, 2, 3)
+        return y
+
+    check(f, x, leaf(2, 3))

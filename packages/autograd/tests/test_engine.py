@@ -459,3 +459,33 @@ def test_ops_returning_their_input_leave_its_history_alone():
     assert y.contiguous() is y and y.grad_fn.name() == "MulBackward0"
     (x.contiguous() * y.contiguous()).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [4.0, 8.0])
+
+
+def test_missing_grads_get_the_meta_of_their_own_output():
+    # convolution_backward's outputs are (grad_input, grad_weight, grad_bias) and
+    # grad_input is None when the input needs none: the meta of a missing grad is
+    # looked up by output number, not by position among the float outputs.
+    rng = np.random.default_rng(7)
+    x = ec.from_numpy(rng.standard_normal((2, 3, 5, 5)))
+    w = leaf(rng.standard_normal((4, 3, 3, 3)))
+    b = leaf(rng.standard_normal(4))
+    y = ec.conv2d(x, w, b)
+    g = leaf(rng.standard_normal(tuple(y.shape)))
+    gw, gb = ag.grad(y, (w, b), g, create_graph=True)
+    assert gw.grad_fn._out_meta == [None, ((4, 3, 3, 3), ec.float64), ((4,), ec.float64)]
+    # d(sum(gb**2))/dg: gb[c] = sum of g over (n, h, w) of channel c
+    (gg,) = ag.grad((gb * gb).sum(), g)
+    gb_np = g.detach().numpy().sum(axis=(0, 2, 3))
+    np.testing.assert_allclose(gg.numpy(), np.broadcast_to(2 * gb_np[None, :, None, None], gg.shape))
+
+
+def test_leaf_frozen_after_forward_gets_no_grad():
+    # PyTorch's AccumulateGrad skips a leaf whose requires_grad was turned off
+    # between forward and backward (freezing layers after computing the loss)
+    w = ec.ones(3, requires_grad=True)
+    v = ec.ones(3, requires_grad=True)
+    loss = (w * 2 + v * 3).sum()
+    w.requires_grad_(False)
+    loss.backward()
+    assert w.grad is None
+    np.testing.assert_array_equal(v.grad.numpy(), [3.0, 3.0, 3.0])

@@ -15,7 +15,7 @@ import pytest
 from conftest import alive, wait_until
 
 from ember_data import DataLoader, _rng
-from ember_data._utils import shm
+from ember_data._utils import shm, transport
 
 pytestmark = pytest.mark.usefixtures("no_children_left")
 
@@ -278,6 +278,9 @@ def test_full_shared_memory_is_a_clear_error(monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "posix_fallocate", full)  # inherited by forked workers
+    # ember_data's own segments (without ember_multiprocessing's transport, which
+    # would make the batch in its shared memory instead)
+    monkeypatch.setattr(transport, "_hook", [None])
     loader = DataLoader(
         helpers.Big(4, (3, 64, 64)), batch_size=4, num_workers=1, multiprocessing_context="fork"
     )
@@ -358,3 +361,35 @@ def test_ember_tensor_batches_cross_without_copy_loss():
         assert isinstance(b, ec.Tensor) and b.dtype == ec.float32
         b.add_(1)  # writable
     assert _rng.ember_core() is ec
+
+
+class _TensorSamples:
+    """Samples that are ember tensors (and plain ints), made in the worker."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        ec = _rng.ember_core()
+        return ec.full((3, 4), float(i)), i
+
+
+def test_worker_batches_arrive_in_shared_memory_with_ember_multiprocessing():
+    # As PyTorch's workers collate into shared storages: with ember_multiprocessing
+    # installed, every tensor of a batch made in a worker is shared in the main process.
+    ec = pytest.importorskip("ember_core")
+    pytest.importorskip("ember_multiprocessing")
+    loader = DataLoader(_TensorSamples(12), batch_size=4, num_workers=2)
+    batches = list(loader)
+    assert len(batches) == 3
+    for k, (x, y) in enumerate(batches):
+        assert isinstance(x, ec.Tensor) and x.is_shared() and y.is_shared()
+        want = np.arange(4 * k, 4 * k + 4, dtype=np.float32)
+        np.testing.assert_array_equal(x.numpy(), np.broadcast_to(want[:, None, None], (4, 3, 4)))
+        np.testing.assert_array_equal(y.numpy(), np.arange(4 * k, 4 * k + 4))
+    # in the main process collation makes ordinary tensors
+    x, _ = next(iter(DataLoader(_TensorSamples(4), batch_size=4)))
+    assert not x.is_shared()

@@ -276,3 +276,68 @@ def test_data_parallel_without_gpus():
     model = torch.nn.DataParallel(torch.nn.Linear(3, 2))
     assert list(model.state_dict()) == ["module.weight", "module.bias"]
     assert model(torch.ones(4, 3)).shape == (4, 2)
+
+
+# ------------------------------------------------ legacy typed constructors
+
+
+@pytest.mark.parametrize(
+    "name, dtype",
+    [
+        ("FloatTensor", "float32"),
+        ("DoubleTensor", "float64"),
+        ("LongTensor", "int64"),
+        ("IntTensor", "int32"),
+        ("BoolTensor", "bool"),
+        ("ByteTensor", "uint8"),
+        ("HalfTensor", "float16"),
+    ],
+)
+def test_legacy_constructors(name, dtype):
+    cls = getattr(torch, name)
+    expected = getattr(torch, dtype)
+    t = cls([1, 0, 1])
+    assert t.dtype is expected and t.tolist() == [1, 0, 1]
+    assert cls(2, 3).shape == (2, 3) and cls(2, 3).dtype is expected
+    assert cls(torch.Size([4])).shape == (4,)
+    assert cls().shape == (0,)
+    assert cls(size=(1, 2)).shape == (1, 2)
+    assert isinstance(t, cls) and isinstance(t, torch.Tensor)
+    other = torch.FloatTensor if name != "FloatTensor" else torch.LongTensor
+    assert not isinstance(t, other)
+    assert not isinstance([1], cls)
+
+
+def test_legacy_constructor_from_numpy_converts():
+    a = np.array([[0.5, 1.5]], dtype=np.float64)
+    t = torch.FloatTensor(a)
+    assert t.dtype is torch.float32
+    np.testing.assert_array_equal(t.numpy(), a.astype(np.float32))
+    a[0, 0] = 9.0  # a copy, as PyTorch
+    assert t[0, 0].item() == 0.5
+    same = torch.FloatTensor(t)
+    assert same.data_ptr() == t.data_ptr()
+    with pytest.raises(TypeError, match="float32"):
+        torch.FloatTensor(torch.zeros(2, dtype=torch.int64))
+    with pytest.raises(TypeError, match="FloatTensor"):
+        torch.FloatTensor([1.0], [2.0])
+
+
+def test_autocast_queries_at_top_level():
+    assert torch.is_autocast_enabled() is False
+    assert torch.get_autocast_dtype("cpu") is torch.bfloat16
+
+
+def test_record_function_labels_without_effect():
+    import ember.autograd.profiler as profiler
+
+    assert torch.autograd.profiler is profiler
+    with profiler.record_function("step") as r:
+        y = torch.ones(2) * 2
+    assert r.name == "step" and y.tolist() == [2.0, 2.0]
+
+    @profiler.record_function("f")
+    def f(x):
+        return x + 1
+
+    assert f(torch.zeros(1)).tolist() == [1.0]

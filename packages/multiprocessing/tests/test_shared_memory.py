@@ -92,3 +92,21 @@ def test_exported_numpy_arrays_keep_their_memory(no_leaks):
     t[0] = 42.0
     np.testing.assert_array_equal(a, np.arange(6.0))  # still valid, no longer t's
     assert t[0].item() == 42.0
+
+
+def test_tensor_made_in_shared_memory_crosses_a_queue_without_a_copy(no_leaks):
+    # Created directly in shared memory (no share_memory_ copy when sent): the
+    # child's write lands in the very bytes the parent holds.
+    with mp.shared_memory():
+        t = ec.zeros(1000)
+    assert t.is_shared()
+    ptr, storage = t.data_ptr(), t.untyped_storage()
+    ctx = mp.get_context("fork")
+    q, done = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=helpers.write_first, args=(q, done))
+    p.start()
+    q.put(t)
+    done.get(timeout=60)
+    p.join(60)
+    assert t.data_ptr() == ptr and t.untyped_storage() is storage  # nothing moved
+    assert t[0].item() == 99.0 and float(t[1:].abs().sum()) == 0.0

@@ -43,6 +43,8 @@ SOURCES += [
 ]
 # tc-core: DLPack capsules (uses the Python C API, see dlpack.c)
 SOURCES += ["dlpack.c"]
+# linalg: LAPACK-backed factorizations and solvers
+SOURCES += ["linalg.c"]
 
 # Kernels are short for small tensors: the wrappers keep the GIL rather than pay
 # ~100 ns to release and re-take it on every call.  Long-running calls go through

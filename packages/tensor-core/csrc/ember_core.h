@@ -630,6 +630,41 @@ int ec_gru_cell_backward(int dtype, int64_t b, int64_t i, int64_t h, ec_ptr grad
 #define EC_DLPACK_HAS_STRIDES 8   /* 0: compact row-major */
 #define EC_DLPACK_INFO_SIZE 9
 
+/* ---- linalg: LAPACK (scipy-openblas32), batched over column-major matrices
+ * packed back to back (Note [LAPACK layout] in linalg.c).  float32/float64.
+ * Inputs are overwritten; pivots, ranks and per-matrix LAPACK info codes are
+ * int32 arrays.  Python turns non-zero info codes into errors. */
+/* LU of (m x n) matrices in place; ipiv holds min(m, n) 1-based pivots each. */
+int ec_linalg_lu(int dtype, int64_t batch, int64_t m, int64_t n, ec_ptr a, ec_ptr ipiv,
+                 ec_ptr info);
+/* Inverse in place (LU, then getri); ipiv is n per matrix of scratch. */
+int ec_linalg_inv(int dtype, int64_t batch, int64_t n, ec_ptr a, ec_ptr ipiv, ec_ptr info);
+/* A X = B: a (n x n) becomes its LU factors, x (n x nrhs) holds B, then X. */
+int ec_linalg_solve(int dtype, int64_t batch, int64_t n, int64_t nrhs, ec_ptr a, ec_ptr x,
+                    ec_ptr ipiv, ec_ptr info);
+/* Cholesky factor in place (the other triangle is left as it was). */
+int ec_linalg_cholesky(int dtype, int64_t batch, int64_t n, int upper, ec_ptr a, ec_ptr info);
+/* op(A) X = B with triangular A (trans: op = transpose; unit: unit diagonal). */
+int ec_linalg_solve_triangular(int dtype, int64_t batch, int64_t n, int64_t nrhs, int upper,
+                               int trans, int unit, ec_ptr a, ec_ptr x, ec_ptr info);
+/* Householder QR: a (m x n) gets R in its upper triangle; q (m x qcols, may be
+ * 0) gets the first qcols columns of Q, min(m, n) <= qcols <= m. */
+int ec_linalg_qr(int dtype, int64_t batch, int64_t m, int64_t n, int64_t qcols, ec_ptr a,
+                 ec_ptr q, ec_ptr info);
+/* Symmetric eigendecomposition (syevd) from the upper or lower triangle:
+ * ascending eigenvalues in w (n each), eigenvectors over a when vectors. */
+int ec_linalg_eigh(int dtype, int64_t batch, int64_t n, int upper, int vectors, ec_ptr a,
+                   ec_ptr w, ec_ptr info);
+/* SVD (gesdd); job 'A' (U m x m, Vh n x n), 'S' (m x k, k x n) or 'N' (s only,
+ * u = vt = 0); s holds min(m, n) descending values per matrix. */
+int ec_linalg_svd(int dtype, int64_t batch, int64_t m, int64_t n, int job, ec_ptr a, ec_ptr s,
+                  ec_ptr u, ec_ptr vt, ec_ptr info);
+/* Least squares min ||A X - B|| (driver 0 gels, 1 gelsy, 2 gelsd, 3 gelss); b
+ * has leading dimension max(m, n) and receives X in its first n rows; rank and
+ * s (singular values, gelsd/gelss) may be 0. */
+int ec_linalg_lstsq(int dtype, int64_t batch, int64_t m, int64_t n, int64_t nrhs, int driver,
+                    double rcond, ec_ptr a, ec_ptr b, ec_ptr s, ec_ptr rank, ec_ptr info);
+
 /* cdef:end */
 
 #endif

@@ -528,3 +528,8 @@ def test_fuzz_bad_arguments_raise_cleanly(shape, idx, dim, op):
             x.gather(dim, i.reshape([len(idx)] + [1] * (a.ndim - 1)) if a.ndim else i)
     except (IndexError, RuntimeError, TypeError, ValueError):
         pass
+
+
+def test_gather_zero_dim_input_empty_index():
+    r = ec.tensor(3.0).gather(0, ec.zeros(5, 2, 0, dtype=ec.int64))
+    assert r.shape == (5, 2, 0) and r.dtype == ec.float32

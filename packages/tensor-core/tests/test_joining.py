@@ -109,3 +109,18 @@ def test_tensor_split_and_out_forms(rng):
     np.testing.assert_array_equal(out.numpy(), x[::-1])
     ec.roll(t, 2, out=out)
     np.testing.assert_array_equal(out.numpy(), np.roll(x, 2))
+
+
+def test_cat_legacy_empty_takes_part_in_type_promotion():
+    # PyTorch skips a (0,) tensor's shape but not its dtype.
+    r = ec.cat([ec.zeros(0, dtype=ec.int64), ec.ones(2, 2, dtype=ec.int8)])
+    assert r.dtype == ec.int64 and r.shape == (2, 2)
+    r = ec.cat([ec.ones(1, 3, dtype=ec.uint8), ec.zeros(0)])
+    assert r.dtype == ec.float32
+    np.testing.assert_array_equal(r.numpy(), np.ones((1, 3), np.float32))
+
+
+@pytest.mark.parametrize("dims", [0, -1, (0,)])
+def test_flip_zero_dim(dims):
+    r = ec.tensor(3.5).flip(dims)
+    assert r.shape == () and r.item() == 3.5

@@ -198,3 +198,38 @@ def test_like_functions_and_dtype_errors():
     with pytest.raises(RuntimeError, match="std"):
         ec.empty(2).normal_(0, -1)
     assert math.isfinite(ec.randn(()).item())
+
+
+@pytest.mark.parametrize(
+    "dtype, hi",
+    [
+        (ec.int64, 2**63 - 1),
+        (ec.int32, 2**31 - 1),
+        (ec.int16, 2**15 - 1),
+        (ec.int8, 2**7 - 1),
+        (ec.uint8, 2**8 - 1),
+        (ec.bool_, 1),
+        (ec.float64, 2**53),
+        (ec.float32, 2**24),
+        (ec.float16, 2**11),
+        (ec.bfloat16, 2**8),
+    ],
+)
+def test_random_default_range_is_the_dtype_range(dtype, hi):
+    # PyTorch: [0, 2**mantissa] for floats, [0, max] for integers (int64 too)
+    r = ec.empty(4000, dtype=dtype).random_()
+    v = r.to(ec.float64).numpy() if dtype is not ec.int64 else r.numpy()
+    assert v.min() >= 0 and v.max() <= hi
+    assert v.max() > hi // 2  # the whole range is reached, not a smaller one
+    assert ec.empty((), dtype=dtype).random_().shape == ()
+
+
+def test_random_bounds_at_the_ends_of_int64():
+    r = ec.empty(2000, dtype=ec.int64).random_(-(2**63), 2**63).numpy()
+    assert r.min() < -(2**61) and r.max() > 2**61  # all 64-bit patterns
+    r = ec.empty(2000, dtype=ec.int64).random_(2**63 - 3, 2**63).numpy()
+    assert set(r.tolist()) == {2**63 - 3, 2**63 - 2, 2**63 - 1}
+    with pytest.raises(RuntimeError, match="to - 1"):
+        ec.empty(3, dtype=ec.uint8).random_(0, 300)
+    with pytest.raises(RuntimeError, match="from"):
+        ec.empty(3, dtype=ec.int8).random_(-200, 3)

@@ -120,3 +120,19 @@ def test_share_memory_moves_storage_and_views_follow():
     assert t[2].item() == 100
     assert a[2] == 2.0  # NumPy still sees the old (copied) memory
     np.testing.assert_array_equal(t.numpy(), [0, 1, 100, 3, 4, 5])
+
+
+def test_failed_allocation_counts_one_oom():
+    # The fast-path malloc already records the OOM; raising must not allocate again.
+    host = ember_allocator.host_allocator()
+    host.empty_cache()  # no cached block may serve the request
+    before = host.memory_stats()["num_ooms"]
+    limit = host.memory_limit
+    host.set_memory_limit(host.memory_stats()["reserved_bytes.all.current"] + (1 << 20))
+    try:
+        with pytest.raises(ember_allocator.OutOfMemoryError):
+            ec.empty(64 << 20, dtype=ec.uint8)
+    finally:
+        host.set_memory_limit(limit)
+    assert host.memory_stats()["num_ooms"] == before + 1
+    assert ec.empty(64 << 20, dtype=ec.uint8).numel() == 64 << 20

@@ -274,6 +274,12 @@ class CachingAllocator:
             requested=nbytes,
         )
 
+    def allocation_error(self, nbytes):
+        """The exception for this thread's last failed allocation of ``nbytes`` bytes
+        (for callers of a fast path such as ``host_fast_path()``'s malloc, which
+        returns 0 instead of raising; asking again would count a second OOM)."""
+        return self._alloc_failure(nbytes)
+
     def _alloc_failure(self, nbytes):
         status = lib.ea_last_status()
         if status == _ERR_OOM:

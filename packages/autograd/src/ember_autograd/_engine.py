@@ -301,7 +301,11 @@ def _post_hooks(extra, result, grads_in):
 
 def _accumulate(var, g, create_graph, owned):
     """var.grad += g (AccumulateGrad): steal g when nothing else holds it,
-    accumulate in place when possible, out of place under create_graph."""
+    accumulate in place when possible, out of place under create_graph.
+    A leaf whose requires_grad was switched off after the graph was built gets
+    nothing (PyTorch's AccumulateGrad: freezing a layer mid-step)."""
+    if not var._rg:
+        return
     old = var._grad
     if (
         old is not None

@@ -304,10 +304,11 @@ def _record(op, info, args, call):
                     acc = ref() if ref is not None else None
                     edges.append((acc if acc is not None else accumulator(a), 0))
             metas.append((a._shape, a._dtype))
-        elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
-            for x in a:
-                edges.append(_edge(x) if x._rg else _NO_EDGE)
-                metas.append((x._shape, x._dtype))
+        elif isinstance(a, (list, tuple)) and _holds_tensors(a):
+            for x in a:  # a tensor list (cat's); None holes get no edge
+                is_t = isinstance(x, Tensor)
+                edges.append(_edge(x) if is_t and x._rg else _NO_EDGE)
+                metas.append((x._shape, x._dtype) if is_t else None)
         else:
             edges.append(_NO_EDGE)
             metas.append(None)
@@ -323,11 +324,17 @@ def _record(op, info, args, call):
             if a._inference:
                 _refuse_inference(op)
             values[name] = SavedTensor(a, name_)
-        elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
+        elif isinstance(a, (list, tuple)) and _holds_tensors(a):
+            # e.g. index_put's indices, which may hold None: only tensors are saved
+            # as SavedTensor, other elements as they are
+            saved = []
             for x in a:
-                if x._inference:
-                    _refuse_inference(op)
-            values[name] = [SavedTensor(x, name_) for x in a]
+                if isinstance(x, Tensor):
+                    if x._inference:
+                        _refuse_inference(op)
+                    x = SavedTensor(x, name_)
+                saved.append(x)
+            values[name] = saved if a.__class__ is list else tuple(saved)
         else:
             values[name] = a
     for name, idx in f.shape_uses:
@@ -380,7 +387,12 @@ def _record(op, info, args, call):
     if not diff:
         return result
     node = OpNode(f, tuple(edges), values, metas, len(f.outputs))
-    node._out_meta = [(o._shape, o._dtype) for _, o in diff]
+    # indexed by output number, as the engine's grads are; an output that is not
+    # differentiable (an integer one, a None one) has no meta
+    out_meta = [None] * len(f.outputs)
+    for k, o in diff:
+        out_meta[k] = (o._shape, o._dtype)
+    node._out_meta = out_meta
     if f.uses_result:
         values["result"] = _saved_result(
             result if not inplace else first, diff, name_, f.saved_outputs
@@ -397,6 +409,16 @@ def _record(op, info, args, call):
             if first._inference:
                 o._inference = True
     return result
+
+
+def _holds_tensors(seq):
+    """Whether a list/tuple argument holds tensors (an index tuple may start with None)."""
+    if not seq:
+        return False
+    first = seq[0]
+    if isinstance(first, Tensor):
+        return True
+    return first is None and any(isinstance(x, Tensor) for x in seq)
 
 
 def _saved_result(result, diff, op_name, keep=None):

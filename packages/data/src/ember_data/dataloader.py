@@ -669,6 +669,15 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 return
             except (EOFError, ConnectionError):
                 self._worker_died(worker_id)
+            except Exception:
+                # a batch a worker sent just before dying may not be receivable
+                # (memory shared by ember_multiprocessing is fetched from its
+                # sender): the death is the error to report
+                w = self._workers[worker_id]
+                w.join(timeout=0.05)
+                if w.exitcode is not None:
+                    self._worker_died(worker_id)
+                raise
             if msg[0] == self._epoch:
                 self._inbox.append((worker_id, msg))
 

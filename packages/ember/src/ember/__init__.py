@@ -43,23 +43,22 @@ from ember import (  # noqa: E402
 )
 from ember._functions import *  # noqa: E402,F403
 from ember._functions import __all__ as _functions_all  # noqa: E402
+from ember._legacy import *  # noqa: E402,F403 - FloatTensor, LongTensor, ...
+from ember._legacy import __all__ as _legacy_all  # noqa: E402
 
 autocast = amp.autocast
+is_autocast_enabled = amp.is_autocast_enabled
+get_autocast_dtype = amp.get_autocast_dtype
+
+# torch.linalg is ember_core.linalg (``import ember.linalg`` works too)
+from ember._alias import alias as _alias_module  # noqa: E402
+
+linalg = _alias_module("ember.linalg", "ember_core.linalg")
 
 with contextlib.suppress(ImportError):  # a dependency; tolerate a partial install
     from ember import multiprocessing  # noqa: E402
 
 __version__ = "0.1.0"
-
-
-def is_floating_point(input):
-    return input.is_floating_point()
-
-
-def is_nonzero(input):
-    if input.numel() != 1:
-        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
-    return bool(input.item())
 
 
 def compile(
@@ -82,6 +81,7 @@ def compile(
 __all__ = sorted(
     set(_core_all)
     | set(_functions_all)
+    | set(_legacy_all)
     | {
         "CheckpointError",
         "amp",
@@ -91,11 +91,11 @@ __all__ = sorted(
         "compile",
         "cuda",
         "enable_grad",
+        "get_autocast_dtype",
+        "is_autocast_enabled",
         "inference_mode",
-        "is_floating_point",
         "is_grad_enabled",
         "is_inference_mode_enabled",
-        "is_nonzero",
         "load",
         "nn",
         "no_grad",

@@ -198,7 +198,7 @@ def gather(input, dim, index, sparse_grad=False, out=None):
     index = _index_arg(op, index)
     d = _norm_dim(op, input, dim)
     _check_gather_shapes(op, input, d, index)
-    if not input._shape:
+    if not input._shape and index._numel:
         x = _as_1d(input)
         idx = _as_1d(index)
         r = gather_plan(x, _along_plan(x, 0, idx), op)

@@ -51,7 +51,8 @@ def cat(tensors, dim=0, out=None):
                     f"Sizes of tensors must match except in dimension {d}. Expected size "
                     f"{ref._shape[k]} but got size {t._shape[k]} for tensor number {i} in the list."
                 )
-    dt = D.result_type(*parts) if len({t._dtype for t in parts}) > 1 else ref._dtype
+    # Skipped legacy empties still take part in type promotion, as in PyTorch.
+    dt = D.result_type(*tensors) if len({t._dtype for t in tensors}) > 1 else ref._dtype
     total = sum(t._shape[d] for t in parts)
     shape = ref._shape[:d] + (total,) + ref._shape[d + 1 :]
     if out is not None:
@@ -193,6 +194,8 @@ def _out(out, r, op):
 def flip(input, dims, out=None):
     """A copy with the order of elements along dims reversed."""
     dims = _shape.normalize_dims(dims, len(input._shape), "flip")
+    if not input._shape:  # a 0-d tensor reads as 1-element along dim 0/-1
+        dims = ()
     stride = list(input._stride)
     offset = input._offset
     for d in dims:

@@ -310,9 +310,25 @@ def random_(input, from_=0, to=None, generator=None):
             to = 2
         else:
             to = dt.max + 1
+    from_, to = int(from_), int(to)
     if from_ >= to:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={from_} >= to={to}")
-    return _fill_random(_inplace("random_", input), lib.EC_RNG_RANDINT, generator, i0=int(from_), i1=int(to), op="random_")
+    if dt.category < 2:  # integers and bool: both ends must fit the dtype
+        lo, hi = (0, 1) if dt is D.bool_ else (dt.min, dt.max)
+        if not lo <= from_ <= hi:
+            raise RuntimeError(f"random_: from is out of bounds for {dt.name} (from={from_})")
+        if not lo <= to - 1 <= hi:
+            raise RuntimeError(f"random_: to - 1 is out of bounds for {dt.name} (to={to})")
+    t = _inplace("random_", input)
+    if to - from_ == 1 << 64:  # every 64-bit pattern
+        return _fill_random(t, lib.EC_RNG_BITS, generator, op="random_")
+    # The kernel draws from_ + [0, to - from_) in 64-bit wrap-around arithmetic, so a
+    # bound of 2**63 or more (int64's random_() is [0, 2**63 - 1]) passes wrapped.
+    return _fill_random(t, lib.EC_RNG_RANDINT, generator, i0=from_, i1=_wrap64(to), op="random_")
+
+
+def _wrap64(v):
+    return v - (1 << 64) if v >= 1 << 63 else v
 
 
 @defop("bernoulli_(input, p=0.5, *, generator=None)", inplace_of="bernoulli", differentiable=False)

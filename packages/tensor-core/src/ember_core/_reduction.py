@@ -163,6 +163,11 @@ def mean(input, dim=None, keepdim=False, dtype=None, out=None):
 def nanmean(input, dim=None, keepdim=False, dtype=None):
     from ember_core._elementwise import div, isnan, logical_not
 
+    if not input._dtype.is_floating_point:
+        raise RuntimeError(
+            f"nanmean(): expected input to have floating point or complex dtype but got "
+            f"{input._dtype.name}"
+        )
     notnan = logical_not(isnan(input))
     return div(nansum(input, dim, keepdim, dtype=dtype), sum(notnan, dim, keepdim))
 
@@ -314,22 +319,13 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, correction=None):
     return (std(input, dim, unbiased, keepdim, correction=correction), mean(input, _var_args(dim, unbiased)[0], keepdim))
 
 
-def _ord(p):
-    if p is None or p == "fro":
-        return 2.0
-    if p == "nuc":
-        raise RuntimeError("norm: the nuclear norm needs an SVD, which ember does not have yet")
-    if isinstance(p, str):
-        raise ValueError(f"norm: unknown norm type {p!r}")
-    return float(p)
-
-
-@defop("norm(input, p='fro', dim=None, keepdim=False, dtype=None, *, out=None)")
+@defop("norm(input, p='fro', dim=None, keepdim=False, dtype=None, *, out=None)", composite=True)
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None, out=None):
-    """The vector p-norm over dim(s) ('fro' = 2)."""
-    dt = _float_only("norm", input, dtype)
-    x = cast(input, dt)
-    return reduce("norm", R.EC_R_NORM, x, _dims(input, dim, "norm"), keepdim, dt, _ord(p), out=out)
+    """torch.norm: a vector norm (p a number, or 'fro' over at most two dims) or
+    a matrix norm ('nuc'); see ember_core.linalg.torch_norm."""
+    from ember_core import linalg
+
+    return linalg.torch_norm(input, p, dim, keepdim, dtype, out)
 
 
 @defop("vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None)", method=False)

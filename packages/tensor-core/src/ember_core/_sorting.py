@@ -252,7 +252,10 @@ def _median(op, mode, input, dim, keepdim, out):
         if x._numel == 0:
             from ember_core._creation import full
 
-            return full((), math.nan, dtype=input._dtype)
+            # nan, or what a nan becomes in an integer dtype (as PyTorch on x86)
+            dt = input._dtype
+            empty_value = math.nan if dt.is_floating_point else dt.min if dt.itemsize >= 4 else 0
+            return full((), empty_value, dtype=dt)
         v, _ = _select_lines(op, x, 0, (x._numel - 1) // 2, mode, False)
         return v
     x = input if input._shape else input.reshape(1)

@@ -145,8 +145,8 @@ def allocate(nbytes, dev=CPU):
             s._owner = None
             s._device = CPU
             return s
-        _host_allocator.allocate(nbytes)  # raises the allocator's exception
-        raise MemoryError(f"cannot allocate {nbytes} bytes")
+        # The failed malloc already counted its OOM; only build its exception.
+        raise _host_allocator.allocation_error(nbytes)
     if dev.type != "cpu":
         from ember_core import _cuda
 

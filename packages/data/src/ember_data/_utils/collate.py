@@ -56,17 +56,33 @@ def set_shared_allocator(allocator):
     _shared_allocator = allocator
 
 
+# Set in DataLoader workers when ember_multiprocessing's transport is in use
+# (Note [Transport hook]): stacked batches are then ember tensors made in its
+# shared memory, so they arrive in the main process shared (is_shared() True),
+# as PyTorch's workers collate into shared storages.
+_ember_shared_batches = False
+
+
+def set_shared_tensors(enabled):
+    """Stack tensor batches into new ember tensors (True), which a worker makes in
+    shared memory, rather than into ember_data's own segments (False)."""
+    global _ember_shared_batches
+    _ember_shared_batches = bool(enabled) and _ec is not None
+
+
 def _as_tensor(array):
-    """An ember tensor over a NumPy array (zero-copy), or the array itself
-    without ember."""
+    """An ember tensor over a NumPy array (zero-copy; in workers with shared tensor
+    batches, a copy in shared memory), or the array itself without ember."""
     if _ec is None:
         return array
+    if _ember_shared_batches and not array.dtype.hasobject:
+        t = _ec.empty(array.shape, dtype=_ec.from_numpy(np.empty(0, array.dtype)).dtype)
+        t.numpy()[...] = array  # a copy, in shared memory (set_shared_tensors)
+        return t
     return _ec.as_tensor(array)
 
 
-def _stack_arrays(arrays):
-    """np.stack(arrays) into a fresh array (in shared memory inside workers),
-    with PyTorch's error for unequal shapes."""
+def _stack_shape(arrays):
     shape = arrays[0].shape
     for i, a in enumerate(arrays):
         if a.shape != shape:
@@ -75,13 +91,34 @@ def _stack_arrays(arrays):
                 f"and {list(a.shape)} at entry {i}"
             )
     dtype = np.result_type(*arrays) if len({a.dtype for a in arrays}) > 1 else arrays[0].dtype
-    out_shape = (len(arrays), *shape)
+    return (len(arrays), *shape), dtype
+
+
+def _stack_arrays(arrays):
+    """np.stack(arrays) into a fresh array (in shared memory inside workers),
+    with PyTorch's error for unequal shapes."""
+    out_shape, dtype = _stack_shape(arrays)
     out = _shared_allocator(out_shape, dtype) if _shared_allocator is not None else None
     if out is None:
         out = np.empty(out_shape, dtype)
     for i, a in enumerate(arrays):
         out[i] = a
     return out
+
+
+def _stack_to_tensor(arrays):
+    """_stack_arrays as a tensor (an array without ember); in workers with shared
+    tensor batches (set_shared_tensors), a new ember tensor in shared memory."""
+    if not _ember_shared_batches:
+        return _as_tensor(_stack_arrays(arrays))
+    out_shape, dtype = _stack_shape(arrays)
+    if dtype.hasobject:
+        return _as_tensor(_stack_arrays(arrays))
+    t = _ec.empty(out_shape, dtype=_ec.from_numpy(np.empty(0, dtype)).dtype)
+    out = t.numpy()
+    for i, a in enumerate(arrays):
+        out[i] = a
+    return t
 
 
 def default_convert(data):
@@ -192,7 +229,7 @@ def collate_tensor_fn(batch, *, collate_fn_map=None):
         not t.requires_grad and t.device.type == "cpu" and t.dtype.name != "bfloat16" for t in ts
     ):
         # through NumPy: one pass, and into shared memory inside workers
-        return _ec.from_numpy(_stack_arrays([t.numpy() for t in ts]))
+        return _stack_to_tensor([t.numpy() for t in ts])
     return _ec.stack(list(ts), 0)
 
 
@@ -201,7 +238,7 @@ def collate_numpy_array_fn(batch, *, collate_fn_map=None):
     elem = batch[0]
     if np_str_obj_array_pattern.search(elem.dtype.str) is not None:
         raise TypeError(default_collate_err_msg_format.format(elem.dtype))
-    return _as_tensor(_stack_arrays([np.asarray(b) for b in batch]))
+    return _stack_to_tensor([np.asarray(b) for b in batch])
 
 
 def collate_numpy_scalar_fn(batch, *, collate_fn_map=None):

@@ -167,6 +167,7 @@ def _worker_loop(
         hook = transport.transport_hook()
         if hook is not None:
             hook.worker_setup()
+            collate.set_shared_tensors(True)
         collate.set_shared_allocator(shm.empty)
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed, dataset=dataset)
         where = f"in DataLoader worker process {worker_id}"

@@ -8,4 +8,6 @@ from ember._alias import alias
 alias("ember.autograd.functional", "ember_autograd.functional")
 alias("ember.autograd.forward_ad", "ember_autograd.forward_ad")
 alias("ember.autograd.graph", "ember_autograd._node")
+# torch.autograd.profiler.record_function, which scripts use to label steps
+ember_autograd.profiler = alias("ember.autograd.profiler", "ember._profiler")
 sys.modules[__name__] = ember_autograd

@@ -7,4 +7,8 @@ from ember._alias import alias
 
 alias("ember.optim.lr_scheduler", "ember_nn.optim.lr_scheduler")
 alias("ember.optim.optimizer", "ember_nn.optim.optimizer")
+alias("ember.optim.swa_utils", "ember_nn.optim.swa_utils")
+alias("ember.optim.lbfgs", "ember_nn.optim.lbfgs")
+alias("ember.optim.rprop", "ember_nn.optim.rprop")
+alias("ember.optim.asgd", "ember_nn.optim.asgd")
 sys.modules[__name__] = ember_nn.optim

@@ -1,7 +1,7 @@
 """ember.optim: optimizers (one fused C kernel per parameter group per step) and
 learning-rate schedulers."""
 
-from ember_nn.optim import lr_scheduler
+from ember_nn.optim import lr_scheduler, swa_utils
 from ember_nn.optim.algorithms import (
     SGD,
     Adadelta,
@@ -13,13 +13,18 @@ from ember_nn.optim.algorithms import (
     RAdam,
     RMSprop,
 )
+from ember_nn.optim.asgd import ASGD
+from ember_nn.optim.lbfgs import LBFGS
 from ember_nn.optim.optimizer import (
     Optimizer,
     register_optimizer_step_post_hook,
     register_optimizer_step_pre_hook,
 )
+from ember_nn.optim.rprop import Rprop
 
 __all__ = [
+    "ASGD",
+    "LBFGS",
     "SGD",
     "Adadelta",
     "Adagrad",
@@ -30,7 +35,9 @@ __all__ = [
     "Optimizer",
     "RAdam",
     "RMSprop",
+    "Rprop",
     "lr_scheduler",
     "register_optimizer_step_post_hook",
     "register_optimizer_step_pre_hook",
+    "swa_utils",
 ]

@@ -1,6 +1,7 @@
-"""ember.nn.utils: gradient clipping, parameter vectors, sequence packing."""
+"""ember.nn.utils: gradient clipping, parameter vectors, sequence packing,
+parametrizations (weight/spectral norm), conv/linear + BatchNorm fusion."""
 
-from ember_nn.utils import rnn
+from ember_nn.utils import fusion, parametrizations, parametrize, rnn
 from ember_nn.utils.clip_grad import (
     clip_grad_norm,
     clip_grad_norm_,
@@ -9,14 +10,32 @@ from ember_nn.utils.clip_grad import (
     get_total_norm,
 )
 from ember_nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
+from ember_nn.utils.fusion import (
+    fuse_conv_bn_eval,
+    fuse_conv_bn_weights,
+    fuse_linear_bn_eval,
+    fuse_linear_bn_weights,
+)
+from ember_nn.utils.init import skip_init
+from ember_nn.utils.weight_norm import remove_weight_norm, weight_norm
 
 __all__ = [
     "clip_grad_norm",
     "clip_grad_norm_",
     "clip_grad_value_",
     "clip_grads_with_norm_",
+    "fuse_conv_bn_eval",
+    "fuse_conv_bn_weights",
+    "fuse_linear_bn_eval",
+    "fuse_linear_bn_weights",
+    "fusion",
     "get_total_norm",
     "parameters_to_vector",
+    "parametrizations",
+    "parametrize",
+    "remove_weight_norm",
     "rnn",
+    "skip_init",
     "vector_to_parameters",
+    "weight_norm",
 ]

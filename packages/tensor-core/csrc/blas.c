@@ -3,6 +3,7 @@
  *
  * Strided operands are handed to BLAS as transposes where one of their strides
  * is 1 (no copy); only an operand with no unit stride is copied first. */
+#include <pthread.h>
 #include <stdlib.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -18,6 +19,26 @@ void scipy_openblas_set_num_threads(int num_threads);
 void ec_blas_set_num_threads(int n) {
     (void)n;
     scipy_openblas_set_num_threads(1);
+}
+
+/* ...except inside LAPACK (linalg.c), which can only thread through OpenBLAS:
+ * calls are bracketed with these (nested and concurrent brackets are counted). */
+static pthread_mutex_t lapack_lock = PTHREAD_MUTEX_INITIALIZER;
+static int lapack_depth = 0;
+
+void ec_blas_threads_begin(void) {
+    pthread_mutex_lock(&lapack_lock);
+    if (lapack_depth++ == 0) {
+        int nt = ec_get_num_threads();
+        if (nt > 1) scipy_openblas_set_num_threads(nt);
+    }
+    pthread_mutex_unlock(&lapack_lock);
+}
+
+void ec_blas_threads_end(void) {
+    pthread_mutex_lock(&lapack_lock);
+    if (--lapack_depth == 0) scipy_openblas_set_num_threads(1);
+    pthread_mutex_unlock(&lapack_lock);
 }
 
 /* How BLAS sees a (rows x cols) operand with row stride rs and column stride cs:

@@ -125,6 +125,10 @@ void ec_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, c
 void ec_gemm_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
                  int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
 
+/* OpenBLAS's own threads for the LAPACK calls in between (linalg.c). */
+void ec_blas_threads_begin(void);
+void ec_blas_threads_end(void);
+
 /* Threads for `work` elements of roughly `cost` units each (1 = a simple add). */
 int ec_threads_for(int64_t work, int64_t grain);
 

@@ -19,8 +19,9 @@ os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 # Note [Idle threads wait passively]: ember's kernels (GEMMs included) run on
 # OpenMP's threads.  With GNU OpenMP's default policy idle workers spin after
 # each parallel region, taking the cores from the Python thread (and from any
-# other pool), and small ops stall for milliseconds.  Idle OpenMP threads therefore sleep,
-# unless the user chose a policy.  This must be set before libgomp loads.
+# other pool), and small ops stall for milliseconds.  Idle OpenMP threads
+# therefore sleep, unless the user chose a policy.  This must be set before
+# libgomp loads.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # The extension finds OpenBLAS through an rpath relative to site-packages;

@@ -31,6 +31,9 @@ def _block_medians(fns, rounds=3):
     samples = [[] for _ in fns]
     for _ in range(rounds):
         for f, out in zip(fns, samples):
+            # a pause first: NumPy's OpenBLAS threads spin for a while after its
+            # last call and would take a core from the next library's block
+            time.sleep(0.1)
             out.append(median_time(f, repeat=5, min_time=0.1))
     return [statistics.median(s) for s in samples]
 
@@ -65,6 +68,7 @@ def main():
     rows.append(case("a.sum() (4x4)", lambda: a.sum(), tsum, lambda: na.sum()))
     rows.append(case("a[1] (4x4)", lambda: a[1], tidx, lambda: na[1]))
     rows.append(case("a.view(16) (4x4)", lambda: a.view(16), tview, lambda: na.reshape(16)))
+    rows.extend(broadcast_rows())
 
     n = 1 << 24
     x, y = ec.rand(n), ec.rand(n)
@@ -96,6 +100,26 @@ def main():
           f"{ec.get_num_threads()} threads")
     table(rows, ["case", "ember", "torch", "numpy", "torch/ember", "numpy/ember", "best/ember", "ember GFLOP/s"])
     print("ratios > 1 mean ember is faster")
+
+
+# ------------------------------------------- small broadcast ops (per-op cost)
+
+
+def broadcast_rows():
+    """What an MLP's forward and backward do besides GEMMs, on 64x256 float32:
+    a bias add (broadcast), a product with an expanded operand, and `where`."""
+
+    def fns(ones, broadcast_to, where):
+        x, bias = ones((64, 256)), ones((256,))
+        col = broadcast_to(ones((64, 1)), (64, 256))
+        mask = x > 0.5
+        return [lambda: x + bias, lambda: x * col, lambda: where(mask, x, x)]
+
+    e = fns(ec.ones, ec.broadcast_to, ec.where)
+    t = fns(torch.ones, torch.broadcast_to, torch.where) if torch else [None] * 3
+    n = fns(lambda s: np.ones(s, np.float32), np.broadcast_to, np.where)
+    names = ["x + bias (64x256 + 256)", "x * expanded (64x1 -> 64x256)", "where (64x256)"]
+    return [case(name, *fs) for name, *fs in zip(names, e, t, n)]
 
 
 # ----------------------------------------------- indexing and sorting (tc-index)

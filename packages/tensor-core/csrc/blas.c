@@ -3,14 +3,43 @@
  *
  * Strided operands are handed to BLAS as transposes where one of their strides
  * is 1 (no copy); only an operand with no unit stride is copied first. */
+#include <pthread.h>
 #include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "core.h"
 #include "cblas.h"
 
 void scipy_openblas_set_num_threads(int num_threads);
 
-void ec_blas_set_num_threads(int n) { scipy_openblas_set_num_threads(n); }
+/* OpenBLAS always runs one thread per call (Note [BLAS threads]); ember's own
+ * thread count is applied by blas_gemm. */
+void ec_blas_set_num_threads(int n) {
+    (void)n;
+    scipy_openblas_set_num_threads(1);
+}
+
+/* ...except inside LAPACK (linalg.c), which can only thread through OpenBLAS:
+ * calls are bracketed with these (nested and concurrent brackets are counted). */
+static pthread_mutex_t lapack_lock = PTHREAD_MUTEX_INITIALIZER;
+static int lapack_depth = 0;
+
+void ec_blas_threads_begin(void) {
+    pthread_mutex_lock(&lapack_lock);
+    if (lapack_depth++ == 0) {
+        int nt = ec_get_num_threads();
+        if (nt > 1) scipy_openblas_set_num_threads(nt);
+    }
+    pthread_mutex_unlock(&lapack_lock);
+}
+
+void ec_blas_threads_end(void) {
+    pthread_mutex_lock(&lapack_lock);
+    if (--lapack_depth == 0) scipy_openblas_set_num_threads(1);
+    pthread_mutex_unlock(&lapack_lock);
+}
 
 /* How BLAS sees a (rows x cols) operand with row stride rs and column stride cs:
  * row-major with leading dimension ld, transposed or not.  Returns 0 when
@@ -43,9 +72,6 @@ static int pack(int dtype, const char* src, int64_t rows, int64_t cols, int64_t 
 }
 
 #define BLAS_INT_MAX 2147483647
-/* OpenBLAS's own threshold (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD):
- * below it a product runs on the calling thread alone. */
-#define BLAS_MT_MACS (65536 * 4)
 
 /* Products this small cost less as plain loops than as a BLAS call (whose
  * argument checks and dispatch take about a microsecond). */
@@ -65,6 +91,78 @@ static int pack(int dtype, const char* src, int64_t rows, int64_t cols, int64_t 
     }
 SMALL_GEMM(float)
 SMALL_GEMM(double)
+
+/* Note [BLAS threads]: OpenBLAS runs single-threaded (its own pool is never used:
+ * its waiting threads spin, and on a loaded machine a two-thread product stalls
+ * until the descheduled half runs -- a small MLP step took 20x longer).  ember
+ * splits a large product into row (or column) blocks of C itself and hands them
+ * to its OpenMP threads, which wait passively; a dynamic schedule lets a running
+ * thread take the block of one that has not woken up yet. */
+#define GEMM_GRAIN_MACS (1 << 20) /* multiply-adds per thread below which one thread runs */
+#define GEMM_MIN_BLOCK 64          /* rows (or columns) per block: packing stays amortised */
+#define GEMM_BLOCKS_PER_THREAD 1   /* more blocks cost 4-5% (re-packed operands) */
+
+static void blas_call(int dtype, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
+                      const char* a, int64_t lda, const char* b, int64_t ldb, double beta, char* c,
+                      int64_t ldc) {
+    if (dtype == EC_FLOAT32)
+        scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                          tb ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n, (blasint)k,
+                          (float)alpha, (const float*)a, (blasint)lda, (const float*)b,
+                          (blasint)ldb, (float)beta, (float*)c, (blasint)ldc);
+    else
+        scipy_cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                          tb ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n, (blasint)k,
+                          alpha, (const double*)a, (blasint)lda, (const double*)b, (blasint)ldb,
+                          beta, (double*)c, (blasint)ldc);
+}
+
+/* C (row-major, ldc) = alpha op(A) op(B) + beta C, on ember's threads when large. */
+static void blas_gemm(int dtype, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
+                      const char* a, int64_t lda, const char* b, int64_t ldb, double beta, char* c,
+                      int64_t ldc) {
+    int nt = ec_threads_for(m * n * k, GEMM_GRAIN_MACS);
+#ifdef _OPENMP
+    if (omp_in_parallel()) nt = 1; /* a product per thread already (bmm, conv per image) */
+#endif
+    int by_rows = m >= n;
+    int64_t len = by_rows ? m : n;
+    if (nt > 1 && len < 2 * GEMM_MIN_BLOCK) nt = 1;
+    if (nt <= 1) {
+        blas_call(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
+    /* blocks of whole GEMM_MIN_BLOCK units (full micro-kernel tiles), fixed for a
+     * given nt: which thread runs a block never changes the result */
+    int64_t units = len / GEMM_MIN_BLOCK;
+    int64_t nblocks = GEMM_BLOCKS_PER_THREAD * (int64_t)nt;
+    if (nblocks > units) nblocks = units;
+    int isz = ec_itemsize[dtype];
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+    for (int64_t blk = 0; blk < nblocks; blk++) {
+        int64_t lo = units * blk / nblocks * GEMM_MIN_BLOCK;
+        int64_t hi = blk == nblocks - 1 ? len : units * (blk + 1) / nblocks * GEMM_MIN_BLOCK;
+        if (by_rows) /* rows lo..hi of op(A) and of C */
+            blas_call(dtype, ta, tb, hi - lo, n, k, alpha, a + (ta ? lo : lo * lda) * isz, lda,
+                      b, ldb, beta, c + lo * ldc * isz, ldc);
+        else /* columns lo..hi of op(B) and of C */
+            blas_call(dtype, ta, tb, m, hi - lo, k, alpha, a, lda,
+                      b + (tb ? lo * ldb : lo) * isz, ldb, beta, c + lo * isz, ldc);
+    }
+}
+
+/* cblas-shaped entry points for other kernels (conv.c) that want the policy above. */
+void ec_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+    blas_gemm(EC_FLOAT32, ta, tb, m, n, k, alpha, (const char*)a, lda, (const char*)b, ldb, beta,
+              (char*)c, ldc);
+}
+
+void ec_gemm_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
+                 int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+    blas_gemm(EC_FLOAT64, ta, tb, m, n, k, alpha, (const char*)a, lda, (const char*)b, ldb, beta,
+              (char*)c, ldc);
+}
 
 static int gemm_float(int dtype, int64_t m, int64_t n, int64_t k, double alpha, const char* a,
                       int64_t a_rs, int64_t a_cs, const char* b, int64_t b_rs, int64_t b_cs,
@@ -118,16 +216,8 @@ static int gemm_float(int dtype, int64_t m, int64_t n, int64_t k, double alpha, 
             int64_t l3[6] = {m, n, ldc, 1, ldc, 1};
             ec_binary_scalar(EC_B_MUL, dtype, 2, l3, (ec_ptr)cc, (ec_ptr)cc, beta, 0, 0, 1);
         }
-    } else if (dtype == EC_FLOAT32) {
-        scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                          (blasint)m, (blasint)n, (blasint)k, (float)alpha, (const float*)a,
-                          (blasint)lda, (const float*)b, (blasint)ldb, (float)beta, (float*)cc,
-                          (blasint)ldc);
     } else {
-        scipy_cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                          (blasint)m, (blasint)n, (blasint)k, alpha, (const double*)a,
-                          (blasint)lda, (const double*)b, (blasint)ldb, beta, (double*)cc,
-                          (blasint)ldc);
+        blas_gemm(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, cc, ldc);
     }
     if (cbuf) {
         int64_t layout[6] = {m, n, c_rs, c_cs, n, 1};
@@ -227,11 +317,10 @@ int ec_matmul(int dtype, int64_t batch, int64_t m, int64_t n, int64_t k, double 
     if (m == 0 || n == 0) return EC_OK;
     int isz = ec_itemsize[dtype];
     /* Many small float products (attention heads, RNN steps): spread the batch
-     * over the threads.  OpenBLAS runs products under BLAS_MT_MACS
-     * multiply-adds on one thread, so concurrent calls do not oversubscribe;
-     * larger ones keep OpenBLAS's own threading, one product at a time. */
+     * over the threads.  Products big enough to be split themselves
+     * (blas_gemm, Note [BLAS threads]) run one at a time. */
     int64_t macs = m * n * (k > 0 ? k : 1);
-    if (batch > 1 && macs < BLAS_MT_MACS && c_bs != 0 &&
+    if (batch > 1 && macs < 2 * GEMM_GRAIN_MACS && c_bs != 0 &&
         (dtype == EC_FLOAT32 || dtype == EC_FLOAT64)) {
         int nt = ec_threads_for(batch * macs, 4 * EC_GRAIN);
         if (nt > 1) {

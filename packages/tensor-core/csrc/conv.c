@@ -8,29 +8,10 @@
 #include "cblas.h"
 #include "spatial.h"
 
-#include <pthread.h>
-
-static pthread_mutex_t serial_lock = PTHREAD_MUTEX_INITIALIZER;
-static int serial_depth = 0, serial_saved = 1;
-
-void ec_blas_serial_begin(void) {
-    pthread_mutex_lock(&serial_lock);
-    if (serial_depth++ == 0) {
-        serial_saved = scipy_openblas_get_num_threads();
-        if (serial_saved != 1) scipy_openblas_set_num_threads(1);
-    }
-    pthread_mutex_unlock(&serial_lock);
-}
-
-void ec_blas_serial_end(void) {
-    pthread_mutex_lock(&serial_lock);
-    if (--serial_depth == 0 && serial_saved != 1) scipy_openblas_set_num_threads(serial_saved);
-    pthread_mutex_unlock(&serial_lock);
-}
-
 #define T float
 #define F(name) name##_f32
-#define GEMM scipy_cblas_sgemm
+#define GEMM(o, ta, tb, m, n, k, al, a, lda, b, ldb, be, c, ldc) \
+    ec_gemm_f32((ta) == CblasTrans, (tb) == CblasTrans, m, n, k, al, a, lda, b, ldb, be, c, ldc)
 #include "conv_tmpl.h"
 #undef T
 #undef F
@@ -38,7 +19,8 @@ void ec_blas_serial_end(void) {
 
 #define T double
 #define F(name) name##_f64
-#define GEMM scipy_cblas_dgemm
+#define GEMM(o, ta, tb, m, n, k, al, a, lda, b, ldb, be, c, ldc) \
+    ec_gemm_f64((ta) == CblasTrans, (tb) == CblasTrans, m, n, k, al, a, lda, b, ldb, be, c, ldc)
 #include "conv_tmpl.h"
 #undef T
 #undef F

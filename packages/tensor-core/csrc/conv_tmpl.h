@@ -209,7 +209,6 @@ static int F(conv_forward)(int64_t n, const F(conv_args) * a, const T* x, const 
                            const T* bias, T* y, T* work, int par) {
     const int64_t slot = a->pointwise ? 0 : a->ci * ec_geom_k_vol(&a->g) * a->L;
     if (par > 1) {
-        ec_blas_serial_begin();
 #pragma omp parallel num_threads(par)
         {
             int t = ec_thread_num();
@@ -218,7 +217,6 @@ static int F(conv_forward)(int64_t n, const F(conv_args) * a, const T* x, const 
                 F(conv_fwd_image)(a, x + i * a->ci * a->ivol, w, bias, y + i * a->co * a->L,
                                   work + t * slot, 1);
         }
-        ec_blas_serial_end();
     } else {
         int nt = ec_threads_for(slot, EC_GRAIN); /* for im2col/col2im */
         for (int64_t i = 0; i < n; i++)
@@ -231,7 +229,6 @@ static int F(conv_backward_data)(int64_t n, const F(conv_args) * a, const T* gy,
                                  T* work, int par) {
     const int64_t slot = a->pointwise ? 0 : a->ci * ec_geom_k_vol(&a->g) * a->L;
     if (par > 1) {
-        ec_blas_serial_begin();
 #pragma omp parallel num_threads(par)
         {
             int t = ec_thread_num();
@@ -240,7 +237,6 @@ static int F(conv_backward_data)(int64_t n, const F(conv_args) * a, const T* gy,
                 F(conv_bwd_data_image)(a, gy + i * a->co * a->L, w, gx + i * a->ci * a->ivol,
                                        work + t * slot, 1);
         }
-        ec_blas_serial_end();
     } else {
         int nt = ec_threads_for(slot, EC_GRAIN); /* for im2col/col2im */
         for (int64_t i = 0; i < n; i++)
@@ -261,7 +257,6 @@ static int F(conv_backward_weight)(int64_t n, const F(conv_args) * a, const T* x
     if (par > n) par = (int)n;
     if (par > 1) {
         T* partial = work + par * slot;
-        ec_blas_serial_begin();
 #pragma omp parallel num_threads(par)
         {
             int t = ec_thread_num();
@@ -272,7 +267,6 @@ static int F(conv_backward_weight)(int64_t n, const F(conv_args) * a, const T* x
                 F(conv_bwd_weight_image)(a, x + i * a->ci * a->ivol, gy + i * a->co * a->L, acc,
                                          i == lo ? 0 : 1, work + t * slot, 1);
         }
-        ec_blas_serial_end();
         for (int t = 1; t < par; t++) {
             const T* p = partial + (t - 1) * wsize;
             for (int64_t j = 0; j < wsize; j++) gw[j] += p[j];

@@ -118,6 +118,17 @@ void ec_loop_exp_f32(int64_t n, char** p, const int64_t* s, ec_params* prm);
 void ec_loop_sigmoid_f32(int64_t n, char** p, const int64_t* s, ec_params* prm);
 void ec_loop_silu_f32(int64_t n, char** p, const int64_t* s, ec_params* prm);
 
+/* Row-major GEMM (ta/tb: operand transposed) on ember's threads when large
+ * (blas.c, Note [BLAS threads]); OpenBLAS itself always runs one thread. */
+void ec_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+void ec_gemm_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
+                 int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
+
+/* OpenBLAS's own threads for the LAPACK calls in between (linalg.c). */
+void ec_blas_threads_begin(void);
+void ec_blas_threads_end(void);
+
 /* Threads for `work` elements of roughly `cost` units each (1 = a simple add). */
 int ec_threads_for(int64_t work, int64_t grain);
 

@@ -293,11 +293,16 @@ LINALG_BODIES(double, d)
 
 /* ------------------------------------------------------------ entry points */
 
+/* LAPACK threads inside OpenBLAS (its blocked factorizations call threaded level-3
+ * BLAS), which otherwise runs one thread (Note [BLAS threads] in blas.c). */
 #define DISPATCH(op, call_s, call_d)                                                            \
     do {                                                                                        \
         int st_ = float_only(op, dtype);                                                        \
         if (st_) return st_;                                                                    \
-        return dtype == EC_FLOAT32 ? (call_s) : (call_d);                                       \
+        ec_blas_threads_begin();                                                                \
+        st_ = dtype == EC_FLOAT32 ? (call_s) : (call_d);                                        \
+        ec_blas_threads_end();                                                                  \
+        return st_;                                                                             \
     } while (0)
 
 int ec_linalg_lu(int dtype, int64_t batch, int64_t m, int64_t n, ec_ptr a, ec_ptr ipiv,

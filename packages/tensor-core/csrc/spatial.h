@@ -84,11 +84,4 @@ static inline int ec_thread_num(void) {
 #endif
 }
 
-/* Single-threaded BLAS for a while (conv.c): kernels that run one GEMM per
- * OpenMP thread bracket their parallel region with these.  OpenBLAS has one
- * global thread count; nested brackets (concurrent calls) are counted and the
- * count is restored when the last one ends. */
-void ec_blas_serial_begin(void);
-void ec_blas_serial_end(void);
-
 #endif

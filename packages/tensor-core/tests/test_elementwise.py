@@ -611,6 +611,54 @@ def test_where_broadcasts_and_promotes(rng):
         ec.where(ec.tensor([1, 0]), ec.ones(2), ec.zeros(2))
 
 
+@pytest.mark.parametrize("dtype", [ec.float32, ec.int64, ec.bool], ids=str)
+def test_where_same_dtype_broadcast_and_strided(dtype, rng):
+    # the fast path (Note [Broadcast plans]): a bool mask and two values of one dtype
+    c = rng.random((5, 1, 4)) < 0.5
+    x = random_values((3, 4), dtype, rng)
+    y = random_values((4, 3), dtype, rng)
+    tx, ty = make(x, dtype), make(y, dtype).T  # ty is a transposed view
+    for _ in range(2):  # a cached plan the second time
+        r = ec.where(ec.tensor(c), tx, ty)
+        assert r.dtype is dtype and r.shape == (5, 3, 4)
+        np.testing.assert_array_equal(r.numpy(), np.where(c, x, y.T))
+    with pytest.raises(RuntimeError, match="cannot be broadcast"):
+        ec.where(ec.tensor(c), tx, ec.zeros(5, dtype=dtype))
+
+
+def test_inplace_same_shape_fast_path(rng):
+    # binary_'s fast path: a contiguous target and a distinct same-shaped tensor
+    a = rng.standard_normal((4, 5)).astype(np.float32)
+    b = rng.standard_normal((4, 5)).astype(np.float32)
+    t = ec.tensor(a)
+    v = t._storage._version
+    t.add_(ec.tensor(b), alpha=2)
+    np.testing.assert_allclose(t.numpy(), a + 2 * b, rtol=1e-6)
+    assert t._storage._version == v + 1
+    t.mul_(ec.tensor(b).T.contiguous().T)  # a non-contiguous operand: the general path
+    np.testing.assert_allclose(t.numpy(), (a + 2 * b) * b, rtol=1e-6)
+    # an operand in the target's own storage goes through the general path
+    tx = ec.tensor(a)
+    tx.add_(tx)
+    np.testing.assert_array_equal(tx.numpy(), a + a)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        ec.ones(3, dtype=ec.int32).add_(ec.ones(3, dtype=ec.float32))
+
+
+def test_broadcast_plans_are_bounded_and_exact(rng):
+    from ember_core import _elementwise
+
+    a = rng.standard_normal((6, 7)).astype(np.float32)
+    ta = ec.tensor(a)
+    for n in range(1, 40):  # many geometries, with the cache cleared on the way
+        if n == 20:
+            _elementwise._plans.clear()
+        b = rng.standard_normal((n, 6, 1)).astype(np.float32)
+        np.testing.assert_array_equal((ta * ec.tensor(b)).numpy(), a * b)
+        np.testing.assert_array_equal((ec.tensor(b) - ta.T[:, :6].T).numpy(), b - a)
+    assert 0 < len(_elementwise._plans) <= _elementwise._MAX_PLANS
+
+
 @pytest.mark.parametrize("dtype", NUMERIC_DTYPES, ids=str)
 def test_clamp(dtype, rng):
     x = random_values((20,), dtype, rng, -10 if dtype.is_signed else 0, 10)

@@ -1,4 +1,4 @@
-"""set_num_threads governs ember's OpenMP kernels and BLAS together."""
+"""set_num_threads governs ember's OpenMP kernels and its BLAS products together."""
 
 import ctypes
 import os
@@ -25,12 +25,46 @@ def _blas_threads():
 
 
 def test_set_num_threads_sets_openmp_and_blas(restore_threads):
+    # OpenBLAS itself always runs one thread: ember splits large products over
+    # its own threads (Note [BLAS threads])
     ec.set_num_threads(1)
     assert ec.get_num_threads() == 1 and _blas_threads() == 1
     ec.set_num_threads(2)
-    assert ec.get_num_threads() == 2 and _blas_threads() == 2
+    assert ec.get_num_threads() == 2 and _blas_threads() == 1
     ec.set_num_threads(0)  # clamped to one thread
     assert ec.get_num_threads() == 1
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    "m, k, n, ta, tb",
+    [
+        (300, 200, 100, False, False),  # split by rows of C
+        (100, 200, 300, True, False),  # split by columns of C
+        (257, 129, 255, False, True),  # uneven blocks
+        (130, 300, 600, True, True),
+    ],
+)
+def test_large_products_split_over_threads(restore_threads, dtype, m, k, n, ta, tb):
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((k, m) if ta else (m, k)).astype(dtype)
+    b = rng.standard_normal((n, k) if tb else (k, n)).astype(dtype)
+    c = rng.standard_normal((m, n)).astype(dtype)
+    na, nb = (a.T if ta else a), (b.T if tb else b)
+    ea, eb = ec.tensor(a), ec.tensor(b)
+    ea, eb = (ea.T if ta else ea), (eb.T if tb else eb)
+    ref = na.astype(np.float64) @ nb.astype(np.float64)
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    two_threads = []
+    for threads in (1, 2, 2):
+        ec.set_num_threads(threads)
+        product = (ea @ eb).numpy()
+        np.testing.assert_allclose(product, ref, rtol=tol, atol=tol * k)
+        added = ec.addmm(ec.tensor(c), ea, eb, beta=0.5, alpha=2.0).numpy()
+        np.testing.assert_allclose(added, 0.5 * c + 2.0 * ref, rtol=tol, atol=tol * k)
+        if threads == 2:
+            two_threads.append(product)
+    np.testing.assert_array_equal(*two_threads)  # the block split is fixed: same bits each run
 
 
 def test_results_do_not_depend_on_thread_count(restore_threads):

@@ -15,7 +15,7 @@ from ember_core import _dtype as D
 from ember_core import _shape
 from ember_core._dispatch import defop
 from ember_core._lib import check, error, ffi, lib
-from ember_core._tensor import Tensor, empty, is_contig, written
+from ember_core._tensor import Tensor, contiguous_strides, empty, is_contig, written
 
 _new_i64 = ffi.new
 _bool = D.bool_
@@ -558,6 +558,35 @@ def _scalar_args(s, dtype):
 
 
 _lib_binary_contig = lib.ec_binary_contig
+_lib_binary = lib.ec_binary
+_lib_ternary = lib.ec_ternary
+
+# Note [Broadcast plans]
+# Broadcasting works out the result shape and every operand's strides in Python
+# (a few microseconds, more than the kernel on small tensors).  The same operand
+# geometries recur on every step of a training loop (a bias added to each
+# batch, a 0-d zero in a backward formula), so the kernel's layout array is
+# computed once per geometry and kept: the key is the operands' (shape, strides),
+# the plan (result shape, ndim, layout) with a fresh contiguous result.  The
+# cache is bounded; kernels only read layouts.
+_plans = {}
+_MAX_PLANS = 4096
+
+
+def _plan(op, *operands):
+    """(shape, ndim, layout) of a contiguous result of broadcasting operands
+    (tensors); raises like broadcast_shapes when they do not broadcast."""
+    shape = _shape.broadcast_shapes(*(t._shape for t in operands), op=op)
+    strides = [_shape.broadcast_strides(t._shape, t._stride, shape) for t in operands]
+    plan = (shape, len(shape), layout(shape, contiguous_strides(shape), *strides))
+    if len(_plans) >= _MAX_PLANS:
+        _plans.clear()
+    key = ()
+    for t in operands:
+        key += (t._shape, t._stride)
+    _plans[key] = plan
+    return plan
+
 _lib_binary_scalar_contig = lib.ec_binary_scalar_contig
 _INT64_MIN, _INT64_LIMIT = -(2**63), 2**63
 
@@ -565,28 +594,35 @@ _INT64_MIN, _INT64_LIMIT = -(2**63), 2**63
 def binary(op, code, kind, a, b, out=None, p0=1.0):
     """Run binary kernel ``code`` on a and b (tensors or one Python number)."""
     # Fast paths (Note [Op overhead]): the common small-tensor cases -- two
-    # contiguous tensors of one dtype and shape, or a contiguous tensor and a
-    # Python number that does not change its dtype -- skip the general
-    # promotion/broadcast machinery below.  They must give exactly its result.
-    if out is None and a.__class__ is Tensor and (a._contig or is_contig(a)):
+    # tensors of one dtype (contiguous and of one shape, or any geometry through a
+    # cached plan, Note [Broadcast plans]), or a contiguous tensor and a Python
+    # number that does not change its dtype -- skip the general promotion and
+    # broadcast machinery below.  They must give exactly its result.
+    if out is None and (a.__class__ is Tensor or isinstance(a, Tensor)):  # (or a Parameter)
         dt = a._dtype
         bc = b.__class__
         # the kinds that compute in the operands' own dtype
         same = kind in (ARITH, COMPARE) or (dt.category == 2 and kind != BITWISE)
-        if bc is Tensor:
-            if (
-                same
-                and b._dtype is dt
-                and b._shape == a._shape
-                and (b._contig or is_contig(b))
-                and b._storage._device is a._storage._device
-            ):
-                r = empty(a._shape, _bool if kind == COMPARE else dt, a._storage._device)
-                st = _lib_binary_contig(code, dt.code, a._numel, r._ptr, a._ptr, b._ptr, p0)
+        if bc is Tensor or (bc is not float and bc is not int and isinstance(b, Tensor)):
+            if same and b._dtype is dt and b._storage._device is a._storage._device:
+                r_dt = _bool if kind == COMPARE else dt
+                if (
+                    b._shape == a._shape
+                    and (a._contig or is_contig(a))
+                    and (b._contig or is_contig(b))
+                ):
+                    r = empty(a._shape, r_dt, a._storage._device)
+                    st = _lib_binary_contig(code, dt.code, a._numel, r._ptr, a._ptr, b._ptr, p0)
+                else:  # broadcast or strided: a cached plan (Note [Broadcast plans])
+                    plan = _plans.get((a._shape, a._stride, b._shape, b._stride))
+                    if plan is None:
+                        plan = _plan(op, a, b)
+                    r = empty(plan[0], r_dt, a._storage._device)
+                    st = _lib_binary(code, dt.code, plan[1], plan[2], r._ptr, a._ptr, b._ptr, p0)
                 if st:
                     raise error(st, op)
                 return r
-        elif same and (
+        elif same and (a._contig or is_contig(a)) and (
             (bc is float and dt.category == 2)
             or (bc is int and dt.category and _INT64_MIN <= b < _INT64_LIMIT)
         ):
@@ -653,6 +689,24 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
 
 def binary_(op, code, kind, a, b, p0=1.0):
     """In place: a = f(a, b), b broadcast to a's shape."""
+    # Fast path (Note [Op overhead]): a contiguous tensor and a distinct one of the
+    # same dtype and shape (gradient accumulation, optimizer updates), in a kind
+    # that computes and stores in that dtype.
+    if a.__class__ is Tensor and b.__class__ is Tensor and (a._contig or is_contig(a)):
+        dt = a._dtype
+        if (
+            b._dtype is dt
+            and b._shape == a._shape
+            and b._storage is not a._storage
+            and (kind == ARITH or (dt.category == 2 and kind != BITWISE and kind != COMPARE))
+            and (b._contig or is_contig(b))
+            and b._storage._device is a._storage._device
+        ):
+            written(a, op)
+            st = _lib_binary_contig(code, dt.code, a._numel, a._ptr, a._ptr, b._ptr, p0)
+            if st:
+                raise error(st, op)
+            return a
     cd, od = _binary_dtypes(op, kind, a, b)
     if od is not a._dtype and not D.can_cast(od, a._dtype):
         raise RuntimeError(
@@ -1033,6 +1087,34 @@ def where(condition, input=None, other=None, out=None):
         return nonzero(condition, as_tuple=True)
     if input is None or other is None:
         raise TypeError("where(): expected both input and other, or neither")
+    if (  # the common case: a bool mask, two tensors of one dtype (Note [Broadcast plans])
+        out is None
+        and condition.__class__ is Tensor
+        and input.__class__ is Tensor
+        and other.__class__ is Tensor
+        and condition._dtype is _bool
+        and input._dtype is other._dtype
+        and condition._storage._device is input._storage._device is other._storage._device
+    ):
+        plan = _plans.get(
+            (
+                condition._shape,
+                condition._stride,
+                input._shape,
+                input._stride,
+                other._shape,
+                other._stride,
+            )
+        )
+        if plan is None:
+            plan = _plan("where", condition, input, other)
+        dt = input._dtype
+        r = empty(plan[0], dt, input._storage._device)
+        ptrs = (condition._ptr, input._ptr, other._ptr)
+        st = _lib_ternary(lib.EC_T_WHERE, dt.code, plan[1], plan[2], r._ptr, *ptrs, 1.0)
+        if st:
+            raise error(st, "where")
+        return r
     return ternary("where", lib.EC_T_WHERE, condition, input, other, out, cond=True)
 
 

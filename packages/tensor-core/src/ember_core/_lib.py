@@ -10,29 +10,27 @@ import os
 
 import scipy_openblas32
 
-# Note [BLAS threads]: after a call, OpenBLAS's worker threads busy-wait for the
-# next one for up to 2^28 cycles (~0.1 s).  Between two matrix products an eager
-# program runs Python and other kernels on the same cores, which those spinning
-# threads then starve: on a busy 2-core machine a 20-layer MLP step took 0.5 s
-# instead of 15 ms.  A short timeout (2^4 cycles: sleep at once) costs a wake-up
-# per product (~5% at 256x256, nothing at 1024).  The setting is read when
-# OpenBLAS loads, so it must come first; a value the user set is kept.
+# Note [BLAS threads] (blas.c): OpenBLAS runs every call on the calling thread;
+# ember splits large products over its own OpenMP threads.  OpenBLAS's pool,
+# left unused, should not spin either: a short timeout (2^4 cycles) makes its
+# threads sleep at once.  Read when OpenBLAS loads; a value the user set is kept.
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
-# Note [Idle threads wait passively]: ember runs two thread pools, OpenMP's (its
-# own kernels) and OpenBLAS's (GEMMs).  With GNU OpenMP's default policy idle
-# workers spin after each parallel region, so on a machine with as many cores as
-# threads the pools take the cores from each other (and from the Python thread)
-# and small ops stall for milliseconds.  Idle OpenMP threads therefore sleep,
-# unless the user chose a policy.  This must be set before libgomp loads.
+# Note [Idle threads wait passively]: ember's kernels (GEMMs included) run on
+# OpenMP's threads.  With GNU OpenMP's default policy idle workers spin after
+# each parallel region, taking the cores from the Python thread (and from any
+# other pool), and small ops stall for milliseconds.  Idle OpenMP threads
+# therefore sleep, unless the user chose a policy.  This must be set before
+# libgomp loads.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # The extension finds OpenBLAS through an rpath relative to site-packages;
 # loading it first also covers installs where that relative path differs.
-ctypes.CDLL(
+_openblas = ctypes.CDLL(
     os.path.join(scipy_openblas32.get_lib_dir(), scipy_openblas32.get_library(True)),
     mode=ctypes.RTLD_GLOBAL,
 )
+_openblas.scipy_openblas_set_num_threads(1)  # Note [BLAS threads]
 
 from ember_core._C import ffi, lib  # noqa: E402
 

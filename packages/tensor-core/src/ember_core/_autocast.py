@@ -200,14 +200,22 @@ def _cast(t, target, st):
     return _copy._to_op(t, target, device)
 
 
-def _promote_target(args, lower):
+def _promote_target(args, current):
+    # PyTorch's prioritize(): float32 wins over the lower dtype, float64 is
+    # ignored, and another low-precision dtype is an error.
     for a in args:
         if isinstance(a, (list, tuple)):
-            if _promote_target(a, lower) is _dtype.float32:
-                return _dtype.float32
-        elif _eligible(a) and a._dtype is not lower:
-            return _dtype.float32
-    return lower
+            current = _promote_target(a, current)
+        elif _eligible(a) and a._dtype is not _dtype.float64:
+            d = a._dtype
+            if current is _dtype.float32 or d is _dtype.float32:
+                current = _dtype.float32
+            elif d is not current:
+                raise RuntimeError(
+                    f"autocast: promote op got a {d} tensor in a {current} autocast region "
+                    "(Unexpected floating ScalarType in at::autocast::prioritize)"
+                )
+    return current
 
 
 def _cast_all(args, target, st):

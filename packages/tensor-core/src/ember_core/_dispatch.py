@@ -18,7 +18,8 @@ handlers never need to bind a signature), ``kwargs`` is empty, and
 ``call(args, kwargs)`` runs the next handler down, and finally the
 implementation.  A handler may inspect or change the arguments, skip the call,
 or post-process the result.  Composite ops are not intercepted themselves: the
-public ops they call are.
+public ops they call are.  (Composites on autocast's lists are the exception:
+their generated function checks the `_ac` flag; see Note [Autocast].)
 """
 
 import inspect

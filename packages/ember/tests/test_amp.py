@@ -43,7 +43,9 @@ CASES = [
     ("prelu", lambda L, F, m: F.prelu(m((2, 3), 0), m((1,), 1))),
     (
         "sdpa",
-        lambda L, F, m: F.scaled_dot_product_attention(m((1, 3, 4), 0), m((1, 3, 4), 1), m((1, 3, 4), 2)),
+        lambda L, F, m: F.scaled_dot_product_attention(
+            m((1, 3, 4), 0), m((1, 3, 4), 1), m((1, 3, 4), 2)
+        ),
     ),
     # fp32
     ("mse_loss", lambda L, F, m: F.mse_loss(m((6,), 0), m((6,), 1))),
@@ -54,7 +56,10 @@ CASES = [
     ("cross_entropy", lambda L, F, m: F.cross_entropy(m((4, 5), 0), L.tensor([0, 2, 4, 1]))),
     ("nll_loss", lambda L, F, m: F.nll_loss(m((4, 5), 0), L.tensor([0, 2, 4, 1]))),
     ("bce", lambda L, F, m: F.binary_cross_entropy(m((6,), 0).sigmoid(), m((6,), 1).sigmoid())),
-    ("bce_logits", lambda L, F, m: F.binary_cross_entropy_with_logits(m((6,), 0), m((6,), 1).sigmoid())),
+    (
+        "bce_logits",
+        lambda L, F, m: F.binary_cross_entropy_with_logits(m((6,), 0), m((6,), 1).sigmoid()),
+    ),
     ("prod", lambda L, F, m: L.prod(m((6,), 0))),
     ("cdist", lambda L, F, m: L.cdist(m((3, 4), 0), m((2, 4), 1))),
     ("trace", lambda L, F, m: L.trace(m((3, 3), 0))),
@@ -175,7 +180,7 @@ def test_decorator_and_spellings():
     for lib in (ember, torch):
 
         @lib.autocast("cpu")
-        def f(a):
+        def f(a, lib=lib):
             return a @ a, lib.is_autocast_enabled("cpu")
 
         out, on = f(lib.ones(2, 2))

@@ -50,6 +50,10 @@ autocast = amp.autocast
 is_autocast_enabled = amp.is_autocast_enabled
 get_autocast_dtype = amp.get_autocast_dtype
 # amp: the rest of PyTorch's autocast state functions, and torch.cpu(.amp)
+from ember import cpu  # noqa: E402
+
+# torch.linalg is ember_core.linalg (``import ember.linalg`` works too)
+from ember._alias import alias as _alias_module  # noqa: E402
 from ember.amp import (  # noqa: E402
     autocast_decrement_nesting,
     autocast_increment_nesting,
@@ -64,10 +68,6 @@ from ember.amp import (  # noqa: E402
     set_autocast_dtype,
     set_autocast_enabled,
 )
-from ember import cpu  # noqa: E402
-
-# torch.linalg is ember_core.linalg (``import ember.linalg`` works too)
-from ember._alias import alias as _alias_module  # noqa: E402
 
 linalg = _alias_module("ember.linalg", "ember_core.linalg")
 

@@ -67,7 +67,10 @@ def _pad_policy(args):
 # Ops whose policy depends on their arguments.
 _ARG_POLICY = {"_pad_mode": _pad_policy}
 
-_LOWER_DTYPES = {"cpu": (_dtype.bfloat16, _dtype.float16), "cuda": (_dtype.float16, _dtype.bfloat16)}
+_LOWER_DTYPES = {
+    "cpu": (_dtype.bfloat16, _dtype.float16),
+    "cuda": (_dtype.float16, _dtype.bfloat16),
+}
 _DEFAULT_DTYPE = {"cpu": _dtype.bfloat16, "cuda": _dtype.float16}
 
 

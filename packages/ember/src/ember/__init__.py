@@ -49,9 +49,25 @@ from ember._legacy import __all__ as _legacy_all  # noqa: E402
 autocast = amp.autocast
 is_autocast_enabled = amp.is_autocast_enabled
 get_autocast_dtype = amp.get_autocast_dtype
+# amp: the rest of PyTorch's autocast state functions, and torch.cpu(.amp)
+from ember import cpu  # noqa: E402
 
 # torch.linalg is ember_core.linalg (``import ember.linalg`` works too)
 from ember._alias import alias as _alias_module  # noqa: E402
+from ember.amp import (  # noqa: E402
+    autocast_decrement_nesting,
+    autocast_increment_nesting,
+    clear_autocast_cache,
+    get_autocast_cpu_dtype,
+    get_autocast_gpu_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_cpu_enabled,
+    set_autocast_cache_enabled,
+    set_autocast_cpu_dtype,
+    set_autocast_cpu_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+)
 
 linalg = _alias_module("ember.linalg", "ember_core.linalg")
 

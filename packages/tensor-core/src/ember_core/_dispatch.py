@@ -18,17 +18,23 @@ handlers never need to bind a signature), ``kwargs`` is empty, and
 ``call(args, kwargs)`` runs the next handler down, and finally the
 implementation.  A handler may inspect or change the arguments, skip the call,
 or post-process the result.  Composite ops are not intercepted themselves: the
-public ops they call are.
+public ops they call are.  (Composites on autocast's lists are the exception:
+their generated function checks the `_ac` flag; see Note [Autocast].)
 """
 
 import inspect
 import os
 import threading
 
+from ember_core import _autocast
+
 OPS = {}
 
 # The namespace every generated function runs in: `_h` is the one check.
 _ns = {"_h": False, "inf": float("inf"), "nan": float("nan")}
+# Autocast (Note [Autocast] in _autocast.py): `_ac` is up while a region is active.
+_ns["_ac"] = False
+_ns["_autocast_call"] = _autocast.call_composite
 _handlers = []
 _lock = threading.Lock()
 
@@ -120,6 +126,22 @@ def _source(name, sig, op_var, impl_var):
     )
 
 
+def _autocast_source(name, sig, op_var, impl_var):
+    """A composite on autocast's lists: one flag check in front of the implementation."""
+    names = []
+    for p in sig.parameters.values():
+        if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            raise ValueError(f"defop {name}: autocast composites take no *args/**kwargs")
+        names.append(p.name)
+    tuple_src = "(" + "".join(f"{n}, " for n in names) + ")"
+    return (
+        f"def {name}{sig}:\n"
+        f"    if _ac:\n"
+        f"        return _autocast_call({op_var}, {tuple_src})\n"
+        f"    return {impl_var}({', '.join(names)})\n"
+    )
+
+
 def _signature(text):
     """Parse 'name(a, b, *, c=1)' into (name, inspect.Signature, defaults namespace)."""
     name = text[: text.index("(")].strip()
@@ -161,10 +183,11 @@ def defop(
         op_var, impl_var = f"_op_{name}", f"_impl_{name}"
         _ns[op_var] = op
         _ns[impl_var] = impl
-        if composite:
+        if composite and name not in _autocast.POLICY:
             fn = impl  # composites call public ops; nothing to intercept here
         else:
-            code = compile(_source(name, sig, op_var, impl_var), _GENERATED, "exec")
+            make = _autocast_source if composite else _source
+            code = compile(make(name, sig, op_var, impl_var), _GENERATED, "exec")
             exec(code, _ns)  # noqa: S102 - generated from the table
             fn = _ns[name]
             fn.__qualname__ = name

@@ -7,16 +7,19 @@ back off the scale).  As in PyTorch, a scaler for device 'cuda' disables itself
 with a warning when CUDA is unavailable, so ``GradScaler()`` in a CUDA script
 runs on the CPU as plain training.
 
-autocast: an autocast region for 'cuda' without CUDA is disabled with a warning
-(PyTorch does the same); a disabled region (``enabled=False``) is exactly the
-code outside it.  Mixed-precision CPU autocast (bfloat16 ops inside the region)
-is not implemented by ember and says so."""
+autocast: a CPU autocast region runs PyTorch's listed ops in bfloat16 (or
+float16) / float32 / the widest input type, with the state kept per thread in
+``ember_core._autocast`` (Note [Autocast] there).  An autocast region for 'cuda'
+without CUDA is disabled with a warning (PyTorch does the same); a disabled
+region (``enabled=False``) is exactly the code outside it."""
 
+import functools
 import warnings
 from collections import defaultdict
 
 import ember_autograd as ag
 import ember_core as ec
+from ember_core import _autocast as _ac
 from ember_core import _cuda
 
 __all__ = [
@@ -248,25 +251,45 @@ class GradScaler:
             self._growth_tracker.fill_(state_dict["_growth_tracker"])
 
 
-_AUTOCAST_DTYPES = {"cuda": ec.float16, "cpu": ec.bfloat16}
+_AUTOCAST_DEVICES = ("cpu", "cuda")
 
 
 def is_autocast_available(device_type):
-    return device_type in _AUTOCAST_DTYPES
+    """Whether autocast works for ``device_type`` ('cpu' and 'cuda')."""
+    return device_type in _AUTOCAST_DEVICES
 
 
-def is_autocast_enabled(device_type=None):
-    """False: no autocast region is ever active in ember."""
-    return False
+def is_autocast_enabled(device_type="cuda"):
+    """Whether this thread is inside an enabled autocast region for ``device_type``."""
+    return _ac.is_autocast_enabled(device_type)
 
 
 def get_autocast_dtype(device_type):
-    return _AUTOCAST_DTYPES[device_type]
+    """The lower-precision dtype of ``device_type``'s autocast (bfloat16 on 'cpu')."""
+    return _ac.get_autocast_dtype(device_type)
+
+
+def _warn_deprecated(old, new):
+    warnings.warn(
+        f"torch.{old}() is deprecated. Please use torch.{new} instead.",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
 
 class autocast:
-    """An autocast region (context manager and decorator); see the module doc for
-    what runs inside it."""
+    """A region where ops run in mixed precision, as ``torch.autocast``.
+
+    On 'cpu' the listed matmul/conv ops run in ``dtype`` (bfloat16 by default,
+    float16 also accepted), losses and linalg in float32, and cat/stack in the
+    widest input type; see Note [Autocast] in ``ember_core._autocast``.  Usable
+    as a context manager or a decorator; regions nest, and ``enabled=False``
+    turns autocast off inside an enabled region.
+
+    >>> with ember.autocast("cpu", dtype=ember.bfloat16):
+    ...     y = model(x)          # y.dtype == ember.bfloat16
+    ...     loss = F.cross_entropy(y, t)   # float32
+    """
 
     def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
         if not isinstance(device_type, str):
@@ -277,32 +300,94 @@ class autocast:
             )
         self.device = device_type
         self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dtype
+        self._cache_enabled = (
+            _ac.is_autocast_cache_enabled() if cache_enabled is None else bool(cache_enabled)
+        )
         if enabled and device_type == "cuda" and not _cuda.is_available():
             warnings.warn(
                 "CUDA is not available or torch_xla is imported. Disabling autocast.", stacklevel=2
             )
             enabled = False
-        if enabled:
-            raise NotImplementedError(
-                f"ember.autocast(device_type={device_type!r}, enabled=True): mixed-precision "
-                "autocast is not "
-                "implemented by ember; run in float32 (enabled=False) or cast the model with "
-                ".to(dtype)"
+        if device_type == "cpu" and enabled and self.fast_dtype not in _ac.supported_dtypes("cpu"):
+            warnings.warn(
+                "In CPU autocast, but the target dtype is not supported. Disabling autocast.\n"
+                "CPU Autocast only supports dtypes of torch.bfloat16, torch.float16 currently.",
+                stacklevel=2,
             )
-        self._enabled = enabled
+            enabled = False
+        self._enabled = bool(enabled)
 
     def __enter__(self):
+        self.prev_cache_enabled = _ac.is_autocast_cache_enabled()
+        self.prev = _ac.is_autocast_enabled(self.device)
+        self.prev_fastdtype = _ac.get_autocast_dtype(self.device)
+        if isinstance(self.fast_dtype, ec.dtype):
+            _ac.set_autocast_dtype(self.device, self.fast_dtype)
+        _ac.set_autocast_enabled(self.device, self._enabled)
+        _ac.autocast_increment_nesting()
+        _ac.set_autocast_cache_enabled(self._cache_enabled)
         return self
 
     def __exit__(self, *exc):
+        if _ac.autocast_decrement_nesting() == 0:
+            _ac.clear_autocast_cache()
+        _ac.set_autocast_enabled(self.device, self.prev)
+        _ac.set_autocast_dtype(self.device, self.prev_fastdtype)
+        _ac.set_autocast_cache_enabled(self.prev_cache_enabled)
         return False
 
     def __call__(self, fn):
-        import functools
-
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with self:
                 return fn(*args, **kwargs)
 
         return wrapper
+
+
+# --------------------------------------------- torch-level state functions
+# ember.<name> spellings of PyTorch's autocast state functions.
+
+
+def set_autocast_enabled(device_type, enabled=None):
+    """set_autocast_enabled(device_type, enabled), or the deprecated CUDA-only
+    set_autocast_enabled(enabled)."""
+    if enabled is None:
+        device_type, enabled = "cuda", device_type
+    _ac.set_autocast_enabled(device_type, enabled)
+
+
+def set_autocast_dtype(device_type, dtype):
+    _ac.set_autocast_dtype(device_type, dtype)
+
+
+def is_autocast_cpu_enabled():
+    _warn_deprecated("is_autocast_cpu_enabled", "is_autocast_enabled('cpu')")
+    return _ac.is_autocast_enabled("cpu")
+
+
+def set_autocast_cpu_enabled(enabled):
+    _warn_deprecated("set_autocast_cpu_enabled", "set_autocast_enabled('cpu', enabled)")
+    _ac.set_autocast_enabled("cpu", enabled)
+
+
+def get_autocast_cpu_dtype():
+    _warn_deprecated("get_autocast_cpu_dtype", "get_autocast_dtype('cpu')")
+    return _ac.get_autocast_dtype("cpu")
+
+
+def set_autocast_cpu_dtype(dtype):
+    _warn_deprecated("set_autocast_cpu_dtype", "set_autocast_dtype('cpu', dtype)")
+    _ac.set_autocast_dtype("cpu", dtype)
+
+
+def get_autocast_gpu_dtype():
+    _warn_deprecated("get_autocast_gpu_dtype", "get_autocast_dtype('cuda')")
+    return _ac.get_autocast_dtype("cuda")
+
+
+is_autocast_cache_enabled = _ac.is_autocast_cache_enabled
+set_autocast_cache_enabled = _ac.set_autocast_cache_enabled
+clear_autocast_cache = _ac.clear_autocast_cache
+autocast_increment_nesting = _ac.autocast_increment_nesting
+autocast_decrement_nesting = _ac.autocast_decrement_nesting

@@ -1,0 +1,319 @@
+"""CPU autocast: the thread-local state, PyTorch's per-op cast policies, and the
+dispatch handler that applies them.
+
+Note [Autocast]
+Inside an autocast region each op on PyTorch's CPU lists runs in a chosen
+precision: "lower_precision_fp" ops (matmuls, convolutions) cast their
+floating-point tensor arguments to the region's dtype (bfloat16 by default),
+"fp32" ops (losses, linalg, reductions that lose precision) cast them to
+float32, and "promote" ops (cat, stack, index_copy) cast them to the widest
+of float32 / the region's dtype among them.  Every other op runs on what it is
+given.  Only float32/float16/bfloat16 CPU tensors are cast (float64 stays).
+The casts are ordinary ``_to_copy`` calls made before the op, so autograd
+records them and gradients reach float32 parameters as float32.  While a listed
+op runs, nested op calls are not cast again (PyTorch excludes its autocast key
+the same way).
+
+Cost when off: the handler is registered with the op table only while some
+thread has autocast enabled, so outside regions dispatch is untouched; composite
+ops on the lists (which the handler cannot see) are generated with one extra
+check of the ``_ac`` flag of the op table's namespace, set alongside.
+
+Casts of float32 leaf tensors that require grad (the model's weights) to the
+lower precision are cached for the region when ``cache_enabled``, and the cache
+is cleared when the outermost region exits, as PyTorch does.
+"""
+
+import threading
+
+from ember_core import _dtype
+
+LOWER = "lower_precision_fp"
+FP32 = "fp32"
+PROMOTE = "promote"
+
+# PyTorch's AutocastCPU lists (aten/src/ATen/autocast_mode.cpp), by ember op name.
+# Composite ember ops appear under their own name; the non-composite ops they
+# are built from appear where PyTorch lists the corresponding aten op.
+_LOWER_OPS = (
+    "conv1d conv2d conv3d convolution conv_transpose1d conv_transpose2d conv_transpose3d "
+    "bmm mm baddbmm addmm addbmm matmul linalg_vecdot prelu scaled_dot_product_attention"
+)
+_FP32_OPS = (
+    "avg_pool3d binary_cross_entropy grid_sampler grid_sample polar prod quantile nanquantile "
+    "stft cdist trace view_as_complex cholesky cholesky_inverse cholesky_solve inverse "
+    "lu_solve orgqr ormqr pinverse max_pool3d max_unpool2d max_unpool3d adaptive_avg_pool3d "
+    "mse_loss cosine_embedding_loss nll_loss hinge_embedding_loss poisson_nll_loss "
+    "smooth_l1_loss cross_entropy _fused_cross_entropy l1_loss huber_loss "
+    "margin_ranking_loss soft_margin_loss triplet_margin_loss multi_margin_loss ctc_loss "
+    "kl_div multilabel_margin_loss binary_cross_entropy_with_logits geqrf qr svd "
+    "triangular_solve fractional_max_pool2d fractional_max_pool3d adaptive_max_pool3d "
+    "_linalg_qr _linalg_cholesky_ex _linalg_svd _linalg_eigh _linalg_lstsq _linalg_inv_ex "
+    "_linalg_solve _linalg_pinv _linalg_solve_triangular"
+)
+_PROMOTE_OPS = "cat stack index_copy"
+
+POLICY = {}
+POLICY.update(dict.fromkeys(_LOWER_OPS.split(), LOWER))
+POLICY.update(dict.fromkeys(_FP32_OPS.split(), FP32))
+POLICY.update(dict.fromkeys(_PROMOTE_OPS.split(), PROMOTE))
+
+
+def _pad_policy(args):
+    # PyTorch lists reflection_pad*/replication_pad* (fp32), not constant/circular.
+    return FP32 if args[2] in ("reflect", "replicate") else None
+
+
+# Ops whose policy depends on their arguments.
+_ARG_POLICY = {"_pad_mode": _pad_policy}
+
+_LOWER_DTYPES = {
+    "cpu": (_dtype.bfloat16, _dtype.float16),
+    "cuda": (_dtype.float16, _dtype.bfloat16),
+}
+_DEFAULT_DTYPE = {"cpu": _dtype.bfloat16, "cuda": _dtype.float16}
+
+
+class _State(threading.local):
+    """Per-thread autocast state (PyTorch keeps it thread-local too)."""
+
+    def __init__(self):
+        self.enabled = {"cpu": False, "cuda": False}
+        self.dtype = dict(_DEFAULT_DTYPE)
+        self.cache_enabled = True
+        self.nesting = 0
+        self.excluded = False  # inside a listed op: nested op calls run as called
+        self.cache = {}  # id(float32 leaf) -> (leaf, its lower-precision copy)
+
+
+_state = _State()
+
+# The handler is registered while any thread has CPU autocast on.
+_lock = threading.Lock()
+_threads_on = 0
+
+
+def _check_device(device_type, fn):
+    if device_type not in _DEFAULT_DTYPE:
+        raise RuntimeError(f"{fn}: unsupported autocast device_type '{device_type}'")
+
+
+def is_autocast_enabled(device_type="cuda"):
+    _check_device(device_type, "is_autocast_enabled")
+    return _state.enabled[device_type]
+
+
+def set_autocast_enabled(device_type, enabled):
+    """Turn autocast on or off for this thread (what a region does on entry/exit)."""
+    global _threads_on
+    _check_device(device_type, "set_autocast_enabled")
+    enabled = bool(enabled)
+    st = _state
+    was = st.enabled[device_type]
+    st.enabled[device_type] = enabled
+    if device_type != "cpu" or was == enabled:
+        return
+    from ember_core import _dispatch
+
+    with _lock:
+        _threads_on += 1 if enabled else -1
+        if enabled and _threads_on == 1:
+            _dispatch.register_handler(_handler)
+            _dispatch._ns["_ac"] = True
+        elif not enabled and _threads_on == 0:
+            _dispatch._ns["_ac"] = False
+            _dispatch.remove_handler(_handler)
+
+
+def get_autocast_dtype(device_type):
+    _check_device(device_type, "get_autocast_dtype")
+    return _state.dtype[device_type]
+
+
+def set_autocast_dtype(device_type, dtype):
+    # Any dtype is stored (as PyTorch does); autocast() itself checks what it
+    # supports and disables a region with an unsupported one.
+    _check_device(device_type, "set_autocast_dtype")
+    if not isinstance(dtype, _dtype.dtype):
+        raise TypeError(f"set_autocast_dtype: expected an ember dtype, got {type(dtype).__name__}")
+    _state.dtype[device_type] = dtype
+
+
+def supported_dtypes(device_type):
+    """The lower-precision dtypes an autocast region on ``device_type`` accepts."""
+    return _LOWER_DTYPES[device_type]
+
+
+def is_autocast_cache_enabled():
+    return _state.cache_enabled
+
+
+def set_autocast_cache_enabled(enabled):
+    _state.cache_enabled = bool(enabled)
+
+
+def clear_autocast_cache():
+    _state.cache.clear()
+
+
+def autocast_increment_nesting():
+    _state.nesting += 1
+    return _state.nesting
+
+
+def autocast_decrement_nesting():
+    _state.nesting -= 1
+    return _state.nesting
+
+
+# ------------------------------------------------------------------- casting
+
+
+def _eligible(a):
+    # Floating-point CPU tensors other than float64 (PyTorch's is_autocast_eligible).
+    d = getattr(a, "_dtype", None)
+    return (
+        d is not None
+        and d.is_floating_point
+        and d is not _dtype.float64
+        and a._storage._device.type == "cpu"
+    )
+
+
+def _cast(t, target, st):
+    if t._dtype is target or not _eligible(t):
+        return t
+    from ember_core import _copy
+
+    device = t._storage._device
+    if (
+        st.cache_enabled
+        and target is st.dtype["cpu"]
+        and t._dtype is _dtype.float32
+        and t._rg
+        and t.grad_fn is None
+        and t._base is None
+    ):
+        hit = st.cache.get(id(t))
+        if hit is not None and hit[0] is t:
+            return hit[1]
+        cast = _copy._to_op(t, target, device)
+        st.cache[id(t)] = (t, cast)
+        return cast
+    return _copy._to_op(t, target, device)
+
+
+def _promote_target(args, current):
+    # PyTorch's prioritize(): float32 wins over the lower dtype, float64 is
+    # ignored, and another low-precision dtype is an error.
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            current = _promote_target(a, current)
+        elif _eligible(a) and a._dtype is not _dtype.float64:
+            d = a._dtype
+            if current is _dtype.float32 or d is _dtype.float32:
+                current = _dtype.float32
+            elif d is not current:
+                raise RuntimeError(
+                    f"autocast: promote op got a {d} tensor in a {current} autocast region "
+                    "(Unexpected floating ScalarType in at::autocast::prioritize)"
+                )
+    return current
+
+
+def _cast_all(args, target, st):
+    out = []
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            out.append(type(a)(_cast_all(a, target, st)))
+        elif hasattr(a, "_dtype"):
+            out.append(_cast(a, target, st))
+        else:
+            out.append(a)
+    return tuple(out)
+
+
+def _policy(op, args):
+    p = POLICY.get(op.name)
+    if p is None:
+        f = _ARG_POLICY.get(op.name)
+        if f is not None:
+            p = f(args)
+    return p
+
+
+def cast_args(policy, args, st=None):
+    """``args`` with their eligible tensors cast as ``policy`` says."""
+    st = st or _state
+    lower = st.dtype["cpu"]
+    if policy == LOWER:
+        target = lower
+    elif policy == FP32:
+        target = _dtype.float32
+    else:
+        target = _promote_target(args, lower)
+    return _cast_all(args, target, st)
+
+
+def _handler(op, args, kwargs, call):
+    st = _state
+    if st.excluded or not st.enabled["cpu"]:
+        return call(args, kwargs)
+    policy = _policy(op, args)
+    if policy is None:
+        return call(args, kwargs)
+    args = cast_args(policy, args, st)
+    st.excluded = True
+    try:
+        return call(args, kwargs)
+    finally:
+        st.excluded = False
+
+
+def call_composite(op, args):
+    """Run a listed composite op under autocast (generated wrappers call this
+    when the ``_ac`` flag is up)."""
+    st = _state
+    if st.excluded or not st.enabled["cpu"]:
+        return op.impl(*args)
+    args = cast_args(POLICY[op.name], args, st)
+    st.excluded = True
+    try:
+        return op.impl(*args)
+    finally:
+        st.excluded = False
+
+
+def autocast_function(policy):
+    """Decorator: run a Python function (not an op of the table) under ``policy``
+    inside autocast regions, e.g. a loss written as a composition in ember_nn."""
+    if policy not in (LOWER, FP32, PROMOTE):
+        raise ValueError(f"autocast_function: unknown policy {policy!r}")
+
+    def wrap(fn):
+        import functools
+
+        from ember_core import _dispatch
+
+        ns = _dispatch._ns
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            if not ns["_ac"]:
+                return fn(*args, **kwargs)
+            st = _state
+            if st.excluded or not st.enabled["cpu"]:
+                return fn(*args, **kwargs)
+            args = cast_args(policy, args, st)
+            if kwargs:
+                keys = tuple(kwargs)
+                kwargs = dict(zip(keys, cast_args(policy, tuple(kwargs.values()), st)))
+            st.excluded = True
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                st.excluded = False
+
+        return wrapper
+
+    return wrap

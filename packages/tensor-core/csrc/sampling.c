@@ -103,15 +103,15 @@ static int ctc_check(int dtype, int64_t tmax, int64_t n, int64_t c, int64_t smax
     const int64_t *il = (const int64_t*)ilen, *tl = (const int64_t*)tlen;
     for (int64_t b = 0; b < n; b++) {
         if (il[b] < 0 || il[b] > tmax)
-            return ec_fail(EC_ERR_VALUE, "ctc_loss: input length %lld of element %lld is not in "
+            return ec_fail(EC_ERR_VALUE, "input length %lld of element %lld is not in "
                            "[0, %lld]", (long long)il[b], (long long)b, (long long)tmax);
         if (tl[b] < 0 || tl[b] > smax || o[b] < 0 || o[b] + tl[b] > ntargets)
-            return ec_fail(EC_ERR_VALUE, "ctc_loss: target length %lld of element %lld is out "
+            return ec_fail(EC_ERR_VALUE, "target length %lld of element %lld is out "
                            "of range", (long long)tl[b], (long long)b);
         for (int64_t s = 0; s < tl[b]; s++) {
             int64_t v = t[o[b] + s];
             if (v < 0 || v >= c)
-                return ec_fail(EC_ERR_INDEX, "ctc_loss: target %lld of element %lld is out of "
+                return ec_fail(EC_ERR_INDEX, "target %lld of element %lld is out of "
                                "range for %lld classes", (long long)v, (long long)b, (long long)c);
         }
     }

@@ -11,7 +11,7 @@ from ember_core import _dtype as D
 from ember_core import _spatial as S
 from ember_core._dispatch import defop
 from ember_core._elementwise import _tname
-from ember_core._lib import check, ffi, lib, nogil
+from ember_core._lib import check, lib, nogil
 from ember_core._tensor import Tensor, empty
 
 _NOGIL_ELEMS = 1 << 16
@@ -144,7 +144,7 @@ def _grid_sampler_backward(
             _fn("ec_grid_sample_backward", gy._numel * 8)(
                 cd.code, k, n, c, S.int3(input._shape[2:]), S.int3(out), interpolation_mode,
                 padding_mode, bool(align_corners), gy._ptr, x._ptr, g._ptr,
-                gx._ptr if want_x else ffi.NULL, gg._ptr if want_g else ffi.NULL,
+                gx._ptr if want_x else 0, gg._ptr if want_g else 0,
             ),
             op,
         )

@@ -36,7 +36,9 @@ def test_grid_sample_gradcheck(dim, mode, padding, align_corners):
 
 def test_affine_grid_then_grid_sample_gradcheck():
     rng = np.random.default_rng(1)
-    theta = _t(np.array([[[0.9, 0.2, 0.1], [-0.1, 1.1, 0.05]]]) + 0.01 * rng.standard_normal((1, 2, 3)))
+    theta = _t(
+        np.array([[[0.9, 0.2, 0.1], [-0.1, 1.1, 0.05]]]) + 0.01 * rng.standard_normal((1, 2, 3))
+    )
     x = _t(rng.standard_normal((1, 1, 4, 5)))
 
     def stn(th, inp):
@@ -90,9 +92,7 @@ def test_grid_sample_grad_parity(dim, mode, padding, align_corners):
     g.reshape(-1)[:4] = [-1.0, 1.0, 0.0, 1.0]  # exact edges (clipped: zero gradient)
     go = rng.standard_normal(shape[:2] + gshape[1:-1])
     tx, tg = torch.tensor(x, requires_grad=True), torch.tensor(g, requires_grad=True)
-    torch.nn.functional.grid_sample(tx, tg, mode, padding, align_corners).backward(
-        torch.tensor(go)
-    )
+    torch.nn.functional.grid_sample(tx, tg, mode, padding, align_corners).backward(torch.tensor(go))
     ex, eg = _t(x), _t(g)
     ec.grid_sample(ex, eg, mode, padding, align_corners).backward(ec.tensor(go))
     np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-10, atol=1e-10)

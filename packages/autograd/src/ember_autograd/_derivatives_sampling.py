@@ -18,6 +18,13 @@ def _(grad, input, grid, interpolation_mode, padding_mode, align_corners, needs)
 @derivative("_ctc_loss", inputs=("log_probs",), outputs=(0,))
 def _(grad, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity, result):
     return ec._ctc_loss_backward(
-        grad, log_probs, targets, input_lengths, target_lengths, result[0], result[1], blank,
+        grad,
+        log_probs,
+        targets,
+        input_lengths,
+        target_lengths,
+        result[0],
+        result[1],
+        blank,
         zero_infinity,
     )

@@ -78,7 +78,7 @@ def _grid_checks(input, grid, interpolation_mode):
     dt = input._dtype
     if not dt.is_floating_point:
         name = "grid_sampler_2d_cpu" if k == 2 else "grid_sampler_3d_cpu"
-        raise NotImplementedError(f'"{name}" not implemented for \'{_tname(dt)}\'')
+        raise NotImplementedError(f"\"{name}\" not implemented for '{_tname(dt)}'")
     return k
 
 
@@ -100,8 +100,18 @@ def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
     if y._numel:
         check(
             _fn("ec_grid_sample_forward", y._numel * 4)(
-                cd.code, k, n, c, S.int3(input._shape[2:]), S.int3(out), interpolation_mode,
-                padding_mode, bool(align_corners), x._ptr, g._ptr, y._ptr,
+                cd.code,
+                k,
+                n,
+                c,
+                S.int3(input._shape[2:]),
+                S.int3(out),
+                interpolation_mode,
+                padding_mode,
+                bool(align_corners),
+                x._ptr,
+                g._ptr,
+                y._ptr,
             ),
             "grid_sampler",
         )
@@ -115,7 +125,12 @@ def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
     differentiable=False,
 )
 def _grid_sampler_backward(
-    grad_output, input, grid, interpolation_mode, padding_mode, align_corners,
+    grad_output,
+    input,
+    grid,
+    interpolation_mode,
+    padding_mode,
+    align_corners,
     output_mask=(True, True),
 ):
     """(grad_input, grad_grid) of grid_sampler; an entry of output_mask that is
@@ -142,9 +157,20 @@ def _grid_sampler_backward(
     if gy._numel and (want_x or want_g):
         check(
             _fn("ec_grid_sample_backward", gy._numel * 8)(
-                cd.code, k, n, c, S.int3(input._shape[2:]), S.int3(out), interpolation_mode,
-                padding_mode, bool(align_corners), gy._ptr, x._ptr, g._ptr,
-                gx._ptr if want_x else 0, gg._ptr if want_g else 0,
+                cd.code,
+                k,
+                n,
+                c,
+                S.int3(input._shape[2:]),
+                S.int3(out),
+                interpolation_mode,
+                padding_mode,
+                bool(align_corners),
+                gy._ptr,
+                x._ptr,
+                g._ptr,
+                gx._ptr if want_x else 0,
+                gg._ptr if want_g else 0,
             ),
             op,
         )
@@ -173,9 +199,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
             "nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
             f"'reflection', but got: '{padding_mode}'"
         )
-    return grid_sampler(
-        input, grid, _MODES[mode], _PADDINGS[padding_mode], bool(align_corners)
-    )
+    return grid_sampler(input, grid, _MODES[mode], _PADDINGS[padding_mode], bool(align_corners))
 
 
 # -------------------------------------------------------------- affine_grid
@@ -290,7 +314,9 @@ def _ctc_prepare(log_probs, targets, input_lengths, target_lengths, blank):
             f"ctc_loss(): expected log_probs of 3 dims (T, N, C), got {list(log_probs._shape)}"
         )
     if not log_probs._dtype.is_floating_point:
-        raise NotImplementedError(f"\"ctc_loss_cpu\" not implemented for '{_tname(log_probs._dtype)}'")
+        raise NotImplementedError(
+            f"\"ctc_loss_cpu\" not implemented for '{_tname(log_probs._dtype)}'"
+        )
     if targets._dtype.is_floating_point or targets._dtype is D.bool_:
         raise RuntimeError(
             f"ctc_loss(): expected targets of an integer dtype, got {targets._dtype}"
@@ -373,8 +399,20 @@ def _ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, zero_i
     la = empty((n, tmax, 2 * smax + 1), cd, dev)
     check(
         _fn("ec_ctc_loss_forward", la._numel * 4)(
-            cd.code, tmax, n, c, smax, lp._ptr, tg._ptr, tg._numel, off._ptr, il._ptr, tl._ptr,
-            blank, la._ptr, nll._ptr,
+            cd.code,
+            tmax,
+            n,
+            c,
+            smax,
+            lp._ptr,
+            tg._ptr,
+            tg._numel,
+            off._ptr,
+            il._ptr,
+            tl._ptr,
+            blank,
+            la._ptr,
+            nll._ptr,
         ),
         "ctc_loss",
     )
@@ -388,8 +426,15 @@ def _ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, zero_i
     differentiable=False,
 )
 def _ctc_loss_backward(
-    grad, log_probs, targets, input_lengths, target_lengths, neg_log_likelihood, log_alpha,
-    blank, zero_infinity=False,
+    grad,
+    log_probs,
+    targets,
+    input_lengths,
+    target_lengths,
+    neg_log_likelihood,
+    log_alpha,
+    blank,
+    zero_infinity=False,
 ):
     """The gradient of _ctc_loss w.r.t. log_probs, PyTorch's (Note [CTC in log
     space], csrc/sampling_tmpl.h): grad (N,) or one value for all."""
@@ -412,9 +457,24 @@ def _ctc_loss_backward(
     out = empty((tmax, n, c), cd, lp._storage._device)
     check(
         _fn("ec_ctc_loss_backward", out._numel * 4)(
-            cd.code, tmax, n, c, smax, lp._ptr, tg._ptr, tg._numel, off._ptr, il._ptr, tl._ptr,
-            blank, la._ptr, z._ptr, g._ptr, 1 if g._numel == n and n > 1 else 0,
-            bool(zero_infinity), out._ptr,
+            cd.code,
+            tmax,
+            n,
+            c,
+            smax,
+            lp._ptr,
+            tg._ptr,
+            tg._numel,
+            off._ptr,
+            il._ptr,
+            tl._ptr,
+            blank,
+            la._ptr,
+            z._ptr,
+            g._ptr,
+            1 if g._numel == n and n > 1 else 0,
+            bool(zero_infinity),
+            out._ptr,
         ),
         "ctc_loss_backward",
     )
@@ -431,7 +491,12 @@ _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2, 0: 0, 1: 1, 2: 2}
     method=False,
 )
 def ctc_loss(
-    log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+    log_probs,
+    targets,
+    input_lengths,
+    target_lengths,
+    blank=0,
+    reduction="mean",
     zero_infinity=False,
 ):
     """Connectionist Temporal Classification loss of log_probs (T, N, C) (or (T,

@@ -25,7 +25,7 @@ def _np_grid_sample_zeros(x, grid, mode, align_corners):
         ix = _np_unnormalize(grid[b, i, j, 0], w, align_corners)
         iy = _np_unnormalize(grid[b, i, j, 1], h, align_corners)
 
-        def px(yy, xx):
+        def px(yy, xx, b=b):
             return x[b, :, yy, xx] if 0 <= yy < h and 0 <= xx < w else np.zeros(c)
 
         if mode == "nearest":

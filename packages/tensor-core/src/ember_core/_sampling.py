@@ -364,7 +364,7 @@ def _ctc_prepare(log_probs, targets, input_lengths, target_lengths, blank):
         raise RuntimeError(
             f"ctc_loss(): expected targets of 1 or 2 dims, got {list(targets._shape)}"
         )
-    for b, v in enumerate(il.tolist()):
+    for v in il.tolist():
         if v > tmax:
             raise RuntimeError(
                 f"Expected input_lengths to have value at most {tmax}, but got value {v} (while "

@@ -45,6 +45,8 @@ SOURCES += [
 SOURCES += ["dlpack.c"]
 # linalg: LAPACK-backed factorizations and solvers
 SOURCES += ["linalg.c"]
+# nnk: grid_sample and the CTC loss
+SOURCES += ["sampling.c"]
 
 # Kernels are short for small tensors: the wrappers keep the GIL rather than pay
 # ~100 ns to release and re-take it on every call.  Long-running calls go through

@@ -665,6 +665,40 @@ int ec_linalg_svd(int dtype, int64_t batch, int64_t m, int64_t n, int job, ec_pt
 int ec_linalg_lstsq(int dtype, int64_t batch, int64_t m, int64_t n, int64_t nrhs, int driver,
                     double rcond, ec_ptr a, ec_ptr b, ec_ptr s, ec_ptr rank, ec_ptr info);
 
+/* ------------------------------------------------------------------------
+ * nnk: grid sampling and the CTC loss (csrc/sampling.c).  float32/float64,
+ * contiguous arrays.
+ * ------------------------------------------------------------------------ */
+
+/* grid_sample over ndim = 2 (in3/out3 = (1, H, W)) or 3 spatial dims: x
+ * (n, c, in3...), grid (n, out3..., ndim) normalised (x, y[, z]), y (n, c,
+ * out3...).  Backward: gx (overwritten) and ggrid from gy; either may be 0. */
+#define EC_GS_BILINEAR 0
+#define EC_GS_NEAREST 1
+#define EC_GS_BICUBIC 2
+#define EC_GS_PAD_ZEROS 0
+#define EC_GS_PAD_BORDER 1
+#define EC_GS_PAD_REFLECTION 2
+int ec_grid_sample_forward(int dtype, int ndim, int64_t n, int64_t c, const int64_t* in3,
+                           const int64_t* out3, int mode, int padding, int align_corners,
+                           ec_ptr x, ec_ptr grid, ec_ptr y);
+int ec_grid_sample_backward(int dtype, int ndim, int64_t n, int64_t c, const int64_t* in3,
+                            const int64_t* out3, int mode, int padding, int align_corners,
+                            ec_ptr gy, ec_ptr x, ec_ptr grid, ec_ptr gx, ec_ptr ggrid);
+/* CTC loss (Note [CTC in log space]): log_probs (tmax, n, c); the int64
+ * targets of element b start at targets + target_offsets[b] (ntargets in
+ * all); smax: the longest target; log_alpha (n, tmax, 2 smax + 1) and nll (n)
+ * are written.  Backward: grad (tmax, n, c) from grad_out[b * grad_stride]. */
+int ec_ctc_loss_forward(int dtype, int64_t tmax, int64_t n, int64_t c, int64_t smax,
+                        ec_ptr log_probs, ec_ptr targets, int64_t ntargets, ec_ptr target_offsets,
+                        ec_ptr input_lengths, ec_ptr target_lengths, int64_t blank,
+                        ec_ptr log_alpha, ec_ptr nll);
+int ec_ctc_loss_backward(int dtype, int64_t tmax, int64_t n, int64_t c, int64_t smax,
+                         ec_ptr log_probs, ec_ptr targets, int64_t ntargets,
+                         ec_ptr target_offsets, ec_ptr input_lengths, ec_ptr target_lengths,
+                         int64_t blank, ec_ptr log_alpha, ec_ptr nll, ec_ptr grad_out,
+                         int64_t grad_stride, int zero_infinity, ec_ptr grad);
+
 /* cdef:end */
 
 #endif

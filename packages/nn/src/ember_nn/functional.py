@@ -1165,3 +1165,155 @@ def triplet_margin_with_distance_loss(
 
 # ------------------------------------------------------------ attention (nn)
 # MultiheadAttention as a function, with PyTorch's mask handling (ember_nn._attention).
+
+
+# ------------------------------------- sampling, unpooling and CTC loss (nnk)
+# ember_core ops (grid_sampler and _ctc_loss are C kernels both ways).
+
+_ALIGN_CORNERS_WARNING = (
+    "Default {} behavior has changed to align_corners=False since 1.3.0. Please specify "
+    "align_corners=True if the old behavior is desired. See the documentation of {} for details."
+)
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """Sample input (N, C, H, W) or (N, C, D, H, W) at the normalised positions
+    of grid (N, Ho, Wo, 2) or (N, Do, Ho, Wo, 3); mode 'bilinear', 'nearest' or
+    'bicubic' (4-D only), padding_mode 'zeros', 'border' or 'reflection'."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(
+            "nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or "
+            f"'bicubic', but got: '{mode}'"
+        )
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(
+            "nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+            f"'reflection', but got: '{padding_mode}'"
+        )
+    if align_corners is None:
+        warnings.warn(_ALIGN_CORNERS_WARNING.format("grid_sample", "grid_sample"), stacklevel=2)
+        align_corners = False
+    return ec.grid_sample(input, grid, mode, padding_mode, align_corners)
+
+
+def affine_grid(theta, size, align_corners=None):
+    """The sampling grid of a batch of affine maps theta (N, 2, 3) for an output
+    of size (N, C, H, W), or (N, 3, 4) for (N, C, D, H, W); feed it to
+    grid_sample (a spatial transformer)."""
+    if align_corners is None:
+        warnings.warn(_ALIGN_CORNERS_WARNING.format("affine_grid", "grid_sample"), stacklevel=2)
+        align_corners = False
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    size = list(size)
+    if len(size) == 4:
+        if theta.dim() != 3 or theta.shape[-2] != 2 or theta.shape[-1] != 3:
+            raise ValueError(
+                f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {size}. "
+                f"Got {list(theta.shape)}."
+            )
+        spatial_size = size[-2:]
+    elif len(size) == 5:
+        if theta.dim() != 3 or theta.shape[-2] != 3 or theta.shape[-1] != 4:
+            raise ValueError(
+                f"Expected a batch of 3D affine matrices of shape Nx3x4 for size {size}. "
+                f"Got {list(theta.shape)}."
+            )
+        spatial_size = size[-3:]
+    else:
+        raise NotImplementedError(
+            "affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+            f"respectively. Got size {size}."
+        )
+    if align_corners and min(spatial_size) == 1:
+        warnings.warn(
+            "Since version 1.3.0, affine_grid behavior has changed for unit-size grids when "
+            "align_corners=True. This is not an intended use case of affine_grid. See the "
+            "documentation of affine_grid for details.",
+            stacklevel=2,
+        )
+    elif min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    if theta.shape[0] != size[0]:
+        raise ValueError(
+            f"Expected theta's batch size {theta.shape[0]} to match size[0] = {size[0]}"
+        )
+    return ec.affine_grid_generator(theta, size, align_corners)
+
+
+def _unpool_output_size(input, kernel_size, stride, padding, output_size):
+    input_size = input.shape
+    k = len(kernel_size)
+    default_size = [
+        (input_size[-k + d] - 1) * stride[d] + kernel_size[d] - 2 * padding[d] for d in range(k)
+    ]
+    if output_size is None:
+        return default_size
+    output_size = list(output_size)
+    if len(output_size) == k + 2:
+        output_size = output_size[2:]
+    if len(output_size) != k:
+        raise ValueError(
+            f"output_size should be a sequence containing {k} or {k + 2} elements, but it has a "
+            f"length of '{len(output_size)}'"
+        )
+    for d in range(k):
+        min_size, max_size = default_size[d] - stride[d], default_size[d] + stride[d]
+        if not (min_size < output_size[d] < max_size):
+            raise ValueError(
+                f'invalid output_size "{output_size}" (dim {d} must be between {min_size} and '
+                f"{max_size})"
+            )
+    return [int(s) for s in output_size]
+
+
+def _ntuple_arg(v, k):
+    if isinstance(v, (list, tuple)):
+        v = tuple(v)
+        return v * k if len(v) == 1 else v
+    return (v,) * k
+
+
+def _max_unpool(k, input, indices, kernel_size, stride, padding, output_size):
+    kernel_size = _ntuple_arg(kernel_size, k)
+    stride = kernel_size if stride is None else _ntuple_arg(stride, k)
+    padding = _ntuple_arg(padding, k)
+    out = _unpool_output_size(input, kernel_size, stride, padding, output_size)
+    return ec.max_unpool(input, indices, tuple(out))
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool1d: values placed at their indices (from
+    return_indices=True), zeros elsewhere."""
+    return _max_unpool(1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool2d: values placed at their indices (from
+    return_indices=True), zeros elsewhere."""
+    return _max_unpool(2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool3d: values placed at their indices (from
+    return_indices=True), zeros elsewhere."""
+    return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
+
+
+def ctc_loss(
+    log_probs,
+    targets,
+    input_lengths,
+    target_lengths,
+    blank=0,
+    reduction="mean",
+    zero_infinity=False,
+):
+    """Connectionist Temporal Classification loss: log_probs (T, N, C) (or (T,
+    C)) from a log_softmax, targets padded (N, S) or concatenated, per-element
+    input and target lengths (tensors or ints)."""
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return ec.ctc_loss(
+        log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity
+    )

@@ -39,6 +39,8 @@ from ember_core import _math_extra, _rearrange  # noqa: F401 - they fill the op 
 from ember_core._math_extra import is_signed
 # linalg: torch.linalg (LAPACK) as ember_core.linalg, and the legacy det, svd, qr... ops
 from ember_core import linalg  # noqa: E402, F401 - public submodule
+# nnk: grid_sample/affine_grid, max_unpool and the CTC loss
+from ember_core import _sampling  # noqa: E402, F401 - they fill the op table
 from ember_core._dispatch import OPS, Op, defop, register_handler, remove_handler
 from ember_core._dtype import (
     bfloat16,

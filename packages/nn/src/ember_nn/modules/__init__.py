@@ -166,3 +166,6 @@ from ember_nn.modules.transformer import (
     TransformerEncoder,
     TransformerEncoderLayer,
 )
+# nnk: unpooling and the CTC loss
+from ember_nn.modules.loss import CTCLoss
+from ember_nn.modules.pooling import MaxUnpool1d, MaxUnpool2d, MaxUnpool3d

@@ -223,3 +223,43 @@ class LPPool3d(_LPPoolNd):
         return F.lp_pool3d(
             input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode
         )
+
+
+# ---------------------------------------------------------- unpooling (nnk)
+
+
+class _MaxUnpoolNd(Module):
+    _k = 0
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        k = self._k
+        self.kernel_size = F._ntuple_arg(kernel_size, k)
+        self.stride = F._ntuple_arg(stride if stride is not None else kernel_size, k)
+        self.padding = F._ntuple_arg(padding, k)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+    def forward(self, input, indices, output_size=None):
+        return F._max_unpool(
+            self._k, input, indices, self.kernel_size, self.stride, self.padding, output_size
+        )
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """The partial inverse of MaxPool1d (from its indices)."""
+
+    _k = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """The partial inverse of MaxPool2d (from its indices)."""
+
+    _k = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """The partial inverse of MaxPool3d (from its indices)."""
+
+    _k = 3

@@ -201,6 +201,10 @@ def _infer_numpy(data):
             "unsupported element types)"
         )
     kind = arr.dtype.kind
+    if kind in "iuf" and isinstance(data, (list, tuple)):
+        mixed = _sequence_dtype(data)
+        if mixed is not None:
+            return arr, mixed
     if kind == "b":
         inferred = D.bool_
     elif kind in "iu":
@@ -239,6 +243,29 @@ def _tensors_to_lists(data):
     if isinstance(data, (list, tuple)):
         return [_tensors_to_lists(x) for x in data]
     return data
+
+
+def _sequence_dtype(data):
+    """The dtype PyTorch infers for a sequence holding NumPy scalars or arrays: every
+    element's own dtype (Python bool/int/float: bool/int64/default float), promoted
+    together. None when the sequence holds Python numbers only."""
+    np_dtypes = set()
+    py_types = set()
+    for x in _flat(data):
+        if isinstance(x, (np.generic, np.ndarray)):
+            np_dtypes.add(x.dtype)
+        else:
+            py_types.add(x.__class__)
+    if not np_dtypes:
+        return None
+    result = None
+    for d in np_dtypes:
+        d = D.NUMPY_TO_DTYPE.get(d) or (D.int64 if d.kind in "iu" else D.float64)
+        result = d if result is None else D.promote_types(result, d)
+    for t in py_types:
+        d = D.bool_ if t is bool else D.int64 if issubclass(t, int) else D.get_default_dtype()
+        result = D.promote_types(result, d)
+    return result
 
 
 def _is_python_data(data):
@@ -331,7 +358,7 @@ def scalar_tensor(s, dtype=None, device=None, requires_grad=False):
 
 
 def _num(x):
-    return x.item() if isinstance(x, Tensor) else x
+    return x.item() if isinstance(x, (Tensor, np.generic)) else x
 
 
 @defop("arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None)", method=False, differentiable=False)

@@ -110,3 +110,29 @@ NP_SCALAR_CASES = {
 def test_numpy_scalars(name):
     f = NP_SCALAR_CASES[name]
     _same(_run(f, ec), _run(f, torch))
+
+
+# ------------------------------------------------------------ from_numpy
+
+_A = np.arange(12.0).reshape(3, 4)
+FROM_NUMPY_CASES = {
+    "negative stride": lambda m: m.from_numpy(_A[:, ::-1]),
+    "negative stride 1-d": lambda m: m.from_numpy(_A[0, ::-2]),
+    "positive strides": lambda m: m.from_numpy(_A[::2, 1:]),
+    "transposed": lambda m: m.from_numpy(_A.T),
+    "not an array": lambda m: m.from_numpy([1.0, 2.0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FROM_NUMPY_CASES))
+def test_from_numpy(name):
+    f = FROM_NUMPY_CASES[name]
+    _same(_run(f, ec), _run(f, torch))
+
+
+def test_from_numpy_read_only_warns_as_torch():
+    a = np.arange(3.0)
+    a.flags.writeable = False
+    for m in (ec, torch):
+        with pytest.warns(UserWarning, match="not writable"):
+            m.from_numpy(a)

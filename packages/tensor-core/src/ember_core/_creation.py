@@ -277,9 +277,8 @@ def _is_python_data(data):
 
 def from_array(arr, dtype, dev):
     """A new ember tensor holding a copy of NumPy array ``arr`` converted to dtype."""
-    from ember_core._interop import from_numpy
-
     from ember_core._copy import copy_into
+    from ember_core._interop import wrap_numpy
 
     if arr.dtype not in D.NUMPY_TO_DTYPE or not arr.dtype.isnative:
         # NumPy dtypes ember lacks (uint16, ...) or byte-swapped: NumPy converts
@@ -287,7 +286,7 @@ def from_array(arr, dtype, dev):
     elif any(st % arr.itemsize for st in arr.strides):
         arr = arr.copy()
     out = _empty(tuple(arr.shape), dtype, dev)
-    copy_into(out, from_numpy(arr))
+    copy_into(out, wrap_numpy(arr))
     return out
 
 
@@ -335,10 +334,12 @@ def as_tensor(data, dtype=None, device=None):
 
         return to(data, dt or data._dtype, device or data._storage._device)
     if isinstance(data, np.ndarray) and (device is None or _dev(device) is CPU):
-        from ember_core._interop import from_numpy
+        from ember_core._interop import wrap_numpy
 
+        if any(s < 0 for s in data.strides):  # PyTorch raises; ember copies
+            return tensor(data, dtype=dt, device=device)
         try:
-            t = from_numpy(data)
+            t = wrap_numpy(data)
         except TypeError:
             return tensor(data, dtype=dt, device=device)
         if dt is not None and dt is not t._dtype:

@@ -102,7 +102,9 @@ NP_SCALAR_CASES = {
     "t[i64:i32]": lambda m: m.arange(5)[np.int64(1) : np.int32(3)],
     "reshape(i64)": lambda m: m.arange(6).reshape(np.int64(3), np.int64(2)),
     "narrow": lambda m: m.arange(6).reshape(2, 3).narrow(np.int64(1), np.int64(0), np.int64(2)),
-    "setitem f64": lambda m: (lambda x: (x.__setitem__(np.int64(0), np.float64(1.5)), x)[1])(m.zeros(2)),
+    "setitem f64": lambda m: (lambda x: (x.__setitem__(np.int64(0), np.float64(1.5)), x)[1])(
+        m.zeros(2)
+    ),
 }
 
 
@@ -137,3 +139,127 @@ def test_from_numpy_read_only_warns_as_torch():
     # torch's message also starts "The given NumPy array is not writable"
     with pytest.warns(UserWarning, match="^The given NumPy array is not writable"):
         ec.from_numpy(a)
+
+
+# ------------------------------------------------------------ printing
+
+# (label, build(module), print options or None)
+REPR_CASES = [
+    ("ints", lambda m: m.tensor([1, -20, 300])),
+    ("int big", lambda m: m.tensor([1, 10**12])),
+    ("float", lambda m: m.tensor([1.5, -2.25, 3.0])),
+    ("float int-valued", lambda m: m.tensor([1.0, 2.0, 3.0])),
+    ("small", lambda m: m.tensor([1e-8, 1.0])),
+    ("large", lambda m: m.tensor([1e10, 1.0])),
+    ("large2", lambda m: m.tensor([12345678.0, 1.5])),
+    ("mix", lambda m: m.tensor([1e-5, 1e5, 1.0])),
+    ("tiny", lambda m: m.tensor([1e-30, 2e-30])),
+    ("nan inf", lambda m: m.tensor([float("nan"), float("inf"), -float("inf"), 1.5])),
+    ("nan only", lambda m: m.tensor([float("nan"), float("inf")])),
+    ("negzero", lambda m: m.tensor([-0.0, 1.0])),
+    ("negzero only", lambda m: m.tensor([-0.0])),
+    ("bool", lambda m: m.tensor([True, False])),
+    ("f16", lambda m: m.tensor([1.5, 2.0], dtype=m.float16)),
+    ("bf16", lambda m: m.tensor([1.5, 2.0], dtype=m.bfloat16)),
+    ("f64", lambda m: m.tensor([1.5, 2.0], dtype=m.float64)),
+    ("i32", lambda m: m.tensor([1, 2], dtype=m.int32)),
+    ("u8", lambda m: m.tensor([1, 2], dtype=m.uint8)),
+    ("0d", lambda m: m.tensor(3.5)),
+    ("0d int", lambda m: m.tensor(3)),
+    ("0d f64", lambda m: m.tensor(3.5, dtype=m.float64)),
+    ("0d nan", lambda m: m.tensor(float("nan"))),
+    ("empty", lambda m: m.tensor([])),
+    ("empty2", lambda m: m.zeros(0, 3)),
+    ("empty int", lambda m: m.zeros(2, 0, dtype=m.int64)),
+    ("big", lambda m: m.arange(2000.0)),
+    ("big int", lambda m: m.arange(2000)),
+    ("big 2d", lambda m: m.arange(4000.0).reshape(40, 100)),
+    ("big 3d", lambda m: m.arange(3000).reshape(10, 10, 30)),
+    ("wrap", lambda m: m.arange(30.0) * 1.5),
+    ("wrap int", lambda m: m.arange(50) * 1000),
+    ("nested", lambda m: m.arange(24.0).reshape(2, 3, 4)),
+    ("nested int", lambda m: m.arange(24).reshape(2, 3, 4)),
+    ("2d small", lambda m: m.tensor([[1e-8, 1.0], [2.0, 3.0]])),
+    (
+        "randn",
+        lambda m: m.from_numpy(np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)),
+    ),
+    ("prec4 nosci small", lambda m: m.tensor([1e-8, 1.0]), dict(precision=4, sci_mode=False)),
+    ("prec4 nosci", lambda m: m.tensor([1.123456, 100.5]), dict(precision=4, sci_mode=False)),
+    ("prec2", lambda m: m.tensor([1.123456, 100.5]), dict(precision=2)),
+    ("sci true", lambda m: m.tensor([1.5, 2.0]), dict(sci_mode=True)),
+    ("sci true int-valued", lambda m: m.tensor([1.0, 2.0]), dict(sci_mode=True)),
+    ("nosci large", lambda m: m.tensor([1e10, 1.0]), dict(sci_mode=False)),
+    ("linewidth", lambda m: m.arange(20.0), dict(linewidth=40)),
+    ("threshold", lambda m: m.arange(20.0), dict(threshold=5)),
+    ("edgeitems", lambda m: m.arange(20.0), dict(threshold=5, edgeitems=2)),
+    ("profile short", lambda m: m.tensor([1.123456, 100.5]), dict(profile="short")),
+    ("profile full", lambda m: m.arange(1200.0), dict(profile="full")),
+    ("int neg", lambda m: m.tensor([-1, -1000])),
+    ("float neg", lambda m: m.tensor([-1.5, -1000.25])),
+    ("float large int-valued", lambda m: m.tensor([1e8, 2.0])),
+    ("float 1e16", lambda m: m.tensor([1e16, 2.0])),
+    ("f16 small", lambda m: m.tensor([1e-4, 1.0], dtype=m.float16)),
+    ("transposed", lambda m: m.arange(6.0).reshape(2, 3).t()),
+    ("expand", lambda m: m.tensor([1.5]).expand(3)),
+    ("channels", lambda m: m.zeros(1, 2, 2, 2)),
+    ("zeros", lambda m: m.zeros(3)),
+    ("ones int-valued large", lambda m: m.tensor([100000.0, 1.0])),
+    ("0.1 step", lambda m: m.arange(0, 1, 0.1)),
+    ("1d size1", lambda m: m.tensor([7.25])),
+    ("sci neg", lambda m: m.tensor([-1e-8, 1.0])),
+    ("sci nan", lambda m: m.tensor([1e-8, float("nan"), 1.0])),
+    ("0d bool", lambda m: m.tensor(True)),
+    ("0d f16", lambda m: m.tensor(1.5, dtype=m.float16)),
+    ("big bool", lambda m: m.zeros(1500, dtype=m.bool)),
+    ("param-like neg float", lambda m: m.tensor([[0.1234, -0.5678], [1.0, -2.0]])),
+    ("i64 max", lambda m: m.tensor([2**63 - 1, -(2**63)])),
+    ("int mixed width", lambda m: m.tensor([[1, 22], [333, 4]])),
+    ("nosci mix", lambda m: m.tensor([1e-5, 1e5, 1.0]), dict(sci_mode=False)),
+    ("nosci int big", lambda m: m.tensor([1e10, 1.0, float("nan")]), dict(sci_mode=False)),
+    ("sci int", lambda m: m.tensor([10.0, 1.0, float("inf")]), dict(sci_mode=True)),
+    ("sci nested", lambda m: m.arange(6.0).reshape(2, 3) / 7, dict(sci_mode=True)),
+    ("prec0", lambda m: m.tensor([1.55, 2.45]), dict(precision=0)),
+    ("prec8", lambda m: m.tensor([1.55, 2.45]), dict(precision=8)),
+    ("prec8 f64", lambda m: m.tensor([1.55, 2.45], dtype=m.float64), dict(precision=8)),
+    (
+        "nosci neg small",
+        lambda m: m.tensor([-1e-8, 1.0, float("-inf")]),
+        dict(sci_mode=False, precision=4),
+    ),
+    ("linewidth nested", lambda m: m.arange(40.0).reshape(2, 20), dict(linewidth=50)),
+    ("threshold nested", lambda m: m.arange(40.0).reshape(8, 5), dict(threshold=10)),
+    ("i16", lambda m: m.tensor([1, 2], dtype=m.int16)),
+    ("i8", lambda m: m.tensor([1, 2], dtype=m.int8)),
+    ("empty f16", lambda m: m.zeros(0, dtype=m.float16)),
+    ("empty bool", lambda m: m.zeros(0, dtype=m.bool)),
+    ("big f16", lambda m: m.arange(1500, dtype=m.float16)),
+    ("0d i32", lambda m: m.tensor(3, dtype=m.int32)),
+    ("0d -0", lambda m: m.tensor(-0.0)),
+    ("0d inf", lambda m: m.tensor(float("-inf"))),
+    ("0d big", lambda m: m.tensor(1e20)),
+    ("0d small", lambda m: m.tensor(1e-20)),
+    ("0d int-valued", lambda m: m.tensor(100.0)),
+    ("size0 dims", lambda m: m.zeros(2, 0, 3)),
+]
+
+
+@pytest.mark.parametrize("case", REPR_CASES, ids=[c[0] for c in REPR_CASES])
+def test_repr_matches_torch(case):
+    _, build, opts = (*case, None)[:3]
+    got = want = None
+    try:
+        for m in (ec, torch):
+            if opts:
+                m.set_printoptions(**opts)
+            try:
+                r = repr(build(m))
+            finally:
+                m.set_printoptions(profile="default", sci_mode=None)
+            if m is ec:
+                got = r.replace("ember.", "torch.")
+            else:
+                want = r
+    finally:
+        ec.set_printoptions(profile="default")
+    assert got == want

@@ -263,3 +263,28 @@ def test_repr_matches_torch(case):
     finally:
         ec.set_printoptions(profile="default")
     assert got == want
+
+
+# ------------------------------------------------------------ index bounds
+
+_X = np.arange(6.0).reshape(2, 3)
+INDEX_CASES = {
+    "index_select negative": lambda m: m.tensor(_X).index_select(1, m.tensor([-1])),
+    "index_select past the end": lambda m: m.tensor(_X).index_select(1, m.tensor([3])),
+    "index_select in range": lambda m: m.tensor(_X).index_select(1, m.tensor([2, 0])),
+    "index_add negative": lambda m: m.zeros(3).index_add(0, m.tensor([-1]), m.ones(1)),
+    "index_copy negative": lambda m: m.zeros(3).index_copy(0, m.tensor([-1]), m.ones(1)),
+    "index_fill negative": lambda m: m.zeros(3).index_fill(0, m.tensor([-1]), 1.0),
+    "gather negative": lambda m: m.zeros(3).gather(0, m.tensor([-1])),
+    "take negative": lambda m: m.arange(3.0).take(m.tensor([-1])),
+    "x[idx] negative": lambda m: m.tensor(_X)[:, m.tensor([-1])],
+    "x[idx] on a size-0 dim": lambda m: m.zeros(0, 3)[m.tensor([0])],
+    "x[list] on a size-0 dim": lambda m: m.zeros(3, 0)[:, [1]],
+    "x[empty idx] on a size-0 dim": lambda m: m.zeros(0, 3)[m.tensor([], dtype=m.int64)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(INDEX_CASES))
+def test_index_bounds(name):
+    f = INDEX_CASES[name]
+    _same(_run(f, ec), _run(f, torch))

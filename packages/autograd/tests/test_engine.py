@@ -489,3 +489,40 @@ def test_leaf_frozen_after_forward_gets_no_grad():
     loss.backward()
     assert w.grad is None
     np.testing.assert_array_equal(v.grad.numpy(), [3.0, 3.0, 3.0])
+
+
+def test_grad_fn_classes_are_named_as_pytorch_nodes():
+    # type(grad_fn).__name__ is PyTorch's node class (MulBackward0, AccumulateGrad...),
+    # each a Node, with repr "<MulBackward0 object at 0x...>"
+    from ember_autograd import _node
+
+    x = ec.ones(3, 4).requires_grad_()
+    w = ec.ones(4, 2).requires_grad_()
+    b = ec.ones(2).requires_grad_()
+    z = (ec.addmm(b, x, w) * 2).sum()
+    sum_fn = z.grad_fn
+    mul_fn = sum_fn.next_functions[0][0]
+    addmm_fn = mul_fn.next_functions[0][0]
+    leaf_fn = addmm_fn.next_functions[0][0]
+    for fn, name in ((sum_fn, "SumBackward0"), (mul_fn, "MulBackward0"),
+                     (addmm_fn, "AddmmBackward0"), (leaf_fn, "AccumulateGrad")):
+        assert type(fn).__name__ == name == fn.name()
+        assert isinstance(fn, _node.Node)
+        assert repr(fn) == f"<{name} object at 0x{id(fn):x}>"
+    assert type(mul_fn) is type((x * 3).grad_fn)  # one class per name, made once
+    z.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((3, 4), 4.0))
+
+
+def test_custom_function_node_class_name():
+    class Double(ag.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    y = Double.apply(ec.ones(2).requires_grad_())
+    assert type(y.grad_fn).__name__ == "DoubleBackward" == y.grad_fn.name()

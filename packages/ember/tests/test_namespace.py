@@ -307,6 +307,12 @@ def test_legacy_constructors(name, dtype):
     other = torch.FloatTensor if name != "FloatTensor" else torch.LongTensor
     assert not isinstance(t, other)
     assert not isinstance([1], cls)
+    # Tensor.type with the legacy classes and names, as PyTorch
+    x = torch.zeros(2, dtype=torch.float64) + 1
+    assert x.type(cls).dtype is expected and x.type(cls).tolist() == [1, 1]
+    assert x.type(f"torch.{name}").dtype is expected
+    assert t.type() == f"torch.{name}"
+    assert t.type(cls) is t
 
 
 def test_legacy_constructor_from_numpy_converts():

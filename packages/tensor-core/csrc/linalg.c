@@ -16,6 +16,7 @@
  * the error (singular matrix, not positive-definite, no convergence) the way
  * PyTorch does. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "core.h"
 #include "cblas.h"
@@ -100,20 +101,25 @@ static lint wsize(double q, lint at_least) {
         return EC_OK;                                                                           \
     }                                                                                           \
                                                                                                 \
+    /* Inverse as PyTorch computes it: LU (getrf), then solve against the identity    \
+     * (getrs; triangular solves on BLAS-3 trsm).  getri's inversion of U was much   \
+     * slower in OpenBLAS and erratic under load (benchmarks/linalg.py). */            \
     static int inv_##p(int64_t batch, lint n, T* a, lint* ipiv, lint* info) {                  \
-        lint lda = n > 1 ? n : 1, lwork = -1, i2;                                               \
-        T q = 0;                                                                                \
-        scipy_##p##getri_(&n, a, &lda, ipiv, &q, &lwork, &i2);                                  \
-        lwork = wsize(q, n > 1 ? n : 1);                                                        \
-        T* work = malloc(sizeof(T) * lwork);                                                    \
-        if (!work) return NOMEM("linalg.inv");                                                  \
+        lint lda = n > 1 ? n : 1;                                                               \
+        T* lu = malloc(sizeof(T) * (size_t)n * n);                                              \
+        if (!lu) return NOMEM("linalg.inv");                                                    \
         for (int64_t b = 0; b < batch; b++) {                                                   \
             T* ab = a + b * (int64_t)n * n;                                                     \
             lint* pb = ipiv + b * n;                                                            \
-            scipy_##p##getrf_(&n, &n, ab, &lda, pb, info + b);                                  \
-            if (info[b] == 0) scipy_##p##getri_(&n, ab, &lda, pb, work, &lwork, info + b);       \
+            memcpy(lu, ab, sizeof(T) * (size_t)n * n);                                          \
+            scipy_##p##getrf_(&n, &n, lu, &lda, pb, info + b);                                  \
+            if (info[b] != 0) continue;                                                         \
+            memset(ab, 0, sizeof(T) * (size_t)n * n);                                           \
+            for (lint i = 0; i < n; i++) ab[(int64_t)i * n + i] = 1;                            \
+            lint i2;                                                                            \
+            scipy_##p##getrs_("N", &n, &n, lu, &lda, pb, ab, &lda, &i2, 1);                     \
         }                                                                                       \
-        free(work);                                                                             \
+        free(lu);                                                                               \
         return EC_OK;                                                                           \
     }                                                                                           \
                                                                                                 \

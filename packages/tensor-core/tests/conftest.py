@@ -86,12 +86,10 @@ def make(values, dtype, layout="contiguous"):
     if layout == "reversed":
         flipped = np.ascontiguousarray(values[tuple(slice(None, None, -1) for _ in values.shape)])
         base = ec.tensor(flipped, dtype=dtype)
-        arr = base.numpy() if dtype is not ec.bfloat16 else None
-        if arr is None:  # bfloat16 has no NumPy view: reverse through as_strided
-            st = base.stride()
-            off = sum((s - 1) * t for s, t in zip(base.shape, st) if s > 0)
-            return base.as_strided(base.shape, tuple(-t for t in st), off)
-        return ec.from_numpy(arr[tuple(slice(None, None, -1) for _ in values.shape)])
+        # from_numpy refuses negative strides (as PyTorch): reverse through as_strided
+        st = base.stride()
+        off = sum((s - 1) * t for s, t in zip(base.shape, st) if s > 0)
+        return base.as_strided(base.shape, tuple(-t for t in st), off)
     raise ValueError(layout)
 
 

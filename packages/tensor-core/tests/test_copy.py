@@ -123,8 +123,22 @@ def test_to_and_dtype_methods():
     assert t.to("cpu") is t
     assert t.to(ec.device("cpu"), ec.int64).dtype is ec.int64
     assert t.to(ec.zeros(1, dtype=ec.int16)).dtype is ec.int16
-    assert t.type() == "ember.FloatTensor"
+    assert t.type() == "torch.FloatTensor"  # PyTorch's name: scripts compare against it
+    assert ec.ones(1, dtype=ec.uint8).type() == "torch.ByteTensor"
     assert t.type(ec.int64).dtype is ec.int64
+    assert t.type("torch.DoubleTensor").dtype is ec.float64
+    assert t.type("ember.IntTensor").dtype is ec.int32
+    assert t.type("torch.FloatTensor") is t
+    for bad in ("torch.float16", "DoubleTensor", "torch.Foo"):
+        with pytest.raises(ValueError, match="invalid type"):
+            t.type(bad)
+    with pytest.raises(RuntimeError, match="CUDA"):
+        t.type("torch.cuda.FloatTensor")
+
+    class Legacy:  # the umbrella's legacy classes carry a dtype attribute
+        dtype = ec.int16
+
+    assert t.type(Legacy).dtype is ec.int16
     assert t.type_as(ec.zeros(1, dtype=ec.float64)).dtype is ec.float64
     assert t.cpu() is t
     with pytest.raises(RuntimeError, match="CUDA"):

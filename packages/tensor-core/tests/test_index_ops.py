@@ -88,9 +88,9 @@ def ref_scatter_reduce(a, dim, idx, src, reduce, include_self):
 @pytest.mark.parametrize("dtype", DTYPES + [ec.bool, ec.bfloat16])
 def test_index_select_dtypes(dtype):
     x = rand((4, 5, 3), ec.float32).to(dtype)
-    idx = ec.tensor([4, 0, 0, -1])
+    idx = ec.tensor([4, 0, 0, 2])  # negative indices are refused (as PyTorch)
     for dim, size in ((1, 5), (0, 4)):
-        i = idx.clamp(-size, size - 1)
+        i = idx.clamp(0, size - 1)
         np.testing.assert_array_equal(
             np_of(x.index_select(dim, i)), np.take(np_of(x), i.numpy(), axis=dim)
         )
@@ -440,7 +440,7 @@ def test_fuzz_gather_scatter_add(shape, seed, data):
     a = r.standard_normal(shape)
     idx = r.integers(-shape[dim], shape[dim], size=ishape)
     x = ec.from_numpy(a)
-    got = x.gather(dim, ec.from_numpy(idx))
+    got = x.gather(dim, ec.from_numpy(idx % shape[dim]))  # gather refuses negatives
     np.testing.assert_array_equal(
         got.numpy(), ref_gather(a, dim, idx % shape[dim]) if idx.size else np.empty(ishape)
     )
@@ -533,3 +533,22 @@ def test_fuzz_bad_arguments_raise_cleanly(shape, idx, dim, op):
 def test_gather_zero_dim_input_empty_index():
     r = ec.tensor(3.0).gather(0, ec.zeros(5, 2, 0, dtype=ec.int64))
     assert r.shape == (5, 2, 0) and r.dtype == ec.float32
+
+
+def test_negative_indices_refused_where_pytorch_refuses():
+    # index_select/index_add/index_copy/gather take [0, size) (IndexError and
+    # RuntimeError both catch it); index_fill and take wrap negatives
+    x = ec.tensor(np.arange(6.0).reshape(2, 3))
+    neg = ec.tensor([-1])
+    for call in (
+        lambda: x.index_select(1, neg),
+        lambda: ec.zeros(3).index_add(0, neg, ec.ones(1)),
+        lambda: ec.zeros(3).index_copy_(0, neg, ec.ones(1)),
+        lambda: ec.zeros(3).gather(0, neg),
+    ):
+        with pytest.raises(IndexError, match="out of range"):
+            call()
+        with pytest.raises(RuntimeError):
+            call()
+    np.testing.assert_array_equal(ec.zeros(3).index_fill(0, neg, 1.0).numpy(), [0, 0, 1])
+    np.testing.assert_array_equal(ec.arange(3.0).take(neg).numpy(), [2.0])

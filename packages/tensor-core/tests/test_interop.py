@@ -10,6 +10,7 @@ import pytest
 from conftest import ALL_DTYPES, to_np
 
 import ember_core as ec
+from ember_core import _interop
 
 
 @pytest.mark.parametrize("dtype", [d for d in ALL_DTYPES if d is not ec.bfloat16], ids=str)
@@ -38,10 +39,10 @@ def test_from_numpy_shares_memory_both_ways(dtype):
         lambda a: a[:, 1:3],
     ],
 )
-def test_from_numpy_keeps_any_strides(view):
+def test_wrap_numpy_keeps_any_strides(view):
     a = np.arange(12.0).reshape(3, 4)
     v = view(a)
-    t = ec.from_numpy(v)
+    t = _interop.wrap_numpy(v)
     np.testing.assert_array_equal(t.numpy(), v)
     np.testing.assert_array_equal((t + 0).numpy(), v)  # computing on it reads the right elements
     assert t.numpy().__array_interface__["data"][0] == v.__array_interface__["data"][0]
@@ -72,10 +73,31 @@ def test_numpy_view_keeps_the_tensor_memory_alive():
     assert ember_allocator.memory_stats()["allocated_bytes.all.current"] < allocated
 
 
+@pytest.mark.parametrize("view", [lambda a: a[::-1], lambda a: a[:, ::-2], lambda a: a[::-1, ::-1]])
+def test_from_numpy_refuses_negative_strides_tensor_copies(view):
+    # PyTorch's from_numpy refuses negative strides; tensor()/as_tensor() copy
+    v = view(np.arange(12.0).reshape(3, 4))
+    with pytest.raises(ValueError, match="negative"):
+        ec.from_numpy(v)
+    for make in (ec.tensor, ec.as_tensor):
+        t = make(v)
+        np.testing.assert_array_equal(t.numpy(), v)
+        assert t.is_contiguous()
+
+
+def test_from_numpy_of_positive_strides_shares_memory():
+    a = np.arange(12.0).reshape(3, 4)
+    for v in (a[::2], a.T, a[:, 1:3]):
+        t = ec.from_numpy(v)
+        assert t.stride() == tuple(s // 8 for s in v.strides)
+        assert t.numpy().__array_interface__["data"][0] == v.__array_interface__["data"][0]
+
+
 def test_read_only_arrays_give_read_only_tensors():
     a = np.arange(4.0)
     a.flags.writeable = False
-    t = ec.from_numpy(a)
+    with pytest.warns(UserWarning, match="not writable"):
+        t = ec.from_numpy(a)
     for write in (
         lambda: t.add_(1),
         lambda: t.zero_(),

@@ -17,7 +17,7 @@ import inspect
 
 import ember_core as ec
 from ember_autograd._grad_mode import state
-from ember_autograd._node import Node, SavedTensor, _capture_trace, _seq
+from ember_autograd._node import Node, SavedTensor, _capture_trace, _seq, named_node_class
 
 DERIVATIVES = {}
 
@@ -41,6 +41,7 @@ class Formula:
         "uses_result",
         "outputs",
         "node_name",
+        "node_cls",
         "multi_grad",
         "wants_needs",
         "shape_uses",
@@ -96,6 +97,7 @@ def derivative(op_name, inputs=("input",), outputs=(0,), saved_outputs=None):
         f.outputs = tuple(outputs)
         f.multi_grad = len(f.outputs) > 1
         f.node_name = _camel(op_name) + "Backward0"
+        f.node_cls = named_node_class(OpNode, f.node_name)
         f.wants_needs = "needs" in sig
         DERIVATIVES[op_name] = f
         return fn

@@ -23,7 +23,7 @@ import functools
 import ember_core as ec
 from ember_autograd import _grad_mode
 from ember_autograd._formula import sum_to
-from ember_autograd._node import Node, SavedTensor, gradient_edge
+from ember_autograd._node import Node, SavedTensor, gradient_edge, named_node_class
 
 Tensor = ec.Tensor
 state = _grad_mode.state
@@ -209,7 +209,8 @@ def _connect(cls, ctx, args, outputs):
             )
         if not any(o is t for o in outs):
             raise RuntimeError(f"{cls.__name__}: a tensor marked dirty must be returned by forward")
-    node = BackwardCFunction(cls, ctx, edges, in_meta, len(outs))
+    node_cls = named_node_class(BackwardCFunction, f"{cls.__name__}Backward")
+    node = node_cls(cls, ctx, edges, in_meta, len(outs))
     metas = []
     for i, o in enumerate(outs):
         if not isinstance(o, Tensor):

@@ -30,8 +30,15 @@ import sys
 
 import ember_core as ec
 from ember_autograd import _grad_mode
-from ember_autograd._formula import DERIVATIVES, OpNode
-from ember_autograd._node import Node, SavedTensor, accumulator, gradient_edge, last_write
+from ember_autograd._formula import DERIVATIVES
+from ember_autograd._node import (
+    Node,
+    SavedTensor,
+    accumulator,
+    gradient_edge,
+    last_write,
+    named_node_class,
+)
 
 Tensor = ec.Tensor
 state = _grad_mode.state
@@ -250,7 +257,7 @@ def _record_nondifferentiable(op, target, call, args):
     if not target._dtype.is_floating_point:
         return result
     name = "".join(p[:1].upper() + p[1:] for p in op.name.split("_") if p) + "Backward0"
-    node = ZeroGradNode(name, _edge(target) if target._rg else (None, 0))
+    node = named_node_class(ZeroGradNode, name)(name, _edge(target) if target._rg else (None, 0))
     _attach(target, node, 0)
     if target._base is not None:
         _rebase_view(target, node)
@@ -358,7 +365,7 @@ def _record(op, info, args, call):
         o = result[f.outputs[0]] if isinstance(result, tuple) else result  # (namedtuples too)
         if not (isinstance(o, Tensor) and o._dtype.is_floating_point) or o is first:
             return result  # not differentiable, or contiguous()/to() returning the input
-        node = OpNode(f, tuple(edges), values, metas, 1)
+        node = f.node_cls(f, tuple(edges), values, metas, 1)
         if f.uses_result:
             values["result"] = _saved_result(result, ((0, o),), name_, f.saved_outputs)
         d = o.__dict__
@@ -386,7 +393,7 @@ def _record(op, info, args, call):
     ]
     if not diff:
         return result
-    node = OpNode(f, tuple(edges), values, metas, len(f.outputs))
+    node = f.node_cls(f, tuple(edges), values, metas, len(f.outputs))
     # indexed by output number, as the engine's grads are; an output that is not
     # differentiable (an integer one, a None one) has no meta
     out_meta = [None] * len(f.outputs)
@@ -484,6 +491,9 @@ class ViewOfNode(Node):
         return (out,)
 
 
+_AsStridedBackward0 = named_node_class(ViewOfNode, "AsStridedBackward0")
+
+
 class CopySlices(Node):
     """The base's history after an in-place write through one of its views."""
 
@@ -521,10 +531,10 @@ def _rebase_view(view, node):
     base = view._base
     cs = CopySlices(base, view, node)
     _attach(base, cs, 0)
-    _attach(view, ViewOfNode((cs, 0), base, view), 0)
+    _attach(view, _AsStridedBackward0((cs, 0), base, view), 0)
     view._vv = view._storage._version
 
 
 def _regenerate_view(view, base):
-    _attach(view, ViewOfNode(gradient_edge(base), base, view), 0)
+    _attach(view, _AsStridedBackward0(gradient_edge(base), base, view), 0)
     view._vv = view._storage._version

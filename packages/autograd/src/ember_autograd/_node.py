@@ -238,6 +238,20 @@ class Node:
         extra.retain_hooks[output_nr] = weakref.ref(tensor)
 
 
+_NODE_CLASSES = {}
+
+
+def named_node_class(base, name):
+    """A subclass of node class ``base`` named ``name``, made once: ``type(grad_fn)``
+    then reads as PyTorch's node class (``MulBackward0``) while the behaviour stays
+    ``base``'s.  Chosen when a formula or Function is defined, not per node."""
+    cls = _NODE_CLASSES.get((base, name))
+    if cls is None:
+        cls = _NODE_CLASSES[base, name] = type(name, (base,), {"__slots__": ()})
+        cls.__module__ = base.__module__
+    return cls
+
+
 class AccumulateGrad(Node):
     """The sink of a leaf: adds incoming gradients into ``variable.grad``."""
 

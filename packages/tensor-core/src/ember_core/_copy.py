@@ -288,15 +288,32 @@ _TYPE_NAMES = {
 }
 
 
+_TYPE_OF_NAME = {n: d for d, n in _TYPE_NAMES.items()}
+
+
 def type_(self, dtype=None, non_blocking=False):
-    """With no argument, the type name ('ember.FloatTensor'); else to(dtype)."""
+    """With no argument, PyTorch's legacy type name ('torch.FloatTensor', so scripts
+    comparing against it work); else the tensor converted to that type: a dtype, a
+    legacy type name ('torch.LongTensor', 'torch.cuda.FloatTensor') or any object
+    with an ember ``dtype`` attribute (the umbrella's ``ember.LongTensor`` classes).
+
+    >>> import ember_core as ec
+    >>> ec.ones(2).type(), ec.ones(2).type("torch.IntTensor").dtype
+    ('torch.FloatTensor', ember.int32)
+    """
     if dtype is None:
-        return f"ember.{_TYPE_NAMES[self._dtype]}"
+        cuda = "cuda." if self._storage._device.type == "cuda" else ""
+        return f"torch.{cuda}{_TYPE_NAMES[self._dtype]}"
     if isinstance(dtype, str):
-        name = dtype.split(".")[-1]
-        for d, n in _TYPE_NAMES.items():
-            if n == name:
-                return to(self, d)
+        prefix, _, name = dtype.rpartition(".")
+        d = _TYPE_OF_NAME.get(name)
+        if d is None or prefix not in ("torch", "ember", "torch.cuda", "ember.cuda"):
+            raise ValueError(f"invalid type: '{dtype}'")
+        if prefix.endswith("cuda"):
+            return to(self, "cuda", d)
+        return to(self, d)
+    if not isinstance(dtype, D.dtype) and isinstance(getattr(dtype, "dtype", None), D.dtype):
+        dtype = dtype.dtype  # a legacy tensor type (ember.LongTensor)
     return to(self, D.to_dtype(dtype))
 
 

@@ -201,6 +201,10 @@ def _infer_numpy(data):
             "unsupported element types)"
         )
     kind = arr.dtype.kind
+    if kind in "iuf" and isinstance(data, (list, tuple)):
+        mixed = _sequence_dtype(data)
+        if mixed is not None:
+            return arr, mixed
     if kind == "b":
         inferred = D.bool_
     elif kind in "iu":
@@ -241,6 +245,29 @@ def _tensors_to_lists(data):
     return data
 
 
+def _sequence_dtype(data):
+    """The dtype PyTorch infers for a sequence holding NumPy scalars or arrays: every
+    element's own dtype (Python bool/int/float: bool/int64/default float), promoted
+    together. None when the sequence holds Python numbers only."""
+    np_dtypes = set()
+    py_types = set()
+    for x in _flat(data):
+        if isinstance(x, (np.generic, np.ndarray)):
+            np_dtypes.add(x.dtype)
+        else:
+            py_types.add(x.__class__)
+    if not np_dtypes:
+        return None
+    result = None
+    for d in np_dtypes:
+        d = D.NUMPY_TO_DTYPE.get(d) or (D.int64 if d.kind in "iu" else D.float64)
+        result = d if result is None else D.promote_types(result, d)
+    for t in py_types:
+        d = D.bool_ if t is bool else D.int64 if issubclass(t, int) else D.get_default_dtype()
+        result = D.promote_types(result, d)
+    return result
+
+
 def _is_python_data(data):
     """Python numbers (not NumPy arrays or scalars) decide dtype by PyTorch's rules."""
     if isinstance(data, np.ndarray) or isinstance(data, np.generic):
@@ -250,9 +277,8 @@ def _is_python_data(data):
 
 def from_array(arr, dtype, dev):
     """A new ember tensor holding a copy of NumPy array ``arr`` converted to dtype."""
-    from ember_core._interop import from_numpy
-
     from ember_core._copy import copy_into
+    from ember_core._interop import wrap_numpy
 
     if arr.dtype not in D.NUMPY_TO_DTYPE or not arr.dtype.isnative:
         # NumPy dtypes ember lacks (uint16, ...) or byte-swapped: NumPy converts
@@ -260,7 +286,7 @@ def from_array(arr, dtype, dev):
     elif any(st % arr.itemsize for st in arr.strides):
         arr = arr.copy()
     out = _empty(tuple(arr.shape), dtype, dev)
-    copy_into(out, from_numpy(arr))
+    copy_into(out, wrap_numpy(arr))
     return out
 
 
@@ -308,10 +334,12 @@ def as_tensor(data, dtype=None, device=None):
 
         return to(data, dt or data._dtype, device or data._storage._device)
     if isinstance(data, np.ndarray) and (device is None or _dev(device) is CPU):
-        from ember_core._interop import from_numpy
+        from ember_core._interop import wrap_numpy
 
+        if any(s < 0 for s in data.strides):  # PyTorch raises; ember copies
+            return tensor(data, dtype=dt, device=device)
         try:
-            t = from_numpy(data)
+            t = wrap_numpy(data)
         except TypeError:
             return tensor(data, dtype=dt, device=device)
         if dt is not None and dt is not t._dtype:
@@ -331,7 +359,7 @@ def scalar_tensor(s, dtype=None, device=None, requires_grad=False):
 
 
 def _num(x):
-    return x.item() if isinstance(x, Tensor) else x
+    return x.item() if isinstance(x, (Tensor, np.generic)) else x
 
 
 @defop("arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None)", method=False, differentiable=False)

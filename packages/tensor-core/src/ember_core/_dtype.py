@@ -155,6 +155,12 @@ def scalar_dtype(value):
         return int64
     if isinstance(value, float):
         return _default.value
+    # NumPy scalars count as Python numbers (PyTorch reads them as such): np.integer
+    # as int, np.floating -- and, as in PyTorch, np.bool_ -- as float.
+    if isinstance(value, np.integer):
+        return int64
+    if isinstance(value, (np.floating, np.bool_)):
+        return _default.value
     raise TypeError(f"expected a Tensor or a Python number, got {type(value).__name__}")
 
 

@@ -11,6 +11,8 @@ cannot be stored (float into int, say) raises.
 import math
 import numbers
 
+import numpy as np
+
 from ember_core import _dtype as D
 from ember_core import _shape
 from ember_core._dispatch import defop
@@ -45,7 +47,8 @@ def check_device(op, *tensors):
 
 
 def is_scalar(x):
-    return isinstance(x, numbers.Number) and not isinstance(x, Tensor)
+    # np.bool_ is no numbers.Number, but PyTorch takes it as a number
+    return (isinstance(x, numbers.Number) or isinstance(x, np.bool_)) and not isinstance(x, Tensor)
 
 
 def cast(t, dtype):
@@ -545,7 +548,7 @@ def _scalar_args(s, dtype):
     """(double, int64) forms of a Python number for a kernel computing in dtype."""
     if dtype.category == 2:
         return float(s), 0
-    if isinstance(s, float):
+    if isinstance(s, (float, np.floating)):
         if s != s or s in (math.inf, -math.inf):
             return 0.0, 0
         s = int(s)

@@ -11,6 +11,7 @@ import warnings
 from ember_core import _dtype as D
 from ember_core import _shape
 from ember_core._advanced_index import (
+    IndexRuntimeError,
     Plan,
     apply_key,
     count_nonzero_all,
@@ -107,6 +108,17 @@ def _check_index_vector(op, index):
         )
 
 
+def _refuse_negative(op, index, x, d):
+    """index_select, index_add, index_copy and gather take indices in [0, size): unlike
+    x[idx], PyTorch refuses negative ones (the kernels would wrap them)."""
+    if index._numel and index.min().item() < 0:
+        size = x._shape[d] if x._shape else 1
+        raise IndexRuntimeError(
+            f"{op}(): index out of range in self (index {index.min().item()} is out of bounds "
+            f"for dimension {d} with size {size})"
+        )
+
+
 def _norm_dim(op, x, dim):
     return _shape.normalize_dim(dim, len(x._shape), op)
 
@@ -128,6 +140,7 @@ def index_select(input, dim, index, out=None):
     index = _index_arg(op, index)
     _check_index_vector(op, index)
     d = _norm_dim(op, input, dim)
+    _refuse_negative(op, index, input, d)
     if not input._shape:
         if index._numel != 1:
             raise IndexError(
@@ -138,7 +151,11 @@ def index_select(input, dim, index, out=None):
         r = gather_plan(x, _dim_plan(x, 0, index, (1,)), op).reshape(())
         return _finish_out(op, r, out)
     shape = input._shape[:d] + (index._numel,) + input._shape[d + 1 :]
-    return _finish_out(op, gather_plan(input, _dim_plan(input, d, index, shape), op), out)
+    try:
+        r = gather_plan(input, _dim_plan(input, d, index, shape), op)
+    except IndexError as e:  # a RuntimeError in PyTorch 2.13 as well
+        raise IndexRuntimeError(str(e)) from None
+    return _finish_out(op, r, out)
 
 
 def _finish_out(op, r, out):
@@ -198,6 +215,7 @@ def gather(input, dim, index, sparse_grad=False, out=None):
     index = _index_arg(op, index)
     d = _norm_dim(op, input, dim)
     _check_gather_shapes(op, input, d, index)
+    _refuse_negative(op, index, input, d)
     if not input._shape and index._numel:
         x = _as_1d(input)
         idx = _as_1d(index)
@@ -423,6 +441,7 @@ def _index_dim_args(op, input, dim, index, source=None):
                     f"{op}(): source of shape {list(source._shape)} does not match self of shape "
                     f"{list(input._shape)} with dim {d} of size {index._numel}"
                 )
+        _refuse_negative(op, index, input, d)  # (index_fill takes negative indices)
     return d, index
 
 

@@ -1,6 +1,8 @@
 """Zero-copy interop with NumPy (from_numpy, .numpy(), __array__), Python values
 (item, tolist) and pickling (which copies the data)."""
 
+import warnings
+
 import numpy as np
 
 from ember_core import _dtype as D
@@ -11,16 +13,38 @@ from ember_core._tensor import Tensor, empty, is_contig, make
 
 
 def from_numpy(ndarray):
-    """A tensor sharing memory with a NumPy array (any strides, negative ones
-    included); the array stays alive as long as the tensor.  A read-only array
-    gives a tensor that refuses in-place writes.
+    """A tensor sharing memory with a NumPy array; the array stays alive as long as
+    the tensor.  As in PyTorch, negative strides are refused (ValueError) and a
+    read-only array warns (its tensor then refuses in-place writes).
 
     >>> a = np.arange(3.0); t = from_numpy(a); a[0] = 7; t.tolist()
     [7.0, 1.0, 2.0]
     """
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
-    arr = ndarray
+    if any(s < 0 for s in ndarray.strides):
+        raise ValueError(
+            "At least one stride in the given numpy array is negative, and tensors with "
+            "negative strides are not currently supported. (You can probably work around "
+            "this by making a copy of your array  with array.copy().) "
+        )
+    if not ndarray.flags.writeable:
+        warnings.warn(
+            "The given NumPy array is not writable, and the tensor from_numpy returns shares "
+            "its memory: in-place writes to the tensor will raise. You may want to copy the "
+            "array to protect its data or make it writable before converting it to a tensor.",
+            UserWarning,
+            stacklevel=2,
+        )
+    return wrap_numpy(ndarray)
+
+
+def wrap_numpy(arr):
+    """from_numpy without its PyTorch restrictions: any strides (negative ones
+    included, which ember's tensors support), no warning.  ember's own code uses it
+    to view arrays it made."""
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
     if not arr.dtype.isnative:
         raise TypeError(f"from_numpy: byte-swapped arrays ({arr.dtype}) are not supported; use arr.astype(arr.dtype.newbyteorder('='))")
     dt = D.NUMPY_TO_DTYPE.get(arr.dtype)

@@ -69,20 +69,22 @@ class _Formatter:
         nonzero_min, nonzero_max = absv.min(), absv.max()
         self.int_mode = bool(np.all(np.ceil(finite) == finite))
         p = PRINT_OPTS.precision
-        if self.int_mode:
-            if nonzero_max / nonzero_min > 1000.0 or nonzero_max > 1.0e8:
-                self.sci_mode = True
-                widths = (len(f"{v:.{p}e}") for v in finite.tolist())
-            else:
-                widths = (len(f"{v:.0f}") + 1 for v in finite.tolist())
-        elif nonzero_max / nonzero_min > 1000.0 or nonzero_max > 1.0e8 or nonzero_min < 1.0e-4:
-            self.sci_mode = True
+        # the notation is settled first (a set sci_mode wins), then the width in it
+        if PRINT_OPTS.sci_mode is None:
+            self.sci_mode = bool(
+                nonzero_max / nonzero_min > 1000.0
+                or nonzero_max > 1.0e8
+                or nonzero_min < 1.0e-4
+            )
+        else:
+            self.sci_mode = bool(PRINT_OPTS.sci_mode)
+        if self.sci_mode:
             widths = (len(f"{v:.{p}e}") for v in finite.tolist())
+        elif self.int_mode:
+            widths = (len(f"{v:.0f}") + 1 for v in finite.tolist())
         else:
             widths = (len(f"{v:.{p}f}") for v in finite.tolist())
         self.max_width = max(self.max_width, *widths)
-        if PRINT_OPTS.sci_mode is not None:
-            self.sci_mode = PRINT_OPTS.sci_mode
 
     def width(self):
         return self.max_width

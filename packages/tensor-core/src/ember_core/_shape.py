@@ -43,9 +43,11 @@ _INT64_LIMIT = 1 << 63
 def as_shape(args, op):
     """Accept f(2, 3), f((2, 3)), f([2, 3]) or f(torch.Size); ints only, >= 0."""
     if len(args) == 1 and args[0].__class__ is not int:
-        args = args[0]
-        if hasattr(args, "_shape") and not args._shape:  # a 0-d integer tensor
-            args = (args.item(),)
+        a0 = args[0]
+        if hasattr(a0, "_shape") and not a0._shape:  # a 0-d integer tensor
+            args = (a0.item(),)
+        elif hasattr(a0, "__iter__") or not hasattr(a0, "__index__"):
+            args = a0  # a sequence (a lone np.int64 and the like is one size)
     try:
         shape = tuple([s if s.__class__ is int else operator.index(s) for s in args])
     except TypeError:

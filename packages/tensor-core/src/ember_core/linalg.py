@@ -288,7 +288,7 @@ def _linalg_slogdet(A):
 
 @defop("_linalg_inv_ex(A, check_errors=False)", method=False)
 def _linalg_inv_ex(A, check_errors=False):
-    """(inverse, info) through getrf + getri."""
+    """(inverse, info) through getrf + getrs against the identity, as PyTorch."""
     op = "linalg.inv"
     _require_matrix(op, A)
     _require_float(op, A)

@@ -6,6 +6,7 @@ import numpy as np
 
 import ember_core as ec
 from ember_core import _dtype as D
+from ember_core import _interop
 from ember_core.array_api._helpers import Array, check_array, device_arg, dtype_arg
 
 
@@ -35,7 +36,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
                 obj = np.asarray(memoryview(obj))
     if isinstance(obj, np.ndarray):
         try:
-            obj = ec.from_numpy(obj)
+            obj = _interop.wrap_numpy(obj)  # any strides, no read-only warning
         except (TypeError, ValueError):
             if copy is False:
                 raise ValueError(
@@ -83,7 +84,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
     if own is not None:
         t = own(x)
     else:
-        t = ec.from_numpy(np.from_dlpack(x))
+        t = _interop.wrap_numpy(np.from_dlpack(x))
     return t.clone() if copy else t
 
 

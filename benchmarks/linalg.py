@@ -46,21 +46,39 @@ def size_rows(rng, n, batch):
     s = a @ np.swapaxes(a, -1, -2) + n * np.eye(n, dtype=np.float32)
     b = rng.standard_normal(batch + (n, 1)).astype(np.float32)
     A, S, B = ec.from_numpy(a), ec.from_numpy(s), ec.from_numpy(b)
-    tA, tS, tB = (torch.from_numpy(a), torch.from_numpy(s), torch.from_numpy(b)) if torch else (
-        None, None, None)
+    tA, tS, tB = (
+        (torch.from_numpy(a), torch.from_numpy(s), torch.from_numpy(b))
+        if torch
+        else (None, None, None)
+    )
     label = f"{'x'.join(map(str, batch)) + ' x ' if batch else ''}{n}x{n} f32"
     ops = [
         ("inv", lambda: ec.linalg.inv(A), lambda: torch.linalg.inv(tA), lambda: np.linalg.inv(a)),
-        ("solve", lambda: ec.linalg.solve(A, B), lambda: torch.linalg.solve(tA, tB),
-         lambda: np.linalg.solve(a, b)),
+        (
+            "solve",
+            lambda: ec.linalg.solve(A, B),
+            lambda: torch.linalg.solve(tA, tB),
+            lambda: np.linalg.solve(a, b),
+        ),
         ("det", lambda: ec.linalg.det(A), lambda: torch.linalg.det(tA), lambda: np.linalg.det(a)),
-        ("cholesky", lambda: ec.linalg.cholesky(S), lambda: torch.linalg.cholesky(tS),
-         lambda: np.linalg.cholesky(s)),
-        ("eigh", lambda: ec.linalg.eigh(S), lambda: torch.linalg.eigh(tS),
-         lambda: np.linalg.eigh(s)),
-        ("svd", lambda: ec.linalg.svd(A, full_matrices=False),
-         lambda: torch.linalg.svd(tA, full_matrices=False),
-         lambda: np.linalg.svd(a, full_matrices=False)),
+        (
+            "cholesky",
+            lambda: ec.linalg.cholesky(S),
+            lambda: torch.linalg.cholesky(tS),
+            lambda: np.linalg.cholesky(s),
+        ),
+        (
+            "eigh",
+            lambda: ec.linalg.eigh(S),
+            lambda: torch.linalg.eigh(tS),
+            lambda: np.linalg.eigh(s),
+        ),
+        (
+            "svd",
+            lambda: ec.linalg.svd(A, full_matrices=False),
+            lambda: torch.linalg.svd(tA, full_matrices=False),
+            lambda: np.linalg.svd(a, full_matrices=False),
+        ),
         ("qr", lambda: ec.linalg.qr(A), lambda: torch.linalg.qr(tA), lambda: np.linalg.qr(a)),
     ]
     rows = []
@@ -72,8 +90,11 @@ def size_rows(rng, n, batch):
 
 def main():
     rng = np.random.default_rng(0)
-    sizes = [(256, ()), (4, (10000,))] if "--quick" in sys.argv else [
-        (256, ()), (1024, ()), (4, (10000,)), (32, (1000,))]
+    sizes = (
+        [(256, ()), (4, (10000,))]
+        if "--quick" in sys.argv
+        else [(256, ()), (1024, ()), (4, (10000,)), (32, (1000,))]
+    )
     rows = []
     for n, batch in sizes:
         rows += size_rows(rng, n, batch)

@@ -7,7 +7,6 @@ Targets (issue 3, on the 2-core development machine):
   - matmul float32 at 256, 1024, 2048: at least 0.9x NumPy's GFLOP/s.
 """
 
-import os
 import statistics
 import sys
 import time
@@ -61,7 +60,9 @@ def main():
     a, b = ec.ones(4, 4), ec.ones(4, 4)
     na, nb = np.ones((4, 4), np.float32), np.ones((4, 4), np.float32)
     ta, tb = (torch.ones(4, 4), torch.ones(4, 4)) if torch else (None, None)
-    rows.append(case("a + b (4x4)", lambda: a + b, (lambda: ta + tb) if torch else None, lambda: na + nb))
+    rows.append(
+        case("a + b (4x4)", lambda: a + b, (lambda: ta + tb) if torch else None, lambda: na + nb)
+    )
     tsum, tidx, tview = [None] * 3
     if torch:
         tsum, tidx, tview = (lambda: ta.sum()), (lambda: ta[1]), (lambda: ta.view(16))
@@ -74,31 +75,76 @@ def main():
     x, y = ec.rand(n), ec.rand(n)
     nx, ny = x.numpy(), y.numpy()
     tx, ty = (torch.from_numpy(nx.copy()), torch.from_numpy(ny.copy())) if torch else (None, None)
-    rows.append(case("add 16M f32", lambda: x + y, (lambda: tx + ty) if torch else None, lambda: nx + ny))
-    rows.append(case("mul 16M f32", lambda: x * y, (lambda: tx * ty) if torch else None, lambda: nx * ny))
-    rows.append(case("exp 16M f32", lambda: x.exp(), (lambda: tx.exp()) if torch else None, lambda: np.exp(nx)))
+    rows.append(
+        case("add 16M f32", lambda: x + y, (lambda: tx + ty) if torch else None, lambda: nx + ny)
+    )
+    rows.append(
+        case("mul 16M f32", lambda: x * y, (lambda: tx * ty) if torch else None, lambda: nx * ny)
+    )
+    rows.append(
+        case(
+            "exp 16M f32",
+            lambda: x.exp(),
+            (lambda: tx.exp()) if torch else None,
+            lambda: np.exp(nx),
+        )
+    )
     tsig = (lambda: tx.sigmoid()) if torch else None
     rows.append(case("sigmoid 16M f32", lambda: x.sigmoid(), tsig, lambda: 1 / (1 + np.exp(-nx))))
-    rows.append(case("sum 16M f32", lambda: x.sum(), (lambda: tx.sum()) if torch else None, lambda: nx.sum()))
+    rows.append(
+        case(
+            "sum 16M f32", lambda: x.sum(), (lambda: tx.sum()) if torch else None, lambda: nx.sum()
+        )
+    )
 
     m = ec.rand(2048, 2048)
     m2 = ec.rand(2048, 2048)
     nm, nm2 = m.numpy(), m2.numpy()
     tm, tm2 = (torch.from_numpy(nm.copy()), torch.from_numpy(nm2.copy())) if torch else (None, None)
-    rows.append(case("a.T + b 2048^2", lambda: m.T + m2, (lambda: tm.T + tm2) if torch else None, lambda: nm.T + nm2))
+    rows.append(
+        case(
+            "a.T + b 2048^2",
+            lambda: m.T + m2,
+            (lambda: tm.T + tm2) if torch else None,
+            lambda: nm.T + nm2,
+        )
+    )
 
     for size in (256, 1024, 2048):
         p, q = ec.rand(size, size), ec.rand(size, size)
         npq, nq = p.numpy(), q.numpy()
-        tp, tq = (torch.from_numpy(npq.copy()), torch.from_numpy(nq.copy())) if torch else (None, None)
-        rows.append(case(f"matmul {size}", lambda: p @ q, (lambda: tp @ tq) if torch else None, lambda: npq @ nq,
-                         flops=2 * size**3))
+        tp, tq = (
+            (torch.from_numpy(npq.copy()), torch.from_numpy(nq.copy())) if torch else (None, None)
+        )
+        rows.append(
+            case(
+                f"matmul {size}",
+                lambda p=p, q=q: p @ q,
+                (lambda tp=tp, tq=tq: tp @ tq) if torch else None,
+                lambda npq=npq, nq=nq: npq @ nq,
+                flops=2 * size**3,
+            )
+        )
 
     rows.extend(indexing_rows())
 
-    print(f"ember {ec.__version__}, torch {torch.__version__ if torch else 'not installed'}, numpy {np.__version__}; "
-          f"{ec.get_num_threads()} threads")
-    table(rows, ["case", "ember", "torch", "numpy", "torch/ember", "numpy/ember", "best/ember", "ember GFLOP/s"])
+    print(
+        f"ember {ec.__version__}, torch {torch.__version__ if torch else 'not installed'}, numpy {np.__version__}; "  # noqa: E501
+        f"{ec.get_num_threads()} threads"
+    )
+    table(
+        rows,
+        [
+            "case",
+            "ember",
+            "torch",
+            "numpy",
+            "torch/ember",
+            "numpy/ember",
+            "best/ember",
+            "ember GFLOP/s",
+        ],
+    )
     print("ratios > 1 mean ember is faster")
 
 
@@ -267,7 +313,6 @@ def nn_conv_kernels():
     table(rows, ["case", "ember cpu", "torch cpu", "ember/torch cpu"])
 
 
-
 # ------------------------------------------------------------------------
 # NN kernels: softmax, norms, losses, embedding, RNN cells (issue 5, part 2).
 # Forward + backward through autograd, as a training step runs them.
@@ -328,26 +373,34 @@ def nn_main():
     # softmax and cross entropy on 512 x 1000 logits
     x, tx = _pair((512, 1000))
     g, tg = _pair((512, 1000), requires_grad=False, seed=1)
-    both("softmax fwd+bwd 512x1000",
-         lambda: ag.grad(ec.softmax(x, 1), [x], g),
-         lambda: torch.autograd.grad(torch.softmax(tx, 1), [tx], tg))
+    both(
+        "softmax fwd+bwd 512x1000",
+        lambda: ag.grad(ec.softmax(x, 1), [x], g),
+        lambda: torch.autograd.grad(torch.softmax(tx, 1), [tx], tg),
+    )
     target = np.random.default_rng(2).integers(0, 1000, 512)
     et, tt = ec.from_numpy(target), (torch.from_numpy(target) if torch else None)
-    both("cross_entropy fwd+bwd 512x1000",
-         lambda: ag.grad(F.cross_entropy(x, et), [x]),
-         lambda: torch.autograd.grad(tF.cross_entropy(tx, tt), [tx]))
-    both("cross_entropy fwd 512x1000",
-         lambda: F.cross_entropy(x.detach(), et),
-         lambda: tF.cross_entropy(tx.detach(), tt))
+    both(
+        "cross_entropy fwd+bwd 512x1000",
+        lambda: ag.grad(F.cross_entropy(x, et), [x]),
+        lambda: torch.autograd.grad(tF.cross_entropy(tx, tt), [tx]),
+    )
+    both(
+        "cross_entropy fwd 512x1000",
+        lambda: F.cross_entropy(x.detach(), et),
+        lambda: tF.cross_entropy(tx.detach(), tt),
+    )
 
     # layer norm over 1024 features of 4096 rows
     x, tx = _pair((4096, 1024))
     g, tg = _pair((4096, 1024), requires_grad=False, seed=1)
     w, tw = _pair((1024,), seed=2)
     b, tb = _pair((1024,), seed=3)
-    both("layer_norm fwd+bwd 4096x1024",
-         lambda: ag.grad(F.layer_norm(x, (1024,), w, b), [x, w, b], g),
-         lambda: torch.autograd.grad(tF.layer_norm(tx, (1024,), tw, tb), [tx, tw, tb], tg))
+    both(
+        "layer_norm fwd+bwd 4096x1024",
+        lambda: ag.grad(F.layer_norm(x, (1024,), w, b), [x, w, b], g),
+        lambda: torch.autograd.grad(tF.layer_norm(tx, (1024,), tw, tb), [tx, tw, tb], tg),
+    )
 
     # batch norm (training) of a conv activation: 32 x 64 x 32 x 32
     x, tx = _pair((32, 64, 32, 32))
@@ -356,18 +409,22 @@ def nn_main():
     b, tb = _pair((64,), seed=3)
     rm, rv = ec.zeros(64), ec.ones(64)
     trm, trv = (torch.zeros(64), torch.ones(64)) if torch else (None, None)
-    both("batch_norm fwd+bwd 32x64x32x32",
-         lambda: ag.grad(F.batch_norm(x, rm, rv, w, b, True), [x, w, b], g),
-         lambda: torch.autograd.grad(tF.batch_norm(tx, trm, trv, tw, tb, True), [tx, tw, tb], tg))
+    both(
+        "batch_norm fwd+bwd 32x64x32x32",
+        lambda: ag.grad(F.batch_norm(x, rm, rv, w, b, True), [x, w, b], g),
+        lambda: torch.autograd.grad(tF.batch_norm(tx, trm, trv, tw, tb, True), [tx, tw, tb], tg),
+    )
 
     # embedding: a 10k x 256 table, 64 x 128 lookups
     w, tw = _pair((10000, 256))
     idx = np.random.default_rng(4).integers(0, 10000, (64, 128))
     ei, ti = ec.from_numpy(idx), (torch.from_numpy(idx) if torch else None)
     g, tg = _pair((64, 128, 256), requires_grad=False, seed=1)
-    both("embedding fwd+bwd 10k x 256, 8192 ids",
-         lambda: ag.grad(F.embedding(ei, w), [w], g),
-         lambda: torch.autograd.grad(tF.embedding(ti, tw), [tw], tg))
+    both(
+        "embedding fwd+bwd 10k x 256, 8192 ids",
+        lambda: ag.grad(F.embedding(ei, w), [w], g),
+        lambda: torch.autograd.grad(tF.embedding(ti, tw), [tw], tg),
+    )
 
     # one LSTM cell step, batch 64, 256 -> 256
     xs, txs = _pair((64, 256))
@@ -396,9 +453,11 @@ def nn_main():
     v, tv = _pair((8, 8, 128, 64), seed=2)
     sdpa = F.scaled_dot_product_attention
     tsdpa = tF.scaled_dot_product_attention if torch else None
-    both("sdpa causal fwd+bwd 8x8x128x64",
-         lambda: ag.grad(sdpa(q, k, v, is_causal=True).sum(), [q, k, v]),
-         lambda: torch.autograd.grad(tsdpa(tq, tk, tv, is_causal=True).sum(), [tq, tk, tv]))
+    both(
+        "sdpa causal fwd+bwd 8x8x128x64",
+        lambda: ag.grad(sdpa(q, k, v, is_causal=True).sum(), [q, k, v]),
+        lambda: torch.autograd.grad(tsdpa(tq, tk, tv, is_causal=True).sum(), [tq, tk, tv]),
+    )
 
     print(f"NN kernels: softmax, norms, losses, embedding; {ec.get_num_threads()} threads")
     table(rows, ["case", "ember", "torch", "torch/ember"])

@@ -11,6 +11,7 @@ wheel with an unchanged version number still replaces the installed one.
 import pathlib
 import subprocess
 import sys
+
 import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -37,12 +38,18 @@ def main(argv):
         text=True,
     )
     ember = [
-        line.split("==")[0]
-        for line in installed.splitlines()
-        if line.lower().startswith("ember")
+        line.split("==")[0] for line in installed.splitlines() if line.lower().startswith("ember")
     ]
     subprocess.check_call(
-        [*pip, "--no-index", "--no-deps", "--force-reinstall", "--find-links", str(wheelhouse), *ember]
+        [
+            *pip,
+            "--no-index",
+            "--no-deps",
+            "--force-reinstall",
+            "--find-links",
+            str(wheelhouse),
+            *ember,
+        ]
     )
 
 

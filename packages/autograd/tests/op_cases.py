@@ -255,13 +255,27 @@ for _approx in ("none", "tanh"):
             torch_fn=lambda ns, x, a=_approx: ns.nn.functional.gelu(x, approximate=a),
         )
 add("gelu", "inplace", lambda ns, x: ns.gelu_(x * 1), [T()], parity=False)
-add("softplus", "2x3", lambda ns, x: ns.softplus(x), [T(lo=-3.0, hi=3.0)],
-    torch_fn=lambda ns, x: ns.nn.functional.softplus(x))
-add("softplus", "beta=2-threshold=1", lambda ns, x: ns.softplus(x, 2.0, 1.0),
+add(
+    "softplus",
+    "2x3",
+    lambda ns, x: ns.softplus(x),
+    [T(lo=-3.0, hi=3.0)],
+    torch_fn=lambda ns, x: ns.nn.functional.softplus(x),
+)
+add(
+    "softplus",
+    "beta=2-threshold=1",
+    lambda ns, x: ns.softplus(x, 2.0, 1.0),
     [T(values=((-2.0, -0.3, 0.1), (0.3, 1.5, 2.5)))],
-    torch_fn=lambda ns, x: ns.nn.functional.softplus(x, 2.0, 1.0))
-add("softplus", "noncontig", lambda ns, x: ns.softplus(x, 0.5), [T(noncontig=True)],
-    torch_fn=lambda ns, x: ns.nn.functional.softplus(x, 0.5))
+    torch_fn=lambda ns, x: ns.nn.functional.softplus(x, 2.0, 1.0),
+)
+add(
+    "softplus",
+    "noncontig",
+    lambda ns, x: ns.softplus(x, 0.5),
+    [T(noncontig=True)],
+    torch_fn=lambda ns, x: ns.nn.functional.softplus(x, 0.5),
+)
 unary("selu", NZ, functional=True)
 unary("hardsigmoid", T(lo=-2.5, hi=2.5), functional=True)
 add(

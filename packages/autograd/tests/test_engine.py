@@ -476,7 +476,9 @@ def test_missing_grads_get_the_meta_of_their_own_output():
     # d(sum(gb**2))/dg: gb[c] = sum of g over (n, h, w) of channel c
     (gg,) = ag.grad((gb * gb).sum(), g)
     gb_np = g.detach().numpy().sum(axis=(0, 2, 3))
-    np.testing.assert_allclose(gg.numpy(), np.broadcast_to(2 * gb_np[None, :, None, None], gg.shape))
+    np.testing.assert_allclose(
+        gg.numpy(), np.broadcast_to(2 * gb_np[None, :, None, None], gg.shape)
+    )
 
 
 def test_leaf_frozen_after_forward_gets_no_grad():
@@ -504,8 +506,12 @@ def test_grad_fn_classes_are_named_as_pytorch_nodes():
     mul_fn = sum_fn.next_functions[0][0]
     addmm_fn = mul_fn.next_functions[0][0]
     leaf_fn = addmm_fn.next_functions[0][0]
-    for fn, name in ((sum_fn, "SumBackward0"), (mul_fn, "MulBackward0"),
-                     (addmm_fn, "AddmmBackward0"), (leaf_fn, "AccumulateGrad")):
+    for fn, name in (
+        (sum_fn, "SumBackward0"),
+        (mul_fn, "MulBackward0"),
+        (addmm_fn, "AddmmBackward0"),
+        (leaf_fn, "AccumulateGrad"),
+    ):
         assert type(fn).__name__ == name == fn.name()
         assert isinstance(fn, _node.Node)
         assert repr(fn) == f"<{name} object at 0x{id(fn):x}>"

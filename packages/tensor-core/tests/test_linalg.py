@@ -68,7 +68,9 @@ def test_many_small_products_spread_over_threads(dtype, rng):
             ec.set_num_threads(n0)
         tol = 1e-4 if dtype is ec.float32 else 1e-12
         np.testing.assert_allclose(r.numpy(), x.astype(np.float64) @ y, rtol=tol, atol=tol)
-        np.testing.assert_allclose(rb.numpy(), 2 * c + 0.5 * x.astype(np.float64) @ y, rtol=tol, atol=tol)
+        np.testing.assert_allclose(
+            rb.numpy(), 2 * c + 0.5 * x.astype(np.float64) @ y, rtol=tol, atol=tol
+        )
         np.testing.assert_allclose(rt.numpy(), x.astype(np.float64) @ y, rtol=tol, atol=tol)
 
 

@@ -199,8 +199,11 @@ def test_solve_triangular(dtype, upper, left, unit):
         tri[..., idx, idx] = 1.0
     b = randn((2, 4, 3) if left else (2, 3, 4), dtype)
     X = LA.solve_triangular(T(a), T(b), upper=upper, left=left, unitriangular=unit)
-    ref = np.linalg.solve(tri, b) if left else np.swapaxes(
-        np.linalg.solve(np.swapaxes(tri, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
+    ref = (
+        np.linalg.solve(tri, b)
+        if left
+        else np.swapaxes(np.linalg.solve(np.swapaxes(tri, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
+    )
     close(X, ref, dtype, rtol=1e-3 if dtype is ec.float32 else 1e-9)
 
 
@@ -263,8 +266,9 @@ def test_qr_legacy_some():
 @pytest.mark.parametrize("uplo", ["L", "U"])
 def test_eigh(dtype, batch, uplo):
     s = spd(batch + (5, 5), dtype)
-    junk = s + (np.triu if uplo == "L" else np.tril)(rng.standard_normal(s.shape), 1 if uplo ==
-                                                    "L" else -1).astype(s.dtype)
+    junk = s + (np.triu if uplo == "L" else np.tril)(
+        rng.standard_normal(s.shape), 1 if uplo == "L" else -1
+    ).astype(s.dtype)
     w, V = LA.eigh(T(junk), UPLO=uplo)
     close(w, np.linalg.eigvalsh(s), dtype, rtol=1e-4 if dtype is ec.float32 else 1e-9)
     assert np.all(np.diff(w.numpy(), axis=-1) >= 0)  # ascending
@@ -288,8 +292,7 @@ def test_svd(dtype, shape, full):
     assert U.shape == ru.shape and S.shape == rs.shape and Vh.shape == rvh.shape
     close(S, rs, dtype)
     close((U[..., :k] * S.unsqueeze(-2)) @ Vh[..., :k, :], a, dtype)
-    close(U.mT @ U, np.broadcast_to(np.eye(U.shape[-1]), U.shape[:-2] + (U.shape[-1],) * 2),
-          dtype)
+    close(U.mT @ U, np.broadcast_to(np.eye(U.shape[-1]), U.shape[:-2] + (U.shape[-1],) * 2), dtype)
     close(LA.svdvals(T(a)), rs, dtype)
     # torch.svd: V rather than Vh, reduced by default
     U2, S2, V2 = ec.svd(T(a))
@@ -313,8 +316,7 @@ def test_svd_compute_uv_false():
 def test_pinv(dtype, shape):
     a = randn(shape, dtype)
     close(LA.pinv(T(a)), np.linalg.pinv(a), dtype, atol=1e-3 if dtype is ec.float32 else 1e-9)
-    close(ec.pinverse(T(a)), np.linalg.pinv(a), dtype, atol=1e-3 if dtype is ec.float32 else
-          1e-9)
+    close(ec.pinverse(T(a)), np.linalg.pinv(a), dtype, atol=1e-3 if dtype is ec.float32 else 1e-9)
 
 
 def test_pinv_rank_deficient_and_hermitian():
@@ -334,8 +336,13 @@ def test_lstsq(dtype, driver, shape):
     b = randn((2, m, 2), dtype)
     r = LA.lstsq(T(a), T(b), driver=driver)
     ref = np.stack([np.linalg.lstsq(a[i], b[i], rcond=None)[0] for i in range(2)])
-    close(r.solution, ref, dtype, rtol=2e-3 if dtype is ec.float32 else 1e-8,
-          atol=2e-3 if dtype is ec.float32 else 1e-8)
+    close(
+        r.solution,
+        ref,
+        dtype,
+        rtol=2e-3 if dtype is ec.float32 else 1e-8,
+        atol=2e-3 if dtype is ec.float32 else 1e-8,
+    )
     drv = driver or "gelsy"
     if m > n and drv != "gelsy":
         res = ((a @ ref - b) ** 2).sum(-2)
@@ -393,8 +400,11 @@ def test_vector_norms(ord):
     a = randn((3, 4), ec.float64)
     o = 2 if ord is None else ord
     close(LA.vector_norm(T(a), o), np.linalg.norm(a.ravel(), o), ec.float64)
-    close(LA.vector_norm(T(a), o, dim=1, keepdim=True),
-          np.linalg.norm(a, o, axis=1, keepdims=True), ec.float64)
+    close(
+        LA.vector_norm(T(a), o, dim=1, keepdim=True),
+        np.linalg.norm(a, o, axis=1, keepdims=True),
+        ec.float64,
+    )
     close(LA.norm(T(a), ord, dim=0), np.linalg.norm(a, o, axis=0), ec.float64)
     close(LA.norm(T(a[0]), ord), np.linalg.norm(a[0], ord), ec.float64)
 
@@ -487,8 +497,13 @@ def test_matrix_exp(scale):
     a = randn((2, 4, 4), ec.float64) * scale
     ref = _expm_reference(a)
     close(LA.matrix_exp(T(a)), ref, ec.float64, rtol=1e-8, atol=1e-10 * np.abs(ref).max())
-    close(ec.matrix_exp(T(a.astype(np.float32))), ref, ec.float32, rtol=1e-3,
-          atol=1e-4 * np.abs(ref).max())
+    close(
+        ec.matrix_exp(T(a.astype(np.float32))),
+        ref,
+        ec.float32,
+        rtol=1e-3,
+        atol=1e-4 * np.abs(ref).max(),
+    )
     # the exponential of a diagonal matrix is the exponential of its diagonal
     d = np.diag([0.5, -1.0, 2.0])
     close(LA.matrix_exp(T(d)), np.diag(np.exp([0.5, -1.0, 2.0])), ec.float64)
@@ -514,9 +529,22 @@ def test_vander():
 
 
 def test_tensor_methods_and_umbrella_names():
-    for name in ("det", "logdet", "slogdet", "inverse", "pinverse", "cholesky", "cholesky_solve",
-                 "cholesky_inverse", "svd", "qr", "matrix_power", "matrix_exp",
-                 "triangular_solve", "norm"):
+    for name in (
+        "det",
+        "logdet",
+        "slogdet",
+        "inverse",
+        "pinverse",
+        "cholesky",
+        "cholesky_solve",
+        "cholesky_inverse",
+        "svd",
+        "qr",
+        "matrix_power",
+        "matrix_exp",
+        "triangular_solve",
+        "norm",
+    ):
         assert hasattr(ec.Tensor, name), name
         assert callable(getattr(ec, name)), name
     for name in LA.__all__:
@@ -575,15 +603,20 @@ def test_not_positive_definite():
     ],
 )
 def test_shape_and_dtype_errors(fn, name):
-    with pytest.raises(RuntimeError, match=rf"^{name}: A must be batches of square matrices, but "
-                       "they are 2 by 3 matrices"):
+    with pytest.raises(
+        RuntimeError,
+        match=rf"^{name}: A must be batches of square matrices, but "
+        "they are 2 by 3 matrices",
+    ):
         fn(ec.zeros(2, 3))
     with pytest.raises(RuntimeError, match="must have at least 2 dimensions"):
         fn(ec.zeros(3))
-    with pytest.raises(RuntimeError, match="Expected a floating point or complex tensor as input. "
-                       "Got Long"):
+    with pytest.raises(
+        RuntimeError, match="Expected a floating point or complex tensor as input. Got Long"
+    ):
         fn(ec.zeros(3, 3, dtype=ec.int64)) if name != "linalg.eigh" else LA.inv(
-            ec.zeros(3, 3, dtype=ec.int64))
+            ec.zeros(3, 3, dtype=ec.int64)
+        )
 
 
 def test_low_precision_dtypes():

@@ -90,8 +90,21 @@ def test_lstsq_fields(driver, shape):
 
 @pytest.mark.parametrize(
     "p,dim",
-    [("fro", None), ("fro", (0, 1)), ("fro", 1), ("nuc", None), ("nuc", (1, 2)), (2, None),
-     (2, (1, 2)), (1, 0), (math.inf, None), (-math.inf, (0, 2)), (0, 1), (3, (0, 2)), (None, 1)],
+    [
+        ("fro", None),
+        ("fro", (0, 1)),
+        ("fro", 1),
+        ("nuc", None),
+        ("nuc", (1, 2)),
+        (2, None),
+        (2, (1, 2)),
+        (1, 0),
+        (math.inf, None),
+        (-math.inf, (0, 2)),
+        (0, 1),
+        (3, (0, 2)),
+        (None, 1),
+    ],
 )
 @pytest.mark.parametrize("keepdim", [False, True])
 def test_torch_norm(p, dim, keepdim):

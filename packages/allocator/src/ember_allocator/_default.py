@@ -88,8 +88,9 @@ def host_fast_path():
     """``(malloc, free)``: the default host allocator's one-argument C entry points,
     for hot paths such as tensor creation.  ``malloc(nbytes)`` returns an address
     (0 on failure: raise ``host_allocator().allocation_error(nbytes)``, the
-    matching exception, without allocating again); ``free(address)`` returns 0, or a non-zero status for an address
-    it did not hand out.  Every address must be freed exactly once."""
+    matching exception, without allocating again); ``free(address)`` returns 0,
+    or a non-zero status for an address it did not hand out.  Every address must
+    be freed exactly once."""
     from ember_allocator._lib import lib
 
     host_allocator()

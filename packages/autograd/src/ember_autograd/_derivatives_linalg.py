@@ -86,8 +86,9 @@ def _(grad, A, result):
     if not bool(singular.any()):
         return g * inv.mT  # d det = det * A^-T
     cof = _det_grad_svd(A)
-    return ec.where(singular.unsqueeze(-1).unsqueeze(-1), cof, result.unsqueeze(-1).unsqueeze(-1)
-                    * inv.mT) * grad.unsqueeze(-1).unsqueeze(-1)
+    return ec.where(
+        singular.unsqueeze(-1).unsqueeze(-1), cof, result.unsqueeze(-1).unsqueeze(-1) * inv.mT
+    ) * grad.unsqueeze(-1).unsqueeze(-1)
 
 
 @derivative("_linalg_slogdet", inputs=("A",), outputs=(1,), saved_outputs=())

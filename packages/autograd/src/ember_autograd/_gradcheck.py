@@ -14,7 +14,7 @@ import numpy as np
 
 import ember_core as ec
 from ember_autograd import _api
-from ember_autograd._grad_mode import enable_grad, no_grad
+from ember_autograd._grad_mode import no_grad
 
 Tensor = ec.Tensor
 

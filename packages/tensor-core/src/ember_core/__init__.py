@@ -6,42 +6,48 @@
 52.0
 """
 
-from ember_core import _copy, _creation, _dispatch, _interop, _views
+# nn-conv: convolution, pooling, padding and resampling ops
+# nn ops: softmax, normalization, losses, activations, dropout, embedding,
+# attention, recurrent cells
+# fixes: more shape builders and math (composites of the ops above)
+# linalg: torch.linalg (LAPACK) as ember_core.linalg, and the legacy det, svd, qr... ops
+# nnk: grid_sample/affine_grid, max_unpool and the CTC loss
+from ember_core import (  # noqa: F401 - they fill the op table  # noqa: F401 - register their ops  # noqa: F401 - they fill the op table
+    _activation,
+    _attention,
+    _conv,
+    _copy,
+    _creation,
+    _dispatch,
+    _dropout,
+    _embedding,
+    _interop,
+    _loss,
+    _math_extra,
+    _norm,
+    _pool,
+    _rearrange,
+    _resample,
+    _rnn,
+    _sampling,  # noqa: E402, F401 - they fill the op table
+    _softmax,
+    _views,
+    linalg,  # noqa: E402, F401 - public submodule
+)
+
+# Indexing, sorting and set ops (advanced indexing, index/scatter/gather family, sort...).
+from ember_core import _advanced_index as _advanced_index
 from ember_core import _elementwise as _ew
+from ember_core import _index_ops as _index_ops
 from ember_core import _indexing as _idx
 from ember_core import _joining as _joining
 from ember_core import _linalg as _linalg
 from ember_core import _random as _random
 from ember_core import _reduction as _reduction
-
-# Indexing, sorting and set ops (advanced indexing, index/scatter/gather family, sort...).
-from ember_core import _advanced_index as _advanced_index
-from ember_core import _index_ops as _index_ops
 from ember_core import _sorting as _sorting
-# nn-conv: convolution, pooling, padding and resampling ops
-from ember_core import _conv, _pool, _resample  # noqa: F401 - they fill the op table
 from ember_core._device import device
-
-# nn ops: softmax, normalization, losses, activations, dropout, embedding,
-# attention, recurrent cells
-from ember_core import (  # noqa: F401 - register their ops
-    _activation,
-    _attention,
-    _dropout,
-    _embedding,
-    _loss,
-    _norm,
-    _rnn,
-    _softmax,
-)
-# fixes: more shape builders and math (composites of the ops above)
-from ember_core import _math_extra, _rearrange  # noqa: F401 - they fill the op table
-from ember_core._math_extra import is_signed
-# linalg: torch.linalg (LAPACK) as ember_core.linalg, and the legacy det, svd, qr... ops
-from ember_core import linalg  # noqa: E402, F401 - public submodule
-# nnk: grid_sample/affine_grid, max_unpool and the CTC loss
-from ember_core import _sampling  # noqa: E402, F401 - they fill the op table
 from ember_core._dispatch import OPS, Op, defop, register_handler, remove_handler
+from ember_core._dlpack import from_dlpack, to_dlpack  # noqa: F401 - public
 from ember_core._dtype import (
     bfloat16,
     bool_,
@@ -61,8 +67,8 @@ from ember_core._dtype import (
     uint8,
 )
 from ember_core._interop import from_numpy, is_tensor
-from ember_core._dlpack import from_dlpack, to_dlpack  # noqa: F401 - public
 from ember_core._lib import lib as _lib_c
+from ember_core._math_extra import is_signed
 from ember_core._printing import set_printoptions
 from ember_core._random import (
     Generator,
@@ -277,7 +283,9 @@ Tensor.__array_priority__ = 1000
 def _contains(self, element):
     if isinstance(element, Tensor) or _ew.is_scalar(element):
         return _builtins.bool((self == element).any().item())
-    raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type(element)}.")
+    raise RuntimeError(
+        f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type(element)}."
+    )
 
 
 Tensor.__contains__ = _contains
@@ -324,17 +332,13 @@ from ember_core._copy import (  # noqa: E402, F401 - public
 # by Tensor.__array_namespace__).
 
 
-def _to_device(self, device, /, *, stream=None):
+def _to_device(self, dev, /, *, stream=None):
     """The array API's x.to_device(device): this tensor on ``device``."""
-    return self.to(device)
+    return self.to(dev)
 
 
 Tensor.to_device = _to_device
 
 __all__ = sorted(
-    {
-        k
-        for k, v in globals().items()
-        if not k.startswith("_") and k not in ("builtins_int",)
-    }
+    {k for k, v in globals().items() if not k.startswith("_") and k not in ("builtins_int",)}
 )

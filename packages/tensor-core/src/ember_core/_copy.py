@@ -26,8 +26,16 @@ def copy_into(dst, src):
     if overlaps(dst, src):
         src = clone(src)
     n = dst._numel
-    if dst._shape == src._shape and (dst._contig or is_contig(dst)) and (src._contig or is_contig(src)):
-        fn = nogil.ec_copy_contig if n * dst._dtype.itemsize > NOGIL_THRESHOLD else lib.ec_copy_contig
+    if (
+        dst._shape == src._shape
+        and (dst._contig or is_contig(dst))
+        and (src._contig or is_contig(src))
+    ):
+        fn = (
+            nogil.ec_copy_contig
+            if n * dst._dtype.itemsize > NOGIL_THRESHOLD
+            else lib.ec_copy_contig
+        )
         check(fn(n, dst._ptr, dst._dtype.code, src._ptr, src._dtype.code), "copy_")
         return dst
     ss = _shape.broadcast_strides(src._shape, src._stride, dst._shape)
@@ -198,7 +206,9 @@ def resize_(input, sizes):
         new = _storage.allocate(need, old._device)
         keep = min(old._nbytes, need)
         if keep:
-            check(lib.ec_copy_contig(keep, new._ptr, D.uint8.code, old._ptr, D.uint8.code), "resize_")
+            check(
+                lib.ec_copy_contig(keep, new._ptr, D.uint8.code, old._ptr, D.uint8.code), "resize_"
+            )
         new._version = old._version
         input._storage = new
         input._ptr = new._ptr + input._offset * input._dtype.itemsize

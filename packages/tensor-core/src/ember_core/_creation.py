@@ -12,7 +12,8 @@ from ember_core._device import CPU, require_cpu, to_device
 from ember_core._dispatch import defop
 from ember_core._elementwise import layout
 from ember_core._lib import check, lib
-from ember_core._tensor import Tensor, empty as _empty, make
+from ember_core._tensor import Tensor, make
+from ember_core._tensor import empty as _empty
 
 
 def _dev(device):
@@ -46,8 +47,20 @@ def fill_values(t, value):
     return t
 
 
-@defop("empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False, memory_format=None, out=None)", method=False, differentiable=False)
-def empty(size, dtype=None, device=None, requires_grad=False, pin_memory=False, memory_format=None, out=None):
+@defop(
+    "empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False, memory_format=None, out=None)",  # noqa: E501 - one string, as PyTorch spells it
+    method=False,
+    differentiable=False,
+)
+def empty(
+    size,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    pin_memory=False,
+    memory_format=None,
+    out=None,
+):
     """An uninitialised tensor of the given shape."""
     shape = _shape.as_shape(size, "empty")
     dt = D.to_dtype(dtype) or D.get_default_dtype()
@@ -63,7 +76,11 @@ def empty_like_class(cls, size, dtype=None, device=None, requires_grad=False):
     return t if cls is Tensor else t.as_subclass(cls)
 
 
-@defop("empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)", method=False, differentiable=False)
+@defop(
+    "empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)",
+    method=False,
+    differentiable=False,
+)
 def empty_strided(size, stride, dtype=None, device=None, requires_grad=False):
     """An uninitialised tensor with the given strides."""
     from ember_core import _storage
@@ -71,7 +88,9 @@ def empty_strided(size, stride, dtype=None, device=None, requires_grad=False):
     shape = _shape.as_shape(size, "empty_strided")
     stride = tuple(int(s) for s in stride)
     if len(stride) != len(shape):
-        raise RuntimeError(f"empty_strided: size {list(shape)} and stride {list(stride)} differ in length")
+        raise RuntimeError(
+            f"empty_strided: size {list(shape)} and stride {list(stride)} differ in length"
+        )
     dt = D.to_dtype(dtype) or D.get_default_dtype()
     extent = 1 + sum((s - 1) * st for s, st in zip(shape, stride)) if all(shape) else 0
     storage = _storage.allocate(max(extent, 0) * dt.itemsize, _dev(device))
@@ -95,13 +114,21 @@ def _filled(op, size, value, dtype, device, requires_grad, out):
     return _finish(t, requires_grad)
 
 
-@defop("zeros(*size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None)", method=False, differentiable=False)
+@defop(
+    "zeros(*size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None)",
+    method=False,
+    differentiable=False,
+)
 def zeros(size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None):
     """A tensor of zeros."""
     return _filled("zeros", size, 0, dtype, device, requires_grad, out)
 
 
-@defop("ones(*size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None)", method=False, differentiable=False)
+@defop(
+    "ones(*size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None)",
+    method=False,
+    differentiable=False,
+)
 def ones(size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None):
     """A tensor of ones."""
     return _filled("ones", size, 1, dtype, device, requires_grad, out)
@@ -113,7 +140,11 @@ def _fill_dtype(value):
     return D.scalar_dtype(value)
 
 
-@defop("full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None)", method=False, differentiable=False)
+@defop(
+    "full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None)",
+    method=False,
+    differentiable=False,
+)
 def full(size, fill_value, dtype=None, device=None, requires_grad=False, out=None):
     """A tensor filled with ``fill_value`` (its dtype inferred from the value)."""
     if isinstance(fill_value, Tensor):
@@ -130,25 +161,41 @@ def _like(op, input, dtype, device):
     return dt, dev
 
 
-@defop("empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None)", differentiable=False, method=False)
+@defop(
+    "empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None)",
+    differentiable=False,
+    method=False,
+)
 def empty_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
     dt, dev = _like("empty_like", input, dtype, device)
     return _finish(_empty(input._shape, dt, _dev(dev)), requires_grad)
 
 
-@defop("zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None)", differentiable=False, method=False)
+@defop(
+    "zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None)",
+    differentiable=False,
+    method=False,
+)
 def zeros_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
     dt, dev = _like("zeros_like", input, dtype, device)
     return _filled("zeros_like", (input._shape,), 0, dt, dev, requires_grad, None)
 
 
-@defop("ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None)", differentiable=False, method=False)
+@defop(
+    "ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None)",
+    differentiable=False,
+    method=False,
+)
 def ones_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
     dt, dev = _like("ones_like", input, dtype, device)
     return _filled("ones_like", (input._shape,), 1, dt, dev, requires_grad, None)
 
 
-@defop("full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None)", differentiable=False, method=False)
+@defop(
+    "full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None)",  # noqa: E501 - one string, as PyTorch spells it
+    differentiable=False,
+    method=False,
+)
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, memory_format=None):
     dt, dev = _like("full_like", input, dtype, device)
     return _filled("full_like", (input._shape,), fill_value, dt, dev, requires_grad, None)
@@ -175,11 +222,22 @@ new_ones = _new_method(ones)
 
 
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    return full(size, fill_value, dtype=dtype or self._dtype, device=device or self._storage._device, requires_grad=requires_grad)
+    return full(
+        size,
+        fill_value,
+        dtype=dtype or self._dtype,
+        device=device or self._storage._device,
+        requires_grad=requires_grad,
+    )
 
 
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
-    return tensor(data, dtype=dtype or self._dtype, device=device or self._storage._device, requires_grad=requires_grad)
+    return tensor(
+        data,
+        dtype=dtype or self._dtype,
+        device=device or self._storage._device,
+        requires_grad=requires_grad,
+    )
 
 
 # ----------------------------------------------------------- from data
@@ -210,9 +268,13 @@ def _infer_numpy(data):
     elif kind in "iu":
         if arr.dtype == np.uint64 and arr.size and arr.max() > D.int64.max:
             raise ValueError(_OVERFLOW)
-        inferred = D.NUMPY_TO_DTYPE.get(arr.dtype, D.int64) if not _is_python_data(data) else D.int64
+        inferred = (
+            D.NUMPY_TO_DTYPE.get(arr.dtype, D.int64) if not _is_python_data(data) else D.int64
+        )
     elif kind == "f":
-        inferred = D.NUMPY_TO_DTYPE[arr.dtype] if not _is_python_data(data) else D.get_default_dtype()
+        inferred = (
+            D.NUMPY_TO_DTYPE[arr.dtype] if not _is_python_data(data) else D.get_default_dtype()
+        )
     elif kind == "c":
         raise TypeError("ember has no complex dtypes")
     else:
@@ -270,9 +332,7 @@ def _sequence_dtype(data):
 
 def _is_python_data(data):
     """Python numbers (not NumPy arrays or scalars) decide dtype by PyTorch's rules."""
-    if isinstance(data, np.ndarray) or isinstance(data, np.generic):
-        return False
-    return True
+    return not isinstance(data, (np.ndarray, np.generic))
 
 
 def from_array(arr, dtype, dev):
@@ -290,7 +350,11 @@ def from_array(arr, dtype, dev):
     return out
 
 
-@defop("tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False)", method=False, differentiable=False)
+@defop(
+    "tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False)",
+    method=False,
+    differentiable=False,
+)
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of ``data`` (numbers, nested sequences, NumPy
     arrays, tensors); the dtype is inferred as PyTorch does unless given.
@@ -305,7 +369,11 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
 
         r = to_dtype_copy(data, dt or data._dtype, dev)
         return _finish(r, requires_grad)
-    if isinstance(data, bool) or isinstance(data, numbers.Number) and not isinstance(data, np.ndarray):
+    if (
+        isinstance(data, bool)
+        or isinstance(data, numbers.Number)
+        and not isinstance(data, np.ndarray)
+    ):
         if isinstance(data, complex):
             raise TypeError("ember has no complex dtypes")
         if data.__class__ is int and not D.int64.min <= data <= D.int64.max:
@@ -350,9 +418,15 @@ def as_tensor(data, dtype=None, device=None):
     return tensor(data, dtype=dt, device=device)
 
 
-@defop("scalar_tensor(s, *, dtype=None, device=None, requires_grad=False)", method=False, differentiable=False)
+@defop(
+    "scalar_tensor(s, *, dtype=None, device=None, requires_grad=False)",
+    method=False,
+    differentiable=False,
+)
 def scalar_tensor(s, dtype=None, device=None, requires_grad=False):
-    return tensor(s, dtype=dtype or D.get_default_dtype(), device=device, requires_grad=requires_grad)
+    return tensor(
+        s, dtype=dtype or D.get_default_dtype(), device=device, requires_grad=requires_grad
+    )
 
 
 # ------------------------------------------------------------- sequences
@@ -362,7 +436,11 @@ def _num(x):
     return x.item() if isinstance(x, (Tensor, np.generic)) else x
 
 
-@defop("arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None)", method=False, differentiable=False)
+@defop(
+    "arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None)",
+    method=False,
+    differentiable=False,
+)
 def arange(start=0, end=None, step=1, dtype=None, device=None, requires_grad=False, out=None):
     """Values from start (inclusive) to end (exclusive) by step.
 
@@ -389,7 +467,9 @@ def arange(start=0, end=None, step=1, dtype=None, device=None, requires_grad=Fal
     t = _empty((n,), dt, _dev(device)) if out is None else _resize(out, (n,))
     int_start = int(start) if not isinstance(start, float) else 0
     int_step = int(step) if not isinstance(step, float) else 0
-    check(lib.ec_arange(dt.code, n, t._ptr, float(start), float(step), int_start, int_step), "arange")
+    check(
+        lib.ec_arange(dt.code, n, t._ptr, float(start), float(step), int_start, int_step), "arange"
+    )
     return _finish(t, requires_grad)
 
 
@@ -401,7 +481,11 @@ def _resize(out, shape):
     return resize_(out, shape)
 
 
-@defop("linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None)", method=False, differentiable=False)
+@defop(
+    "linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None)",
+    method=False,
+    differentiable=False,
+)
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False, out=None):
     """``steps`` evenly spaced values from start to end, both included."""
     start, end = float(_num(start)), float(_num(end))
@@ -414,7 +498,11 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False, ou
     return _finish(t, requires_grad)
 
 
-@defop("logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False)", method=False, differentiable=False)
+@defop(
+    "logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False)",
+    method=False,
+    differentiable=False,
+)
 def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
     """base ** linspace(start, end, steps)."""
     from ember_core._elementwise import pow as _pow
@@ -427,7 +515,11 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_gra
     return _finish(to(r, dt), requires_grad)
 
 
-@defop("eye(n, m=None, *, dtype=None, device=None, requires_grad=False)", method=False, differentiable=False)
+@defop(
+    "eye(n, m=None, *, dtype=None, device=None, requires_grad=False)",
+    method=False,
+    differentiable=False,
+)
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     """A 2-D tensor with ones on the diagonal."""
     m = n if m is None else m
@@ -449,7 +541,7 @@ def fill_(input, value):
     if isinstance(value, Tensor):
         if value._shape:
             raise RuntimeError(
-                f"fill_ only supports 0-dimension value tensor but got tensor with {len(value._shape)} dimensions."
+                f"fill_ only supports 0-dimension value tensor but got tensor with {len(value._shape)} dimensions."  # noqa: E501 - one string, as PyTorch spells it
             )
         value = value.item()
     written(input, "fill_")

@@ -146,7 +146,7 @@ def _signature(text):
     """Parse 'name(a, b, *, c=1)' into (name, inspect.Signature, defaults namespace)."""
     name = text[: text.index("(")].strip()
     holder = {}
-    exec(f"def {name}{text[text.index('('):]}: pass", holder)  # noqa: S102 - our own table
+    exec(f"def {name}{text[text.index('(') :]}: pass", holder)  # noqa: S102 - our own table
     return name, inspect.signature(holder[name])
 
 

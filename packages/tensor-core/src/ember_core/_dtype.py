@@ -57,13 +57,39 @@ _i = np.iinfo
 bool_ = dtype("bool", lib.EC_BOOL, 1, 0, False, np.dtype(np.bool_), False, True)
 uint8 = dtype("uint8", lib.EC_UINT8, 1, 1, False, np.dtype(np.uint8), 0, 255)
 int8 = dtype("int8", lib.EC_INT8, 1, 1, True, np.dtype(np.int8), -128, 127)
-int16 = dtype("int16", lib.EC_INT16, 2, 1, True, np.dtype(np.int16), _i(np.int16).min, _i(np.int16).max)
-int32 = dtype("int32", lib.EC_INT32, 4, 1, True, np.dtype(np.int32), _i(np.int32).min, _i(np.int32).max)
-int64 = dtype("int64", lib.EC_INT64, 8, 1, True, np.dtype(np.int64), _i(np.int64).min, _i(np.int64).max)
+int16 = dtype(
+    "int16", lib.EC_INT16, 2, 1, True, np.dtype(np.int16), _i(np.int16).min, _i(np.int16).max
+)
+int32 = dtype(
+    "int32", lib.EC_INT32, 4, 1, True, np.dtype(np.int32), _i(np.int32).min, _i(np.int32).max
+)
+int64 = dtype(
+    "int64", lib.EC_INT64, 8, 1, True, np.dtype(np.int64), _i(np.int64).min, _i(np.int64).max
+)
 float16 = dtype("float16", lib.EC_FLOAT16, 2, 2, True, np.dtype(np.float16), -65504.0, 65504.0)
-bfloat16 = dtype("bfloat16", lib.EC_BFLOAT16, 2, 2, True, None, -3.3895313892515355e38, 3.3895313892515355e38)
-float32 = dtype("float32", lib.EC_FLOAT32, 4, 2, True, np.dtype(np.float32), float(np.finfo(np.float32).min), float(np.finfo(np.float32).max))
-float64 = dtype("float64", lib.EC_FLOAT64, 8, 2, True, np.dtype(np.float64), float(np.finfo(np.float64).min), float(np.finfo(np.float64).max))
+bfloat16 = dtype(
+    "bfloat16", lib.EC_BFLOAT16, 2, 2, True, None, -3.3895313892515355e38, 3.3895313892515355e38
+)
+float32 = dtype(
+    "float32",
+    lib.EC_FLOAT32,
+    4,
+    2,
+    True,
+    np.dtype(np.float32),
+    float(np.finfo(np.float32).min),
+    float(np.finfo(np.float32).max),
+)
+float64 = dtype(
+    "float64",
+    lib.EC_FLOAT64,
+    8,
+    2,
+    True,
+    np.dtype(np.float64),
+    float(np.finfo(np.float64).min),
+    float(np.finfo(np.float64).max),
+)
 
 ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
 DTYPES_BY_CODE = {d.code: d for d in ALL_DTYPES}

@@ -48,7 +48,7 @@ def check_device(op, *tensors):
 
 def is_scalar(x):
     # np.bool_ is no numbers.Number, but PyTorch takes it as a number
-    return (isinstance(x, numbers.Number) or isinstance(x, np.bool_)) and not isinstance(x, Tensor)
+    return isinstance(x, (numbers.Number, np.bool_)) and not isinstance(x, Tensor)
 
 
 def cast(t, dtype):
@@ -110,9 +110,8 @@ def overlaps(a, b):
     """Whether writing ``a`` elementwise could clobber ``b`` before it is read."""
     if a._storage is not b._storage:
         return False
-    if a._offset == b._offset and a._stride == b._stride and a._shape == b._shape:
-        return False  # same elements in the same order: elementwise in place is safe
-    return True
+    # same elements in the same order: elementwise in place is safe
+    return not (a._offset == b._offset and a._stride == b._stride and a._shape == b._shape)
 
 
 # ------------------------------------------------------- dtype support
@@ -164,7 +163,7 @@ UNSUPPORTED = {
 def not_implemented(op, dtype):
     """PyTorch's error for an op without a kernel for ``dtype``."""
     name = UNSUPPORTED[op][0] if op in UNSUPPORTED else f"{op}_cpu"
-    return NotImplementedError(f'"{name}" not implemented for \'{_tname(dtype)}\'')
+    return NotImplementedError(f"\"{name}\" not implemented for '{_tname(dtype)}'")
 
 
 # the rejected dtypes by op name, in-place names included (one dict lookup per call)
@@ -590,6 +589,7 @@ def _plan(op, *operands):
     _plans[key] = plan
     return plan
 
+
 _lib_binary_scalar_contig = lib.ec_binary_scalar_contig
 _INT64_MIN, _INT64_LIMIT = -(2**63), 2**63
 
@@ -625,9 +625,13 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
                 if st:
                     raise error(st, op)
                 return r
-        elif same and (a._contig or is_contig(a)) and (
-            (bc is float and dt.category == 2)
-            or (bc is int and dt.category and _INT64_MIN <= b < _INT64_LIMIT)
+        elif (
+            same
+            and (a._contig or is_contig(a))
+            and (
+                (bc is float and dt.category == 2)
+                or (bc is int and dt.category and _INT64_MIN <= b < _INT64_LIMIT)
+            )
         ):
             r = empty(a._shape, _bool if kind == COMPARE else dt, a._storage._device)
             si = b if bc is int else 0
@@ -641,7 +645,9 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
         raise TypeError(f"{op}(): at least one argument must be a Tensor")
     for x, name in ((a, "input"), (b, "other")):
         if not isinstance(x, Tensor) and not is_scalar(x):
-            raise TypeError(f"{op}(): argument '{name}' must be Tensor or Number, not {type(x).__name__}")
+            raise TypeError(
+                f"{op}(): argument '{name}' must be Tensor or Number, not {type(x).__name__}"
+            )
     cd, od = _binary_dtypes(op, kind, a, b)
     if a_scalar or b_scalar:
         t, s = (b, a) if a_scalar else (a, b)
@@ -652,16 +658,31 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
         if out is None:
             r = empty(t._shape, od, dev)
             if t._contig or is_contig(t):
-                check(lib.ec_binary_scalar_contig(code, cd.code, t._numel, r._ptr, t._ptr, sf, si, a_scalar, p0), op)
+                check(
+                    lib.ec_binary_scalar_contig(
+                        code, cd.code, t._numel, r._ptr, t._ptr, sf, si, a_scalar, p0
+                    ),
+                    op,
+                )
             else:
                 lay = layout(t._shape, r._stride, t._stride)
-                check(lib.ec_binary_scalar(code, cd.code, len(t._shape), lay, r._ptr, t._ptr, sf, si, a_scalar, p0), op)
+                check(
+                    lib.ec_binary_scalar(
+                        code, cd.code, len(t._shape), lay, r._ptr, t._ptr, sf, si, a_scalar, p0
+                    ),
+                    op,
+                )
             return r
         target, needs_copy = prepare_out(out, t._shape, od, op)
         if not needs_copy and overlaps(target, t):
             target, needs_copy = empty(t._shape, od, dev), True
         lay = layout(t._shape, target._stride, t._stride)
-        check(lib.ec_binary_scalar(code, cd.code, len(t._shape), lay, target._ptr, t._ptr, sf, si, a_scalar, p0), op)
+        check(
+            lib.ec_binary_scalar(
+                code, cd.code, len(t._shape), lay, target._ptr, t._ptr, sf, si, a_scalar, p0
+            ),
+            op,
+        )
         return finish_out(out, target, needs_copy, op)
 
     dev = check_device(op, a, b)
@@ -669,7 +690,12 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
         a = cast(a, cd)
     if b._dtype is not cd:
         b = cast(b, cd)
-    if out is None and a._shape == b._shape and (a._contig or is_contig(a)) and (b._contig or is_contig(b)):
+    if (
+        out is None
+        and a._shape == b._shape
+        and (a._contig or is_contig(a))
+        and (b._contig or is_contig(b))
+    ):
         r = empty(a._shape, od, dev)
         check(lib.ec_binary_contig(code, cd.code, a._numel, r._ptr, a._ptr, b._ptr, p0), op)
         return r
@@ -716,7 +742,9 @@ def binary_(op, code, kind, a, b, p0=1.0):
             f"{op}: result type {_tname(od)} can't be cast to the desired output type "
             f"{_tname(a._dtype)}"
         )
-    if od is not a._dtype or (isinstance(b, Tensor) and _shape.broadcast_shapes(a._shape, b._shape, op=op) != a._shape):
+    if od is not a._dtype or (
+        isinstance(b, Tensor) and _shape.broadcast_shapes(a._shape, b._shape, op=op) != a._shape
+    ):
         if isinstance(b, Tensor) and _shape.broadcast_shapes(a._shape, b._shape, op=op) != a._shape:
             raise RuntimeError(
                 f"{op}: output with shape {list(a._shape)} doesn't match the broadcast shape "
@@ -744,7 +772,9 @@ def binary_(op, code, kind, a, b, p0=1.0):
     src = a if a._dtype is cd else cast(a, cd)
     lay = layout(a._shape, a._stride, src._stride)
     written(a, op)
-    check(lib.ec_binary_scalar(code, cd.code, len(a._shape), lay, a._ptr, src._ptr, sf, si, 0, p0), op)
+    check(
+        lib.ec_binary_scalar(code, cd.code, len(a._shape), lay, a._ptr, src._ptr, sf, si, 0, p0), op
+    )
     return a
 
 
@@ -760,7 +790,9 @@ def _alpha(op, alpha, a, b):
     if alpha == 1:
         return 1.0
     if isinstance(alpha, float) and D.result_type(a, b).category < 2:
-        raise RuntimeError(f"{op}: For integral input tensors, argument alpha must not be a floating point number.")
+        raise RuntimeError(
+            f"{op}: For integral input tensors, argument alpha must not be a floating point number."
+        )
     return float(alpha)
 
 
@@ -792,7 +824,9 @@ def sub_(input, other, alpha=1):
 def rsub(input, other, alpha=1):
     """other - alpha * input."""
     _no_bool_sub("rsub", input, other)
-    return binary("rsub", lib.EC_B_RSUB, ARITH, input, other, None, _alpha("rsub", alpha, input, other))
+    return binary(
+        "rsub", lib.EC_B_RSUB, ARITH, input, other, None, _alpha("rsub", alpha, input, other)
+    )
 
 
 @defop("mul(input, other, *, out=None)")
@@ -813,14 +847,14 @@ def _div_kind(rounding_mode):
     if rounding_mode == "floor":
         return lib.EC_B_FLOOR_DIV, ARITH
     raise ValueError(
-        f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
+        f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"  # noqa: E501 - one string, as PyTorch spells it
     )
 
 
 def _div_rounding_dtype(mode, a, b):
     rt = D.result_type(a, b)
     if rt is _bool:
-        raise NotImplementedError(f'"div_{mode}_cpu" not implemented for \'Bool\'')
+        raise NotImplementedError(f"\"div_{mode}_cpu\" not implemented for 'Bool'")
 
 
 @defop("div(input, other, *, rounding_mode=None, out=None)")
@@ -915,7 +949,9 @@ def pow(input, exponent, out=None):
     if is_scalar(input) and isinstance(exponent, Tensor):
         dt = D.result_type(input, exponent)
         if dt.category == 2:
-            return unary("pow", lib.EC_U_RPOW_SCALAR, SAME, cast(exponent, dt), out, float(input), 0.0)
+            return unary(
+                "pow", lib.EC_U_RPOW_SCALAR, SAME, cast(exponent, dt), out, float(input), 0.0
+            )
     return binary("pow", lib.EC_B_POW, ARITH, input, exponent, out)
 
 
@@ -945,8 +981,19 @@ def float_power(input, exponent, out=None):
 
 # PyTorch's signatures: ops that take two tensors, never a Python number, and
 # ops whose first argument must be a tensor (the operators put it first).
-_TENSOR_ONLY = {"maximum", "minimum", "fmax", "fmin", "atan2", "hypot", "logaddexp", "nextafter",
-                "logical_and", "logical_or", "logical_xor"}
+_TENSOR_ONLY = {
+    "maximum",
+    "minimum",
+    "fmax",
+    "fmin",
+    "atan2",
+    "hypot",
+    "logaddexp",
+    "nextafter",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+}
 _TENSOR_FIRST = {"copysign", "eq", "ne", "lt", "le", "gt", "ge"}
 
 
@@ -983,7 +1030,9 @@ def _binary_family(name, code, kind, inplace=True, doc=None):
     # comparisons, logical and bitwise results are bool/integer: never differentiable
     diff = kind not in (COMPARE, BITWISE) and name != "nextafter"
     impl.__name__ = name
-    globals()[name] = defop(f"{name}(input, other, *, out=None)", doc=doc, differentiable=diff)(impl)
+    globals()[name] = defop(f"{name}(input, other, *, out=None)", doc=doc, differentiable=diff)(
+        impl
+    )
     if inplace:
 
         def impl_(input, other):
@@ -1024,7 +1073,9 @@ for _name, _code, _kind, _inpl in [
     ("bitwise_left_shift", B.EC_B_LSHIFT, BITWISE, True),
     ("bitwise_right_shift", B.EC_B_RSHIFT, BITWISE, True),
 ]:
-    _binary_family(_name, _code, _kind, _inpl, doc=f"Elementwise {_name}, broadcast. See torch.{_name}.")
+    _binary_family(
+        _name, _code, _kind, _inpl, doc=f"Elementwise {_name}, broadcast. See torch.{_name}."
+    )
 
 # PyTorch's aliases
 greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
@@ -1044,7 +1095,9 @@ def ternary(op, code, a, b, c, out=None, p0=1.0, cond=False):
         _supported(op.rstrip("_"), rt)
     if cond:
         if not isinstance(a, Tensor) or a._dtype is not _bool:
-            raise RuntimeError(f"{op}: expected condition to be a boolean tensor, but got a tensor with dtype {getattr(a, '_dtype', type(a).__name__)}")
+            raise RuntimeError(
+                f"{op}: expected condition to be a boolean tensor, but got a tensor with dtype {getattr(a, '_dtype', type(a).__name__)}"  # noqa: E501 - one string, as PyTorch spells it
+            )
         cd = D.result_type(b, c)
         od = cd
         ops = [a, b, c]
@@ -1072,7 +1125,17 @@ def ternary(op, code, a, b, c, out=None, p0=1.0, cond=False):
             target, needs_copy = empty(shape, od, dev), True
     lay = layout(shape, target._stride, *strides)
     check(
-        lib.ec_ternary(code, cd.code, len(shape), lay, target._ptr, conv[0]._ptr, conv[1]._ptr, conv[2]._ptr, p0),
+        lib.ec_ternary(
+            code,
+            cd.code,
+            len(shape),
+            lay,
+            target._ptr,
+            conv[0]._ptr,
+            conv[1]._ptr,
+            conv[2]._ptr,
+            p0,
+        ),
         op,
     )
     if out is None:

@@ -151,7 +151,11 @@ def _getitem(input, key):
         return _select0(input, key)
     if kc is slice:
         key = (key,)
-    elif kc is tuple and len(key) <= len(input._shape) and all(k.__class__ in _INT_SLICE for k in key):
+    elif (
+        kc is tuple
+        and len(key) <= len(input._shape)
+        and all(k.__class__ in _INT_SLICE for k in key)
+    ):
         return _int_slice_index(input, key)
     if type(key) is tuple and not any(_is_advanced(k) for k in key):
         return basic_index(input, _expand_key(key, len(input._shape)))

@@ -46,7 +46,9 @@ def wrap_numpy(arr):
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
     if not arr.dtype.isnative:
-        raise TypeError(f"from_numpy: byte-swapped arrays ({arr.dtype}) are not supported; use arr.astype(arr.dtype.newbyteorder('='))")
+        raise TypeError(
+            f"from_numpy: byte-swapped arrays ({arr.dtype}) are not supported; use arr.astype(arr.dtype.newbyteorder('='))"  # noqa: E501 - one string, as PyTorch spells it
+        )
     dt = D.NUMPY_TO_DTYPE.get(arr.dtype)
     if dt is None:
         raise TypeError(
@@ -97,11 +99,17 @@ class _ArrayView:
 def numpy(self, *, force=False):
     """A NumPy array sharing this tensor's memory (writes show on both sides)."""
     if self._rg and not force:
-        raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        raise RuntimeError(
+            "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
+        )
     if self._storage._device.type != "cpu":
-        raise TypeError(f"can't convert {self._storage._device} device type tensor to numpy. Use Tensor.cpu() first.")
+        raise TypeError(
+            f"can't convert {self._storage._device} device type tensor to numpy. Use Tensor.cpu() first."  # noqa: E501 - one string, as PyTorch spells it
+        )
     if self._dtype.numpy is None:
-        raise TypeError(f"Got unsupported ScalarType {self._dtype.name.capitalize()}: NumPy has no {self._dtype.name}")
+        raise TypeError(
+            f"Got unsupported ScalarType {self._dtype.name.capitalize()}: NumPy has no {self._dtype.name}"  # noqa: E501 - one string, as PyTorch spells it
+        )
     return np.asarray(_ArrayView(self))
 
 

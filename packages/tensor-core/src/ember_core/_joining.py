@@ -21,7 +21,9 @@ def _tensors(op, tensors):
         raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
     for t in tensors:
         if not isinstance(t, Tensor):
-            raise TypeError(f"{op}(): expected Tensor as element in argument 'tensors', but got {type(t).__name__}")
+            raise TypeError(
+                f"{op}(): expected Tensor as element in argument 'tensors', but got {type(t).__name__}"  # noqa: E501 - one string, as PyTorch spells it
+            )
     return tensors
 
 
@@ -101,7 +103,9 @@ def hstack(tensors):
 
 @defop("vstack(tensors)", method=False, composite=True)
 def vstack(tensors):
-    return cat([t.reshape(1, -1) if len(t._shape) < 2 else t for t in _tensors("vstack", tensors)], 0)
+    return cat(
+        [t.reshape(1, -1) if len(t._shape) < 2 else t for t in _tensors("vstack", tensors)], 0
+    )
 
 
 row_stack = vstack
@@ -116,7 +120,9 @@ def dstack(tensors):
 
 @defop("column_stack(tensors)", method=False, composite=True)
 def column_stack(tensors):
-    return cat([t.reshape(-1, 1) if len(t._shape) < 2 else t for t in _tensors("column_stack", tensors)], 1)
+    return cat(
+        [t.reshape(-1, 1) if len(t._shape) < 2 else t for t in _tensors("column_stack", tensors)], 1
+    )
 
 
 @defop("split(input, split_size_or_sections, dim=0)", composite=True)
@@ -125,10 +131,16 @@ def split(input, split_size_or_sections, dim=0):
     given sizes."""
     d = normalize_dim(dim, len(input._shape), "split")
     size = input._shape[d]
-    if isinstance(split_size_or_sections, int) or hasattr(split_size_or_sections, "__index__") and not isinstance(split_size_or_sections, (list, tuple)):
+    if (
+        isinstance(split_size_or_sections, int)
+        or hasattr(split_size_or_sections, "__index__")
+        and not isinstance(split_size_or_sections, (list, tuple))
+    ):
         step = operator.index(split_size_or_sections)
         if step < 0 or (step == 0 and size != 0):
-            raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
+            raise RuntimeError(
+                f"split expects split_size be non-negative, but got split_size={step}"
+            )
         if size == 0:
             return (input.narrow(d, 0, 0),)
         return tuple(input.narrow(d, s, min(step, size - s)) for s in range(0, size, step))
@@ -228,7 +240,9 @@ def roll(input, shifts, dims=None, out=None):
     shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     if len(shifts) != len(dims):
-        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+        raise RuntimeError(
+            f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}"
+        )
     r = input
     for s, d in zip(shifts, dims):
         d = normalize_dim(d, len(input._shape), "roll")
@@ -245,10 +259,13 @@ def roll(input, shifts, dims=None, out=None):
 @defop("repeat(input, *sizes)")
 def repeat(input, sizes):
     """Tile the tensor: repeat(2, 3) makes each dim that many times as long."""
-    sizes = tuple(operator.index(s) for s in (sizes[0] if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes))
+    sizes = tuple(
+        operator.index(s)
+        for s in (sizes[0] if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes)
+    )
     if len(sizes) < len(input._shape):
         raise RuntimeError(
-            "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"
+            "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"  # noqa: E501 - one string, as PyTorch spells it
         )
     lead = len(sizes) - len(input._shape)
     src_shape = (1,) * lead + input._shape
@@ -279,7 +296,12 @@ def _triangle(op, input, diagonal, upper, out=None):
         raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions")
     r = out if out is not None else empty(input._shape, input._dtype, input._storage._device)
     lay = layout(input._shape, r._stride, input._stride)
-    check(lib.ec_triangle(input._dtype.code, len(input._shape), lay, r._ptr, input._ptr, int(diagonal), upper), op)
+    check(
+        lib.ec_triangle(
+            input._dtype.code, len(input._shape), lay, r._ptr, input._ptr, int(diagonal), upper
+        ),
+        op,
+    )
     return r
 
 

@@ -16,7 +16,7 @@ def _same_dtype(op, a, b):
             f"{_tname(b._dtype)}"
         )
     if a._dtype is D.bool_:
-        raise NotImplementedError(f'"addmm_impl_cpu_" not implemented for \'Bool\' ({op})')
+        raise NotImplementedError(f"\"addmm_impl_cpu_\" not implemented for 'Bool' ({op})")
 
 
 def _gemm(op, a, b, c, batch, m, n, k, a_st, b_st, c_st, alpha=1.0, beta=0.0):
@@ -24,10 +24,27 @@ def _gemm(op, a, b, c, batch, m, n, k, a_st, b_st, c_st, alpha=1.0, beta=0.0):
     flops = batch * m * n * k
     fn = nogil.ec_matmul if flops > NOGIL_THRESHOLD * 16 else lib.ec_matmul
     check(
-        fn(a._dtype.code, batch, m, n, k, alpha,
-           a._ptr, a_st[0], a_st[1], a_st[2],
-           b._ptr, b_st[0], b_st[1], b_st[2], beta,
-           c._ptr, c_st[0], c_st[1], c_st[2]),
+        fn(
+            a._dtype.code,
+            batch,
+            m,
+            n,
+            k,
+            alpha,
+            a._ptr,
+            a_st[0],
+            a_st[1],
+            a_st[2],
+            b._ptr,
+            b_st[0],
+            b_st[1],
+            b_st[2],
+            beta,
+            c._ptr,
+            c_st[0],
+            c_st[1],
+            c_st[2],
+        ),
         op,
     )
 
@@ -88,14 +105,28 @@ def matmul(input, other, out=None):
             m, n = sa[0], sb[1]
             c = empty((m, n), dt, input._storage._device)
             ast, bst = input._stride, other._stride
-            _gemm(op, input, other, c, 1, m, n, sa[1], (0, ast[0], ast[1]), (0, bst[0], bst[1]), (0, n, 1))
+            _gemm(
+                op,
+                input,
+                other,
+                c,
+                1,
+                m,
+                n,
+                sa[1],
+                (0, ast[0], ast[1]),
+                (0, bst[0], bst[1]),
+                (0, n, 1),
+            )
             return c
     for x, name in ((input, "input"), (other, "other")):
         if not isinstance(x, Tensor):
             raise TypeError(f"matmul(): argument '{name}' must be Tensor, not {type(x).__name__}")
     da, db = len(input._shape), len(other._shape)
     if da == 0 or db == 0:
-        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {da}D and {db}D")
+        raise RuntimeError(
+            f"both arguments to matmul need to be at least 1D, but they are {da}D and {db}D"
+        )
     _same_dtype(op, input, other)
     dev = check_device(op, input, other)
     a, b = input, other
@@ -123,9 +154,19 @@ def matmul(input, other, out=None):
     if db == 1:
         result_shape = result_shape[:-1] if da != 1 else batch
     c = empty(full, input._dtype, dev)
-    _gemm(op, a, b, c, nbatch, m, n, k,
-          (a_bs, a._stride[-2], a._stride[-1]), (b_bs, b._stride[-2], b._stride[-1]),
-          (m * n, n, 1))
+    _gemm(
+        op,
+        a,
+        b,
+        c,
+        nbatch,
+        m,
+        n,
+        k,
+        (a_bs, a._stride[-2], a._stride[-1]),
+        (b_bs, b._stride[-2], b._stride[-1]),
+        (m * n, n, 1),
+    )
     if result_shape != full:
         c._shape = result_shape
         c._stride = _shape.contiguous_strides(result_shape)
@@ -140,7 +181,9 @@ def _check_dims(op, t, nd, name):
     if not isinstance(t, Tensor):
         raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(t).__name__}")
     if len(t._shape) != nd:
-        raise RuntimeError(f"{op}: {name} must be a {nd}D tensor, got {len(t._shape)}D (shape {list(t._shape)})")
+        raise RuntimeError(
+            f"{op}: {name} must be a {nd}D tensor, got {len(t._shape)}D (shape {list(t._shape)})"
+        )
 
 
 @defop("mm(input, mat2, *, out=None)")
@@ -157,7 +200,9 @@ def bmm(input, mat2, out=None):
     _check_dims("bmm", input, 3, "batch1")
     _check_dims("bmm", mat2, 3, "batch2")
     if input._shape[0] != mat2._shape[0]:
-        raise RuntimeError(f"bmm: batch1 and batch2 must have same number of batches, got {input._shape[0]} and {mat2._shape[0]}")
+        raise RuntimeError(
+            f"bmm: batch1 and batch2 must have same number of batches, got {input._shape[0]} and {mat2._shape[0]}"  # noqa: E501 - one string, as PyTorch spells it
+        )
     return matmul(input, mat2, out=out)
 
 
@@ -215,7 +260,9 @@ def _addmm_like(op, input, a, b, beta, alpha, out):
     """beta * input + alpha * (a @ b), input broadcast to the product's shape."""
     _same_dtype(op, a, b)
     if input._dtype is not a._dtype:
-        raise RuntimeError(f"{op}: self and mat2 must have the same dtype, but got {input._dtype} and {a._dtype}")
+        raise RuntimeError(
+            f"{op}: self and mat2 must have the same dtype, but got {input._dtype} and {a._dtype}"
+        )
     dev = check_device(op, input, a, b)
     batch = a._shape[:-2]
     m, k, n = a._shape[-2], a._shape[-1], b._shape[-1]
@@ -240,10 +287,21 @@ def _addmm_like(op, input, a, b, beta, alpha, out):
     b2, b_bs = _flat_batch(b, batch)
     if c._stride[-1] != 1 and c._stride[-2] != 1:
         raise RuntimeError(f"{op}: out must have a unit stride in one of its last two dims")
-    _gemm(op, a2, b2, c, nb, m, n, k,
-          (a_bs, a2._stride[-2], a2._stride[-1]), (b_bs, b2._stride[-2], b2._stride[-1]),
-          (c._stride[0] if batch else 0, c._stride[-2], c._stride[-1]),
-          float(alpha), float(beta))
+    _gemm(
+        op,
+        a2,
+        b2,
+        c,
+        nb,
+        m,
+        n,
+        k,
+        (a_bs, a2._stride[-2], a2._stride[-1]),
+        (b_bs, b2._stride[-2], b2._stride[-1]),
+        (c._stride[0] if batch else 0, c._stride[-2], c._stride[-1]),
+        float(alpha),
+        float(beta),
+    )
     return c
 
 
@@ -348,6 +406,7 @@ def _einsum_term(term, where):
 
 def _einsum_sublist(args):
     """einsum(op0, sublist0, op1, sublist1, ..., [out]) as (equation, operands)."""
+
     def term(sub):
         out = []
         for s in sub:

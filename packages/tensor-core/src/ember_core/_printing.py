@@ -20,15 +20,37 @@ class _Options:
 PRINT_OPTS = _Options()
 
 
-def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
+def set_printoptions(
+    precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None
+):
     """Set printing options (as torch.set_printoptions)."""
     if profile == "default":
-        PRINT_OPTS.precision, PRINT_OPTS.threshold, PRINT_OPTS.edgeitems, PRINT_OPTS.linewidth = 4, 1000, 3, 80
+        PRINT_OPTS.precision, PRINT_OPTS.threshold, PRINT_OPTS.edgeitems, PRINT_OPTS.linewidth = (
+            4,
+            1000,
+            3,
+            80,
+        )
     elif profile == "short":
-        PRINT_OPTS.precision, PRINT_OPTS.threshold, PRINT_OPTS.edgeitems, PRINT_OPTS.linewidth = 2, 1000, 2, 80
+        PRINT_OPTS.precision, PRINT_OPTS.threshold, PRINT_OPTS.edgeitems, PRINT_OPTS.linewidth = (
+            2,
+            1000,
+            2,
+            80,
+        )
     elif profile == "full":
-        PRINT_OPTS.precision, PRINT_OPTS.threshold, PRINT_OPTS.edgeitems, PRINT_OPTS.linewidth = 4, math.inf, 3, 80
-    for name, value in (("precision", precision), ("threshold", threshold), ("edgeitems", edgeitems), ("linewidth", linewidth)):
+        PRINT_OPTS.precision, PRINT_OPTS.threshold, PRINT_OPTS.edgeitems, PRINT_OPTS.linewidth = (
+            4,
+            math.inf,
+            3,
+            80,
+        )
+    for name, value in (
+        ("precision", precision),
+        ("threshold", threshold),
+        ("edgeitems", edgeitems),
+        ("linewidth", linewidth),
+    ):
         if value is not None:
             setattr(PRINT_OPTS, name, value)
     PRINT_OPTS.sci_mode = sci_mode
@@ -72,9 +94,7 @@ class _Formatter:
         # the notation is settled first (a set sci_mode wins), then the width in it
         if PRINT_OPTS.sci_mode is None:
             self.sci_mode = bool(
-                nonzero_max / nonzero_min > 1000.0
-                or nonzero_max > 1.0e8
-                or nonzero_min < 1.0e-4
+                nonzero_max / nonzero_min > 1000.0 or nonzero_max > 1.0e8 or nonzero_min < 1.0e-4
             )
         else:
             self.sci_mode = bool(PRINT_OPTS.sci_mode)
@@ -121,7 +141,11 @@ def _vector_str(a, indent, summarize, fmt):
     per_line = max(1, int(math.floor((PRINT_OPTS.linewidth - indent) / element_length)))
     e = PRINT_OPTS.edgeitems
     if summarize and a.shape[0] > 2 * e:
-        data = [fmt.format(v) for v in a[:e].tolist()] + [" ..."] + [fmt.format(v) for v in a[-e:].tolist()]
+        data = (
+            [fmt.format(v) for v in a[:e].tolist()]
+            + [" ..."]
+            + [fmt.format(v) for v in a[-e:].tolist()]
+        )
     else:
         data = [fmt.format(v) for v in a.tolist()]
     lines = [", ".join(data[i : i + per_line]) for i in range(0, len(data), per_line)]
@@ -138,7 +162,10 @@ def _tensor_str(a, indent, summarize, fmt):
         slices = (
             [_tensor_str(a[i], indent + 1, summarize, fmt) for i in range(e)]
             + ["..."]
-            + [_tensor_str(a[i], indent + 1, summarize, fmt) for i in range(a.shape[0] - e, a.shape[0])]
+            + [
+                _tensor_str(a[i], indent + 1, summarize, fmt)
+                for i in range(a.shape[0] - e, a.shape[0])
+            ]
         )
     else:
         slices = [_tensor_str(a[i], indent + 1, summarize, fmt) for i in range(a.shape[0])]

@@ -16,8 +16,9 @@ from ember_core import _dtype as D
 from ember_core import _shape
 from ember_core._device import CPU
 from ember_core._dispatch import defop
-from ember_core._lib import check, ffi, lib
-from ember_core._tensor import Tensor, empty as _empty, is_contig, written
+from ember_core._lib import check, lib
+from ember_core._tensor import Tensor, is_contig, written
+from ember_core._tensor import empty as _empty
 
 _DEFAULT_SEED = 67280421310721
 
@@ -34,7 +35,9 @@ class Generator:
     def manual_seed(self, seed):
         seed = int(seed)
         if not -(2**63) <= seed < 2**64:
-            raise RuntimeError(f"Overflow when unpacking long long: seed {seed} does not fit 64 bits")
+            raise RuntimeError(
+                f"Overflow when unpacking long long: seed {seed} does not fit 64 bits"
+            )
         self._seed = seed & 0xFFFFFFFFFFFFFFFF
         self._offset = 0
         return self
@@ -57,7 +60,9 @@ class Generator:
     def set_state(self, state):
         data = bytes(state.tolist()) if isinstance(state, Tensor) else bytes(state)
         if len(data) != 16:
-            raise RuntimeError(f"Generator.set_state: expected a 16-byte state, got {len(data)} bytes")
+            raise RuntimeError(
+                f"Generator.set_state: expected a 16-byte state, got {len(data)} bytes"
+            )
         self._seed, self._offset = struct.unpack("<QQ", data)
         return self
 
@@ -133,7 +138,7 @@ def _new(op, size, dtype, device, requires_grad, float_only=True):
     shape = _shape.as_shape(size, op)
     dt = D.to_dtype(dtype) or D.get_default_dtype()
     if float_only and dt.category < 2:
-        raise RuntimeError(f'"{op}" not implemented for \'{dt.name}\' (use a floating point dtype)')
+        raise RuntimeError(f"\"{op}\" not implemented for '{dt.name}' (use a floating point dtype)")
     return _empty(shape, dt, _dev(device)), requires_grad
 
 
@@ -143,22 +148,36 @@ def _done(t, requires_grad):
     return t
 
 
-@defop("rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None)", method=False, differentiable=False)
+@defop(
+    "rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None)",
+    method=False,
+    differentiable=False,
+)
 def rand(size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Uniform samples in [0, 1)."""
     t, rg = _new("rand", size, dtype, device, requires_grad)
     return _done(_fill_random(t, lib.EC_RNG_UNIFORM, generator, 0.0, 1.0, op="rand"), rg)
 
 
-@defop("randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None)", method=False, differentiable=False)
+@defop(
+    "randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None)",
+    method=False,
+    differentiable=False,
+)
 def randn(size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Standard normal samples."""
     t, rg = _new("randn", size, dtype, device, requires_grad)
     return _done(_fill_random(t, lib.EC_RNG_NORMAL, generator, 0.0, 1.0, op="randn"), rg)
 
 
-@defop("randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False)", method=False, differentiable=False)
-def randint(low=0, high=None, size=None, generator=None, dtype=None, device=None, requires_grad=False):
+@defop(
+    "randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False)",  # noqa: E501 - one string, as PyTorch spells it
+    method=False,
+    differentiable=False,
+)
+def randint(
+    low=0, high=None, size=None, generator=None, dtype=None, device=None, requires_grad=False
+):
     """Integers uniform in [low, high): randint(high, size) or randint(low, high, size)."""
     if size is None:
         if high is None:
@@ -168,15 +187,23 @@ def randint(low=0, high=None, size=None, generator=None, dtype=None, device=None
         low, high = 0, low
     low, high = int(low), int(high)
     if low >= high:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+        raise RuntimeError(
+            f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+        )
     from ember_core._creation import _dev
 
     dt = D.to_dtype(dtype) or D.int64
     t = _empty(_shape.as_shape((size,), "randint"), dt, _dev(device))
-    return _done(_fill_random(t, lib.EC_RNG_RANDINT, generator, i0=low, i1=high, op="randint"), requires_grad)
+    return _done(
+        _fill_random(t, lib.EC_RNG_RANDINT, generator, i0=low, i1=high, op="randint"), requires_grad
+    )
 
 
-@defop("randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)", method=False, differentiable=False)
+@defop(
+    "randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)",
+    method=False,
+    differentiable=False,
+)
 def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
     """A random permutation of 0..n-1."""
     n = int(n)
@@ -196,8 +223,21 @@ def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
     return _done(idx, requires_grad)
 
 
-@defop("normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False, out=None)", method=False, differentiable=False)
-def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+@defop(
+    "normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False, out=None)",  # noqa: E501 - one string, as PyTorch spells it
+    method=False,
+    differentiable=False,
+)
+def normal(
+    mean=0.0,
+    std=1.0,
+    size=None,
+    generator=None,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    out=None,
+):
     """Normal samples: mean and std may be tensors (broadcast) or numbers (with size)."""
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         shape = _shape.broadcast_shapes(
@@ -215,7 +255,9 @@ def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, device=None
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     t, rg = _new("normal", (size,), dtype, device, requires_grad)
-    return _done(_fill_random(t, lib.EC_RNG_NORMAL, generator, float(mean), float(std), op="normal"), rg)
+    return _done(
+        _fill_random(t, lib.EC_RNG_NORMAL, generator, float(mean), float(std), op="normal"), rg
+    )
 
 
 @defop("bernoulli(input, p=None, *, generator=None, out=None)", differentiable=False)
@@ -225,20 +267,27 @@ def bernoulli(input, p=None, generator=None, out=None):
         t = _empty(input._shape, input._dtype, input._storage._device)
         return _fill_random(t, lib.EC_RNG_BERNOULLI, generator, float(p), op="bernoulli")
     if input._dtype.category < 2:
-        raise RuntimeError(f'"bernoulli_tensor_cpu_p_" not implemented for \'{input._dtype.name}\'')
+        raise RuntimeError(f"\"bernoulli_tensor_cpu_p_\" not implemented for '{input._dtype.name}'")
     from ember_core._copy import contiguous
 
     probs = contiguous(input)
     t = _empty(input._shape, input._dtype, input._storage._device)
     g = _gen(generator)
     seed, offset = g.take((input._numel + 3) // 4)
-    check(lib.ec_bernoulli_tensor(t._dtype.code, probs._dtype.code, t._numel, t._ptr, probs._ptr, seed, offset), "bernoulli")
+    check(
+        lib.ec_bernoulli_tensor(
+            t._dtype.code, probs._dtype.code, t._numel, t._ptr, probs._ptr, seed, offset
+        ),
+        "bernoulli",
+    )
     if out is not None:
         return out.copy_(t)
     return t
 
 
-@defop("multinomial(input, num_samples, replacement=False, *, generator=None)", differentiable=False)
+@defop(
+    "multinomial(input, num_samples, replacement=False, *, generator=None)", differentiable=False
+)
 def multinomial(input, num_samples, replacement=False, generator=None):
     """Sample category indices from the rows of non-negative weights."""
     if len(input._shape) not in (1, 2):
@@ -249,7 +298,9 @@ def multinomial(input, num_samples, replacement=False, generator=None):
     if cats == 0:
         raise RuntimeError("multinomial: the number of categories cannot be zero")
     if not replacement and num_samples > cats:
-        raise RuntimeError("multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+        raise RuntimeError(
+            "multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement"
+        )
     if num_samples <= 0:
         raise RuntimeError("multinomial: cannot sample n_sample <= 0 samples")
     from ember_core._copy import contiguous
@@ -260,8 +311,17 @@ def multinomial(input, num_samples, replacement=False, generator=None):
     g = _gen(generator)
     seed, offset = g.take(rows * num_samples)
     check(
-        lib.ec_multinomial(w._dtype.code, rows, cats, w._ptr, num_samples, bool(replacement),
-                           out._ptr, seed, offset),
+        lib.ec_multinomial(
+            w._dtype.code,
+            rows,
+            cats,
+            w._ptr,
+            num_samples,
+            bool(replacement),
+            out._ptr,
+            seed,
+            offset,
+        ),
         "multinomial",
     )
     if len(input._shape) == 1:
@@ -278,25 +338,51 @@ def _inplace(op, t):
     return t
 
 
-@defop("uniform_(input, from_=0.0, to=1.0, *, generator=None)", inplace_of="uniform", differentiable=False)
+@defop(
+    "uniform_(input, from_=0.0, to=1.0, *, generator=None)",
+    inplace_of="uniform",
+    differentiable=False,
+)
 def uniform_(input, from_=0.0, to=1.0, generator=None):
     """Fill with uniform samples in [from_, to)."""
     if input._dtype.category < 2:
-        raise RuntimeError(f'"uniform_" not implemented for \'{input._dtype.name}\'')
+        raise RuntimeError(f"\"uniform_\" not implemented for '{input._dtype.name}'")
     if from_ > to:
-        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}")
-    return _fill_random(_inplace("uniform_", input), lib.EC_RNG_UNIFORM, generator, float(from_), float(to), op="uniform_")
+        raise RuntimeError(
+            f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}"
+        )
+    return _fill_random(
+        _inplace("uniform_", input),
+        lib.EC_RNG_UNIFORM,
+        generator,
+        float(from_),
+        float(to),
+        op="uniform_",
+    )
 
 
-@defop("normal_(input, mean=0.0, std=1.0, *, generator=None)", inplace_of="normal", differentiable=False)
+@defop(
+    "normal_(input, mean=0.0, std=1.0, *, generator=None)",
+    inplace_of="normal",
+    differentiable=False,
+)
 def normal_(input, mean=0.0, std=1.0, generator=None):
     """Fill with normal samples."""
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    return _fill_random(_inplace("normal_", input), lib.EC_RNG_NORMAL, generator, float(mean), float(std), op="normal_")
+    return _fill_random(
+        _inplace("normal_", input),
+        lib.EC_RNG_NORMAL,
+        generator,
+        float(mean),
+        float(std),
+        op="normal_",
+    )
 
 
-@defop("random_(input, from_=0, to=None, *, generator=None)", inplace_of="random", differentiable=False)
+@defop(
+    "random_(input, from_=0, to=None, *, generator=None)", inplace_of="random", differentiable=False
+)
 def random_(input, from_=0, to=None, generator=None):
     """Fill with integers uniform in [from_, to); random_(to) means [0, to); with no
     bounds, [0, 2**mantissa] for floats or the dtype's range for integers."""
@@ -312,7 +398,9 @@ def random_(input, from_=0, to=None, generator=None):
             to = dt.max + 1
     from_, to = int(from_), int(to)
     if from_ >= to:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={from_} >= to={to}")
+        raise RuntimeError(
+            f"random_ expects 'from' to be less than 'to', but got from={from_} >= to={to}"
+        )
     if dt.category < 2:  # integers and bool: both ends must fit the dtype
         lo, hi = (0, 1) if dt is D.bool_ else (dt.min, dt.max)
         if not lo <= from_ <= hi:
@@ -337,35 +425,73 @@ def bernoulli_(input, p=0.5, generator=None):
         return input.copy_(bernoulli(p.expand(input._shape).contiguous(), generator=generator))
     if not 0 <= p <= 1:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
-    return _fill_random(_inplace("bernoulli_", input), lib.EC_RNG_BERNOULLI, generator, float(p), op="bernoulli_")
+    return _fill_random(
+        _inplace("bernoulli_", input), lib.EC_RNG_BERNOULLI, generator, float(p), op="bernoulli_"
+    )
 
 
-@defop("exponential_(input, lambd=1.0, *, generator=None)", inplace_of="exponential", differentiable=False)
+@defop(
+    "exponential_(input, lambd=1.0, *, generator=None)",
+    inplace_of="exponential",
+    differentiable=False,
+)
 def exponential_(input, lambd=1.0, generator=None):
     if lambd <= 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
-    return _fill_random(_inplace("exponential_", input), lib.EC_RNG_EXPONENTIAL, generator, float(lambd), op="exponential_")
+    return _fill_random(
+        _inplace("exponential_", input),
+        lib.EC_RNG_EXPONENTIAL,
+        generator,
+        float(lambd),
+        op="exponential_",
+    )
 
 
-@defop("cauchy_(input, median=0.0, sigma=1.0, *, generator=None)", inplace_of="cauchy", differentiable=False)
+@defop(
+    "cauchy_(input, median=0.0, sigma=1.0, *, generator=None)",
+    inplace_of="cauchy",
+    differentiable=False,
+)
 def cauchy_(input, median=0.0, sigma=1.0, generator=None):
-    return _fill_random(_inplace("cauchy_", input), lib.EC_RNG_CAUCHY, generator, float(median), float(sigma), op="cauchy_")
+    return _fill_random(
+        _inplace("cauchy_", input),
+        lib.EC_RNG_CAUCHY,
+        generator,
+        float(median),
+        float(sigma),
+        op="cauchy_",
+    )
 
 
-@defop("log_normal_(input, mean=1.0, std=2.0, *, generator=None)", inplace_of="log_normal", differentiable=False)
+@defop(
+    "log_normal_(input, mean=1.0, std=2.0, *, generator=None)",
+    inplace_of="log_normal",
+    differentiable=False,
+)
 def log_normal_(input, mean=1.0, std=2.0, generator=None):
-    return _fill_random(_inplace("log_normal_", input), lib.EC_RNG_LOG_NORMAL, generator, float(mean), float(std), op="log_normal_")
+    return _fill_random(
+        _inplace("log_normal_", input),
+        lib.EC_RNG_LOG_NORMAL,
+        generator,
+        float(mean),
+        float(std),
+        op="log_normal_",
+    )
 
 
 @defop("geometric_(input, p, *, generator=None)", inplace_of="geometric", differentiable=False)
 def geometric_(input, p, generator=None):
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
-    return _fill_random(_inplace("geometric_", input), lib.EC_RNG_GEOMETRIC, generator, float(p), op="geometric_")
+    return _fill_random(
+        _inplace("geometric_", input), lib.EC_RNG_GEOMETRIC, generator, float(p), op="geometric_"
+    )
 
 
 def _like(fn):
-    def like(input, *, dtype=None, device=None, requires_grad=False, generator=None, memory_format=None):
+    def like(
+        input, *, dtype=None, device=None, requires_grad=False, generator=None, memory_format=None
+    ):
         return fn(
             input._shape,
             generator=generator,
@@ -377,17 +503,46 @@ def _like(fn):
     return like
 
 
-rand_like = defop("rand_like(input, *, dtype=None, device=None, requires_grad=False, generator=None, memory_format=None)", method=False, differentiable=False)(
-    lambda input, dtype=None, device=None, requires_grad=False, generator=None, memory_format=None: _like(rand)(input, dtype=dtype, device=device, requires_grad=requires_grad, generator=generator)
+rand_like = defop(
+    "rand_like(input, *, dtype=None, device=None, requires_grad=False, generator=None, memory_format=None)",  # noqa: E501 - one string, as PyTorch spells it
+    method=False,
+    differentiable=False,
+)(
+    lambda input, dtype=None, device=None, requires_grad=False, generator=None, memory_format=None: (  # noqa: E501
+        _like(rand)(
+            input, dtype=dtype, device=device, requires_grad=requires_grad, generator=generator
+        )
+    )
 )
-randn_like = defop("randn_like(input, *, dtype=None, device=None, requires_grad=False, generator=None, memory_format=None)", method=False, differentiable=False)(
-    lambda input, dtype=None, device=None, requires_grad=False, generator=None, memory_format=None: _like(randn)(input, dtype=dtype, device=device, requires_grad=requires_grad, generator=generator)
+randn_like = defop(
+    "randn_like(input, *, dtype=None, device=None, requires_grad=False, generator=None, memory_format=None)",  # noqa: E501 - one string, as PyTorch spells it
+    method=False,
+    differentiable=False,
+)(
+    lambda input, dtype=None, device=None, requires_grad=False, generator=None, memory_format=None: (  # noqa: E501
+        _like(randn)(
+            input, dtype=dtype, device=device, requires_grad=requires_grad, generator=generator
+        )
+    )
 )
 
 
-@defop("randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, generator=None)", method=False, differentiable=False)
-def randint_like(input, low=0, high=None, dtype=None, device=None, requires_grad=False, generator=None):
+@defop(
+    "randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, generator=None)",  # noqa: E501 - one string, as PyTorch spells it
+    method=False,
+    differentiable=False,
+)
+def randint_like(
+    input, low=0, high=None, dtype=None, device=None, requires_grad=False, generator=None
+):
     if high is None:
         low, high = 0, low
-    return randint(low, high, input._shape, generator=generator, dtype=dtype or input._dtype,
-                   device=device or input._storage._device, requires_grad=requires_grad)
+    return randint(
+        low,
+        high,
+        input._shape,
+        generator=generator,
+        dtype=dtype or input._dtype,
+        device=device or input._storage._device,
+        requires_grad=requires_grad,
+    )

@@ -91,8 +91,18 @@ def reduce(op, code, x, dims, keepdim, out_dtype, p0=0.0, want_idx=False, out=No
         out_shape, lay, n_out, n_red = plan
         r = empty(out_shape, out_dtype, dev)
         idx = empty(out_shape, D.int64, dev) if want_idx else None
-    st = fn(code, x._dtype.code, out_dtype.code, n_out, n_red, lay, r._ptr,
-            idx._ptr if idx is not None else 0, x._ptr, p0)
+    st = fn(
+        code,
+        x._dtype.code,
+        out_dtype.code,
+        n_out,
+        n_red,
+        lay,
+        r._ptr,
+        idx._ptr if idx is not None else 0,
+        x._ptr,
+        p0,
+    )
     if st:
         check(st, op)
     if keepdim:
@@ -177,7 +187,11 @@ def prod(input, dim=None, keepdim=False, dtype=None, out=None):
     """Product over one dim (or all)."""
     od = _sum_dtype(input, dtype)
     x = cast(input, od) if dtype is not None and od.category == 2 else input
-    dims = tuple(range(len(input._shape))) if dim is None else (_shape.normalize_dim(dim, len(input._shape), "prod"),)
+    dims = (
+        tuple(range(len(input._shape)))
+        if dim is None
+        else (_shape.normalize_dim(dim, len(input._shape), "prod"),)
+    )
     return reduce("prod", R.EC_R_PROD, x, dims, keepdim, od, out=out)
 
 
@@ -190,9 +204,7 @@ def _nonempty(op, x, dims):
             )
         for d in dims:
             if x._shape[d] == 0:
-                raise IndexError(
-                    f"{op}(): Expected reduction dim {d} to have non-zero size."
-                )
+                raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
 
 
 def _minmax(op, code, input, dim, keepdim, out):
@@ -309,14 +321,24 @@ def std(input, dim=None, unbiased=None, keepdim=False, correction=None, out=None
     return reduce("std", R.EC_R_STD, input, _dims(input, dim, "std"), keepdim, dt, c, out=out)
 
 
-@defop("var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None)", composite=True)
+@defop(
+    "var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None)", composite=True
+)
 def var_mean(input, dim=None, unbiased=None, keepdim=False, correction=None):
-    return (var(input, dim, unbiased, keepdim, correction=correction), mean(input, _var_args(dim, unbiased)[0], keepdim))
+    return (
+        var(input, dim, unbiased, keepdim, correction=correction),
+        mean(input, _var_args(dim, unbiased)[0], keepdim),
+    )
 
 
-@defop("std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None)", composite=True)
+@defop(
+    "std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None)", composite=True
+)
 def std_mean(input, dim=None, unbiased=None, keepdim=False, correction=None):
-    return (std(input, dim, unbiased, keepdim, correction=correction), mean(input, _var_args(dim, unbiased)[0], keepdim))
+    return (
+        std(input, dim, unbiased, keepdim, correction=correction),
+        mean(input, _var_args(dim, unbiased)[0], keepdim),
+    )
 
 
 @defop("norm(input, p='fro', dim=None, keepdim=False, dtype=None, *, out=None)", composite=True)
@@ -333,7 +355,9 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, dtype=None):
     """linalg.vector_norm: the ord-norm of the flattened dims."""
     dt = _float_only("linalg.vector_norm", x, dtype)
     xx = cast(x, dt)
-    return reduce("vector_norm", R.EC_R_NORM, xx, _dims(x, dim, "vector_norm"), keepdim, dt, float(ord))
+    return reduce(
+        "vector_norm", R.EC_R_NORM, xx, _dims(x, dim, "vector_norm"), keepdim, dt, float(ord)
+    )
 
 
 @defop("logsumexp(input, dim, keepdim=False, *, out=None)")
@@ -341,7 +365,9 @@ def logsumexp(input, dim, keepdim=False, out=None):
     """log(sum(exp(input))) over dim(s), computed stably."""
     dt = input._dtype if input._dtype.category == 2 else D.get_default_dtype()
     x = cast(input, dt)
-    return reduce("logsumexp", R.EC_R_LOGSUMEXP, x, _dims(input, dim, "logsumexp"), keepdim, dt, out=out)
+    return reduce(
+        "logsumexp", R.EC_R_LOGSUMEXP, x, _dims(input, dim, "logsumexp"), keepdim, dt, out=out
+    )
 
 
 def _bool_out(x):
@@ -351,13 +377,17 @@ def _bool_out(x):
 @defop("all(input, dim=None, keepdim=False, *, out=None)", differentiable=False)
 def all(input, dim=None, keepdim=False, out=None):
     """Whether every element (along dim) is non-zero."""
-    return reduce("all", R.EC_R_ALL, input, _dims(input, dim, "all"), keepdim, _bool_out(input), out=out)
+    return reduce(
+        "all", R.EC_R_ALL, input, _dims(input, dim, "all"), keepdim, _bool_out(input), out=out
+    )
 
 
 @defop("any(input, dim=None, keepdim=False, *, out=None)", differentiable=False)
 def any(input, dim=None, keepdim=False, out=None):
     """Whether any element (along dim) is non-zero."""
-    return reduce("any", R.EC_R_ANY, input, _dims(input, dim, "any"), keepdim, _bool_out(input), out=out)
+    return reduce(
+        "any", R.EC_R_ANY, input, _dims(input, dim, "any"), keepdim, _bool_out(input), out=out
+    )
 
 
 @defop("count_nonzero(input, dim=None, *, out=None)", differentiable=False)
@@ -380,11 +410,23 @@ def scan(op, code, x, dim, out_dtype, want_idx=False, out=None):
     idx = empty(x._shape, D.int64, dev) if want_idx else None
     lay = ffi.new(
         "int64_t[]",
-        list(x._shape) + list(r._stride) + list(x._stride) + list(idx._stride if idx is not None else r._stride),
+        list(x._shape)
+        + list(r._stride)
+        + list(x._stride)
+        + list(idx._stride if idx is not None else r._stride),
     )
     check(
-        lib.ec_scan(code, x._dtype.code, out_dtype.code, len(x._shape), d, lay, r._ptr,
-                    idx._ptr if idx is not None else 0, x._ptr),
+        lib.ec_scan(
+            code,
+            x._dtype.code,
+            out_dtype.code,
+            len(x._shape),
+            d,
+            lay,
+            r._ptr,
+            idx._ptr if idx is not None else 0,
+            x._ptr,
+        ),
         op,
     )
     if nd == 0:
@@ -436,7 +478,7 @@ def logcumsumexp(input, dim):
         from ember_core._elementwise import _tname
 
         raise NotImplementedError(
-            f'"logcumsumexp_out_cpu" not implemented for \'{_tname(input._dtype)}\''
+            f"\"logcumsumexp_out_cpu\" not implemented for '{_tname(input._dtype)}'"
         )
     dt = input._dtype
     return scan("logcumsumexp", R.EC_S_LOGCUMSUMEXP, cast(input, dt), dim, dt)
@@ -448,4 +490,3 @@ def trace(input):
     if len(input._shape) != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {len(input._shape)}")
     return sum(input.diagonal())
-

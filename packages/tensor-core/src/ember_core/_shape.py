@@ -111,7 +111,7 @@ def normalize_dim(dim, ndim, op="op"):
         raise TypeError(f"{op}(): dim must be an int, got {type(dim).__name__}") from None
     if d < -n or d >= n:
         raise IndexError(
-            f"{op}(): Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})"
+            f"{op}(): Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})"  # noqa: E501 - one string, as PyTorch spells it
         )
     return d + n if d < 0 else d
 

@@ -11,7 +11,6 @@ import sys
 import weakref
 
 import ember_allocator
-
 from ember_core._device import CPU, device
 
 _host_malloc, _host_free = ember_allocator.host_fast_path()
@@ -170,7 +169,11 @@ def from_block(allocator, block, nbytes, dev=CPU, shared=False):
 def external(ptr, nbytes, owner, dev=CPU, readonly=False, shared=False):
     """A storage over memory that ``owner`` keeps alive (``shared``: memory another
     process shares, e.g. a received tensor)."""
-    cls = _ReadonlyExternalStorage if readonly else (_SharedExternalStorage if shared else _ExternalStorage)
+    cls = (
+        _ReadonlyExternalStorage
+        if readonly
+        else (_SharedExternalStorage if shared else _ExternalStorage)
+    )
     s = _new(cls)
     s._ptr = ptr
     s._nbytes = nbytes

@@ -64,10 +64,16 @@ class Tensor:
             return _creation.empty_like_class(cls, (), **kwargs)
         if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
             return _creation.empty_like_class(cls, args, **kwargs)
-        if len(args) == 1 and isinstance(args[0], tuple) and all(isinstance(a, int) for a in args[0]):
+        if (
+            len(args) == 1
+            and isinstance(args[0], tuple)
+            and all(isinstance(a, int) for a in args[0])
+        ):
             return _creation.empty_like_class(cls, args[0], **kwargs)
         if len(args) == 1:
-            t = _creation.tensor(args[0], dtype=_dtype.get_default_dtype(), device=kwargs.get("device"))
+            t = _creation.tensor(
+                args[0], dtype=_dtype.get_default_dtype(), device=kwargs.get("device")
+            )
             if cls is not Tensor:
                 t = t.as_subclass(cls)
             return t
@@ -210,7 +216,9 @@ class Tensor:
     def requires_grad_(self, requires_grad=True):
         requires_grad = bool(requires_grad)
         if requires_grad and not self._dtype.is_floating_point:
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeError(
+                "only Tensors of floating point and complex dtype can require gradients"
+            )
         if self.grad_fn is not None and not requires_grad:
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables. If you want to use a "
@@ -232,7 +240,9 @@ class Tensor:
     def grad(self, value):
         if value is not None:
             if not isinstance(value, Tensor):
-                raise TypeError(f"assigned grad expected to be a Tensor or None but got {type(value).__name__}")
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got {type(value).__name__}"
+                )
             if value._shape != self._shape:
                 raise RuntimeError(
                     f"assigned grad has data of a different size: {tuple(value._shape)} vs "
@@ -257,7 +267,16 @@ class Tensor:
     def data(self, other):
         if not isinstance(other, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(other).__name__}")
-        for slot in ("_storage", "_shape", "_stride", "_offset", "_dtype", "_ptr", "_numel", "_contig"):
+        for slot in (
+            "_storage",
+            "_shape",
+            "_stride",
+            "_offset",
+            "_dtype",
+            "_ptr",
+            "_numel",
+            "_contig",
+        ):
             setattr(self, slot, getattr(other, slot))
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
@@ -331,7 +350,9 @@ class Tensor:
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         from ember_core import _dlpack
 
-        return _dlpack.to_dlpack(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+        return _dlpack.to_dlpack(
+            self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
+        )
 
     def __dlpack_device__(self):
         from ember_core import _dlpack
@@ -348,7 +369,16 @@ class Tensor:
         if not (isinstance(cls, type) and issubclass(cls, Tensor)):
             raise TypeError(f"as_subclass: {cls!r} is not a Tensor subclass")
         t = _new(cls)
-        for slot in ("_storage", "_shape", "_stride", "_offset", "_dtype", "_ptr", "_numel", "_contig"):
+        for slot in (
+            "_storage",
+            "_shape",
+            "_stride",
+            "_offset",
+            "_dtype",
+            "_ptr",
+            "_numel",
+            "_contig",
+        ):
             setattr(t, slot, getattr(self, slot))
         return t
 

@@ -97,7 +97,9 @@ def view(input, shape):
         return _view_dtype(input, shape[0])
     new = _infer_size(_as_sizes(shape, "view"), input._numel, "view")
     if new == input._shape:
-        return view_of(input, input._shape, input._stride, input._offset, input._numel, input._contig)
+        return view_of(
+            input, input._shape, input._stride, input._offset, input._numel, input._contig
+        )
     if input._contig or is_contig(input):
         return view_of(input, new, contiguous_strides(new), input._offset, input._numel, True)
     st = _view_strides(input._shape, input._stride, new)
@@ -105,7 +107,7 @@ def view(input, shape):
         raise RuntimeError(
             f"view size is not compatible with input tensor's size and stride (at least one "
             f"dimension spans across two contiguous subspaces). Use .reshape(...) instead. "
-            f"(view of shape {list(input._shape)} with strides {list(input._stride)} as {list(new)})"
+            f"(view of shape {list(input._shape)} with strides {list(input._stride)} as {list(new)})"  # noqa: E501 - one string, as PyTorch spells it
         )
     return view_of(input, new, st, input._offset, input._numel)
 
@@ -121,10 +123,14 @@ def _view_dtype(input, dtype):
             f"view(dtype): changing the element size from {old} to {new} needs the last "
             "dimension to be contiguous"
         )
-    if (input._shape[-1] * old) % new or (input._offset * old) % new or any(
-        (s * old) % new for s in input._stride[:-1]
+    if (
+        (input._shape[-1] * old) % new
+        or (input._offset * old) % new
+        or any((s * old) % new for s in input._stride[:-1])
     ):
-        raise RuntimeError(f"view(dtype): the shape/strides do not divide into elements of {new} bytes")
+        raise RuntimeError(
+            f"view(dtype): the shape/strides do not divide into elements of {new} bytes"
+        )
     shape = input._shape[:-1] + (input._shape[-1] * old // new,)
     stride = tuple(s * old // new for s in input._stride[:-1]) + (1,)
     t = view_of(input, shape, stride, input._offset * old // new)
@@ -158,7 +164,9 @@ def transpose(input, dim0, dim1):
     n = len(input._shape)
     a, b = normalize_dim(dim0, n, "transpose"), normalize_dim(dim1, n, "transpose")
     if a == b or n < 2:
-        return view_of(input, input._shape, input._stride, input._offset, input._numel, input._contig)
+        return view_of(
+            input, input._shape, input._stride, input._offset, input._numel, input._contig
+        )
     shape, stride = list(input._shape), list(input._stride)
     shape[a], shape[b] = shape[b], shape[a]
     stride[a], stride[b] = stride[b], stride[a]
@@ -179,7 +187,9 @@ def swapdims(input, dim0, dim1):
 def t(input):
     """Transpose of a matrix (vectors and scalars are returned as they are)."""
     if len(input._shape) > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {len(input._shape)}D")
+        raise RuntimeError(
+            f"t() expects a tensor with <= 2 dimensions, but self is {len(input._shape)}D"
+        )
     return transpose(input, 0, -1) if len(input._shape) == 2 else input.view(input._shape)
 
 
@@ -208,7 +218,9 @@ def movedim(input, source, destination):
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
     if len(src) != len(dst):
-        raise RuntimeError("movedim: Invalid source or destination dims: source and destination must have the same length")
+        raise RuntimeError(
+            "movedim: Invalid source or destination dims: source and destination must have the same length"  # noqa: E501 - one string, as PyTorch spells it
+        )
     src = [normalize_dim(d, n, "movedim") for d in src]
     dst = [normalize_dim(d, n, "movedim") for d in dst]
     order = [None] * n
@@ -237,7 +249,9 @@ def expand(input, sizes):
     for i, s in enumerate(sizes):
         if i < lead:
             if s < 0:
-                raise RuntimeError(f"expand: -1 is not allowed in a leading, non-existing dimension {i}")
+                raise RuntimeError(
+                    f"expand: -1 is not allowed in a leading, non-existing dimension {i}"
+                )
             shape.append(s)
             stride.append(0)
             continue
@@ -337,9 +351,13 @@ def narrow(input, dim, start, length):
     if start < 0:
         start += size
     if not 0 <= start <= size:
-        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+        raise IndexError(
+            f"start out of range (expected to be in range of [{-size}, {size}], but got {start})"
+        )
     if length < 0 or start + length > size:
-        raise RuntimeError(f"narrow(): start ({start}) + length ({length}) exceeds dimension size ({size}).")
+        raise RuntimeError(
+            f"narrow(): start ({start}) + length ({length}) exceeds dimension size ({size})."
+        )
     shape = input._shape[:d] + (length,) + input._shape[d + 1 :]
     return view_of(input, shape, input._stride, input._offset + start * input._stride[d])
 
@@ -376,7 +394,9 @@ def as_strided(input, size, stride, storage_offset=None):
     shape = _shape.as_shape((size,), "as_strided")
     stride = tuple(int(s) for s in stride)
     if len(stride) != len(shape):
-        raise RuntimeError(f"as_strided: mismatch in length of strides and shape ({len(stride)} vs {len(shape)})")
+        raise RuntimeError(
+            f"as_strided: mismatch in length of strides and shape ({len(stride)} vs {len(shape)})"
+        )
     offset = input._offset if storage_offset is None else int(storage_offset)
     if offset < 0:
         raise RuntimeError(f"as_strided: Tensor: invalid storage offset {offset}")
@@ -386,7 +406,7 @@ def as_strided(input, size, stride, storage_offset=None):
         limit = input._storage._nbytes // input._dtype.itemsize
         if lo < 0 or hi >= limit:
             raise RuntimeError(
-                f"setStorage: sizes {list(shape)}, strides {list(stride)}, storage offset {offset}, "
+                f"setStorage: sizes {list(shape)}, strides {list(stride)}, storage offset {offset}, "  # noqa: E501 - one string, as PyTorch spells it
                 f"and itemsize {input._dtype.itemsize} requiring a storage size of "
                 f"{(hi + 1) * input._dtype.itemsize} are out of bounds for storage of size "
                 f"{input._storage._nbytes}"
@@ -422,14 +442,21 @@ def unfold(input, dimension, size, step):
     d = normalize_dim(dimension, n, "unfold") if n else 0
     dim_size = input._shape[d] if n else 1
     if size > dim_size:
-        raise RuntimeError(f"maximum size for tensor at dimension {d} is {dim_size} but size is {size}")
+        raise RuntimeError(
+            f"maximum size for tensor at dimension {d} is {dim_size} but size is {size}"
+        )
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
     count = (dim_size - size) // step + 1
     if n == 0:
         return view_of(input, (size,), (1,), input._offset)
     shape = input._shape[:d] + (count,) + input._shape[d + 1 :] + (size,)
-    stride = input._stride[:d] + (input._stride[d] * step,) + input._stride[d + 1 :] + (input._stride[d],)
+    stride = (
+        input._stride[:d]
+        + (input._stride[d] * step,)
+        + input._stride[d + 1 :]
+        + (input._stride[d],)
+    )
     return view_of(input, shape, stride, input._offset)
 
 
@@ -484,7 +511,9 @@ def T(self):
 def mT(self):
     """Transpose of the last two dims (a batch of matrices)."""
     if len(self._shape) < 2:
-        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
+        raise RuntimeError(
+            "tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor."
+        )
     return transpose(self, -2, -1)
 
 

@@ -111,7 +111,7 @@ def _require_float(op, A, kernel=None):
     if dt.category == 2:
         if kernel is None:
             raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {_tname(dt)}")
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{_tname(dt)}\'')
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_tname(dt)}'")
     raise RuntimeError(
         f"{op}: Expected a floating point or complex tensor as input. Got {_tname(dt)}"
     )
@@ -235,8 +235,12 @@ def _linalg_lu_factor_ex(A, check_errors=False):
     info = _int32(batch, A)
     nb = _numel(batch)
     if nb and m and n:
-        check(_fn("ec_linalg_lu", nb * m * n * k)(A._dtype.code, nb, m, n, lu._ptr, piv._ptr,
-                                                  info._ptr), op)
+        check(
+            _fn("ec_linalg_lu", nb * m * n * k)(
+                A._dtype.code, nb, m, n, lu._ptr, piv._ptr, info._ptr
+            ),
+            op,
+        )
     else:
         info.zero_()
     if check_errors:
@@ -299,8 +303,10 @@ def _linalg_inv_ex(A, check_errors=False):
     nb = _numel(batch)
     if nb and n:
         piv = _int32((nb, n), A)
-        check(_fn("ec_linalg_inv", nb * n * n * n)(A._dtype.code, nb, n, x._ptr, piv._ptr,
-                                                   info._ptr), op)
+        check(
+            _fn("ec_linalg_inv", nb * n * n * n)(A._dtype.code, nb, n, x._ptr, piv._ptr, info._ptr),
+            op,
+        )
     else:
         info.zero_()
     if check_errors:
@@ -338,8 +344,12 @@ def _linalg_solve(A, B):
     info = _int32(batch, A)
     if nb and n:
         piv = _int32((nb, n), A)
-        check(_fn("ec_linalg_solve", nb * n * n * (n + k))(
-            A._dtype.code, nb, n, k, a._ptr, x._ptr, piv._ptr, info._ptr), op)
+        check(
+            _fn("ec_linalg_solve", nb * n * n * (n + k))(
+                A._dtype.code, nb, n, k, a._ptr, x._ptr, piv._ptr, info._ptr
+            ),
+            op,
+        )
     else:
         info.zero_()
     _check_info("torch.linalg.solve", info, "solve")
@@ -359,8 +369,12 @@ def _linalg_cholesky_ex(A, upper=False, check_errors=False):
     info = _int32(batch, A)
     nb = _numel(batch)
     if nb and n:
-        check(_fn("ec_linalg_cholesky", nb * n * n * n // 3)(
-            A._dtype.code, nb, n, 1 if upper else 0, x._ptr, info._ptr), op)
+        check(
+            _fn("ec_linalg_cholesky", nb * n * n * n // 3)(
+                A._dtype.code, nb, n, 1 if upper else 0, x._ptr, info._ptr
+            ),
+            op,
+        )
     else:
         info.zero_()
     if check_errors:
@@ -382,9 +396,21 @@ def _linalg_solve_triangular(A, B, upper, unitriangular=False):
     nb = _numel(batch)
     if nb and n and k:
         info = _int32((nb,), A)
-        check(_fn("ec_linalg_solve_triangular", nb * n * n * k)(
-            A._dtype.code, nb, n, k, 1 if upper else 0, 0, 1 if unitriangular else 0,
-            a._ptr, x._ptr, info._ptr), op)
+        check(
+            _fn("ec_linalg_solve_triangular", nb * n * n * k)(
+                A._dtype.code,
+                nb,
+                n,
+                k,
+                1 if upper else 0,
+                0,
+                1 if unitriangular else 0,
+                a._ptr,
+                x._ptr,
+                info._ptr,
+            ),
+            op,
+        )
     return x.mT
 
 
@@ -409,9 +435,12 @@ def _linalg_qr(A, mode="reduced"):
     q = _fortran_empty(batch, m, qcols, A) if mode != "r" else None
     info = _int32(batch, A)
     if nb and m and n:
-        check(_fn("ec_linalg_qr", nb * m * n * k)(
-            A._dtype.code, nb, m, n, qcols, a._ptr, q._ptr if q is not None else 0, info._ptr),
-            op)
+        check(
+            _fn("ec_linalg_qr", nb * m * n * k)(
+                A._dtype.code, nb, m, n, qcols, a._ptr, q._ptr if q is not None else 0, info._ptr
+            ),
+            op,
+        )
     elif q is not None and nb and m:  # n == 0: Q is the identity's first columns
         from ember_core._creation import eye
 
@@ -444,9 +473,19 @@ def _linalg_eigh(A, UPLO="L", compute_v=True):
     w = empty(batch + (n,), A._dtype, A._storage._device)
     info = _int32(batch, A)
     if nb and n:
-        check(_fn("ec_linalg_eigh", nb * n * n * n)(
-            A._dtype.code, nb, n, 1 if UPLO == "U" else 0, 1 if compute_v else 0, a._ptr,
-            w._ptr, info._ptr), op)
+        check(
+            _fn("ec_linalg_eigh", nb * n * n * n)(
+                A._dtype.code,
+                nb,
+                n,
+                1 if UPLO == "U" else 0,
+                1 if compute_v else 0,
+                a._ptr,
+                w._ptr,
+                info._ptr,
+            ),
+            op,
+        )
     else:
         info.zero_()
     _check_info(op, info, "eigh")
@@ -475,9 +514,21 @@ def _linalg_svd(A, full_matrices=True, compute_uv=True):
     info = _int32(batch, A)
     if nb and m and n:
         a = _fortran(A)
-        check(_fn("ec_linalg_svd", nb * m * n * k)(
-            A._dtype.code, nb, m, n, ord(job), a._ptr, s._ptr,
-            u._ptr if u is not None else 0, vt._ptr if vt is not None else 0, info._ptr), op)
+        check(
+            _fn("ec_linalg_svd", nb * m * n * k)(
+                A._dtype.code,
+                nb,
+                m,
+                n,
+                ord(job),
+                a._ptr,
+                s._ptr,
+                u._ptr if u is not None else 0,
+                vt._ptr if vt is not None else 0,
+                info._ptr,
+            ),
+            op,
+        )
         _check_info(op, info, "svd")
     elif compute_uv:  # an empty matrix: the singular vectors are identity columns
         from ember_core._creation import eye
@@ -504,8 +555,11 @@ def _tolerances(op, A, S_max, atol, rtol):
 
     if rtol is None:
         eps = 1.1920928955078125e-07 if A._dtype is D.float32 else 2.220446049250313e-16
-        rtol = 0.0 if (atol is not None and not _is_zero_number(atol)) else eps * max(
-            A._shape[-2], A._shape[-1])
+        rtol = (
+            0.0
+            if (atol is not None and not _is_zero_number(atol))
+            else eps * max(A._shape[-2], A._shape[-1])
+        )
     a = as_t(0.0 if atol is None else atol)
     r = as_t(rtol)
     if len(a._shape):
@@ -587,9 +641,23 @@ def _linalg_lstsq(A, B, rcond=None, driver=None):
     rank = _int32(batch, A)
     info = _int32(batch, A)
     if nb and m and n and k:
-        check(_fn("ec_linalg_lstsq", nb * m * n * max(m, n, k))(
-            A._dtype.code, nb, m, n, k, _DRIVERS[driver], float(rcond), a._ptr, x._ptr,
-            s._ptr if s is not None else 0, rank._ptr, info._ptr), op)
+        check(
+            _fn("ec_linalg_lstsq", nb * m * n * max(m, n, k))(
+                A._dtype.code,
+                nb,
+                m,
+                n,
+                k,
+                _DRIVERS[driver],
+                float(rcond),
+                a._ptr,
+                x._ptr,
+                s._ptr if s is not None else 0,
+                rank._ptr,
+                info._ptr,
+            ),
+            op,
+        )
         _check_info(op, info, "lstsq")
     else:
         x.zero_()
@@ -901,8 +969,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
         if isinstance(dim, int):
             dim = (dim,)
         if len(dim) == 2:
-            return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype,
-                               out=out)
+            return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
         return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
     if ord is None:
         return vector_norm(A, 2, None, keepdim, dtype=dtype, out=out)
@@ -1018,8 +1085,7 @@ def multi_dot(tensors, *, out=None):
             raise RuntimeError(
                 f"{op}(): tensor {i} must be 2D but got {len(t._shape)}D"
                 if 0 < i < len(ts) - 1
-                else f"{op}(): the first and last tensors must be 1D or 2D but got "
-                f"{len(t._shape)}D"
+                else f"{op}(): the first and last tensors must be 1D or 2D but got {len(t._shape)}D"
             )
         if i and ts[i - 1]._shape[1] != t._shape[0]:
             raise RuntimeError(
@@ -1065,9 +1131,20 @@ def _chain(ts):
 # for the matrix exponential revisited"); theta_13 bounds the 1-norm for which
 # degree 13 is accurate to double precision without scaling.
 _PADE13 = (
-    64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0,
-    129060195264000.0, 10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0,
-    40840800.0, 960960.0, 16380.0, 182.0, 1.0,
+    64764752532480000.0,
+    32382376266240000.0,
+    7771770303897600.0,
+    1187353796428800.0,
+    129060195264000.0,
+    10559470521600.0,
+    670442572800.0,
+    33522128640.0,
+    1323241920.0,
+    40840800.0,
+    960960.0,
+    16380.0,
+    182.0,
+    1.0,
 )
 _THETA13 = 5.371920351148152
 
@@ -1090,8 +1167,11 @@ def matrix_exp(A):
         r = X.exp()
         return r.to(A._dtype) if low else r
     norm1 = float(X.detach().abs().sum(-2).amax().item())
-    s = 0 if norm1 <= _THETA13 or not math.isfinite(norm1) else int(
-        math.ceil(math.log2(norm1 / _THETA13)))
+    s = (
+        0
+        if norm1 <= _THETA13 or not math.isfinite(norm1)
+        else int(math.ceil(math.log2(norm1 / _THETA13)))
+    )
     if s:
         X = X / float(2**s)
     from ember_core._creation import eye
@@ -1101,10 +1181,20 @@ def matrix_exp(A):
     X2 = X @ X
     X4 = X2 @ X2
     X6 = X4 @ X2
-    U = X @ (X6 @ (b[13] * X6 + b[11] * X4 + b[9] * X2) + b[7] * X6 + b[5] * X4 + b[3] * X2
-             + b[1] * ident)
-    V = X6 @ (b[12] * X6 + b[10] * X4 + b[8] * X2) + b[6] * X6 + b[4] * X4 + b[2] * X2 \
+    U = X @ (
+        X6 @ (b[13] * X6 + b[11] * X4 + b[9] * X2)
+        + b[7] * X6
+        + b[5] * X4
+        + b[3] * X2
+        + b[1] * ident
+    )
+    V = (
+        X6 @ (b[12] * X6 + b[10] * X4 + b[8] * X2)
+        + b[6] * X6
+        + b[4] * X4
+        + b[2] * X2
         + b[0] * ident
+    )
     r = _linalg_solve(V - U, V + U)
     for _ in range(s):
         r = r @ r
@@ -1198,8 +1288,9 @@ def _torch_svd(input, some=True, compute_uv=True, out=None):
     S = _linalg_svd(input, False, _wants_grad(input))[1]
     m, n = input._shape[-2], input._shape[-1]
     b = input._shape[:-2]
-    return _out(R.svd(zeros(b + (m, m), dtype=input._dtype), S,
-                      zeros(b + (n, n), dtype=input._dtype)), out)
+    return _out(
+        R.svd(zeros(b + (m, m), dtype=input._dtype), S, zeros(b + (n, n), dtype=input._dtype)), out
+    )
 
 
 @defop("qr(input, some=True, *, out=None)", composite=True)

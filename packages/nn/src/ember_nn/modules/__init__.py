@@ -63,11 +63,14 @@ from ember_nn.modules.dropout import (
 )
 from ember_nn.modules.lazy import LazyModuleMixin
 from ember_nn.modules.linear import Bilinear, Identity, LazyLinear, Linear
+
+# nnk: unpooling and the CTC loss
 from ember_nn.modules.loss import (
     BCELoss,
     BCEWithLogitsLoss,
     CosineEmbeddingLoss,
     CrossEntropyLoss,
+    CTCLoss,
     GaussianNLLLoss,
     HingeEmbeddingLoss,
     HuberLoss,
@@ -155,6 +158,9 @@ from ember_nn.modules.pooling import (
     MaxPool1d,
     MaxPool2d,
     MaxPool3d,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    MaxUnpool3d,
 )
 from ember_nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from ember_nn.modules.sparse import Embedding, EmbeddingBag
@@ -166,6 +172,3 @@ from ember_nn.modules.transformer import (
     TransformerEncoder,
     TransformerEncoderLayer,
 )
-# nnk: unpooling and the CTC loss
-from ember_nn.modules.loss import CTCLoss
-from ember_nn.modules.pooling import MaxUnpool1d, MaxUnpool2d, MaxUnpool3d

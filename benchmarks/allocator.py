@@ -10,6 +10,11 @@
    (whose pages were touched before).
 3. Fragmentation: activations of growing size interleaved with temporaries;
    peak reserved / peak allocated for each allocator setting.
+4. CUDA device memory (only where a GPU is visible): ember's cached
+   allocate+free pair against cudaMalloc+cudaFree and PyTorch's CUDA caching
+   allocator (torch.empty on 'cuda'), and the fragmentation pattern of 3 on the
+   device, where expandable segments map physical memory with the driver's
+   virtual memory calls.
 
 Targets (issue 2): the Python-level allocate+free pair under 1 us; for sizes
 >= 1 MiB, allocation from the cache at least 10x faster than a fresh system
@@ -161,7 +166,7 @@ def growing_interleaved(allocator, steps=60):
     return s["reserved_bytes.all.peak"], s["allocated_bytes.all.peak"]
 
 
-def fragmentation():
+def fragmentation(kind="host"):
     rows = []
     settings = [
         ("default", {}),
@@ -170,9 +175,7 @@ def fragmentation():
     ]
     result = {}
     for name, options in settings:
-        reserved, allocated = growing_interleaved(
-            ember_allocator.CachingAllocator("host", **options)
-        )
+        reserved, allocated = growing_interleaved(ember_allocator.CachingAllocator(kind, **options))
         result[name] = reserved / allocated
         rows.append(
             [
@@ -182,9 +185,70 @@ def fragmentation():
                 f"{reserved / allocated:.2f}",
             ]
         )
-    print("\n3. fragmentation: growing activations interleaved with temporaries")
+    heading = "3. fragmentation" if kind == "host" else f"4b. fragmentation of {kind} memory"
+    print(f"\n{heading}: growing activations interleaved with temporaries")
     table(rows, ["setting", "peak allocated", "peak reserved", "reserved/allocated"])
     return result
+
+
+def cuda_runtime():
+    """libcudart through ctypes for the raw cudaMalloc/cudaFree row (None if absent)."""
+    for name in ("libcudart.so", "libcudart.so.13", "libcudart.so.12"):
+        try:
+            rt = ctypes.CDLL(name)
+        except OSError:
+            continue
+        rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+        rt.cudaFree.argtypes = [ctypes.c_void_p]
+        return rt
+    return None
+
+
+def cuda_pairs(device):
+    rt = cuda_runtime()
+    ptr = ctypes.c_void_p()
+    ref = ctypes.byref(ptr)
+
+    def raw(n):
+        if rt.cudaMalloc(ref, n) != 0:
+            raise MemoryError(f"cudaMalloc({n}) failed")
+        rt.cudaFree(ptr)
+
+    use_torch = torch is not None and torch.cuda.is_available()
+    rows = []
+    for n in (512, 64 * KiB, MiB, 16 * MiB, 64 * MiB):
+        device.allocate(n)  # warm the cache
+        te = median_time(lambda n=n: device.allocate(n))
+        tr = median_time(lambda n=n: raw(n), repeat=5) if rt else None
+        tt = None
+        if use_torch:
+            torch.empty(n, dtype=torch.uint8, device="cuda")
+            tt = median_time(lambda n=n: torch.empty(n, dtype=torch.uint8, device="cuda"))
+        rows.append(
+            [
+                size_name(n),
+                fmt_time(te),
+                fmt_time(tr),
+                fmt_time(tt),
+                f"{tr / te:.0f}x" if tr else "-",
+                f"{tt / te:.1f}" if tt else "-",
+            ]
+        )
+    print("\n4a. CUDA device memory: allocate + free pair (median per pair)")
+    table(
+        rows,
+        ["size", "ember cached", "cudaMalloc+Free", "torch cuda", "raw/ember", "torch/ember"],
+    )
+
+
+def cuda_section():
+    try:
+        device = ember_allocator.CachingAllocator("cuda")
+    except ember_allocator.AllocatorError as e:
+        print(f"\n4. CUDA device memory: skipped ({e})")
+        return None
+    cuda_pairs(device)
+    return fragmentation("cuda")
 
 
 def main():
@@ -193,6 +257,7 @@ def main():
     pair_rows = pairs()
     ratios = fresh_vs_cached()
     frag = fragmentation()
+    cuda_frag = cuda_section()
     small_pair = pair_rows[0][1]
     print("\ntargets:")
     print(f"  Python-level allocate+free pair (64 B): {small_pair}  (target < 1 us)")
@@ -200,6 +265,11 @@ def main():
     print(
         f"  fragmentation, expandable segments: {frag['expandable_segments']:.2f}  (target <= 1.2)"
     )
+    if cuda_frag:
+        print(
+            "  fragmentation on the GPU, expandable segments: "
+            f"{cuda_frag['expandable_segments']:.2f}  (target <= 1.2)"
+        )
 
 
 if __name__ == "__main__":

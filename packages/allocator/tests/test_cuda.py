@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 from conftest import CUDA_ERROR
-from helpers import MiB
+from helpers import MiB, growing_interleaved
 
 import ember_allocator
 
@@ -173,3 +173,14 @@ def test_pinned_host_memory():
 @pytest.mark.cuda
 def test_device_threads():
     ember_allocator.CachingAllocator("pinned")._stress_threads(4, 2000, MiB)
+
+
+@pytest.mark.cuda
+def test_device_fragmentation_expandable_segments_keep_reserved_within_1_2x_peak():
+    try:
+        grown = ember_allocator.CachingAllocator("cuda", expandable_segments=True)
+    except ember_allocator.AllocatorError as e:
+        pytest.skip(f"no CUDA virtual memory management: {e}")
+    fixed = growing_interleaved(ember_allocator.CachingAllocator("cuda"))
+    assert fixed > 2.0  # cudaMalloc'd segments fragment under this pattern ...
+    assert growing_interleaved(grown) <= 1.2  # ... segments grown by mapping do not

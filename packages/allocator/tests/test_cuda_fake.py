@@ -6,6 +6,7 @@ fractions, and expandable segments through the driver's virtual memory calls.
 The CUDA libraries load once per process, so the checks run in a subprocess
 whose LD_LIBRARY_PATH finds the stand-ins first."""
 
+import os
 import pathlib
 import shutil
 import subprocess
@@ -117,7 +118,11 @@ def test_raw_cuda_against_a_stand_in_runtime(tmp_path):
     # One library under both names: the loader maps it once, so runtime and
     # driver share one device (and the test reads one set of counters).
     (tmp_path / "libcuda.so.1").symlink_to(lib)
+    # Only the stand-in may be found, but ember_allocator must stay importable
+    # wherever it is installed (PYTHONPATH installs included).
     env = {"LD_LIBRARY_PATH": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    if "PYTHONPATH" in os.environ:
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     result = subprocess.run(
         [sys.executable, "-c", CHECKS, str(lib)], env=env, capture_output=True, text=True
     )

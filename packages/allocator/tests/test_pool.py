@@ -2,10 +2,8 @@
 splitting, merging, reuse from the cache, empty_cache, max_split_size and
 expandable segments, checked on real host memory through snapshots and counters."""
 
-import collections
-
 import pytest
-from helpers import KiB, MiB, blocks, fill, holds, round512
+from helpers import KiB, MiB, blocks, fill, growing_interleaved, holds, round512
 
 import ember_allocator
 
@@ -298,26 +296,8 @@ def test_expandable_segments_need_a_kind_that_can_map():
         ember_allocator.CachingAllocator("shm", expandable_segments=True)
 
 
-def _growing_interleaved(allocator, steps=60):
-    """Activations of growing size kept for three steps, with a temporary a third
-    their size between them: each new request is larger than every hole that
-    earlier frees left, the pattern that fragments a caching allocator."""
-    keep = collections.deque()
-    size = MiB
-    for _ in range(steps):
-        size = round512(size * 108 // 100)
-        x = allocator.allocate(size)
-        tmp = allocator.allocate(size // 3)
-        keep.append(x)
-        del tmp
-        if len(keep) > 3:
-            keep.popleft()
-    stats = allocator.memory_stats()
-    return stats["reserved_bytes.all.peak"] / stats["allocated_bytes.all.peak"]
-
-
 def test_fragmentation_expandable_segments_keep_reserved_within_1_2x_peak():
-    fixed = _growing_interleaved(ember_allocator.CachingAllocator("host"))
-    grown = _growing_interleaved(ember_allocator.CachingAllocator("host", expandable_segments=True))
+    fixed = growing_interleaved(ember_allocator.CachingAllocator("host"))
+    grown = growing_interleaved(ember_allocator.CachingAllocator("host", expandable_segments=True))
     assert fixed > 2.0  # the pattern does fragment fixed segments ...
     assert grown <= 1.2  # ... and growable segments bound it

@@ -94,6 +94,9 @@ def compile(
     return model
 
 
+# --- profiler, distributed, tensorboard and small namespaces (task misc) ---
+from ember import profiler  # noqa: E402
+
 __all__ = sorted(
     set(_core_all)
     | set(_functions_all)
@@ -116,6 +119,7 @@ __all__ = sorted(
         "nn",
         "no_grad",
         "optim",
+        "profiler",
         "random",
         "save",
         "set_grad_enabled",

@@ -95,7 +95,10 @@ def compile(
 
 
 # --- profiler, distributed, tensorboard and small namespaces (task misc) ---
-from ember import profiler  # noqa: E402
+from ember import accelerator, distributed, mps, profiler, version  # noqa: E402
+from ember.utils import hooks as _utils_hooks  # noqa: E402,F401 - ember.utils.hooks
+
+__version__ = version.__version__  # compares with tuples, as torch's TorchVersion
 
 __all__ = sorted(
     set(_core_all)
@@ -120,6 +123,10 @@ __all__ = sorted(
         "no_grad",
         "optim",
         "profiler",
+        "accelerator",
+        "distributed",
+        "mps",
+        "version",
         "random",
         "save",
         "set_grad_enabled",

@@ -76,11 +76,11 @@ def histogram(tag, values, bins="tensorflow", max_bins=None):
     nonzero = np.flatnonzero(counts)
     if nonzero.size == 0:
         raise ValueError("add_histogram: the values fall outside every bin")
-    # TensorBoard stores right edges only: keep two empty buckets left of the data
-    # (the leftmost edge shows), none right, as PyTorch does; bucket -1 is an empty
-    # one ending at the first edge.
+    # TensorBoard stores right edges only: keep one empty bucket left of the data
+    # (so the leftmost edge shows), none right, as PyTorch does; bucket -1 is an
+    # empty one ending at the first edge.
     first, last = int(nonzero[0]), int(nonzero[-1])
-    lo = max(first - 2, -1)
+    lo = first - 1
     right_edges = limits[lo + 1 : last + 2]
     counts = counts[max(lo, 0) : last + 1]
     if lo == -1:

@@ -23,5 +23,5 @@ from ember._ddp import DistributedDataParallel as _DDP  # noqa: E402
 
 _parallel.DistributedDataParallel = _DDP
 alias("ember.nn.parallel", _parallel)
-alias("ember.nn.parallel.distributed", "ember._ddp")
+_parallel.distributed = alias("ember.nn.parallel.distributed", "ember._ddp")
 sys.modules[__name__] = ember_nn

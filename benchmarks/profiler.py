@@ -34,7 +34,10 @@ def cases(ns, prof_mod):
         with prof_mod.record_function("label"):
             pass
 
-    out = {"step, no profiler yet": median_time(step), "record_function, no profiler": median_time(rf)}
+    out = {
+        "step, no profiler yet": median_time(step),
+        "record_function, no profiler": median_time(rf),
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with prof_mod.profile() as prof:
@@ -55,11 +58,8 @@ def main():
         tt = theirs.get(name)
         rows.append([name, fmt_time(t), fmt_time(tt), f"{t / tt:.2f}" if tt else "-"])
     table(rows, ["case", "ember", "torch", "ember/torch"])
-    base = mine["step, no profiler yet"]
-    print(
-        f"\nember, inactive profiler overhead on a step: "
-        f"{(mine['step, after a profiler stopped'] / base - 1) * 100:+.1f}% (noise level is a few %)"
-    )
+    overhead = mine["step, after a profiler stopped"] / mine["step, no profiler yet"] - 1
+    print(f"\nember, inactive profiler overhead on a step: {overhead * 100:+.1f}% (noise: a few %)")
 
 
 if __name__ == "__main__":

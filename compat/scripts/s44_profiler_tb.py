@@ -60,12 +60,19 @@ def on_ready(prof):
         counts.get("backward"),
         counts.get("optimizer"),
     )
-    print("CHECK cycle_has_ops", any(n.startswith("aten::") for n in names), {"aten::addmm", "aten::relu"} <= names)
+    print(
+        "CHECK cycle_has_ops",
+        any(n.startswith("aten::") for n in names),
+        {"aten::addmm", "aten::relu"} <= names,
+    )
     path = os.path.join(tmp, f"trace_{prof.step_num}.json")
     prof.export_chrome_trace(path)
     with open(path) as f:
         spans = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
-    print("CHECK trace_ranges", sorted({e["name"] for e in spans} & {"forward", "backward", "optimizer"}))
+    print(
+        "CHECK trace_ranges",
+        sorted({e["name"] for e in spans} & {"forward", "backward", "optimizer"}),
+    )
 
 
 losses = []

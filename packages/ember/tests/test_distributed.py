@@ -8,7 +8,9 @@ import ember
 import ember.distributed as dist
 from ember.nn.parallel import DataParallel, DistributedDataParallel
 
-NOT_INIT = "Default process group has not been initialized, please make sure to call init_process_group."
+NOT_INIT = (
+    "Default process group has not been initialized, please make sure to call init_process_group."
+)
 
 
 def test_status():

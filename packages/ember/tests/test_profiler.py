@@ -71,11 +71,10 @@ def test_record_shapes_and_group_by_input_shape():
 
 
 def test_ranges_nest_and_self_time_excludes_children():
-    with profile() as prof:
-        with record_function("outer"):
-            with record_function("inner"):
-                ember.ones(8) + 1
-            ember.ones(8) * 2
+    with profile() as prof, record_function("outer"):
+        with record_function("inner"):
+            ember.ones(8) + 1
+        ember.ones(8) * 2
     events = {e.name: e for e in prof.events()}
     outer, inner = events["outer"], events["inner"]
     assert inner.cpu_parent is outer
@@ -133,7 +132,9 @@ def test_profile_memory_counts_what_the_op_allocated():
     assert events["scratch"].cpu_memory_usage == 0
     assert events["scratch"].self_cpu_memory_usage == -2000
     table = prof.key_averages().table()
-    assert "CPU Mem" in table and "Self CPU Mem" in table and "5.86 KB" in table  # the two empties: 6000 B
+    assert (
+        "CPU Mem" in table and "Self CPU Mem" in table and "5.86 KB" in table
+    )  # the two empties: 6000 B
     del keep
 
 
@@ -195,10 +196,11 @@ def test_no_schedule_records_everything_and_calls_on_trace_ready_once():
 
 
 def test_table_layout():
-    with profile(record_shapes=True) as prof:
-        with record_function("fwd"):
-            ember.matmul(ember.ones(4, 3), ember.ones(3, 2))
-    table = prof.key_averages(group_by_input_shape=True).table(sort_by="cpu_time_total", row_limit=2)
+    with profile(record_shapes=True) as prof, record_function("fwd"):
+        ember.matmul(ember.ones(4, 3), ember.ones(3, 2))
+    table = prof.key_averages(group_by_input_shape=True).table(
+        sort_by="cpu_time_total", row_limit=2
+    )
     lines = table.splitlines()
     assert lines[0] == lines[2] == lines[-2]
     assert lines[1].split() == [
@@ -214,9 +216,8 @@ def test_table_layout():
 
 
 def test_export_chrome_trace_is_valid_json(tmp_path):
-    with profile(record_shapes=True) as prof:
-        with record_function("step"):
-            ember.ones(2, 2) + 1
+    with profile(record_shapes=True) as prof, record_function("step"):
+        ember.ones(2, 2) + 1
     path = tmp_path / "trace.json"
     prof.export_chrome_trace(str(path))
     doc = json.loads(path.read_text())
@@ -224,7 +225,11 @@ def test_export_chrome_trace_is_valid_json(tmp_path):
     assert {e["name"] for e in spans} == {"step", "aten::ones", "aten::add"}
     by_name = {e["name"]: e for e in spans}
     assert by_name["step"]["cat"] == "user_annotation" and by_name["aten::add"]["cat"] == "cpu_op"
-    assert by_name["aten::add"]["args"]["Input Dims"] == [[2, 2], [], []]  # input, other, alpha (as aten::add)
+    assert by_name["aten::add"]["args"]["Input Dims"] == [
+        [2, 2],
+        [],
+        [],
+    ]  # input, other, alpha (as aten::add)
     step, add = by_name["step"], by_name["aten::add"]
     assert step["ts"] <= add["ts"] and add["ts"] + add["dur"] <= step["ts"] + step["dur"] + 1e-3
 
@@ -236,7 +241,9 @@ def test_tensorboard_trace_handler_writes_one_file_per_cycle(tmp_path):
     ) as prof:
         _steps(prof, 4, lambda i: ember.ones(1))
     files = sorted(os.listdir(tmp_path / "tb"))
-    assert len(files) == 2 and all(f.startswith("w0.") and f.endswith(".pt.trace.json") for f in files)
+    assert len(files) == 2 and all(
+        f.startswith("w0.") and f.endswith(".pt.trace.json") for f in files
+    )
     for f in files:
         json.loads((tmp_path / "tb" / f).read_text())
 
@@ -255,9 +262,8 @@ def test_legacy_autograd_profiler():
 
 
 def test_one_profiler_at_a_time():
-    with profile(), pytest.raises(RuntimeError, match="already running"):
-        with profile():
-            pass
+    with profile(), pytest.raises(RuntimeError, match="already running"), profile():
+        pass
     with profile() as prof:  # the failed one left nothing registered
         ember.ones(1)
     assert _counts(prof) == {"aten::ones": 1}
@@ -336,10 +342,11 @@ def test_table_header_matches_torch():
     def header(lib, prof_mod, **kw):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            with prof_mod.profile(**kw) as p:
-                with prof_mod.record_function("a_range_name"):
-                    lib.ones(2) + 1
-        lines = p.key_averages(group_by_input_shape=kw.get("record_shapes", False)).table().splitlines()
+            with prof_mod.profile(**kw) as p, prof_mod.record_function("a_range_name"):
+                lib.ones(2) + 1
+        lines = (
+            p.key_averages(group_by_input_shape=kw.get("record_shapes", False)).table().splitlines()
+        )
         return lines[1].split(), lines[0].count("-  ")
 
     for kw in ({}, {"profile_memory": True}, {"record_shapes": True}):

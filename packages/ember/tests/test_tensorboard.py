@@ -86,7 +86,12 @@ def test_histogram_counts_match_numpy(tmp_path):
 
 @pytest.mark.parametrize(
     "shape, fmt, expect_hw",
-    [((3, 4, 5), "CHW", (4, 5)), ((4, 5, 3), "HWC", (4, 5)), ((1, 4, 5), "CHW", (4, 5)), ((4, 5), "HW", (4, 5))],
+    [
+        ((3, 4, 5), "CHW", (4, 5)),
+        ((4, 5, 3), "HWC", (4, 5)),
+        ((1, 4, 5), "CHW", (4, 5)),
+        ((4, 5), "HW", (4, 5)),
+    ],
 )
 def test_images_layouts(tmp_path, shape, fmt, expect_hw):
     rng = np.random.default_rng(1)
@@ -105,7 +110,9 @@ def test_add_images_tiles_a_batch_and_uint8_is_kept(tmp_path):
     batch = np.arange(10 * 3 * 2 * 2, dtype=np.uint8).reshape(10, 3, 2, 2)
     with SummaryWriter(tmp_path) as w:
         w.add_images("grid", ember.from_numpy(batch), 0)
-        w.add_images("nhwc", ember.from_numpy(batch.transpose(0, 2, 3, 1).copy()), 0, dataformats="NHWC")
+        w.add_images(
+            "nhwc", ember.from_numpy(batch.transpose(0, 2, 3, 1).copy()), 0, dataformats="NHWC"
+        )
     for tag in ("grid", "nhwc"):
         ev = _read(tmp_path).Images(tag)[0]
         assert (ev.height, ev.width) == (4, 16)  # 2 rows of 8
@@ -138,7 +145,9 @@ def test_hparams_in_a_run_of_their_own(tmp_path):
     from tensorboard.plugins.hparams import plugin_data_pb2
 
     with SummaryWriter(tmp_path) as w:
-        w.add_hparams({"lr": 0.1, "bs": 32, "opt": "sgd", "nesterov": True}, {"hp/acc": 0.75}, run_name="t0")
+        w.add_hparams(
+            {"lr": 0.1, "bs": 32, "opt": "sgd", "nesterov": True}, {"hp/acc": 0.75}, run_name="t0"
+        )
     acc = _read(tmp_path / "t0")
     assert acc.Scalars("hp/acc")[0].value == 0.75
     meta = acc.SummaryMetadata("_hparams_/session_start_info")
@@ -156,7 +165,9 @@ def test_hparams_in_a_run_of_their_own(tmp_path):
 def test_embedding_files(tmp_path):
     mat = np.arange(12, dtype=np.float32).reshape(4, 3)
     with SummaryWriter(tmp_path) as w:
-        w.add_embedding(ember.tensor(mat), metadata=["a", "b", "c", "d"], label_img=ember.ones(4, 3, 2, 2))
+        w.add_embedding(
+            ember.tensor(mat), metadata=["a", "b", "c", "d"], label_img=ember.ones(4, 3, 2, 2)
+        )
     np.testing.assert_array_equal(np.loadtxt(tmp_path / "00000/default/tensors.tsv"), mat)
     assert (tmp_path / "00000/default/metadata.tsv").read_text().split() == ["a", "b", "c", "d"]
     sprite = _decode_png((tmp_path / "00000/default/sprite.png").read_bytes())

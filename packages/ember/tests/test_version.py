@@ -24,8 +24,15 @@ def test_accelerator_without_one():
     assert acc.current_accelerator() is None
     assert acc.current_accelerator(check_available=True) is None
     assert acc.device_count() == 0
-    for call in (acc.current_device_index, acc.synchronize, acc.memory_allocated, lambda: acc.set_device_index(0)):
-        with pytest.raises(RuntimeError, match="Cannot access accelerator device when none is available."):
+    for call in (
+        acc.current_device_index,
+        acc.synchronize,
+        acc.memory_allocated,
+        lambda: acc.set_device_index(0),
+    ):
+        with pytest.raises(
+            RuntimeError, match="Cannot access accelerator device when none is available."
+        ):
             call()
     with acc.device_index(None):
         pass

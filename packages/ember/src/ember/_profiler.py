@@ -16,6 +16,7 @@ Op events are named ``aten::<op>`` as PyTorch names its operators, so scripts
 that look for ``aten::mm`` find it.
 """
 
+import contextlib
 import functools
 import os
 import threading
@@ -32,15 +33,15 @@ _now_ns = time.perf_counter_ns
 _active = None
 _lock = threading.Lock()
 
+
 def _ember_dirs():
+    """The source folders of ember's packages (frames there are not the caller's)."""
     import importlib
 
     dirs = []
     for name in ("ember", "ember_core", "ember_autograd", "ember_nn", "ember_data"):
-        try:
+        with contextlib.suppress(ImportError):
             dirs.append(os.path.dirname(importlib.import_module(name).__file__) + os.sep)
-        except ImportError:
-            pass
     return tuple(dirs)
 
 
@@ -332,7 +333,9 @@ class profile:
             **kw,
         )
 
-    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0, group_by_overload_name=False):
+    def key_averages(
+        self, group_by_input_shape=False, group_by_stack_n=0, group_by_overload_name=False
+    ):
         self._check_finish()
         return self._function_events.key_averages(group_by_input_shape, group_by_stack_n)
 

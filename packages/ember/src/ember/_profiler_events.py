@@ -276,7 +276,13 @@ class EventList(list):
             "host_name": socket.gethostname(),
             "displayTimeUnit": "ms",
             "traceEvents": [
-                {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "python"}},
+                {
+                    "ph": "M",
+                    "name": "process_name",
+                    "pid": pid,
+                    "tid": 0,
+                    "args": {"name": "python"},
+                },
                 *trace,
             ],
         }

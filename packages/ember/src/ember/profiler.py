@@ -98,7 +98,9 @@ def schedule(*, wait, warmup, active, repeat=0, skip_first=0, skip_first_wait=0)
             f"repeat={repeat} (need >= 0), skip_first={skip_first} (need >= 0)."
         )
     if warmup == 0:
-        warnings.warn("Profiler won't be using warmup, this can skew profiler results", stacklevel=2)
+        warnings.warn(
+            "Profiler won't be using warmup, this can skew profiler results", stacklevel=2
+        )
     return schedule_fn
 
 
@@ -226,7 +228,9 @@ class _KinetoProfile:
         self._need("exporting stacks")
         return self.profiler.export_stacks(path, metric)
 
-    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0, group_by_overload_name=False):
+    def key_averages(
+        self, group_by_input_shape=False, group_by_stack_n=0, group_by_overload_name=False
+    ):
         """Events summed per name (and input shapes / top stack frames when asked)."""
         self._need("getting key averages")
         return self.profiler.key_averages(group_by_input_shape, group_by_stack_n)

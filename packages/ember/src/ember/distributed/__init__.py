@@ -211,7 +211,15 @@ def destroy_process_group(group=None):
     raise AssertionError("Process group cannot be None")
 
 
-def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local_synchronization=False, group_desc=None, device_id=None):
+def new_group(
+    ranks=None,
+    timeout=None,
+    backend=None,
+    pg_options=None,
+    use_local_synchronization=False,
+    group_desc=None,
+    device_id=None,
+):
     _default_group()
 
 

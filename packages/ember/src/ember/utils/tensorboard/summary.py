@@ -109,7 +109,9 @@ def encode_png(hwc):
 
     def chunk(kind, data):
         body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+        return (
+            struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+        )
 
     header = struct.pack(">IIBBBBB", w, h, 8, color_type, 0, 0, 0)
     return (
@@ -164,7 +166,9 @@ def image(tag, img, dataformats="CHW"):
     array = to_numpy(img)
     hwc = to_hwc(array, dataformats)
     if hwc.shape[2] not in (1, 3, 4):
-        raise ValueError(f"add_image: expected 1, 3 or 4 channels, got image of shape {array.shape}")
+        raise ValueError(
+            f"add_image: expected 1, 3 or 4 channels, got image of shape {array.shape}"
+        )
     # uint8 images are pixel values; anything else is taken to lie in [0, 1].
     scale = 1 if array.dtype == np.uint8 else 255
     pixels = (hwc.astype(np.float32) * scale).clip(0, 255).astype(np.uint8)
@@ -202,7 +206,9 @@ def text(tag, text_string):
         string_val=[text_string.encode("utf-8")],
         tensor_shape=TensorShapeProto(dim=[TensorShapeProto.Dim(size=1)]),
     )
-    return Summary(value=[Summary.Value(tag=tag + "/text_summary", metadata=metadata, tensor=tensor)])
+    return Summary(
+        value=[Summary.Value(tag=tag + "/text_summary", metadata=metadata, tensor=tensor)]
+    )
 
 
 def _hparam_value(name, v):

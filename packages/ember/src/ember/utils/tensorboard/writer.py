@@ -107,10 +107,18 @@ class SummaryWriter:
         self._get_file_writer().add_summary(summary, _step(global_step), walltime)
 
     def add_scalar(
-        self, tag, scalar_value, global_step=None, walltime=None, new_style=False, double_precision=False
+        self,
+        tag,
+        scalar_value,
+        global_step=None,
+        walltime=None,
+        new_style=False,
+        double_precision=False,
     ):
         """Log one number under ``tag`` at ``global_step``."""
-        self._write(_summary.scalar(tag, scalar_value, new_style, double_precision), global_step, walltime)
+        self._write(
+            _summary.scalar(tag, scalar_value, new_style, double_precision), global_step, walltime
+        )
 
     def add_scalars(self, main_tag, tag_scalar_dict, global_step=None, walltime=None):
         """Log several numbers on one chart: each key gets its own run directory
@@ -125,12 +133,25 @@ class SummaryWriter:
                 self.all_writers[path] = writer
             writer.add_summary(_summary.scalar(main_tag, value), _step(global_step), walltime)
 
-    def add_histogram(self, tag, values, global_step=None, bins="tensorflow", walltime=None, max_bins=None):
-        """Log the distribution of ``values`` (``bins``: 'tensorflow', a NumPy bins spec, or edges)."""
+    def add_histogram(
+        self, tag, values, global_step=None, bins="tensorflow", walltime=None, max_bins=None
+    ):
+        """Log the distribution of ``values``; ``bins`` is 'tensorflow' (PyTorch's
+        default buckets), a NumPy bins spec or the edges."""
         self._write(_summary.histogram(tag, values, bins, max_bins), global_step, walltime)
 
     def add_histogram_raw(
-        self, tag, min, max, num, sum, sum_squares, bucket_limits, bucket_counts, global_step=None, walltime=None
+        self,
+        tag,
+        min,
+        max,
+        num,
+        sum,
+        sum_squares,
+        bucket_limits,
+        bucket_counts,
+        global_step=None,
+        walltime=None,
     ):
         from tensorboard.compat.proto.summary_pb2 import HistogramProto, Summary
 
@@ -167,7 +188,9 @@ class SummaryWriter:
         """Log a (markdown) string; TensorBoard shows it under ``<tag>/text_summary``."""
         self._write(_summary.text(tag, text_string), global_step, walltime)
 
-    def add_hparams(self, hparam_dict, metric_dict, hparam_domain_discrete=None, run_name=None, global_step=None):
+    def add_hparams(
+        self, hparam_dict, metric_dict, hparam_domain_discrete=None, run_name=None, global_step=None
+    ):
         """Log one trial's hyperparameters and final metrics, in a run of its own
         (``<log_dir>/<run_name or time>``) as PyTorch does."""
         exp, start, end = _summary.hparams(hparam_dict, metric_dict, hparam_domain_discrete)
@@ -180,7 +203,15 @@ class SummaryWriter:
             for k, v in metric_dict.items():
                 w.add_scalar(k, v, global_step)
 
-    def add_embedding(self, mat, metadata=None, label_img=None, global_step=None, tag="default", metadata_header=None):
+    def add_embedding(
+        self,
+        mat,
+        metadata=None,
+        label_img=None,
+        global_step=None,
+        tag="default",
+        metadata_header=None,
+    ):
         """Write vectors (N x D) for TensorBoard's projector: tensors.tsv,
         metadata.tsv and sprite.png under ``<log_dir>/<step>/<tag>``, and an entry in
         projector_config.pbtxt."""
@@ -211,7 +242,9 @@ class SummaryWriter:
         if label_img is not None:
             imgs = _summary.to_numpy(label_img)
             if imgs.ndim != 4 or imgs.shape[0] != mat.shape[0]:
-                raise ValueError(f"add_embedding: label_img should be N x C x H x W, got {imgs.shape}")
+                raise ValueError(
+                    f"add_embedding: label_img should be N x C x H x W, got {imgs.shape}"
+                )
             n, _, h, w = imgs.shape
             side = int(np.ceil(np.sqrt(n)))
             padded = np.zeros((side * side,) + imgs.shape[1:], dtype=imgs.dtype)
@@ -221,8 +254,10 @@ class SummaryWriter:
             pixels = (grid.astype(np.float32) * scale).clip(0, 255).astype(np.uint8)
             with open(os.path.join(save_path, "sprite.png"), "wb") as f:
                 f.write(_summary.encode_png(np.ascontiguousarray(pixels)))
-            entry.append(f'  sprite {{\n    image_path: "{subdir}/sprite.png"\n'
-                         f"    single_image_dim: {w}\n    single_image_dim: {h}\n  }}")
+            entry.append(
+                f'  sprite {{\n    image_path: "{subdir}/sprite.png"\n'
+                f"    single_image_dim: {w}\n    single_image_dim: {h}\n  }}"
+            )
         entry.append(f'  tensor_path: "{subdir}/tensors.tsv"')
         with open(os.path.join(root, "projector_config.pbtxt"), "a") as f:
             f.write("embeddings {\n" + "\n".join(entry) + "\n}\n")

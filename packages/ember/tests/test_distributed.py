@@ -55,6 +55,19 @@ def test_init_process_group_says_there_is_no_backend():
     assert dist.is_initialized() is False
 
 
+def test_node_local_rank_and_error_types(monkeypatch):
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    assert dist.get_node_local_rank(fallback_rank=3) == 3
+    with pytest.raises(RuntimeError, match="LOCAL_RANK is not in the environment"):
+        dist.get_node_local_rank()
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert dist.get_node_local_rank(fallback_rank=3) == 1
+    assert issubclass(dist.QueueEmptyError, dist.DistStoreError)
+    assert issubclass(dist.DistBackendError, dist.DistError) and issubclass(
+        dist.DistError, RuntimeError
+    )
+
+
 def test_destroy_without_group():
     with pytest.raises(AssertionError, match="Process group cannot be None"):
         dist.destroy_process_group()

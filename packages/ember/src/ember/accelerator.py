@@ -16,6 +16,11 @@ __all__ = [
     "device_count",
     "device_index",
     "empty_cache",
+    "empty_host_cache",
+    "get_device_capability",
+    "get_memory_info",
+    "reset_accumulated_memory_stats",
+    "set_stream",
     "is_available",
     "max_memory_allocated",
     "max_memory_reserved",
@@ -84,6 +89,26 @@ def synchronize(device=None):
 
 def empty_cache():
     _cuda_fn("empty_cache")()
+
+
+def empty_host_cache():
+    _cuda_fn("empty_host_cache")()
+
+
+def get_device_capability(device=None):
+    return _cuda_fn("get_device_capability")(device)
+
+
+def get_memory_info(device_index=None):
+    return _cuda_fn("mem_get_info")(device_index)
+
+
+def set_stream(stream):
+    _cuda_fn("set_stream")(stream)
+
+
+def reset_accumulated_memory_stats(device_index=None):
+    _cuda_fn("reset_accumulated_memory_stats")(device_index)
 
 
 def memory_allocated(device_index=None):

@@ -12,9 +12,17 @@ ember has no distributed backend, rather than pretending to join a group.
 
 import enum
 import os
+from datetime import timedelta
 
 __all__ = [
     "Backend",
+    "DistBackendError",
+    "DistError",
+    "DistNetworkError",
+    "DistStoreError",
+    "QueueEmptyError",
+    "default_pg_timeout",
+    "get_node_local_rank",
     "GroupMember",
     "ProcessGroup",
     "ReduceOp",
@@ -71,6 +79,30 @@ _NO_BACKEND = (
 )
 
 
+# The exception types PyTorch's collectives raise (scripts catch them by name).
+class DistError(RuntimeError):
+    """An error in the distributed library."""
+
+
+class DistBackendError(DistError):
+    """An error in a collective backend."""
+
+
+class DistNetworkError(DistError):
+    """A network error between processes."""
+
+
+class DistStoreError(DistError):
+    """An error in the key-value store processes rendezvous through."""
+
+
+class QueueEmptyError(DistStoreError):
+    """A store queue had nothing to pop."""
+
+
+default_pg_timeout = timedelta(minutes=30)
+
+
 def is_available():
     """False: ember has no collective backend (see the module docstring)."""
     return False
@@ -85,6 +117,19 @@ def is_torchelastic_launched():
     """Whether this process was started by torchelastic (``torchrun``), read from
     the environment as PyTorch does."""
     return os.getenv("TORCHELASTIC_RUN_ID") is not None
+
+
+def get_node_local_rank(fallback_rank=None):
+    """The ``LOCAL_RANK`` a launcher set, else ``fallback_rank``, as PyTorch."""
+    if "LOCAL_RANK" in os.environ:
+        return int(os.environ["LOCAL_RANK"])
+    if fallback_rank is not None:
+        return int(fallback_rank)
+    raise RuntimeError(
+        "LOCAL_RANK is not in the environment. Consider passing fallback_rank to allow "
+        "`get_node_local_rank` to work, assuming you are not running in a multi-device "
+        "context and want the code to run locally instead."
+    )
 
 
 def is_gloo_available():

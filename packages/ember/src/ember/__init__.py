@@ -94,12 +94,6 @@ def compile(
     return model
 
 
-# --- profiler, distributed, tensorboard and small namespaces (task misc) ---
-from ember import accelerator, distributed, mps, profiler, version  # noqa: E402
-from ember.utils import hooks as _utils_hooks  # noqa: E402,F401 - ember.utils.hooks
-
-__version__ = version.__version__  # compares with tuples, as torch's TorchVersion
-
 __all__ = sorted(
     set(_core_all)
     | set(_functions_all)
@@ -122,11 +116,6 @@ __all__ = sorted(
         "nn",
         "no_grad",
         "optim",
-        "profiler",
-        "accelerator",
-        "distributed",
-        "mps",
-        "version",
         "random",
         "save",
         "set_grad_enabled",
@@ -134,3 +123,10 @@ __all__ = sorted(
         "utils",
     }
 )
+
+# --- profiler, distributed, tensorboard and small namespaces (task misc) ---
+from ember import accelerator, distributed, mps, profiler, version  # noqa: E402
+from ember.utils import hooks as _utils_hooks  # noqa: E402,F401 - ember.utils.hooks
+
+__version__ = version.__version__  # compares with tuples, as torch's TorchVersion
+__all__ = sorted({*__all__, "accelerator", "distributed", "mps", "profiler", "version"})

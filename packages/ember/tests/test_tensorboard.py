@@ -200,3 +200,49 @@ def test_import_error_names_the_fix():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "pip install tensorboard" in out.stdout
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize(
+    "bins, max_bins", [("tensorflow", None), ("tensorflow", 30), (10, None), (64, 10), (9, 3)]
+)
+def test_histogram_buckets_match_torch(tmp_path, bins, max_bins):
+    torch = pytest.importorskip("torch")
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+
+    values = np.random.default_rng(3).standard_normal(400).astype(np.float32)
+    with SummaryWriter(tmp_path / "ember") as w:
+        w.add_histogram("h", ember.tensor(values), 0, bins=bins, max_bins=max_bins)
+    with TorchWriter(str(tmp_path / "torch")) as w:
+        w.add_histogram("h", torch.tensor(values), 0, bins=bins, max_bins=max_bins)
+    mine = _read(tmp_path / "ember").Histograms("h")[0].histogram_value
+    theirs = _read(tmp_path / "torch").Histograms("h")[0].histogram_value
+    assert list(mine.bucket) == list(theirs.bucket)
+    np.testing.assert_allclose(mine.bucket_limit, theirs.bucket_limit)
+    assert (mine.min, mine.max, mine.num) == (theirs.min, theirs.max, theirs.num)
+
+
+@pytest.mark.parity
+def test_images_match_torch(tmp_path):
+    torch = pytest.importorskip("torch")
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+
+    img = np.random.default_rng(4).random((6, 3, 5, 4)).astype(np.float32)
+    cases = [
+        ("chw", img[0], "CHW"),
+        ("hwc", img[0].transpose(1, 2, 0), "HWC"),
+        ("hw", img[0, 0], "HW"),
+    ]
+    for lib, writer_cls, root in ((ember, SummaryWriter, "ember"), (torch, TorchWriter, "torch")):
+        with writer_cls(str(tmp_path / root)) as w:
+            for tag, array, fmt in cases:
+                w.add_image(tag, lib.tensor(np.ascontiguousarray(array)), 0, dataformats=fmt)
+            w.add_images("batch", lib.tensor(img), 0)
+    Image = pytest.importorskip("PIL.Image")
+    for tag in ("chw", "hwc", "hw", "batch"):
+        mine = _read(tmp_path / "ember").Images(tag)[0]
+        theirs = _read(tmp_path / "torch").Images(tag)[0]
+        assert (mine.width, mine.height) == (theirs.width, theirs.height), tag
+        a = np.asarray(Image.open(io.BytesIO(mine.encoded_image_string)).convert("RGB"))
+        b = np.asarray(Image.open(io.BytesIO(theirs.encoded_image_string)).convert("RGB"))
+        np.testing.assert_array_equal(a, b)

@@ -69,7 +69,7 @@ def histogram(tag, values, bins="tensorflow", max_bins=None):
         bins = _tensorflow_bins()
     counts, limits = np.histogram(values, bins=bins)
     if max_bins is not None and len(counts) > max_bins:
-        group = -(-len(counts) // max_bins)
+        group = len(counts) // max_bins  # PyTorch merges floor(bins / max_bins) at a time
         pad = (-len(counts)) % group
         counts = np.pad(counts, (0, pad)).reshape(-1, group).sum(axis=1)
         limits = np.concatenate([limits[:-1:group], limits[-1:]])

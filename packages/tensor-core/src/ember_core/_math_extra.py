@@ -129,7 +129,7 @@ def frexp(input, out=None):
             f"torch.frexp() only supports floating-point dtypes, but got {input.dtype}"
         )
     _, e = np.frexp(_values(input))
-    exponent = _pub("from_numpy")(np.ascontiguousarray(e, dtype=np.int32))
+    exponent = _pub("from_numpy")(np.array(e, dtype=np.int32).reshape(tuple(input.shape)))
     # scale in two halves: 2**-exponent alone overflows for subnormal inputs
     half = exponent.div(2, rounding_mode="floor")
     scale_a = _pub("exp2")((-half).to(input.dtype))

@@ -318,3 +318,29 @@ DIFFERENTIAL_CASES = {
 def test_differential_cases(name):
     f = DIFFERENTIAL_CASES[name]
     _same(_run(f, ec), _run(f, torch))
+
+
+_X = np.arange(24.0).reshape(2, 3, 4)
+STAR_CASES = {
+    "permute(dims=)": lambda m: m.tensor(_X).permute(dims=(2, 0, 1)),
+    "torch.permute(dims=)": lambda m: m.permute(m.tensor(_X), dims=(2, 0, 1)),
+    "view(size=)": lambda m: m.tensor(_X).view(size=(4, 6)),
+    "reshape(shape=)": lambda m: m.tensor(_X).reshape(shape=(6, 4)),
+    "repeat(repeats=)": lambda m: m.tensor(_X).repeat(repeats=(1, 2, 1)),
+    "expand(size=)": lambda m: m.tensor(_X)[:, :1].expand(size=(2, 3, 4)),
+    "flip(0, 2)": lambda m: m.tensor(_X).flip(0, 2),
+    "flip((0, 2))": lambda m: m.tensor(_X).flip((0, 2)),
+    "flip(dims=[1])": lambda m: m.tensor(_X).flip(dims=[1]),
+    "torch.flip(x, (0,))": lambda m: m.flip(m.tensor(_X), (0,)),
+    "tile(2)": lambda m: m.tensor(_X).tile(2),
+    "tile(2, 1)": lambda m: m.tensor(_X).tile(2, 1),
+    "tile(dims=)": lambda m: m.tensor(_X).tile(dims=(2,)),
+    "view(shape=) refused": lambda m: m.tensor(_X).view(shape=(24,)),
+    "permute both ways refused": lambda m: m.tensor(_X).permute(2, 0, 1, dims=(2, 0, 1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STAR_CASES))
+def test_sizes_and_dims_as_varargs_or_keyword(name):
+    f = STAR_CASES[name]
+    _same(_run(f, ec), _run(f, torch))

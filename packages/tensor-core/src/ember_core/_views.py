@@ -8,7 +8,7 @@ import operator
 
 from ember_core import _dtype as D
 from ember_core import _shape, _tensor
-from ember_core._dispatch import defop
+from ember_core._dispatch import defop, star_keyword
 from ember_core._shape import normalize_dim
 from ember_core._tensor import Tensor, contiguous_strides, is_contig, view_of
 
@@ -145,8 +145,10 @@ def view_as(input, other):
 
 
 @defop("reshape(input, *shape)", composite=True)
-def reshape(input, *shape):
+def reshape(input, *shape, **kwargs):
     """view() when the strides allow it, else a contiguous copy in the new shape."""
+    if kwargs:
+        shape = star_keyword("reshape", shape, kwargs)
     new = _infer_size(_as_sizes(shape, "reshape"), input._numel, "reshape")
     if is_contig(input) or _view_strides(input._shape, input._stride, new) is not None:
         return input.view(new)

@@ -964,8 +964,11 @@ def margin_ranking_loss(
 def hinge_embedding_loss(
     input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"
 ):
-    pos = ec.where(target == 1, input, ec.zeros((), dtype=input.dtype))
-    neg = ec.where(target == -1, (margin - input).clamp_min(0), ec.zeros((), dtype=input.dtype))
+    # as PyTorch: a target that is not -1 keeps the input, one that is not 1 adds the
+    # margin term (so targets other than +-1 get both)
+    zero = ec.zeros((), dtype=input.dtype)
+    pos = ec.where(target != -1, input, zero)
+    neg = ec.where(target != 1, (margin - input).clamp_min(0), zero)
     return _reduce(pos + neg, _reduction(size_average, reduce, reduction))
 
 

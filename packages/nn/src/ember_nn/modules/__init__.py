@@ -172,3 +172,9 @@ from ember_nn.modules.transformer import (
     TransformerEncoder,
     TransformerEncoderLayer,
 )
+
+# nngaps: adaptive softmax, fractional pooling, SyncBatchNorm, legacy layers
+from ember_nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss
+from ember_nn.modules.fractional import FractionalMaxPool2d, FractionalMaxPool3d
+from ember_nn.modules.legacy import Container, CrossMapLRN2d
+from ember_nn.modules.sync_batchnorm import SyncBatchNorm

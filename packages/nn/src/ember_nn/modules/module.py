@@ -493,8 +493,10 @@ class Module:
                 module.state_dict(
                     destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars
                 )
+        # post hooks see (and may add to) this module's own metadata, as in PyTorch
+        local_metadata = metadata[prefix[:-1]] if metadata is not None else {}
         for hook in self._state_dict_hooks.values():
-            result = hook(self, destination, prefix, {})
+            result = hook(self, destination, prefix, local_metadata)
             if result is not None:
                 destination = result
         return destination

@@ -22,8 +22,12 @@ from ember_nn.optim.optimizer import (
 )
 from ember_nn.optim.rprop import Rprop
 
+# nngaps
+from ember_nn.optim.adafactor import Adafactor  # noqa: E402
+
 __all__ = [
     "ASGD",
+    "Adafactor",
     "LBFGS",
     "SGD",
     "Adadelta",

@@ -593,11 +593,14 @@ def interpolate(
                 "Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D "
                 "tensor as input"
             )
-        raise NotImplementedError("interpolate: antialias=True is not implemented in ember")
     if output_size is None:
         output_size = [int(float(n) * s) for n, s in zip(input._shape[2:], scale_factors)]
     output_size = tuple(output_size)
     scales = tuple(scale_factors) if scale_factors is not None else None
+    if antialias:
+        from ember_core import _resample_aa
+
+        return _resample_aa.interpolate_antialias(input, output_size, mode, align_corners, scales)
     if mode in ("nearest", "nearest-exact"):
         if dim > 3:
             raise NotImplementedError(

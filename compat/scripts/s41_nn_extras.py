@@ -20,7 +20,7 @@ def fixed(module, scale=0.5):
 
 
 def r4(t):
-    return round(float(t), 4)
+    return round(float(t.detach()) if isinstance(t, torch.Tensor) else float(t), 4)
 
 
 # ---- adaptive softmax language model: embedding -> GRU -> AdaptiveLogSoftmaxWithLoss

@@ -44,7 +44,7 @@ def test_forward_log_prob_predict_against_numpy(rng):
 
 
 def test_gradcheck(rng):
-    asm = nn.AdaptiveLogSoftmaxWithLoss(6, 12, cutoffs=[3, 7], head_bias=True).double()
+    asm = nn.AdaptiveLogSoftmaxWithLoss(6, 12, cutoffs=[3, 7], div_value=2.0, head_bias=True).double()
     target = ec.tensor([0, 4, 8, 11, 2])
     x = ec.tensor(rng.standard_normal((5, 6)), requires_grad=True)
     assert ag.gradcheck(lambda x: asm(x, target).loss, (x,))

@@ -59,7 +59,15 @@ def weight_matrix(mode, in_size, out_size, align_corners, scale_factor, np_dtype
 def interpolate_antialias(input, output_size, mode, align_corners, scales):
     """Resample a (N, C, H, W) tensor to output_size with anti-aliasing."""
     import ember_core as ec
+    from ember_core._resample import _check_sizes
 
+    op = f"_upsample_{mode}2d_aa"
+    _check_sizes(op, tuple(input.shape[2:]), tuple(output_size))
+    if input.dtype not in (ec.float32, ec.float64):
+        raise NotImplementedError(
+            f"{op}: anti-aliased resampling is implemented for float32 and float64, got "
+            f"{input.dtype}"
+        )
     np_dtype = np.float64 if input.dtype == ec.float64 else np.float32
     (h, w), (oh, ow) = tuple(input.shape[2:]), tuple(output_size)
     sh, sw = scales if scales is not None else (None, None)

@@ -67,8 +67,12 @@ disc = nn.Sequential(
 print("CHECK sn_keys", list(disc.state_dict().keys()))
 with torch.no_grad():  # fixed starting singular vectors
     for m in (disc[0], disc[2], disc[5]):
-        m.weight_u.copy_(F.normalize(torch.tensor(rng.randn(*m.weight_u.shape), dtype=torch.float32), dim=0))
-        m.weight_v.copy_(F.normalize(torch.tensor(rng.randn(*m.weight_v.shape), dtype=torch.float32), dim=0))
+        m.weight_u.copy_(
+            F.normalize(torch.tensor(rng.randn(*m.weight_u.shape), dtype=torch.float32), dim=0)
+        )
+        m.weight_v.copy_(
+            F.normalize(torch.tensor(rng.randn(*m.weight_v.shape), dtype=torch.float32), dim=0)
+        )
 images = torch.tensor(rng.randn(4, 3, 8, 8), dtype=torch.float32)
 d_opt = torch.optim.Adam(disc.parameters(), lr=2e-4, betas=(0.5, 0.999))
 for step in range(3):
@@ -81,7 +85,10 @@ for _ in range(30):
     disc(images)
 w = disc[2].weight_orig.detach().reshape(16, -1).numpy()
 sigma = np.linalg.svd(w, compute_uv=False)[0]
-print("CHECK sn_sigma", np.allclose(disc[2].weight.detach().reshape(16, -1).numpy(), w / sigma, atol=1e-3))
+print(
+    "CHECK sn_sigma",
+    np.allclose(disc[2].weight.detach().reshape(16, -1).numpy(), w / sigma, atol=1e-3),
+)
 disc.eval()
 print("CHECK sn_eval", r4(disc(images).sum()))
 sd = disc.state_dict()
@@ -90,13 +97,17 @@ remove_spectral_norm(disc[0])
 print("CHECK sn_removed", sorted(n for n, _ in disc[0].named_parameters()))
 
 # ---- SyncBatchNorm conversion (one process: plain batch norm)
-net = fixed(nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.BatchNorm2d(4, affine=False)))
+net = fixed(
+    nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.BatchNorm2d(4, affine=False))
+)
 ref = net[1].weight
 sync = nn.SyncBatchNorm.convert_sync_batchnorm(net)
 print("CHECK sync_repr", repr(sync).replace("\n", "|"))
 print("CHECK sync_shared", sync[1].weight is ref, list(sync.state_dict().keys()))
 y = sync(images)
-print("CHECK sync_out", r4(y.sum()), r4(sync[1].running_mean.sum()), int(sync[1].num_batches_tracked))
+print(
+    "CHECK sync_out", r4(y.sum()), r4(sync[1].running_mean.sum()), int(sync[1].num_batches_tracked)
+)
 try:
     nn.SyncBatchNorm(4)(torch.ones(4))
 except ValueError as e:
@@ -133,10 +144,18 @@ for step in range(5):
     a_opt.step()
     print("CHECK adafactor", step, r4(loss))
 state = a_opt.state_dict()
-print("CHECK adafactor_state", sorted(state["state"][0].keys()), sorted(state["param_groups"][0].keys()))
+print(
+    "CHECK adafactor_state",
+    sorted(state["state"][0].keys()),
+    sorted(state["param_groups"][0].keys()),
+)
 a2 = torch.optim.Adafactor(model.parameters(), lr=0.05)
 a2.load_state_dict(state)
-print("CHECK adafactor_load", a2.param_groups[0]["weight_decay"], float(a2.state_dict()["state"][0]["step"]))
+print(
+    "CHECK adafactor_load",
+    a2.param_groups[0]["weight_decay"],
+    float(a2.state_dict()["state"][0]["step"]),
+)
 
 # ---- fractional max pooling with fixed samples, anti-aliased resize, conv_tbc, LRN
 x = torch.tensor(rng.randn(2, 3, 9, 11), dtype=torch.float32)
@@ -144,14 +163,22 @@ samples = torch.tensor(rng.rand(2, 3, 2), dtype=torch.float32)
 pool = nn.FractionalMaxPool2d(3, output_size=(4, 5), return_indices=True, _random_samples=samples)
 v, idx = pool(x)
 print("CHECK frac", list(v.shape), r4(v.sum()), idx[0, 0].tolist())
-v3 = F.fractional_max_pool3d(x.unsqueeze(2).expand(2, 3, 4, 9, 11), 2, output_ratio=(0.5, 0.5, 0.5),
-                             _random_samples=torch.tensor(rng.rand(2, 3, 3), dtype=torch.float32))
+v3 = F.fractional_max_pool3d(
+    x.unsqueeze(2).expand(2, 3, 4, 9, 11),
+    2,
+    output_ratio=(0.5, 0.5, 0.5),
+    _random_samples=torch.tensor(rng.rand(2, 3, 3), dtype=torch.float32),
+)
 print("CHECK frac3d", list(v3.shape), r4(v3.sum()))
 small = F.interpolate(x, size=(4, 5), mode="bilinear", antialias=True)
 cubic = F.interpolate(x, scale_factor=0.5, mode="bicubic", antialias=True)
 print("CHECK aa", r4(small.sum()), r4(cubic.sum()), list(cubic.shape))
-tbc = F.conv_tbc(torch.tensor(rng.randn(6, 2, 3), dtype=torch.float32),
-                 torch.tensor(rng.randn(3, 3, 4), dtype=torch.float32), torch.ones(4), 1)
+tbc = F.conv_tbc(
+    torch.tensor(rng.randn(6, 2, 3), dtype=torch.float32),
+    torch.tensor(rng.randn(3, 3, 4), dtype=torch.float32),
+    torch.ones(4),
+    1,
+)
 print("CHECK conv_tbc", list(tbc.shape), r4(tbc.sum()))
 print("CHECK lrn", r4(nn.CrossMapLRN2d(3, 1e-2)(x).sum()), nn.CrossMapLRN2d(3))
 
@@ -172,6 +199,9 @@ wt = torch.tensor(rng.randn(3, 2, 3, 3), dtype=torch.float32, requires_grad=True
 out = F.conv2d(inp, wt, stride=2, padding=1)
 go = torch.ones_like(out)
 gi, gw = torch.autograd.grad(out, (inp, wt), go)
-print("CHECK nn_grad", torch.allclose(torch.nn.grad.conv2d_input(inp.shape, wt, go, 2, 1), gi, atol=1e-5),
-      torch.allclose(torch.nn.grad.conv2d_weight(inp, wt.shape, go, 2, 1), gw, atol=1e-5))
+print(
+    "CHECK nn_grad",
+    torch.allclose(torch.nn.grad.conv2d_input(inp.shape, wt, go, 2, 1), gi, atol=1e-5),
+    torch.allclose(torch.nn.grad.conv2d_weight(inp, wt.shape, go, 2, 1), gw, atol=1e-5),
+)
 print("OK")

@@ -58,8 +58,11 @@ def test_argument_errors(kwargs, message):
 @pytest.mark.parity
 @pytest.mark.parametrize(
     "kwargs",
-    [{}, {"lr": 0.1, "weight_decay": 0.1, "maximize": True},
-     {"eps": (1e-20, 1e-3), "d": 2.0, "beta2_decay": -0.5}],
+    [
+        {},
+        {"lr": 0.1, "weight_decay": 0.1, "maximize": True},
+        {"eps": (1e-20, 1e-3), "d": 2.0, "beta2_decay": -0.5},
+    ],
 )
 def test_parity(torch, rng, kwargs):
     shapes = [(4, 3), (5,), (2, 3, 4)]
@@ -80,13 +83,19 @@ def test_parity(torch, rng, kwargs):
     for i in tsd["state"]:
         assert sorted(esd["state"][i]) == sorted(tsd["state"][i])
         for k in tsd["state"][i]:
-            np.testing.assert_allclose(to_numpy(esd["state"][i][k]), to_numpy(tsd["state"][i][k]),
-                                       atol=1e-10)
+            np.testing.assert_allclose(
+                to_numpy(esd["state"][i][k]), to_numpy(tsd["state"][i][k]), atol=1e-10
+            )
     # torch's state dict loads into ember's optimizer and steps on identically
     eo2 = nn.optim.Adafactor(ep, **kwargs)
-    eo2.load_state_dict({"state": {i: {k: ec.tensor(v.numpy()) for k, v in s.items()}
-                                   for i, s in tsd["state"].items()},
-                         "param_groups": tsd["param_groups"]})
+    eo2.load_state_dict(
+        {
+            "state": {
+                i: {k: ec.tensor(v.numpy()) for k, v in s.items()} for i, s in tsd["state"].items()
+            },
+            "param_groups": tsd["param_groups"],
+        }
+    )
     for a, b in zip(tp, ep):
         g = rng.standard_normal(tuple(a.shape))
         a.grad, b.grad = torch.tensor(g), ec.tensor(g)

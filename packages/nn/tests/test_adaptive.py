@@ -44,15 +44,15 @@ def test_forward_log_prob_predict_against_numpy(rng):
 
 
 def test_gradcheck(rng):
-    asm = nn.AdaptiveLogSoftmaxWithLoss(6, 12, cutoffs=[3, 7], div_value=2.0, head_bias=True).double()
+    asm = nn.AdaptiveLogSoftmaxWithLoss(
+        6, 12, cutoffs=[3, 7], div_value=2.0, head_bias=True
+    ).double()
     target = ec.tensor([0, 4, 8, 11, 2])
     x = ec.tensor(rng.standard_normal((5, 6)), requires_grad=True)
     assert ag.gradcheck(lambda x: asm(x, target).loss, (x,))
 
 
-@pytest.mark.parametrize(
-    "cutoffs", [[], [5, 3], [0, 4], [4, 4], [4, 20], [4.5]]
-)
+@pytest.mark.parametrize("cutoffs", [[], [5, 3], [0, 4], [4, 4], [4, 20], [4.5]])
 def test_bad_cutoffs(cutoffs):
     with pytest.raises(ValueError, match="cutoffs"):
         nn.AdaptiveLogSoftmaxWithLoss(8, 20, cutoffs=cutoffs)
@@ -82,6 +82,4 @@ def test_parity(torch, rng, head_bias):
     np.testing.assert_allclose(
         to_numpy(em.log_prob(ec.tensor(x))), to_numpy(tm.log_prob(torch.tensor(x))), atol=1e-10
     )
-    assert (
-        to_numpy(em.predict(ec.tensor(x))).tolist() == tm.predict(torch.tensor(x)).tolist()
-    )
+    assert to_numpy(em.predict(ec.tensor(x))).tolist() == tm.predict(torch.tensor(x)).tolist()

@@ -15,8 +15,12 @@ from ember_nn.attention import _cur_sdpa_kernel_backends as current
 
 def test_enum_values():
     assert [(b.name, int(b)) for b in SDPBackend] == [
-        ("ERROR", -1), ("MATH", 0), ("FLASH_ATTENTION", 1), ("EFFICIENT_ATTENTION", 2),
-        ("CUDNN_ATTENTION", 3), ("OVERRIDEABLE", 4),
+        ("ERROR", -1),
+        ("MATH", 0),
+        ("FLASH_ATTENTION", 1),
+        ("EFFICIENT_ATTENTION", 2),
+        ("CUDNN_ATTENTION", 3),
+        ("OVERRIDEABLE", 4),
     ]
     assert repr(SDPBackend.MATH) == "<SDPBackend.MATH: 0>"
 
@@ -26,9 +30,8 @@ def test_flags_set_and_restored():
     with sdpa_kernel([SDPBackend.MATH, SDPBackend.FLASH_ATTENTION]):
         assert set(current()) == {SDPBackend.MATH, SDPBackend.FLASH_ATTENTION}
     assert current() == before
-    with pytest.raises(AssertionError, match="got int"):
-        with sdpa_kernel(3):
-            pass
+    with pytest.raises(AssertionError, match="got int"), sdpa_kernel(3):
+        pass
 
 
 def test_selected_backend_runs_or_fails(rng):
@@ -37,9 +40,8 @@ def test_selected_backend_runs_or_fails(rng):
     with sdpa_kernel(SDPBackend.MATH):
         np.testing.assert_allclose(to_numpy(F.scaled_dot_product_attention(q, q, q)), ref)
     for backend in (SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION, []):
-        with sdpa_kernel(backend):
-            with pytest.raises(RuntimeError, match="No viable backend"):
-                F.scaled_dot_product_attention(q, q, q)
+        with sdpa_kernel(backend), pytest.raises(RuntimeError, match="No viable backend"):
+            F.scaled_dot_product_attention(q, q, q)
     mha = nn.MultiheadAttention(4, 2)
     with sdpa_kernel(SDPBackend.MATH):
         mha(ec.randn(3, 1, 4), ec.randn(3, 1, 4), ec.randn(3, 1, 4))
@@ -51,8 +53,14 @@ def test_parity(torch, rng):
     from torch.nn.attention import sdpa_kernel as tk
 
     q = rng.standard_normal((1, 2, 3, 4))
-    for names in (["MATH"], ["FLASH_ATTENTION"], ["EFFICIENT_ATTENTION"], ["CUDNN_ATTENTION"],
-                  ["MATH", "CUDNN_ATTENTION"], []):
+    for names in (
+        ["MATH"],
+        ["FLASH_ATTENTION"],
+        ["EFFICIENT_ATTENTION"],
+        ["CUDNN_ATTENTION"],
+        ["MATH", "CUDNN_ATTENTION"],
+        [],
+    ):
         with tk([getattr(TB, n) for n in names]):
             try:
                 t = torch.nn.functional.scaled_dot_product_attention(*[torch.tensor(q)] * 3)

@@ -41,7 +41,10 @@ def test_values_and_indices_against_numpy(rng):
     x = rng.standard_normal((2, 3, 9, 10))
     u = rng.random((2, 3, 2))
     v, i = F.fractional_max_pool2d(
-        ec.tensor(x), (2, 3), output_size=(5, 4), return_indices=True,
+        ec.tensor(x),
+        (2, 3),
+        output_size=(5, 4),
+        return_indices=True,
         _random_samples=ec.tensor(u),
     )
     rv, ri = _reference_2d(x, (2, 3), (5, 4), u)

@@ -48,8 +48,9 @@ def test_shape_error():
 @pytest.mark.parametrize("nd,xs,ws,kw", CASES)
 def test_parity(torch, rng, nd, xs, ws, kw):
     x, w = rng.standard_normal(xs), rng.standard_normal(ws)
-    out_shape = tuple(getattr(torch.nn.functional, f"conv{nd}d")(
-        torch.tensor(x), torch.tensor(w), **kw).shape)
+    out_shape = tuple(
+        getattr(torch.nn.functional, f"conv{nd}d")(torch.tensor(x), torch.tensor(w), **kw).shape
+    )
     go = rng.standard_normal(out_shape)
     for suffix, args_t, args_e in [
         ("input", (xs, torch.tensor(w), torch.tensor(go)), (xs, ec.tensor(w), ec.tensor(go))),

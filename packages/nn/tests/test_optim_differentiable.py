@@ -72,10 +72,28 @@ def test_parity_differentiable(torch, rng, name, kwargs):
         np.testing.assert_allclose(e, t, rtol=1e-6, atol=1e-12)
 
 
-NAMES = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
-         "ASGD", "Rprop", "Adafactor", "LBFGS"]
-VALUES = {"foreach": [None, False, True], "fused": [None, False, True],
-          "capturable": [False, True], "differentiable": [False, True], "maximize": [False, True]}
+NAMES = [
+    "SGD",
+    "Adam",
+    "AdamW",
+    "RMSprop",
+    "Adagrad",
+    "Adadelta",
+    "Adamax",
+    "NAdam",
+    "RAdam",
+    "ASGD",
+    "Rprop",
+    "Adafactor",
+    "LBFGS",
+]
+VALUES = {
+    "foreach": [None, False, True],
+    "fused": [None, False, True],
+    "capturable": [False, True],
+    "differentiable": [False, True],
+    "maximize": [False, True],
+}
 
 
 def _outcome(lib, make, name, kwargs):

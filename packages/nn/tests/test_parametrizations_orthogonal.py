@@ -23,7 +23,9 @@ def test_orthonormal(shape, orthogonal_map):
     if shape[-2] < shape[-1]:
         w = np.swapaxes(w, -1, -2)
     eye = np.eye(w.shape[-1])
-    np.testing.assert_allclose(np.swapaxes(w, -1, -2) @ w, np.broadcast_to(eye, w.shape[:-2] + eye.shape), atol=1e-10)
+    np.testing.assert_allclose(
+        np.swapaxes(w, -1, -2) @ w, np.broadcast_to(eye, w.shape[:-2] + eye.shape), atol=1e-10
+    )
 
 
 def test_householder_product_against_numpy_qr(rng):
@@ -36,8 +38,9 @@ def test_householder_product_against_numpy_qr(rng):
 
 @pytest.mark.parametrize("orthogonal_map", ["matrix_exp", "cayley", "householder"])
 def test_gradcheck(rng, orthogonal_map):
-    orth = PO._Orthogonal(ec.zeros(4, 3, dtype=ec.float64), PO._OrthMaps[orthogonal_map],
-                          use_trivialization=False)
+    orth = PO._Orthogonal(
+        ec.zeros(4, 3, dtype=ec.float64), PO._OrthMaps[orthogonal_map], use_trivialization=False
+    )
     x = ec.tensor(rng.standard_normal((4, 3)) * 0.5, requires_grad=True)
     assert ag.gradcheck(orth, (x,))
 
@@ -51,7 +54,7 @@ def test_assignment_and_errors():
         orthogonal(nn.Linear(3, 3), "nope")
     with pytest.raises(ValueError, match="Expected a matrix or batch of matrices"):
         orthogonal(nn.Linear(3, 3), "bias")
-    with pytest.raises(ValueError, match='orthogonal_map has to be one of'):
+    with pytest.raises(ValueError, match="orthogonal_map has to be one of"):
         orthogonal(nn.Linear(3, 3), orthogonal_map="qr")
     frozen = orthogonal(nn.Linear(3, 3), orthogonal_map="cayley", use_trivialization=False)
     with pytest.raises(NotImplementedError, match="not possible to assign"):
@@ -66,8 +69,9 @@ def test_parity(torch, rng, shape, orthogonal_map, triv):
     t = torch.nn.Linear(shape[1], shape[0], dtype=torch.float64)
     e = nn.Linear(shape[1], shape[0]).double()
     e.weight.data = ec.tensor(t.weight.detach().numpy())
-    torch.nn.utils.parametrizations.orthogonal(t, orthogonal_map=orthogonal_map,
-                                               use_trivialization=triv)
+    torch.nn.utils.parametrizations.orthogonal(
+        t, orthogonal_map=orthogonal_map, use_trivialization=triv
+    )
     orthogonal(e, orthogonal_map=orthogonal_map, use_trivialization=triv)
     sd = t.state_dict()
     assert list(e.state_dict()) == list(sd)

@@ -86,7 +86,9 @@ def test_parity(torch, rng, n_iter):
     ty, ey = t(torch.tensor(x)), e(ec.tensor(x))
     ty.sum().backward()
     ey.sum().backward()
-    np.testing.assert_allclose(to_numpy(e.weight_orig.grad), to_numpy(t.weight_orig.grad), atol=1e-9)
+    np.testing.assert_allclose(
+        to_numpy(e.weight_orig.grad), to_numpy(t.weight_orig.grad), atol=1e-9
+    )
 
 
 @pytest.mark.parity
@@ -94,8 +96,12 @@ def test_parity_version_0_checkpoint(torch, rng):
     t = torch.nn.utils.spectral_norm(torch.nn.Linear(5, 3).double())
     t(torch.randn(2, 5, dtype=torch.float64))
     sd = t.state_dict()
-    old = {"weight_orig": sd["weight_orig"], "weight_u": sd["weight_u"],
-           "weight": t.weight.detach(), "bias": sd["bias"]}
+    old = {
+        "weight_orig": sd["weight_orig"],
+        "weight_u": sd["weight_u"],
+        "weight": t.weight.detach(),
+        "bias": sd["bias"],
+    }
     t2 = torch.nn.utils.spectral_norm(torch.nn.Linear(5, 3).double()).eval()
     t2.load_state_dict(old)
     e = spectral_norm(nn.Linear(5, 3).double()).eval()

@@ -23,7 +23,8 @@ def test_weights_rows_sum_to_one_and_match_filters():
     assert c[1, 7] == 0
 
 
-def test_values_are_separable_products(rng=np.random.default_rng(0)):
+def test_values_are_separable_products():
+    rng = np.random.default_rng(0)
     x = rng.standard_normal((2, 3, 9, 7))
     out = ec.interpolate(ec.tensor(x), size=(4, 5), mode="bicubic", antialias=True)
     mh = aa.weight_matrix("bicubic", 9, 4, False, None, np.float64)
@@ -35,8 +36,7 @@ def test_errors():
     with pytest.raises(RuntimeError, match="Input and output sizes should be greater than 0"):
         ec.interpolate(ec.ones(1, 1, 4, 4), size=(0, 3), mode="bilinear", antialias=True)
     with pytest.raises(NotImplementedError, match="float32 and float64"):
-        ec.interpolate(ec.ones(1, 1, 4, 4, dtype=ec.int64), size=2, mode="bilinear",
-                       antialias=True)
+        ec.interpolate(ec.ones(1, 1, 4, 4, dtype=ec.int64), size=2, mode="bilinear", antialias=True)
 
 
 @pytest.mark.parity

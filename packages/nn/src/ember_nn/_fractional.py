@@ -10,8 +10,9 @@ the values and the gradient (gather's scatter-add) come from existing ops.
 Indices are flat positions inside each input plane, as in PyTorch.
 """
 
-import ember_core as ec
 import numpy as np
+
+import ember_core as ec
 
 
 def _tuple(v, n, name):
@@ -43,9 +44,7 @@ _SAMPLE_ORDER = {2: (1, 0), 3: (0, 1, 2)}
 def _fractional_max_pool(nd, input, kernel_size, output_size, output_ratio, samples):
     name = f"fractional_max_pool{nd}d"
     if output_size is None and output_ratio is None:
-        raise ValueError(
-            f"{name} requires specifying either an output_size or an output_ratio"
-        )
+        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
     if output_size is None:
         if len(output_ratio) > nd:
             raise ValueError(
@@ -78,11 +77,12 @@ def _fractional_max_pool(nd, input, kernel_size, output_size, output_ratio, samp
             what = _DIM_NAMES[nd][d]
             prefix = name + ("()" if nd == 2 else "_out()")
             raise RuntimeError(
-                f"{prefix}: pool {what} {kernel[d]} too large relative to input {what} "
-                f"{spatial[d]}"
+                f"{prefix}: pool {what} {kernel[d]} too large relative to input {what} {spatial[d]}"
             )
     if samples.dim() != 3 or samples.size(2) != nd:
-        raise RuntimeError(f"Expect _random_samples.size(2) equals to {nd}; got {samples.size(-1)}.")
+        raise RuntimeError(
+            f"Expect _random_samples.size(2) equals to {nd}; got {samples.size(-1)}."
+        )
     if samples.size(0) < n:
         raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")
     if samples.size(1) != c:
@@ -101,9 +101,7 @@ def _fractional_max_pool(nd, input, kernel_size, output_size, output_ratio, samp
         offsets = np.arange(kernel[d], dtype=np.int64)
         shape_s = (n, c) + tuple(out[e] if e == d else 1 for e in range(nd)) + (1,) * nd
         shape_o = (1, 1) + (1,) * nd + tuple(kernel[e] if e == d else 1 for e in range(nd))
-        index = index + (
-            starts.reshape(shape_s) + offsets.reshape(shape_o)
-        ) * plane_strides[d]
+        index = index + (starts.reshape(shape_s) + offsets.reshape(shape_o)) * plane_strides[d]
     window = int(np.prod(kernel))
     index = index.reshape(n, c, -1, window)
     flat = ec.from_numpy(np.ascontiguousarray(index.reshape(n, c, -1))).to(x.device)
@@ -118,7 +116,11 @@ def _fractional_max_pool(nd, input, kernel_size, output_size, output_ratio, samp
 
 
 def fractional_max_pool2d_with_indices(
-    input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+    input,
+    kernel_size,
+    output_size=None,
+    output_ratio=None,
+    return_indices=False,
     _random_samples=None,
 ):
     """Fractional max pooling over (N, C, H, W) or (C, H, W): (output, indices)."""
@@ -126,7 +128,11 @@ def fractional_max_pool2d_with_indices(
 
 
 def fractional_max_pool2d(
-    input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+    input,
+    kernel_size,
+    output_size=None,
+    output_ratio=None,
+    return_indices=False,
     _random_samples=None,
 ):
     """Fractional max pooling over (N, C, H, W) or (C, H, W).
@@ -139,7 +145,11 @@ def fractional_max_pool2d(
 
 
 def fractional_max_pool3d_with_indices(
-    input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+    input,
+    kernel_size,
+    output_size=None,
+    output_ratio=None,
+    return_indices=False,
     _random_samples=None,
 ):
     """Fractional max pooling over (N, C, T, H, W) or (C, T, H, W): (output, indices)."""
@@ -147,7 +157,11 @@ def fractional_max_pool3d_with_indices(
 
 
 def fractional_max_pool3d(
-    input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+    input,
+    kernel_size,
+    output_size=None,
+    output_ratio=None,
+    return_indices=False,
     _random_samples=None,
 ):
     """Fractional max pooling over (N, C, T, H, W) or (C, T, H, W)."""

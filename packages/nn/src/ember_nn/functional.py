@@ -1341,7 +1341,9 @@ def conv_tbc(input, weight, bias, pad=0):
     if input.dim() != 3:
         raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
     if weight.dim() != 3:
-        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, out_channels.")
+        raise RuntimeError(
+            "Weight tensor must have 3 dims: kernel_width, in_channels, out_channels."
+        )
     if bias.dim() != 1:
         raise RuntimeError("Bias must be 1-D")
     if input.size(2) != weight.size(1):

@@ -54,35 +54,41 @@ def conv1d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=
 
     >>> conv1d_input(x.shape, w, grad_out)  # == autograd.grad(conv1d(x, w), x, grad_out)
     """
-    return _input_grad(ec.conv1d, input_size, weight, grad_output, stride, padding, dilation,
-                       groups)
+    return _input_grad(
+        ec.conv1d, input_size, weight, grad_output, stride, padding, dilation, groups
+    )
 
 
 def conv1d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1):
     """Gradient of conv1d with respect to its weight of shape `weight_size`."""
-    return _weight_grad(ec.conv1d, input, weight_size, grad_output, stride, padding, dilation,
-                        groups)
+    return _weight_grad(
+        ec.conv1d, input, weight_size, grad_output, stride, padding, dilation, groups
+    )
 
 
 def conv2d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
     """Gradient of conv2d with respect to its input of shape `input_size`."""
-    return _input_grad(ec.conv2d, input_size, weight, grad_output, stride, padding, dilation,
-                       groups)
+    return _input_grad(
+        ec.conv2d, input_size, weight, grad_output, stride, padding, dilation, groups
+    )
 
 
 def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1):
     """Gradient of conv2d with respect to its weight of shape `weight_size`."""
-    return _weight_grad(ec.conv2d, input, weight_size, grad_output, stride, padding, dilation,
-                        groups)
+    return _weight_grad(
+        ec.conv2d, input, weight_size, grad_output, stride, padding, dilation, groups
+    )
 
 
 def conv3d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
     """Gradient of conv3d with respect to its input of shape `input_size`."""
-    return _input_grad(ec.conv3d, input_size, weight, grad_output, stride, padding, dilation,
-                       groups)
+    return _input_grad(
+        ec.conv3d, input_size, weight, grad_output, stride, padding, dilation, groups
+    )
 
 
 def conv3d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1):
     """Gradient of conv3d with respect to its weight of shape `weight_size`."""
-    return _weight_grad(ec.conv3d, input, weight_size, grad_output, stride, padding, dilation,
-                        groups)
+    return _weight_grad(
+        ec.conv3d, input, weight_size, grad_output, stride, padding, dilation, groups
+    )

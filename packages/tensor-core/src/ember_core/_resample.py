@@ -587,12 +587,11 @@ def interpolate(
             math.floor(float(input._shape[i + 2]) * scale_factors[i]) for i in range(dim)
         ]
         scale_factors = None
-    if antialias:
-        if not (mode in ("bilinear", "bicubic") and len(input._shape) == 4):
-            raise ValueError(
-                "Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D "
-                "tensor as input"
-            )
+    if antialias and not (mode in ("bilinear", "bicubic") and len(input._shape) == 4):
+        raise ValueError(
+            "Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D "
+            "tensor as input"
+        )
     if output_size is None:
         output_size = [int(float(n) * s) for n, s in zip(input._shape[2:], scale_factors)]
     output_size = tuple(output_size)

@@ -73,5 +73,8 @@ def interpolate_antialias(input, output_size, mode, align_corners, scales):
     sh, sw = scales if scales is not None else (None, None)
     mh = ec.from_numpy(weight_matrix(mode, h, oh, align_corners, sh, np_dtype))
     mw = ec.from_numpy(weight_matrix(mode, w, ow, align_corners, sw, np_dtype).T.copy())
-    mh, mw = mh.to(device=input.device, dtype=input.dtype), mw.to(device=input.device, dtype=input.dtype)
+    mh, mw = (
+        mh.to(device=input.device, dtype=input.dtype),
+        mw.to(device=input.device, dtype=input.dtype),
+    )
     return ec.matmul(ec.matmul(mh, input), mw)

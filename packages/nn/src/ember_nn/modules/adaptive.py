@@ -24,7 +24,13 @@ class AdaptiveLogSoftmaxWithLoss(Module):
     """
 
     def __init__(
-        self, in_features, n_classes, cutoffs, div_value=4.0, head_bias=False, device=None,
+        self,
+        in_features,
+        n_classes,
+        cutoffs,
+        div_value=4.0,
+        head_bias=False,
+        device=None,
         dtype=None,
     ):
         super().__init__()
@@ -57,8 +63,10 @@ class AdaptiveLogSoftmaxWithLoss(Module):
             hidden = int(in_features // (div_value ** (i + 1)))
             size = self.cutoffs[i + 1] - self.cutoffs[i]
             self.tail.append(
-                Sequential(Linear(in_features, hidden, bias=False, **kw),
-                           Linear(hidden, size, bias=False, **kw))
+                Sequential(
+                    Linear(in_features, hidden, bias=False, **kw),
+                    Linear(hidden, size, bias=False, **kw),
+                )
             )
 
     def reset_parameters(self):
@@ -148,8 +156,6 @@ class AdaptiveLogSoftmaxWithLoss(Module):
             return output
         if bool(not_in_shortlist.all()):
             return ec.argmax(self._get_full_log_prob(input, head_output), dim=1)
-        log_prob = self._get_full_log_prob(
-            input[not_in_shortlist], head_output[not_in_shortlist]
-        )
+        log_prob = self._get_full_log_prob(input[not_in_shortlist], head_output[not_in_shortlist])
         output[not_in_shortlist] = ec.argmax(log_prob, dim=1)
         return output

@@ -10,7 +10,11 @@ class _FractionalMaxPoolNd(Module):
     __constants__ = ["kernel_size", "return_indices", "output_size", "output_ratio"]
 
     def __init__(
-        self, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+        self,
+        kernel_size,
+        output_size=None,
+        output_ratio=None,
+        return_indices=False,
         _random_samples=None,
     ):
         super().__init__()

@@ -2,9 +2,10 @@
 Lua-torch `CrossMapLRN2d` (with PyTorch's own forward and backward, window
 quirks included)."""
 
+import numpy as np
+
 import ember_autograd as ag
 import ember_core as ec
-import numpy as np
 from ember_nn.modules.module import Module
 
 

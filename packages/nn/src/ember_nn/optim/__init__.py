@@ -2,6 +2,9 @@
 learning-rate schedulers."""
 
 from ember_nn.optim import lr_scheduler, swa_utils
+
+# nngaps
+from ember_nn.optim.adafactor import Adafactor  # noqa: E402
 from ember_nn.optim.algorithms import (
     SGD,
     Adadelta,
@@ -21,9 +24,6 @@ from ember_nn.optim.optimizer import (
     register_optimizer_step_pre_hook,
 )
 from ember_nn.optim.rprop import Rprop
-
-# nngaps
-from ember_nn.optim.adafactor import Adafactor  # noqa: E402
 
 __all__ = [
     "ASGD",

@@ -5,15 +5,20 @@ operation as PyTorch's single-tensor algorithm."""
 
 import math
 
-import ember_core as ec
 import numpy as np
+
+import ember_core as ec
 from ember_nn.optim.optimizer import Optimizer, grads_of, step_tensor
 
 
 def _eps_of(dtype):
-    return float(np.finfo(np.float64 if dtype == ec.float64 else np.float32).eps) if (
-        dtype in (ec.float32, ec.float64)
-    ) else float(np.finfo(np.float16).eps) if dtype == ec.float16 else 0.0078125
+    return (
+        float(np.finfo(np.float64 if dtype == ec.float64 else np.float32).eps)
+        if (dtype in (ec.float32, ec.float64))
+        else float(np.finfo(np.float16).eps)
+        if dtype == ec.float16
+        else 0.0078125
+    )
 
 
 class Adafactor(Optimizer):
@@ -37,17 +42,17 @@ class Adafactor(Optimizer):
     ):
         if isinstance(lr, ec.Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
+        if not lr >= 0.0:
             raise ValueError(f"Learning rate should be >= 0 but is: {lr}")
-        if not 0.0 >= beta2_decay:
+        if not beta2_decay <= 0.0:
             raise ValueError(f"beta2_decay should be <= 0 but is: {beta2_decay}")
-        if eps[0] is not None and not 0.0 <= eps[0]:
+        if eps[0] is not None and not eps[0] >= 0.0:
             raise ValueError(f"epsilon1 should be >= 0 but is: {eps[0]}")
-        if not 0.0 <= eps[1]:
+        if not eps[1] >= 0.0:
             raise ValueError(f"epsilon2 should be >= 0 but is: {eps[1]}")
-        if not 1.0 <= d:
+        if not d >= 1.0:
             raise ValueError(f"Clipping threshold d should be >= 1 but is: {d}")
-        if not 0.0 <= weight_decay:
+        if not weight_decay >= 0.0:
             raise ValueError(f"weight_decay should be >= 0 but is: {weight_decay}")
         super().__init__(
             params,
@@ -85,7 +90,7 @@ class Adafactor(Optimizer):
             e1 = _eps_of(p.dtype) if eps1 is None else eps1
             st["step"].add_(1)
             t = float(st["step"].item())
-            one_minus_beta2_t = t**group["beta2_decay"]
+            one_minus_beta2_t = t ** group["beta2_decay"]
             rho_t = min(lr, 1 / math.sqrt(t))
             alpha = max(eps2, p.norm(2).item() / math.sqrt(p.numel())) * rho_t
             if weight_decay != 0:

@@ -17,7 +17,6 @@ from ember_nn.utils.fusion import (
     fuse_linear_bn_weights,
 )
 from ember_nn.utils.init import skip_init
-from ember_nn.utils.weight_norm import remove_weight_norm, weight_norm
 
 # nngaps: the hook-based spectral norm, memory-format conversion
 from ember_nn.utils.memory_format import (
@@ -25,6 +24,7 @@ from ember_nn.utils.memory_format import (
     convert_conv3d_weight_memory_format,
 )
 from ember_nn.utils.spectral_norm import remove_spectral_norm, spectral_norm
+from ember_nn.utils.weight_norm import remove_weight_norm, weight_norm
 
 __all__ = [
     "clip_grad_norm",

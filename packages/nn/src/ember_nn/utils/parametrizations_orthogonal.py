@@ -11,9 +11,10 @@ assigned, so assigning any matrix works and training starts at the identity.
 
 import enum
 
+import numpy as np
+
 import ember_autograd as ag
 import ember_core as ec
-import numpy as np
 from ember_nn.modules.module import Module
 from ember_nn.utils import parametrize
 

@@ -79,10 +79,8 @@ class ParametrizationList(ModuleList):
             for module in reversed(list(self)):
                 if hasattr(module, "right_inverse"):
                     # a parametrization that cannot invert keeps the value (as PyTorch)
-                    try:
+                    with contextlib.suppress(NotImplementedError):
                         new = module.right_inverse(new)
-                    except NotImplementedError:
-                        pass
         if not isinstance(new, ec.Tensor) and not isinstance(new, (tuple, list)):
             raise ValueError(
                 "'right_inverse' must return a Tensor or a Sequence of tensors (list, tuple...). "

@@ -126,7 +126,13 @@ class SpectralNormLoadStateDictPreHook:
         self.fn = fn
 
     def __call__(
-        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        self,
+        state_dict,
+        prefix,
+        local_metadata,
+        strict,
+        missing_keys,
+        unexpected_keys,
         error_msgs,
     ):
         fn = self.fn

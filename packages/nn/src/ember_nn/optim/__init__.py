@@ -2,9 +2,7 @@
 learning-rate schedulers."""
 
 from ember_nn.optim import lr_scheduler, swa_utils
-
-# nngaps
-from ember_nn.optim.adafactor import Adafactor  # noqa: E402
+from ember_nn.optim.adafactor import Adafactor
 from ember_nn.optim.algorithms import (
     SGD,
     Adadelta,

@@ -4,14 +4,18 @@ pseudo-random, increasing offsets so that any output size can be reached.
 The offsets of each (batch, channel) plane come from one sample u in [0, 1) per
 spatial dim, exactly as ATen computes them (in the input's floating type):
     alpha = (in - k) / (out - 1);  start[i] = int((i + u) * alpha) - int(u * alpha)
-and the last window is pinned to the end of the input.  The pooling itself is a
-gather of every window's elements followed by a max over each window, so both
-the values and the gradient (gather's scatter-add) come from existing ops.
-Indices are flat positions inside each input plane, as in PyTorch.
+and the last window is pinned to the end of the input.  The pooling scans the
+window offsets, one gather per offset and a running (value, index) maximum in
+ATen's order (a later element wins when greater or NaN); the values are then
+gathered once more at the chosen indices so that the gradient is gather's
+scatter-add.  Indices are flat positions inside each input plane, as in PyTorch.
 """
+
+import itertools
 
 import numpy as np
 
+import ember_autograd as ag
 import ember_core as ec
 
 
@@ -93,21 +97,32 @@ def _fractional_max_pool(nd, input, kernel_size, output_size, output_ratio, samp
 
     np_dtype = np.float64 if x.dtype == ec.float64 else np.float32
     u = samples.detach().cpu().numpy()[:n].astype(np_dtype)
-    # flat in-plane index of every element of every window: (n, c, *out, *kernel)
+    # flat in-plane index of each window's first element: (n, c, prod(out))
     plane_strides = [int(np.prod(spatial[d + 1 :])) for d in range(nd)]
-    index = np.zeros((n, c) + out + kernel, dtype=np.int64)
+    base = np.zeros((n, c) + out, dtype=np.int64)
     for d in range(nd):
         starts = _intervals(u[:, :, _SAMPLE_ORDER[nd][d]], spatial[d], out[d], kernel[d], np_dtype)
-        offsets = np.arange(kernel[d], dtype=np.int64)
-        shape_s = (n, c) + tuple(out[e] if e == d else 1 for e in range(nd)) + (1,) * nd
-        shape_o = (1, 1) + (1,) * nd + tuple(kernel[e] if e == d else 1 for e in range(nd))
-        index = index + (starts.reshape(shape_s) + offsets.reshape(shape_o)) * plane_strides[d]
-    window = int(np.prod(kernel))
-    index = index.reshape(n, c, -1, window)
-    flat = ec.from_numpy(np.ascontiguousarray(index.reshape(n, c, -1))).to(x.device)
-    gathered = ec.gather(x.reshape(n, c, -1), 2, flat).reshape(n, c, -1, window)
-    values, arg = gathered.max(dim=-1)
-    indices = ec.gather(flat.reshape(n, c, -1, window), 3, arg.unsqueeze(-1)).squeeze(-1)
+        shape = (n, c) + tuple(out[e] if e == d else 1 for e in range(nd))
+        base = base + starts.reshape(shape) * plane_strides[d]
+    base = ec.from_numpy(np.ascontiguousarray(base.reshape(n, c, -1))).to(x.device)
+    offsets = [
+        sum(o * st for o, st in zip(combo, plane_strides))
+        for combo in itertools.product(*(range(k) for k in kernel))
+    ]
+    flat = x.reshape(n, c, -1)
+    # ATen's scan of each window: a later element wins when it is greater or NaN
+    with ag.no_grad():
+        plane = flat.detach()
+        indices = base + offsets[0]
+        best = ec.gather(plane, 2, indices)
+        for off in offsets[1:]:
+            idx = base + off
+            v = ec.gather(plane, 2, idx)
+            take = (v > best) | ec.isnan(v)
+            best = ec.where(take, v, best)
+            indices = ec.where(take, idx, indices)
+    # the values once more through gather, so that autograd routes the gradient
+    values = ec.gather(flat, 2, indices) if flat.requires_grad else best
     values = values.reshape((n, c) + out)
     indices = indices.reshape((n, c) + out)
     if not batched:

@@ -130,3 +130,19 @@ def test_parity(torch, rng, nd, shape, kernel, kw, dtype):
     em = getattr(nn, f"FractionalMaxPool{nd}d")(kernel, _random_samples=ec.tensor(u), **kw)
     np.testing.assert_array_equal(to_numpy(em(ec.tensor(x))), to_numpy(tm(torch.tensor(x))))
     assert repr(em) == repr(tm)
+
+
+@pytest.mark.parity
+def test_parity_nan_and_ties(torch, rng):
+    # ATen's scan: a later element wins when greater or NaN; ties keep the first
+    x = rng.integers(0, 3, (2, 2, 8, 9)).astype("float32")
+    x[0, 0, 1, 1] = x[0, 0, 2, 2] = x[1, 1, 5, 3] = np.nan
+    u = rng.random((2, 2, 2)).astype("float32")
+    tv, ti = torch.nn.functional.fractional_max_pool2d(
+        torch.tensor(x), 3, (4, 4), return_indices=True, _random_samples=torch.tensor(u)
+    )
+    ev, ei = F.fractional_max_pool2d(
+        ec.tensor(x), 3, (4, 4), return_indices=True, _random_samples=ec.tensor(u)
+    )
+    np.testing.assert_array_equal(to_numpy(ev), to_numpy(tv))
+    np.testing.assert_array_equal(to_numpy(ei), to_numpy(ti))

@@ -17,4 +17,7 @@ alias("ember.nn.utils.weight_norm", "ember_nn.utils.weight_norm")
 alias("ember.nn.utils.init", "ember_nn.utils.init")
 alias("ember.nn.modules", "ember_nn.modules")
 alias("ember.nn.parameter", "ember_nn.parameter")
+# nngaps
+alias("ember.nn.attention", "ember_nn.attention")
+alias("ember.nn.grad", "ember_nn.grad")
 sys.modules[__name__] = ember_nn

@@ -355,6 +355,18 @@ def test_a_pickle_that_would_run_code_is_refused(tmp_path):
         ember.load(tmp_path / "zip.pt")
 
 
+@pytest.mark.parametrize("magic, pads", [(b"\x80", range(300)), (b"PK", range(19000, 19400))])
+def test_header_lengths_that_look_like_pickle_or_zip_magic(magic, pads):
+    # the 8-byte header length may begin with 0x80 (pickle's) or "PK" (zip's magic)
+    for pad in pads:
+        data = ember.serialization.save_to_bytes({"name": "x" * pad, "t": ember.ones(2)})
+        if data.startswith(magic):
+            break
+    else:
+        raise AssertionError(f"no padding gave a header length starting with {magic!r}")
+    assert ember.load(io.BytesIO(data))["name"] == "x" * pad
+
+
 def test_garbage_and_empty_files(tmp_path):
     (tmp_path / "empty").write_bytes(b"")
     with pytest.raises(CheckpointError):

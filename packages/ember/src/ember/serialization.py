@@ -419,9 +419,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         source = "<file>"
         data = f.read()
     _check_map_location(map_location)
-    if data[:2] == b"PK":
+    if not _is_safetensors(data) and data[:2] == b"PK":
         return _torch_checkpoint.load(data, source, weights_only, _fail)
-    if data[:1] == b"\x80":
+    if not _is_safetensors(data) and data[:1] == b"\x80":
         _fail(
             source,
             "this looks like a bare pickle (e.g. torch.save with "
@@ -445,6 +445,16 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         raise failure.error from None
     except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
         _fail(source, f"the structure metadata is malformed ({type(exc).__name__}: {exc})")
+
+
+def _is_safetensors(data):
+    """Whether data starts as a safetensors file does: a little-endian length, then
+    that many bytes of JSON object.  Checked before the zip/pickle magic bytes,
+    which a header length can happen to begin with (0x80, or "PK")."""
+    if len(data) < 9:
+        return False
+    (n,) = struct.unpack("<Q", data[:8])
+    return 8 + n <= len(data) and data[8:9] == b"{"
 
 
 def _check_map_location(map_location):

@@ -123,3 +123,11 @@ __all__ = sorted(
         "utils",
     }
 )
+
+# dist: torch.distributions, and the private samplers PyTorch exposes at the top level
+_standard_gamma = _core._standard_gamma
+_standard_gamma_grad = _core._standard_gamma_grad
+_sample_dirichlet = _core._sample_dirichlet
+from ember import distributions  # noqa: E402 - needs the namespace above complete
+
+__all__.append("distributions")

@@ -31,6 +31,9 @@ from ember.distributions.gumbel import Gumbel
 from ember.distributions.half_cauchy import HalfCauchy
 from ember.distributions.half_normal import HalfNormal
 from ember.distributions.independent import Independent
+
+# kl imports every family above, so it comes last
+from ember.distributions.kl import kl_divergence, register_kl  # noqa: E402, I001
 from ember.distributions.kumaraswamy import Kumaraswamy
 from ember.distributions.laplace import Laplace
 from ember.distributions.log_normal import LogNormal
@@ -59,9 +62,6 @@ from ember.distributions.transforms import __all__ as _transforms_all
 from ember.distributions.uniform import Uniform
 from ember.distributions.von_mises import VonMises
 from ember.distributions.weibull import Weibull
-
-# kl imports every family above, so it comes last
-from ember.distributions.kl import kl_divergence, register_kl  # noqa: E402, I001
 
 __all__ = [
     "Bernoulli",

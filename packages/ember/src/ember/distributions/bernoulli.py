@@ -1,3 +1,4 @@
+import math
 from numbers import Number
 
 import ember as torch
@@ -55,7 +56,7 @@ class Bernoulli(ExponentialFamily):
     @property
     def mode(self):
         mode = (self.probs >= 0.5).to(self.probs)
-        mode[self.probs == 0.5] = torch.nan
+        mode[self.probs == 0.5] = math.nan
         return mode
 
     @property
@@ -74,7 +75,7 @@ class Bernoulli(ExponentialFamily):
     def param_shape(self):
         return self._param.size()
 
-    def sample(self, sample_shape=torch.Size()):
+    def sample(self, sample_shape=torch.Size()):  # noqa: B008 - Size is immutable
         shape = self._extended_shape(sample_shape)
         with torch.no_grad():
             return torch.bernoulli(self.probs.expand(shape))

@@ -1,3 +1,5 @@
+import math
+
 import ember as torch
 from ember.distributions import constraints
 from ember.distributions.distribution import Distribution
@@ -68,7 +70,7 @@ class Categorical(Distribution):
     @property
     def mean(self):
         return torch.full(
-            self._extended_shape(), torch.nan, dtype=self.probs.dtype, device=self.probs.device
+            self._extended_shape(), math.nan, dtype=self.probs.dtype, device=self.probs.device
         )
 
     @property
@@ -78,10 +80,10 @@ class Categorical(Distribution):
     @property
     def variance(self):
         return torch.full(
-            self._extended_shape(), torch.nan, dtype=self.probs.dtype, device=self.probs.device
+            self._extended_shape(), math.nan, dtype=self.probs.dtype, device=self.probs.device
         )
 
-    def sample(self, sample_shape=torch.Size()):
+    def sample(self, sample_shape=torch.Size()):  # noqa: B008 - Size is immutable
         if not isinstance(sample_shape, torch.Size):
             sample_shape = torch.Size(sample_shape)
         probs_2d = self.probs.reshape(-1, self._num_events)

@@ -36,7 +36,7 @@ class Cauchy(Distribution):
     @property
     def mean(self):
         return torch.full(
-            self._extended_shape(), torch.nan, dtype=self.loc.dtype, device=self.loc.device
+            self._extended_shape(), math.nan, dtype=self.loc.dtype, device=self.loc.device
         )
 
     @property
@@ -46,10 +46,10 @@ class Cauchy(Distribution):
     @property
     def variance(self):
         return torch.full(
-            self._extended_shape(), torch.inf, dtype=self.loc.dtype, device=self.loc.device
+            self._extended_shape(), math.inf, dtype=self.loc.dtype, device=self.loc.device
         )
 
-    def rsample(self, sample_shape=torch.Size()):
+    def rsample(self, sample_shape=torch.Size()):  # noqa: B008 - Size is immutable
         shape = self._extended_shape(sample_shape)
         eps = torch.empty(shape, dtype=self.loc.dtype, device=self.loc.device).cauchy_()
         return self.loc + eps * self.scale
@@ -58,9 +58,7 @@ class Cauchy(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         return (
-            -math.log(math.pi)
-            - self.scale.log()
-            - (((value - self.loc) / self.scale) ** 2).log1p()
+            -math.log(math.pi) - self.scale.log() - (((value - self.loc) / self.scale) ** 2).log1p()
         )
 
     def cdf(self, value):

@@ -130,9 +130,7 @@ class _IndependentConstraint(Constraint):
         result = self.base_constraint.check(value)
         if result.dim() < self.reinterpreted_batch_ndims:
             expected = self.base_constraint.event_dim + self.reinterpreted_batch_ndims
-            raise ValueError(
-                f"Expected value.dim() >= {expected} but got {value.dim()}"
-            )
+            raise ValueError(f"Expected value.dim() >= {expected} but got {value.dim()}")
         result = result.reshape(
             result.shape[: result.dim() - self.reinterpreted_batch_ndims] + (-1,)
         )
@@ -165,9 +163,7 @@ class MixtureSameFamilyConstraint(Constraint):
         unsqueezed = value.unsqueeze(-1 - self.event_dim)
         result = self.base_constraint.check(unsqueezed)
         if value.dim() < self.event_dim:
-            raise ValueError(
-                f"Expected value.dim() >= {self.event_dim} but got {value.dim()}"
-            )
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
         num_dim_to_keep = value.dim() - self.event_dim
         result = result.reshape(result.shape[:num_dim_to_keep] + (-1,))
         return result.all(-1)

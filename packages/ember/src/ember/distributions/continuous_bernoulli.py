@@ -35,9 +35,10 @@ class ContinuousBernoulli(ExponentialFamily):
             (self.probs,) = broadcast_all(probs)
             # validate 'probs' here if necessary as it is later clamped for numerical stability
             # close to 0 and 1, later on; otherwise the clamped 'probs' would always pass
-            if validate_args is not None:
-                if not bool(self.arg_constraints["probs"].check(self.probs).all()):
-                    raise ValueError("The parameter probs has invalid values")
+            if validate_args is not None and not bool(
+                self.arg_constraints["probs"].check(self.probs).all()
+            ):
+                raise ValueError("The parameter probs has invalid values")
             self.probs = clamp_probs(self.probs)
         else:
             is_scalar = isinstance(logits, Number)
@@ -108,9 +109,9 @@ class ContinuousBernoulli(ExponentialFamily):
     @property
     def variance(self):
         cut_probs = self._cut_probs()
-        vars = cut_probs * (cut_probs - 1.0) / torch.pow(1.0 - 2.0 * cut_probs, 2) + 1.0 / torch.pow(
-            torch.log1p(-cut_probs) - torch.log(cut_probs), 2
-        )
+        vars = cut_probs * (cut_probs - 1.0) / torch.pow(
+            1.0 - 2.0 * cut_probs, 2
+        ) + 1.0 / torch.pow(torch.log1p(-cut_probs) - torch.log(cut_probs), 2)
         x = torch.pow(self.probs - 0.5, 2)
         taylor = 1.0 / 12.0 - (1.0 / 15.0 - 128.0 / 945.0 * x) * x
         return torch.where(self._outside_unstable_region(), vars, taylor)
@@ -127,13 +128,13 @@ class ContinuousBernoulli(ExponentialFamily):
     def param_shape(self):
         return self._param.size()
 
-    def sample(self, sample_shape=torch.Size()):
+    def sample(self, sample_shape=torch.Size()):  # noqa: B008 - Size is immutable
         shape = self._extended_shape(sample_shape)
         u = torch.rand(shape, dtype=self.probs.dtype, device=self.probs.device)
         with torch.no_grad():
             return self.icdf(u)
 
-    def rsample(self, sample_shape=torch.Size()):
+    def rsample(self, sample_shape=torch.Size()):  # noqa: B008 - Size is immutable
         shape = self._extended_shape(sample_shape)
         u = torch.rand(shape, dtype=self.probs.dtype, device=self.probs.device)
         return self.icdf(u)
@@ -152,9 +153,7 @@ class ContinuousBernoulli(ExponentialFamily):
             self._validate_sample(value)
         cut_probs = self._cut_probs()
         cdfs = (
-            torch.pow(cut_probs, value) * torch.pow(1.0 - cut_probs, 1.0 - value)
-            + cut_probs
-            - 1.0
+            torch.pow(cut_probs, value) * torch.pow(1.0 - cut_probs, 1.0 - value) + cut_probs - 1.0
         ) / (2.0 * cut_probs - 1.0)
         unbounded_cdfs = torch.where(self._outside_unstable_region(), cdfs, value)
         return torch.where(
@@ -167,10 +166,7 @@ class ContinuousBernoulli(ExponentialFamily):
         cut_probs = self._cut_probs()
         return torch.where(
             self._outside_unstable_region(),
-            (
-                torch.log1p(-cut_probs + value * (2.0 * cut_probs - 1.0))
-                - torch.log1p(-cut_probs)
-            )
+            (torch.log1p(-cut_probs + value * (2.0 * cut_probs - 1.0)) - torch.log1p(-cut_probs))
             / (torch.log(cut_probs) - torch.log1p(-cut_probs)),
             value,
         )
@@ -178,11 +174,7 @@ class ContinuousBernoulli(ExponentialFamily):
     def entropy(self):
         log_probs0 = torch.log1p(-self.probs)
         log_probs1 = torch.log(self.probs)
-        return (
-            self.mean * (log_probs0 - log_probs1)
-            - self._cont_bern_log_norm()
-            - log_probs0
-        )
+        return self.mean * (log_probs0 - log_probs1) - self._cont_bern_log_norm() - log_probs0
 
     @property
     def _natural_params(self):
@@ -191,9 +183,7 @@ class ContinuousBernoulli(ExponentialFamily):
     def _log_normalizer(self, x):
         """The log normalizing constant as a function of the natural parameter."""
         out_unst_reg = torch.le(x, self._lims[0] - 0.5) | torch.gt(x, self._lims[1] - 0.5)
-        cut_nat_params = torch.where(
-            out_unst_reg, x, (self._lims[0] - 0.5) * torch.ones_like(x)
-        )
+        cut_nat_params = torch.where(out_unst_reg, x, (self._lims[0] - 0.5) * torch.ones_like(x))
         log_norm = torch.log(torch.abs(torch.exp(cut_nat_params) - 1.0)) - torch.log(
             torch.abs(cut_nat_params)
         )

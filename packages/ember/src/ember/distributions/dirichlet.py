@@ -10,9 +10,7 @@ class Dirichlet(ExponentialFamily):
     """Dirichlet distribution with ``concentration`` (last dim: the K categories).
     ``rsample`` normalises differentiable gamma draws, so it is reparameterised."""
 
-    arg_constraints = {
-        "concentration": constraints.independent(constraints.positive, 1)
-    }
+    arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
     has_rsample = True
 
@@ -63,11 +61,7 @@ class Dirichlet(ExponentialFamily):
     @property
     def variance(self):
         con0 = self.concentration.sum(-1, True)
-        return (
-            self.concentration
-            * (con0 - self.concentration)
-            / (con0.pow(2) * (con0 + 1))
-        )
+        return self.concentration * (con0 - self.concentration) / (con0.pow(2) * (con0 + 1))
 
     def entropy(self):
         k = self.concentration.size(-1)

@@ -27,7 +27,12 @@ class Distribution:
             raise ValueError
         Distribution._validate_args = value
 
-    def __init__(self, batch_shape=torch.Size(), event_shape=torch.Size(), validate_args=None):
+    def __init__(
+        self,
+        batch_shape=torch.Size(),  # noqa: B008 - Size is immutable
+        event_shape=torch.Size(),  # noqa: B008
+        validate_args=None,
+    ):
         self._batch_shape = torch.Size(batch_shape)
         self._event_shape = torch.Size(event_shape)
         if validate_args is not None:
@@ -102,12 +107,12 @@ class Distribution:
     def stddev(self):
         return self.variance.sqrt()
 
-    def sample(self, sample_shape=torch.Size()):
+    def sample(self, sample_shape=torch.Size()):  # noqa: B008 - Size is immutable
         """A sample of shape sample_shape + batch_shape + event_shape (no gradient)."""
         with torch.no_grad():
             return self.rsample(sample_shape)
 
-    def rsample(self, sample_shape=torch.Size()):
+    def rsample(self, sample_shape=torch.Size()):  # noqa: B008 - Size is immutable
         """A reparameterized sample (gradients flow to the parameters)."""
         raise NotImplementedError
 
@@ -135,7 +140,7 @@ class Distribution:
     def perplexity(self):
         return torch.exp(self.entropy())
 
-    def _extended_shape(self, sample_shape=torch.Size()):
+    def _extended_shape(self, sample_shape=torch.Size()):  # noqa: B008 - Size is immutable
         if not isinstance(sample_shape, torch.Size):
             sample_shape = torch.Size(sample_shape)
         return torch.Size(sample_shape + self._batch_shape + self._event_shape)

@@ -45,7 +45,7 @@ class Exponential(ExponentialFamily):
         new._validate_args = self._validate_args
         return new
 
-    def rsample(self, sample_shape=torch.Size()):
+    def rsample(self, sample_shape=torch.Size()):  # noqa: B008 - Size is immutable
         shape = self._extended_shape(sample_shape)
         e = torch.empty(shape, dtype=self.rate.dtype, device=self.rate.device).exponential_()
         return e / self.rate

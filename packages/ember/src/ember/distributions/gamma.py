@@ -53,7 +53,7 @@ class Gamma(ExponentialFamily):
         new._validate_args = self._validate_args
         return new
 
-    def rsample(self, sample_shape=torch.Size()):
+    def rsample(self, sample_shape=torch.Size()):  # noqa: B008 - Size is immutable
         shape = self._extended_shape(sample_shape)
         value = _standard_gamma(self.concentration.expand(shape)) / self.rate.expand(shape)
         # the kernel already keeps positive shapes' samples >= tiny; the division may not
@@ -69,6 +69,13 @@ class Gamma(ExponentialFamily):
             - self.rate * value
             - torch.lgamma(self.concentration)
         )
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        from ember.distributions._special import gammainc
+
+        return gammainc(self.concentration, self.rate * value)
 
     def entropy(self):
         return (

@@ -47,7 +47,7 @@ class HalfCauchy(TransformedDistribution):
             self._validate_sample(value)
         value = torch.as_tensor(value, dtype=self.base_dist.scale.dtype)
         log_prob = self.base_dist.log_prob(value) + math.log(2)
-        log_prob = torch.where(value >= 0, log_prob, -torch.inf)
+        log_prob = torch.where(value >= 0, log_prob, -math.inf)
         return log_prob
 
     def cdf(self, value):

@@ -44,7 +44,7 @@ class HalfNormal(TransformedDistribution):
         if self._validate_args:
             self._validate_sample(value)
         log_prob = self.base_dist.log_prob(value) + math.log(2)
-        log_prob = torch.where(value >= 0, log_prob, -torch.inf)
+        log_prob = torch.where(value >= 0, log_prob, -math.inf)
         return log_prob
 
     def cdf(self, value):

@@ -37,7 +37,8 @@ from ember.distributions.pareto import Pareto
 from ember.distributions.poisson import Poisson
 from ember.distributions.transformed_distribution import TransformedDistribution
 from ember.distributions.uniform import Uniform
-from ember.distributions.utils import _sum_rightmost, euler_constant as _euler_gamma
+from ember.distributions.utils import _sum_rightmost
+from ember.distributions.utils import euler_constant as _euler_gamma
 
 _KL_REGISTRY = {}  # (type_p, type_q) -> implementation
 _KL_MEMOIZE = {}  # (type_p, type_q) -> implementation, after dispatch
@@ -181,9 +182,7 @@ def _kl_binomial_binomial(p, q):
         raise NotImplementedError(
             "KL between Binomials where q.total_count > p.total_count is not implemented"
         )
-    kl = p.total_count * (
-        p.probs * (p.logits - q.logits) + (-p.probs).log1p() - (-q.probs).log1p()
-    )
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p() - (-q.probs).log1p())
     inf_idxs = p.total_count > q.total_count
     kl[inf_idxs] = math.inf
     return kl
@@ -227,7 +226,7 @@ def _kl_exponential_exponential(p, q):
 @register_kl(ExponentialFamily, ExponentialFamily)
 def _kl_expfamily_expfamily(p, q):
     """Bregman divergence of the log normalizer between the natural parameters."""
-    if not type(p) == type(q):
+    if type(p) is not type(q):
         raise NotImplementedError(
             "The cross KL-divergence between different exponential families cannot "
             "be computed using Bregman divergences"
@@ -477,11 +476,7 @@ def _kl_exponential_gamma(p, q):
     ratio = q.rate / p.rate
     t1 = -q.concentration * torch.log(ratio)
     return (
-        t1
-        + ratio
-        + q.concentration.lgamma()
-        + q.concentration * _euler_gamma
-        - (1 + _euler_gamma)
+        t1 + ratio + q.concentration.lgamma() + q.concentration * _euler_gamma - (1 + _euler_gamma)
     )
 
 

@@ -1,3 +1,5 @@
+import math
+
 import ember as torch
 from ember.distributions import constraints
 from ember.distributions.transformed_distribution import TransformedDistribution
@@ -57,7 +59,7 @@ class Kumaraswamy(TransformedDistribution):
             self.concentration0.reciprocal() * (-self.concentration0).log1p()
             - (-self.concentration0 * self.concentration1).log1p()
         )
-        log_mode[(self.concentration0 < 1) | (self.concentration1 < 1)] = torch.nan
+        log_mode[(self.concentration0 < 1) | (self.concentration1 < 1)] = math.nan
         return log_mode.exp()
 
     @property
@@ -68,9 +70,4 @@ class Kumaraswamy(TransformedDistribution):
         t1 = 1 - self.concentration1.reciprocal()
         t0 = 1 - self.concentration0.reciprocal()
         H0 = torch.digamma(self.concentration0 + 1) + euler_constant
-        return (
-            t0
-            + t1 * H0
-            + torch.log(self.concentration1)
-            + torch.log(self.concentration0)
-        )
+        return t0 + t1 * H0 - torch.log(self.concentration1) - torch.log(self.concentration0)

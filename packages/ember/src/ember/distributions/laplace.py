@@ -48,7 +48,7 @@ class Laplace(Distribution):
         new._validate_args = self._validate_args
         return new
 
-    def rsample(self, sample_shape=torch.Size()):
+    def rsample(self, sample_shape=torch.Size()):  # noqa: B008 - Size is immutable
         shape = self._extended_shape(sample_shape)
         finfo = torch.finfo(self.loc.dtype)
         u = torch.empty(shape, dtype=self.loc.dtype, device=self.loc.device)

@@ -30,5 +30,3 @@ class LogisticNormal(TransformedDistribution):
     @property
     def scale(self):
         return self.base_dist.base_dist.scale
-
-

@@ -124,9 +124,7 @@ class LowRankMultivariateNormal(Distribution):
         covariance_matrix = torch.matmul(
             self._unbroadcasted_cov_factor, self._unbroadcasted_cov_factor.mT
         ) + torch.diag_embed(self._unbroadcasted_cov_diag)
-        return covariance_matrix.expand(
-            self._batch_shape + self._event_shape + self._event_shape
-        )
+        return covariance_matrix.expand(self._batch_shape + self._event_shape + self._event_shape)
 
     @lazy_property
     def precision_matrix(self):
@@ -134,11 +132,9 @@ class LowRankMultivariateNormal(Distribution):
         Wt_Dinv = self._unbroadcasted_cov_factor.mT / self._unbroadcasted_cov_diag.unsqueeze(-2)
         A = torch.linalg.solve_triangular(self._capacitance_tril, Wt_Dinv, upper=False)
         precision_matrix = torch.diag_embed(self._unbroadcasted_cov_diag.reciprocal()) - A.mT @ A
-        return precision_matrix.expand(
-            self._batch_shape + self._event_shape + self._event_shape
-        )
+        return precision_matrix.expand(self._batch_shape + self._event_shape + self._event_shape)
 
-    def rsample(self, sample_shape=torch.Size()):
+    def rsample(self, sample_shape=torch.Size()):  # noqa: B008 - Size is immutable
         shape = self._extended_shape(sample_shape)
         W_shape = shape[:-1] + self.cov_factor.shape[-1:]
         eps_W = _standard_normal(W_shape, dtype=self.loc.dtype, device=self.loc.device)

@@ -119,7 +119,7 @@ class MixtureSameFamily(Distribution):
         log_mix_prob = torch.log_softmax(self.mixture_distribution.logits, dim=-1)  # [B, k]
         return torch.logsumexp(log_prob_x + log_mix_prob, dim=-1)  # [S, B]
 
-    def sample(self, sample_shape=torch.Size()):
+    def sample(self, sample_shape=torch.Size()):  # noqa: B008 - Size is immutable
         with torch.no_grad():
             sample_len = len(sample_shape)
             batch_len = len(self.batch_shape)
@@ -151,10 +151,7 @@ class MixtureSameFamily(Distribution):
         pad_ndims = 0 if cat_batch_ndims == 1 else dist_batch_ndims - cat_batch_ndims
         xs = x.shape
         x = x.reshape(
-            xs[:-1]
-            + torch.Size(pad_ndims * [1])
-            + xs[-1:]
-            + torch.Size(self._event_ndims * [1])
+            xs[:-1] + torch.Size(pad_ndims * [1]) + xs[-1:] + torch.Size(self._event_ndims * [1])
         )
         return x
 

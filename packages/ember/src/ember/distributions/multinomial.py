@@ -1,3 +1,5 @@
+import math
+
 import ember as torch
 from ember.distributions import constraints
 from ember.distributions.binomial import Binomial
@@ -58,7 +60,7 @@ class Multinomial(Distribution):
     def param_shape(self):
         return self._categorical.param_shape
 
-    def sample(self, sample_shape=torch.Size()):
+    def sample(self, sample_shape=torch.Size()):  # noqa: B008 - Size is immutable
         sample_shape = torch.Size(sample_shape)
         samples = self._categorical.sample(torch.Size((self.total_count,)) + sample_shape)
         # samples: (total_count, *sample_shape, *batch_shape); count per category
@@ -86,6 +88,6 @@ class Multinomial(Distribution):
         logits = logits.clone()
         log_factorial_n = torch.lgamma(value.sum(-1) + 1)
         log_factorial_xs = torch.lgamma(value + 1).sum(-1)
-        logits[(value == 0) & (logits == -torch.inf)] = 0
+        logits[(value == 0) & (logits == -math.inf)] = 0
         log_powers = (logits * value).sum(-1)
         return log_factorial_n - log_factorial_xs + log_powers

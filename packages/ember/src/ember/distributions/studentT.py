@@ -23,7 +23,7 @@ class StudentT(Distribution):
     @property
     def mean(self):
         m = self.loc.clone()
-        m[self.df <= 1] = torch.nan
+        m[self.df <= 1] = math.nan
         return m
 
     @property
@@ -35,8 +35,8 @@ class StudentT(Distribution):
         m = self.df.clone()
         big = self.df > 2
         m[big] = self.scale[big].pow(2) * self.df[big] / (self.df[big] - 2)
-        m[(self.df <= 2) & (self.df > 1)] = torch.inf
-        m[self.df <= 1] = torch.nan
+        m[(self.df <= 2) & (self.df > 1)] = math.inf
+        m[self.df <= 1] = math.nan
         return m
 
     def __init__(self, df, loc=0.0, scale=1.0, validate_args=None):
@@ -56,7 +56,7 @@ class StudentT(Distribution):
         new._validate_args = self._validate_args
         return new
 
-    def rsample(self, sample_shape=torch.Size()):
+    def rsample(self, sample_shape=torch.Size()):  # noqa: B008 - Size is immutable
         # X ~ Normal(0, 1), Z ~ Chi2(df): Y = X / sqrt(Z / df) ~ StudentT(df)
         shape = self._extended_shape(sample_shape)
         X = _standard_normal(shape, dtype=self.df.dtype, device=self.df.device)
@@ -78,11 +78,7 @@ class StudentT(Distribution):
         return -0.5 * (self.df + 1.0) * torch.log1p(y**2.0 / self.df) - Z
 
     def entropy(self):
-        lbeta = (
-            torch.lgamma(0.5 * self.df)
-            + math.lgamma(0.5)
-            - torch.lgamma(0.5 * (self.df + 1))
-        )
+        lbeta = torch.lgamma(0.5 * self.df) + math.lgamma(0.5) - torch.lgamma(0.5 * (self.df + 1))
         return (
             self.scale.log()
             + 0.5

@@ -338,9 +338,7 @@ class IndependentTransform(Transform):
 
     @constraints.dependent_property(is_discrete=False)
     def codomain(self):
-        return constraints.independent(
-            self.base_transform.codomain, self.reinterpreted_batch_ndims
-        )
+        return constraints.independent(self.base_transform.codomain, self.reinterpreted_batch_ndims)
 
     @property
     def bijective(self):

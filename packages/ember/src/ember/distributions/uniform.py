@@ -1,3 +1,4 @@
+import math
 from numbers import Number
 
 import ember as torch
@@ -23,7 +24,7 @@ class Uniform(Distribution):
 
     @property
     def mode(self):
-        return torch.nan * self.high
+        return math.nan * self.high
 
     @property
     def stddev(self):
@@ -56,7 +57,7 @@ class Uniform(Distribution):
     def support(self):
         return constraints.interval(self.low, self.high)
 
-    def rsample(self, sample_shape=torch.Size()):
+    def rsample(self, sample_shape=torch.Size()):  # noqa: B008 - Size is immutable
         shape = self._extended_shape(sample_shape)
         rand = torch.rand(shape, dtype=self.low.dtype, device=self.low.device)
         return self.low + rand * (self.high - self.low)

@@ -80,9 +80,7 @@ class VonMises(Distribution):
             self._validate_sample(value)
         log_prob = self.concentration * torch.cos(value - self.loc)
         log_prob = (
-            log_prob
-            - math.log(2 * math.pi)
-            - _log_modified_bessel_fn(self.concentration, order=0)
+            log_prob - math.log(2 * math.pi) - _log_modified_bessel_fn(self.concentration, order=0)
         )
         return log_prob
 
@@ -104,7 +102,7 @@ class VonMises(Distribution):
         _proposal_r_taylor = 1 / kappa + kappa
         return torch.where(kappa < 1e-5, _proposal_r_taylor, _proposal_r)
 
-    def sample(self, sample_shape=torch.Size()):
+    def sample(self, sample_shape=torch.Size()):  # noqa: B008 - Size is immutable
         """Draws by rejection (Best & Fisher, 1979), in float64 for accuracy."""
         shape = self._extended_shape(sample_shape)
         with torch.no_grad():

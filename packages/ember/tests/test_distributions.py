@@ -54,6 +54,12 @@ FAMILIES = {
         D.Categorical(_t([0.3, 0.7])), D.Normal(_t([-1.0, 2.0]), _t([0.5, 1.0]))
     ),
     "VonMises": lambda: D.VonMises(_t([0.5, -2.0]), _t([2.0, 30.0])),
+    "FisherSnedecor": lambda: D.FisherSnedecor(_t([3.0, 10.0]), _t([20.0, 30.0])),
+    "InverseGamma": lambda: D.InverseGamma(_t([9.0, 12.0]), _t([1.0, 3.0])),
+    "GeneralizedPareto": lambda: D.GeneralizedPareto(
+        _t([0.0, 1.0]), _t([1.0, 2.0]), _t([-0.2, 0.1])
+    ),
+    "Wishart": lambda: D.Wishart(_t(6.0), _t([[1.0, 0.3], [0.3, 0.5]])),
 }
 
 
@@ -75,6 +81,20 @@ def test_sample_moments_and_support(name):
     # mean within 6 standard errors; variance within 5% (plus a small floor)
     np.testing.assert_array_less(np.abs(xs.mean(0) - mean), 6 * np.sqrt(var / N) + 1e-9)
     np.testing.assert_allclose(xs.var(0), var, rtol=0.05, atol=1e-3)
+
+
+def test_lkj_cholesky_samples_are_correlation_factors():
+    ember.manual_seed(4)
+    d = D.LKJCholesky(4, _t(2.0))
+    L = d.sample((5000,))
+    assert bool(d.support.check(L).all())
+    C = (L @ L.mT).numpy()
+    np.testing.assert_allclose(np.diagonal(C, axis1=-2, axis2=-1), 1.0, rtol=1e-9)
+    # the LKJ marginal of each correlation is Beta(eta - 1 + d/2, same) on [-1, 1]: mean 0,
+    # variance 1 / (2 (eta - 1 + d/2) + 1)
+    off = C[:, 1, 0]
+    assert abs(off.mean()) < 6 * np.sqrt(1 / (2 * 3.0 + 1) / 5000)
+    np.testing.assert_allclose(off.var(), 1 / (2 * 3.0 + 1), rtol=0.1)
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))

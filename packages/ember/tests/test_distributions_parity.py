@@ -209,6 +209,37 @@ CASES = {
         lambda T: T.distributions.Kumaraswamy(_t(T, [0.5, 2.0, 3.0]), _t(T, [1.5, 2.0, 0.7])),
         lambda T: _t(T, [0.1, 0.5, 0.95]),
     ),
+    "FisherSnedecor": (
+        lambda T: T.distributions.FisherSnedecor(_t(T, [1.0, 3.0, 8.0]), _t(T, [2.0, 4.5, 9.0])),
+        lambda T: _t(T, [0.3, 1.5, 2.0]),
+    ),
+    "InverseGamma": (
+        lambda T: T.distributions.InverseGamma(_t(T, [0.5, 2.5, 7.0]), _t(T, [1.0, 0.3, 4.0])),
+        lambda T: _t(T, [0.7, 3.2, 1.5]),
+    ),
+    "GeneralizedPareto": (
+        # float32: torch 2.13's log_prob compares with a float32 zero and fails on float64
+        lambda T: T.distributions.GeneralizedPareto(
+            _t(T, [0.0, 1.0, -1.0], "float32"),
+            _t(T, [1.0, 2.0, 0.5], "float32"),
+            _t(T, [0.3, 0.0, -0.2], "float32"),
+        ),
+        lambda T: _t(T, [0.7, 3.2, 1.0], "float32"),
+    ),
+    "LKJCholesky": (
+        lambda T: T.distributions.LKJCholesky(3, _t(T, [0.5, 2.0])),
+        lambda T: T.linalg.cholesky(_t(T, [[1.0, 0.3, -0.2], [0.3, 1.0, 0.5], [-0.2, 0.5, 1.0]])),
+    ),
+    "Wishart": (
+        lambda T: T.distributions.Wishart(
+            _t(T, [3.0, 5.5]), covariance_matrix=_t(T, [[2.0, 0.3], [0.3, 0.5]])
+        ),
+        lambda T: _t(T, [[1.0, 0.2], [0.2, 0.7]]),
+    ),
+    "Wishart_prec": (
+        lambda T: T.distributions.Wishart(4.0, precision_matrix=_t(T, [[2.0, 0.3], [0.3, 0.5]])),
+        lambda T: _t(T, [[1.0, 0.2], [0.2, 0.7]]),
+    ),
     "VonMises": (
         lambda T: T.distributions.VonMises(_t(T, [0.0, 1.0, -2.0]), _t(T, [0.5, 4.0, 20.0])),
         lambda T: _t(T, [0.3, -1.0, 2.0]),

@@ -79,3 +79,12 @@ def gammainc(a, x):
         density = torch.exp(torch.xlogy(a - 1, x) - x - torch.lgamma(a)).detach()
         value = value + density * (x - x.detach())
     return value
+
+
+def mvlgamma(a, p):
+    """The multivariate log-gamma function of dimension p:
+    p (p - 1) / 4 log(pi) + sum_{j=1..p} lgamma(a + (1 - j) / 2)."""
+    import math
+
+    steps = torch.arange(p, dtype=a.dtype, device=a.device) * -0.5
+    return torch.lgamma(a.unsqueeze(-1) + steps).sum(-1) + p * (p - 1) / 4 * math.log(math.pi)

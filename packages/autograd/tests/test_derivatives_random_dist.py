@@ -38,3 +38,15 @@ def test_gradient_op_is_not_differentiable():
     a = ec.tensor([1.5], requires_grad=True)
     x = ec.tensor([2.0])
     assert not ec._standard_gamma_grad(a, x).requires_grad
+
+
+def test_poisson_and_binomial_have_zero_gradients():
+    rate = ec.tensor([2.0, 5.0], requires_grad=True)
+    k = ec.poisson(rate)
+    assert k.requires_grad
+    (g,) = ea.grad(k.sum(), [rate])
+    np.testing.assert_array_equal(g.numpy(), [0.0, 0.0])
+    n = ec.tensor([5.0], requires_grad=True)
+    p = ec.tensor([0.5], requires_grad=True)
+    gn, gp = ea.grad(ec.binomial(n, p).sum(), [n, p])
+    assert gn.item() == 0.0 and gp.item() == 0.0

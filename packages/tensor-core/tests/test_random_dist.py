@@ -83,9 +83,9 @@ def test_binomial_broadcasts_and_checks_dtypes():
     k = ec.binomial(ec.tensor([[5.0], [10.0]]), ec.tensor([0.0, 1.0, 0.5]))
     assert k.shape == (2, 3)
     np.testing.assert_array_equal(k[:, :2].numpy(), [[0, 5], [0, 10]])
-    with pytest.raises(RuntimeError, match="same dtype"):
+    with pytest.raises(RuntimeError, match="Found dtype Double but expected Float"):
         ec.binomial(ec.tensor([5.0]), ec.tensor([0.5], dtype=ec.float64))
-    with pytest.raises(RuntimeError, match="not implemented for 'Long'"):
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
         ec.binomial(ec.tensor([5]), ec.tensor([1]))
 
 
@@ -126,7 +126,7 @@ def test_reproducible_and_thread_independent(fn):
 def test_half_precision_and_integer_inputs():
     x = ec._standard_gamma(ec.full((10,), 2.0, dtype=ec.float16))
     assert x.dtype is ec.float16
-    with pytest.raises(RuntimeError, match="not implemented for 'Long'"):
+    with pytest.raises(NotImplementedError, match="\"poisson_cpu\" not implemented for 'Long'"):
         ec.poisson(ec.tensor([1, 2]))
 
 

@@ -18,6 +18,10 @@ from ember_core._tensor import empty as _empty
 _NOGIL_ELEMS = 1 << 14
 # PyTorch's names of the dtypes, for its "not implemented for" messages
 _TORCH_NAMES = {
+    "float16": "Half",
+    "bfloat16": "BFloat16",
+    "float32": "Float",
+    "float64": "Double",
     "bool": "Bool",
     "uint8": "Byte",
     "int8": "Char",
@@ -37,9 +41,9 @@ def _work(op, t, kernel_name):
     if not isinstance(t, Tensor):
         raise TypeError(f"{op}(): argument must be a Tensor, not {type(t).__name__}")
     dt = t._dtype
-    if not dt.is_floating_point:
+    if not dt.is_floating_point:  # float dtypes never reach the lookup below
         name = _TORCH_NAMES.get(dt.name, dt.name)
-        raise RuntimeError(f"\"{kernel_name}\" not implemented for '{name}'")
+        raise NotImplementedError(f"\"{kernel_name}\" not implemented for '{name}'")
     if dt is not D.float32 and dt is not D.float64:
         t = t.to(D.float32)
     return t.contiguous()
@@ -92,7 +96,7 @@ def _sample_dirichlet(input, generator=None):
     return x.clamp(min=_TINY.get(x._dtype.name, 6.103515625e-05))
 
 
-@defop("poisson(input, generator=None)", method=False, differentiable=False)
+@defop("poisson(input, generator=None)", method=False)
 def poisson(input, generator=None):
     """Poisson samples with rates ``input`` (same shape and dtype)."""
     r = _work("poisson", input, "poisson_cpu")
@@ -103,15 +107,16 @@ def poisson(input, generator=None):
     return _finish(out, input._dtype)
 
 
-@defop("binomial(count, prob, generator=None)", method=False, differentiable=False)
+@defop("binomial(count, prob, generator=None)", method=False)
 def binomial(count, prob, generator=None):
     """Binomial(count, prob) samples; count and prob broadcast together."""
     if not isinstance(count, Tensor) or not isinstance(prob, Tensor):
         raise TypeError("binomial(): argument 'count' and 'prob' must be Tensors")
     if count._dtype is not prob._dtype:
+        # PyTorch's wording: prob must have count's dtype
         raise RuntimeError(
-            f"binomial: expected count and prob to have the same dtype, but got "
-            f"{count._dtype} and {prob._dtype}"
+            f"Found dtype {_TORCH_NAMES.get(prob._dtype.name, prob._dtype.name)} but expected "
+            f"{_TORCH_NAMES.get(count._dtype.name, count._dtype.name)}"
         )
     from ember_core import _shape
 

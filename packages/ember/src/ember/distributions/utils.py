@@ -35,6 +35,9 @@ def broadcast_all(*values):
                 options = {"dtype": value.dtype, "device": value.device}
                 break
         values = [v if isinstance(v, torch.Tensor) else torch.tensor(v, **options) for v in values]
+    shape = values[0].shape
+    if all(v.shape == shape for v in values):
+        return tuple(values)  # already broadcast: skip the views (hot in RL loops)
     return torch.broadcast_tensors(*values)
 
 

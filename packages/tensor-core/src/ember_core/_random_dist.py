@@ -40,6 +40,9 @@ def _work(op, t, kernel_name):
     """t as a contiguous float32/float64 tensor (half types compute in float32)."""
     if not isinstance(t, Tensor):
         raise TypeError(f"{op}(): argument must be a Tensor, not {type(t).__name__}")
+    dev = t._storage._device
+    if dev.type != "cpu":  # the kernels are C loops over host memory
+        raise RuntimeError(f"{op}: only CPU tensors are supported, got a tensor on {dev}")
     dt = t._dtype
     if not dt.is_floating_point:  # float dtypes never reach the lookup below
         name = _TORCH_NAMES.get(dt.name, dt.name)

@@ -1,9 +1,13 @@
-"""Private special functions the distributions need and ember_core lacks:
-the regularized lower incomplete gamma P(a, x) (for Gamma/Chi2 ``cdf``).
+"""Private special functions the distributions need and ember_core lacks (the
+``surface`` branch adds ``ember.special``; these stay private): the regularized
+lower incomplete gamma P(a, x) (for Gamma/Chi2 ``cdf``) and mvlgamma (for
+LKJCholesky and Wishart).
 
 Computed in float64 NumPy (series for x < a + 1, Lentz's continued fraction for
 the complement otherwise).  Differentiable in x (dP/dx is the gamma density), not
 in a, as PyTorch's ``special.gammainc``."""
+
+import math
 
 import numpy as np
 
@@ -23,7 +27,7 @@ def _gammainc_np(a, x):
     out[ok & (x == 0)] = 0.0
     out[ok & np.isinf(x)] = 1.0
     todo = ok & (x > 0) & np.isfinite(x)
-    lgam = np.vectorize(_lgamma, otypes=[np.float64])
+    lgam = np.vectorize(math.lgamma, otypes=[np.float64])
     series = todo & (x < a + 1)
     if series.any():
         aa, xx = a[series], x[series]
@@ -64,12 +68,6 @@ def _gammainc_np(a, x):
     return out
 
 
-def _lgamma(v):
-    import math
-
-    return math.lgamma(v)
-
-
 def gammainc(a, x):
     """P(a, x) = gamma(a, x) / Gamma(a), elementwise over broadcast ``a`` and ``x``."""
     a, x = torch.broadcast_tensors(torch.as_tensor(a, dtype=x.dtype), x)
@@ -84,7 +82,5 @@ def gammainc(a, x):
 def mvlgamma(a, p):
     """The multivariate log-gamma function of dimension p:
     p (p - 1) / 4 log(pi) + sum_{j=1..p} lgamma(a + (1 - j) / 2)."""
-    import math
-
     steps = torch.arange(p, dtype=a.dtype, device=a.device) * -0.5
     return torch.lgamma(a.unsqueeze(-1) + steps).sum(-1) + p * (p - 1) / 4 * math.log(math.pi)

@@ -116,7 +116,7 @@ def _transform_to_simplex(constraint):
     return transforms.SoftmaxTransform()
 
 
-# TODO(as in PyTorch) define a bijection for LowerCholeskyTransform
+# transform_to only: LowerCholeskyTransform is not a bijection (as in PyTorch)
 @transform_to.register(constraints.lower_cholesky)
 def _transform_to_lower_cholesky(constraint):
     return transforms.LowerCholeskyTransform()

@@ -47,6 +47,8 @@ SOURCES += ["dlpack.c"]
 SOURCES += ["linalg.c"]
 # nnk: grid_sample and the CTC loss
 SOURCES += ["sampling.c"]
+# dist: gamma, Poisson and binomial samplers
+SOURCES += ["random_dist.c"]
 
 # Kernels are short for small tensors: the wrappers keep the GIL rather than pay
 # ~100 ns to release and re-take it on every call.  Long-running calls go through

@@ -699,6 +699,17 @@ int ec_ctc_loss_backward(int dtype, int64_t tmax, int64_t n, int64_t c, int64_t 
                          int64_t blank, ec_ptr log_alpha, ec_ptr nll, ec_ptr grad_out,
                          int64_t grad_stride, int zero_infinity, ec_ptr grad);
 
+/* dist: samplers with per-element parameters (random_dist.c).  Contiguous
+ * float32/float64 operands of n elements, all of one dtype; element i draws from
+ * its own Philox stream (Note [Per-element random streams]), so a call consumes
+ * n counters.  _standard_gamma_grad: d sample / d alpha (no randomness). */
+int ec_standard_gamma(int dtype, int64_t n, ec_ptr alpha, ec_ptr out, uint64_t seed,
+                      uint64_t offset);
+int ec_standard_gamma_grad(int dtype, int64_t n, ec_ptr alpha, ec_ptr x, ec_ptr out);
+int ec_poisson(int dtype, int64_t n, ec_ptr rate, ec_ptr out, uint64_t seed, uint64_t offset);
+int ec_binomial(int dtype, int64_t n, ec_ptr count, ec_ptr prob, ec_ptr out, uint64_t seed,
+                uint64_t offset);
+
 /* cdef:end */
 
 #endif

@@ -488,7 +488,8 @@ def _(grad, input, result):
 @derivative("xlogy", inputs=("input", "other"))
 def _(grad, input, other):
     ga = (
-        grad * ec.where((input == 0) & ~other.isnan(), _zero(grad), other.log())
+        # as PyTorch: xlogy(grad, other), zeroed only where input == 0 and other <= 0
+        ec.where((input == 0) & (other <= 0), _zero(grad), ec.xlogy(grad, other))
         if isinstance(other, ec.Tensor)
         else grad * math.log(other)
     )

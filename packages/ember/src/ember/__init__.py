@@ -124,6 +124,14 @@ __all__ = sorted(
     }
 )
 
+# dist: torch.distributions, and the private samplers PyTorch exposes at the top level
+_standard_gamma = _core._standard_gamma
+_standard_gamma_grad = _core._standard_gamma_grad
+_sample_dirichlet = _core._sample_dirichlet
+from ember import distributions  # noqa: E402 - needs the namespace above complete
+
+__all__.append("distributions")
+
 # --- profiler, distributed, tensorboard and small namespaces (task misc) ---
 from ember import accelerator, distributed, mps, profiler, version  # noqa: E402
 from ember.utils import hooks as _utils_hooks  # noqa: E402,F401 - ember.utils.hooks

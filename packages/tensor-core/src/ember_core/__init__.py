@@ -43,6 +43,7 @@ from ember_core import _indexing as _idx
 from ember_core import _joining as _joining
 from ember_core import _linalg as _linalg
 from ember_core import _random as _random
+from ember_core import _random_dist as _random_dist  # dist: gamma, poisson, binomial samplers
 from ember_core import _reduction as _reduction
 from ember_core import _sorting as _sorting
 from ember_core._device import device

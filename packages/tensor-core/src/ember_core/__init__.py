@@ -31,6 +31,7 @@ from ember_core import (  # noqa: F401 - they fill the op table  # noqa: F401 - 
     _rnn,
     _sampling,  # noqa: E402, F401 - they fill the op table
     _softmax,
+    _special,  # surface: torch.special's kernels, i0/polygamma/igamma/mvlgamma
     _views,
     linalg,  # noqa: E402, F401 - public submodule
 )
@@ -338,6 +339,19 @@ def _to_device(self, dev, /, *, stream=None):
 
 
 Tensor.to_device = _to_device
+
+
+# surface: Tensor.polygamma(n) and polygamma_(n) take the order after self
+def _polygamma_method(self, n):
+    return _special.polygamma(n, self)
+
+
+def _polygamma_inplace_method(self, n):
+    return _special.polygamma_(self, n)
+
+
+Tensor.polygamma = _polygamma_method
+Tensor.polygamma_ = _polygamma_inplace_method
 
 __all__ = sorted(
     {k for k, v in globals().items() if not k.startswith("_") and k not in ("builtins_int",)}

@@ -924,3 +924,29 @@ _METHODS = {
 for _name, _fn in _METHODS.items():
     if not hasattr(T, _name):
         setattr(T, _name, _fn)
+
+
+# ------------------------------------------------ legacy LU (torch.lu & co.)
+
+
+def lu(A, pivot=True, get_infos=False, out=None):
+    """Legacy torch.lu: (LU, pivots[, infos]) of the packed factorization."""
+    LU, piv, info = ec.linalg.lu_factor_ex(A, pivot=pivot)
+    if not get_infos and bool((info != 0).any()):
+        ec.linalg.lu_factor(A, pivot=pivot)  # raises PyTorch's singular-matrix error
+    return (LU, piv, info) if get_infos else (LU, piv)
+
+
+def lu_solve(b, LU_data, LU_pivots, *, out=None):
+    """Legacy torch.lu_solve (b first)."""
+    return ec.linalg.lu_solve(LU_data, LU_pivots, b, out=out)
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
+    return ec.linalg.lu_unpack(LU_data, LU_pivots, unpack_data, unpack_pivots, out=out)
+
+
+__all__ += ["lu", "lu_solve", "lu_unpack"]
+for _name, _fn in {"lu": lu, "lu_solve": lu_solve}.items():
+    if not hasattr(T, _name):
+        setattr(T, _name, _fn)

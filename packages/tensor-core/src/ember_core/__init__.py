@@ -353,6 +353,12 @@ def _polygamma_inplace_method(self, n):
 Tensor.polygamma = _polygamma_method
 Tensor.polygamma_ = _polygamma_inplace_method
 
+# surface: the LU family of torch.linalg (composites over lu_factor)
+from ember_core import _linalg_lu  # noqa: E402
+
+for _name in ("lu", "lu_unpack", "lu_solve", "tensorinv", "tensorsolve", "householder_product"):
+    setattr(linalg, _name, getattr(_linalg_lu, _name))
+
 __all__ = sorted(
     {k for k, v in globals().items() if not k.startswith("_") and k not in ("builtins_int",)}
 )

@@ -1,0 +1,177 @@
+"""torch.linalg's LU family built on the packed LU factorization (getrf, in
+linalg.py): lu, lu_unpack, lu_solve (left/right, adjoint), and the tensor
+inverse/solve and Householder product.  All are composites of differentiable
+ops (triangular solves, tril/triu, matmul), so their gradients come from those
+ops and from lu_factor's formula; pivots and permutations are integer data.
+"""
+
+import collections
+import math
+
+import numpy as np
+
+from ember_core import _dtype as D
+from ember_core._tensor import Tensor
+
+_LU = collections.namedtuple("linalg_lu", ["P", "L", "U"])
+_LU_UNPACK = collections.namedtuple("lu_unpack", ["P", "L", "U"])
+
+
+def _ec():
+    import ember_core
+
+    return ember_core
+
+
+def _out(r, out):
+    if out is None:
+        return r
+    for o, t in zip(out, r, strict=True):
+        o.resize_(t.shape).copy_(t)
+    return out
+
+
+def _permutation(pivots, m, dtype, device):
+    """P (batch, m, m) with A = P L U, from LAPACK's 1-based row swaps."""
+    piv = np.asarray(pivots.detach().cpu().numpy(), dtype=np.int64).reshape(-1, pivots.shape[-1])
+    batch = tuple(pivots.shape[:-1])
+    perms = np.tile(np.arange(m), (piv.shape[0], 1))
+    for b in range(piv.shape[0]):
+        p = perms[b]
+        for i, j in enumerate(piv[b]):
+            j = int(j) - 1
+            if not 0 <= j < m:
+                raise RuntimeError(
+                    f"torch.lu_unpack: LU_pivots contains an invalid pivot {j + 1} "
+                    f"(expected values in [1, {m}])"
+                )
+            p[i], p[j] = p[j], p[i]
+    # row i of L U is row perm[i] of A:  P^T = I[perm],  P = I[perm]^T
+    eye = np.eye(m)
+    P = np.stack([eye[p].T for p in perms]) if perms.shape[0] else np.zeros((0, m, m))
+    return _ec().tensor(P.reshape(batch + (m, m)), dtype=dtype, device=device)
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
+    """(P, L, U) from lu_factor's packed LU and pivots."""
+    ec = _ec()
+    if not isinstance(LU_data, Tensor) or LU_data.dim() < 2:
+        raise RuntimeError("torch.lu_unpack: Expected tensor with 2 or more dimensions.")
+    if LU_pivots.dtype is not D.int32:
+        raise RuntimeError(
+            "torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 "
+            f"dtype. Note: this function is intended to be used with the output produced by "
+            f"torch.linalg.lu_factor. Got {LU_pivots.dtype}"
+        )
+    m, n = LU_data.shape[-2], LU_data.shape[-1]
+    k = min(m, n)
+    empty = ec.empty(0, dtype=LU_data.dtype, device=LU_data.device)
+    if unpack_data:
+        L = LU_data[..., :, :k].tril(-1) + ec.eye(m, k, dtype=LU_data.dtype, device=LU_data.device)
+        U = LU_data[..., :k, :].triu()
+    else:
+        L = U = empty
+    P = _permutation(LU_pivots, m, LU_data.dtype, LU_data.device) if unpack_pivots else empty
+    return _out(_LU_UNPACK(P, L, U), out)
+
+
+def lu(A, *, pivot=True, out=None):
+    """A = P L U (partial pivoting): P permutation, L unit lower, U upper."""
+    ec = _ec()
+    LU, piv = ec.linalg.lu_factor(A, pivot=pivot)
+    P, L, U = lu_unpack(LU, piv)
+    return _out(_LU(P, L, U), out)
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
+    """Solve A X = B (or X A = B with left=False; A^H with adjoint=True) from
+    lu_factor's output."""
+    ec = _ec()
+    op = "linalg.lu_solve"
+    if LU.dim() < 2 or LU.shape[-1] != LU.shape[-2]:
+        raise RuntimeError(f"{op}: Expected LU to be a batch of square matrices, but got {tuple(LU.shape)}")
+    if B.dim() < 2:
+        raise RuntimeError(f"{op}: Expected B to have at least 2 dimensions, but it has {B.dim()} dimensions instead")
+    n = LU.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        side = "rows" if left else "columns"
+        raise RuntimeError(
+            f"{op}: Incompatible shapes of A and B for the equation "
+            f"{'AX = B' if left else 'XA = B'} ({n}x{n} and {B.shape[-2]}x{B.shape[-1]}): "
+            f"B must have {n} {side}"
+        )
+    if LU.dtype != B.dtype:
+        raise RuntimeError(f"{op}: Expected LU and B to have the same dtype, but found LU of type "
+                           f"{LU.dtype} and B of type {B.dtype} instead")
+    P, L, U = lu_unpack(LU, pivots)
+    if not left:
+        # X A = B  <=>  A^H X^H = B^H
+        X = lu_solve(LU, pivots, B.mT, left=True, adjoint=not adjoint).mT
+        return out.copy_(X) if out is not None else X
+    st = ec.linalg.solve_triangular
+    if not adjoint:
+        Y = st(L, P.mT @ B, upper=False, unitriangular=True)
+        X = st(U, Y, upper=True)
+    else:
+        Y = st(U.mT, B, upper=False)
+        X = P @ st(L.mT, Y, upper=True, unitriangular=True)
+    return out.resize_(X.shape).copy_(X) if out is not None else X
+
+
+def tensorinv(A, ind=2, *, out=None):
+    """The inverse of A seen as a map from its last dims to its first ``ind`` dims."""
+    ec = _ec()
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = tuple(A.shape[:ind]), tuple(A.shape[ind:])
+    pr, pc = math.prod(rows), math.prod(cols)
+    if pr != pc:
+        raise RuntimeError(
+            f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+            f"prod(self.shape[:ind]), but got {pc} != {pr}"
+        )
+    r = ec.linalg.inv(A.reshape(pr, pc)).reshape(cols + rows)
+    return out.resize_(r.shape).copy_(r) if out is not None else r
+
+
+def tensorsolve(A, B, dims=None, *, out=None):
+    """X with tensordot(A, X, X.ndim) == B."""
+    ec = _ec()
+    if dims is not None:
+        nd = A.dim()
+        dims = [d % nd for d in dims]
+        keep = [d for d in range(nd) if d not in dims]
+        A = A.permute(keep + dims)
+    res_shape = tuple(A.shape[B.dim():])
+    nb = B.numel()
+    nr = math.prod(res_shape)
+    if math.prod(A.shape[: B.dim()]) != nb or nb != nr:
+        raise RuntimeError(
+            f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+            f"prod(self.shape[:other.ndim]), but got {nr} != {math.prod(A.shape[: B.dim()])}"
+        )
+    x = ec.linalg.solve(A.reshape(nb, nr), B.reshape(nb, 1)).reshape(res_shape)
+    return out.resize_(x.shape).copy_(x) if out is not None else x
+
+
+def householder_product(A, tau, *, out=None):
+    """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^H, with v_i the
+    i-th column of A below the diagonal and a unit diagonal (LAPACK's orgqr)."""
+    ec = _ec()
+    op = "torch.linalg.householder_product"
+    if A.dim() < 2:
+        raise RuntimeError(f"{op}: input must have at least 2 dimensions.")
+    m, n = A.shape[-2], A.shape[-1]
+    k = tau.shape[-1]
+    if m < n:
+        raise RuntimeError(f"{op}: input.shape[-2] must be greater than or equal to input.shape[-1]")
+    if n < k:
+        raise RuntimeError(f"{op}: input.shape[-1] must be greater than or equal to tau.shape[-1]")
+    if tuple(A.shape[:-2]) != tuple(tau.shape[:-1]):
+        raise RuntimeError(f"{op}: Expected batch dimensions of tau to be equal to input.shape[:-2]")
+    V = A.tril(-1) + ec.eye(m, n, dtype=A.dtype, device=A.device)
+    Q = ec.eye(m, n, dtype=A.dtype, device=A.device).expand(tuple(A.shape[:-2]) + (m, n))
+    for i in reversed(range(k)):
+        v = V[..., :, i : i + 1]  # (..., m, 1)
+        Q = Q - tau[..., i, None, None] * (v @ (v.mT @ Q))
+    return out.resize_(Q.shape).copy_(Q) if out is not None else Q

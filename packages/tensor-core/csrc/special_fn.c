@@ -251,7 +251,7 @@ static double hurwitz_zeta(double x, double q) {
         1.8152105401943546773e17,
         -7.1661652561756670113e18,
     };
-    if (x != x || q != q) return NAN;
+    /* (a NaN x at a pole of q still gives inf, as PyTorch) */
     if (x == 1) return INFINITY;
     if (x < 1) return NAN;
     if (q <= 0) {

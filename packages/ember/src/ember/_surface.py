@@ -6,6 +6,7 @@ warning switches.  Tensor methods of the same kind are attached at the end."""
 
 import builtins
 import collections
+import copy
 import functools
 import math
 import warnings
@@ -488,10 +489,15 @@ def nonzero_static(input, *, size, fill_value=-1):
 # ---------------------------------------------------- *_copy view variants
 
 
+def _fresh(t):
+    """A contiguous copy (never an alias), as the *_copy ops return."""
+    return t.contiguous() if not t.is_contiguous() else t.clone()
+
+
 def _copy_variant(name, view):
     def fn(input, *args, out=None, **kwargs):
         r = view(input, *args, **kwargs)
-        r = tuple(t.clone() for t in r) if isinstance(r, (tuple, list)) else r.clone()
+        r = tuple(_fresh(t) for t in r) if isinstance(r, (tuple, list)) else _fresh(r)
         if out is not None:
             if isinstance(r, tuple):
                 for o, t in zip(out, r, strict=True):
@@ -833,6 +839,38 @@ def _map2_(self, x, y, callable):
     return self
 
 
+def _deepcopy(self, memo):
+    """Deep copy keeping views of one storage views of one copied storage (as
+    PyTorch), with requires_grad and .grad; only graph leaves can be copied."""
+    if not self.is_leaf:
+        raise RuntimeError(
+            "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+            "protocol at the moment.  If you were attempting to deepcopy a module, this may be "
+            "because of a torch.nn.utils.weight_norm usage, see "
+            "https://github.com/pytorch/pytorch/pull/103001"
+        )
+    if id(self) in memo:
+        return memo[id(self)]
+    if type(self) is not T:  # subclasses (Parameter...) keep their own protocol
+        rv = self.__reduce_ex__(4)
+        return copy._reconstruct(self, memo, *rv)
+    storage = self.untyped_storage()
+    key = ("ember.storage", id(storage))
+    flat = memo.get(key)
+    with _ag.no_grad():
+        if flat is None:
+            n = storage.nbytes() // self.element_size()
+            flat = self.detach().as_strided((n,), (1,), 0).clone()
+            memo[key] = flat
+            memo.setdefault(id(memo), []).append(storage)  # keep the id valid
+        r = flat.as_strided(tuple(self.shape), tuple(self.stride()), self.storage_offset())
+    r.requires_grad_(self.requires_grad)
+    if self.grad is not None:
+        r.grad = copy.deepcopy(self.grad, memo)
+    memo[id(self)] = r
+    return r
+
+
 def _renorm_(self, p, dim, maxnorm):
     return self.copy_(renorm(self, p, dim, maxnorm))
 
@@ -908,6 +946,7 @@ _METHODS = {
     "diagonal_scatter": diagonal_scatter,
     "as_strided_scatter": as_strided_scatter,
     "__reversed__": _reversed,
+    "__deepcopy__": _deepcopy,
     "__long__": lambda self: _int(self),
     "__nonzero__": lambda self: _bool(self),
     "pin_memory": _pin_memory,

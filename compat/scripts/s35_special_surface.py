@@ -97,4 +97,10 @@ check("tensor_linalg", lambda: (r(torch.linalg.tensorinv(torch.eye(4, dtype=torc
 check("householder", lambda: (r(torch.linalg.householder_product(A, torch.tensor([1.2, 0.5], dtype=torch.float64))),))
 Ag = A.clone().requires_grad_(True)
 check("lu_grad", lambda: (r(torch.autograd.grad(torch.linalg.lu_solve(*torch.linalg.lu_factor(Ag), B).sum(), Ag)[0]),))
+grid = torch.tensor([[1.0, 2.0, 4.0, 7.0], [0.0, 1.0, 1.0, 3.0], [2.0, 2.0, 5.0, 1.0]])
+check("gradient", lambda: ([r(g) for g in torch.gradient(grid)],
+                           [r(g) for g in torch.gradient(grid, spacing=2.0, dim=1, edge_order=2)],
+                           [r(g) for g in torch.gradient(grid[0], spacing=(torch.tensor([0.0, 1.0, 1.5, 3.0]),))]))
+check("geqrf", lambda: (r(torch.geqrf(A)[0].triu().abs()), r(torch.orgqr(*torch.geqrf(A)).abs()),
+                        r(torch.ormqr(*torch.geqrf(A), B).abs())))
 print("OK")

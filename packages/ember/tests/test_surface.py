@@ -217,3 +217,49 @@ def test_special_parity_with_pytorch():
         assert str(r.dtype).split(".")[1] == str(e.dtype).split(".")[1], name
         np.testing.assert_allclose(r.numpy(), e.numpy(), rtol=1e-7, atol=1e-12,
                                    equal_nan=True, err_msg=name)
+
+
+@pytest.mark.parametrize("edge_order", [1, 2])
+def test_gradient_against_numpy(edge_order):
+    rng = np.random.default_rng(2)
+    f = rng.standard_normal((5, 6))
+    for dim in (None, 0, 1):
+        r = ember.gradient(ember.tensor(f), dim=dim, edge_order=edge_order)
+        e = np.gradient(f, axis=dim, edge_order=edge_order)
+        e = e if isinstance(e, (list, tuple)) else [e]
+        for a, b in zip(r, e, strict=True):
+            np.testing.assert_allclose(a.numpy(), b, atol=1e-12)
+    r = ember.gradient(ember.tensor(f), spacing=[2.0, 0.5], edge_order=edge_order)
+    for a, b in zip(r, np.gradient(f, 2.0, 0.5, edge_order=edge_order), strict=True):
+        np.testing.assert_allclose(a.numpy(), b, atol=1e-12)
+    x = np.array([0.0, 0.5, 1.5, 1.7, 3.0])
+    (r,) = ember.gradient(ember.tensor(f[:, 0]), spacing=(ember.tensor(x),),
+                          edge_order=edge_order)
+    np.testing.assert_allclose(r.numpy(), np.gradient(f[:, 0], x, edge_order=edge_order),
+                               atol=1e-12)
+    assert ember.gradient(ember.tensor([1, 2, 4]))[0].tolist() == [1.0, 1.5, 2.0]
+
+
+def test_geqrf_orgqr_ormqr_against_numpy():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((5, 3))
+    h, tau = ember.geqrf(ember.tensor(a))
+    q_np, r_np = np.linalg.qr(a)
+    np.testing.assert_allclose(np.abs(h.triu()[:3].numpy()), np.abs(r_np), atol=1e-12)
+    q = ember.orgqr(h, tau)
+    np.testing.assert_allclose((q @ h.triu()[:3]).numpy(), a, atol=1e-12)
+    c = rng.standard_normal((5, 2))
+    qc = ember.ormqr(h, tau, ember.tensor(c)).numpy()
+    q_full = ember.ormqr(h, tau, ember.eye(5, dtype=ember.float64)).numpy()
+    np.testing.assert_allclose(q_full.T @ q_full, np.eye(5), atol=1e-12)
+    np.testing.assert_allclose(q_full[:, :3], q.numpy(), atol=1e-12)
+    np.testing.assert_allclose(qc, q_full @ c, atol=1e-12)
+    np.testing.assert_allclose(ember.ormqr(h, tau, ember.tensor(c), transpose=True).numpy(),
+                               q_full.T @ c, atol=1e-12)
+    ct = c.T.copy()
+    np.testing.assert_allclose(ember.ormqr(h, tau, ember.tensor(ct), left=False).numpy(),
+                               ct @ q_full, atol=1e-12)
+    np.testing.assert_allclose(
+        ember.ormqr(h, tau, ember.tensor(ct), left=False, transpose=True).numpy(),
+        ct @ q_full.T, atol=1e-12,
+    )

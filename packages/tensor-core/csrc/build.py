@@ -48,7 +48,7 @@ SOURCES += ["linalg.c"]
 # nnk: grid_sample and the CTC loss
 SOURCES += ["sampling.c"]
 # surface: torch.special's functions
-SOURCES += ["special_fn.c"]
+SOURCES += ["special_fn.c", "linalg_qr.c"]
 
 # Kernels are short for small tensors: the wrappers keep the GIL rather than pay
 # ~100 ns to release and re-take it on every call.  Long-running calls go through

@@ -747,6 +747,11 @@ int ec_ctc_loss_backward(int dtype, int64_t tmax, int64_t n, int64_t c, int64_t 
 int ec_special_unary(int op, int dtype, int64_t n, ec_ptr out, ec_ptr x);
 int ec_special_binary(int op, int dtype, int64_t n, ec_ptr out, ec_ptr x, ec_ptr y);
 
+/* surface: geqrf alone (csrc/linalg_qr.c), for torch.geqrf; layout as
+ * Note [LAPACK layout]; a (batch of m x n) overwritten, tau (batch, min(m, n)). */
+int ec_linalg_geqrf(int dtype, int64_t batch, int64_t m, int64_t n, ec_ptr a, ec_ptr tau,
+                    ec_ptr info);
+
 /* cdef:end */
 
 #endif

@@ -989,3 +989,95 @@ __all__ += ["lu", "lu_solve", "lu_unpack"]
 for _name, _fn in {"lu": lu, "lu_solve": lu_solve}.items():
     if not hasattr(T, _name):
         setattr(T, _name, _fn)
+
+
+# ------------------------------------------------ torch.gradient
+
+
+def _gradient_dim(f, d, h, edge_order):
+    """Central differences along d (NumPy's second-order scheme, also for
+    non-uniform coordinates h, a 1-D tensor), one-sided at the edges."""
+    n = f.shape[d]
+
+    def sl(a, b=None):
+        return f.narrow(d, a, (n if b is None else b) - a) if b is None or b > a else None
+
+    def shape_1d(t):
+        s = [1] * f.dim()
+        s[d] = -1
+        return t.reshape(s)
+
+    if not isinstance(h, ec.Tensor):
+        interior = (sl(2, n) - sl(0, n - 2)) / (2.0 * h)
+        if edge_order == 1:
+            first = (f.narrow(d, 1, 1) - f.narrow(d, 0, 1)) / h
+            last = (f.narrow(d, n - 1, 1) - f.narrow(d, n - 2, 1)) / h
+        else:
+            first = (-1.5 * f.narrow(d, 0, 1) + 2.0 * f.narrow(d, 1, 1)
+                     - 0.5 * f.narrow(d, 2, 1)) / h
+            last = (0.5 * f.narrow(d, n - 3, 1) - 2.0 * f.narrow(d, n - 2, 1)
+                    + 1.5 * f.narrow(d, n - 1, 1)) / h
+        return ec.cat([first, interior, last], d)
+    x = h.to(f.dtype)
+    dx = x[1:] - x[:-1]
+    hl, hr = shape_1d(dx[:-1]), shape_1d(dx[1:])
+    interior = (hl * hl * sl(2, n) - hr * hr * sl(0, n - 2) + (hr * hr - hl * hl) * sl(1, n - 1)) / (
+        hl * hr * (hl + hr)
+    )
+    if edge_order == 1:
+        first = (f.narrow(d, 1, 1) - f.narrow(d, 0, 1)) / dx[0]
+        last = (f.narrow(d, n - 1, 1) - f.narrow(d, n - 2, 1)) / dx[-1]
+    else:
+        d1, d2 = dx[0], dx[1]
+        a = -(2.0 * d1 + d2) / (d1 * (d1 + d2))
+        b = (d1 + d2) / (d1 * d2)
+        c = -d1 / (d2 * (d1 + d2))
+        first = a * f.narrow(d, 0, 1) + b * f.narrow(d, 1, 1) + c * f.narrow(d, 2, 1)
+        d1, d2 = dx[-2], dx[-1]
+        a = d2 / (d1 * (d1 + d2))
+        b = -(d2 + d1) / (d1 * d2)
+        c = (2.0 * d2 + d1) / (d2 * (d1 + d2))
+        last = a * f.narrow(d, n - 3, 1) + b * f.narrow(d, n - 2, 1) + c * f.narrow(d, n - 1, 1)
+    return ec.cat([first, interior, last], d)
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """Estimate the gradient of a function sampled on a grid, one tensor per
+    dimension (NumPy's np.gradient): central differences inside, first- or
+    second-order one-sided differences at the edges."""
+    if edge_order not in (1, 2):
+        raise RuntimeError(
+            "torch.gradient only supports edge_order=1 and edge_order=2."
+        )
+    if dim is None:
+        dims = list(_range(input.dim()))
+    elif isinstance(dim, _int):
+        dims = [dim]
+    else:
+        dims = list(dim)
+    dims = [d % max(input.dim(), 1) for d in dims]
+    if isinstance(spacing, (list, tuple)):
+        if len(spacing) != len(dims):
+            raise RuntimeError(
+                f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing "
+                f"and dim arguments to have the same length, but got a spacing argument of "
+                f"length {len(spacing)} and a dim argument of length {len(dims)}."
+            )
+        hs = list(spacing)
+    else:
+        hs = [spacing] * len(dims)
+    for d in dims:
+        if input.shape[d] < edge_order + 1:
+            raise RuntimeError(
+                "torch.gradient expected each dimension size to be at least edge_order+1"
+            )
+    f = input if input.is_floating_point() else input.to(ec.get_default_dtype())
+    out = []
+    for d, h in zip(dims, hs, strict=True):
+        if isinstance(h, ec.Tensor) and h.dim() == 0:
+            h = h.item()
+        out.append(_gradient_dim(f, d, h, edge_order))
+    return tuple(out)
+
+
+__all__.append("gradient")

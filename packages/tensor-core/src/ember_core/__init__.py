@@ -358,6 +358,12 @@ from ember_core import _linalg_lu  # noqa: E402
 
 for _name in ("lu", "lu_unpack", "lu_solve", "tensorinv", "tensorsolve", "householder_product"):
     setattr(linalg, _name, getattr(_linalg_lu, _name))
+geqrf = _linalg_lu.geqrf
+orgqr = _linalg_lu.householder_product
+ormqr = _linalg_lu.ormqr
+Tensor.geqrf = _linalg_lu.geqrf
+Tensor.orgqr = _linalg_lu.householder_product
+Tensor.ormqr = _linalg_lu.ormqr
 
 __all__ = sorted(
     {k for k, v in globals().items() if not k.startswith("_") and k not in ("builtins_int",)}

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from ember_core import _dtype as D
+from ember_core._dispatch import defop
 from ember_core._tensor import Tensor
 
 _LU = collections.namedtuple("linalg_lu", ["P", "L", "U"])
@@ -175,3 +176,63 @@ def householder_product(A, tau, *, out=None):
         v = V[..., :, i : i + 1]  # (..., m, 1)
         Q = Q - tau[..., i, None, None] * (v @ (v.mT @ Q))
     return out.resize_(Q.shape).copy_(Q) if out is not None else Q
+
+
+# ------------------------------------------------------ geqrf / orgqr / ormqr
+
+_GEQRF = collections.namedtuple("geqrf", ["a", "tau"])
+
+
+def _geqrf_impl(input, out=None):
+    from ember_core import linalg as L
+    from ember_core._lib import check, lib
+
+    op = "geqrf"
+    L._require_matrix(op, input, square=False)
+    L._require_float(op, input, "geqrf_cpu")
+    m, n = input._shape[-2], input._shape[-1]
+    k = min(m, n)
+    batch = input._shape[:-2]
+    a = L._fortran(input)
+    tau = _ec().empty(batch + (k,), dtype=input.dtype, device=input.device)
+    info = L._int32(batch, input)
+    nb = L._numel(batch)
+    if nb and m and n:
+        check(lib.ec_linalg_geqrf(input._dtype.code, nb, m, n, a._ptr, tau._ptr, info._ptr), op)
+    return _out(_GEQRF(a.mT, tau), out)
+
+
+def _reflectors(A, k):
+    ec = _ec()
+    m, n = A.shape[-2], A.shape[-1]
+    V = A.tril(-1) + ec.eye(m, n, dtype=A.dtype, device=A.device)
+    return [V[..., :, i : i + 1] for i in range(k)]
+
+
+def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
+    """other multiplied by Q (or Q^T) of a geqrf result, from the left or the
+    right, without forming Q: Q = H_1 ... H_k, H_i = I - tau_i v_i v_i^T."""
+    op = "torch.ormqr"
+    if input.dim() < 2 or other.dim() < 2:
+        raise RuntimeError(f"{op}: input and other must have at least 2 dimensions.")
+    k = tau.shape[-1]
+    m = other.shape[-2] if left else other.shape[-1]
+    if input.shape[-2] != m:
+        raise RuntimeError(
+            f"{op}: input.shape[-2] must be equal to other.shape[{-2 if left else -1}]"
+        )
+    if k > input.shape[-1]:
+        raise RuntimeError(f"{op}: tau.shape[-1] must be less than or equal to input.shape[-1]")
+    vs = _reflectors(input, k)
+    order = range(k) if left == transpose else reversed(range(k))
+    C = other
+    for i in order:
+        v, t = vs[i], tau[..., i, None, None]
+        if left:
+            C = C - t * (v @ (v.mT @ C))
+        else:
+            C = C - t * ((C @ v) @ v.mT)
+    return out.resize_(C.shape).copy_(C) if out is not None else C
+
+
+geqrf = defop("geqrf(input, *, out=None)", differentiable=False)(_geqrf_impl)

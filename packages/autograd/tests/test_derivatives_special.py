@@ -74,16 +74,19 @@ def test_non_differentiable_functions_give_no_graph():
 
 
 def test_lu_factor_gradient():
-    a = ec.tensor([[2.0, 1.0, 0.5], [4.0, -1.0, 3.0], [1.0, 2.0, -2.0]], dtype=ec.float64,
-                  requires_grad=True)
+    a = ec.tensor(
+        [[2.0, 1.0, 0.5], [4.0, -1.0, 3.0], [1.0, 2.0, -2.0]], dtype=ec.float64, requires_grad=True
+    )
     assert ag.gradcheck(lambda t: ec.linalg.lu_factor(t)[0], (a,))
     assert ag.gradcheck(lambda t: ec.linalg.lu(t).L, (a,))
     b = ec.tensor([[1.0, 2.0], [0.5, -1.0], [3.0, 0.0]], dtype=ec.float64)
-    for left, adjoint in [(True, False), (True, True)]:
-        assert ag.gradcheck(
-            lambda t: ec.linalg.lu_solve(*ec.linalg.lu_factor(t), b, left=left, adjoint=adjoint),
-            (a,),
-        )
+    bt = b.mT.contiguous()
+    for rhs, left, adjoint in [(b, True, False), (b, True, True), (bt, False, False)]:
+
+        def solve(t, rhs=rhs, left=left, adjoint=adjoint):
+            return ec.linalg.lu_solve(*ec.linalg.lu_factor(t), rhs, left=left, adjoint=adjoint)
+
+        assert ag.gradcheck(solve, (a,))
 
 
 def test_householder_product_gradient():

@@ -17,8 +17,9 @@ MODES = ["linear", "lower", "higher", "midpoint", "nearest"]
 def test_quantile_against_numpy(mode, dim):
     v = np.array([[1.0, 7.0, 3.0, 0.5], [4.0, 5.0, 6.0, 2.0], [9.0, -1.0, 0.0, 8.0]])
     q = np.array([0.0, 0.33, 0.5, 1.0])
-    r = ember.quantile(ember.tensor(v), ember.tensor(q, dtype=ember.float64), dim=dim,
-                       interpolation=mode)
+    r = ember.quantile(
+        ember.tensor(v), ember.tensor(q, dtype=ember.float64), dim=dim, interpolation=mode
+    )
     np.testing.assert_allclose(r.numpy(), np.quantile(v, q, axis=dim, method=mode))
     w = v.copy()
     w[0, 1] = np.nan
@@ -39,17 +40,22 @@ def test_quantile_errors_and_keepdim():
 
 def test_windows_against_numpy():
     for n in (1, 2, 7, 16):
-        np.testing.assert_allclose(ember.hann_window(n, periodic=False).numpy(), np.hanning(n),
-                                   atol=1e-6)
-        np.testing.assert_allclose(ember.hamming_window(n, periodic=False).numpy(),
-                                   np.hamming(n), atol=1e-6)
-        np.testing.assert_allclose(ember.blackman_window(n, periodic=False).numpy(),
-                                   np.blackman(n), atol=1e-6)
-        np.testing.assert_allclose(ember.bartlett_window(n, periodic=False).numpy(),
-                                   np.bartlett(n), atol=1e-6)
+        np.testing.assert_allclose(
+            ember.hann_window(n, periodic=False).numpy(), np.hanning(n), atol=1e-6
+        )
+        np.testing.assert_allclose(
+            ember.hamming_window(n, periodic=False).numpy(), np.hamming(n), atol=1e-6
+        )
+        np.testing.assert_allclose(
+            ember.blackman_window(n, periodic=False).numpy(), np.blackman(n), atol=1e-6
+        )
+        np.testing.assert_allclose(
+            ember.bartlett_window(n, periodic=False).numpy(), np.bartlett(n), atol=1e-6
+        )
         np.testing.assert_allclose(
             ember.kaiser_window(n, periodic=False, beta=5.0, dtype=ember.float64).numpy(),
-            np.kaiser(n, 5.0), rtol=1e-10,
+            np.kaiser(n, 5.0),
+            rtol=1e-10,
         )
         # periodic: the symmetric window of n + 1 points without its last (n > 1)
         expect = np.hanning(n + 1)[:n] if n > 1 else np.ones(1)
@@ -92,8 +98,9 @@ def test_frombuffer_shares_memory():
 def test_scatter_family_and_copies():
     z = ember.zeros(4, 3)
     r = ember.slice_scatter(z, ember.ones(2, 3), 0, 1, 3)
-    np.testing.assert_array_equal(r.numpy(), np.r_[np.zeros((1, 3)), np.ones((2, 3)),
-                                                   np.zeros((1, 3))])
+    np.testing.assert_array_equal(
+        r.numpy(), np.r_[np.zeros((1, 3)), np.ones((2, 3)), np.zeros((1, 3))]
+    )
     r = ember.select_scatter(z, ember.ones(4), 1, 2)
     assert r[:, 2].tolist() == [1.0] * 4 and z.sum().item() == 0
     r = ember.diagonal_scatter(ember.zeros(3, 3), ember.tensor([1.0, 2.0, 3.0]))
@@ -172,12 +179,16 @@ def test_linalg_lu_against_numpy():
     x = ember.linalg.lu_solve(LU, piv, ember.tensor(bt), left=False)
     np.testing.assert_allclose(x.numpy() @ a, bt, atol=1e-12)
     t = rng.standard_normal((4, 6, 24))
-    np.testing.assert_allclose(ember.linalg.tensorinv(ember.tensor(t)).numpy(),
-                               np.linalg.tensorinv(t), atol=1e-10)
+    np.testing.assert_allclose(
+        ember.linalg.tensorinv(ember.tensor(t)).numpy(), np.linalg.tensorinv(t), atol=1e-10
+    )
     t = rng.standard_normal((2, 3, 6))
     bb = rng.standard_normal((2, 3))
-    np.testing.assert_allclose(ember.linalg.tensorsolve(ember.tensor(t), ember.tensor(bb)).numpy(),
-                               np.linalg.tensorsolve(t, bb), atol=1e-10)
+    np.testing.assert_allclose(
+        ember.linalg.tensorsolve(ember.tensor(t), ember.tensor(bb)).numpy(),
+        np.linalg.tensorsolve(t, bb),
+        atol=1e-10,
+    )
 
 
 def test_householder_product_is_qr_q():
@@ -215,8 +226,9 @@ def test_special_parity_with_pytorch():
             args_e, args_t = (ember.tensor(x),), (torch.tensor(x),)
         r, e = e_fn(*args_e), t_fn(*args_t)
         assert str(r.dtype).split(".")[1] == str(e.dtype).split(".")[1], name
-        np.testing.assert_allclose(r.numpy(), e.numpy(), rtol=1e-7, atol=1e-12,
-                                   equal_nan=True, err_msg=name)
+        np.testing.assert_allclose(
+            r.numpy(), e.numpy(), rtol=1e-7, atol=1e-12, equal_nan=True, err_msg=name
+        )
 
 
 @pytest.mark.parametrize("edge_order", [1, 2])
@@ -233,10 +245,10 @@ def test_gradient_against_numpy(edge_order):
     for a, b in zip(r, np.gradient(f, 2.0, 0.5, edge_order=edge_order), strict=True):
         np.testing.assert_allclose(a.numpy(), b, atol=1e-12)
     x = np.array([0.0, 0.5, 1.5, 1.7, 3.0])
-    (r,) = ember.gradient(ember.tensor(f[:, 0]), spacing=(ember.tensor(x),),
-                          edge_order=edge_order)
-    np.testing.assert_allclose(r.numpy(), np.gradient(f[:, 0], x, edge_order=edge_order),
-                               atol=1e-12)
+    (r,) = ember.gradient(ember.tensor(f[:, 0]), spacing=(ember.tensor(x),), edge_order=edge_order)
+    np.testing.assert_allclose(
+        r.numpy(), np.gradient(f[:, 0], x, edge_order=edge_order), atol=1e-12
+    )
     assert ember.gradient(ember.tensor([1, 2, 4]))[0].tolist() == [1.0, 1.5, 2.0]
 
 
@@ -254,12 +266,15 @@ def test_geqrf_orgqr_ormqr_against_numpy():
     np.testing.assert_allclose(q_full.T @ q_full, np.eye(5), atol=1e-12)
     np.testing.assert_allclose(q_full[:, :3], q.numpy(), atol=1e-12)
     np.testing.assert_allclose(qc, q_full @ c, atol=1e-12)
-    np.testing.assert_allclose(ember.ormqr(h, tau, ember.tensor(c), transpose=True).numpy(),
-                               q_full.T @ c, atol=1e-12)
+    np.testing.assert_allclose(
+        ember.ormqr(h, tau, ember.tensor(c), transpose=True).numpy(), q_full.T @ c, atol=1e-12
+    )
     ct = c.T.copy()
-    np.testing.assert_allclose(ember.ormqr(h, tau, ember.tensor(ct), left=False).numpy(),
-                               ct @ q_full, atol=1e-12)
+    np.testing.assert_allclose(
+        ember.ormqr(h, tau, ember.tensor(ct), left=False).numpy(), ct @ q_full, atol=1e-12
+    )
     np.testing.assert_allclose(
         ember.ormqr(h, tau, ember.tensor(ct), left=False, transpose=True).numpy(),
-        ct @ q_full.T, atol=1e-12,
+        ct @ q_full.T,
+        atol=1e-12,
     )

@@ -11,8 +11,30 @@ from ember_core import _special as S
 sp = pytest.importorskip("scipy.special")
 
 WIDE = np.array(
-    [-700, -50, -20.1, -19.9, -5, -1, -1e-3, -1e-300, 0, 1e-300, 1e-4, 0.5, 1, 2, 3, 5,
-     19.9, 20.1, 50, 700, 800, np.nan]
+    [
+        -700,
+        -50,
+        -20.1,
+        -19.9,
+        -5,
+        -1,
+        -1e-3,
+        -1e-300,
+        0,
+        1e-300,
+        1e-4,
+        0.5,
+        1,
+        2,
+        3,
+        5,
+        19.9,
+        20.1,
+        50,
+        700,
+        800,
+        np.nan,
+    ]
 )
 
 
@@ -69,8 +91,9 @@ def test_airy_ai():
 def test_normal_distribution_functions():
     x = np.concatenate([WIDE, np.linspace(-40, 10, 101)])
     _check(S.special_log_ndtr, sp.log_ndtr, x, 1e-13)
-    p = np.array([0, 1e-300, 1e-20, 1e-5, 0.01, 0.3, 0.5, 0.7, 0.99, 1 - 1e-12, 1, -0.1, 1.1,
-                  np.nan])
+    p = np.array(
+        [0, 1e-300, 1e-20, 1e-5, 0.01, 0.3, 0.5, 0.7, 0.99, 1 - 1e-12, 1, -0.1, 1.1, np.nan]
+    )
     _check(S.special_ndtri, sp.ndtri, p, 1e-14)
 
 
@@ -100,12 +123,18 @@ def test_incomplete_gamma():
     x = np.array([0, 1e-3, 0.1, 0.5, 1, 3, 10, 50, 100, 1000, np.inf, -1, np.nan])
     A, X = np.meshgrid(a, x)
     np.testing.assert_allclose(
-        S.igamma(ec.tensor(A), ec.tensor(X)).numpy(), sp.gammainc(A, X), rtol=1e-11,
-        atol=1e-300, equal_nan=True,
+        S.igamma(ec.tensor(A), ec.tensor(X)).numpy(),
+        sp.gammainc(A, X),
+        rtol=1e-11,
+        atol=1e-300,
+        equal_nan=True,
     )
     np.testing.assert_allclose(
-        S.igammac(ec.tensor(A), ec.tensor(X)).numpy(), sp.gammaincc(A, X), rtol=1e-11,
-        atol=1e-300, equal_nan=True,
+        S.igammac(ec.tensor(A), ec.tensor(X)).numpy(),
+        sp.gammaincc(A, X),
+        rtol=1e-11,
+        atol=1e-300,
+        equal_nan=True,
     )
 
 

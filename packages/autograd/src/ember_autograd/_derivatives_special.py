@@ -6,8 +6,8 @@ for an input (zeta's, igamma's first argument) asking for it raises as there."""
 import math
 
 import ember_core as ec
-from ember_core import _special as S
 from ember_autograd._formula import derivative
+from ember_core import _special as S
 
 _SQRT_2PI = math.sqrt(2 * math.pi)
 

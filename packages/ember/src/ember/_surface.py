@@ -101,7 +101,11 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     if isinstance(obj, ec.Tensor):
         t = obj
     elif isinstance(obj, np.ndarray) and obj.dtype != object:
-        t = ec.from_numpy(obj) if obj.dtype.kind in "biuf" and obj.dtype.byteorder in "=|<" else None
+        t = (
+            ec.from_numpy(obj)
+            if obj.dtype.kind in "biuf" and obj.dtype.byteorder in "=|<"
+            else None
+        )
         if t is None:
             if copy is False:
                 raise ValueError(f"asarray(): can't alias a NumPy array of dtype {obj.dtype}")
@@ -111,9 +115,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
         t = ec.from_dlpack(obj)
     else:
         if copy is False:
-            raise ValueError(
-                f"can't alias Python sequence without copying: {type(obj).__name__}"
-            )
+            raise ValueError(f"can't alias Python sequence without copying: {type(obj).__name__}")
         t = ec.tensor(obj, dtype=dtype, device=device)
         copy = None
     needs_conversion = (dtype is not None and t.dtype != dtype) or (
@@ -198,7 +200,9 @@ def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=F
 
 def _window(name, window_length, periodic, dtype, device, requires_grad, fn):
     if window_length < 0:
-        raise RuntimeError(f"{name} requires non-negative window_length, got window_length={window_length}")
+        raise RuntimeError(
+            f"{name} requires non-negative window_length, got window_length={window_length}"
+        )
     dt = dtype or ec.get_default_dtype()
     if not dt.is_floating_point:
         raise RuntimeError(f"{name} expects floating point dtypes, got: {dt}")
@@ -211,35 +215,81 @@ def _window(name, window_length, periodic, dtype, device, requires_grad, fn):
     return r.requires_grad_(True) if requires_grad else r
 
 
-def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
-                requires_grad=False):
+def hann_window(
+    window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False
+):
     """0.5 - 0.5 cos(2 pi n / (N - 1)); periodic windows use N + 1 points and drop the last."""
-    return _window("hann_window", window_length, periodic, dtype, device, requires_grad,
-                   lambda n, m: 0.5 - 0.5 * np.cos(2 * np.pi * n / m))
-
-
-def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
-                   layout=None, device=None, requires_grad=False):
-    return _window("hamming_window", window_length, periodic, dtype, device, requires_grad,
-                   lambda n, m: alpha - beta * np.cos(2 * np.pi * n / m))
-
-
-def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
-                    requires_grad=False):
     return _window(
-        "blackman_window", window_length, periodic, dtype, device, requires_grad,
+        "hann_window",
+        window_length,
+        periodic,
+        dtype,
+        device,
+        requires_grad,
+        lambda n, m: 0.5 - 0.5 * np.cos(2 * np.pi * n / m),
+    )
+
+
+def hamming_window(
+    window_length,
+    periodic=True,
+    alpha=0.54,
+    beta=0.46,
+    *,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad=False,
+):
+    return _window(
+        "hamming_window",
+        window_length,
+        periodic,
+        dtype,
+        device,
+        requires_grad,
+        lambda n, m: alpha - beta * np.cos(2 * np.pi * n / m),
+    )
+
+
+def blackman_window(
+    window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False
+):
+    return _window(
+        "blackman_window",
+        window_length,
+        periodic,
+        dtype,
+        device,
+        requires_grad,
         lambda n, m: 0.42 - 0.5 * np.cos(2 * np.pi * n / m) + 0.08 * np.cos(4 * np.pi * n / m),
     )
 
 
-def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
-                    requires_grad=False):
-    return _window("bartlett_window", window_length, periodic, dtype, device, requires_grad,
-                   lambda n, m: 1 - np.abs(2 * n / m - 1))
+def bartlett_window(
+    window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False
+):
+    return _window(
+        "bartlett_window",
+        window_length,
+        periodic,
+        dtype,
+        device,
+        requires_grad,
+        lambda n, m: 1 - np.abs(2 * n / m - 1),
+    )
 
 
-def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None,
-                  device=None, requires_grad=False):
+def kaiser_window(
+    window_length,
+    periodic=True,
+    beta=12.0,
+    *,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad=False,
+):
     """I0(beta sqrt(1 - ((n - m/2) / (m/2))^2)) / I0(beta)."""
 
     def kaiser(n, m):
@@ -247,8 +297,7 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout
         vals = ec.tensor(beta * np.sqrt(ratio), dtype=ec.float64)
         return (ec.i0(vals) / ec.i0(ec.tensor(_float(beta), dtype=ec.float64))).numpy()
 
-    return _window("kaiser_window", window_length, periodic, dtype, device, requires_grad,
-                   kaiser)
+    return _window("kaiser_window", window_length, periodic, dtype, device, requires_grad, kaiser)
 
 
 # ----------------------------------------------------------- distances, norms
@@ -280,8 +329,9 @@ def channel_shuffle(input, groups):
 
 
 def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
-    r = ec.linalg.matrix_norm(input, "nuc", dim=dim if dim is not None else (-2, -1),
-                              keepdim=keepdim)
+    r = ec.linalg.matrix_norm(
+        input, "nuc", dim=dim if dim is not None else (-2, -1), keepdim=keepdim
+    )
     return out.copy_(r) if out is not None else r
 
 
@@ -293,9 +343,11 @@ def frobenius_norm(input, dim=(-2, -1), keepdim=False, *, out=None):
 def renorm(input, p, dim, maxnorm, *, out=None):
     """Each slice along ``dim`` whose p-norm exceeds maxnorm is scaled to norm maxnorm."""
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"renorm: expected a floating point or complex tensor as input. Got {_tn(input.dtype)}")
+        raise RuntimeError(
+            f"renorm: expected a floating point or complex tensor as input. Got {_tn(input.dtype)}"
+        )
     if p <= 0:
-        raise RuntimeError(f"renorm: non-positive-norm not supported")
+        raise RuntimeError("renorm: non-positive-norm not supported")
     if maxnorm < 0:
         raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
     d = dim % max(input.dim(), 1)
@@ -415,9 +467,7 @@ def chain_matmul(*matrices, out=None):
         raise RuntimeError("chain_matmul(): Expected one or more matrices")
     for m in matrices:
         if m.dim() != 2:
-            raise RuntimeError(
-                f"Tensor dimension is {m.dim()}, expected 2 instead."
-            )
+            raise RuntimeError(f"Tensor dimension is {m.dim()}, expected 2 instead.")
     r = matrices[0].clone() if len(matrices) == 1 else functools.reduce(ec.mm, matrices)
     return out.copy_(r) if out is not None else r
 
@@ -457,9 +507,7 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
 
 
 def as_strided_scatter(input, src, size, stride, storage_offset=None):
-    return _scatter_into(
-        input, src, lambda r: r.as_strided(size, stride, storage_offset)
-    )
+    return _scatter_into(input, src, lambda r: r.as_strided(size, stride, storage_offset))
 
 
 def unsafe_chunk(input, chunks, dim=0):
@@ -477,7 +525,9 @@ def unsafe_split_with_sizes(input, split_sizes, dim=0):
 def nonzero_static(input, *, size, fill_value=-1):
     """nonzero() padded with fill_value (or truncated) to exactly ``size`` rows."""
     if size < 0:
-        raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, but got {size}")
+        raise RuntimeError(
+            f"nonzero_static: 'size' must be an non-negative integer, but got {size}"
+        )
     nz = input.nonzero()
     k = nz.shape[0]
     if k >= size:
@@ -620,8 +670,9 @@ def _reduction(r):
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=1):
-    return _F.cosine_embedding_loss(input1, input2, target, margin=margin,
-                                    reduction=_reduction(reduction))
+    return _F.cosine_embedding_loss(
+        input1, input2, target, margin=margin, reduction=_reduction(reduction)
+    )
 
 
 def hinge_embedding_loss(input, target, margin=1.0, reduction=1):
@@ -629,19 +680,30 @@ def hinge_embedding_loss(input, target, margin=1.0, reduction=1):
 
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=1):
-    return _F.margin_ranking_loss(input1, input2, target, margin=margin,
-                                  reduction=_reduction(reduction))
+    return _F.margin_ranking_loss(
+        input1, input2, target, margin=margin, reduction=_reduction(reduction)
+    )
 
 
 def poisson_nll_loss(input, target, log_input, full, eps, reduction):
-    return _F.poisson_nll_loss(input, target, log_input=log_input, full=full, eps=eps,
-                               reduction=_reduction(reduction))
+    return _F.poisson_nll_loss(
+        input, target, log_input=log_input, full=full, eps=eps, reduction=_reduction(reduction)
+    )
 
 
-def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
-                        reduction=1):
-    return _F.triplet_margin_loss(anchor, positive, negative, margin=margin, p=p, eps=eps,
-                                  swap=swap, reduction=_reduction(reduction))
+def triplet_margin_loss(
+    anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, reduction=1
+):
+    return _F.triplet_margin_loss(
+        anchor,
+        positive,
+        negative,
+        margin=margin,
+        p=p,
+        eps=eps,
+        swap=swap,
+        reduction=_reduction(reduction),
+    )
 
 
 # ---------------------------------------------------- process-wide switches
@@ -780,8 +842,10 @@ def _sum_to_size(self, *size):
     lead = len(shape) - len(size)
     ok = lead >= 0 and all(s == 1 or s == shape[lead + i] for i, s in enumerate(size))
     if not ok:
-        raise RuntimeError(f"size {{{', '.join(map(str, size))}}} is not expandable to size "
-                           f"{{{', '.join(map(str, shape))}}}.")
+        raise RuntimeError(
+            f"size {{{', '.join(map(str, size))}}} is not expandable to size "
+            f"{{{', '.join(map(str, shape))}}}."
+        )
     r = self
     if lead:
         r = r.sum(dim=tuple(_range(lead)))
@@ -1013,17 +1077,21 @@ def _gradient_dim(f, d, h, edge_order):
             first = (f.narrow(d, 1, 1) - f.narrow(d, 0, 1)) / h
             last = (f.narrow(d, n - 1, 1) - f.narrow(d, n - 2, 1)) / h
         else:
-            first = (-1.5 * f.narrow(d, 0, 1) + 2.0 * f.narrow(d, 1, 1)
-                     - 0.5 * f.narrow(d, 2, 1)) / h
-            last = (0.5 * f.narrow(d, n - 3, 1) - 2.0 * f.narrow(d, n - 2, 1)
-                    + 1.5 * f.narrow(d, n - 1, 1)) / h
+            first = (
+                -1.5 * f.narrow(d, 0, 1) + 2.0 * f.narrow(d, 1, 1) - 0.5 * f.narrow(d, 2, 1)
+            ) / h
+            last = (
+                0.5 * f.narrow(d, n - 3, 1)
+                - 2.0 * f.narrow(d, n - 2, 1)
+                + 1.5 * f.narrow(d, n - 1, 1)
+            ) / h
         return ec.cat([first, interior, last], d)
     x = h.to(f.dtype)
     dx = x[1:] - x[:-1]
     hl, hr = shape_1d(dx[:-1]), shape_1d(dx[1:])
-    interior = (hl * hl * sl(2, n) - hr * hr * sl(0, n - 2) + (hr * hr - hl * hl) * sl(1, n - 1)) / (
-        hl * hr * (hl + hr)
-    )
+    interior = (
+        hl * hl * sl(2, n) - hr * hr * sl(0, n - 2) + (hr * hr - hl * hl) * sl(1, n - 1)
+    ) / (hl * hr * (hl + hr))
     if edge_order == 1:
         first = (f.narrow(d, 1, 1) - f.narrow(d, 0, 1)) / dx[0]
         last = (f.narrow(d, n - 1, 1) - f.narrow(d, n - 2, 1)) / dx[-1]
@@ -1046,9 +1114,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     dimension (NumPy's np.gradient): central differences inside, first- or
     second-order one-sided differences at the edges."""
     if edge_order not in (1, 2):
-        raise RuntimeError(
-            "torch.gradient only supports edge_order=1 and edge_order=2."
-        )
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
     if dim is None:
         dims = list(_range(input.dim()))
     elif isinstance(dim, _int):

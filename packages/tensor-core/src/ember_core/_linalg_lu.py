@@ -90,9 +90,14 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     ec = _ec()
     op = "linalg.lu_solve"
     if LU.dim() < 2 or LU.shape[-1] != LU.shape[-2]:
-        raise RuntimeError(f"{op}: Expected LU to be a batch of square matrices, but got {tuple(LU.shape)}")
+        raise RuntimeError(
+            f"{op}: Expected LU to be a batch of square matrices, but got {tuple(LU.shape)}"
+        )
     if B.dim() < 2:
-        raise RuntimeError(f"{op}: Expected B to have at least 2 dimensions, but it has {B.dim()} dimensions instead")
+        raise RuntimeError(
+            f"{op}: Expected B to have at least 2 dimensions, but it has {B.dim()} "
+            "dimensions instead"
+        )
     n = LU.shape[-1]
     if (B.shape[-2] if left else B.shape[-1]) != n:
         side = "rows" if left else "columns"
@@ -102,8 +107,10 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
             f"B must have {n} {side}"
         )
     if LU.dtype != B.dtype:
-        raise RuntimeError(f"{op}: Expected LU and B to have the same dtype, but found LU of type "
-                           f"{LU.dtype} and B of type {B.dtype} instead")
+        raise RuntimeError(
+            f"{op}: Expected LU and B to have the same dtype, but found LU of type "
+            f"{LU.dtype} and B of type {B.dtype} instead"
+        )
     P, L, U = lu_unpack(LU, pivots)
     if not left:
         # X A = B  <=>  A^H X^H = B^H
@@ -143,7 +150,7 @@ def tensorsolve(A, B, dims=None, *, out=None):
         dims = [d % nd for d in dims]
         keep = [d for d in range(nd) if d not in dims]
         A = A.permute(keep + dims)
-    res_shape = tuple(A.shape[B.dim():])
+    res_shape = tuple(A.shape[B.dim() :])
     nb = B.numel()
     nr = math.prod(res_shape)
     if math.prod(A.shape[: B.dim()]) != nb or nb != nr:
@@ -165,11 +172,15 @@ def householder_product(A, tau, *, out=None):
     m, n = A.shape[-2], A.shape[-1]
     k = tau.shape[-1]
     if m < n:
-        raise RuntimeError(f"{op}: input.shape[-2] must be greater than or equal to input.shape[-1]")
+        raise RuntimeError(
+            f"{op}: input.shape[-2] must be greater than or equal to input.shape[-1]"
+        )
     if n < k:
         raise RuntimeError(f"{op}: input.shape[-1] must be greater than or equal to tau.shape[-1]")
     if tuple(A.shape[:-2]) != tuple(tau.shape[:-1]):
-        raise RuntimeError(f"{op}: Expected batch dimensions of tau to be equal to input.shape[:-2]")
+        raise RuntimeError(
+            f"{op}: Expected batch dimensions of tau to be equal to input.shape[:-2]"
+        )
     V = A.tril(-1) + ec.eye(m, n, dtype=A.dtype, device=A.device)
     Q = ec.eye(m, n, dtype=A.dtype, device=A.device).expand(tuple(A.shape[:-2]) + (m, n))
     for i in reversed(range(k)):

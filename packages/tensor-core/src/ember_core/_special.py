@@ -214,7 +214,7 @@ def i0_(input):
 
 
 def _check_n(op, n):
-    if isinstance(n, Tensor) or isinstance(n, float) or isinstance(n, bool):
+    if isinstance(n, (Tensor, float, bool)):
         raise TypeError(f"{op}(): argument 'n' must be int, not {type(n).__name__}")
     n = int(n)
     if n < 0:

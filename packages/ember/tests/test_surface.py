@@ -278,3 +278,24 @@ def test_geqrf_orgqr_ormqr_against_numpy():
         ct @ q_full.T,
         atol=1e-12,
     )
+
+
+def test_storage_and_small_tensor_surface():
+    t = ember.arange(4.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = t[1:].storage()
+    assert s.dtype == ember.float32 and s.size() == 4 and len(s) == 4
+    assert s.tolist() == [0.0, 1.0, 2.0, 3.0] and s[2] == 2.0
+    s[0] = 9.0
+    assert t[0].item() == 9.0 and s.data_ptr() == t.data_ptr()
+    assert t.real is t
+    with pytest.raises(RuntimeError, match="non-complex"):
+        _ = t.imag
+    x = ember.empty(2, 3, 4).permute(2, 0, 1)
+    assert x.dim_order() == (1, 2, 0)
+    p = ember.empty_permuted((2, 3, 4), (2, 0, 1))
+    assert p.shape == (2, 3, 4) and p.dim_order() == (2, 0, 1)
+    assert ember.fill(t, 2.0).tolist() == [2.0] * 4 and t[1].item() == 1.0
+    assert t.is_set_to(t) and not t.is_set_to(t[1:])
+    assert t.new_empty_strided((2,), (2,)).stride() == (2,)

@@ -1147,3 +1147,120 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
 
 
 __all__.append("gradient")
+
+
+# ------------------------------------------------ small remaining surface
+
+
+def fill(input, value):
+    """A new tensor shaped like input, filled with value (out-of-place fill_)."""
+    return input.clone().fill_(value)
+
+
+def empty_permuted(
+    size,
+    physical_layout,
+    *,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad=False,
+    pin_memory=False,
+):
+    """An uninitialized tensor of ``size`` whose memory holds its dimensions in the
+    order ``physical_layout`` (outermost first)."""
+    size, order = tuple(size), tuple(physical_layout)
+    if sorted(order) != list(_range(len(size))):
+        raise RuntimeError(
+            f"Number of dimensions in size does not match the length of the physical_layout; "
+            f"i.e. len(size) = {len(size)} is not equal to len(physical_layout) = {len(order)}"
+        )
+    phys = ec.empty([size[d] for d in order], dtype=dtype, device=device)
+    inverse = [order.index(d) for d in _range(len(size))]
+    r = phys.permute(inverse)
+    return r.requires_grad_(True) if requires_grad else r
+
+
+def compiled_with_cxx11_abi():
+    return True
+
+
+def init_num_threads():
+    """Nothing to do: ember's thread pool (OpenMP) starts on first use."""
+
+
+def is_vulkan_available():
+    return False
+
+
+__all__ += [
+    "compiled_with_cxx11_abi",
+    "empty_permuted",
+    "fill",
+    "init_num_threads",
+    "is_vulkan_available",
+]
+
+
+def _imag(self):
+    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+
+def _dim_order(self, *, ambiguity_check=False):
+    """Dimensions from outermost to innermost in memory (stride order)."""
+    strides = self.stride()
+    return tuple(sorted(_range(self.dim()), key=lambda d: (-strides[d], d)))
+
+
+def _is_set_to(self, tensor):
+    return (
+        self.untyped_storage().data_ptr() == tensor.untyped_storage().data_ptr()
+        and self.storage_offset() == tensor.storage_offset()
+        and tuple(self.shape) == tuple(tensor.shape)
+        and tuple(self.stride()) == tuple(tensor.stride())
+    )
+
+
+def _new_empty_strided(
+    self,
+    size,
+    stride,
+    *,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    layout=None,
+    pin_memory=False,
+):
+    return ec.empty_strided(
+        size,
+        stride,
+        dtype=dtype or self.dtype,
+        device=device or self.device,
+        requires_grad=requires_grad,
+    )
+
+
+def _storage_method(self):
+    from ember._typed_storage import storage
+
+    return storage(self)
+
+
+for _name, _fn in {
+    "real": property(lambda self: self),
+    "imag": property(_imag),
+    "dim_order": _dim_order,
+    "is_set_to": _is_set_to,
+    "is_nested": property(lambda self: False),
+    "is_sparse_csr": property(lambda self: False),
+    "const_data_ptr": lambda self: self.data_ptr(),
+    "new_empty_strided": _new_empty_strided,
+    "conj_physical_": lambda self: self,
+    "storage": _storage_method,
+    "__div__": T.__truediv__,
+    "__rdiv__": T.__rtruediv__,
+    "__idiv__": T.__itruediv__,
+}.items():
+    if not hasattr(T, _name):
+        setattr(T, _name, _fn)

@@ -7,17 +7,17 @@
  * the binary ones, of one shape (Note [Special kernels are contiguous]).
  *
  * Methods (why these, in short):
- *  - I0/I1: the periodic integral I_n(x) = 1/pi int_0^pi e^{x cos t} cos(nt) dt,
- *    whose trapezoid rule converges geometrically, for |x| <= 20; the
- *    asymptotic series (minimal term ~e^{-2x}) beyond.
+ *  - I0/I1: the power series for |x| <= 20, the asymptotic series (minimal
+ *    term ~e^{-2x}) beyond.
  *  - K0/K1: the power series for x <= 1; K_nu(x) = int_0^inf e^{-x cosh t}
- *    cosh(nu t) dt by the trapezoid rule (error ~e^{-pi^2/h}) beyond.
+ *    cosh(nu t) dt by the trapezoid rule (error ~e^{-pi^2/h}) up to 20; the
+ *    asymptotic series beyond.
  *  - Airy Ai: Maclaurin series near 0, K_{1/3} for x > 1, the oscillatory
  *    asymptotic expansion for x < -6.5.
  *  - zeta: Euler-Maclaurin summation (as Cephes); polygamma from it.
  *  - incomplete gamma: series below x = a + 1, Lentz's continued fraction above.
- *  - ndtri: a rational first guess (Abramowitz-Stegun 26.2.23) refined by
- *    Halley steps on erfc, accurate in the far tail.
+ *  - ndtri: a rational first guess (Acklam's) refined by Halley steps on erfc,
+ *    accurate in the far tail.
  */
 #include <math.h>
 #include <stdint.h>
@@ -36,27 +36,18 @@
 
 /* e^{-|x|} I_n(|x|) for n = 0 or 1 (the sign of I1 is applied by the caller). */
 static double scaled_i(int n, double x) {
-    if (x <= 2) {
-        /* power series sum_k (x/2)^{2k+n} / (k! (k+n)!): exact at 0, no cancellation */
+    if (x <= 20) {
+        /* power series sum_k (x/2)^{2k+n} / (k! (k+n)!): positive terms, no
+         * cancellation; about x/2 + 20 terms */
         double q = 0.25 * x * x, term = n ? 0.5 * x : 1.0, s = term;
-        for (int k = 1; k < 40; k++) {
+        for (int k = 1; k < 200; k++) {
             term *= q / ((double)k * (k + n));
             s += term;
             if (term < EPS * s) break;
         }
         return s * exp(-x);
     }
-    if (x <= 20) {
-        /* trapezoid on [0, pi] with 64 panels: aliasing error ~ I_128(20) / I_0(20) */
-        const int m = 64;
-        double s = 0.5 * (exp(0) * 1.0 + exp(-2 * x) * (n ? -1.0 : 1.0));
-        for (int k = 1; k < m; k++) {
-            double t = PI * k / m;
-            s += exp(x * (cos(t) - 1)) * (n ? cos(t) : 1.0);
-        }
-        return s / m;
-    }
-    /* asymptotic: e^x / sqrt(2 pi x) sum_k (-1)^k a_k(n) / x^k */
+    /* asymptotic: e^x / sqrt(2 pi x) sum_k (-1)^k a_k(n) / x^k (minimal term ~e^{-2x}) */
     double mu = 4.0 * n * n, term = 1, s = 1;
     for (int k = 1; k < 60; k++) {
         double c = (2 * k - 1);
@@ -87,14 +78,29 @@ static double bessel_i1(double x) {
     return x < 0 ? -r : r;
 }
 
-/* e^{x} K_nu(x), x > 1, by the trapezoid rule on int_0^inf e^{-x(cosh t - 1)} cosh(nu t) dt. */
+/* e^{x} K_nu(x) for x > 1.  Below 20: the trapezoid rule on
+ * int_0^inf e^{-x(cosh t - 1)} cosh(nu t) dt, its step following the
+ * integrand's width (~1/sqrt(x)), e^{t} and e^{nu t} updated by products (one
+ * exp per node).  Beyond: the asymptotic series sqrt(pi/2x) sum_k a_k(nu) / x^k. */
 static double scaled_k_integral(double nu, double x) {
-    /* the integrand's width is ~1/sqrt(x): the step follows it */
+    if (x > 20) {
+        double mu = 4.0 * nu * nu, term = 1, s = 1;
+        for (int k = 1; k < 60; k++) {
+            double c = (2 * k - 1);
+            term *= (mu - c * c) / (k * 8.0 * x);
+            s += term;
+            if (fabs(term) < EPS * fabs(s)) break;
+        }
+        return s * sqrt(PI / (2 * x));
+    }
     const double h = fmin(0.25, 0.6 / sqrt(x));
-    double s = 0.5;
+    const double eh = exp(h), enh = exp(nu * h);
+    double et = 1, ent = 1, s = 0.5;
     for (int k = 1; k < 2000; k++) {
-        double t = k * h;
-        double f = exp(-x * (cosh(t) - 1)) * cosh(nu * t);
+        et *= eh;
+        ent *= enh;
+        double cosh_t = 0.5 * (et + 1 / et), cosh_nt = 0.5 * (ent + 1 / ent);
+        double f = exp(-x * (cosh_t - 1)) * cosh_nt;
         s += f;
         if (f < EPS * s) break;
     }
@@ -214,20 +220,41 @@ static double log_ndtr(double x) {
 }
 
 static double ndtri(double p) {
+    /* Acklam's rational approximation (relative error ~1e-9), refined by Halley
+     * steps on ndtr (erfc keeps the far tail accurate): one or two suffice. */
+    static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
+                               -2.759285104469687e+02, 1.383577518672690e+02,
+                               -3.066479806614716e+01, 2.506628277459239e+00};
+    static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
+                               -1.556989798598866e+02, 6.680131188771972e+01,
+                               -1.328068155288572e+01};
+    static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
+                               -2.400758277161838e+00, -2.549732539343734e+00,
+                               4.374664141464968e+00, 2.938163982698783e+00};
+    static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01,
+                               2.445134137142996e+00, 3.754408661907416e+00};
     if (p != p || p < 0 || p > 1) return NAN;
     if (p == 0) return -INFINITY;
     if (p == 1) return INFINITY;
     if (p == 0.5) return 0;
     if (p > 0.5) return -ndtri(1 - p); /* 1 - p is exact here */
-    double t = sqrt(-2 * log(p));
-    double x = -(t - (2.515517 + t * (0.802853 + t * 0.010328)) /
-                         (1 + t * (1.432788 + t * (0.189269 + t * 0.001308))));
-    for (int i = 0; i < 4; i++) {
+    double x;
+    if (p < 0.02425) {
+        double q = sqrt(-2 * log(p));
+        x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+            ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+    } else {
+        double q = p - 0.5, r = q * q;
+        x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+            (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+    }
+    for (int i = 0; i < 3; i++) {
         double e = ndtr(x) - p;
         double u = e * SQRT_2PI * exp(0.5 * x * x);
         double dx = u / (1 + 0.5 * x * u);
         x -= dx;
-        if (fabs(dx) < 1e-17 * fabs(x)) break;
+        /* Halley converges cubically: a step this small left an error ~dx^3 */
+        if (fabs(dx) < 1e-6 * fabs(x)) break;
     }
     return x;
 }

@@ -224,3 +224,8 @@ def test_bad_arguments_raise():
         S.i0([1.0])
     with pytest.raises(RuntimeError, match="broadcast|shape"):
         S.special_zeta(ec.ones(2), ec.ones(3))
+
+
+def test_incomplete_gamma_rejects_integers_as_pytorch():
+    with pytest.raises(NotImplementedError, match="igamma_cpu"):
+        S.igamma(ec.tensor([1, 2]), ec.tensor([1, 2]))

@@ -163,11 +163,10 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
             UserWarning,
             stacklevel=2,
         )
-        arr = np.frombuffer(mem, dtype=np_dtype, count=count, offset=offset)
-        arr = np.ndarray(arr.shape, arr.dtype, buffer=arr.copy())  # read-only views can't share
-    else:
-        arr = np.frombuffer(mem, dtype=np_dtype, count=count, offset=offset)
-    t = ec.from_numpy(arr)
+    arr = np.frombuffer(mem, dtype=np_dtype, count=count, offset=offset)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PyTorch's warning above is the one to see
+        t = ec.from_numpy(arr)  # shared; a read-only buffer gives a read-only tensor
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -624,12 +623,12 @@ def adjoint(input):
 
 
 def conj(input):
-    return input.view(input.shape) if input.is_floating_point() else input
+    """Real tensors are their own conjugate (the very tensor, as PyTorch)."""
+    return input
 
 
 def conj_physical(input, *, out=None):
-    r = input.clone()
-    return out.copy_(r) if out is not None else r
+    return out.copy_(input) if out is not None else input
 
 
 def is_conj(input):

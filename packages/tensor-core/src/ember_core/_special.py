@@ -243,6 +243,11 @@ def _igamma_args(op, input, other):
     for name, v in (("input", input), ("other", other)):
         if not isinstance(v, Tensor):
             raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(v).__name__}")
+    dt = D.result_type(input, other)
+    if dt.category != 2:  # PyTorch has no integer kernel here
+        from ember_core._elementwise import _tname
+
+        raise NotImplementedError(f"\"{op}_cpu\" not implemented for '{_tname(dt)}'")
 
 
 @defop("igamma(input, other, *, out=None)")

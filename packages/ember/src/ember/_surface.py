@@ -172,7 +172,7 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     return t
 
 
-def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):  # noqa: A001
+def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False):  # noqa: A001
     """Deprecated: values from start to end *inclusive*, in the default float dtype."""
     warnings.warn(
         "torch.range is deprecated and will be removed in a future release because its "
@@ -181,8 +181,6 @@ def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=F
         UserWarning,
         stacklevel=2,
     )
-    if end is None:
-        start, end = 0, start
     if step == 0:
         raise RuntimeError("range: step must be nonzero")
     if (end - start) * step < 0:
@@ -605,11 +603,25 @@ def histogramdd(input, bins=10, range=None, weight=None, density=False):  # noqa
         bins = bins.tolist()
     if isinstance(bins, (list, tuple)) and bins and isinstance(bins[0], ec.Tensor):
         bins = [b.detach().cpu().numpy() for b in bins]
-    rng = None
-    if range is not None:
-        rng = [(range[2 * i], range[2 * i + 1]) for i in _range(dims)]
+    if isinstance(bins, _int) or (
+        isinstance(bins, (list, tuple)) and all(isinstance(b, _int) for b in bins)
+    ):
+        # equal-width edges computed in the input dtype (ember.linspace), as PyTorch
+        counts = [bins] * dims if isinstance(bins, _int) else list(bins)
+        edges_in = []
+        for i in _range(dims):
+            if range is not None:
+                lo, hi = _float(range[2 * i]), _float(range[2 * i + 1])
+            elif pts.shape[0]:
+                lo, hi = _float(pts[:, i].min()), _float(pts[:, i].max())
+            else:
+                lo = hi = 0.0
+            if lo == hi:  # an empty range widens to one unit, as NumPy
+                lo, hi = lo - 0.5, hi + 0.5
+            edges_in.append(ec.linspace(lo, hi, counts[i] + 1, dtype=input.dtype).numpy())
+        bins = [e.astype(np.float64) for e in edges_in]
     w = None if weight is None else weight.detach().cpu().reshape(-1).numpy()
-    hist, edges = np.histogramdd(pts, bins=bins, range=rng, weights=w, density=density)
+    hist, edges = np.histogramdd(pts, bins=bins, weights=w, density=density)
     return _histogramdd(
         ec.tensor(hist, dtype=input.dtype), [ec.tensor(e, dtype=input.dtype) for e in edges]
     )
@@ -660,6 +672,8 @@ def angle(input, *, out=None):
 
 
 # ---------------------------------------------------- losses (enum reduction)
+# The top-level forms take the reduction as an int (0 none, 1 mean, 2 sum) and,
+# as observed in PyTorch 2.13, default to no reduction.
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
@@ -668,17 +682,17 @@ def _reduction(r):
     return _REDUCTIONS[r] if isinstance(r, _int) else r
 
 
-def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=1):
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=0):
     return _F.cosine_embedding_loss(
         input1, input2, target, margin=margin, reduction=_reduction(reduction)
     )
 
 
-def hinge_embedding_loss(input, target, margin=1.0, reduction=1):
+def hinge_embedding_loss(input, target, margin=1.0, reduction=0):
     return _F.hinge_embedding_loss(input, target, margin=margin, reduction=_reduction(reduction))
 
 
-def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=1):
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=0):
     return _F.margin_ranking_loss(
         input1, input2, target, margin=margin, reduction=_reduction(reduction)
     )
@@ -691,7 +705,7 @@ def poisson_nll_loss(input, target, log_input, full, eps, reduction):
 
 
 def triplet_margin_loss(
-    anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, reduction=1
+    anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, reduction=0
 ):
     return _F.triplet_margin_loss(
         anchor,

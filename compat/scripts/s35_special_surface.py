@@ -244,4 +244,13 @@ check(
         r(torch.ormqr(*torch.geqrf(A), B).abs()),
     ),
 )
+Sym = torch.tensor([[0.0, 1.0, 2.0], [1.0, 0.0, 0.5], [2.0, 0.5, 3.0]], dtype=torch.float64)
+check(
+    "ldl",
+    lambda: (
+        r(torch.linalg.ldl_factor(Sym).LD),
+        torch.linalg.ldl_factor(Sym).pivots.tolist(),
+        r(torch.linalg.ldl_solve(*torch.linalg.ldl_factor(Sym), B)),
+    ),
+)
 print("OK")

@@ -299,3 +299,40 @@ def test_storage_and_small_tensor_surface():
     assert ember.fill(t, 2.0).tolist() == [2.0] * 4 and t[1].item() == 1.0
     assert t.is_set_to(t) and not t.is_set_to(t[1:])
     assert t.new_empty_strided((2,), (2,)).stride() == (2,)
+
+
+def test_ldl_factor_and_solve():
+    rng = np.random.default_rng(4)
+    m = rng.standard_normal((2, 5, 5))
+    m = m + m.transpose(0, 2, 1)
+    m[0, :3, :3] = [[0.0, 1.0, 2.0], [1.0, 0.0, 0.5], [2.0, 0.5, 0.0]]  # 2x2 pivots
+    LD, piv = ember.linalg.ldl_factor(ember.tensor(m))
+    assert piv.dtype == ember.int32 and LD.shape == (2, 5, 5)
+    np.testing.assert_array_equal(np.triu(LD.numpy(), 1), 0)
+    b = rng.standard_normal((3, 2, 5, 2))  # batches broadcast against LD's
+    x = ember.linalg.ldl_solve(LD, piv, ember.tensor(b)).numpy()
+    np.testing.assert_allclose(x, np.linalg.solve(m, b), atol=1e-10)
+    info = ember.linalg.ldl_factor_ex(ember.zeros(2, 2, dtype=ember.float64)).info
+    assert info.item() == 1
+    with pytest.raises(RuntimeError, match="singular"):
+        ember.linalg.ldl_factor(ember.zeros(2, 2, dtype=ember.float64))
+
+
+@pytest.mark.parity
+def test_lapack_factorizations_match_pytorch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    m = rng.standard_normal((3, 6, 6))
+    s = m + m.transpose(0, 2, 1)
+    for a, b in zip(
+        ember.linalg.ldl_factor(ember.tensor(s)),
+        torch.linalg.ldl_factor(torch.tensor(s)),
+        strict=True,
+    ):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-12)
+    for a, b in zip(ember.geqrf(ember.tensor(m)), torch.geqrf(torch.tensor(m)), strict=True):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-12)
+    for a, b in zip(
+        ember.linalg.lu(ember.tensor(m)), torch.linalg.lu(torch.tensor(m)), strict=True
+    ):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-12)

@@ -751,6 +751,12 @@ int ec_special_binary(int op, int dtype, int64_t n, ec_ptr out, ec_ptr x, ec_ptr
  * Note [LAPACK layout]; a (batch of m x n) overwritten, tau (batch, min(m, n)). */
 int ec_linalg_geqrf(int dtype, int64_t batch, int64_t m, int64_t n, ec_ptr a, ec_ptr tau,
                     ec_ptr info);
+/* surface: LDL^T of symmetric matrices (sytrf, lower) and its solve (sytrs), same
+ * layout; ipiv (batch, n) int32, LAPACK's; x (batch of n x nrhs) overwritten. */
+int ec_linalg_ldl_factor(int dtype, int64_t batch, int64_t n, ec_ptr a, ec_ptr ipiv,
+                         ec_ptr info);
+int ec_linalg_ldl_solve(int dtype, int64_t batch, int64_t n, int64_t nrhs, ec_ptr a,
+                        ec_ptr ipiv, ec_ptr x, ec_ptr info);
 
 /* cdef:end */
 

@@ -356,7 +356,17 @@ Tensor.polygamma_ = _polygamma_inplace_method
 # surface: the LU family of torch.linalg (composites over lu_factor)
 from ember_core import _linalg_lu  # noqa: E402
 
-for _name in ("lu", "lu_unpack", "lu_solve", "tensorinv", "tensorsolve", "householder_product"):
+for _name in (
+    "lu",
+    "lu_unpack",
+    "lu_solve",
+    "tensorinv",
+    "tensorsolve",
+    "householder_product",
+    "ldl_factor",
+    "ldl_factor_ex",
+    "ldl_solve",
+):
     setattr(linalg, _name, getattr(_linalg_lu, _name))
 geqrf = _linalg_lu.geqrf
 orgqr = _linalg_lu.householder_product

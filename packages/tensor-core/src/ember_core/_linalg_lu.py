@@ -247,3 +247,101 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
 
 
 geqrf = defop("geqrf(input, *, out=None)", differentiable=False)(_geqrf_impl)
+
+
+# ------------------------------------------------------------- LDL^T
+
+_LDL_EX = collections.namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
+_LDL = collections.namedtuple("linalg_ldl_factor", ["LD", "pivots"])
+
+
+def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
+    """(LD, pivots, info): Bunch-Kaufman A = L D L^T of a symmetric matrix (its
+    lower triangle is read), LAPACK's compact form (sytrf) with 1-based pivots."""
+    from ember_core import linalg as L
+    from ember_core._lib import check, lib
+
+    op = "torch.linalg.ldl_factor_ex"
+    if not isinstance(A, Tensor) or A.dim() < 2 or A.shape[-1] != A.shape[-2]:
+        shape = tuple(A.shape[-2:]) if isinstance(A, Tensor) and A.dim() >= 2 else None
+        raise RuntimeError(
+            f"{op}: A must be batches of square matrices, but they are "
+            f"{shape[0]} by {shape[1]} matrices"
+            if shape
+            else f"{op}: The input tensor A must have at least 2 dimensions."
+        )
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(
+            f"{op}: Expected a floating point or complex tensor as input. Got {L._tname(A.dtype)}"
+        )
+    L._require_float(op, A, "ldl_factor_cpu")
+    n = A.shape[-1]
+    batch = tuple(A.shape[:-2])
+    a = L._fortran(A)
+    piv = L._int32(batch + (n,), A)
+    info = L._int32(batch, A)
+    nb = L._numel(batch)
+    if nb and n:
+        check(lib.ec_linalg_ldl_factor(A._dtype.code, nb, n, a._ptr, piv._ptr, info._ptr), op)
+    else:
+        info.zero_()
+    if check_errors and bool((info != 0).any()):
+        code = int(info.reshape(-1)[(info.reshape(-1) != 0).nonzero()[0, 0]].item())
+        raise RuntimeError(
+            f"{op}: D[{code},{code}] is zero (error code: {code}): the matrix is singular"
+        )
+    return _out(_LDL_EX(a.mT.tril(), piv, info), out)
+
+
+def ldl_factor(A, *, hermitian=False, out=None):
+    """(LD, pivots) of ldl_factor_ex; a singular D raises."""
+    LD, piv, info = ldl_factor_ex(A, hermitian=hermitian)
+    if bool((info != 0).any()):
+        code = int(info.reshape(-1)[(info.reshape(-1) != 0).nonzero()[0, 0]].item())
+        raise RuntimeError(
+            f"torch.linalg.ldl_factor: D[{code},{code}] is zero (error code: {code}): the "
+            "matrix is singular"
+        )
+    return _out(_LDL(LD, piv), out)
+
+
+def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
+    """X with A X = B, from ldl_factor's (LD, pivots); batches broadcast."""
+    from ember_core import linalg as L
+    from ember_core._lib import check, lib
+    from ember_core._shape import broadcast_shapes
+
+    op = "torch.linalg.ldl_solve"
+    if LD.dim() < 2 or LD.shape[-1] != LD.shape[-2]:
+        raise RuntimeError(f"{op}: LD must be batches of square matrices")
+    if B.dim() < 2:
+        raise RuntimeError(f"{op}: B must have at least 2 dimensions")
+    n = LD.shape[-1]
+    if B.shape[-2] != n:
+        raise RuntimeError(
+            f"{op}: Incompatible shapes of LD and B for the equation AX = B "
+            f"({n}x{n} and {B.shape[-2]}x{B.shape[-1]})"
+        )
+    if pivots.dtype is not D.int32:
+        raise RuntimeError(f"{op}: Expected pivots to be integers. Got {pivots.dtype}")
+    if LD.dtype != B.dtype:
+        raise RuntimeError(
+            f"{op}: Expected LD and B to have the same dtype, but found LD of type "
+            f"{LD.dtype} and B of type {B.dtype} instead"
+        )
+    batch = tuple(broadcast_shapes(tuple(LD.shape[:-2]), tuple(B.shape[:-2]), op=op))
+    nrhs = B.shape[-1]
+    a = L._fortran(LD, batch)
+    piv = pivots.expand(batch + (n,)).contiguous()
+    x = L._fortran(B, batch)
+    info = L._int32(batch, LD)
+    nb = L._numel(batch)
+    if nb and n and nrhs:
+        check(
+            lib.ec_linalg_ldl_solve(
+                LD._dtype.code, nb, n, nrhs, a._ptr, piv._ptr, x._ptr, info._ptr
+            ),
+            op,
+        )
+    r = x.mT
+    return out.resize_(r.shape).copy_(r) if out is not None else r

@@ -47,7 +47,7 @@ SOURCES += ["dlpack.c"]
 SOURCES += ["linalg.c"]
 # nnk: grid_sample and the CTC loss
 SOURCES += ["sampling.c"]
-# surface: torch.special's functions
+# surface: torch.special's functions; geqrf and LDL^T (sytrf/sytrs)
 SOURCES += ["special_fn.c", "linalg_qr.c"]
 
 # Kernels are short for small tensors: the wrappers keep the GIL rather than pay

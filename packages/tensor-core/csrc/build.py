@@ -49,6 +49,8 @@ SOURCES += ["linalg.c"]
 SOURCES += ["sampling.c"]
 # dist: gamma, Poisson and binomial samplers
 SOURCES += ["random_dist.c"]
+# surface: torch.special's functions; geqrf and LDL^T (sytrf/sytrs)
+SOURCES += ["special_fn.c", "linalg_qr.c"]
 
 # Kernels are short for small tensors: the wrappers keep the GIL rather than pay
 # ~100 ns to release and re-take it on every call.  Long-running calls go through

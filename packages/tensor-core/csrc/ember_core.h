@@ -710,6 +710,64 @@ int ec_poisson(int dtype, int64_t n, ec_ptr rate, ec_ptr out, uint64_t seed, uin
 int ec_binomial(int dtype, int64_t n, ec_ptr count, ec_ptr prob, ec_ptr out, uint64_t seed,
                 uint64_t offset);
 
+/* surface: torch.special's functions (csrc/special_fn.c).  Contiguous operands of
+ * one dtype (float32 or float64) and, for binary ops, one length n
+ * (Note [Special kernels are contiguous]).  Unary ops first, then binary:
+ * f(input, other); the polynomials take (x, n). */
+#define EC_SP_I0 0
+#define EC_SP_I0E 1
+#define EC_SP_I1 2
+#define EC_SP_I1E 3
+#define EC_SP_MODIFIED_BESSEL_I0 4
+#define EC_SP_MODIFIED_BESSEL_I1 5
+#define EC_SP_MODIFIED_BESSEL_K0 6
+#define EC_SP_MODIFIED_BESSEL_K1 7
+#define EC_SP_SCALED_MODIFIED_BESSEL_K0 8
+#define EC_SP_SCALED_MODIFIED_BESSEL_K1 9
+#define EC_SP_BESSEL_J0 10
+#define EC_SP_BESSEL_J1 11
+#define EC_SP_BESSEL_Y0 12
+#define EC_SP_BESSEL_Y1 13
+#define EC_SP_AIRY_AI 14
+#define EC_SP_SPHERICAL_BESSEL_J0 15
+#define EC_SP_NDTR 16
+#define EC_SP_NDTRI 17
+#define EC_SP_LOG_NDTR 18
+#define EC_SP_ERFCX 19
+#define EC_SP_ENTR 20
+#define EC_SP_TRIGAMMA 21
+#define EC_SP_ZETA 22
+#define EC_SP_POLYGAMMA 23
+#define EC_SP_GAMMAINC 24
+#define EC_SP_GAMMAINCC 25
+#define EC_SP_XLOG1PY 26
+#define EC_SP_CHEBYSHEV_T 27
+#define EC_SP_CHEBYSHEV_U 28
+#define EC_SP_CHEBYSHEV_V 29
+#define EC_SP_CHEBYSHEV_W 30
+#define EC_SP_SHIFTED_CHEBYSHEV_T 31
+#define EC_SP_SHIFTED_CHEBYSHEV_U 32
+#define EC_SP_SHIFTED_CHEBYSHEV_V 33
+#define EC_SP_SHIFTED_CHEBYSHEV_W 34
+#define EC_SP_HERMITE_H 35
+#define EC_SP_HERMITE_HE 36
+#define EC_SP_LAGUERRE_L 37
+#define EC_SP_LEGENDRE_P 38
+#define EC_SP_NUM_OPS 39
+int ec_special_unary(int op, int dtype, int64_t n, ec_ptr out, ec_ptr x);
+int ec_special_binary(int op, int dtype, int64_t n, ec_ptr out, ec_ptr x, ec_ptr y);
+
+/* surface: geqrf alone (csrc/linalg_qr.c), for torch.geqrf; layout as
+ * Note [LAPACK layout]; a (batch of m x n) overwritten, tau (batch, min(m, n)). */
+int ec_linalg_geqrf(int dtype, int64_t batch, int64_t m, int64_t n, ec_ptr a, ec_ptr tau,
+                    ec_ptr info);
+/* surface: LDL^T of symmetric matrices (sytrf, lower) and its solve (sytrs), same
+ * layout; ipiv (batch, n) int32, LAPACK's; x (batch of n x nrhs) overwritten. */
+int ec_linalg_ldl_factor(int dtype, int64_t batch, int64_t n, ec_ptr a, ec_ptr ipiv,
+                         ec_ptr info);
+int ec_linalg_ldl_solve(int dtype, int64_t batch, int64_t n, int64_t nrhs, ec_ptr a,
+                        ec_ptr ipiv, ec_ptr x, ec_ptr info);
+
 /* cdef:end */
 
 #endif

@@ -38,6 +38,7 @@ from ember import (  # noqa: E402
     nn,
     optim,
     random,
+    special,  # surface: torch.special
     testing,
     utils,
 )
@@ -45,6 +46,8 @@ from ember._functions import *  # noqa: E402,F403
 from ember._functions import __all__ as _functions_all  # noqa: E402
 from ember._legacy import *  # noqa: E402,F403 - FloatTensor, LongTensor, ...
 from ember._legacy import __all__ as _legacy_all  # noqa: E402
+from ember._surface import *  # noqa: E402,F403 - surface: constants, the remaining top-level functions
+from ember._surface import __all__ as _surface_all  # noqa: E402
 
 autocast = amp.autocast
 is_autocast_enabled = amp.is_autocast_enabled
@@ -98,6 +101,8 @@ __all__ = sorted(
     set(_core_all)
     | set(_functions_all)
     | set(_legacy_all)
+    | set(_surface_all)
+    | {"special"}
     | {
         "CheckpointError",
         "amp",

@@ -31,6 +31,7 @@ from ember_core import (  # noqa: F401 - they fill the op table  # noqa: F401 - 
     _rnn,
     _sampling,  # noqa: E402, F401 - they fill the op table
     _softmax,
+    _special,  # surface: torch.special's kernels, i0/polygamma/igamma/mvlgamma
     _views,
     linalg,  # noqa: E402, F401 - public submodule
 )
@@ -339,6 +340,41 @@ def _to_device(self, dev, /, *, stream=None):
 
 
 Tensor.to_device = _to_device
+
+
+# surface: Tensor.polygamma(n) and polygamma_(n) take the order after self
+def _polygamma_method(self, n):
+    return _special.polygamma(n, self)
+
+
+def _polygamma_inplace_method(self, n):
+    return _special.polygamma_(self, n)
+
+
+Tensor.polygamma = _polygamma_method
+Tensor.polygamma_ = _polygamma_inplace_method
+
+# surface: the LU family of torch.linalg (composites over lu_factor)
+from ember_core import _linalg_lu  # noqa: E402
+
+for _name in (
+    "lu",
+    "lu_unpack",
+    "lu_solve",
+    "tensorinv",
+    "tensorsolve",
+    "householder_product",
+    "ldl_factor",
+    "ldl_factor_ex",
+    "ldl_solve",
+):
+    setattr(linalg, _name, getattr(_linalg_lu, _name))
+geqrf = _linalg_lu.geqrf
+orgqr = _linalg_lu.householder_product
+ormqr = _linalg_lu.ormqr
+Tensor.geqrf = _linalg_lu.geqrf
+Tensor.orgqr = _linalg_lu.householder_product
+Tensor.ormqr = _linalg_lu.ormqr
 
 __all__ = sorted(
     {k for k, v in globals().items() if not k.startswith("_") and k not in ("builtins_int",)}

@@ -221,7 +221,7 @@ def _numel(shape):
 # ------------------------------------------------------ primitive ops (kernels)
 
 
-@defop("_linalg_lu_factor_ex(A, check_errors=False)", method=False, differentiable=False)
+@defop("_linalg_lu_factor_ex(A, check_errors=False)", method=False)
 def _linalg_lu_factor_ex(A, check_errors=False):
     """(LU, pivots, info): partial-pivoting LU (getrf); pivots are 1-based int32."""
     op = "linalg.lu_factor_ex"

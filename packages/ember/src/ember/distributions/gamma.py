@@ -73,9 +73,7 @@ class Gamma(ExponentialFamily):
     def cdf(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        from ember.distributions._special import gammainc
-
-        return gammainc(self.concentration, self.rate * value)
+        return torch.special.gammainc(self.concentration, self.rate * value)
 
     def entropy(self):
         return (

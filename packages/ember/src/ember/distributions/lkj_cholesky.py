@@ -2,7 +2,6 @@ import math
 
 import ember as torch
 from ember.distributions import constraints
-from ember.distributions._special import mvlgamma
 from ember.distributions.beta import Beta
 from ember.distributions.distribution import Distribution
 from ember.distributions.utils import broadcast_all
@@ -78,7 +77,7 @@ class LKJCholesky(Distribution):
         dm1 = self.dim - 1
         alpha = self.concentration + 0.5 * dm1
         denominator = torch.lgamma(alpha) * dm1
-        numerator = mvlgamma(alpha - 0.5, dm1)
+        numerator = torch.mvlgamma(alpha - 0.5, dm1)
         pi_constant = 0.5 * dm1 * math.log(math.pi)
         normalize_term = pi_constant + numerator - denominator
         return unnormalized_log_pdf - normalize_term

@@ -4,7 +4,6 @@ from numbers import Number
 
 import ember as torch
 from ember.distributions import constraints
-from ember.distributions._special import mvlgamma
 from ember.distributions.chi2 import Chi2
 from ember.distributions.exp_family import ExponentialFamily
 from ember.distributions.multivariate_normal import _precision_to_scale_tril
@@ -199,7 +198,7 @@ class Wishart(ExponentialFamily):
         L = self._unbroadcasted_scale_tril
         return (
             -nu * (p * _log_2 / 2 + L.diagonal(dim1=-2, dim2=-1).log().sum(-1))
-            - mvlgamma(nu / 2, p)
+            - torch.mvlgamma(nu / 2, p)
             + (nu - p - 1) / 2 * torch.linalg.slogdet(value).logabsdet
             - torch.cholesky_solve(value, L).diagonal(dim1=-2, dim2=-1).sum(dim=-1) / 2
         )
@@ -210,7 +209,7 @@ class Wishart(ExponentialFamily):
         L = self._unbroadcasted_scale_tril
         return (
             (p + 1) * (p * _log_2 / 2 + L.diagonal(dim1=-2, dim2=-1).log().sum(-1))
-            + mvlgamma(nu / 2, p)
+            + torch.mvlgamma(nu / 2, p)
             - (nu - p - 1) / 2 * _mvdigamma(nu / 2, p)
             + nu * p / 2
         )
@@ -225,4 +224,4 @@ class Wishart(ExponentialFamily):
         p = self._event_shape[-1]
         return (y + (p + 1) / 2) * (
             -torch.linalg.slogdet(-2 * x).logabsdet + _log_2 * p
-        ) + mvlgamma(y + (p + 1) / 2, p)
+        ) + torch.mvlgamma(y + (p + 1) / 2, p)

@@ -62,7 +62,7 @@ parity: wheels
 
 # Every benchmark, each in its own process. PyTorch is the reference they compare
 # against (test/bench-only, a CPU build); without it they print ember and NumPy alone.
-BENCHMARKS := allocator ops autograd models linalg data sharing
+BENCHMARKS := allocator ops autograd models linalg data sharing profiler
 bench: install
 	$(PIP) install -q torch==2.13.0 || echo "PyTorch unavailable: benchmarks run without it"
 	$(foreach b,$(BENCHMARKS),$(BIN)/python benchmarks/$(b).py &&) true

@@ -464,8 +464,67 @@ def nn_main():
     print("ratios > 1 mean ember is faster")
 
 
+# ---------------------------------------------------------------- nngaps: nn extras
+
+
+def nn_extras_main():
+    """Fractional max pooling, anti-aliased resizing, adaptive softmax, Adafactor."""
+    import ember_autograd as ag
+    import ember_nn
+    import ember_nn.functional as F
+
+    tF = torch.nn.functional if torch else None
+    rows = []
+
+    def both(name, ember_step, torch_step):
+        rows.append(nn_case(name, ember_step, torch_step if torch else None))
+
+    x, tx = _pair((16, 32, 64, 64))
+    u = np.random.default_rng(5).random((16, 32, 2)).astype(np.float32)
+    eu, tu = ec.from_numpy(u), (torch.from_numpy(u) if torch else None)
+    both(
+        "fractional_max_pool2d k3 64->32 fwd+bwd 16x32",
+        lambda: ag.grad(F.fractional_max_pool2d(x, 3, 32, _random_samples=eu).sum(), [x]),
+        lambda: torch.autograd.grad(
+            tF.fractional_max_pool2d(tx, 3, 32, _random_samples=tu).sum(), [tx]
+        ),
+    )
+    img, timg = _pair((8, 3, 256, 256))
+    for mode in ("bilinear", "bicubic"):
+        both(
+            f"interpolate {mode} antialias 256->100 fwd+bwd 8x3",
+            lambda mode=mode: ag.grad(
+                F.interpolate(img, size=100, mode=mode, antialias=True).sum(), [img]
+            ),
+            lambda mode=mode: torch.autograd.grad(
+                tF.interpolate(timg, size=100, mode=mode, antialias=True).sum(), [timg]
+            ),
+        )
+    h, th = _pair((512, 256))
+    target = np.random.default_rng(6).integers(0, 20000, 512)
+    et, tt = ec.from_numpy(target), (torch.from_numpy(target) if torch else None)
+    asm = ember_nn.AdaptiveLogSoftmaxWithLoss(256, 20000, [2000, 10000])
+    tasm = torch.nn.AdaptiveLogSoftmaxWithLoss(256, 20000, [2000, 10000]) if torch else None
+    both(
+        "AdaptiveLogSoftmaxWithLoss fwd+bwd 512x256, 20k",
+        lambda: ag.grad(asm(h, et).loss, [h]),
+        lambda: torch.autograd.grad(tasm(th, tt).loss, [th]),
+    )
+    w, tw = _pair((1024, 1024))
+    gw, tgw = _pair((1024, 1024), requires_grad=False, seed=1)
+    w.grad, opt = gw, ember_nn.optim.Adafactor([w])
+    if torch:
+        tw.grad, topt = tgw, torch.optim.Adafactor([tw])
+    both("Adafactor step 1024x1024", opt.step, topt.step if torch else None)
+
+    print(f"nn extras; {ec.get_num_threads()} threads")
+    table(rows, ["case", "ember", "torch", "torch/ember"])
+    print("ratios > 1 mean ember is faster")
+
+
 # `python benchmarks/ops.py [core|conv|nn] [THREADS]`: one section, or all of them.
 SECTIONS = {"core": lambda: main(), "conv": lambda: nn_conv_kernels(), "nn": lambda: nn_main()}
+SECTIONS["extras"] = lambda: nn_extras_main()  # nngaps
 
 if __name__ == "__main__":
     chosen = [a for a in sys.argv[1:] if a in SECTIONS] or list(SECTIONS)

@@ -520,6 +520,36 @@ def test_grad_fn_classes_are_named_as_pytorch_nodes():
     np.testing.assert_array_equal(x.grad.numpy(), np.full((3, 4), 4.0))
 
 
+@pytest.mark.parametrize(
+    "key, name",
+    [
+        (0, "SelectBackward0"),
+        (slice(1, 3), "SliceBackward0"),
+        (slice(None), "SliceBackward0"),
+        ((slice(None), 0), "SelectBackward0"),
+        ((0, slice(None)), "SelectBackward0"),
+        ((0, slice(1, 3)), "SliceBackward0"),
+        (None, "UnsqueezeBackward0"),
+        ((0, None), "UnsqueezeBackward0"),
+        (Ellipsis, "AliasBackward0"),
+        ((Ellipsis, 0), "SelectBackward0"),
+        ([0, 1], "IndexBackward0"),
+        ((slice(None), [0, 1]), "IndexBackward0"),
+        ((0, [1, 2]), "IndexBackward0"),
+    ],
+)
+def test_indexing_nodes_are_named_after_pytorchs_last_indexing_step(key, name):
+    x = ec.ones(4, 5).requires_grad_()
+    y = x[key]
+    assert type(y.grad_fn).__name__ == name == y.grad_fn.name()
+    y.sum().backward()  # one node for the whole key, whatever its name
+    expected = np.zeros((4, 5))
+    expected[key] += 1
+    np.testing.assert_array_equal(x.grad.numpy(), expected)
+    masked = x[x > 0]
+    assert type(masked.grad_fn).__name__ == "IndexBackward0"
+
+
 def test_custom_function_node_class_name():
     class Double(ag.Function):
         @staticmethod

@@ -242,3 +242,12 @@ def test_weighted_losses_parity(torch, rng):
         [rng.random((4, 3)) * 0.9 + 0.05, _bin(rng)],
         grad=(0,),
     )
+
+
+def test_hinge_embedding_loss_with_targets_other_than_plus_minus_one():
+    # PyTorch keeps the input where the target is not -1 and adds the margin term
+    # where it is not 1, so a target of 0.3 contributes both
+    x = ec.tensor([0.5, -0.3, 2.0, 0.2])
+    t = ec.tensor([1.0, -1.0, 0.3, 0.0])
+    got = nn.HingeEmbeddingLoss(margin=1.0, reduction="none")(x, t)
+    np.testing.assert_allclose(to_numpy(got), [0.5, 1.3, 2.0, 1.0], rtol=1e-6)

@@ -604,3 +604,27 @@ def nn_ns():
         nn = nn
 
     return NS
+
+
+# ---------------------------------------------------------------- nngaps: set_submodule, to_empty
+
+
+def test_set_submodule_and_to_empty():
+    import ember_nn as nn_
+
+    m = nn_.Sequential(nn_.Linear(2, 3), nn_.Sequential(nn_.ReLU()))
+    tanh = nn_.Tanh()
+    m.set_submodule("1.0", tanh)
+    assert m[1][0] is tanh
+    m.set_submodule("1.extra", nn_.ReLU())
+    assert [n for n, _ in m[1].named_children()] == ["0", "extra"]
+    with pytest.raises(AttributeError, match="Sequential has no attribute `x`"):
+        m.set_submodule("1.x", nn_.Tanh(), strict=True)
+    with pytest.raises(ValueError, match="Cannot set the submodule without a target name"):
+        m.set_submodule("", nn_.Tanh())
+    with pytest.raises(ValueError, match="is not an nn.Module"):
+        m.set_submodule("0", 3)
+    weight = m[0].weight
+    assert m.to_empty(device="cpu") is m
+    assert type(m[0].weight) is type(weight) and tuple(m[0].weight.shape) == (3, 2)
+    assert m[0].weight is weight  # the Parameter object is kept, as in torch

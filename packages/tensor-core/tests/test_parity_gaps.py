@@ -288,3 +288,59 @@ INDEX_CASES = {
 def test_index_bounds(name):
     f = INDEX_CASES[name]
     _same(_run(f, ec), _run(f, torch))
+
+
+# ------------------------------------------------------------ found by differential runs
+
+DIFFERENTIAL_CASES = {
+    "add(3, 4)": lambda m: m.add(3, 4),
+    "add(3, 4.5)": lambda m: m.add(3, 4.5),
+    "add(3, 4, alpha=2)": lambda m: m.add(3, 4, alpha=2),
+    "mul(True, 2)": lambda m: m.mul(True, 2),
+    "div(3, 4)": lambda m: m.div(3, 4),
+    "divide(7, 2, floor)": lambda m: m.divide(7, 2, rounding_mode="floor"),
+    "sub(3.0, 1)": lambda m: m.sub(3.0, 1),
+    "floor_divide(7, 2)": lambda m: m.floor_divide(7, 2),
+    "true_divide(1, 2)": lambda m: m.true_divide(1, 2),
+    "eq(3, 4) refused": lambda m: m.eq(3, 4),
+    "pow(3, 2) refused": lambda m: m.pow(3, 2),
+    "atleast_1d(a, b)": lambda m: m.atleast_1d(m.tensor(1.0), m.ones(2))[0],
+    "atleast_2d([a, b])": lambda m: m.atleast_2d([m.tensor(1.0), m.ones(2)])[1],
+    "atleast_3d((a,)) is a tuple": lambda m: len(m.atleast_3d((m.ones(2),))),
+    "atleast_1d() is ()": lambda m: m.atleast_1d(),
+    "atleast_3d(a)": lambda m: m.atleast_3d(m.ones(2, 3)),
+    "frexp 0-d exponent": lambda m: m.frexp(m.tensor(8.0))[1],
+    "frexp 0-d mantissa": lambda m: m.frexp(m.tensor(8.0))[0],
+}
+
+
+@pytest.mark.parametrize("name", sorted(DIFFERENTIAL_CASES))
+def test_differential_cases(name):
+    f = DIFFERENTIAL_CASES[name]
+    _same(_run(f, ec), _run(f, torch))
+
+
+_X = np.arange(24.0).reshape(2, 3, 4)
+STAR_CASES = {
+    "permute(dims=)": lambda m: m.tensor(_X).permute(dims=(2, 0, 1)),
+    "torch.permute(dims=)": lambda m: m.permute(m.tensor(_X), dims=(2, 0, 1)),
+    "view(size=)": lambda m: m.tensor(_X).view(size=(4, 6)),
+    "reshape(shape=)": lambda m: m.tensor(_X).reshape(shape=(6, 4)),
+    "repeat(repeats=)": lambda m: m.tensor(_X).repeat(repeats=(1, 2, 1)),
+    "expand(size=)": lambda m: m.tensor(_X)[:, :1].expand(size=(2, 3, 4)),
+    "flip(0, 2)": lambda m: m.tensor(_X).flip(0, 2),
+    "flip((0, 2))": lambda m: m.tensor(_X).flip((0, 2)),
+    "flip(dims=[1])": lambda m: m.tensor(_X).flip(dims=[1]),
+    "torch.flip(x, (0,))": lambda m: m.flip(m.tensor(_X), (0,)),
+    "tile(2)": lambda m: m.tensor(_X).tile(2),
+    "tile(2, 1)": lambda m: m.tensor(_X).tile(2, 1),
+    "tile(dims=)": lambda m: m.tensor(_X).tile(dims=(2,)),
+    "view(shape=) refused": lambda m: m.tensor(_X).view(shape=(24,)),
+    "permute both ways refused": lambda m: m.tensor(_X).permute(2, 0, 1, dims=(2, 0, 1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STAR_CASES))
+def test_sizes_and_dims_as_varargs_or_keyword(name):
+    f = STAR_CASES[name]
+    _same(_run(f, ec), _run(f, torch))

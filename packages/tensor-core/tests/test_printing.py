@@ -105,3 +105,14 @@ def test_random_reprs_match_pytorch(shape):
         assert repr(ec.tensor(a)).replace("ember.", "torch.") == repr(torch.tensor(a))
     i = rng.integers(-1000, 1000, shape)
     assert repr(ec.tensor(i)).replace("ember.", "torch.") == repr(torch.tensor(i))
+
+
+def test_return_types_print_and_pickle_as_named_tuples():
+    import pickle
+
+    r = ec.tensor([[1.0, 2.0], [3.0, 4.0]]).max(1)
+    assert repr(r) == ("ember.return_types.max(\nvalues=tensor([2., 4.]),\nindices=tensor([1, 1]))")
+    assert str(r) == repr(r) and isinstance(r, tuple) and r.values is r[0]
+    back = pickle.loads(pickle.dumps(r))
+    assert type(back) is type(r) and back.indices.tolist() == [1, 1]
+    assert repr(ec.var_mean(ec.ones(3))) == "(tensor(0.), tensor(1.))"  # a plain tuple in torch

@@ -691,7 +691,7 @@ def _(grad, tensors_shapes, dim):
 
 @derivative("flip")
 def _(grad, dims):
-    return grad.flip(dims)
+    return grad.flip(*dims)  # dims as the op received them: (0, 1) or ((0, 1),)
 
 
 @derivative("roll")

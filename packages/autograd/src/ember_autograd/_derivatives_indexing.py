@@ -9,7 +9,8 @@ formula is made of differentiable ember ops and double backward works.
 """
 
 import ember_core as ec
-from ember_autograd._formula import derivative
+from ember_autograd._formula import DERIVATIVES, OpNode, derivative
+from ember_autograd._node import named_node_class
 
 _getitem_backward = ec._dispatch.public_function("_getitem_backward")
 
@@ -31,6 +32,44 @@ def _key(indices):
 @derivative("__getitem__")
 def _(grad, input_shape, key):
     return _getitem_backward(grad, input_shape, key)
+
+
+_INDEXING_NODES = {
+    name: named_node_class(OpNode, name)
+    for name in (
+        "SelectBackward0",
+        "SliceBackward0",
+        "UnsqueezeBackward0",
+        "IndexBackward0",
+        "AliasBackward0",
+    )
+}
+
+
+def _getitem_node_class(args):
+    """The node class PyTorch names ``x[key]``'s grad_fn after: the last indexing step
+    it applies (PyTorch records one node per step; ember records one for the whole key,
+    named like PyTorch's last).  Tensor, list or bool indices make an IndexBackward0; in
+    a tuple, full slices are skipped; a key that does nothing makes an AliasBackward0."""
+    key = args[1]
+    if isinstance(key, slice):
+        return _INDEXING_NODES["SliceBackward0"]
+    items = key if isinstance(key, tuple) else (key,)
+    name = "AliasBackward0"
+    for k in items:
+        if isinstance(k, (ec.Tensor, list, bool)):
+            return _INDEXING_NODES["IndexBackward0"]
+        if k is None:
+            name = "UnsqueezeBackward0"
+        elif isinstance(k, slice):
+            if not (k.start is None and k.stop is None and k.step is None):
+                name = "SliceBackward0"
+        elif k is not Ellipsis:
+            name = "SelectBackward0"  # an integer (or an object with __index__)
+    return _INDEXING_NODES[name]
+
+
+DERIVATIVES["__getitem__"].node_cls_for = _getitem_node_class
 
 
 @derivative("_getitem_backward", inputs=("gradient",))

@@ -42,6 +42,7 @@ class Formula:
         "outputs",
         "node_name",
         "node_cls",
+        "node_cls_for",
         "multi_grad",
         "wants_needs",
         "shape_uses",
@@ -98,6 +99,7 @@ def derivative(op_name, inputs=("input",), outputs=(0,), saved_outputs=None):
         f.multi_grad = len(f.outputs) > 1
         f.node_name = _camel(op_name) + "Backward0"
         f.node_cls = named_node_class(OpNode, f.node_name)
+        f.node_cls_for = None  # or fn(args) -> node class, for ops PyTorch names by argument
         f.wants_needs = "needs" in sig
         DERIVATIVES[op_name] = f
         return fn
@@ -143,7 +145,7 @@ class OpNode(Node):
         self._in_meta = in_meta  # per input: (shape, dtype) or None
 
     def name(self):
-        return self._formula.node_name
+        return type(self).__name__  # the formula's node name, or one chosen per call
 
     def apply(self, grads):
         f = self._formula

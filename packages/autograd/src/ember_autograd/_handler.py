@@ -365,7 +365,8 @@ def _record(op, info, args, call):
         o = result[f.outputs[0]] if isinstance(result, tuple) else result  # (namedtuples too)
         if not (isinstance(o, Tensor) and o._dtype.is_floating_point) or o is first:
             return result  # not differentiable, or contiguous()/to() returning the input
-        node = f.node_cls(f, tuple(edges), values, metas, 1)
+        cls = f.node_cls if f.node_cls_for is None else f.node_cls_for(args)
+        node = cls(f, tuple(edges), values, metas, 1)
         if f.uses_result:
             values["result"] = _saved_result(result, ((0, o),), name_, f.saved_outputs)
         d = o.__dict__

@@ -123,3 +123,10 @@ __all__ = sorted(
         "utils",
     }
 )
+
+# --- profiler, distributed, tensorboard and small namespaces (task misc) ---
+from ember import accelerator, distributed, mps, profiler, version  # noqa: E402
+from ember.utils import hooks as _utils_hooks  # noqa: E402,F401 - ember.utils.hooks
+
+__version__ = version.__version__  # compares with tuples, as torch's TorchVersion
+__all__ = sorted({*__all__, "accelerator", "distributed", "mps", "profiler", "version"})

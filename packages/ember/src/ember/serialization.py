@@ -18,6 +18,15 @@ File format (readable by any safetensors reader):
 Loading parses JSON and copies bytes: it never executes code from the file.
 Saving to a path writes a temporary file in the same directory and renames it
 over the target, so a crash never leaves a half-written checkpoint behind.
+
+Values the layout cannot hold (an argparse.Namespace, a whole model) are pickled
+into the structure as {"$pickle": base64, "type": "module.qualname"}, with their
+tensors still stored in the tensor table (persistent ids).  As in PyTorch, such a
+value loads only with ``weights_only=False`` or when its classes are allowlisted
+(``add_safe_globals``/``safe_globals``, see _unpickling.py).
+
+``load`` also reads checkpoints written by PyTorch's ``torch.save`` (zip format)
+of tensors, state_dicts and plain values (see _torch_checkpoint.py).
 """
 
 import base64
@@ -27,6 +36,7 @@ import io
 import json
 import math
 import os
+import pickle
 import struct
 import tempfile
 
@@ -34,6 +44,19 @@ import numpy as np
 
 import ember_core as ec
 from ember_core import _interop
+
+from . import _torch_checkpoint, _unpickling
+from ._unpickling import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
+
+__all__ = [
+    "CheckpointError",
+    "add_safe_globals",
+    "clear_safe_globals",
+    "get_safe_globals",
+    "load",
+    "safe_globals",
+    "save",
+]
 
 FORMAT_VERSION = 1
 _DTYPE_CODES = {
@@ -60,9 +83,11 @@ class CheckpointError(RuntimeError):
 
 
 class _Writer:
-    def __init__(self):
+    def __init__(self, pickle_module=None, pickle_protocol=None):
         self.tensors = {}  # name -> tensor
         self.by_id = {}
+        self.pickle_module = pickle_module or pickle
+        self.pickle_protocol = 2 if pickle_protocol is None else pickle_protocol
 
     def tensor(self, t):
         key = id(t)
@@ -122,11 +147,27 @@ class _Writer:
             return self.tensor(ec.tensor(obj))
         if isinstance(obj, (np.integer, np.floating, np.bool_)):
             return self.encode(obj.item(), path)
-        raise TypeError(
-            f"ember.save: cannot store {type(obj).__name__} (at {path}) in a safe checkpoint; "
-            "save tensors, state_dicts and plain Python values (e.g. model.state_dict() instead "
-            "of the model)"
-        )
+        return self.pickled(obj, path)
+
+    def pickled(self, obj, path):
+        """obj pickled, its tensors replaced by persistent ids into the tensor table."""
+        writer = self
+
+        class Pickler(self.pickle_module.Pickler):
+            def persistent_id(self, value):
+                return writer.tensor(value) if isinstance(value, ec.Tensor) else None
+
+        buf = io.BytesIO()
+        try:
+            Pickler(buf, protocol=self.pickle_protocol).dump(obj)
+        except Exception as exc:
+            exc.add_note(f"ember.save: while pickling {type(obj).__name__} at {path}")
+            raise
+        kind = type(obj)
+        return {
+            "$pickle": base64.b64encode(buf.getvalue()).decode("ascii"),
+            "type": f"{kind.__module__}.{kind.__qualname__}",
+        }
 
 
 def _contiguous_bytes(t):
@@ -139,8 +180,8 @@ def _contiguous_bytes(t):
     return bytes(_interop.ffi.buffer(_interop.ffi.cast("char*", t.data_ptr()), n))
 
 
-def _serialize(obj):
-    writer = _Writer()
+def _serialize(obj, pickle_module=None, pickle_protocol=None):
+    writer = _Writer(pickle_module, pickle_protocol)
     structure = writer.encode(obj)
     header = {}
     chunks = []
@@ -167,9 +208,10 @@ def _serialize(obj):
 
 
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
-    """Write obj (tensors, state_dicts, nested containers of plain values) to f, a
-    path or a writable binary file.  Writing a path is atomic."""
-    data = _serialize(obj)
+    """Write obj to f, a path or a writable binary file.  Tensors, state_dicts and
+    nested containers of plain values are stored safely; other objects are pickled
+    (their tensors still stored apart).  Writing a path is atomic."""
+    data = _serialize(obj, pickle_module, pickle_protocol)
     if isinstance(f, (str, os.PathLike)):
         path = os.fspath(f)
         directory = os.path.dirname(os.path.abspath(path))
@@ -263,12 +305,21 @@ def _make_tensor(dtype, shape, raw):
     return t
 
 
+class _PickleFailure(Exception):
+    """Carries an exception raised while unpickling a value out of decode(), so that
+    load re-raises it as it is (not as a malformed-structure CheckpointError)."""
+
+    def __init__(self, error):
+        self.error = error
+
+
 class _Reader:
-    def __init__(self, tensors, source, map_location):
+    def __init__(self, tensors, source, map_location, weights_only=True):
         self.raw = tensors
         self.made = {}
         self.source = source
         self.map_location = map_location
+        self.weights_only = weights_only
 
     def tensor(self, node):
         name = node["$tensor"]
@@ -329,7 +380,24 @@ class _Reader:
         if tag in ("$dict", "$ordered"):
             pairs = [(self._key(self.decode(k)), self.decode(v)) for k, v in value]
             return collections.OrderedDict(pairs) if tag == "$ordered" else dict(pairs)
+        if tag == "$pickle":
+            try:
+                blob = base64.b64decode(value, validate=True)
+            except (ValueError, TypeError):
+                _fail(self.source, "a pickled value in the structure is not valid base64")
+            unpickler = _unpickling.Unpickler(io.BytesIO(blob), self._persistent, self.weights_only)
+            try:
+                return unpickler.load()
+            except CheckpointError:
+                raise
+            except Exception as exc:
+                raise _PickleFailure(exc) from None
         _fail(self.source, f"unknown tag {tag!r} in the structure (written by a newer ember?)")
+
+    def _persistent(self, pid):
+        if not (isinstance(pid, dict) and "$tensor" in pid):
+            _fail(self.source, f"a pickled value refers to an unknown persistent id {pid!r}")
+        return self.tensor(pid)
 
     @staticmethod
     def _key(k):
@@ -337,8 +405,10 @@ class _Reader:
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **kwargs):
-    """Read a checkpoint written by ember.save (or any safetensors file, as a dict
-    of tensors).  Never runs code from the file."""
+    """Read a checkpoint written by ember.save, by PyTorch's torch.save (zip format,
+    tensors/state_dicts/plain values), or any safetensors file (as a dict of tensors).
+    With weights_only=True (the default) no code from the file runs: pickled values
+    may only use allowlisted globals."""
     if isinstance(f, (str, os.PathLike)):
         source = repr(os.fspath(f))
         with open(f, "rb") as fh:
@@ -349,14 +419,17 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         source = "<file>"
         data = f.read()
     _check_map_location(map_location)
-    if data[:2] == b"PK" or data[:1] == b"\x80":
+    if not _is_safetensors(data) and data[:2] == b"PK":
+        return _torch_checkpoint.load(data, source, weights_only, _fail)
+    if not _is_safetensors(data) and data[:1] == b"\x80":
         _fail(
             source,
-            "this looks like a pickle/zip checkpoint (e.g. from torch.save); ember only loads "
-            "its safe format",
+            "this looks like a bare pickle (e.g. torch.save with "
+            "_use_new_zipfile_serialization=False); ember loads its own format, safetensors "
+            "files and PyTorch's zip checkpoints",
         )
     meta, tensors = _parse(data, source)
-    reader = _Reader(tensors, source, map_location)
+    reader = _Reader(tensors, source, map_location, weights_only)
     structure = meta.get("ember.structure")
     if structure is None:  # a plain safetensors file: a dict of tensors
         return {name: reader.tensor({"$tensor": name}) for name in tensors}
@@ -368,8 +441,20 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         return reader.decode(tree)
     except CheckpointError:
         raise
+    except _PickleFailure as failure:
+        raise failure.error from None
     except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
         _fail(source, f"the structure metadata is malformed ({type(exc).__name__}: {exc})")
+
+
+def _is_safetensors(data):
+    """Whether data starts as a safetensors file does: a little-endian length, then
+    that many bytes of JSON object.  Checked before the zip/pickle magic bytes,
+    which a header length can happen to begin with (0x80, or "PK")."""
+    if len(data) < 9:
+        return False
+    (n,) = struct.unpack("<Q", data[:8])
+    return 8 + n <= len(data) and data[8:9] == b"{"
 
 
 def _check_map_location(map_location):

@@ -8,7 +8,14 @@ learning-rate schedulers for ember tensors (ember.nn / ember.optim).
 
 # ruff: noqa: F401 - this module re-exports names
 
-from ember_nn import functional, init, optim, utils
+from ember_nn import (  # nngaps: torch.nn.attention, torch.nn.grad
+    attention,
+    functional,
+    grad,
+    init,
+    optim,
+    utils,
+)
 from ember_nn.modules import *  # noqa: F403 - the layer namespace, as torch.nn
 from ember_nn.modules import __dict__ as _modules_dict
 from ember_nn.parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
@@ -20,6 +27,8 @@ __all__ = sorted(
     + [
         "Buffer",
         "Parameter",
+        "attention",
+        "grad",
         "UninitializedBuffer",
         "UninitializedParameter",
         "functional",

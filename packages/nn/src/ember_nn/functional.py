@@ -964,8 +964,11 @@ def margin_ranking_loss(
 def hinge_embedding_loss(
     input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"
 ):
-    pos = ec.where(target == 1, input, ec.zeros((), dtype=input.dtype))
-    neg = ec.where(target == -1, (margin - input).clamp_min(0), ec.zeros((), dtype=input.dtype))
+    # as PyTorch: a target that is not -1 keeps the input, one that is not 1 adds the
+    # margin term (so targets other than +-1 get both)
+    zero = ec.zeros((), dtype=input.dtype)
+    pos = ec.where(target != -1, input, zero)
+    neg = ec.where(target != 1, (margin - input).clamp_min(0), zero)
     return _reduce(pos + neg, _reduction(size_average, reduce, reduction))
 
 
@@ -1068,6 +1071,8 @@ def pixel_unshuffle(input, downscale_factor):
 def scaled_dot_product_attention(
     query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False
 ):
+    # ember.nn.attention.sdpa_kernel may have switched off every CPU backend
+    _sdpa_backends._check_viable()
     return ec.scaled_dot_product_attention(
         query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa
     )
@@ -1317,3 +1322,36 @@ def ctc_loss(
     return ec.ctc_loss(
         log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity
     )
+
+
+# ------------------------------------------------- nngaps: fractional pooling, conv_tbc, MHA
+from ember_nn import _attention as _mha  # noqa: E402
+from ember_nn import attention as _sdpa_backends  # noqa: E402
+from ember_nn import grad  # noqa: E402, F401 - torch.nn.functional.grad is torch.nn.grad
+from ember_nn._fractional import (  # noqa: E402, F401
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+)
+
+multi_head_attention_forward = _mha.multi_head_attention_forward
+
+
+def conv_tbc(input, weight, bias, pad=0):
+    """1-d convolution over (time, batch, channels) input with a (kernel, in, out)
+    weight: conv1d on the (batch, channels, time) view, as PyTorch's conv_tbc."""
+    if input.dim() != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.dim() != 3:
+        raise RuntimeError(
+            "Weight tensor must have 3 dims: kernel_width, in_channels, out_channels."
+        )
+    if bias.dim() != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if input.size(2) != weight.size(1):
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if weight.size(2) != bias.size(0):
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    out = ec.conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, 1, pad)
+    return out.permute(2, 0, 1)

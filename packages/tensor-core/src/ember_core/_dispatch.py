@@ -109,15 +109,55 @@ def handlers():
     return tuple(_handlers)
 
 
+# PyTorch's keyword for the sizes/dims an op otherwise takes as *args:
+# x.view(size=(2, 3)), x.permute(dims=(1, 0)), x.repeat(repeats=(2, 1)), ...
+STAR_KEYWORDS = {
+    "view": "size",
+    "reshape": "shape",
+    "expand": "size",
+    "repeat": "repeats",
+    "permute": "dims",
+    "flip": "dims",
+    "tile": "dims",
+    "resize_": "size",
+}
+
+
+def star_keyword(op, given, kwargs):
+    """The *args of ``op`` when they came as PyTorch's keyword (see STAR_KEYWORDS)."""
+    key = STAR_KEYWORDS.get(op)
+    for k in kwargs:
+        if k != key:
+            raise TypeError(f"{op}() got an unexpected keyword argument {k!r}")
+    if given:
+        raise TypeError(f"{op}() got multiple values for argument {key!r}")
+    return (kwargs[key],)
+
+
+_ns["_star_keyword"] = star_keyword
+
+
 def _source(name, sig, op_var, impl_var):
     params = list(sig.parameters.values())
     canonical = []
+    star = None
     for p in params:
         if p.kind is inspect.Parameter.VAR_KEYWORD:
             raise ValueError(f"defop {name}: **kwargs are not supported in op signatures")
+        if p.kind is inspect.Parameter.VAR_POSITIONAL:
+            star = p.name
         canonical.append(p.name)
     tuple_src = "(" + "".join(f"{n}, " for n in canonical) + ")"
     call_src = ", ".join(canonical)
+    if star is not None and name in STAR_KEYWORDS:
+        return (
+            f"def {name}{str(sig)[:-1]}, **_kw):\n"
+            f"    if _kw:\n"
+            f"        {star} = _star_keyword({name!r}, {star}, _kw)\n"
+            f"    if _h:\n"
+            f"        return _dispatch({op_var}, {tuple_src})\n"
+            f"    return {impl_var}({call_src})\n"
+        )
     return (
         f"def {name}{sig}:\n"
         f"    if _h:\n"

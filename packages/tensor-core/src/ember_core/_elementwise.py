@@ -642,7 +642,13 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
     a_scalar = not isinstance(a, Tensor)
     b_scalar = not isinstance(b, Tensor)
     if a_scalar and b_scalar:
-        raise TypeError(f"{op}(): at least one argument must be a Tensor")
+        if op not in _NUMBER_PAIR_OPS or not (is_scalar(a) and is_scalar(b)):
+            raise TypeError(f"{op}(): at least one argument must be a Tensor")
+        # torch.add(3, 4) is tensor(7): these few ops wrap a number as a 0-d tensor
+        from ember_core._creation import tensor as _tensor_of
+
+        a = _tensor_of(a)
+        a_scalar = False
     for x, name in ((a, "input"), (b, "other")):
         if not isinstance(x, Tensor) and not is_scalar(x):
             raise TypeError(
@@ -784,6 +790,10 @@ def _no_bool_sub(op, a, b):
             f"{op}: Subtraction, the `-` operator, with a bool tensor is not supported. If "
             "you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
         )
+
+
+# The binary ops PyTorch also accepts with two Python numbers (torch.mul(3, 4)).
+_NUMBER_PAIR_OPS = frozenset({"add", "sub", "mul", "div", "floor_divide"})
 
 
 def _alpha(op, alpha, a, b):

@@ -6,7 +6,7 @@ import operator
 from ember_core import _dtype as D
 from ember_core import _shape
 from ember_core._copy import copy_into
-from ember_core._dispatch import defop
+from ember_core._dispatch import defop, star_keyword
 from ember_core._elementwise import check_device, layout
 from ember_core._lib import check, lib
 from ember_core._shape import normalize_dim
@@ -202,9 +202,12 @@ def _out(out, r, op):
     return write_out(out, r, op)
 
 
-@defop("flip(input, dims, *, out=None)")
+@defop("flip(input, *dims, out=None)")
 def flip(input, dims, out=None):
-    """A copy with the order of elements along dims reversed."""
+    """A copy with the order of elements along dims reversed (x.flip(0, 1),
+    x.flip((0, 1)) and x.flip(dims=[0, 1]) alike)."""
+    if len(dims) == 1 and dims[0].__class__ is not int:
+        dims = dims[0]
     dims = _shape.normalize_dims(dims, len(input._shape), "flip")
     if not input._shape:  # a 0-d tensor reads as 1-element along dim 0/-1
         dims = ()
@@ -283,9 +286,11 @@ def repeat(input, sizes):
     return r
 
 
-@defop("tile(input, dims)", composite=True)
-def tile(input, dims):
-    dims = tuple(dims)
+@defop("tile(input, *dims)", composite=True)
+def tile(input, *dims, **kwargs):
+    if kwargs:
+        dims = star_keyword("tile", dims, kwargs)
+    dims = tuple(dims[0]) if len(dims) == 1 and dims[0].__class__ is not int else dims
     if len(dims) < len(input._shape):
         dims = (1,) * (len(input._shape) - len(dims)) + dims
     return repeat(input, *dims)

@@ -8,13 +8,13 @@ the tensor's memory and are not differentiable, as in PyTorch.
 """
 
 import builtins
-import collections
 
 import numpy as np
 
 from ember_core import _dtype as D
 from ember_core._dispatch import defop
 from ember_core._interop import numpy as _as_numpy
+from ember_core._return_types import return_type
 from ember_core._shape import normalize_dim
 from ember_core._tensor import Tensor
 
@@ -117,7 +117,7 @@ def ldexp_(input, other):
     return input.mul_(_pub("exp2")(other))
 
 
-_frexp = collections.namedtuple("frexp", ["mantissa", "exponent"])
+_frexp = return_type("frexp", ["mantissa", "exponent"])
 
 
 @defop("frexp(input, *, out=None)", composite=True)
@@ -129,7 +129,7 @@ def frexp(input, out=None):
             f"torch.frexp() only supports floating-point dtypes, but got {input.dtype}"
         )
     _, e = np.frexp(_values(input))
-    exponent = _pub("from_numpy")(np.ascontiguousarray(e, dtype=np.int32))
+    exponent = _pub("from_numpy")(np.array(e, dtype=np.int32).reshape(tuple(input.shape)))
     # scale in two halves: 2**-exponent alone overflows for subnormal inputs
     half = exponent.div(2, rounding_mode="floor")
     scale_a = _pub("exp2")((-half).to(input.dtype))
@@ -439,7 +439,7 @@ def index_reduce_(input, dim, index, source, reduce, include_self=True):
     return input.copy_(index_reduce(input, dim, index, source, reduce, include_self=include_self))
 
 
-_histogram = collections.namedtuple("histogram", ["hist", "bin_edges"])
+_histogram = return_type("histogram", ["hist", "bin_edges"])
 
 
 @defop(

@@ -1,27 +1,26 @@
 """Reductions (sum, mean, prod, max/min, var/std, norm, logsumexp, all/any, ...)
 and scans (cumsum, cumprod, cummax/cummin, logcumsumexp)."""
 
-import collections
-
 from ember_core import _dtype as D
 from ember_core import _shape
 from ember_core._copy import write_out
 from ember_core._dispatch import defop
 from ember_core._elementwise import cast, maximum, minimum
 from ember_core._lib import NOGIL_THRESHOLD, check, ffi, lib, nogil
+from ember_core._return_types import return_type
 from ember_core._tensor import Tensor, empty, is_contig
 
 
 class _ReturnTypes:
     """Named tuples of ops returning (values, indices), as torch.return_types."""
 
-    max = collections.namedtuple("max", ["values", "indices"])
-    min = collections.namedtuple("min", ["values", "indices"])
-    cummax = collections.namedtuple("cummax", ["values", "indices"])
-    cummin = collections.namedtuple("cummin", ["values", "indices"])
-    aminmax = collections.namedtuple("aminmax", ["min", "max"])
-    var_mean = collections.namedtuple("var_mean", ["var", "mean"])  # a plain tuple in torch
-    std_mean = collections.namedtuple("std_mean", ["std", "mean"])
+    max = return_type("max", ["values", "indices"])
+    min = return_type("min", ["values", "indices"])
+    cummax = return_type("cummax", ["values", "indices"])
+    cummin = return_type("cummin", ["values", "indices"])
+    aminmax = return_type("aminmax", ["min", "max"])
+    var_mean = return_type("var_mean", ["var", "mean"], plain_repr=True)  # a tuple in torch
+    std_mean = return_type("std_mean", ["std", "mean"], plain_repr=True)
 
 
 return_types = _ReturnTypes()

@@ -587,17 +587,19 @@ def interpolate(
             math.floor(float(input._shape[i + 2]) * scale_factors[i]) for i in range(dim)
         ]
         scale_factors = None
-    if antialias:
-        if not (mode in ("bilinear", "bicubic") and len(input._shape) == 4):
-            raise ValueError(
-                "Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D "
-                "tensor as input"
-            )
-        raise NotImplementedError("interpolate: antialias=True is not implemented in ember")
+    if antialias and not (mode in ("bilinear", "bicubic") and len(input._shape) == 4):
+        raise ValueError(
+            "Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D "
+            "tensor as input"
+        )
     if output_size is None:
         output_size = [int(float(n) * s) for n, s in zip(input._shape[2:], scale_factors)]
     output_size = tuple(output_size)
     scales = tuple(scale_factors) if scale_factors is not None else None
+    if antialias:
+        from ember_core import _resample_aa
+
+        return _resample_aa.interpolate_antialias(input, output_size, mode, align_corners, scales)
     if mode in ("nearest", "nearest-exact"):
         if dim > 3:
             raise NotImplementedError(

@@ -6,7 +6,6 @@ The kernels (csrc/sort.c) work on "lines" along one dim; Note [Sort keys] there
 says how elements are ordered: stably, NaN as the largest value.
 """
 
-import collections
 import math
 
 from ember_core import _dtype as D
@@ -14,13 +13,14 @@ from ember_core import _shape
 from ember_core._dispatch import defop
 from ember_core._lib import NOGIL_THRESHOLD, check, ffi, lib, nogil
 from ember_core._reduction import return_types
+from ember_core._return_types import return_type
 from ember_core._tensor import Tensor, empty
 
 L = lib
 
 # torch.return_types for the ops of this module
 for _name in ("sort", "topk", "kthvalue", "median", "nanmedian", "mode"):
-    setattr(return_types, _name, collections.namedtuple(_name, ["values", "indices"]))
+    setattr(return_types, _name, return_type(_name, ["values", "indices"]))
 
 
 def _tensor_arg(op, x, name="input"):

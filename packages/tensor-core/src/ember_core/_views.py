@@ -8,7 +8,7 @@ import operator
 
 from ember_core import _dtype as D
 from ember_core import _shape, _tensor
-from ember_core._dispatch import defop
+from ember_core._dispatch import defop, star_keyword
 from ember_core._shape import normalize_dim
 from ember_core._tensor import Tensor, contiguous_strides, is_contig, view_of
 
@@ -145,8 +145,10 @@ def view_as(input, other):
 
 
 @defop("reshape(input, *shape)", composite=True)
-def reshape(input, *shape):
+def reshape(input, *shape, **kwargs):
     """view() when the strides allow it, else a contiguous copy in the new shape."""
+    if kwargs:
+        shape = star_keyword("reshape", shape, kwargs)
     new = _infer_size(_as_sizes(shape, "reshape"), input._numel, "reshape")
     if is_contig(input) or _view_strides(input._shape, input._stride, new) is not None:
         return input.view(new)
@@ -477,27 +479,57 @@ def alias(input):
     return view_of(input, input._shape, input._stride, input._offset, input._numel, input._contig)
 
 
-@defop("atleast_1d(input)", composite=True)
-def atleast_1d(input):
-    return input.reshape(1) if not input._shape else input
+def _at_least_1d(t):
+    return t.reshape(1) if not t._shape else t
 
 
-@defop("atleast_2d(input)", composite=True)
-def atleast_2d(input):
-    while len(input._shape) < 2:
-        input = unsqueeze(input, 0)
-    return input
+def _at_least_2d(t):
+    while len(t._shape) < 2:
+        t = unsqueeze(t, 0)
+    return t
 
 
-@defop("atleast_3d(input)", composite=True)
-def atleast_3d(input):
-    if not input._shape:
-        return input.reshape(1, 1, 1)
-    if len(input._shape) == 1:
-        return input.reshape(1, -1, 1)
-    if len(input._shape) == 2:
-        return unsqueeze(input, -1)
-    return input
+def _at_least_3d(t):
+    if not t._shape:
+        return t.reshape(1, 1, 1)
+    if len(t._shape) == 1:
+        return t.reshape(1, -1, 1)
+    if len(t._shape) == 2:
+        return unsqueeze(t, -1)
+    return t
+
+
+def _at_least(fn, name, tensors):
+    """PyTorch's atleast_Nd(*tensors): one tensor gives a tensor; several tensors, or
+    one list/tuple of them, give a tuple."""
+    if len(tensors) == 1 and not isinstance(tensors[0], (list, tuple)):
+        return fn(_check_tensor(name, tensors[0]))
+    if len(tensors) == 1:
+        tensors = tensors[0]
+    return tuple(fn(_check_tensor(name, t)) for t in tensors)
+
+
+def _check_tensor(name, t):
+    if not isinstance(t, Tensor):
+        raise TypeError(
+            f"{name}(): argument 'tensors' must be tuple of Tensors, not {type(t).__name__}"
+        )
+    return t
+
+
+@defop("atleast_1d(*tensors)", method=False, composite=True)
+def atleast_1d(*tensors):
+    return _at_least(_at_least_1d, "atleast_1d", tensors)
+
+
+@defop("atleast_2d(*tensors)", method=False, composite=True)
+def atleast_2d(*tensors):
+    return _at_least(_at_least_2d, "atleast_2d", tensors)
+
+
+@defop("atleast_3d(*tensors)", method=False, composite=True)
+def atleast_3d(*tensors):
+    return _at_least(_at_least_3d, "atleast_3d", tensors)
 
 
 def T(self):

@@ -19,7 +19,6 @@ the end as composite ops, so they are ``ember_core.<name>`` and Tensor methods.
 [0.09090909361839294, 0.6363636255264282]
 """
 
-import collections
 import math
 
 from ember_core import _dtype as D
@@ -30,6 +29,7 @@ from ember_core._dispatch import defop
 from ember_core._elementwise import _tname
 from ember_core._lib import check, lib, nogil
 from ember_core._reduction import return_types
+from ember_core._return_types import return_type
 from ember_core._tensor import Tensor, empty
 
 __all__ = [
@@ -90,7 +90,7 @@ for _name, _fields in [
     ("linalg_lu_factor_ex", ["LU", "pivots", "info"]),
     ("triangular_solve", ["solution", "cloned_coefficient"]),
 ]:
-    setattr(return_types, _name, collections.namedtuple(_name, _fields))
+    setattr(return_types, _name, return_type(_name, _fields))
 R = return_types
 
 # ------------------------------------------------------------------ checks

@@ -17,4 +17,14 @@ alias("ember.nn.utils.weight_norm", "ember_nn.utils.weight_norm")
 alias("ember.nn.utils.init", "ember_nn.utils.init")
 alias("ember.nn.modules", "ember_nn.modules")
 alias("ember.nn.parameter", "ember_nn.parameter")
+# nngaps
+alias("ember.nn.attention", "ember_nn.attention")
+alias("ember.nn.grad", "ember_nn.grad")
+# torch.nn.parallel: DataParallel (ember_nn) and DistributedDataParallel (ember._ddp)
+import ember_nn.modules.parallel as _parallel  # noqa: E402
+from ember._ddp import DistributedDataParallel as _DDP  # noqa: E402
+
+_parallel.DistributedDataParallel = _DDP
+alias("ember.nn.parallel", _parallel)
+_parallel.distributed = alias("ember.nn.parallel.distributed", "ember._ddp")
 sys.modules[__name__] = ember_nn

@@ -32,6 +32,9 @@ from ember_nn.modules.activation import (
     Tanhshrink,
     Threshold,
 )
+
+# nngaps: adaptive softmax, fractional pooling, SyncBatchNorm, legacy layers
+from ember_nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss
 from ember_nn.modules.container import (
     ModuleDict,
     ModuleList,
@@ -61,7 +64,9 @@ from ember_nn.modules.dropout import (
     Dropout3d,
     FeatureAlphaDropout,
 )
+from ember_nn.modules.fractional import FractionalMaxPool2d, FractionalMaxPool3d
 from ember_nn.modules.lazy import LazyModuleMixin
+from ember_nn.modules.legacy import Container, CrossMapLRN2d
 from ember_nn.modules.linear import Bilinear, Identity, LazyLinear, Linear
 
 # nnk: unpooling and the CTC loss
@@ -164,6 +169,7 @@ from ember_nn.modules.pooling import (
 )
 from ember_nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from ember_nn.modules.sparse import Embedding, EmbeddingBag
+from ember_nn.modules.sync_batchnorm import SyncBatchNorm
 from ember_nn.modules.transformer import (
     MultiheadAttention,
     Transformer,

@@ -263,6 +263,25 @@ class Module:
                 raise AttributeError(f"`{item}` is not an nn.Module")
         return mod
 
+    def set_submodule(self, target, module, strict=False):
+        """Replace (or, unless strict, add) the submodule at dotted path `target`."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        atoms = target.split(".")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent = self if len(atoms) == 1 else self.get_submodule(".".join(atoms[:-1]))
+        if strict and not hasattr(parent, atoms[-1]):
+            raise AttributeError(f"{parent._get_name()} has no attribute `{atoms[-1]}`")
+        if hasattr(parent, atoms[-1]) and not isinstance(getattr(parent, atoms[-1]), Module):
+            raise AttributeError(f"`{atoms[-1]}` is not an nn.Module")
+        setattr(parent, atoms[-1], module)
+
+    def to_empty(self, *, device, recurse=True):
+        """Move parameters and buffers to `device` without copying their values
+        (uninitialised memory), e.g. after building a model on the meta device."""
+        return self._apply(lambda t: ec.empty_like(t, device=device), recurse=recurse)
+
     def get_parameter(self, target):
         module_path, _, name = target.rpartition(".")
         mod = self.get_submodule(module_path)
@@ -493,8 +512,10 @@ class Module:
                 module.state_dict(
                     destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars
                 )
+        # post hooks see (and may add to) this module's own metadata, as in PyTorch
+        local_metadata = metadata[prefix[:-1]] if metadata is not None else {}
         for hook in self._state_dict_hooks.values():
-            result = hook(self, destination, prefix, {})
+            result = hook(self, destination, prefix, local_metadata)
             if result is not None:
                 destination = result
         return destination

@@ -133,7 +133,7 @@ class MultiheadAttention(Module):
                     value.transpose(1, 0),
                 )
         separate = not self._qkv_same_embed_dim
-        out, weights = _attention.multi_head_attention_forward(
+        out, weights = F.multi_head_attention_forward(
             query,
             key,
             value,

@@ -2,6 +2,7 @@
 learning-rate schedulers."""
 
 from ember_nn.optim import lr_scheduler, swa_utils
+from ember_nn.optim.adafactor import Adafactor
 from ember_nn.optim.algorithms import (
     SGD,
     Adadelta,
@@ -24,6 +25,7 @@ from ember_nn.optim.rprop import Rprop
 
 __all__ = [
     "ASGD",
+    "Adafactor",
     "LBFGS",
     "SGD",
     "Adadelta",

@@ -37,12 +37,12 @@ def _common_checks(lr, eps=None, weight_decay=None, betas=None):
 
 
 def _flags(foreach, fused, differentiable):
+    # PyTorch's order of checks; differentiable steps take the reference path with
+    # grad mode on (Note [Fused and reference steps])
+    if fused and differentiable:
+        raise RuntimeError("`fused` does not support `differentiable`")
     if fused and foreach:
         raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
-    if differentiable:
-        raise NotImplementedError(
-            "ember optimizers step under no_grad: differentiable=True is not supported"
-        )
 
 
 def _zeros(p):
@@ -266,17 +266,29 @@ class Adam(Optimizer):
                     d = d.add(p, alpha=wd)
             s["exp_avg"].lerp_(d, _lerp_weight(d, 1 - beta1))
             s["exp_avg_sq"].mul_(beta2).addcmul_(d, d, value=1 - beta2)
-            step = s["step"].item()
+            diff = group["differentiable"]
+            # PyTorch's differentiable path computes the corrections from the float32
+            # step tensor; so does this one, to give the same values
+            step = s["step"] if diff else s["step"].item()
             bias_correction1 = 1 - beta1**step
             bias_correction2 = 1 - beta2**step
             step_size = lr / bias_correction1
             bc2_sqrt = bias_correction2**0.5
             if group["amsgrad"]:
-                ec.maximum(s["max_exp_avg_sq"], s["exp_avg_sq"], out=s["max_exp_avg_sq"])
-                denom = (s["max_exp_avg_sq"].sqrt() / bc2_sqrt).add_(eps)
+                if diff:  # recorded by autograd: no out=, read a copy
+                    s["max_exp_avg_sq"].copy_(
+                        ec.maximum(s["max_exp_avg_sq"].clone(), s["exp_avg_sq"])
+                    )
+                else:
+                    ec.maximum(s["max_exp_avg_sq"], s["exp_avg_sq"], out=s["max_exp_avg_sq"])
+            sq = s["max_exp_avg_sq"] if group["amsgrad"] else s["exp_avg_sq"]
+            if diff:
+                neg = -step_size
+                denom = (sq.sqrt() / (bc2_sqrt * neg)).add_(eps / neg)
+                p.addcdiv_(s["exp_avg"].clone(), denom)
             else:
-                denom = (s["exp_avg_sq"].sqrt() / bc2_sqrt).add_(eps)
-            p.addcdiv_(s["exp_avg"], denom, value=-step_size)
+                denom = (sq.sqrt() / bc2_sqrt).add_(eps)
+                p.addcdiv_(s["exp_avg"], denom, value=-step_size)
 
 
 class AdamW(Adam):
@@ -410,7 +422,7 @@ class RMSprop(Optimizer):
                 avg = sq.addcmul(ga, ga, value=-1).sqrt_()
             else:
                 avg = sq.sqrt()
-            avg = avg.add_(eps)
+            avg = avg.add(eps) if group["differentiable"] else avg.add_(eps)
             if group["momentum"] > 0:
                 buf = s["momentum_buffer"]
                 buf.mul_(group["momentum"]).addcdiv_(d, avg)
@@ -484,7 +496,8 @@ class Adagrad(Optimizer):
                     d = d.add(p, alpha=wd)
                 clr = lr / (1 + (step - 1) * lr_decay)
                 s["sum"].addcmul_(d, d, value=1)
-                std = s["sum"].sqrt().add_(eps)
+                std = s["sum"].sqrt()
+                std = std + eps if group["differentiable"] else std.add_(eps)
                 p.addcdiv_(d, std, value=-clr)
             return
         check(
@@ -560,6 +573,8 @@ class Adadelta(Optimizer):
                 s["square_avg"].mul_(rho).addcmul_(d, d, value=1 - rho)
                 std = s["square_avg"].add(eps).sqrt_()
                 delta = s["acc_delta"].add(eps).sqrt_()
+                if group["differentiable"]:
+                    delta = delta.clone()
                 delta.div_(std).mul_(d)
                 s["acc_delta"].mul_(rho).addcmul_(delta, delta, value=1 - rho)
                 p.add_(delta, alpha=-lr)
@@ -738,9 +753,17 @@ class NAdam(Optimizer):
                 s["mu_product"].mul_(mu)
                 s["exp_avg"].lerp_(d, _lerp_weight(d, 1 - beta1))
                 s["exp_avg_sq"].mul_(beta2).addcmul_(d, d, value=1 - beta2)
-                denom = s["exp_avg_sq"].div(bias_correction2).sqrt()
+                # (a copy when differentiable: the next step updates exp_avg_sq in place)
+                sq = s["exp_avg_sq"].clone() if group["differentiable"] else s["exp_avg_sq"]
+                denom = sq.div(bias_correction2).sqrt()
                 mu_product = s["mu_product"].item()
                 mu_product_next = mu_product * mu_next
+                if group["differentiable"]:  # PyTorch's differentiable form
+                    denom = denom.add(eps)
+                    p.addcdiv_(d * (-lr * (1.0 - mu) / (1.0 - mu_product)), denom)
+                    scaled = s["exp_avg"].clone() * (-lr * mu_next / (1.0 - mu_product_next))
+                    p.addcdiv_(scaled, denom)
+                    continue
                 denom.add_(eps)
                 p.addcdiv_(d, denom, value=(-lr * (1.0 - mu) / (1.0 - mu_product)))
                 p.addcdiv_(s["exp_avg"], denom, value=(-lr * mu_next) / (1.0 - mu_product_next))
@@ -830,7 +853,8 @@ class RAdam(Optimizer):
                 s["exp_avg_sq"].mul_(beta2).addcmul_(d, d, value=1 - beta2)
                 bias_correction1 = 1 - beta1**step
                 bias_correction2 = 1 - beta2**step
-                corrected = s["exp_avg"] / bias_correction1
+                exp_avg = s["exp_avg"].clone() if group["differentiable"] else s["exp_avg"]
+                corrected = exp_avg / bias_correction1
                 rho_inf = 2 / (1 - beta2) - 1
                 rho_t = rho_inf - 2 * step * (beta2**step) / bias_correction2
                 if rho_t > 5.0:
@@ -840,7 +864,9 @@ class RAdam(Optimizer):
                         * rho_inf
                         / ((rho_inf - 4) * (rho_inf - 2) * rho_t)
                     ) ** 0.5
-                    adaptive = (bias_correction2**0.5) / s["exp_avg_sq"].sqrt().add_(eps)
+                    root = s["exp_avg_sq"].sqrt()
+                    root = root.add(eps) if group["differentiable"] else root.add_(eps)
+                    adaptive = (bias_correction2**0.5) / root
                     p.add_(corrected * lr * adaptive * rect, alpha=-1.0)
                 else:
                     p.add_(corrected * lr, alpha=-1.0)

@@ -7,7 +7,10 @@ Each optimizer updates a whole parameter group with one fused C kernel
 float32/float64 tensors of one dtype: a 100-tensor model steps in one C call.
 ``foreach=False`` selects the per-tensor reference path instead, written with
 ember ops operation for operation as torch.optim's single-tensor code, which
-the tests compare the kernels against.  ``fused=True`` demands the kernel."""
+the tests compare the kernels against.  ``fused=True`` demands the kernel.
+``differentiable=True`` also takes the reference path, run with grad mode on so
+that autograd records the update (the parameters are then usually non-leaf
+tensors, e.g. in meta-learning)."""
 
 import copy
 import functools
@@ -244,8 +247,12 @@ class Optimizer:
         if closure is not None:
             with ag.enable_grad():
                 loss = closure()
-        with ag.no_grad():
+        # differentiable=True: the step itself is recorded by autograd (as PyTorch's
+        # _use_grad_for_differentiable), so meta-learning can differentiate through it
+        with ag.set_grad_enabled(bool(self.defaults.get("differentiable", False))):
             for group in self.param_groups:
+                if group.get("capturable") and not group.get("fused"):
+                    _check_capturable(self, group)
                 self._step_group(group)
         return loss
 
@@ -383,7 +390,7 @@ def kernel_dtype(group, params, grads):
     """The kernel's dtype code when the fused path applies to these tensors, else
     None (see Note [Fused and reference steps])."""
     fused = group.get("fused")
-    if group.get("foreach") is False and not fused:
+    if (group.get("foreach") is False and not fused) or group.get("differentiable"):
         return None
     dt = params[0]._dtype
     code = _KERNEL_DTYPES.get(dt)
@@ -420,6 +427,30 @@ def mark_written(tensors, op):
 
 def step_tensor():
     return ec.zeros((), dtype=_scalar_dtype())
+
+
+# what PyTorch's capturable (CUDA-graph) steps name in their device check: the
+# tensors, and the devices (its foreach paths of most optimizers leave out xla)
+_CAPTURABLE_TENSORS = {
+    "NAdam": "params, mu_products and state_steps",
+    "ASGD": "params, mus, etas, and state_steps",
+}
+_XLA_IN_FOREACH = ("RMSprop", "Rprop")
+
+
+def _check_capturable(opt, group):
+    """capturable=True needs accelerator tensors; PyTorch asserts it at each step."""
+    name = type(opt).__name__
+    if not any(p.grad is not None and p.device.type == "cpu" for p in group["params"]):
+        return
+    foreach = bool(group.get("foreach"))
+    tensors = _CAPTURABLE_TENSORS.get(name, "params and state_steps")
+    if name == "NAdam" and foreach:
+        tensors = "params, mu_products, and state_steps"
+    devices = ["cuda", "xpu", "hpu", "privateuseone"]
+    if name != "Adadelta" and (not foreach or name in _XLA_IN_FOREACH):
+        devices.append("xla")
+    raise AssertionError(f"If capturable=True, {tensors} must be on supported devices: {devices}.")
 
 
 def grads_of(group):

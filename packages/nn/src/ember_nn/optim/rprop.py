@@ -56,7 +56,8 @@ class Rprop(Optimizer):
             if group["maximize"]:
                 g = -g
             st["step"].add_(1)
-            sign = g.mul(st["prev"]).sign()
+            prev = st["prev"].clone() if group["differentiable"] else st["prev"]
+            sign = g.mul(prev).sign()
             flipped = sign < 0
             factor = ec.where(
                 sign > 0,

@@ -17,10 +17,19 @@ from ember_nn.utils.fusion import (
     fuse_linear_bn_weights,
 )
 from ember_nn.utils.init import skip_init
+
+# nngaps: the hook-based spectral norm, memory-format conversion
+from ember_nn.utils.memory_format import (
+    convert_conv2d_weight_memory_format,
+    convert_conv3d_weight_memory_format,
+)
+from ember_nn.utils.spectral_norm import remove_spectral_norm, spectral_norm
 from ember_nn.utils.weight_norm import remove_weight_norm, weight_norm
 
 __all__ = [
     "clip_grad_norm",
+    "convert_conv2d_weight_memory_format",
+    "convert_conv3d_weight_memory_format",
     "clip_grad_norm_",
     "clip_grad_value_",
     "clip_grads_with_norm_",
@@ -33,9 +42,11 @@ __all__ = [
     "parameters_to_vector",
     "parametrizations",
     "parametrize",
+    "remove_spectral_norm",
     "remove_weight_norm",
     "rnn",
     "skip_init",
+    "spectral_norm",
     "vector_to_parameters",
     "weight_norm",
 ]

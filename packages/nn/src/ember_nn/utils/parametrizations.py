@@ -12,7 +12,7 @@ from ember_nn.modules.conv import ConvTranspose1d, ConvTranspose2d, ConvTranspos
 from ember_nn.modules.module import Module
 from ember_nn.utils import parametrize
 
-__all__ = ["spectral_norm", "weight_norm"]
+__all__ = ["orthogonal", "spectral_norm", "weight_norm"]
 
 
 def norm_except_dim(v, dim):
@@ -121,3 +121,7 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
         module, name, _SpectralNorm(weight, n_power_iterations, dim, eps)
     )
     return module
+
+
+# nngaps: the orthogonal parametrization lives in its own module
+from ember_nn.utils.parametrizations_orthogonal import orthogonal  # noqa: E402

@@ -78,7 +78,9 @@ class ParametrizationList(ModuleList):
             new = original
             for module in reversed(list(self)):
                 if hasattr(module, "right_inverse"):
-                    new = module.right_inverse(new)
+                    # a parametrization that cannot invert keeps the value (as PyTorch)
+                    with contextlib.suppress(NotImplementedError):
+                        new = module.right_inverse(new)
         if not isinstance(new, ec.Tensor) and not isinstance(new, (tuple, list)):
             raise ValueError(
                 "'right_inverse' must return a Tensor or a Sequence of tensors (list, tuple...). "

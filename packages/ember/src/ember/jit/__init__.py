@@ -92,6 +92,14 @@ class FunctionModifiers:
 
 # ------------------------------------------------------------------ state
 
+
+def _deprecated(name, instead="Please use `torch.compile` instead."):
+    """PyTorch 2.13 deprecates the TorchScript API with these warnings."""
+    warnings.warn(f"`torch.jit.{name}` is deprecated. {instead}", DeprecationWarning, stacklevel=3)
+
+
+_SWITCH = "Please switch to `torch.compile` or `torch.export`."
+
 _tracing = [0]
 
 
@@ -166,6 +174,7 @@ def _drop(fn):
 
 def interface(obj):
     """A TorchScript interface declaration: the class itself, eagerly."""
+    _deprecated("interface")
     if not _isclass(obj):
         raise RuntimeError("interface must be applied to a class")
     return obj
@@ -185,6 +194,7 @@ def _overload_method(func):
 
 def script_method(fn):
     """Old-style ``ScriptModule`` method: the method itself."""
+    _deprecated("script_method", _SWITCH)
     return fn
 
 
@@ -294,6 +304,7 @@ class ScriptFunction:
 def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
     """TorchScript compilation, eagerly: a module or class is returned as it
     is, a function wrapped in a ScriptFunction that calls it."""
+    _deprecated("script", _SWITCH)
     if optimize is not None:
         warnings.warn(
             "`optimize` is deprecated and has no effect. Use `with torch.jit.optimized_execution()"
@@ -339,6 +350,7 @@ def trace(
     """Tracing, eagerly: checks the arguments as PyTorch does, runs
     ``func`` once on the example inputs and returns what runs it eagerly (a
     module is returned as it is)."""
+    _deprecated("trace", _SWITCH)
     if builtins.isinstance(func, ScriptModule):
         warnings.warn(
             "The input to trace is already a ScriptModule, tracing it is a no-op. Returning the "
@@ -458,6 +470,7 @@ class Future:
 
 def fork(func, *args, **kwargs):
     """Run ``func(*args, **kwargs)`` now; returns a completed Future of its result."""
+    _deprecated("fork")
     fut = Future()
     fut.set_result(func(*args, **kwargs))
     return fut
@@ -465,6 +478,7 @@ def fork(func, *args, **kwargs):
 
 def wait(future):
     """The result of a Future from ``fork``."""
+    _deprecated("wait")
     return future.wait()
 
 
@@ -504,6 +518,7 @@ _onednn = [False]
 
 def set_fusion_strategy(strategy):
     """Record the fusion strategy (ember does not fuse); returns the previous one."""
+    _deprecated("set_fusion_strategy")
     prev = _fusion_strategy[0]
     _fusion_strategy[0] = list(strategy)
     return prev

@@ -105,6 +105,21 @@ ERRORS = {
     "jit_trace_module_noargs": lambda L, x: L.jit.trace(L.nn.Linear(1, 1)),
     "jit_ignore_arg": lambda L, x: L.jit.ignore(3),
     "hooks_disabled": lambda L, x: _disabled_hooks(L),
+    "af_vjp_strict": lambda L, x: L.autograd.functional.vjp(
+        lambda a, b: a * 2, (x[0], x[1]), x[0], strict=True
+    ),
+    "af_jvp_strict": lambda L, x: L.autograd.functional.jvp(
+        lambda a, b: a * 2, (x[0], x[1]), (x[0], x[1]), strict=True
+    ),
+    "af_jacobian_strict": lambda L, x: L.autograd.functional.jacobian(
+        lambda a, b: a * 2, (x[0], x[1]), strict=True
+    ),
+    "af_jacobian_forward": lambda L, x: L.autograd.functional.jacobian(
+        L.sin, x, strategy="forward-mode"
+    ),
+    "af_vjp_type": lambda L, x: L.autograd.functional.vjp(lambda a: a, [x]),
+    "af_vjp_v_size": lambda L, x: L.autograd.functional.vjp(lambda a: a, x, x[0]),
+    "af_vjp_no_v": lambda L, x: L.autograd.functional.vjp(lambda a: a, x),
 }
 
 

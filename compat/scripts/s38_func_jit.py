@@ -6,7 +6,17 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.autograd import Variable
-from torch.func import functional_call, grad, hessian, jacfwd, jacrev, jvp, stack_module_state, vjp, vmap
+from torch.func import (
+    functional_call,
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    stack_module_state,
+    vjp,
+    vmap,
+)
 
 
 def r(t, n=4):
@@ -34,7 +44,9 @@ def fixed_mlp():
 
 
 model = fixed_mlp()
-xs = torch.tensor([[1.0, 2.0, 3.0], [0.0, 1.0, -1.0], [2.0, 0.0, 1.0], [1.0, 1.0, 1.0], [-1.0, 0.5, 0.0]])
+xs = torch.tensor(
+    [[1.0, 2.0, 3.0], [0.0, 1.0, -1.0], [2.0, 0.0, 1.0], [1.0, 1.0, 1.0], [-1.0, 0.5, 0.0]]
+)
 ys = torch.tensor([0, 1, 1, 0, 1])
 
 # --- per-sample gradients: the main use of torch.func
@@ -56,7 +68,9 @@ model.zero_grad()
 F.cross_entropy(model(xs), ys, reduction="sum").backward()
 print(
     "CHECK psg_matches_batch",
-    all(torch.allclose(per_sample[k].sum(0), p.grad, atol=1e-5) for k, p in model.named_parameters()),
+    all(
+        torch.allclose(per_sample[k].sum(0), p.grad, atol=1e-5) for k, p in model.named_parameters()
+    ),
 )
 print("CHECK psg_requires_grad", per_sample["fc1.weight"].requires_grad)
 print("CHECK params_restored", model.fc1.weight is dict(model.named_parameters())["fc1.weight"])
@@ -166,7 +180,11 @@ print("CHECK jit_script_same", torch.allclose(scripted(xs[:2]), sm(xs[:2])))
 traced = torch.jit.trace(fused_gelu, torch.ones(3))
 print("CHECK jit_trace", r(traced(torch.tensor([-1.0, 0.0, 1.0]))))
 print("CHECK jit_annotate", torch.jit.annotate(list, [1, 2]))
-print("CHECK jit_modifiers", hasattr(ScriptFriendly.debug_stats, "_torchscript_modifier"), sm.debug_stats(xs))
+print(
+    "CHECK jit_modifiers",
+    hasattr(ScriptFriendly.debug_stats, "_torchscript_modifier"),
+    sm.debug_stats(xs),
+)
 
 # --- saved tensor hooks
 packed, unpacked = [], []
@@ -202,7 +220,13 @@ with torch.autograd.graph.disable_saved_tensors_hooks("hooks are off here"):
 
 # --- legacy Variable, batched grads, custom_fwd/custom_bwd
 v = Variable(torch.ones(2), requires_grad=True)
-print("CHECK variable", isinstance(v, Variable), isinstance(torch.ones(1), Variable), v.is_leaf, v.requires_grad)
+print(
+    "CHECK variable",
+    isinstance(v, Variable),
+    isinstance(torch.ones(1), Variable),
+    v.is_leaf,
+    v.requires_grad,
+)
 w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
 (jac,) = torch.autograd.grad(w * w, w, torch.eye(3), is_grads_batched=True)
 print("CHECK grads_batched", r(jac))

@@ -113,10 +113,12 @@ def test_unpack_must_return_a_tensor():
 
 
 def test_disable_saved_tensors_hooks():
-    with graph.disable_saved_tensors_hooks("no hooks here"):
-        with pytest.raises(RuntimeError, match="no hooks here"):
-            with graph.saved_tensors_hooks(lambda t: t, lambda t: t):
-                pass
+    with (
+        graph.disable_saved_tensors_hooks("no hooks here"),
+        pytest.raises(RuntimeError, match="no hooks here"),
+        graph.saved_tensors_hooks(lambda t: t, lambda t: t),
+    ):
+        pass
     with graph.saved_tensors_hooks(lambda t: t, lambda t: t):  # allowed again
         pass
 

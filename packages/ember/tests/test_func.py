@@ -114,7 +114,12 @@ def test_vmap_dims_nesting_and_structures():
     np.testing.assert_allclose(vmap(lambda r: r * 2, out_dims=1)(t).numpy(), (m * 2).T)
     np.testing.assert_allclose(vmap(vmap(ember.mul))(t, t).numpy(), m * m)
     w = ember.ones(4, dtype=ember.float64)
-    np.testing.assert_allclose(vmap(ember.mv, in_dims=(None, 0))(t.T.contiguous(), ember.ones(3, 3, dtype=ember.float64)).numpy(), np.tile(m.sum(0), (3, 1)))
+    np.testing.assert_allclose(
+        vmap(ember.mv, in_dims=(None, 0))(
+            t.T.contiguous(), ember.ones(3, 3, dtype=ember.float64)
+        ).numpy(),
+        np.tile(m.sum(0), (3, 1)),
+    )
     d = vmap(lambda p: p["a"] @ p["b"], in_dims=({"a": 0, "b": None},))({"a": t, "b": w})
     np.testing.assert_allclose(d.numpy(), m.sum(1))
     a, s = vmap(lambda r: (r, r.sum()), out_dims=(1, 0))(t)
@@ -177,7 +182,9 @@ def test_per_sample_gradients_sum_to_the_batch_gradient():
     for i in range(6):  # and each row is that sample's own gradient
         model.zero_grad()
         F.cross_entropy(model(xs[i : i + 1]), ys[i : i + 1]).backward()
-        np.testing.assert_allclose(per["0.weight"][i].numpy(), model[0].weight.grad.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            per["0.weight"][i].numpy(), model[0].weight.grad.numpy(), rtol=1e-5, atol=1e-6
+        )
 
 
 def test_functional_call_swaps_and_restores():

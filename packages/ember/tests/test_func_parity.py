@@ -124,9 +124,11 @@ ERRORS = {
 
 
 def _disabled_hooks(L):
-    with L.autograd.graph.disable_saved_tensors_hooks("off"):
-        with L.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
-            pass
+    with (
+        L.autograd.graph.disable_saved_tensors_hooks("off"),
+        L.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t),
+    ):
+        pass
 
 
 @pytest.mark.parametrize("name", sorted(ERRORS))
@@ -169,7 +171,8 @@ def test_saved_tensor_hook_counts_match_torch():
         x = lib.tensor(X[0], requires_grad=True)
         w = lib.tensor(X[1], requires_grad=True)
         with lib.autograd.graph.saved_tensors_hooks(
-            lambda t: packs.append(1) or t.detach(), lambda t: unpacks.append(1) or t
+            lambda t, packs=packs: packs.append(1) or t.detach(),
+            lambda t, unpacks=unpacks: unpacks.append(1) or t,
         ):
             y = ((x * w).sin() + x.exp() * w).tanh().sum()
         y.backward()

@@ -24,7 +24,7 @@ def test_flags_and_markers():
         jit.ignore(3)
     prop = jit.unused(property(lambda self: 1))
     assert isinstance(prop, property)
-    assert jit.annotate(typing.List[int], [1]) == [1]
+    assert jit.annotate(list[int], [1]) == [1]
     assert jit.Final is typing.Final
 
 
@@ -92,11 +92,11 @@ def test_no_torchscript_serialisation():
 
 
 def test_jit_isinstance_and_settings():
-    assert jit.isinstance([ember.ones(1)], typing.List[ember.Tensor])
-    assert not jit.isinstance([1], typing.List[str])
-    assert jit.isinstance({"a": 1}, typing.Dict[str, int])
-    assert jit.isinstance(None, typing.Optional[int])
-    assert jit.isinstance((1, "a"), typing.Tuple[int, str])
+    assert jit.isinstance([ember.ones(1)], list[ember.Tensor])
+    assert not jit.isinstance([1], list[str])
+    assert jit.isinstance({"a": 1}, dict[str, int])
+    assert jit.isinstance(None, int | None)
+    assert jit.isinstance((1, "a"), tuple[int, str])
     prev = jit.set_fusion_strategy([("STATIC", 1)])
     assert prev == [("STATIC", 2), ("DYNAMIC", 10)]
     jit.set_fusion_strategy(prev)

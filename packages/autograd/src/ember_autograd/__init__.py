@@ -21,9 +21,9 @@ from ember_autograd import _derivatives_sampling as _derivatives_sampling  # noq
 from ember_autograd import _handler, _tensor_api
 from ember_autograd import forward_ad as forward_ad
 from ember_autograd import function as function
+from ember_autograd import functional as functional
 from ember_autograd import graph as graph
 from ember_autograd import variable as variable
-from ember_autograd import functional as functional
 from ember_autograd._anomaly import (
     detect_anomaly,
     is_anomaly_check_nan_enabled,

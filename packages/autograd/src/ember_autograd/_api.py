@@ -75,7 +75,12 @@ def grad(
     """
     if is_grads_batched:
         return _grad_batched(
-            outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+            outputs,
+            inputs,
+            grad_outputs,
+            retain_graph,
+            create_graph,
+            allow_unused,
             materialize_grads,
         )
     outputs = _as_tuple(outputs)
@@ -112,8 +117,9 @@ def grad(
     return tuple(result)
 
 
-def _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
-                  materialize_grads):
+def _grad_batched(
+    outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads
+):
     """grad(is_grads_batched=True): the first dimension of every grad_output
     indexes independent vector-Jacobian products; each runs as its own backward
     (retaining the graph) and the results are stacked (None where unused)."""

@@ -31,7 +31,9 @@ def _check_tensors(x, arg_name, fn_name):
 def _check_v(v, other):
     v = _tuple(v)
     if len(v) != len(other):
-        raise RuntimeError(f"v is a tuple of invalid length: should be {len(other)} but got {len(v)}.")
+        raise RuntimeError(
+            f"v is a tuple of invalid length: should be {len(other)} but got {len(v)}."
+        )
     for i, (a, b) in enumerate(zip(v, other)):
         if tuple(a.shape) != tuple(b.shape):
             prepend = f"Entry {i} in " if len(other) > 1 else ""
@@ -98,7 +100,10 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
         diff = [(o, vv) for o, vv in zip(outs_t, v) if o.requires_grad]
         if diff:
             grads = _api.grad(
-                [o for o, _ in diff], ins, [vv for _, vv in diff], create_graph=create_graph,
+                [o for o, _ in diff],
+                ins,
+                [vv for _, vv in diff],
+                create_graph=create_graph,
                 allow_unused=True,
             )
         else:
@@ -132,7 +137,10 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         diff = [(o, u) for o, u in zip(outs_t, dummies) if o.requires_grad]
         if diff:
             gi = _api.grad(
-                [o for o, _ in diff], ins, [u for _, u in diff], create_graph=True,
+                [o for o, _ in diff],
+                ins,
+                [u for _, u in diff],
+                create_graph=True,
                 allow_unused=True,
             )
         else:
@@ -193,7 +201,10 @@ def jacobian(
                     grads = (None,) * len(ins)
                 else:
                     grads = _api.grad(
-                        flat[k], ins, retain_graph=True, create_graph=create_graph,
+                        flat[k],
+                        ins,
+                        retain_graph=True,
+                        create_graph=create_graph,
                         allow_unused=True,
                     )
                 if strict and not vectorize:

@@ -21,7 +21,9 @@ def _cast(value, device_type, dtype):
     if isinstance(value, (str, bytes)):
         return value
     if isinstance(value, dict):
-        return {_cast(k, device_type, dtype): _cast(v, device_type, dtype) for k, v in value.items()}
+        return {
+            _cast(k, device_type, dtype): _cast(v, device_type, dtype) for k, v in value.items()
+        }
     if isinstance(value, (list, tuple)):
         return type(value)(_cast(v, device_type, dtype) for v in value)
     return value

@@ -280,8 +280,9 @@ def _vjp(func, primals, argnums, has_aux):
 
 def _check_primals(primals, api, argname):
     if not isinstance(primals, tuple):
-        raise RuntimeError(f"{api}: Expected {argname} to be a tuple. E.g. it should be valid "
-                           "to call f(*primals).")
+        raise RuntimeError(
+            f"{api}: Expected {argname} to be a tuple. E.g. it should be valid to call f(*primals)."
+        )
     flat = pytree.tree_leaves(primals)
     if not flat:
         raise RuntimeError(f"{api}: Expected {argname} to contain at least one Tensor.")

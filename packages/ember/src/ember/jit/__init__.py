@@ -25,6 +25,7 @@ TorchScript code does when it runs as plain Python:
 import builtins
 import contextlib
 import functools
+import types
 import typing
 import warnings
 from collections import namedtuple
@@ -220,16 +221,16 @@ def _check_isinstance(obj, target):
             return obj is None
         return builtins.isinstance(obj, target)
     targs = typing.get_args(target)
-    if origin is typing.Union or str(origin) == "types.UnionType":
+    if origin is typing.Union or origin is types.UnionType:
         return any(_check_isinstance(obj, t) for t in targs)
-    if origin in (list, typing.List):
+    if origin in (list, list):
         return builtins.isinstance(obj, list) and all(_check_isinstance(x, targs[0]) for x in obj)
-    if origin in (dict, typing.Dict):
+    if origin in (dict, dict):
         return builtins.isinstance(obj, dict) and all(
             _check_isinstance(k, targs[0]) and _check_isinstance(v, targs[1])
             for k, v in obj.items()
         )
-    if origin in (tuple, typing.Tuple):
+    if origin in (tuple, tuple):
         if not builtins.isinstance(obj, tuple):
             return False
         if len(targs) == 2 and targs[1] is Ellipsis:

@@ -158,12 +158,14 @@ class SavedTensor:
         elif edge is not None:
             link = edge
         elif leaf_acc is not None and leaf_acc() is not None:
-            link = None
-            if not (t._rg and t.grad_fn is None):
-                t = _alias(t)
-                d = t.__dict__
-                d["_rg"] = True
-                d["_acc"] = leaf_acc
+            # a leaf: gradients must reach the original's AccumulateGrad
+            own = t.__dict__.get("_acc")
+            if own is not None and own() is leaf_acc():
+                return t
+            t = _alias(t)
+            d = t.__dict__
+            d["_rg"] = True
+            d["_acc"] = leaf_acc
             return t
         else:
             return t

@@ -25,6 +25,8 @@ from ember_autograd import _handler, _tensor_api
 from ember_autograd import forward_ad as forward_ad
 from ember_autograd import function as function
 from ember_autograd import functional as functional
+from ember_autograd import graph as graph
+from ember_autograd import variable as variable
 from ember_autograd._anomaly import (
     detect_anomaly,
     is_anomaly_check_nan_enabled,
@@ -39,19 +41,16 @@ from ember_autograd._grad_mode import (
     inference_mode,
     is_grad_enabled,
     is_inference_mode_enabled,
+    is_multithreading_enabled,
     no_grad,
     set_grad_enabled,
+    set_multithreading_enabled,
 )
 from ember_autograd._gradcheck import GradcheckError, gradcheck, gradgradcheck
 from ember_autograd._node import Node, RemovableHandle
+from ember_autograd.variable import Variable
 
 __version__ = "0.1.0"
-
-
-class graph:
-    """``ember_autograd.graph.Node``: the type of every grad_fn."""
-
-    Node = Node
 
 
 _tensor_api.install()
@@ -81,8 +80,12 @@ __all__ = [
     "is_anomaly_enabled",
     "is_grad_enabled",
     "is_inference_mode_enabled",
+    "is_multithreading_enabled",
     "no_grad",
     "once_differentiable",
     "set_detect_anomaly",
     "set_grad_enabled",
+    "set_multithreading_enabled",
+    "Variable",
+    "variable",
 ]

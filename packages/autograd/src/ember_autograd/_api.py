@@ -74,8 +74,14 @@ def grad(
     >>> (gx,) = grad((x * x).sum(), x)
     """
     if is_grads_batched:
-        raise NotImplementedError(
-            "grad(is_grads_batched=True) needs vmap, which ember does not have"
+        return _grad_batched(
+            outputs,
+            inputs,
+            grad_outputs,
+            retain_graph,
+            create_graph,
+            allow_unused,
+            materialize_grads,
         )
     outputs = _as_tuple(outputs)
     inputs = _as_tuple(inputs)
@@ -108,4 +114,45 @@ def grad(
                     "graph. Set allow_unused=True if this is the desired behavior."
                 )
         result.append(g)
+    return tuple(result)
+
+
+def _grad_batched(
+    outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads
+):
+    """grad(is_grads_batched=True): the first dimension of every grad_output
+    indexes independent vector-Jacobian products; each runs as its own backward
+    (retaining the graph) and the results are stacked (None where unused)."""
+    outputs = _as_tuple(outputs)
+    single_input = isinstance(inputs, Tensor)
+    if grad_outputs is None:
+        raise RuntimeError("grad: is_grads_batched=True requires grad_outputs")
+    grads = _as_tuple(grad_outputs)
+    if len(grads) != len(outputs):
+        raise RuntimeError(f"grad_outputs has {len(grads)} entries for {len(outputs)} outputs")
+    sizes = {g.shape[0] for g in grads if isinstance(g, Tensor)}
+    if len(sizes) != 1:
+        raise RuntimeError(
+            "grad: is_grads_batched=True expects every grad_output to have the same size in "
+            f"its first (batch) dimension, got {sorted(sizes)}"
+        )
+    (n,) = sizes
+    per_sample = []
+    for b in range(n):
+        per_sample.append(
+            grad(
+                outputs,
+                inputs,
+                tuple(g[b] if isinstance(g, Tensor) else g for g in grads),
+                retain_graph=True if b < n - 1 else retain_graph,
+                create_graph=create_graph,
+                allow_unused=allow_unused,
+                materialize_grads=materialize_grads,
+            )
+        )
+    result = []
+    for i in range(len(per_sample[0]) if per_sample else len(_as_tuple(inputs))):
+        col = [r[i] for r in per_sample]
+        result.append(None if any(c is None for c in col) else ec.stack(col, 0))
+    _ = single_input
     return tuple(result)

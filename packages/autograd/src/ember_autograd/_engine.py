@@ -106,6 +106,43 @@ def _needed(roots, input_nodes):
     return needed
 
 
+class GraphTask:
+    """One running backward: what graph.register_multi_grad_hook asks about
+    (which nodes will run) and the callbacks queued to run at its end."""
+
+    __slots__ = ("id", "roots", "needed", "_reachable", "callbacks")
+    _ids = 0
+
+    def __init__(self, roots, needed):
+        GraphTask._ids += 1
+        self.id = GraphTask._ids
+        self.roots = roots
+        self.needed = needed
+        self._reachable = None
+        self.callbacks = []
+
+    def will_execute(self, node):
+        if self.needed is not None:
+            return node in self.needed
+        if self._reachable is None:  # computed once, on the first question
+            seen, stack = set(self.roots), list(self.roots)
+            while stack:
+                for child, _ in stack.pop().next_functions:
+                    if child is not None and child not in seen:
+                        seen.add(child)
+                        stack.append(child)
+            self._reachable = seen
+        return node in self._reachable
+
+
+# The backwards running now, innermost last (a hook may start another).
+tasks = []
+
+
+def current_task():
+    return tasks[-1] if tasks else None
+
+
 # Note [Execution order]
 # A node only ever points at nodes that existed when it was made, and nodes are
 # numbered (``_seq``) as they are made: a node's gradient producers all have
@@ -150,6 +187,8 @@ def run_backward(outputs, grads, retain_graph, create_graph, inputs=None, accumu
 
     prev = (state.enabled, state.below)
     state.enabled, state.below = create_graph, 0
+    task = GraphTask([n for n, _ in root_edges], needed)
+    tasks.append(task)
     try:
         while heap:
             node = heappop(heap)[2]
@@ -221,7 +260,10 @@ def run_backward(outputs, grads, retain_graph, create_graph, inputs=None, accumu
                     g = buf[nr] = buf[nr] + g
                     if child.__class__ is AccumulateGrad:
                         _track(placed, shared, g)
+        for cb in task.callbacks:  # Variable._execution_engine.queue_callback's
+            cb()
     finally:
+        tasks.pop()
         state.enabled, state.below = prev
     return captured
 

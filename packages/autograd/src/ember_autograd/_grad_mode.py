@@ -17,6 +17,7 @@ class _State(threading.local):
         self.anomaly = False
         self.anomaly_check_nan = True
         self.fw_level = -1  # forward-mode AD: the innermost open dual level
+        self.multithreading = True  # set_multithreading_enabled (recorded only)
 
 
 state = _State()
@@ -185,3 +186,31 @@ class _below:
 
 
 below = _below()
+
+
+class set_multithreading_enabled(_DecoratorContextManager):
+    """PyTorch's switch for running backward on per-device threads.  ember's
+    engine always runs backward on the calling thread, so this only records
+    the mode (``is_multithreading_enabled``), for scripts that set it."""
+
+    def __init__(self, mode):
+        self.prev = state.multithreading
+        self.mode = bool(mode)
+        state.multithreading = self.mode
+
+    def __call__(self, orig_func):
+        state.multithreading = self.prev
+        return super().__call__(orig_func)
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        state.multithreading = self.prev
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+
+def is_multithreading_enabled():
+    return state.multithreading

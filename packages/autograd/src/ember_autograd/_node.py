@@ -84,21 +84,49 @@ _FREED = (
 )
 
 
+# Note [Saved tensors hooks]
+# graph.saved_tensors_hooks pushes (pack, unpack) pairs here; only the innermost
+# applies.  A SavedTensor made while the stack is not empty stores pack(t) and
+# calls unpack on it when backward reads it; with the stack empty (almost
+# always) saving costs one truth test more.  ``hooks_disabled`` holds the
+# message of graph.disable_saved_tensors_hooks while that is active.
+hooks_stack = []
+hooks_disabled = [None]
+
+
 class SavedTensor:
     """A tensor saved for backward, with its version (Note [Saved tensors])."""
 
-    __slots__ = ("_t", "_version", "_saved_by", "_output_nr")
+    __slots__ = ("_t", "_version", "_saved_by", "_output_nr", "_hooked")
 
     def __init__(self, t, saved_by, is_output=False, output_nr=0):
-        self._t = _alias(t) if is_output else t
         self._version = t._storage._version
         self._saved_by = saved_by
         self._output_nr = output_nr if is_output else -1
+        if hooks_stack:
+            self._pack(t, is_output)
+            return
+        self._hooked = None
+        self._t = _alias(t) if is_output else t
+
+    def _pack(self, t, is_output):
+        """Note [Saved tensors hooks]: keep pack(t), and what rebuilds t's links
+        to the graph after unpack (its storage weakly, for the version check)."""
+        pack, unpack = hooks_stack[-1]
+        packed = pack(t)
+        leaf_acc = None
+        if not is_output and t._rg and t.grad_fn is None:
+            leaf_acc = weakref.ref(accumulator(t))
+        edge = None if is_output else ((t.grad_fn, t._output_nr) if t.grad_fn else None)
+        self._hooked = (unpack, weakref.ref(t._storage), leaf_acc, edge)
+        self._t = (packed,)  # boxed: pack may return None, and _t None means freed
 
     def unpack(self, node):
         t = self._t
         if t is None:
             raise RuntimeError(_FREED)
+        if self._hooked is not None:
+            return self._unpack_hooked(node)
         if t._storage._version != self._version:
             self._stale(t, node)
         if self._output_nr >= 0:
@@ -110,8 +138,48 @@ class SavedTensor:
             return u
         return t
 
-    def _stale(self, t, node):
-        storage = t._storage
+    def _unpack_hooked(self, node):
+        unpack, storage_ref, leaf_acc, edge = self._hooked
+        storage = storage_ref()
+        t = unpack(self._t[0])
+        from ember_core import Tensor
+
+        if not isinstance(t, Tensor):
+            raise TypeError(
+                "Output of saved tensor unpack_hook expected to be a Tensor but got result of "
+                f"type {type(t).__name__}"
+            )
+        if storage is not None and storage._version != self._version:
+            self._stale(t, node, storage)
+        # Give the unpacked tensor the saved one's place in the graph, so a
+        # create_graph backward still differentiates through it.
+        if self._output_nr >= 0:
+            link = (node, self._output_nr)
+        elif edge is not None:
+            link = edge
+        elif leaf_acc is not None and leaf_acc() is not None:
+            # a leaf: gradients must reach the original's AccumulateGrad
+            own = t.__dict__.get("_acc")
+            if own is not None and own() is leaf_acc():
+                return t
+            t = _alias(t)
+            d = t.__dict__
+            d["_rg"] = True
+            d["_acc"] = leaf_acc
+            return t
+        else:
+            return t
+        if t.grad_fn is link[0] and t._output_nr == link[1]:
+            return t
+        u = _alias(t)
+        d = u.__dict__
+        d["_rg"] = True
+        d["grad_fn"] = link[0]
+        d["_output_nr"] = link[1]
+        return u
+
+    def _stale(self, t, node, storage=None):
+        storage = storage if storage is not None else t._storage
         by = ""
         write = last_write.get(storage)
         if write is not None:

@@ -77,6 +77,11 @@ linalg = _alias_module("ember.linalg", "ember_core.linalg")
 with contextlib.suppress(ImportError):  # a dependency; tolerate a partial install
     from ember import multiprocessing  # noqa: E402
 
+# func: torch.func / torch.vmap, and torch.jit for scripts written for TorchScript
+from ember import func, jit  # noqa: E402
+
+vmap = func.vmap
+
 __version__ = "0.1.0"
 
 
@@ -112,6 +117,9 @@ __all__ = sorted(
         "compile",
         "cuda",
         "enable_grad",
+        "func",
+        "jit",
+        "vmap",
         "get_autocast_dtype",
         "is_autocast_enabled",
         "inference_mode",

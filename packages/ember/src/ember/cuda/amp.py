@@ -38,3 +38,24 @@ class autocast(_amp.autocast):
             stacklevel=2,
         )
         super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+
+# func: the deprecated CUDA spellings of ember.amp.custom_fwd / custom_bwd
+def custom_fwd(fwd=None, *, cast_inputs=None):
+    warnings.warn(
+        "`torch.cuda.amp.custom_fwd(args...)` is deprecated. Please use "
+        "`torch.amp.custom_fwd(args..., device_type='cuda')` instead.",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return _amp.custom_fwd(fwd, device_type="cuda", cast_inputs=cast_inputs)
+
+
+def custom_bwd(bwd=None):
+    warnings.warn(
+        "`torch.cuda.amp.custom_bwd(args...)` is deprecated. Please use "
+        "`torch.amp.custom_bwd(args..., device_type='cuda')` instead.",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return _amp.custom_bwd(bwd, device_type="cuda")

@@ -15,6 +15,7 @@ alias("ember.nn.utils.parametrizations", "ember_nn.utils.parametrizations")
 alias("ember.nn.utils.fusion", "ember_nn.utils.fusion")
 alias("ember.nn.utils.weight_norm", "ember_nn.utils.weight_norm")
 alias("ember.nn.utils.init", "ember_nn.utils.init")
+alias("ember.nn.utils.stateless", "ember_nn.utils.stateless")
 alias("ember.nn.modules", "ember_nn.modules")
 alias("ember.nn.parameter", "ember_nn.parameter")
 # nngaps

@@ -1,7 +1,13 @@
 """ember.nn.utils: gradient clipping, parameter vectors, sequence packing,
 parametrizations (weight/spectral norm), conv/linear + BatchNorm fusion."""
 
-from ember_nn.utils import fusion, parametrizations, parametrize, rnn
+from ember_nn.utils import (
+    fusion,
+    parametrizations,
+    parametrize,
+    rnn,
+    stateless,  # func: functional_call
+)
 from ember_nn.utils.clip_grad import (
     clip_grad_norm,
     clip_grad_norm_,
@@ -46,6 +52,7 @@ __all__ = [
     "remove_weight_norm",
     "rnn",
     "skip_init",
+    "stateless",
     "spectral_norm",
     "vector_to_parameters",
     "weight_norm",

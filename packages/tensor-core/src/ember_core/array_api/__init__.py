@@ -7,9 +7,15 @@ ember tensors.
 >>> xp.sum(xp.arange(4)).item()
 6
 
-As far as ember's ops reach: no complex dtypes and no unsigned integers wider
-than uint8 (so no ``fft`` and no ``linalg`` extension); the array object's
-``size`` is PyTorch's method rather than the standard's attribute.
+As far as ember's ops reach, checked against array-api-strict by
+tests/test_array_api_conformance.py.  What cannot conform:
+
+- no complex dtypes and no unsigned integers wider than uint8, so no ``fft``
+  extension; the ``linalg`` extension covers real floating dtypes;
+- the array object is ember's PyTorch-compatible Tensor: its ``size`` is
+  PyTorch's method rather than the standard's attribute, and its operators
+  between an array and a 0-d array of another dtype category promote by
+  PyTorch's rules (this namespace's functions follow the standard's).
 """
 
 import math as _math
@@ -30,6 +36,11 @@ from ember_core.array_api._reductions import *  # noqa: F403
 from ember_core.array_api._reductions import __all__ as _reductions
 from ember_core.array_api._searching import *  # noqa: F403
 from ember_core.array_api._searching import __all__ as _searching
+from ember_core.array_api import linalg as linalg
+
+# versions of the standard this namespace can stand in for (all but 2024.12
+# are subsets of it)
+SUPPORTED_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
 
 __array_api_version__ = "2024.12"
 
@@ -67,6 +78,7 @@ __all__ = sorted(
         "nan",
         "pi",
         "newaxis",
+        "linalg",
     ]
     + _creation
     + _data_types

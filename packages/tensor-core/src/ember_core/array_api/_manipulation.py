@@ -26,8 +26,23 @@ def broadcast_arrays(*arrays):
     return tuple(a.expand(shape) for a in arrays)
 
 
+def broadcast_shapes(*shapes):
+    """The shape the given shapes broadcast to (2025.12)."""
+    return tuple(_shape.broadcast_shapes(*(tuple(s) for s in shapes), op="broadcast_shapes"))
+
+
 def broadcast_to(x, /, shape):
-    return ec.broadcast_to(check_array(x), tuple(shape))
+    check_array(x)
+    shape = tuple(shape)
+    try:
+        _shape.broadcast_shapes(tuple(x.shape), shape, op="broadcast_to")
+        if len(shape) < x.ndim:
+            raise RuntimeError
+    except RuntimeError:
+        raise ValueError(
+            f"broadcast_to: an array of shape {tuple(x.shape)} cannot be broadcast to {shape}"
+        ) from None
+    return ec.broadcast_to(x, shape)
 
 
 def concat(arrays, /, *, axis=0):
@@ -139,6 +154,7 @@ def unstack(x, /, *, axis=0):
 
 __all__ = [
     "broadcast_arrays",
+    "broadcast_shapes",
     "broadcast_to",
     "concat",
     "expand_dims",

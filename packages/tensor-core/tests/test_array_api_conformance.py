@@ -688,6 +688,18 @@ def test_manipulation():
     check_same(xp.broadcast_arrays(a[0], b[0]), tuple(s.broadcast_arrays(a[1], b[1])))
 
 
+def test_isin_broadcast_shapes():
+    # 2025.12 additions, provided early: checked against NumPy
+    a, b = np.array([[1, 5], [2, 7]]), np.array([7, 1, 9])
+    for invert in (False, True):
+        got = xp.isin(xp.asarray(a), xp.asarray(b), invert=invert)
+        np.testing.assert_array_equal(_np(got), np.isin(a, b, invert=invert))
+    assert bool(xp.isin(5, xp.asarray(a))) and not bool(xp.isin(xp.asarray(a), 3).any())
+    assert xp.broadcast_shapes((2, 1), (3,), ()) == np.broadcast_shapes((2, 1), (3,), ())
+    with pytest.raises((ValueError, RuntimeError)):
+        xp.broadcast_shapes((2,), (3,))
+
+
 def test_reshape_copy():
     x = xp.reshape(xp.arange(6), (2, 3))
     with pytest.raises(ValueError):

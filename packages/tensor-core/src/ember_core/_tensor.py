@@ -359,7 +359,7 @@ class Tensor:
 
         return _dlpack.dlpack_device(self)
 
-    def __array_namespace__(self, *, api_version=None):
+    def __array_namespace__(self, /, *, api_version=None):
         """The array API standard's namespace for ember (``ember_core.array_api``);
         api_version, when given, must be one it supports (ValueError otherwise)."""
         from ember_core import array_api

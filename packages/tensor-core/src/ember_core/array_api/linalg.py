@@ -90,9 +90,8 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):  # noqa: A002 - the standar
 
 
 def matrix_power(x, n, /):
-    if x.dtype.category != 2 and n < 0:
-        raise TypeError("linalg.matrix_power: a negative power needs a floating-point dtype")
-    check_array(x)
+    """x @ x @ ... (n times); the inverse's power for n < 0 (floating x only)."""
+    _matrices(x, "matrix_power") if n < 0 else check_array(x)
     return _L.matrix_power(x, n)
 
 

@@ -21,6 +21,7 @@ tests/test_array_api_conformance.py.  What cannot conform:
 import math as _math
 
 from ember_core import _dtype as _D
+from ember_core.array_api import linalg as linalg
 from ember_core.array_api._creation import *  # noqa: F403
 from ember_core.array_api._creation import __all__ as _creation
 from ember_core.array_api._data_types import *  # noqa: F403
@@ -36,7 +37,6 @@ from ember_core.array_api._reductions import *  # noqa: F403
 from ember_core.array_api._reductions import __all__ as _reductions
 from ember_core.array_api._searching import *  # noqa: F403
 from ember_core.array_api._searching import __all__ as _searching
-from ember_core.array_api import linalg as linalg
 
 # versions of the standard this namespace can stand in for (all but 2024.12
 # are subsets of it)

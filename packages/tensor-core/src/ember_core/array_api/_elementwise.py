@@ -9,6 +9,7 @@ import ember_core as ec
 from ember_core import _dtype as D
 from ember_core.array_api._helpers import Array, check_array, promote
 
+
 def _remainder(x1, x2):
     """PyTorch's remainder, with a zero result signed like the divisor as the
     standard (and Python's %) has it: remainder(0.0, -inf) is -0.0."""

@@ -33,8 +33,7 @@ def tensordot(x1, x2, /, *, axes=2):
     else:
         a1, a2 = list(axes[0]), list(axes[1])
     if len(a1) != len(a2) or any(
-        not (-x1.ndim <= i < x1.ndim and -x2.ndim <= j < x2.ndim)
-        or x1.shape[i] != x2.shape[j]
+        not (-x1.ndim <= i < x1.ndim and -x2.ndim <= j < x2.ndim) or x1.shape[i] != x2.shape[j]
         for i, j in zip(a1, a2, strict=True)
     ):
         raise ValueError(

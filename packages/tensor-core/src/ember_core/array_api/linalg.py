@@ -30,11 +30,13 @@ def _floating(x, op, name="x"):
 def _matrices(x, op, *, square=True):
     _floating(x, op)
     if x.ndim < 2:
-        raise ValueError(f"linalg.{op}: x must have at least two dimensions, got shape "
-                         f"{tuple(x.shape)}")
+        raise ValueError(
+            f"linalg.{op}: x must have at least two dimensions, got shape {tuple(x.shape)}"
+        )
     if square and x.shape[-1] != x.shape[-2]:
-        raise ValueError(f"linalg.{op}: x must be a stack of square matrices, got shape "
-                         f"{tuple(x.shape)}")
+        raise ValueError(
+            f"linalg.{op}: x must be a stack of square matrices, got shape {tuple(x.shape)}"
+        )
     return x
 
 
@@ -91,7 +93,10 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):  # noqa: A002 - the standar
 
 def matrix_power(x, n, /):
     """x @ x @ ... (n times); the inverse's power for n < 0 (floating x only)."""
-    _matrices(x, "matrix_power") if n < 0 else check_array(x)
+    if n < 0:
+        _matrices(x, "matrix_power")
+    else:
+        check_array(x)
     return _L.matrix_power(x, n)
 
 

@@ -124,9 +124,9 @@ def check_same(e, r, *, exact=True, rtol=None, default_float=False):
 
 
 def _side(a, i):
-    """Side i (0: ember, 1: strict) of an (ember, strict) pair of arrays or dtypes;
-    any other value as it is."""
-    if isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], (ec.Tensor, type(xp.int8))):
+    """Side i (0: ember, 1: strict) of an (ember, strict) pair of arrays, dtypes or
+    lists of arrays; any other value as it is."""
+    if isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], (ec.Tensor, type(xp.int8), list)):
         return a[i]
     return a
 
@@ -575,9 +575,7 @@ def test_filled(fn, shape, dtype):
     check_same(e, r, default_float=True)
     like_e, like_s = pair(np.ones((2, 3)), "int32")
     check_same(xp.full_like(like_e, 7), s.full_like(like_s, 7))
-    check_same(
-        xp.zeros_like(like_e, dtype=xp.float64), s.zeros_like(like_s, dtype=s.float64)
-    )
+    check_same(xp.zeros_like(like_e, dtype=xp.float64), s.zeros_like(like_s, dtype=s.float64))
 
 
 @pytest.mark.parametrize("fill", [True, 3, -2.5, math.nan])
@@ -804,6 +802,7 @@ def test_take():
     check_same(*call_both("take", x, i, axis=-2))
     v = pair(np.arange(5), "int16")
     check_same(*call_both("take", v, i))
+    check_same(*call_both("take", v, pair([-1, 0, -5], "int64")))
     j = pair(np.array([[0, 3], [1, 1], [2, 0]]), "int64")
     check_same(*call_both("take_along_axis", x, j, axis=1))
 
@@ -842,6 +841,9 @@ def test_manipulation():
         ("flip", (x,), {"axis": (0, 2)}),
         ("flip", (x,), {"axis": -1}),
         ("moveaxis", (x, 0, -1), {}),
+        ("moveaxis", (x, (0, 0), (1, 2)), {}),
+        ("moveaxis", (x, (0, 1), (2,)), {}),
+        ("concat", ([x[0][0, 0, 0], x[0][0, 0, 1]], [x[1][0, 0, 0], x[1][0, 0, 1]]), {}),
         ("moveaxis", (x, (0, 1), (2, 0)), {}),
         ("permute_dims", (x,), {"axes": (2, 0, 1)}),
         ("repeat", (x, 2), {}),

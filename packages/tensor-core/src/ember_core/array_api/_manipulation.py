@@ -48,6 +48,8 @@ def broadcast_to(x, /, shape):
 def concat(arrays, /, *, axis=0):
     """The arrays joined along axis (flattened first when axis is None)."""
     arrays = _common(arrays, "concat")
+    if axis is not None and any(a.ndim == 0 for a in arrays):
+        raise ValueError("concat: zero-dimensional arrays cannot be concatenated")
     if axis is None:
         return ec.cat([a.reshape(-1) for a in arrays])
     return ec.cat(arrays, axis)
@@ -68,7 +70,14 @@ def flip(x, /, *, axis=None):
 
 
 def moveaxis(x, source, destination, /):
-    return ec.movedim(check_array(x), source, destination)
+    check_array(x)
+    src = axes_arg(source, x.ndim)  # IndexError out of bounds, ValueError repeated
+    dst = axes_arg(destination, x.ndim)
+    if len(src) != len(dst):
+        raise ValueError(
+            f"moveaxis: source {source} and destination {destination} differ in length"
+        )
+    return ec.movedim(x, src, dst)
 
 
 def permute_dims(x, /, axes):

@@ -127,6 +127,8 @@ def take(x, indices, /, *, axis=None):
             raise ValueError("take: axis is required for arrays of more than one dimension")
         axis = 0
     (a,) = axes_arg(axis, x.ndim)
+    if indices.numel() and indices.min().item() < 0:  # negative: counted from the end
+        indices = ec.where(indices < 0, indices + x.shape[a], indices)
     return ec.index_select(x, a, indices)
 
 

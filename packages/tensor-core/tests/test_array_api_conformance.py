@@ -28,6 +28,9 @@ import ember_core as ec
 
 s = pytest.importorskip("array_api_strict")
 
+# the reference's NumPy warns on the special values it is fed (log(0), 1/0, ...)
+pytestmark = pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
+
 API_VERSION = "2024.12"
 xp = ec.ones(1).__array_namespace__(api_version=API_VERSION)
 
@@ -668,7 +671,12 @@ def test_reductions(name, data):
     x = data.draw(arrays())
     kw = {"axis": data.draw(axes_strategy), "keepdims": data.draw(st.booleans())}
     if name in ("sum", "prod") and data.draw(st.booleans()):
-        kw["dtype"] = data.draw(st.sampled_from(["int64", "float64"]))
+        kw["dtype"] = data.draw(
+            # float data summed in an integer dtype: a float to int cast, unspecified
+            st.sampled_from(
+                ["float64"] if dname(x[0].dtype).startswith("float") else ["int64", "float64"]
+            )
+        )
     elif name in ("sum", "prod") and dname(x[0].dtype) == "uint8":
         return  # the standard sums unsigned integers in uint64, which ember lacks
     if name in ("std", "var"):
@@ -747,8 +755,8 @@ def test_sort(name, data):
         descending=data.draw(st.booleans()),
         stable=True,
     )
-    if r is not None:
-        check_same(e, r)
+    if r is not None:  # -0.0 and 0.0 are ties: either order is sorted
+        check_same(e, r, exact=name == "argsort")
 
 
 @pytest.mark.parametrize("name", ["unique_values", "unique_counts", "unique_inverse", "unique_all"])

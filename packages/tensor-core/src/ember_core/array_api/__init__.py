@@ -12,10 +12,13 @@ tests/test_array_api_conformance.py.  What cannot conform:
 
 - no complex dtypes and no unsigned integers wider than uint8, so no ``fft``
   extension; the ``linalg`` extension covers real floating dtypes;
-- the array object is ember's PyTorch-compatible Tensor: its ``size`` is
-  PyTorch's method rather than the standard's attribute, and its operators
-  between an array and a 0-d array of another dtype category promote by
-  PyTorch's rules (this namespace's functions follow the standard's).
+- the array object is ember's PyTorch-compatible Tensor, so where PyTorch
+  and the standard part ways it follows PyTorch: ``size`` is a method rather
+  than an attribute; an operator between an array and a 0-d array of another
+  dtype promotes by PyTorch's rules (this namespace's functions follow the
+  standard's); ``x[::-1]`` (negative slice steps) raises ValueError; there is
+  no ``@=``; ``%`` gives a zero the dividend's sign (``remainder`` here gives
+  it the divisor's); ``operator.index`` accepts a 0-d bool array.
 """
 
 import math as _math

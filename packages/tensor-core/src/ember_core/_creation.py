@@ -108,7 +108,9 @@ def _filled(op, size, value, dtype, device, requires_grad, out):
     dt = D.to_dtype(dtype) or D.get_default_dtype()
     t = _empty(shape, dt, _dev(device))
     if value == 0 and t._numel:
-        check(lib.ec_fill(1, layout((t._numel,), (1,)), t._ptr, dt.code, 0.0, 0), op)
+        # a float zero keeps its sign: full((), -0.0) is -0.0, as in PyTorch
+        zero = value if isinstance(value, float) else 0.0
+        check(lib.ec_fill(1, layout((t._numel,), (1,)), t._ptr, dt.code, zero, 0), op)
     else:
         fill_values(t, value)
     return _finish(t, requires_grad)

@@ -359,9 +359,16 @@ class Tensor:
 
         return _dlpack.dlpack_device(self)
 
-    def __array_namespace__(self, *, api_version=None):
+    def __array_namespace__(self, /, *, api_version=None):
+        """The array API standard's namespace for ember (``ember_core.array_api``);
+        api_version, when given, must be one it supports (ValueError otherwise)."""
         from ember_core import array_api
 
+        if api_version is not None and api_version not in array_api.SUPPORTED_VERSIONS:
+            raise ValueError(
+                f"__array_namespace__: unsupported api_version {api_version!r}; supported: "
+                f"{', '.join(array_api.SUPPORTED_VERSIONS)}"
+            )
         return array_api
 
     def as_subclass(self, cls):

@@ -7,14 +7,24 @@ ember tensors.
 >>> xp.sum(xp.arange(4)).item()
 6
 
-As far as ember's ops reach: no complex dtypes and no unsigned integers wider
-than uint8 (so no ``fft`` and no ``linalg`` extension); the array object's
-``size`` is PyTorch's method rather than the standard's attribute.
+As far as ember's ops reach, checked against array-api-strict by
+tests/test_array_api_conformance.py.  What cannot conform:
+
+- no complex dtypes and no unsigned integers wider than uint8, so no ``fft``
+  extension; the ``linalg`` extension covers real floating dtypes;
+- the array object is ember's PyTorch-compatible Tensor, so where PyTorch
+  and the standard part ways it follows PyTorch: ``size`` is a method rather
+  than an attribute; an operator between an array and a 0-d array of another
+  dtype promotes by PyTorch's rules (this namespace's functions follow the
+  standard's); ``x[::-1]`` (negative slice steps) raises ValueError; there is
+  no ``@=``; ``%`` gives a zero the dividend's sign (``remainder`` here gives
+  it the divisor's); ``operator.index`` accepts a 0-d bool array.
 """
 
 import math as _math
 
 from ember_core import _dtype as _D
+from ember_core.array_api import linalg as linalg
 from ember_core.array_api._creation import *  # noqa: F403
 from ember_core.array_api._creation import __all__ as _creation
 from ember_core.array_api._data_types import *  # noqa: F403
@@ -30,6 +40,10 @@ from ember_core.array_api._reductions import *  # noqa: F403
 from ember_core.array_api._reductions import __all__ as _reductions
 from ember_core.array_api._searching import *  # noqa: F403
 from ember_core.array_api._searching import __all__ as _searching
+
+# versions of the standard this namespace can stand in for (all but 2024.12
+# are subsets of it)
+SUPPORTED_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
 
 __array_api_version__ = "2024.12"
 
@@ -67,6 +81,7 @@ __all__ = sorted(
         "nan",
         "pi",
         "newaxis",
+        "linalg",
     ]
     + _creation
     + _data_types

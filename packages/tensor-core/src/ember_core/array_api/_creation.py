@@ -19,7 +19,15 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
     device_arg(device)
     if stop is None:
         start, stop = 0, start
+    if step != 0 and (stop - start) * step <= 0:  # the standard: empty, not an error
+        return ec.arange(0, dtype=dtype_arg(dtype) or _arange_dtype(start, stop, step))
     return ec.arange(start, stop, step, dtype=dtype_arg(dtype))
+
+
+def _arange_dtype(*values):
+    if any(isinstance(v, float) for v in values):
+        return D.get_default_dtype()
+    return D.int64
 
 
 def asarray(obj, /, *, dtype=None, device=None, copy=None):

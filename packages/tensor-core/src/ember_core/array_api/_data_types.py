@@ -26,7 +26,8 @@ def _dtype_of(v):
 def can_cast(from_, to, /):
     """Whether from_ (a dtype or array) promotes to ``to`` under the standard's rules."""
     f, t = _dtype_of(from_), dtype_arg(to)
-    return D.promote_types(f, t) is t
+    # the standard's promotion table never crosses kinds (bool, integer, floating)
+    return f.category == t.category and D.promote_types(f, t) is t
 
 
 def result_type(*arrays_and_dtypes):

@@ -9,6 +9,16 @@ import ember_core as ec
 from ember_core import _dtype as D
 from ember_core.array_api._helpers import Array, check_array, promote
 
+
+def _remainder(x1, x2):
+    """PyTorch's remainder, with a zero result signed like the divisor as the
+    standard (and Python's %) has it: remainder(0.0, -inf) is -0.0."""
+    r = ec.remainder(x1, x2)
+    if r.dtype.category == 2:
+        r = ec.where(r == 0, ec.copysign(ec.zeros((), dtype=r.dtype), x2), r)
+    return r
+
+
 # standard name -> ember function
 _UNARY = {
     "abs": ec.abs,
@@ -74,7 +84,7 @@ _BINARY = {
     "nextafter": ec.nextafter,
     "not_equal": ec.ne,
     "pow": ec.pow,
-    "remainder": ec.remainder,
+    "remainder": _remainder,
     "subtract": ec.sub,
 }
 
@@ -91,10 +101,15 @@ def _make_unary(name, fn):
 def _make_binary(name, fn):
     def binary(x1, x2, /):
         x1, x2 = promote(x1, x2)
-        if not isinstance(x1, Array):  # a scalar first: as a 0-d array of x2's dtype
+        # a Python scalar becomes a 0-d array of the other operand's dtype
+        if not isinstance(x1, Array):
             x1 = ec.full((), x1, dtype=_scalar_dtype(x1, x2.dtype))
             if x1.dtype is not x2.dtype:
                 x2 = x2.to(x1.dtype)
+        elif not isinstance(x2, Array):
+            x2 = ec.full((), x2, dtype=_scalar_dtype(x2, x1.dtype))
+            if x2.dtype is not x1.dtype:
+                x1 = x1.to(x2.dtype)
         return fn(x1, x2)
 
     binary.__name__ = binary.__qualname__ = name

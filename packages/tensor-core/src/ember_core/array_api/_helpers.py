@@ -42,7 +42,7 @@ def axes_arg(axis, ndim):
         return tuple(range(ndim))
     if isinstance(axis, int):
         axis = (axis,)
-    n = ndim if ndim else 1
+    n = ndim if ndim else 1  # a 0-d array takes axis 0 / -1, as in PyTorch and NumPy
     out = []
     for a in axis:
         if not -n <= a < n:

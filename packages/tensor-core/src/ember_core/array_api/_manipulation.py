@@ -26,13 +26,30 @@ def broadcast_arrays(*arrays):
     return tuple(a.expand(shape) for a in arrays)
 
 
+def broadcast_shapes(*shapes):
+    """The shape the given shapes broadcast to (2025.12)."""
+    return tuple(_shape.broadcast_shapes(*(tuple(s) for s in shapes), op="broadcast_shapes"))
+
+
 def broadcast_to(x, /, shape):
-    return ec.broadcast_to(check_array(x), tuple(shape))
+    check_array(x)
+    shape = tuple(shape)
+    try:
+        _shape.broadcast_shapes(tuple(x.shape), shape, op="broadcast_to")
+        if len(shape) < x.ndim:
+            raise RuntimeError
+    except RuntimeError:
+        raise ValueError(
+            f"broadcast_to: an array of shape {tuple(x.shape)} cannot be broadcast to {shape}"
+        ) from None
+    return ec.broadcast_to(x, shape)
 
 
 def concat(arrays, /, *, axis=0):
     """The arrays joined along axis (flattened first when axis is None)."""
     arrays = _common(arrays, "concat")
+    if axis is not None and any(a.ndim == 0 for a in arrays):
+        raise ValueError("concat: zero-dimensional arrays cannot be concatenated")
     if axis is None:
         return ec.cat([a.reshape(-1) for a in arrays])
     return ec.cat(arrays, axis)
@@ -53,7 +70,14 @@ def flip(x, /, *, axis=None):
 
 
 def moveaxis(x, source, destination, /):
-    return ec.movedim(check_array(x), source, destination)
+    check_array(x)
+    src = axes_arg(source, x.ndim)  # IndexError out of bounds, ValueError repeated
+    dst = axes_arg(destination, x.ndim)
+    if len(src) != len(dst):
+        raise ValueError(
+            f"moveaxis: source {source} and destination {destination} differ in length"
+        )
+    return ec.movedim(x, src, dst)
 
 
 def permute_dims(x, /, axes):
@@ -139,6 +163,7 @@ def unstack(x, /, *, axis=0):
 
 __all__ = [
     "broadcast_arrays",
+    "broadcast_shapes",
     "broadcast_to",
     "concat",
     "expand_dims",

@@ -1,6 +1,8 @@
 """Statistical and utility functions of the array API standard (reductions over
 ``axis``: None for all, an int, or a tuple; ``axis=()`` reduces nothing)."""
 
+import builtins as _builtins
+
 import ember_core as ec
 from ember_core import _dtype as D
 from ember_core.array_api._helpers import axes_arg, check_array, dtype_arg
@@ -61,12 +63,22 @@ def prod(x, /, *, axis=None, dtype=None, keepdims=False):
 
 def std(x, /, *, axis=None, correction=0.0, keepdims=False):
     check_array(x)
+    if _no_axes(x, axis):
+        return ec.sqrt(_var_of_each(x, correction))
     return ec.std(x, axes_arg(axis, x.ndim), keepdim=keepdims, correction=correction)
 
 
 def var(x, /, *, axis=None, correction=0.0, keepdims=False):
     check_array(x)
+    if _no_axes(x, axis):
+        return _var_of_each(x, correction)
     return ec.var(x, axes_arg(axis, x.ndim), keepdim=keepdims, correction=correction)
+
+
+def _var_of_each(x, correction):
+    """The variance of each element on its own (a reduction over no axes): 0, or
+    NaN once the correction leaves no degrees of freedom; NaN for NaN and inf."""
+    return (x - x) ** 2 / _builtins.max(1 - correction, 0)
 
 
 def _cumulative(name, fn, init, x, axis, dtype, include_initial):

@@ -17,6 +17,20 @@ def argmin(x, /, *, axis=None, keepdims=False):
     return ec.argmin(x, axis, keepdims)
 
 
+def isin(x1, x2, /, *, invert=False):
+    """Whether each element of x1 is among x2's elements (2025.12); x1 or x2 may
+    be a Python int."""
+    if not isinstance(x1, Array) and not isinstance(x2, Array):
+        raise TypeError("isin: at least one of x1 and x2 must be an array")
+    if isinstance(x1, Array) and isinstance(x2, Array):
+        x1, x2 = promote(x1, x2)
+    if not isinstance(x1, Array):
+        return ec.tensor(bool(ec.isin(ec.full((), x1, dtype=x2.dtype), x2)) != invert)
+    if not isinstance(x2, Array):
+        x2 = ec.full((1,), x2, dtype=x1.dtype)
+    return ec.isin(x1, x2, invert=invert)
+
+
 def nonzero(x, /):
     """The indices of the non-zero elements, one array per dimension."""
     check_array(x)
@@ -113,6 +127,8 @@ def take(x, indices, /, *, axis=None):
             raise ValueError("take: axis is required for arrays of more than one dimension")
         axis = 0
     (a,) = axes_arg(axis, x.ndim)
+    if indices.numel() and indices.min().item() < 0:  # negative: counted from the end
+        indices = ec.where(indices < 0, indices + x.shape[a], indices)
     return ec.index_select(x, a, indices)
 
 
@@ -126,6 +142,7 @@ __all__ = [
     "argmax",
     "argmin",
     "argsort",
+    "isin",
     "nonzero",
     "searchsorted",
     "sort",

@@ -3,6 +3,7 @@ view-copy variants (*_copy), unsafe_chunk/split, nonzero_static, and the
 complex-number API on real tensors (conj, resolve_neg, angle...)."""
 
 import math
+import warnings
 
 import ember_core as ec
 
@@ -173,6 +174,13 @@ view_copy = _copy_variant("view_copy", lambda x, size: x.view(size))
 
 
 def adjoint(input):
+    if input.dim() == 0:  # PyTorch returns a 0-d tensor itself, with a deprecation warning
+        warnings.warn(
+            "adjoint() is deprecated on 0-D tensors. Consider using x.conj().",
+            UserWarning,
+            stacklevel=2,
+        )
+        return input
     return input.transpose(-2, -1)
 
 

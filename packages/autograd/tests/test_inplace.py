@@ -347,3 +347,27 @@ def test_double_backward_through_in_place():
     (g,) = ag.grad(y.sum(), x, create_graph=True)
     (gg,) = ag.grad(g.sum(), x)
     np.testing.assert_allclose(gg.numpy(), -np.sin(x.detach().numpy()))
+
+
+def test_a_factor_that_no_gradient_reads_is_not_saved():
+    # As in PyTorch: y * 3 saves y only for the gradient of the 3 (none), so writing
+    # y in place afterwards is allowed and the gradient is right
+    w = ec.ones(3).requires_grad_()
+    y = w * 2
+    z = y * 3
+    y.add_(1)
+    z.sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [6.0, 6.0, 6.0])
+    # x / 3 likewise; and a * c with c constant still saves c (a's gradient reads it)
+    x = ec.ones(2).requires_grad_()
+    q = x * 2
+    r = q / 4
+    q.mul_(5)
+    r.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.5, 0.5])
+    a = ec.ones(2).requires_grad_()
+    c = ec.full((2,), 3.0)
+    y = a * c
+    c.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation|modified in place"):
+        y.sum().backward()

@@ -382,14 +382,16 @@ def _(grad, alpha):
     return (-grad if alpha == 1 else grad * -alpha), grad
 
 
-@derivative("mul", inputs=("input", "other"))
+@derivative(
+    "mul", inputs=("input", "other"), save_only_for={"input": ("other",), "other": ("input",)}
+)
 def _(grad, input, other, needs):
     ga = grad * other if needs[0] else None
     gb = grad * input if len(needs) > 1 and needs[1] else None
     return ga, gb
 
 
-@derivative("div", inputs=("input", "other"))
+@derivative("div", inputs=("input", "other"), save_only_for={"input": ("other",)})
 def _(grad, input, other, rounding_mode, needs):
     if rounding_mode is not None:
         return ec.zeros_like(grad), (ec.zeros_like(grad) if isinstance(other, ec.Tensor) else None)

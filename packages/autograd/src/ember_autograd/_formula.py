@@ -47,13 +47,14 @@ class Formula:
         "wants_needs",
         "shape_uses",
         "saved_outputs",
+        "save_only_for",
     )
 
     def __repr__(self):
         return f"<formula {self.op_name}: {self.inputs}>"
 
 
-def derivative(op_name, inputs=("input",), outputs=(0,), saved_outputs=None):
+def derivative(op_name, inputs=("input",), outputs=(0,), saved_outputs=None, save_only_for=None):
     """Register ``fn`` as the backward formula of op ``op_name``.
 
     inputs: the op parameters that receive gradients.  outputs: indices of the
@@ -61,7 +62,10 @@ def derivative(op_name, inputs=("input",), outputs=(0,), saved_outputs=None):
     the formula gets a tuple ``grads`` instead of ``grad``.  saved_outputs: the
     indices of ``result`` the formula reads (None: all); the others are not
     saved, so writing them in place later (``relu_`` after a batch norm) is
-    allowed, as in PyTorch.
+    allowed, as in PyTorch.  save_only_for: {parameter: (inputs...)} for a tensor
+    parameter that only those inputs' gradients read (mul's ``input`` only for
+    ``other``'s): it is saved only when one of them requires grad, so writing it
+    in place afterwards is allowed when none does, as in PyTorch.
     """
 
     def register(fn):
@@ -95,6 +99,12 @@ def derivative(op_name, inputs=("input",), outputs=(0,), saved_outputs=None):
         f.shape_uses = tuple(shape_uses)
         f.uses_result = "result" in sig
         f.saved_outputs = None if saved_outputs is None else frozenset(saved_outputs)
+        f.save_only_for = None
+        if save_only_for:
+            f.save_only_for = {
+                name: tuple(f.inputs.index(i) for i in needers)
+                for name, needers in save_only_for.items()
+            }
         f.outputs = tuple(outputs)
         f.multi_grad = len(f.outputs) > 1
         f.node_name = _camel(op_name) + "Backward0"

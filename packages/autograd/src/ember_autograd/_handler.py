@@ -324,13 +324,13 @@ def _record(op, info, args, call):
     only_for = f.save_only_for
     for name, idx in zip(f.uses, f.uses_idx):
         a = args[idx]
-        if (
-            only_for is not None
-            and name in only_for
-            and all(edges[i][0] is None for i in only_for[name])
-        ):
-            values[name] = None  # no gradient that reads it will be computed
-            continue
+        if only_for is not None and name in only_for:
+            for i in only_for[name]:  # a loop, not all(...): no generator per op
+                if edges[i][0] is not None:
+                    break
+            else:
+                values[name] = None  # no gradient that reads it will be computed
+                continue
         if a.__class__ is Tensor or isinstance(a, Tensor):
             if inplace and idx == 0:
                 # the value before the write, itself recorded so that double

@@ -753,15 +753,13 @@ class NAdam(Optimizer):
                 s["mu_product"].mul_(mu)
                 s["exp_avg"].lerp_(d, _lerp_weight(d, 1 - beta1))
                 s["exp_avg_sq"].mul_(beta2).addcmul_(d, d, value=1 - beta2)
-                # (a copy when differentiable: the next step updates exp_avg_sq in place)
-                sq = s["exp_avg_sq"].clone() if group["differentiable"] else s["exp_avg_sq"]
-                denom = sq.div(bias_correction2).sqrt()
+                denom = s["exp_avg_sq"].div(bias_correction2).sqrt()
                 mu_product = s["mu_product"].item()
                 mu_product_next = mu_product * mu_next
                 if group["differentiable"]:  # PyTorch's differentiable form
                     denom = denom.add(eps)
                     p.addcdiv_(d * (-lr * (1.0 - mu) / (1.0 - mu_product)), denom)
-                    scaled = s["exp_avg"].clone() * (-lr * mu_next / (1.0 - mu_product_next))
+                    scaled = s["exp_avg"] * (-lr * mu_next / (1.0 - mu_product_next))
                     p.addcdiv_(scaled, denom)
                     continue
                 denom.add_(eps)
@@ -853,8 +851,7 @@ class RAdam(Optimizer):
                 s["exp_avg_sq"].mul_(beta2).addcmul_(d, d, value=1 - beta2)
                 bias_correction1 = 1 - beta1**step
                 bias_correction2 = 1 - beta2**step
-                exp_avg = s["exp_avg"].clone() if group["differentiable"] else s["exp_avg"]
-                corrected = exp_avg / bias_correction1
+                corrected = s["exp_avg"] / bias_correction1
                 rho_inf = 2 / (1 - beta2) - 1
                 rho_t = rho_inf - 2 * step * (beta2**step) / bias_correction2
                 if rho_t > 5.0:

@@ -101,6 +101,8 @@ class _TorchUnpickler(_unpickling.Unpickler):
 
 def load(data, source, weights_only, fail):
     """The object in a PyTorch zip checkpoint (``data``: the file's bytes)."""
+    from .serialization import _make_tensor  # (serialization imports this module)
+
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         names = archive.namelist()
@@ -135,12 +137,7 @@ def load(data, source, weights_only, fail):
                     f"the storage {key!r} holds {len(raw)} bytes; {numel} {kind.name} elements "
                     f"need {nbytes}",
                 )
-            t = ec.empty((numel,), dtype=kind.dtype)
-            if nbytes:
-                from ember_core import _interop
-
-                _interop.ffi.memmove(_interop.ffi.cast("char*", t.data_ptr()), raw, nbytes)
-            storages[key] = t
+            storages[key] = _make_tensor(kind.dtype, (numel,), raw)
         return storages[key]
 
     unpickler = _TorchUnpickler(io.BytesIO(archive.read(pickles[0])), storage, weights_only)

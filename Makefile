@@ -6,6 +6,7 @@
 #   make bench    benchmarks (ember vs PyTorch vs NumPy, ratios)
 #   make lint     ruff
 #   make compat   PyTorch scripts run under torch and as `import ember as torch` (compat/)
+#   make test-cuda-emu   tests marked `cuda` on a CPU emulation of the CUDA driver (no GPU)
 #
 # Packages are built once into wheelhouse/ and tox envs install them from there
 # (--find-links), so C code compiles once per change, not once per env.
@@ -23,7 +24,7 @@ PACKAGES += ember
 STAMP := $(VENV)/.ember-dev-installed
 PIP := $(BIN)/python -m pip
 
-.PHONY: all venv wheels install test parity bench lint train clean compat
+.PHONY: all venv wheels install test parity bench lint train clean compat test-cuda-emu
 
 all: test
 
@@ -52,10 +53,18 @@ wheels: $(foreach p,$(PACKAGES),$(WHEELHOUSE)/.$(p).stamp)
 install: wheels
 	$(BIN)/python tools/install_wheels.py $(WHEELHOUSE) $(PACKAGES)
 
-# One tox env per package, plus ember-data's tests again over ember tensors.
-TEST_ENVS := $(PACKAGES) data-ember
+# One tox env per package, plus ember-data's tests again over ember tensors, plus
+# the tests marked `cuda` on the CUDA emulator (tensor-core-cuda-emu, below).
+TEST_ENVS := $(PACKAGES) data-ember tensor-core-cuda-emu
 test: wheels
 	$(BIN)/tox run -e $(subst $(space),$(comma),$(TEST_ENVS))
+
+# CUDA without a GPU: the tests marked `cuda` of allocator, tensor-core and autograd
+# run on a CPU emulation of the CUDA driver that builds ember's kernels with g++
+# (packages/tensor-core/tests/cuda_emu; tensor-core's README, "Testing CUDA code
+# without a GPU"). Kernel builds are cached under ~/.cache/ember/kernels/emu.
+test-cuda-emu: wheels
+	$(BIN)/tox run -e tensor-core-cuda-emu
 
 parity: wheels
 	$(BIN)/tox run -e parity

@@ -139,7 +139,7 @@ SELFTEST_KERNELS = (
 
 
 def selftest_group():
-    src = '#include "prelude.cuh"\n#include "selftest.cuh"\n'
+    src = '#include "prelude.cuh"\n#include "ember_codes.h"\n#include "selftest.cuh"\n'
     return driver_api.file_group("selftest", src, [EMU / "selftest.cuh"], SELFTEST_KERNELS)
 
 

@@ -86,9 +86,9 @@ class Driver:
         return self.lib.cuCtxSynchronize()
 
 
-def file_group(name, source, files, kernels, options=()):
-    """A compile group whose headers are ember's embedded kernel sources and
-    the given files (tests' own kernels)."""
+def file_group(name, source, files, kernels, options=(), embedded=("prelude.cuh", "ember_codes.h")):
+    """A compile group whose headers are some of ember's embedded kernel
+    sources and the given files (tests' own kernels)."""
     from ember_core import _cuda_kernels
 
     texts = {pathlib.Path(f).name: pathlib.Path(f).read_text() for f in files}
@@ -100,7 +100,7 @@ def file_group(name, source, files, kernels, options=()):
             out.update(texts)
             return out
 
-    headers = ("prelude.cuh", *texts)
+    headers = (*embedded, *texts)
     kernels = tuple((i, k) for i, k in enumerate(kernels))
     return FileGroup(name, source, headers, kernels, tuple(options))
 

@@ -24,7 +24,7 @@ PACKAGES += ember
 STAMP := $(VENV)/.ember-dev-installed
 PIP := $(BIN)/python -m pip
 
-.PHONY: all venv wheels install test parity bench lint train clean compat test-cuda-emu
+.PHONY: all venv wheels install test parity bench lint train clean compat
 
 all: test
 
@@ -63,6 +63,7 @@ test: wheels
 # run on a CPU emulation of the CUDA driver that builds ember's kernels with g++
 # (packages/tensor-core/tests/cuda_emu; tensor-core's README, "Testing CUDA code
 # without a GPU"). Kernel builds are cached under ~/.cache/ember/kernels/emu.
+.PHONY: test-cuda-emu
 test-cuda-emu: wheels
 	$(BIN)/tox run -e tensor-core-cuda-emu
 

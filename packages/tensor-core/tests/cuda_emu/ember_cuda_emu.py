@@ -27,6 +27,7 @@ groups costs little more than one.
 
 import argparse
 import ctypes
+import functools
 import hashlib
 import json
 import os
@@ -49,15 +50,14 @@ CXX_FLAGS = (
     "-std=c++17",
     "-O1",
     "-fPIC",
-    "-shared",
     "-fno-gnu-unique",
-    "-Wl,-Bsymbolic",
     "-D__CUDACC__",
     "-D__CUDACC_RTC__",
     "-DEMBER_CUDA_EMULATION=1",
     "-DNDEBUG",
     "-w",
 )
+LINK_FLAGS = ("-shared", "-Wl,-Bsymbolic")
 # dtype suffixes of group names (ember_core._cuda_kernels.DTYPES)
 _DTYPE_SUFFIX = re.compile(r"_(b|u8|i8|i16|i32|i64|f16|bf16|f32|f64)$")
 
@@ -79,6 +79,7 @@ def _cc():
     return os.environ.get("EMBER_CUDA_EMU_CC_COMPILER") or shutil.which("gcc") or "cc"
 
 
+@functools.cache
 def _version(compiler):
     try:
         out = subprocess.run(
@@ -187,9 +188,12 @@ def driver():
 # ------------------------------------------------------------ the compiler
 
 
+@functools.cache
 def compiler_id():
-    """What, besides a group's own inputs, decides an emulation build."""
-    return f"emu:{_version(_cxx())}:{_digest(DEVICE_HEADERS, CXX_FLAGS)}"
+    """What, besides a group's own inputs, decides an emulation build: the
+    compiler, its flags, the emulator's headers and this file."""
+    digest = _digest([*DEVICE_HEADERS, __file__], (*CXX_FLAGS, *LINK_FLAGS))
+    return f"emu:{_version(_cxx())}:{digest}"
 
 
 def compile_group(group, arch):
@@ -401,28 +405,57 @@ def _options(group):
     return out
 
 
+def _prepared(group, flags):
+    """The folder holding a group's source (after device.h) as `group.h`, its
+    headers, and, where g++ can make one, a precompiled `group.h.gch`: the
+    elementwise groups all share one source, whose parsing is most of a build."""
+    texts = group.header_texts()
+    key = _digest(DEVICE_HEADERS, (group.source, sorted(texts.items()), flags, compiler_id()))
+    root = cache_root()
+    final = root / f"source-{key}"
+    if final.exists():
+        return final
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix=".source-", dir=root))
+    try:
+        for name, text in texts.items():
+            p = tmp / name
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(rewrite(text))
+        (tmp / "group.h").write_text('#include "device.h"\n' + rewrite(group.source) + "\n")
+        try:
+            cmd = [_cxx(), *flags, f"-I{HERE}", f"-I{tmp}", "-x", "c++-header"]
+            _run([*cmd, str(tmp / "group.h"), "-o", str(tmp / "group.h.gch")], "precompiling")
+        except EmulationError:
+            (tmp / "group.h.gch").unlink(missing_ok=True)  # compiles without it
+        try:
+            tmp.rename(final)
+        except OSError:  # another process made it first
+            shutil.rmtree(tmp, ignore_errors=True)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
 def _build(groups, arch):
     """Compile groups (same source and headers) into one shared object;
     returns (image, lowered) for each."""
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
     first = groups[0]
-    texts = first.header_texts()
+    flags = [*CXX_FLAGS, f"-D__CUDA_ARCH__={arch * 10}", *_options(first)]
+    source = _prepared(first, flags)
+    bounds = launch_bounds([first.source, *first.header_texts().values()])
+    ident = (first.source, sorted(first.header_texts().items()), [g.kernels for g in groups])
+    so_name = f"{first.name}-{_digest([], (*ident, flags, compiler_id()))}.so"
+    cmd = [_cxx(), *flags, *LINK_FLAGS, f"-I{HERE}", f"-I{source}"]
+    cmd += ["-include", str(source / "group.h")]
     work = pathlib.Path(tempfile.mkdtemp(prefix=".build-", dir=root))
     try:
-        for name, text in texts.items():
-            p = work / name
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(rewrite(text))
-        bounds = launch_bounds([first.source, *texts.values()])
-        ident = (first.source, texts, [g.kernels for g in groups], arch, compiler_id())
-        so_name = f"{first.name}-{_digest([], ident)}.so"
-        cmd = [_cxx(), *CXX_FLAGS, f"-D__CUDA_ARCH__={arch * 10}", *_options(first)]
-        cmd += ["-include", str(HERE / "device.h"), f"-I{HERE}", f"-I{work}"]
         src = work / "group.cpp"
         out = work / so_name
         for attempt_bounds in (bounds, None):
-            src.write_text(rewrite(first.source) + "\n" + _generated(groups, attempt_bounds))
+            src.write_text(_generated(groups, attempt_bounds))
             try:
                 _run([*cmd, "-o", str(out), str(src)], f"compiling {first.name} for the emulator")
                 break

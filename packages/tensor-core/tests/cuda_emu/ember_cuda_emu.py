@@ -48,7 +48,7 @@ IMAGE_PREFIX = b"ember-cuda-emulation-module:"
 COMPILE_TIMEOUT = 600
 CXX_FLAGS = (
     "-std=c++17",
-    "-O1",
+    os.environ.get("EMBER_CUDA_EMU_OPT", "-Og"),
     "-fPIC",
     "-fno-gnu-unique",
     "-D__CUDACC__",

@@ -414,7 +414,10 @@ static inline double cyl_bessel_i0(double x) {
 static inline float cyl_bessel_i0f(float x) { return (float)cyl_bessel_i0(x); }
 static inline double cyl_bessel_i1(double x) {
     double t = x / 2.0, s = t, q = x * x / 4.0;
-    for (int k = 1; k < 500 && fabs(t) > fabs(s) * 1e-17; k++) { t *= q / ((double)k * (k + 1)); s += t; }
+    for (int k = 1; k < 500 && fabs(t) > fabs(s) * 1e-17; k++) {
+        t *= q / ((double)k * (k + 1));
+        s += t;
+    }
     return s;
 }
 static inline float cyl_bessel_i1f(float x) { return (float)cyl_bessel_i1(x); }
@@ -458,6 +461,8 @@ static inline float __saturatef(float x) { return x >= 1.0f ? 1.0f : (x > 0.0f ?
         if (r >= (F)(hi)) return (I)(hi);                                     \
         return (I)r;                                                          \
     }
+#define EMBER_EMU_LL_LO -9223372036854775808.0
+#define EMBER_EMU_LL_HI 9223372036854775807.0
 #define EMBER_EMU_F2I_ALL(F, sfx, RN, RZ, RU, RD)                                              \
     EMBER_EMU_F2I(__##sfx##2int_rn, F, int, -2147483648.0, 2147483647.0, RN)                   \
     EMBER_EMU_F2I(__##sfx##2int_rz, F, int, -2147483648.0, 2147483647.0, RZ)                   \
@@ -467,10 +472,10 @@ static inline float __saturatef(float x) { return x >= 1.0f ? 1.0f : (x > 0.0f ?
     EMBER_EMU_F2I(__##sfx##2uint_rz, F, unsigned, 0.0, 4294967295.0, RZ)                        \
     EMBER_EMU_F2I(__##sfx##2uint_ru, F, unsigned, 0.0, 4294967295.0, RU)                        \
     EMBER_EMU_F2I(__##sfx##2uint_rd, F, unsigned, 0.0, 4294967295.0, RD)                        \
-    EMBER_EMU_F2I(__##sfx##2ll_rn, F, long long, -9223372036854775808.0, 9223372036854775807.0, RN) \
-    EMBER_EMU_F2I(__##sfx##2ll_rz, F, long long, -9223372036854775808.0, 9223372036854775807.0, RZ) \
-    EMBER_EMU_F2I(__##sfx##2ll_ru, F, long long, -9223372036854775808.0, 9223372036854775807.0, RU) \
-    EMBER_EMU_F2I(__##sfx##2ll_rd, F, long long, -9223372036854775808.0, 9223372036854775807.0, RD) \
+    EMBER_EMU_F2I(__##sfx##2ll_rn, F, long long, EMBER_EMU_LL_LO, EMBER_EMU_LL_HI, RN)    \
+    EMBER_EMU_F2I(__##sfx##2ll_rz, F, long long, EMBER_EMU_LL_LO, EMBER_EMU_LL_HI, RZ)    \
+    EMBER_EMU_F2I(__##sfx##2ll_ru, F, long long, EMBER_EMU_LL_LO, EMBER_EMU_LL_HI, RU)    \
+    EMBER_EMU_F2I(__##sfx##2ll_rd, F, long long, EMBER_EMU_LL_LO, EMBER_EMU_LL_HI, RD)    \
     EMBER_EMU_F2I(__##sfx##2ull_rn, F, unsigned long long, 0.0, 18446744073709551615.0, RN)   \
     EMBER_EMU_F2I(__##sfx##2ull_rz, F, unsigned long long, 0.0, 18446744073709551615.0, RZ)   \
     EMBER_EMU_F2I(__##sfx##2ull_ru, F, unsigned long long, 0.0, 18446744073709551615.0, RU)   \
@@ -552,7 +557,9 @@ static inline long long __mul64hi(long long a, long long b) {
 static inline int __mul24(int a, int b) {
     return (int)((long long)((a << 8) >> 8) * ((b << 8) >> 8));
 }
-static inline unsigned __umul24(unsigned a, unsigned b) { return (a & 0xffffffu) * (b & 0xffffffu); }
+static inline unsigned __umul24(unsigned a, unsigned b) {
+    return (a & 0xffffffu) * (b & 0xffffffu);
+}
 static inline unsigned __sad(int x, int y, unsigned z) {
     return (x > y ? (unsigned)x - (unsigned)y : (unsigned)y - (unsigned)x) + z;
 }
@@ -570,7 +577,8 @@ static inline unsigned __urhadd(unsigned x, unsigned y) {
 static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
     unsigned long long v = ((unsigned long long)y << 32) | x;
     unsigned r = 0;
-    for (int i = 0; i < 4; i++) r |= (unsigned)((v >> (8 * ((s >> (4 * i)) & 7))) & 0xff) << (8 * i);
+    for (int i = 0; i < 4; i++)
+        r |= (unsigned)((v >> (8 * ((s >> (4 * i)) & 7))) & 0xff) << (8 * i);
     return r;
 }
 static inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned s) {
@@ -739,7 +747,8 @@ static inline T ember_emu_shfl(unsigned mask, T var, int b, int width, int mode)
 template <class T> static inline T __shfl_sync(unsigned mask, T var, int src, int width = 32) {
     return ember_emu_shfl(mask, var, src, width, EMBER_EMU_SHFL_IDX);
 }
-template <class T> static inline T __shfl_up_sync(unsigned mask, T var, unsigned d, int width = 32) {
+template <class T>
+static inline T __shfl_up_sync(unsigned mask, T var, unsigned d, int width = 32) {
     return ember_emu_shfl(mask, var, (int)d, width, EMBER_EMU_SHFL_UP);
 }
 template <class T>

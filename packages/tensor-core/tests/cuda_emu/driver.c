@@ -32,7 +32,8 @@
  *   their source at the call (as the driver stages them), copies to pageable
  *   memory wait.  The legacy default stream (0) synchronises with blocking
  *   streams; streams created non-blocking (ember's) do not.  Events record when
- *   their stream reaches them, with the host's clock for elapsed_time.
+ *   their stream reaches them (at once on an idle stream), with the host's
+ *   clock for elapsed_time.
  * - Kernels: a module is a shared object the emulation compiler built with g++
  *   from the same kernel sources (ember_cuda_emu.py; device.h provides what
  *   NVRTC provides; the image handed to cuModuleLoadData names the file).
@@ -87,9 +88,13 @@
 
 #include "ember_cuda_emu.h"
 
-#if !defined(__x86_64__)
-#include <ucontext.h>
+/* Fibers: a hand-written switch on x86-64, ucontext elsewhere (or with
+ * -DEMU_UCONTEXT: slower, a system call per switch). */
+#if !defined(__x86_64__) && !defined(EMU_UCONTEXT)
 #define EMU_UCONTEXT 1
+#endif
+#ifdef EMU_UCONTEXT
+#include <ucontext.h>
 #endif
 
 #define EXPORT __attribute__((visibility("default")))
@@ -782,7 +787,8 @@ EXPORT int cuMemFree_v2(unsigned long long dptr) {
 static int pinned_alloc(size_t size, void** out) {
     size_t n = round_up(size ? size : 1, emu.page);
     void* p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return fail(CUDA_ERROR_OUT_OF_MEMORY, "pinned host memory of %zu bytes", size);
+    if (p == MAP_FAILED)
+        return fail(CUDA_ERROR_OUT_OF_MEMORY, "pinned host memory of %zu bytes", size);
     if (range_add((uintptr_t)p, n, R_PINNED, tls_ctx ? tls_ctx->dev->ordinal : 0) != 0) {
         munmap(p, n);
         return fail(CUDA_ERROR_OUT_OF_MEMORY, "the host is out of memory");
@@ -1109,12 +1115,13 @@ EXPORT int cuEventRecord(emu_event* e, emu_stream* h) {
     if (st) return st;
     lock();
     emu_stream* s = NULL;
-    if (!e || !valid_event(e)) st = fail(CUDA_ERROR_INVALID_HANDLE, "event %p does not exist", (void*)e);
+    if (!e || !valid_event(e))
+        st = fail(CUDA_ERROR_INVALID_HANDLE, "event %p does not exist", (void*)e);
     if (!st) st = stream_of(h, d, &s);
     if (!st && s->dev != e->dev)
         st = fail(CUDA_ERROR_INVALID_HANDLE,
-                  "recording an event of cuda:%d on a stream of cuda:%d (they must share a context)",
-                  e->dev->ordinal, s->dev->ordinal);
+                  "recording an event of cuda:%d on a stream of cuda:%d (they must share a "
+                  "context)", e->dev->ordinal, s->dev->ordinal);
     if (!st) {
         emu_op* op = new_op(OP_RECORD);
         if (!op) {
@@ -1125,6 +1132,8 @@ EXPORT int cuEventRecord(emu_event* e, emu_stream* h) {
             enqueue(s, op);
             e->stream = s;
             e->seq = op->seq;
+            /* nothing queued before it: an idle stream reaches it at once */
+            if (s->head == op) drain(s);
         }
     }
     unlock();
@@ -1376,7 +1385,8 @@ EXPORT int cuModuleLoadData(emu_module** out, const void* image) {
         free(m);
         return fail(CUDA_ERROR_INVALID_IMAGE, "cannot load %s: %s", path, dlerror());
     }
-    ember_emu_module_info_fn info = (ember_emu_module_info_fn)dlsym(m->handle, EMBER_EMU_MODULE_INFO);
+    ember_emu_module_info_fn info =
+        (ember_emu_module_info_fn)dlsym(m->handle, EMBER_EMU_MODULE_INFO);
     m->info = info ? info() : NULL;
     if (!m->info || m->info->abi != EMBER_EMU_ABI) {
         free(m);
@@ -1493,8 +1503,9 @@ EXPORT int cuLaunchKernel(emu_function* f, unsigned gx, unsigned gy, unsigned gz
                   "%s was loaded on cuda:%d but cuda:%d's context is current", f->k->expr,
                   f->mod->dev->ordinal, d->ordinal);
     if (!st && s->dev != d)
-        st = fail(CUDA_ERROR_INVALID_HANDLE, "launch on a stream of cuda:%d while cuda:%d is current",
-                  s->dev->ordinal, d->ordinal);
+        st = fail(CUDA_ERROR_INVALID_HANDLE,
+                  "launch on a stream of cuda:%d while cuda:%d is current", s->dev->ordinal,
+                  d->ordinal);
     if (!st && extra)
         st = fail(CUDA_ERROR_NOT_SUPPORTED, "launch parameters through `extra` are not emulated");
     if (!st && (!gx || !gy || !gz || !bx || !by || !bz))
@@ -2160,8 +2171,9 @@ static void run_kernel(emu_device* d, emu_op* op) {
     X.cur = NULL;
     if (X.error) {
         d->sticky = X.error;
-        snprintf(d->sticky_msg, sizeof d->sticky_msg, "kernel %s, grid (%u,%u,%u), block (%u,%u,%u): %s",
-                 f->k->expr, g[0], g[1], g[2], b[0], b[1], b[2], X.msg);
+        snprintf(d->sticky_msg, sizeof d->sticky_msg,
+                 "kernel %s, grid (%u,%u,%u), block (%u,%u,%u): %s", f->k->expr, g[0], g[1], g[2],
+                 b[0], b[1], b[2], X.msg);
         fprintf(stderr, "ember CUDA emulator: cuda:%d: %s\n", d->ordinal, d->sticky_msg);
     }
 }
@@ -2373,7 +2385,8 @@ EXPORT long long ember_emu_counter(const char* name) {
         for (emu_stream* s = emu.streams; s; s = s->next) v++;
     } else if (!strcmp(name, "queued")) {
         v = 0;
-        for (int i = 0; i < emu.ndev; i++) v += (long long)(emu.dev[i].legacy->enqueued - emu.dev[i].legacy->done);
+        for (int i = 0; i < emu.ndev; i++)
+            v += (long long)(emu.dev[i].legacy->enqueued - emu.dev[i].legacy->done);
         for (emu_stream* s = emu.streams; s; s = s->next) v += (long long)(s->enqueued - s->done);
     } else if (!strncmp(name, "used", 4)) {
         v = (long long)emu.dev[atoi(name + 4)].used;

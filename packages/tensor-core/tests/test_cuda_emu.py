@@ -528,6 +528,13 @@ def test_launches_the_hardware_would_reject():
         host = np.zeros(4, np.uint8)
         print(err((1,), (32,), [ctypes.c_uint64(host.ctypes.data), ctypes.c_int(1)]))
         assert drv.launch(f, (1,), (32,), [t.ptr(out), ctypes.c_int(1)], smem=8) == 0
+        small = drv.alloc(4096)
+        try:  # a copy that runs past its allocation
+            drv.to_device(small + 4000, np.zeros(200, np.uint8))
+        except Exception as e:
+            print(e)
+        drv.free(small)
+        print(err((1,), (32,), [ctypes.c_uint64(small), ctypes.c_int(1)]))  # freed
         ec.cuda.synchronize()  # none of the rejected launches broke the context
         print("ok")
         """
@@ -539,6 +546,8 @@ def test_launches_the_hardware_would_reject():
     assert "(1," in lines[2] and "grid (1,70000,1)" in lines[2]
     assert "(1," in lines[3] and "50000 bytes of dynamic shared memory" in lines[3]
     assert "(700," in lines[4] and "host memory a GPU cannot address" in lines[4]
+    assert "CUresult 1" in lines[5] and "runs 104 bytes past the end" in lines[5]
+    assert "(700," in lines[6] and "not allocated (freed, or never allocated)" in lines[6]
 
 
 @needs_cxx
@@ -559,11 +568,22 @@ def test_two_devices_and_peer_copies():
             x + y
         except RuntimeError as e:
             print("mixed:", e)
+        import ctypes, sys
+        sys.path.insert(0, {here!r})
+        import test_cuda_emu as t
+        drv, fns = t.load_selftest()  # on cuda:0
+        args = [t.ptr(x), t.ptr(y), ctypes.c_int(1)]  # x is memory of cuda:1
+        code = drv.launch(fns["st_block_sum<256>"], (1,), (256,), args)
+        text = ctypes.c_char_p()
+        drv.lib.cuGetErrorString(code, ctypes.byref(text))
+        print(code, text.value.decode())
         print("ok")
-        """,
+        """.replace("{here!r}", repr(str(HERE))),
         devices=2,
     )
-    assert r.stdout.strip().endswith("ok")
+    lines = r.stdout.strip().splitlines()
+    assert lines[-1] == "ok"
+    assert lines[-2].startswith("700 ") and "memory of cuda:1, launched on cuda:0" in lines[-2]
 
 
 @needs_cxx

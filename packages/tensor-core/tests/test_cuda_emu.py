@@ -30,7 +30,13 @@ import ember_cuda_emu  # noqa: E402
 
 HAVE_CXX = shutil.which("g++") is not None and shutil.which("gcc") is not None
 needs_cxx = pytest.mark.skipif(not HAVE_CXX, reason="the CUDA emulator needs gcc and g++")
-cuda = pytest.mark.cuda
+
+
+def cuda(test):
+    """Marked `cuda`: runs where ember has a CUDA device (a GPU, or the emulator)."""
+    why = None if ec.cuda.is_available() else "no CUDA device (no GPU, and not emulated)"
+    return pytest.mark.cuda(pytest.mark.skipif(why is not None, reason=str(why))(test))
+
 
 ALL = (
     ec.bool,

@@ -26,6 +26,7 @@ groups costs little more than one.
 """
 
 import argparse
+import contextlib
 import ctypes
 import functools
 import hashlib
@@ -213,7 +214,13 @@ def compile_group(group, arch):
             batch = _batch_for(group)
             keys = [_cuda_compile.cache_key(g, arch, nvrtc=cid) for g in batch]
             todo = [(g, k) for g, k in zip(batch, keys) if k == key or _read_cache(k) is None]
-            built = _build([g for g, _ in todo], arch)
+            try:
+                built = _build([g for g, _ in todo], arch)
+            except EmulationError:
+                if len(todo) == 1:
+                    raise
+                todo = [(group, key)]  # a sibling's failure is not this group's
+                built = _build([group], arch)
             for (_, k), result in zip(todo, built):
                 _write_cache(k, *result)
                 _memo[k] = result
@@ -414,6 +421,8 @@ def _prepared(group, flags):
     root = cache_root()
     final = root / f"source-{key}"
     if final.exists():
+        with contextlib.suppress(OSError):
+            os.utime(final)  # recently used: kept by _prune
         return final
     tmp = pathlib.Path(tempfile.mkdtemp(prefix=".source-", dir=root))
     try:
@@ -434,7 +443,16 @@ def _prepared(group, flags):
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+    _prune(root, "source-*", keep=8)  # precompiled headers are big (~10 MB)
     return final
+
+
+def _prune(root, pattern, keep):
+    """Remove all but the `keep` newest entries matching `pattern` (the
+    modules already built do not need them)."""
+    entries = sorted(root.glob(pattern), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in entries[keep:]:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _build(groups, arch):

@@ -135,6 +135,7 @@ SELFTEST_KERNELS = (
     "st_block_scan",
     "st_warp_ops",
     "st_atomics",
+    "st_intrinsics",
     "st_report",
     "st_out_of_bounds",
     "st_shfl_after_exit",
@@ -383,6 +384,61 @@ def test_atomics_and_barrier_reductions():
         [(padded & 1).sum(1), (padded >= 0).all(1), (padded == 7).any(1), np.full(blocks, 8)], 1
     )
     np.testing.assert_array_equal(counts.cpu().numpy(), expect)
+
+
+@cuda
+def test_math_and_integer_intrinsics():
+    drv, fns = load_selftest()
+    n = 300
+    rng = np.random.default_rng(17)
+    x = np.concatenate([[0.0, -0.0, 0.5, -1.5, 3.0, 2.5, -2.5, 1e-3], rng.standard_normal(n - 8)])
+    x = x.astype(np.float32)
+    u = rng.integers(0, 1 << 32, 2 * n, dtype=np.uint64).astype(np.uint32)
+    u[:8] = [0, 0xFFFFFFFF, 0x80000000, 1, 0xDEADBEEF, 31, 12345, 64]
+    X, U = ec.from_numpy(x).to("cuda"), ec.from_numpy(u.view(np.int32)).to("cuda")
+    fo = ec.empty((n, 8), device="cuda")
+    uo = ec.empty((n, 6), dtype=ec.int32, device="cuda")
+    dsum = ec.zeros(1, dtype=ec.float64, device="cuda")
+    imin = ec.full((1,), 1 << 30, dtype=ec.int32).to("cuda")
+    inc = ec.zeros(1, dtype=ec.int32, device="cuda")
+    args = [ptr(X), ptr(U), ctypes.c_int(n), ptr(fo), ptr(uo), ptr(dsum), ptr(imin), ptr(inc)]
+    drv.check(drv.launch(fns["st_intrinsics"], (3,), (128,), args), "st_intrinsics")
+    f = fo.cpu().numpy().astype(np.float64)
+    xd = x.astype(np.float64)
+    from math import erf
+
+    np.testing.assert_allclose(f[:, 0], np.exp(xd), rtol=2e-6)  # __expf: ~2 ulp on a GPU
+    np.testing.assert_allclose(f[:, 1], 1 / np.sqrt(np.abs(xd) + 1), rtol=1e-6)
+    np.testing.assert_allclose(f[:, 2], xd / 3, rtol=1e-6)
+    np.testing.assert_allclose(f[:, 3], [erf(v) for v in xd], rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(f[:, 4], np.maximum(x, 0) + np.minimum(x, -1))
+    np.testing.assert_array_equal(f[:, 5], np.clip(x, 0, 1))
+    big = (x * np.float32(1e9)).astype(np.float64)
+    want6 = np.clip(np.round(big), -(2.0**31), 2.0**31 - 1)  # saturating, ties to even
+    np.testing.assert_array_equal(f[:, 6], want6.astype(np.float32))
+    want7 = np.trunc((x * np.float32(4.5)).astype(np.float64)) + np.floor(x) + np.sqrt(np.abs(x))
+    np.testing.assert_array_equal(f[:, 7].astype(np.float32), want7.astype(np.float32))
+    o = uo.cpu().numpy().view(np.uint32).astype(np.uint64)
+    a, b = u[0::2].astype(np.uint64), u[1::2].astype(np.uint64)
+    np.testing.assert_array_equal(o[:, 0], (a * b) >> 32)
+    cat = (b << 32) | a  # funnel: hi:lo = b:a
+    bytes8 = [[(int(c) >> (8 * k)) & 0xFF for k in range(8)] for c in cat]
+    perm = [
+        sum(bytes8[i][(int(0x5140 + (i & 7)) >> (4 * k)) & 7] << (8 * k) for k in range(4))
+        for i in range(n)
+    ]
+    np.testing.assert_array_equal(o[:, 1], perm)
+    s = b & 63
+    np.testing.assert_array_equal(o[:, 2], ((cat << (s & 31)) >> 32) & 0xFFFFFFFF)
+    np.testing.assert_array_equal(o[:, 3], (cat >> np.minimum(s, 32)) & 0xFFFFFFFF)
+    ai, bi = u[0::2].view(np.int32).astype(np.int64), u[1::2].view(np.int32).astype(np.int64)
+    np.testing.assert_array_equal(o[:, 4], ((ai * bi) >> 32).astype(np.uint32))
+    pop = [bin(int((ai_ << 32) | bi_)).count("1") for ai_, bi_ in zip(a, b)]
+    clz = [64 - int(v).bit_length() for v in b]
+    np.testing.assert_array_equal(o[:, 5], np.array(pop) + 100 * np.array(clz))
+    np.testing.assert_allclose(dsum.cpu().item(), xd.sum(), rtol=1e-12)
+    assert imin.cpu().item() == int((x * np.float32(100)).astype(np.int32).min())
+    assert inc.cpu().item() == n % 7  # atomicInc wraps to 0 after 6
 
 
 def _error_word():

@@ -113,6 +113,36 @@ __global__ void st_atomics(const int* x, int n, int* hist, float* fsum, unsigned
     }
 }
 
+/* Math and integer intrinsics, double/min/inc atomics, __ldg. */
+#define ST_MATH_OUT 8
+#define ST_INT_OUT 6
+__global__ void st_intrinsics(const float* x, const unsigned* u, int n, float* fo, unsigned* uo,
+                              double* dsum, int* imin, unsigned* inc) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float v = __ldg(&x[i]);
+    float* f = fo + (long long)i * ST_MATH_OUT;
+    f[0] = __expf(v);
+    f[1] = rsqrtf(fabsf(v) + 1.0f);
+    f[2] = __fdividef(v, 3.0f);
+    f[3] = erff(v);
+    f[4] = fmaxf(v, 0.0f) + fminf(v, -1.0f);
+    f[5] = __saturatef(v);
+    f[6] = (float)__float2int_rn(v * 1e9f);
+    f[7] = (float)__float2ll_rz(v * 4.5f) + floorf(v) + sqrtf(fabsf(v));
+    unsigned a = u[2 * i], b = u[2 * i + 1];
+    unsigned* o = uo + (long long)i * ST_INT_OUT;
+    o[0] = __umulhi(a, b);
+    o[1] = __byte_perm(a, b, 0x5140u + (unsigned)(i & 7));
+    o[2] = __funnelshift_l(a, b, b & 63u);
+    o[3] = __funnelshift_rc(a, b, b & 63u);
+    o[4] = (unsigned)__mulhi((int)a, (int)b);
+    o[5] = (unsigned)__popcll(((unsigned long long)a << 32) | b) + 100u * __clzll((long long)b);
+    atomicAdd(dsum, (double)v);
+    atomicMin(imin, (int)(v * 100.0f));
+    atomicInc(inc, 6u);
+}
+
 /* Report an index error through ember's device-side error word (Note
  * [Device-side errors] in csrc/cuda/runtime.c). */
 __global__ void st_report(int* word, long long index, long long size) {

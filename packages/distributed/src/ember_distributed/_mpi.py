@@ -27,6 +27,7 @@ communication that will never complete.
 """
 
 import atexit
+import contextlib
 import os
 import queue
 import sys
@@ -35,7 +36,6 @@ import time
 
 import ember_autograd
 import ember_core as ec
-
 from ember_distributed._types import DistBackendError, ReduceOp
 
 _MPI = None
@@ -154,7 +154,9 @@ def check_op(op, dtype, what):
             raise ValueError(f"{what}: ReduceOp.PREMUL_SUM is only available with NCCL")
         raise TypeError(f"{what}: op must be a ember.distributed.ReduceOp, got {op!r}")
     if op in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and dtype.is_floating_point:
-        raise RuntimeError(f"Cannot use {op} with non-integral dtype".replace("RedOpType", "ReduceOp"))
+        raise RuntimeError(
+            f"Cannot use {op} with non-integral dtype".replace("RedOpType", "ReduceOp")
+        )
     if op is ReduceOp.AVG and not dtype.is_floating_point:
         raise RuntimeError(
             f"{what}: ReduceOp.AVG on a {dtype} tensor: result type Float can't be cast to the "
@@ -342,10 +344,8 @@ class ProcessGroupMPI:
         if self.broken is None:
             for c in (self.acomm, self.p2p, self.comm):
                 if c != self.MPI.COMM_WORLD and c != self.MPI.COMM_NULL:
-                    try:
+                    with contextlib.suppress(self.MPI.Exception):
                         c.Free()
-                    except self.MPI.Exception:
-                        pass
 
     # -------------------------------------------------------------- collectives
     # Every method takes tensors already checked by distributed_c10d and group ranks.

@@ -26,7 +26,6 @@ import time
 
 import ember_autograd
 import ember_core as ec
-
 from ember_distributed._types import DistBackendError, ReduceOp
 from ember_distributed._work import Work
 
@@ -328,8 +327,13 @@ class ProcessGroupNCCL:
             (t, c),
             lambda s: self._check(
                 self.lib.ncclAllReduce(
-                    self.ffi.cast("void*", p), self.ffi.cast("void*", p), c.numel(), dt, code,
-                    self.comm, s,
+                    self.ffi.cast("void*", p),
+                    self.ffi.cast("void*", p),
+                    c.numel(),
+                    dt,
+                    code,
+                    self.comm,
+                    s,
                 ),
                 "ncclAllReduce",
             ),
@@ -345,8 +349,13 @@ class ProcessGroupNCCL:
             (t, c),
             lambda s: self._check(
                 self.lib.ncclBroadcast(
-                    self.ffi.cast("void*", p), self.ffi.cast("void*", p), c.numel(), dt, root,
-                    self.comm, s,
+                    self.ffi.cast("void*", p),
+                    self.ffi.cast("void*", p),
+                    c.numel(),
+                    dt,
+                    root,
+                    self.comm,
+                    s,
                 ),
                 "ncclBroadcast",
             ),
@@ -362,8 +371,14 @@ class ProcessGroupNCCL:
             (t, c),
             lambda s: self._check(
                 self.lib.ncclReduce(
-                    self.ffi.cast("void*", p), self.ffi.cast("void*", p), c.numel(), dt, code,
-                    root, self.comm, s,
+                    self.ffi.cast("void*", p),
+                    self.ffi.cast("void*", p),
+                    c.numel(),
+                    dt,
+                    code,
+                    root,
+                    self.comm,
+                    s,
                 ),
                 "ncclReduce",
             ),
@@ -379,8 +394,12 @@ class ProcessGroupNCCL:
             (t, c, out),
             lambda s: self._check(
                 self.lib.ncclAllGather(
-                    self.ffi.cast("void*", self._p(c)), self.ffi.cast("void*", self._p(out)),
-                    c.numel(), dt, self.comm, s,
+                    self.ffi.cast("void*", self._p(c)),
+                    self.ffi.cast("void*", self._p(out)),
+                    c.numel(),
+                    dt,
+                    self.comm,
+                    s,
                 ),
                 "ncclAllGather",
             ),
@@ -460,8 +479,13 @@ class ProcessGroupNCCL:
             (out, c, inp),
             lambda s: self._check(
                 self.lib.ncclReduceScatter(
-                    self.ffi.cast("void*", self._p(inp)), self.ffi.cast("void*", self._p(c)),
-                    c.numel(), dt, code, self.comm, s,
+                    self.ffi.cast("void*", self._p(inp)),
+                    self.ffi.cast("void*", self._p(c)),
+                    c.numel(),
+                    dt,
+                    code,
+                    self.comm,
+                    s,
                 ),
                 "ncclReduceScatter",
             ),

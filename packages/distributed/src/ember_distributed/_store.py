@@ -6,6 +6,7 @@ bytes (a str is stored UTF-8 encoded), as in PyTorch.  The TCP protocol is a
 length-prefixed list of byte strings: nothing received is unpickled.
 """
 
+import contextlib
 import fcntl
 import os
 import socket
@@ -52,9 +53,10 @@ class Store:
     def set_timeout(self, timeout):
         self._timeout = _seconds(timeout)
 
-    def _timeout_error(self, keys):
+    def _timeout_error(self, keys, limit=None):
+        limit = self._timeout if limit is None else limit
         return DistStoreError(
-            f"{type(self).__name__}: timed out after {self._timeout:g} s waiting for keys "
+            f"{type(self).__name__}: timed out after {limit:g} s waiting for keys "
             f"{list(keys)} (a process that should have set them did not start, died or hung)"
         )
 
@@ -105,7 +107,7 @@ class HashStore(Store):
             while not all(k in self._data for k in keys):
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
-                    raise self._timeout_error(keys)
+                    raise self._timeout_error(keys, limit)
                 self._cond.wait(left)
 
     def delete_key(self, key):
@@ -220,10 +222,8 @@ class _TCPServer:
 
     def close(self):
         self._closed = True
-        try:
+        with contextlib.suppress(OSError):
             self.sock.close()
-        except OSError:
-            pass
 
 
 class TCPStore(Store):
@@ -287,7 +287,7 @@ class TCPStore(Store):
                     "process has probably exited"
                 ) from None
         if out[0] == b"timeout":
-            raise self._timeout_error([p.decode() for p in parts[2:]] or parts[1:2])
+            raise DistStoreError("timed out")
         if out[0] != b"ok":
             raise DistStoreError(out[1].decode())
         return out[1:]
@@ -339,10 +339,8 @@ class TCPStore(Store):
         return int(self._call(b"num")[0])
 
     def close(self):
-        try:
+        with contextlib.suppress(OSError):
             self._sock.close()
-        except OSError:
-            pass
         if self._server is not None:
             self._server.close()
 
@@ -432,7 +430,7 @@ class FileStore(Store):
         delay = 0.002
         while not self.check(keys):
             if deadline is not None and time.monotonic() > deadline:
-                raise self._timeout_error(keys)
+                raise self._timeout_error(keys, limit)
             time.sleep(delay)
             delay = min(delay * 2, 0.1)
 

@@ -30,7 +30,6 @@ from datetime import timedelta
 
 import ember_autograd
 import ember_core as ec
-
 from ember_distributed import _mpi, _types
 from ember_distributed._store import FileStore, PrefixStore, TCPStore
 from ember_distributed._types import (
@@ -810,7 +809,9 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
         after = lambda: _unflat(flat, gather_list)  # noqa: E731
     else:
         if gather_list:
-            raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
+            raise ValueError(
+                "Argument ``gather_list`` must NOT be specified on non-destination ranks."
+            )
         flat, after = ec.empty(0, dtype=tensor.dtype), None
     _fingerprint(g, b, "gather", tensor, extra=(root,))
     return b.gather_flat(flat, tensor, root, async_op, after)
@@ -855,9 +856,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     _same(input_list, output, "reduce_scatter")
     _mpi.check_op(op, output.dtype, "reduce_scatter")
     _fingerprint(g, b, "reduce_scatter", output, extra=(str(op),))
-    return b.reduce_scatter_flat(
-        output, _flat(input_list, output), op, async_op, "reduce_scatter"
-    )
+    return b.reduce_scatter_flat(output, _flat(input_list, output), op, async_op, "reduce_scatter")
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):  # noqa: A002
@@ -882,13 +881,16 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
         )
     _mpi.check_op(op, output.dtype, "reduce_scatter_tensor")
     _fingerprint(g, b, "reduce_scatter_tensor", output, extra=(str(op),))
-    return b.reduce_scatter_flat(
-        output, input.contiguous(), op, async_op, "reduce_scatter_tensor"
-    )
+    return b.reduce_scatter_flat(output, input.contiguous(), op, async_op, "reduce_scatter_tensor")
 
 
 def all_to_all_single(
-    output, input, output_split_sizes=None, input_split_sizes=None, group=None, async_op=False  # noqa: A002
+    output,
+    input,
+    output_split_sizes=None,
+    input_split_sizes=None,
+    group=None,
+    async_op=False,  # noqa: A002
 ):
     """Split ``input`` along dim 0 (evenly, or by ``input_split_sizes``), send
     piece ``i`` to rank ``i``, and concatenate what arrives into ``output``."""
@@ -981,7 +983,6 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
     if g._mpi is None:
         raise ValueError("monitored_barrier is only implemented for the MPI (CPU) backend")
     pg = g._mpi
-    MPI = pg.MPI
     limit = g._timeout if timeout is None else _seconds(timeout)
     tag = 0x7E3B
     token = ec.zeros(1, dtype=ec.uint8)
@@ -1093,7 +1094,10 @@ class P2POp:
 
     def __init__(self, op, tensor, peer=None, group=None, tag=0, group_peer=None):
         if op not in (isend, irecv):
-            raise ValueError("Invalid ``op``. Expected ``op`` to be of type ``torch.distributed.isend`` or ``torch.distributed.irecv``.")  # noqa: E501
+            raise ValueError(
+                "Invalid ``op``. Expected ``op`` to be of type ``torch.distributed.isend`` or "
+                "``torch.distributed.irecv``."
+            )
         self.op, self.tensor, self.peer, self.group, self.tag = op, tensor, peer, group, tag
         self.group_peer = group_peer
 
@@ -1101,7 +1105,10 @@ class P2POp:
 def batch_isend_irecv(p2p_op_list):
     """Start every P2POp; returns their Works."""
     if not p2p_op_list or not all(isinstance(p, P2POp) for p in p2p_op_list):
-        raise ValueError("Invalid ``p2p_op_list``. Each op is expected to to be of type ``torch.distributed.P2POp``.")  # noqa: E501
+        raise ValueError(
+            "Invalid ``p2p_op_list``. Each op is expected to to be of type "
+            "``torch.distributed.P2POp``."
+        )
     return [p.op(p.tensor, p.peer, p.group, p.tag, p.group_peer) for p in p2p_op_list]
 
 
@@ -1184,8 +1191,7 @@ def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=
     if g._rank == root:
         if object_gather_list is None or len(object_gather_list) != g._size:
             raise ValueError(
-                f"gather_object: object_gather_list on the destination must have {g._size} "
-                "entries"
+                f"gather_object: object_gather_list on the destination must have {g._size} entries"
             )
     elif object_gather_list is not None:
         raise ValueError(
@@ -1240,8 +1246,9 @@ def scatter_object_list(
             q[:n] = p
             padded.append(q)
         scatter(out, padded, src=src_global, group=g)
-        scatter(size_out, [ec.tensor([n], dtype=ec.int64) for _, n in parts], src=src_global,
-                group=g)
+        scatter(
+            size_out, [ec.tensor([n], dtype=ec.int64) for _, n in parts], src=src_global, group=g
+        )
     else:
         scatter(out, None, src=src_global, group=g)
         scatter(size_out, None, src=src_global, group=g)

@@ -51,7 +51,7 @@ def mpi():
 
             mpi4py.rc.thread_level = "multiple"
             from mpi4py import MPI
-        except ImportError as e:
+        except (ImportError, RuntimeError, OSError) as e:  # no mpi4py, or no libmpi
             raise RuntimeError(
                 "ember.distributed: the MPI backend needs mpi4py and an MPI library: "
                 "pip install 'ember-distributed[mpi]' (mpi4py and the mpich wheel), or mpi4py "

@@ -427,10 +427,16 @@ def init_process_group(
             return cache[0]
 
     comm = None
-    if _mpi.is_available():
+    if "mpi" in backends.values():
         comm = _form_world(rank, world_size, get_store, secs)
-    elif world_size > 1 or "nccl" not in backends.values():
-        _mpi.mpi()
+    elif _mpi.is_available():
+        # NCCL alone: MPI (when it loads) carries NCCL's unique id; else the store does
+        try:
+            _mpi.mpi()
+        except RuntimeError:
+            pass
+        else:
+            comm = _form_world(rank, world_size, get_store, secs)
     _World.debug = os.environ.get("TORCH_DISTRIBUTED_DEBUG", "").upper() == "DETAIL"
     pg = ProcessGroup(
         range(world_size), rank, comm, secs, backends, group_name or "default_pg", None
@@ -1115,22 +1121,48 @@ def batch_isend_irecv(p2p_op_list):
 # ------------------------------------------------------------------ objects
 
 
+class _ObjDevice:
+    device = None  # set per call: CPU where the group has a CPU backend, else the GPU
+
+
 def _to_bytes_tensor(obj):
     buf = io.BytesIO()
     pickle.Pickler(buf).dump(obj)
     data = buf.getvalue()
     import numpy as np
 
-    return ec.from_numpy(np.frombuffer(data, dtype=np.uint8).copy()), len(data)
+    t = ec.from_numpy(np.frombuffer(data, dtype=np.uint8).copy())
+    return t.to(_ObjDevice.device), len(data)
 
 
 def _from_bytes(t, n):
-    return pickle.loads(t[:n].numpy().tobytes())
+    return pickle.loads(t[:n].cpu().numpy().tobytes())
 
 
 def _object_group(group):
+    """The group; object tensors go to CPU if it has a CPU backend, else to the
+    current CUDA device (as PyTorch does for NCCL)."""
     g = _group(group)
+    if g != GroupMember.NON_GROUP_MEMBER:
+        if "cpu" in g._backends:
+            _ObjDevice.device = ec.device("cpu")
+        else:
+            from ember_core import _cuda
+
+            _ObjDevice.device = ec.device("cuda", _cuda.current_device())
     return g
+
+
+def _z(*shape, dtype):
+    return ec.zeros(*shape, dtype=dtype, device=_ObjDevice.device)
+
+
+def _e(*shape, dtype):
+    return ec.empty(*shape, dtype=dtype, device=_ObjDevice.device)
+
+
+def _t(values):
+    return ec.tensor(values, dtype=ec.int64).to(_ObjDevice.device)
 
 
 def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
@@ -1140,21 +1172,20 @@ def broadcast_object_list(object_list, src=None, group=None, device=None, group_
         return
     root = _root(g, "broadcast_object_list", src, group_src)
     src_global = g._ranks[root]
-    sizes = ec.zeros(len(object_list), dtype=ec.int64)
+    sizes = _z(len(object_list), dtype=ec.int64)
     if g._rank == root:
         parts = [_to_bytes_tensor(o) for o in object_list]
-        for i, (_, n) in enumerate(parts):
-            sizes[i] = n
+        sizes = _t([n for _, n in parts]) if parts else sizes
     broadcast(sizes, src=src_global, group=g)
-    total = int(sizes.sum().item())
+    total = sum(sizes.cpu().tolist())
     if g._rank == root:
-        data = ec.cat([p for p, _ in parts]) if parts else ec.empty(0, dtype=ec.uint8)
+        data = ec.cat([p for p, _ in parts]) if parts else _e(0, dtype=ec.uint8)
     else:
-        data = ec.empty(total, dtype=ec.uint8)
+        data = _e(total, dtype=ec.uint8)
     broadcast(data, src=src_global, group=g)
     if g._rank != root:
         pos = 0
-        for i, n in enumerate(sizes.tolist()):
+        for i, n in enumerate(sizes.cpu().tolist()):
             object_list[i] = _from_bytes(data[pos : pos + n], n)
             pos += n
 
@@ -1165,13 +1196,13 @@ def all_gather_object(object_list, obj, group=None):
     if _skip(g, "all_gather_object"):
         return
     t, n = _to_bytes_tensor(obj)
-    sizes = ec.zeros(g._size, dtype=ec.int64)
-    all_gather_into_tensor(sizes, ec.tensor([n], dtype=ec.int64), group=g)
-    sizes = sizes.tolist()
+    sizes = _z(g._size, dtype=ec.int64)
+    all_gather_into_tensor(sizes, _t([n]), group=g)
+    sizes = sizes.cpu().tolist()
     biggest = max(sizes)
-    padded = ec.zeros(biggest, dtype=ec.uint8)
+    padded = _z(biggest, dtype=ec.uint8)
     padded[:n] = t
-    out = ec.empty(biggest * g._size, dtype=ec.uint8)
+    out = _e(biggest * g._size, dtype=ec.uint8)
     all_gather_into_tensor(out, padded, group=g)
     if len(object_list) != g._size:
         raise RuntimeError(
@@ -1198,13 +1229,13 @@ def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=
             "Argument ``object_gather_list`` must NOT be specified on non-destination ranks."
         )
     t, n = _to_bytes_tensor(obj)
-    sizes = ec.zeros(g._size, dtype=ec.int64)
-    all_gather_into_tensor(sizes, ec.tensor([n], dtype=ec.int64), group=g)
-    sizes = sizes.tolist()
+    sizes = _z(g._size, dtype=ec.int64)
+    all_gather_into_tensor(sizes, _t([n]), group=g)
+    sizes = sizes.cpu().tolist()
     biggest = max(sizes)
-    padded = ec.zeros(biggest, dtype=ec.uint8)
+    padded = _z(biggest, dtype=ec.uint8)
     padded[:n] = t
-    outs = [ec.empty(biggest, dtype=ec.uint8) for _ in range(g._size)] if g._rank == root else None
+    outs = [_e(biggest, dtype=ec.uint8) for _ in range(g._size)] if g._rank == root else None
     gather(padded, outs, dst=g._ranks[root], group=g)
     if g._rank == root:
         for i, size in enumerate(sizes):
@@ -1225,7 +1256,7 @@ def scatter_object_list(
         )
     root = _root(g, "scatter_object_list", src, group_src)
     src_global = g._ranks[root]
-    info = ec.zeros(1, dtype=ec.int64)
+    info = _z(1, dtype=ec.int64)
     if g._rank == root:
         if scatter_object_input_list is None or len(scatter_object_input_list) != g._size:
             raise ValueError(
@@ -1234,21 +1265,19 @@ def scatter_object_list(
             )
         parts = [_to_bytes_tensor(o) for o in scatter_object_input_list]
         biggest = max(n for _, n in parts)
-        info[0] = biggest
+        info = _t([biggest])
     broadcast(info, src=src_global, group=g)
     biggest = int(info.item())
-    size_out = ec.zeros(1, dtype=ec.int64)
-    out = ec.empty(biggest, dtype=ec.uint8)
+    size_out = _z(1, dtype=ec.int64)
+    out = _e(biggest, dtype=ec.uint8)
     if g._rank == root:
         padded = []
         for p, n in parts:
-            q = ec.zeros(biggest, dtype=ec.uint8)
+            q = _z(biggest, dtype=ec.uint8)
             q[:n] = p
             padded.append(q)
         scatter(out, padded, src=src_global, group=g)
-        scatter(
-            size_out, [ec.tensor([n], dtype=ec.int64) for _, n in parts], src=src_global, group=g
-        )
+        scatter(size_out, [_t([n]) for _, n in parts], src=src_global, group=g)
     else:
         scatter(out, None, src=src_global, group=g)
         scatter(size_out, None, src=src_global, group=g)

@@ -6,11 +6,13 @@ backward finished; buffers and parameters come from rank 0."""
 
 import numpy as np
 
-import ember as torch
-import ember.nn as nn
-import ember.nn.functional as F
+import ember_autograd
+import ember_core as torch
 import ember_distributed as dist
+import ember_nn as nn
+import ember_nn.functional as F
 from ember_distributed.parallel import DistributedDataParallel as DDP
+from ember_nn import optim
 
 dist.init_process_group("mpi")
 r, n = dist.get_rank(), dist.get_world_size()
@@ -65,7 +67,7 @@ def make(cls):
 
 def perturb(model):
     # DDP must start every rank from rank 0's parameters and buffers
-    with torch.no_grad():
+    with ember_autograd.no_grad():
         for p in model.parameters():
             p.add_(0.1 * r)
         for b in model.buffers():
@@ -111,7 +113,7 @@ def compare(cls, shape, opt_cls, steps=3, accumulate=1, **ddp_kwargs):
 
 
 # 1. MLP, SGD, several buckets
-ref, model, ddp = compare(MLP, (5,), torch.optim.SGD)
+ref, model, ddp = compare(MLP, (5,), optim.SGD)
 assert len(ddp._buckets) > 1, len(ddp._buckets)
 err_mlp = max_diff(ref, model)
 assert err_mlp < TOL, err_mlp
@@ -127,7 +129,7 @@ assert all(e == every[0] for e in every), "buffers differ after construction"
 assert every[0] == [b.tolist() for b in ref.buffers()]
 model.eval()
 ref.eval()
-opt, ropt = torch.optim.Adam(ddp.parameters(), lr=0.01), torch.optim.Adam(ref.parameters(), lr=0.01)
+opt, ropt = optim.Adam(ddp.parameters(), lr=0.01), optim.Adam(ref.parameters(), lr=0.01)
 x, y = batches((1, 8, 8), 3, seed=3)
 for s in range(3):
     opt.zero_grad()
@@ -140,17 +142,17 @@ err_cnn = max_diff(ref, model)
 assert err_cnn < TOL, err_cnn
 
 # 3. no_sync: 3 micro-batches, 2 without communication
-ref, model, ddp = compare(MLP, (5,), torch.optim.SGD, steps=2, accumulate=3)
+ref, model, ddp = compare(MLP, (5,), optim.SGD, steps=2, accumulate=3)
 err_nosync = max_diff(ref, model)
 assert err_nosync < TOL, err_nosync
-ref, model, ddp = compare(CNN, (1, 8, 8), torch.optim.SGD, steps=2, accumulate=2)
+ref, model, ddp = compare(CNN, (1, 8, 8), optim.SGD, steps=2, accumulate=2)
 err_nosync_cnn = max_diff(ref, model)
 assert err_nosync_cnn < TOL, err_nosync_cnn
 
 # 4. static_graph and gradient_as_bucket_view
-ref, model, ddp = compare(MLP, (5,), torch.optim.SGD, static_graph=True)
+ref, model, ddp = compare(MLP, (5,), optim.SGD, static_graph=True)
 assert max_diff(ref, model) < TOL
-ref, model, ddp = compare(MLP, (5,), torch.optim.SGD, gradient_as_bucket_view=True)
+ref, model, ddp = compare(MLP, (5,), optim.SGD, gradient_as_bucket_view=True)
 assert max_diff(ref, model) < TOL
 assert model.fc1.weight.grad.data_ptr() in {
     b.flat.data_ptr() + off * 8 for b in ddp._buckets for off in b.offsets
@@ -159,7 +161,7 @@ assert model.fc1.weight.grad.data_ptr() in {
 # 5. unused parameters: fc_rank0 used on rank 0 only, fc_never by nobody
 ref, model = make(Branchy), make(Branchy)
 ddp = DDP(model, find_unused_parameters=True, bucket_cap_mb=0.0001)
-opt, ropt = torch.optim.SGD(ddp.parameters(), lr=0.1), torch.optim.SGD(ref.parameters(), lr=0.1)
+opt, ropt = optim.SGD(ddp.parameters(), lr=0.1), optim.SGD(ref.parameters(), lr=0.1)
 x, y = batches((5,), 2, seed=11)
 for s in range(2):
     opt.zero_grad()

@@ -391,6 +391,14 @@ class Tensor:
 
         return _dlpack.dlpack_device(self)
 
+    @property
+    def __cuda_array_interface__(self):
+        """CUDA tensors' memory for CuPy, Numba, ... (CUDA Array Interface v3);
+        AttributeError on other devices."""
+        from ember_core import _dlpack
+
+        return _dlpack.cuda_array_interface(self)
+
     def __array_namespace__(self, /, *, api_version=None):
         """The array API standard's namespace for ember (``ember_core.array_api``);
         api_version, when given, must be one it supports (ValueError otherwise)."""

@@ -674,8 +674,6 @@ def test_vector_products_einsum_and_composites(dtype):
         ("multi_dot", lambda a, b, c: LA.multi_dot([a, b, c]),
          [(_u(rng, 4, 5), "contiguous"), (_u(rng, 5, 6), "transposed"),
           (_u(rng, 6, 3), "contiguous")]),
-        ("linalg.vecdot", lambda a, b: LA.vecdot(a, b), [(_u(rng, 4, 5), "contiguous"),
-                                                         (_u(rng, 4, 5), "contiguous")]),
     ]  # fmt: skip
     for what, fn, specs in cases:
         both(fn, specs, dtype, f"{what} {dtype}")

@@ -354,9 +354,20 @@ def from_array(arr, dtype, dev):
 
 def _cuda_array(data, op):
     """A tensor over the memory of an object with a __cuda_array_interface__, or
-    the object itself when its property declines (a CPU PyTorch tensor's)."""
-    from ember_core._dlpack import cuda_array_desc, from_cuda_array_interface
+    the object itself when its property declines (a CPU PyTorch tensor's).
+    CUDA objects that speak DLPack too come through DLPack: exact dtypes (the
+    interface has no bfloat16; PyTorch calls its bfloat16 "<f2") and the
+    stream contract."""
+    from ember_core._dlpack import cuda_array_desc, from_cuda_array_interface, from_dlpack
 
+    where = getattr(data, "__dlpack_device__", None)
+    if where is not None and hasattr(data, "__dlpack__"):
+        try:
+            kind = int(where()[0])
+        except Exception:  # a broken or declining producer: try the interface instead
+            kind = None
+        if kind == 2:  # kDLCUDA
+            return from_dlpack(data)
     desc = cuda_array_desc(data)
     return data if desc is None else from_cuda_array_interface(data, desc, op)
 

@@ -140,6 +140,17 @@ def stream_wait(index, waiter, producer):
             lib.ecu_set_device(prev)
 
 
+def _require_cuda(index, op, what):
+    """BufferError (the protocol's error) when CUDA device ``index`` is unusable."""
+    from ember_core import _cuda
+
+    why = _cuda._why_unavailable()
+    if why is None and not 0 <= index < _cuda.device_count():
+        why = f"there is no CUDA device {index} ({_cuda.device_count()} present)"
+    if why is not None:
+        raise BufferError(f"{op}: {what} is CUDA memory, and CUDA is not available: {why}")
+
+
 def _moved_for_export(t, dl_device, copy):
     """``t`` on the DLPack device the consumer asked for (a copy when that is not
     where it lives), and whether it was copied."""
@@ -156,6 +167,7 @@ def _moved_for_export(t, dl_device, copy):
     elif kind == DLDeviceType.kDLCUDA:
         from ember_core._device import device
 
+        _require_cuda(index, "__dlpack__", f"DLPack device {(kind, index)}")
         target = device("cuda", index)
     else:
         raise BufferError(
@@ -251,9 +263,9 @@ def _capsule_of(ext, copy):
     if hasattr(ext, "__dlpack_device__"):
         kind, index = (int(x) for x in ext.__dlpack_device__())
         if kind == DLDeviceType.kDLCUDA:
-            from ember_core import _cuda
-
-            _cuda.require(index, "from_dlpack")
+            _require_cuda(
+                index, "from_dlpack", f"the producer's memory ({_device_name(kind, index)})"
+            )
             current = lib.ecu_current_stream(index)
             kwargs["stream"] = 1 if current == 0 else current
         elif kind not in (DLDeviceType.kDLCPU, DLDeviceType.kDLCUDAHost):
@@ -300,11 +312,10 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
     if kind in (DLDeviceType.kDLCPU, DLDeviceType.kDLCUDAHost):  # host memory either way
         dev = CPU
     elif kind == DLDeviceType.kDLCUDA:
-        from ember_core import _cuda
         from ember_core._device import device as _device
 
+        _require_cuda(index, "from_dlpack", f"the capsule's memory ({_device_name(kind, index)})")
         dev = _device("cuda", index)
-        _cuda.require(dev, "from_dlpack")
     else:
         raise BufferError(
             f"from_dlpack: the capsule's memory is on DLPack device "
@@ -485,6 +496,12 @@ def from_cuda_array_interface(obj, desc=None, op="as_tensor"):
     numel = 1
     for s in shape:
         numel *= s
+    stream = desc.get("stream") if desc.get("version", 0) >= 3 else None
+    if stream is not None and int(stream) == 0:
+        raise ValueError(
+            f"{op}: __cuda_array_interface__ stream 0 is disallowed (the spec asks for None, 1 "
+            "or 2 instead)"
+        )
     _cuda.require(0, op)
     if numel == 0 or ptr == 0:
         index = _cuda.current_device()
@@ -497,13 +514,7 @@ def from_cuda_array_interface(obj, desc=None, op="as_tensor"):
                 "memory ember can use"
             )
         index = where[0]
-    stream = desc.get("stream") if desc.get("version", 0) >= 3 else None
-    if stream is not None:
-        if int(stream) == 0:
-            raise ValueError(
-                f"{op}: __cuda_array_interface__ stream 0 is disallowed (the spec asks for "
-                "None, 1 or 2 instead)"
-            )
+    if stream is not None:  # ember's current stream waits for the producer's
         stream_wait(index, lib.ecu_current_stream(index), _stream_handle(int(stream)))
     low = sum((s - 1) * st for s, st in zip(shape, stride) if st < 0) if numel else 0
     high = sum((s - 1) * st for s, st in zip(shape, stride) if st > 0) if numel else -1

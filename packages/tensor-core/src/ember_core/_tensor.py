@@ -222,7 +222,8 @@ class Tensor:
         dev = self._storage._device
         if dev.type != "cuda":
             raise RuntimeError("record_stream: expected a CUDA tensor")
-        if self._storage._ptr:
+        # memory of another library (DLPack, CUDA arrays) is not the pool's: as PyTorch, no-op
+        if self._storage._ptr and isinstance(self._storage, _storage._CudaStorage):
             from ember_core import _cuda
 
             _cuda.allocator(dev.index).record_stream(self._storage._ptr, stream.cuda_stream)

@@ -188,9 +188,10 @@ def _on_compile_error(exc_type, exc, tb):
 
 
 @ffi.def_extern(onerror=_on_compile_error)
-def ecu_py_compile(device, family, op, dtype, dtype2):
-    """Called by the C launchers on a kernel-table miss (Note [Kernel table])."""
-    group = _cuda_kernels.group(family, op, dtype, dtype2)
+def ecu_py_compile(device, family, op, dtype, dtype2, variant):
+    """Called by the C launchers on a kernel-table miss (Note [Kernel table]):
+    compiles the asked variant of its group."""
+    group = _cuda_kernels.group(family, op, dtype, dtype2).variant(variant)
     image, lowered = _cuda_compile.compile_group(group, _cuda_compile.arch_of(device))
     module = ffi.new("uint64_t*")
     buf = ffi.from_buffer(image)

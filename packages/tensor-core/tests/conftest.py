@@ -3,7 +3,7 @@ float32), tensors in several memory layouts, and dtype-aware comparisons."""
 
 # CUDA tests (marked `cuda`) skip without a usable GPU, or fail where one is
 # expected (EMBER_EXPECT_CUDA=1, set by `make gpu-check`): see cuda_helpers.py.
-import cuda_helpers  # noqa: E402
+import cuda_helpers
 import numpy as np
 import pytest
 
@@ -130,4 +130,4 @@ def rng():
 
 def pytest_runtest_setup(item):
     if item.get_closest_marker("cuda") is not None:
-        cuda_helpers.require_cuda()
+        cuda_helpers.require_cuda(item)

@@ -41,7 +41,11 @@ EXPECTED_MISSING = (
 )
 
 EXPECT_ENV = "EMBER_EXPECT_CUDA"
-CUDA = "cuda"
+# Self-test of the tables without a GPU: EMBER_CUDA_TESTS_ON=cpu runs the
+# table-driven modules (those with SELFTEST_OK = True) with "cpu" standing in for
+# "cuda", so their argument makers and comparisons are checked on any machine.
+CUDA = os.environ.get("EMBER_CUDA_TESTS_ON", "cuda")
+SELFTEST = CUDA != "cuda"
 
 ALL_DTYPES = (
     ec.bool,
@@ -59,6 +63,8 @@ FLOAT_DTYPES = (ec.float16, ec.bfloat16, ec.float32, ec.float64)
 INT_DTYPES = (ec.uint8, ec.int8, ec.int16, ec.int32, ec.int64)
 NUMERIC_DTYPES = INT_DTYPES + FLOAT_DTYPES
 LARGE = (1 << 20) + 3  # many blocks, and not a multiple of any vector width
+# dtypes the large non-contiguous variants run for (one per element size, and bf16)
+LARGE_NC_DTYPES = (ec.bool, ec.int16, ec.bfloat16, ec.float32, ec.int64)
 
 _reason = []
 
@@ -91,8 +97,12 @@ def cuda_expected():
     return os.environ.get(EXPECT_ENV, "") not in ("", "0")
 
 
-def require_cuda():
+def require_cuda(item=None):
     """Skip (no GPU) or fail (GPU expected) when ember cannot use CUDA."""
+    if SELFTEST:
+        if item is not None and getattr(item.module, "SELFTEST_OK", False):
+            return
+        pytest.skip(f"EMBER_CUDA_TESTS_ON={CUDA}: only the table-driven modules run")
     why = unavailable_reason()
     if why is None:
         return
@@ -233,6 +243,16 @@ SPECIAL_TOL = {
 }
 
 
+def _close(g, e, rtol, atol):
+    """A fast all-close (NaN == NaN, inf == inf of the same sign) for the common case."""
+    g = g.astype(np.float64, copy=False)
+    e = e.astype(np.float64, copy=False)
+    with np.errstate(invalid="ignore", over="ignore"):
+        ok = np.abs(g - e) <= atol + rtol * np.abs(e)
+        ok |= (g == e) | (np.isnan(g) & np.isnan(e))
+    return bool(ok.all())
+
+
 def compare(got, exp, *, tol=None, where="result", check_device=True):
     """Assert a CUDA result ``got`` equals the CPU result ``exp``.
 
@@ -242,7 +262,7 @@ def compare(got, exp, *, tol=None, where="result", check_device=True):
     if isinstance(exp, ec.Tensor):
         assert isinstance(got, ec.Tensor), f"{where}: got {type(got).__name__}, expected Tensor"
         if check_device:
-            assert got.device.type == "cuda", f"{where}: result on {got.device}, not cuda"
+            assert got.device.type == CUDA, f"{where}: result on {got.device}, not {CUDA}"
         assert got.dtype == exp.dtype, f"{where}: dtype {got.dtype} != CPU's {exp.dtype}"
         assert tuple(got.shape) == tuple(exp.shape), (
             f"{where}: shape {tuple(got.shape)} != CPU's {tuple(exp.shape)}"
@@ -250,6 +270,8 @@ def compare(got, exp, *, tol=None, where="result", check_device=True):
         g, e = to_np(got), to_np(exp)
         if exp.dtype.is_floating_point or exp.dtype.is_complex:
             rtol, atol = tol.get(exp.dtype, TOL.get(exp.dtype, (1e-7, 1e-7)))
+            if _close(g, e, rtol, atol):
+                return
             np.testing.assert_allclose(
                 g.astype(np.float64),
                 e.astype(np.float64),
@@ -258,7 +280,7 @@ def compare(got, exp, *, tol=None, where="result", check_device=True):
                 equal_nan=True,
                 err_msg=f"{where} ({exp.dtype}, shape {tuple(exp.shape)})",
             )
-        else:
+        elif not np.array_equal(g, e):
             np.testing.assert_array_equal(
                 g, e, err_msg=f"{where} ({exp.dtype}, shape {tuple(exp.shape)})"
             )
@@ -325,13 +347,16 @@ def check_op(fn, make, *, op_name=None, tol=None, where=None, post=None):
     try:
         exp = fn(*args, **kwargs)
     except Exception as cpu_err:  # noqa: BLE001 - CUDA must refuse the same way
+        if os.environ.get("EMBER_CUDA_TESTS_LOG_REFUSED"):  # to review the tables
+            with open(os.environ["EMBER_CUDA_TESTS_LOG_REFUSED"], "a") as f:
+                f.write(f"{where}: {type(cpu_err).__name__}: {str(cpu_err)[:150]}\n")
         cargs, ckwargs = make(CUDA)
         try:
             got = fn(*cargs, **ckwargs)
+        except type(cpu_err):
+            return None  # refused alike (PyTorch too raises NotImplementedError per dtype)
         except NotImplementedError as e:
             _missing(e, op_name)
-        except type(cpu_err):
-            return None
         except Exception as e:  # noqa: BLE001
             pytest.fail(
                 f"{where}: CPU raised {type(cpu_err).__name__}({cpu_err}) but CUDA raised "
@@ -379,4 +404,62 @@ class Failures:
 
 
 def synchronize():
-    ec.cuda.synchronize()
+    if not SELFTEST:
+        ec.cuda.synchronize()
+
+
+# --- argument specs: tensors built the same way on each device ----------------------
+
+
+class Spec:
+    """A tensor to build on each device: values, dtype and memory layout."""
+
+    def __init__(self, vals, dtype, layout="contiguous"):
+        self.vals = np.asarray(vals)
+        self.dtype = dtype
+        self.layout = layout
+
+    def build(self, device):
+        return tensor(self.vals, self.dtype, device, self.layout)
+
+
+def build(obj, device):
+    """``obj`` with every Spec inside (tuples, lists, dicts) built on ``device``."""
+    if isinstance(obj, Spec):
+        return obj.build(device)
+    if isinstance(obj, tuple):
+        return tuple(build(o, device) for o in obj)
+    if isinstance(obj, list):
+        return [build(o, device) for o in obj]
+    if isinstance(obj, dict):
+        return {k: build(v, device) for k, v in obj.items()}
+    return obj
+
+
+def maker(*args, **kwargs):
+    """A ``make(device)`` for check_op from specs and plain values."""
+
+    def make(device):
+        return build(args, device), build(kwargs, device)
+
+    return make
+
+
+def idx(vals):
+    """An int64 index tensor spec."""
+    return Spec(np.asarray(vals, dtype=np.int64), ec.int64)
+
+
+def run_table(title, cases, dtype, tol=None):
+    """Run [(label, fn, make, op_name[, post])] and report every failing case at once."""
+    fails = Failures(title)
+    for case in cases:
+        label, fn, make, op_name = case[:4]
+        post = case[4] if len(case) > 4 else None
+        fails.run(
+            label,
+            lambda fn=fn, make=make, op_name=op_name, label=label, post=post: check_op(
+                fn, make, op_name=op_name, tol=tol, where=f"{label} ({dtype})", post=post
+            ),
+        )
+    fails.check()

@@ -48,7 +48,7 @@ def test_cuda_array_interface(dtype):
     assert cai_t["shape"] == (6, 4)
     assert cai_t["strides"] == (t.element_size(), 6 * t.element_size())
     with pytest.raises((AttributeError, RuntimeError, TypeError)):
-        ec.ones(2).__cuda_array_interface__  # a CPU tensor has none
+        _ = ec.ones(2).__cuda_array_interface__  # a CPU tensor has none
 
 
 def test_dlpack_device():

@@ -332,3 +332,174 @@ def test_creation_ops_on_cuda(dtype):
             )
         )
     run_table(f"creation on CUDA ({dtype})", cases, dtype)
+
+
+def view_cases(dtype, rng):
+    a = values((4, 1, 6), dtype, rng)
+    x = Spec(a, dtype)
+    xt = Spec(a, dtype, "transposed")
+    m = Spec(values((6, 6), dtype, rng), dtype)
+    v = Spec(values((5,), dtype, rng), dtype)
+    return [
+        ("view", lambda x: x.view(2, 12) * 1, maker(x), "view"),
+        (
+            "view_as reshape_as",
+            lambda x, m: (x.view_as(m[:4, :]), x.reshape_as(m[:4, :])),
+            maker(x, m),
+            "view_as",
+        ),
+        (
+            "permute transpose t swap",
+            lambda x, m: (
+                x.permute(2, 0, 1).contiguous(),
+                x.transpose(0, 2).contiguous(),
+                m.t().contiguous(),
+                ec.swapaxes(x, 0, 1).contiguous(),
+                ec.swapdims(x, 1, 2).contiguous(),
+            ),
+            maker(xt, m),
+            "permute",
+        ),
+        (
+            "in-place view ops",
+            lambda x, m: (
+                x.clone().t_() if x.dim() == 2 else x.clone().transpose_(0, 2),
+                m.clone().t_(),
+                x.clone().squeeze_(1),
+                x.clone().unsqueeze_(0),
+                x.clone().swapaxes_(0, 2),
+                x.clone().swapdims_(0, 1),
+            ),
+            maker(x, m),
+            "transpose_",
+        ),
+        (
+            "squeeze unsqueeze",
+            lambda x: (ec.squeeze(x), ec.squeeze(x, 1), ec.unsqueeze(x, 3)),
+            maker(xt),
+            "squeeze",
+        ),
+        (
+            "expand expand_as broadcast_to",
+            lambda x, v: (
+                x.expand(4, 3, 6).contiguous(),
+                v.expand_as(ec.empty(2, 5, device=v.device)),
+                ec.broadcast_to(v, (3, 5)).clone(),
+            ),
+            maker(x, v),
+            "expand",
+        ),
+        (
+            "select unbind narrow",
+            lambda x: (ec.select(x, 2, 3), ec.unbind(x, 0)),
+            maker(xt),
+            "select",
+        ),
+        (
+            "as_strided",
+            lambda m: ec.as_strided(m, (3, 3), (1, 6), 2).contiguous(),
+            maker(m),
+            "as_strided",
+        ),
+        (
+            "as_strided_",
+            lambda m: m.clone().as_strided_((2, 2), (6, 1)).contiguous(),
+            maker(m),
+            "as_strided_",
+        ),
+        (
+            "alias detach",
+            lambda x: (ec.alias(x) + 0, x.detach() * 1, x.clone().detach_()),
+            maker(x),
+            "alias",
+        ),
+        (
+            "ravel unflatten",
+            lambda x: (ec.ravel(x), ec.unflatten(x, 2, (2, 3))),
+            maker(xt),
+            "ravel",
+        ),
+        (
+            "split_with_sizes hsplit vsplit dsplit",
+            lambda m, x: (
+                ec.split_with_sizes(m, [1, 5]),
+                ec.hsplit(m, 2),
+                ec.vsplit(m, 3),
+                ec.dsplit(x, [2]),
+            ),
+            maker(m, x),
+            "split_with_sizes",
+        ),
+        (
+            "atleast",
+            lambda v: (ec.atleast_1d(v), ec.atleast_2d(v), ec.atleast_3d(v)),
+            maker(v),
+            "atleast_1d",
+        ),
+        ("block_diag", lambda m, v: ec.block_diag(m, v.view(1, 5)), maker(m, v), "block_diag"),
+        (
+            "cartesian_prod combinations",
+            lambda v: (ec.cartesian_prod(v, v[:2]), ec.combinations(v, 2)),
+            maker(v),
+            "cartesian_prod",
+        ),
+        (
+            "column_stack vstack dstack",
+            lambda v: (ec.column_stack([v, v]), ec.vstack([v, v]), ec.dstack([v, v])),
+            maker(v),
+            "column_stack",
+        ),
+        (
+            "resize_ resize_as_",
+            lambda m, v: (
+                m.clone().resize_(3, 2),
+                v.clone().resize_as_(ec.empty(1, 5, device=v.device)),
+            ),
+            maker(m, v),
+            "resize_",
+        ),
+        ("contiguous clone", lambda x: (x.contiguous(), ec.clone(x)), maker(xt), "contiguous"),
+        ("flipud", lambda m: ec.flipud(m), maker(m), "flipud"),
+        ("triu_", lambda m: m.clone().triu_(1), maker(m), "triu_"),
+        (
+            "copy_ cast",
+            lambda m: ec.empty(6, 6, dtype=ec.float64, device=m.device).copy_(m),
+            maker(m),
+            "copy_",
+        ),
+        ("_to_copy", lambda m: m.to(ec.float32), maker(m), "_to_copy"),
+        (
+            "is_same_size is_nonzero",
+            lambda m: (ec.is_same_size(m, m), ec.is_nonzero(m[0, 0] * 0 + 1)),
+            maker(m),
+            "is_same_size",
+        ),
+        (
+            "positive isreal",
+            lambda m: (ec.positive(m) if m.dtype is not ec.bool else m, ec.isreal(m)),
+            maker(m),
+            "positive",
+        ),
+    ]
+
+
+@pytest.mark.parametrize("dtype", [ec.float32, ec.int64, ec.bfloat16, ec.bool, ec.uint8], ids=str)
+def test_views_and_composites(dtype):
+    run_table(f"views on CUDA ({dtype})", view_cases(dtype, _rng("views", dtype)), dtype)
+
+
+CREATION_OPS = (
+    "zeros",
+    "ones",
+    "full",
+    "empty",
+    "eye",
+    "tensor",
+    "scalar_tensor",
+    "arange",
+    "linspace",
+    "logspace",
+    "tril_indices",
+    "triu_indices",
+    "one_hot",
+)

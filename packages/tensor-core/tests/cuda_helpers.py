@@ -463,3 +463,8 @@ def run_table(title, cases, dtype, tol=None):
             ),
         )
     fails.check()
+
+
+def equal(a, b):
+    """torch.equal across devices: same shape and the same values (NaN != NaN)."""
+    return tuple(a.shape) == tuple(b.shape) and bool(np.array_equal(to_np(a), to_np(b)))

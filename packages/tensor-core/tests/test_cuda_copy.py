@@ -20,6 +20,7 @@ from cuda_helpers import (
     SELFTEST,
     Spec,
     compare,
+    equal,
     maker,
     run_table,
     synchronize,
@@ -157,7 +158,7 @@ def test_cuda_and_cpu_methods_and_device_attributes():
     assert str(g.device) == "cuda:0"
     assert g.to("cuda") is g  # nothing to do: the same tensor, as in PyTorch
     assert g.cuda() is g
-    assert ec.equal(g.cpu(), x)
+    assert equal(g.cpu(), x)
     assert g.cpu().device.type == "cpu"
     assert ec.tensor([1, 2], device="cuda:0").device == ec.device("cuda:0")
     assert ec.ones(2, device=ec.device("cuda")).is_cuda
@@ -174,24 +175,24 @@ def test_pinned_memory_and_async_copies():
     assert not x.is_pinned()
     p = x.pin_memory()
     assert p.is_pinned() and not p.is_cuda
-    assert ec.equal(p, x)
+    assert equal(p, x)
     assert ec.empty(8, pin_memory=True).is_pinned()
     s = ec.cuda.Stream()
     with ec.cuda.stream(s):
         g = p.to("cuda", non_blocking=True)
         y = g * 2
     s.synchronize()
-    assert ec.equal(y.cpu(), x * 2)
+    assert equal(y.cpu(), x * 2)
     # device -> pinned host, non_blocking: valid after synchronising the stream
     out = ec.empty(1 << 22, dtype=ec.float32, pin_memory=True)
     with ec.cuda.stream(s):
         out.copy_(y, non_blocking=True)
     s.synchronize()
-    assert ec.equal(out, x * 2)
+    assert equal(out, x * 2)
     # from pageable memory, non_blocking=True is still correct (staged)
     g2 = x.to("cuda", non_blocking=True)
     ec.cuda.synchronize()
-    assert ec.equal(g2.cpu(), x)
+    assert equal(g2.cpu(), x)
 
 
 @pytest.mark.skipif(SELFTEST, reason="needs a real GPU")
@@ -303,6 +304,29 @@ def test_creation_ops_on_cuda(dtype):
         ("empty shape", lambda d: ec.empty(2, 0, 3, dtype=dtype, device=d), make, "empty"),
         ("eye", lambda d: ec.eye(4, 6, dtype=dtype, device=d), make, "eye"),
         ("tensor", lambda d: ec.tensor([[1, 0], [3, 4]], dtype=dtype, device=d), make, "tensor"),
+        (
+            "empty_strided filled",
+            lambda d: ec.empty_strided((2, 3), (1, 2), dtype=dtype, device=d).fill_(1),
+            make,
+            "empty_strided",
+        ),
+        (
+            "as_tensor",
+            lambda d: ec.as_tensor([[1, 0], [2, 3]], dtype=dtype, device=d),
+            make,
+            "as_tensor",
+        ),
+        (
+            "zeros_like ones_like full_like empty_like",
+            lambda d: (
+                ec.zeros_like(ec.empty(2, 3, device=d), dtype=dtype),
+                ec.ones_like(ec.empty(2, device=d), dtype=dtype),
+                ec.full_like(ec.empty(3, device=d), 1, dtype=dtype),
+                ec.empty_like(ec.empty(3, device=d), dtype=dtype).fill_(0),
+            ),
+            make,
+            "zeros_like",
+        ),
         (
             "scalar_tensor",
             lambda d: ec.scalar_tensor(1, dtype=dtype, device=d),
@@ -502,4 +526,10 @@ CREATION_OPS = (
     "tril_indices",
     "triu_indices",
     "one_hot",
+    "empty_strided",
+    "as_tensor",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "empty_like",
 )

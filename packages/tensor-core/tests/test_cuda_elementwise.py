@@ -167,6 +167,8 @@ PARAM_UNARY = [
     Unary("div", {"other": 3, "rounding_mode": "floor"}),
     Unary("div", {"other": 3, "rounding_mode": "trunc"}),
     Unary("rsub", {"other": 1}, out=False),
+    Unary("isneginf", out=False),
+    Unary("isposinf", out=False),
     Unary("polygamma", call=lambda x, **k: ec.polygamma(1, x, **k), label="polygamma-1"),
     Unary("polygamma", call=lambda x, **k: ec.polygamma(2, x, **k), label="polygamma-2"),
 ]
@@ -559,3 +561,119 @@ def test_op_lists_come_from_the_op_table():
     assert {"mul", "maximum", "atan2", "bitwise_xor", "eq", "logaddexp"} <= set(BINARY)
     assert INPLACE["exp"] == "exp_"
     assert CUDA
+
+
+def inplace_cases(dtype, rng):
+    """In-place forms not generated above (their ops take extra arguments)."""
+    from cuda_helpers import Spec, maker
+
+    def S(*shape, low=-3, high=3, layout="contiguous", **kw):
+        return Spec(values(shape, dtype, rng, low, high, **kw), dtype, layout)
+
+    def I(vals):  # noqa: E743 - an index spec
+        return Spec(np.asarray(vals, dtype=np.int64), ec.int64)
+
+    return [
+        (
+            "clamp_min_ clamp_max_",
+            lambda x: (x.clone().clamp_min_(0), x.clone().clamp_max_(1)),
+            maker(S(4, 5, layout="transposed")),
+            "clamp_min_",
+        ),
+        (
+            "cumsum_ cumprod_",
+            lambda x: (x.clone().cumsum_(1), x.clone().cumprod_(0)),
+            maker(S(4, 5, low=0.5, high=1.5)),
+            "cumsum_",
+        ),
+        (
+            "float_power_ true_divide_",
+            lambda x, y: (
+                x.clone().float_power_(2) if x.dtype is ec.float64 else x * 0,
+                x.clone().true_divide_(y) if x.dtype.is_floating_point else x * 0,
+            ),
+            maker(S(4, 5), S(4, 5, nonzero=True)),
+            "float_power_",
+        ),
+        (
+            "gcd_ lcm_",
+            lambda x, y: (
+                (x.clone().gcd_(y), x.clone().lcm_(y))
+                if not x.dtype.is_floating_point and x.dtype is not ec.bool
+                else x
+            ),
+            maker(S(4, 5, low=-20, high=20), S(4, 5, low=-20, high=20)),
+            "gcd_",
+        ),
+        (
+            "ldexp_ logit_ mvlgamma_ sgn_",
+            lambda x: (
+                x.clone().ldexp_(ec.ones_like(x, dtype=ec.int64))
+                if x.dtype.is_floating_point
+                else x,
+                x.clone().logit_(0.01) if x.dtype.is_floating_point else x,
+                (x.abs() + 1.5).mvlgamma_(2) if x.dtype.is_floating_point else x,
+                x.clone().sgn_(),
+            ),
+            maker(S(4, 5, low=0.1, high=0.9)),
+            "ldexp_",
+        ),
+        (
+            "addmm-family in place",
+            lambda c, a, b, v: (
+                (
+                    c.clone().addmv_(a, v),
+                    c.clone().addr_(v, v),
+                    c.clone().addbmm_(a[None], b[None]),
+                    c[None].clone().baddbmm_(a[None], b[None]),
+                )
+                if c.dtype.is_floating_point
+                else c
+            ),
+            maker(
+                S(5, 5, low=-1, high=1),
+                S(5, 5, low=-1, high=1),
+                S(5, 5, low=-1, high=1),
+                S(5, low=-1, high=1),
+            ),
+            "addmv_",
+        ),
+        (
+            "index ops in place",
+            lambda x, i, s: (
+                x.clone().index_add_(0, i, s),
+                x.clone().index_copy_(0, i, s),
+                x.clone().index_fill_(1, i, 2),
+                x.clone().index_reduce_(0, i, s, "amax"),
+                x.clone().scatter_add_(0, i[:, None].expand(2, 5), s),
+                x.clone().scatter_reduce_(0, i[:, None].expand(2, 5), s, "sum"),
+                x.clone().masked_scatter_(x > 0, s.flatten().repeat(3)),
+            ),
+            maker(S(4, 5), I([3, 1]), S(2, 5)),
+            "index_add_",
+        ),
+        (
+            "view in place",
+            lambda x: (
+                x.clone().unsqueeze_(1).squeeze_(1),
+                x.clone().swapaxes_(0, 1),
+                x.clone().swapdims_(0, 1),
+                x.clone().t_(),
+                x.clone().resize_as_(x[:2]),
+            ),
+            maker(S(4, 5)),
+            "unsqueeze_",
+        ),
+    ]
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_inplace_variants(dtype):
+    from cuda_helpers import REDUCTION_TOL, run_table
+
+    run_table(
+        f"in-place forms on CUDA ({dtype})",
+        inplace_cases(dtype, _rng("ip", dtype)),
+        dtype,
+        tol=REDUCTION_TOL,
+    )

@@ -294,6 +294,12 @@ def indexing_cases(dtype, rng):
             "take_along_dim",
         ),
         (
+            "unravel_index",
+            lambda i: ec.unravel_index(i, (5, 6, 7)),
+            maker(idx([0, 209, 17, 100])),
+            "unravel_index",
+        ),
+        (
             "put",
             lambda x, i, s: ec.put(x, i, s),
             maker(x, idx([0, 5, -1]), Spec(values((3,), dtype, rng), dtype)),

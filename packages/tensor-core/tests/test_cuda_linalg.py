@@ -309,6 +309,19 @@ def linalg_cases(dtype, rng):
         ("matrix_norm 2", lambda a: LA.matrix_norm(a, 2), maker(S(A)), "_linalg_svd"),
         ("cond", lambda a: LA.cond(a), maker(S(A)), "_linalg_svd"),
         ("matrix_exp", lambda a: ec.matrix_exp(a * 0.1), maker(S(Ab)), "matrix_exp"),
+        (
+            "torch-level linalg",
+            lambda a, s: (
+                ec.det(a),
+                ec.slogdet(a),
+                ec.cholesky(s),
+                _qr_unique(ec.qr(a)),
+                ec.svd(a)[1],
+                ec.pinverse(a),
+            ),
+            maker(S(A), S(spd)),
+            "_linalg_svd",
+        ),
         ("geqrf", lambda a: ec.geqrf(a)[0].abs(), maker(S(tall)), "geqrf"),
     ]
 

@@ -397,6 +397,31 @@ def nn_cases(dtype, rng):
         ("diff", lambda x: ec.diff(x, 2, -1), maker(x4), "diff"),
         ("vander", lambda x: ec.vander(x, 4), maker(S(6)), "vander"),
         ("histogram", lambda x: ec.histogram(x, 7), maker(S(200)), "histogram"),
+        (
+            "pool variants",
+            lambda x, y: (
+                ec.adaptive_avg_pool3d(y, 2),
+                ec.adaptive_max_pool1d(x, 4),
+                ec.adaptive_max_pool3d(y, (2, 3, 2)),
+                ec.max_pool1d_with_indices(x, 3),
+                ec.max_pool3d_with_indices(y, 2),
+                ec.max_pool2d(y[0], 2),
+            ),
+            maker(S(2, 3, 17, low=-100, high=100), S(1, 2, 5, 6, 7, low=-100, high=100)),
+            "adaptive_max_pool3d",
+        ),
+        (
+            "conv_transpose3d",
+            lambda x, w: ec.conv_transpose3d(x, w, stride=2),
+            maker(x5, S(2, 3, 2, 2, 2)),
+            "conv_transpose3d",
+        ),
+        (
+            "embedding_renorm_",
+            lambda w, i: ec.embedding_renorm_(w.clone(), i, 1.0, 2.0),
+            maker(S(20, 8), I([1, 5, 5, 19])),
+            "embedding_renorm_",
+        ),
     ]
     return cases
 

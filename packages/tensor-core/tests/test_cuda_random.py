@@ -10,7 +10,7 @@ and explicit ``Generator(device='cuda')`` objects work.
 
 import numpy as np
 import pytest
-from cuda_helpers import CUDA, LARGE, SELFTEST, bits
+from cuda_helpers import CUDA, LARGE, SELFTEST, bits, equal
 
 import ember_core as ec
 
@@ -151,7 +151,7 @@ def test_cuda_manual_seed_seeds_the_cuda_generator():
     x = ec.rand(100, device="cuda")
     ec.cuda.manual_seed(2)
     y = ec.rand(100, device="cuda")
-    assert not ec.equal(x, y)
+    assert not equal(x, y)
 
 
 def test_distribution_sanity_on_cuda():
@@ -161,3 +161,81 @@ def test_distribution_sanity_on_cuda():
     n = ec.randn(LARGE, device=CUDA).cpu().numpy()
     assert u.min() >= 0.0 and u.max() < 1.0
     assert abs(u.mean() - 0.5) < 2e-3 and abs(n.mean()) < 5e-3 and abs(n.std() - 1) < 5e-3
+
+
+def test_other_samplers_run_on_cuda():
+    """Samplers without the bit-identity promise: they run on CUDA, stay on CUDA,
+    and give values of the right kind (ranges, integrality, permutations)."""
+    d = CUDA
+    ec.manual_seed(0)
+    n = 1 << 16
+    e = ec.empty(n, device=d).exponential_(2.0)
+    assert e.device.type == CUDA and e.min().item() >= 0 and abs(e.mean().item() - 0.5) < 0.02
+    g = ec.empty(n, device=d).geometric_(0.25)
+    assert g.min().item() >= 1 and float(ec.all(g == g.floor())) == 1.0
+    ln = ec.empty(n, device=d).log_normal_(0.0, 0.5)
+    assert ln.min().item() > 0
+    c = ec.empty(n, device=d).cauchy_()
+    assert ec.isfinite(c).all().item()
+    r = ec.empty(n, dtype=ec.int64, device=d).random_(0, 10)
+    assert r.min().item() >= 0 and r.max().item() <= 9
+    r2 = ec.randint_like(ec.empty(n, device=d), 3, 7)
+    assert r2.min().item() >= 3 and r2.max().item() <= 6
+    p = ec.randperm(10_000, device=d)
+    assert p.device.type == CUDA and equal(p.sort()[0].cpu(), ec.arange(10_000))
+    probs = ec.tensor([[0.1, 0.0, 0.9], [0.5, 0.5, 0.0]], device=d)
+    m = ec.multinomial(probs, 50, replacement=True)
+    assert m.shape == (2, 50) and not (m[0] == 1).any().item() and not (m[1] == 2).any().item()
+    po = ec.poisson(ec.full((n,), 3.0, device=d))
+    assert float(ec.all(po == po.floor())) == 1.0 and abs(po.mean().item() - 3.0) < 0.1
+    bi = ec.binomial(ec.full((n,), 10.0, device=d), ec.full((n,), 0.3, device=d))
+    assert bi.max().item() <= 10 and abs(bi.mean().item() - 3.0) < 0.1
+    ga = ec._standard_gamma(ec.full((n,), 2.0, device=d))
+    assert ga.min().item() > 0 and abs(ga.mean().item() - 2.0) < 0.1
+    di = ec._sample_dirichlet(ec.ones(100, 4, device=d))
+    np.testing.assert_allclose(di.sum(1).cpu().numpy(), 1.0, atol=1e-5)
+    x = ec.ones(1000, 8, device=d)
+    for f in (ec.alpha_dropout, ec.feature_alpha_dropout, ec.feature_dropout):
+        y = f(x, 0.5, True)
+        assert y.device.type == CUDA and y.shape == x.shape
+    for f in (ec.alpha_dropout_, ec.feature_alpha_dropout_, ec.feature_dropout_, ec.dropout_):
+        y = f(x.clone(), 0.5, True)
+        assert y.device.type == CUDA
+    rr = ec.rrelu_(ec.full((n,), -1.0, device=d), 0.1, 0.3, True)
+    assert rr.max().item() <= -0.1 + 1e-6 and rr.min().item() >= -0.3 - 1e-6
+
+
+RANDOM_OPS = (
+    "rand",
+    "randn",
+    "randint",
+    "bernoulli",
+    "bernoulli_",
+    "normal",
+    "normal_",
+    "uniform_",
+    "rand_like",
+    "randn_like",
+    "dropout",
+    "native_dropout",
+    "exponential_",
+    "geometric_",
+    "log_normal_",
+    "cauchy_",
+    "random_",
+    "randint_like",
+    "randperm",
+    "multinomial",
+    "poisson",
+    "binomial",
+    "_standard_gamma",
+    "_sample_dirichlet",
+    "alpha_dropout",
+    "alpha_dropout_",
+    "feature_alpha_dropout",
+    "feature_alpha_dropout_",
+    "feature_dropout",
+    "feature_dropout_",
+    "dropout_",
+    "rrelu_",
+)

@@ -31,6 +31,9 @@
 #define EC_ERR_NOMEM 4      /* scratch memory could not be allocated */
 #define EC_ERR_ZERO_DIV 5   /* integer division by zero */
 #define EC_ERR_VALUE 6      /* an input value is invalid for the op */
+#define EC_ERR_CUDA 7       /* a CUDA driver call failed, or a kernel reported an error */
+#define EC_ERR_CUDA_UNAVAILABLE 8  /* no usable CUDA driver or device */
+#define EC_ERR_CUDA_COMPILE 9      /* compiling or loading a kernel failed (Python raised) */
 
 /* dtypes (the order is the promotion lattice's storage order, not a ranking). */
 #define EC_BOOL 0

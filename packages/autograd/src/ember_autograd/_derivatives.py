@@ -554,8 +554,9 @@ def _(grad):
 
 
 @derivative("_to_copy")
-def _(grad):
-    return grad
+def _(grad, input_device):
+    # the node casts to the input's dtype; a copy between devices sends it back
+    return grad if grad.device == input_device else grad.to(input_device)
 
 
 @derivative("fill_", inputs=("input", "value"))

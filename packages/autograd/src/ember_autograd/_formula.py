@@ -6,7 +6,8 @@ it needs: any parameter of the op (tensors among them are saved for backward,
 with their versions), ``<param>_shape`` (a tensor parameter's shape, or the
 list of shapes of a tensor-list parameter: ``<param>_shapes``),
 ``<param>_geometry`` ((shape, strides, storage offset): what a view's backward
-needs, without keeping the values alive), ``result`` (the op's output),
+needs, without keeping the values alive), ``<param>_device`` (a tensor
+parameter's device: a copy between devices sends its gradient back), ``result`` (the op's output),
 ``needs`` (which inputs want a gradient).  It returns one gradient per differentiable input, in the
 order given by ``inputs`` (None for no gradient).  The node then sums each
 gradient down to its input's shape (undoing broadcasting) and casts it to the
@@ -90,7 +91,12 @@ def derivative(op_name, inputs=("input",), outputs=(0,), saved_outputs=None, sav
                 shape_uses.append((name, params.index(name[:-6])))
             elif name.endswith("_geometry") and name[:-9] in params:
                 shape_uses.append((name, params.index(name[:-9])))
-            elif name.endswith("_shapes") and name[:-7] in params:
+            elif (
+                name.endswith("_shapes")
+                and name[:-7] in params
+                or name.endswith("_device")
+                and name[:-7] in params
+            ):
                 shape_uses.append((name, params.index(name[:-7])))
             else:
                 raise ValueError(f"derivative {op_name}: formula asks for unknown name {name!r}")

@@ -356,6 +356,8 @@ def _record(op, info, args, call):
         a = args[idx]
         if name.endswith("_geometry"):
             values[name] = (a._shape, a._stride, a._offset)
+        elif name.endswith("_device"):
+            values[name] = a._storage._device
         else:
             values[name] = a._shape if isinstance(a, Tensor) else [x._shape for x in a]
 

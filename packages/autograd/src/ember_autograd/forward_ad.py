@@ -273,6 +273,8 @@ def _from_formula(f, tangents, values, result):
             a = values[n[: n.rindex("_")]]
             if n.endswith("_geometry"):
                 kwargs[n] = (a._shape, a._stride, a._offset)
+            elif n.endswith("_device"):
+                kwargs[n] = a._storage._device
             else:
                 kwargs[n] = a._shape if isinstance(a, Tensor) else [x._shape for x in a]
         if f.uses_result:
@@ -463,7 +465,7 @@ def _(t, v, result):
 
 @jvp_rule("_to_copy")
 def _(t, v, result):
-    return t["input"].to(v["dtype"])
+    return t["input"].to(v["device"], v["dtype"])
 
 
 def _joining(fn):

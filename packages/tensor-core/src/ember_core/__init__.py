@@ -376,6 +376,11 @@ Tensor.geqrf = _linalg_lu.geqrf
 Tensor.orgqr = _linalg_lu.householder_product
 Tensor.ormqr = _linalg_lu.ormqr
 
+# CUDA devices, streams, events and memory (ember.cuda re-exports it)
+from ember_core import cuda  # noqa: E402
+
+# (`cuda` is a submodule: a star import of ember_core must not shadow the
+# importer's own, e.g. the umbrella's ember.cuda)
 __all__ = sorted(
-    {k for k, v in globals().items() if not k.startswith("_") and k not in ("builtins_int",)}
+    {k for k, v in globals().items() if not k.startswith("_") and k not in ("builtins_int", "cuda")}
 )

@@ -154,7 +154,12 @@ def _act(op, kind, input, p0=0.0, p1=0.0):
     x = input if input._dtype in (D.float32, D.float64) else U.compute(input)
     y = empty(x._shape, x._dtype, x._storage._device)
     lay = layout(x._shape, y._stride, x._stride)
-    check(lib.ec_activation(kind, x._dtype.code, len(x._shape), lay, y._ptr, x._ptr, p0, p1), op)
+    check(
+        y._storage._device._k.ec_activation(
+            kind, x._dtype.code, len(x._shape), lay, y._ptr, x._ptr, p0, p1
+        ),
+        op,
+    )
     return U.restore(y, input._dtype)
 
 
@@ -188,7 +193,7 @@ def _activation_backward(grad_output, input, kind, p0=0.0, p1=0.0):
         g = g.expand(shape)
     gi = empty(shape, kd, x._storage._device)
     lay = layout(shape, gi._stride, g._stride, x._stride)
-    kernel = U.fn("ec_activation_backward", gi._numel * kd.itemsize)
+    kernel = U.fn("ec_activation_backward", gi._numel * kd.itemsize, gi._storage._device)
     check(
         kernel(code, kd.code, len(shape), lay, gi._ptr, g._ptr, x._ptr, float(p0), float(p1)),
         f"{kind}_backward",

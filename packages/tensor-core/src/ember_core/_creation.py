@@ -8,18 +8,20 @@ import numpy as np
 
 from ember_core import _dtype as D
 from ember_core import _shape
-from ember_core._device import CPU, require_cpu, to_device
+from ember_core._device import CPU, to_device
 from ember_core._dispatch import defop
 from ember_core._elementwise import layout
-from ember_core._lib import check, lib
+from ember_core._lib import check
 from ember_core._tensor import Tensor, make
 from ember_core._tensor import empty as _empty
 
 
 def _dev(device):
     dev = to_device(device) or CPU
-    if dev.type != "cpu":
-        require_cpu(dev, "tensor creation")
+    if dev.type == "cuda" and dev.index is None:  # 'cuda': the current device
+        from ember_core._copy import _resolve
+
+        return _resolve(dev)
     return dev
 
 
@@ -43,7 +45,8 @@ def fill_values(t, value):
         if not dt.min <= i <= dt.max:
             raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow")
         f = float(i)
-    check(lib.ec_fill(len(t._shape), layout(t._shape, t._stride), t._ptr, dt.code, f, i), "fill_")
+    k = t._storage._device._k
+    check(k.ec_fill(len(t._shape), layout(t._shape, t._stride), t._ptr, dt.code, f, i), "fill_")
     return t
 
 
@@ -110,7 +113,8 @@ def _filled(op, size, value, dtype, device, requires_grad, out):
     if value == 0 and t._numel:
         # a float zero keeps its sign: full((), -0.0) is -0.0, as in PyTorch
         zero = value if isinstance(value, float) else 0.0
-        check(lib.ec_fill(1, layout((t._numel,), (1,)), t._ptr, dt.code, zero, 0), op)
+        k = t._storage._device._k
+        check(k.ec_fill(1, layout((t._numel,), (1,)), t._ptr, dt.code, zero, 0), op)
     else:
         fill_values(t, value)
     return _finish(t, requires_grad)
@@ -469,9 +473,8 @@ def arange(start=0, end=None, step=1, dtype=None, device=None, requires_grad=Fal
     t = _empty((n,), dt, _dev(device)) if out is None else _resize(out, (n,))
     int_start = int(start) if not isinstance(start, float) else 0
     int_step = int(step) if not isinstance(step, float) else 0
-    check(
-        lib.ec_arange(dt.code, n, t._ptr, float(start), float(step), int_start, int_step), "arange"
-    )
+    k = t._storage._device._k
+    check(k.ec_arange(dt.code, n, t._ptr, float(start), float(step), int_start, int_step), "arange")
     return _finish(t, requires_grad)
 
 
@@ -496,7 +499,7 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False, ou
         raise RuntimeError("linspace: number of steps must be non-negative")
     dt = D.to_dtype(dtype) or D.get_default_dtype()
     t = _empty((steps,), dt, _dev(device)) if out is None else _resize(out, (steps,))
-    check(lib.ec_linspace(dt.code, steps, t._ptr, start, end), "linspace")
+    check(t._storage._device._k.ec_linspace(dt.code, steps, t._ptr, start, end), "linspace")
     return _finish(t, requires_grad)
 
 

@@ -40,7 +40,7 @@ def native_dropout(input, p, train):
     seed, offset = default_generator.take(
         lib.ec_random_counters(lib.EC_RNG_BERNOULLI, lib.EC_BOOL, n)
     )
-    kernel = U.fn("ec_dropout", n * x._dtype.itemsize)
+    kernel = U.fn("ec_dropout", n * x._dtype.itemsize, out._storage._device)
     check(kernel(x._dtype.code, n, float(p), out._ptr, keep._ptr, x._ptr, seed, offset), "dropout")
     return U.restore(out, input._dtype), keep
 
@@ -56,7 +56,7 @@ def _native_dropout_backward(grad_output, mask, scale):
     out = empty(shape, kd, g._storage._device)
     lay = layout(shape, out._stride, g._stride, mask._stride)
     check(
-        U.fn("ec_masked_scale", out._numel * kd.itemsize)(
+        U.fn("ec_masked_scale", out._numel * kd.itemsize, out._storage._device)(
             kd.code, len(shape), lay, out._ptr, g._ptr, mask._ptr, float(scale)
         ),
         "dropout_backward",

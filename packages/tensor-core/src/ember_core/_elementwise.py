@@ -15,6 +15,7 @@ import numpy as np
 
 from ember_core import _dtype as D
 from ember_core import _shape
+from ember_core._device import CPU
 from ember_core._dispatch import defop
 from ember_core._lib import check, error, ffi, lib
 from ember_core._tensor import Tensor, contiguous_strides, empty, is_contig, written
@@ -32,18 +33,34 @@ def layout(shape, *strides):
 
 
 def check_device(op, *tensors):
+    """The device the op runs on; raises when tensors are on different devices.
+
+    As in PyTorch, a 0-d CPU tensor goes with tensors on any device (it is taken
+    as a number: see ``scalar_operands``)."""
     dev = None
+    cpu_scalar = None
     for t in tensors:
         if isinstance(t, Tensor):
             d = t._storage._device
-            if dev is None:
+            if d is CPU and not t._shape:
+                cpu_scalar = d
+            elif dev is None:
                 dev = d
-            elif d is not dev and d != dev and t._shape:
+            elif d is not dev and d != dev:
                 raise RuntimeError(
                     f"{op}: Expected all tensors to be on the same device, but found at least "
                     f"two devices, {dev} and {d}!"
                 )
-    return dev
+    return dev or cpu_scalar
+
+
+def on_device(x, dev):
+    """``x`` itself, or (a 0-d CPU tensor taken as a number) a copy on ``dev``."""
+    if x._storage._device is dev:
+        return x
+    from ember_core._copy import to_device_copy
+
+    return to_device_copy(x, dev)
 
 
 def is_scalar(x):
@@ -220,17 +237,19 @@ def unary(op, code, rule, x, out=None, p0=0.0, p1=0.0):
     dev = x._storage._device
     if out is None:
         r = empty(x._shape, od, dev)
+        k = dev._k
         if x._contig or is_contig(x):
-            check(lib.ec_unary_contig(code, cd.code, x._numel, r._ptr, x._ptr, p0, p1), op)
+            check(k.ec_unary_contig(code, cd.code, x._numel, r._ptr, x._ptr, p0, p1), op)
         else:
             lay = layout(x._shape, r._stride, x._stride)
-            check(lib.ec_unary(code, cd.code, len(x._shape), lay, r._ptr, x._ptr, p0, p1), op)
+            check(k.ec_unary(code, cd.code, len(x._shape), lay, r._ptr, x._ptr, p0, p1), op)
         return r
     target, needs_copy = prepare_out(out, x._shape, od, op)
     if not needs_copy and overlaps(target, x):
         target, needs_copy = empty(x._shape, od, dev), True
+    check_device(op, out, x)
     lay = layout(x._shape, target._stride, x._stride)
-    check(lib.ec_unary(code, cd.code, len(x._shape), lay, target._ptr, x._ptr, p0, p1), op)
+    check(dev._k.ec_unary(code, cd.code, len(x._shape), lay, target._ptr, x._ptr, p0, p1), op)
     return finish_out(out, target, needs_copy, op)
 
 
@@ -245,7 +264,8 @@ def unary_(op, code, rule, x, p0=0.0, p1=0.0):
     src = x if cd is x._dtype else cast(x, cd)
     lay = layout(x._shape, x._stride, src._stride)
     written(x, op)
-    check(lib.ec_unary(code, cd.code, len(x._shape), lay, x._ptr, src._ptr, p0, p1), op)
+    k = x._storage._device._k
+    check(k.ec_unary(code, cd.code, len(x._shape), lay, x._ptr, src._ptr, p0, p1), op)
     return x
 
 
@@ -559,10 +579,6 @@ def _scalar_args(s, dtype):
     return float(s), s
 
 
-_lib_binary_contig = lib.ec_binary_contig
-_lib_binary = lib.ec_binary
-_lib_ternary = lib.ec_ternary
-
 # Note [Broadcast plans]
 # Broadcasting works out the result shape and every operand's strides in Python
 # (a few microseconds, more than the kernel on small tensors).  The same operand
@@ -590,7 +606,6 @@ def _plan(op, *operands):
     return plan
 
 
-_lib_binary_scalar_contig = lib.ec_binary_scalar_contig
 _INT64_MIN, _INT64_LIMIT = -(2**63), 2**63
 
 
@@ -615,13 +630,17 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
                     and (b._contig or is_contig(b))
                 ):
                     r = empty(a._shape, r_dt, a._storage._device)
-                    st = _lib_binary_contig(code, dt.code, a._numel, r._ptr, a._ptr, b._ptr, p0)
+                    st = a._storage._device._k.ec_binary_contig(
+                        code, dt.code, a._numel, r._ptr, a._ptr, b._ptr, p0
+                    )
                 else:  # broadcast or strided: a cached plan (Note [Broadcast plans])
                     plan = _plans.get((a._shape, a._stride, b._shape, b._stride))
                     if plan is None:
                         plan = _plan(op, a, b)
                     r = empty(plan[0], r_dt, a._storage._device)
-                    st = _lib_binary(code, dt.code, plan[1], plan[2], r._ptr, a._ptr, b._ptr, p0)
+                    st = a._storage._device._k.ec_binary(
+                        code, dt.code, plan[1], plan[2], r._ptr, a._ptr, b._ptr, p0
+                    )
                 if st:
                     raise error(st, op)
                 return r
@@ -633,9 +652,12 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
                 or (bc is int and dt.category and _INT64_MIN <= b < _INT64_LIMIT)
             )
         ):
-            r = empty(a._shape, _bool if kind == COMPARE else dt, a._storage._device)
+            dev = a._storage._device
+            r = empty(a._shape, _bool if kind == COMPARE else dt, dev)
             si = b if bc is int else 0
-            st = _lib_binary_scalar_contig(code, dt.code, a._numel, r._ptr, a._ptr, b, si, 0, p0)
+            st = dev._k.ec_binary_scalar_contig(
+                code, dt.code, a._numel, r._ptr, a._ptr, b, si, 0, p0
+            )
             if st:
                 raise error(st, op)
             return r
@@ -655,6 +677,12 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
                 f"{op}(): argument '{name}' must be Tensor or Number, not {type(x).__name__}"
             )
     cd, od = _binary_dtypes(op, kind, a, b)
+    if not (a_scalar or b_scalar) and a._storage._device is not b._storage._device:
+        # a 0-d CPU tensor with a tensor on another device is taken as a number
+        if b._storage._device is CPU and not b._shape and a._storage._device is not CPU:
+            b, b_scalar = b.item(), True
+        elif a._storage._device is CPU and not a._shape and b._storage._device is not CPU:
+            a, a_scalar = a.item(), True
     if a_scalar or b_scalar:
         t, s = (b, a) if a_scalar else (a, b)
         if t._dtype is not cd:
@@ -665,7 +693,7 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
             r = empty(t._shape, od, dev)
             if t._contig or is_contig(t):
                 check(
-                    lib.ec_binary_scalar_contig(
+                    dev._k.ec_binary_scalar_contig(
                         code, cd.code, t._numel, r._ptr, t._ptr, sf, si, a_scalar, p0
                     ),
                     op,
@@ -673,7 +701,7 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
             else:
                 lay = layout(t._shape, r._stride, t._stride)
                 check(
-                    lib.ec_binary_scalar(
+                    dev._k.ec_binary_scalar(
                         code, cd.code, len(t._shape), lay, r._ptr, t._ptr, sf, si, a_scalar, p0
                     ),
                     op,
@@ -682,9 +710,10 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
         target, needs_copy = prepare_out(out, t._shape, od, op)
         if not needs_copy and overlaps(target, t):
             target, needs_copy = empty(t._shape, od, dev), True
+        check_device(op, out, t)
         lay = layout(t._shape, target._stride, t._stride)
         check(
-            lib.ec_binary_scalar(
+            dev._k.ec_binary_scalar(
                 code, cd.code, len(t._shape), lay, target._ptr, t._ptr, sf, si, a_scalar, p0
             ),
             op,
@@ -703,7 +732,7 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
         and (b._contig or is_contig(b))
     ):
         r = empty(a._shape, od, dev)
-        check(lib.ec_binary_contig(code, cd.code, a._numel, r._ptr, a._ptr, b._ptr, p0), op)
+        check(dev._k.ec_binary_contig(code, cd.code, a._numel, r._ptr, a._ptr, b._ptr, p0), op)
         return r
     shape = _shape.broadcast_shapes(a._shape, b._shape, op=op)
     sa = _shape.broadcast_strides(a._shape, a._stride, shape)
@@ -715,8 +744,10 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
         target, needs_copy = prepare_out(out, shape, od, op)
         if not needs_copy and (overlaps(target, a) or overlaps(target, b)):
             target, needs_copy = empty(shape, od, dev), True
+    if out is not None:
+        check_device(op, out, a, b)
     lay = layout(shape, target._stride, sa, sb)
-    check(lib.ec_binary(code, cd.code, len(shape), lay, target._ptr, a._ptr, b._ptr, p0), op)
+    check(dev._k.ec_binary(code, cd.code, len(shape), lay, target._ptr, a._ptr, b._ptr, p0), op)
     if out is None:
         return target
     return finish_out(out, target, needs_copy, op)
@@ -738,7 +769,9 @@ def binary_(op, code, kind, a, b, p0=1.0):
             and b._storage._device is a._storage._device
         ):
             written(a, op)
-            st = _lib_binary_contig(code, dt.code, a._numel, a._ptr, a._ptr, b._ptr, p0)
+            st = a._storage._device._k.ec_binary_contig(
+                code, dt.code, a._numel, a._ptr, a._ptr, b._ptr, p0
+            )
             if st:
                 raise error(st, op)
             return a
@@ -762,6 +795,10 @@ def binary_(op, code, kind, a, b, p0=1.0):
         written(a, op)
         copy_into(a, r)
         return a
+    if isinstance(b, Tensor) and b._storage._device is not a._storage._device:
+        check_device(op, a, b)
+        if b._storage._device is CPU and not b._shape:
+            b = b.item()
     if isinstance(b, Tensor):
         check_device(op, a, b)
         if b._dtype is not cd:
@@ -772,14 +809,16 @@ def binary_(op, code, kind, a, b, p0=1.0):
         src = a if a._dtype is cd else cast(a, cd)
         lay = layout(a._shape, a._stride, src._stride, sb)
         written(a, op)
-        check(lib.ec_binary(code, cd.code, len(a._shape), lay, a._ptr, src._ptr, b._ptr, p0), op)
+        k = a._storage._device._k
+        check(k.ec_binary(code, cd.code, len(a._shape), lay, a._ptr, src._ptr, b._ptr, p0), op)
         return a
     sf, si = _scalar_args(b, cd)
     src = a if a._dtype is cd else cast(a, cd)
     lay = layout(a._shape, a._stride, src._stride)
     written(a, op)
+    k = a._storage._device._k
     check(
-        lib.ec_binary_scalar(code, cd.code, len(a._shape), lay, a._ptr, src._ptr, sf, si, 0, p0), op
+        k.ec_binary_scalar(code, cd.code, len(a._shape), lay, a._ptr, src._ptr, sf, si, 0, p0), op
     )
     return a
 
@@ -1122,7 +1161,7 @@ def ternary(op, code, a, b, c, out=None, p0=1.0, cond=False):
     conv = []
     for x, dt in zip(ops, dtypes):
         if isinstance(x, Tensor):
-            conv.append(cast(x, dt))
+            conv.append(on_device(cast(x, dt), dev))
         else:
             conv.append(full((), x, dtype=dt, device=dev))
     shape = _shape.broadcast_shapes(*(x._shape for x in conv), op=op)
@@ -1133,9 +1172,11 @@ def ternary(op, code, a, b, c, out=None, p0=1.0, cond=False):
         target, needs_copy = prepare_out(out, shape, od, op)
         if not needs_copy and any(overlaps(target, x) for x in conv):
             target, needs_copy = empty(shape, od, dev), True
+    if out is not None:
+        check_device(op, out, *conv)
     lay = layout(shape, target._stride, *strides)
     check(
-        lib.ec_ternary(
+        dev._k.ec_ternary(
             code,
             cd.code,
             len(shape),
@@ -1187,7 +1228,8 @@ def where(condition, input=None, other=None, out=None):
         dt = input._dtype
         r = empty(plan[0], dt, input._storage._device)
         ptrs = (condition._ptr, input._ptr, other._ptr)
-        st = _lib_ternary(lib.EC_T_WHERE, dt.code, plan[1], plan[2], r._ptr, *ptrs, 1.0)
+        k = input._storage._device._k
+        st = k.ec_ternary(lib.EC_T_WHERE, dt.code, plan[1], plan[2], r._ptr, *ptrs, 1.0)
         if st:
             raise error(st, "where")
         return r

@@ -48,7 +48,7 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
     num, dim = w._shape
     out = empty(tuple(indices._shape) + (dim,), w._dtype, w._storage._device)
     check(
-        U.fn("ec_embedding", out._numel * w._dtype.itemsize)(
+        U.fn("ec_embedding", out._numel * w._dtype.itemsize, out._storage._device)(
             w._dtype.code,
             num,
             dim,
@@ -81,7 +81,11 @@ def _embedding_dense_backward(grad_output, indices, num_weights, padding_idx, sc
         )
     gw = empty((num_weights, dim), kd, g._storage._device)
     check(
-        U.fn("ec_embedding_backward", (num_weights + idx._numel) * dim * kd.itemsize)(
+        U.fn(
+            "ec_embedding_backward",
+            (num_weights + idx._numel) * dim * kd.itemsize,
+            gw._storage._device,
+        )(
             kd.code,
             num_weights,
             dim,
@@ -113,7 +117,7 @@ def embedding_renorm_(weight, indices, max_norm, norm_type):
     written(weight, "embedding_renorm_")
     num, dim = w._shape
     check(
-        U.fn("ec_embedding_renorm", idx._numel * dim * w._dtype.itemsize)(
+        U.fn("ec_embedding_renorm", idx._numel * dim * w._dtype.itemsize, w._storage._device)(
             w._dtype.code,
             num,
             dim,
@@ -201,7 +205,7 @@ def embedding_bag(
     bag_size = empty((bags,), D.int64, dev)
     max_idx = empty((bags, dim) if m == 2 else (bags,), D.int64, dev)
     check(
-        U.fn("ec_embedding_bag", idx._numel * dim * kd.itemsize)(
+        U.fn("ec_embedding_bag", idx._numel * dim * kd.itemsize, out._storage._device)(
             kd.code,
             num,
             dim,
@@ -264,7 +268,9 @@ def _embedding_bag_backward(
     pad = -1 if padding_idx is None else int(padding_idx)
     mi = U.compute(max_indices, D.int64) if m == 2 else None
     check(
-        U.fn("ec_embedding_bag_backward", (num + idx._numel) * dim * kd.itemsize)(
+        U.fn(
+            "ec_embedding_bag_backward", (num + idx._numel) * dim * kd.itemsize, gw._storage._device
+        )(
             kd.code,
             num,
             dim,

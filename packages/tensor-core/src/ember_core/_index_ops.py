@@ -668,7 +668,10 @@ def masked_select(input, mask, out=None):
     if n:
         lay = layout(shape, xst, m._stride)
         check(
-            lib.ec_masked_select(input._dtype.code, len(shape), lay, r._ptr, input._ptr, m._ptr), op
+            r._storage._device._k.ec_masked_select(
+                input._dtype.code, len(shape), lay, r._ptr, input._ptr, m._ptr
+            ),
+            op,
         )
     return _finish_out(op, r, out)
 
@@ -693,7 +696,7 @@ def masked_scatter_into(op, self, mask, source):
         src = _clone(src)
     lay = layout(self._shape, self._stride, m._stride)
     check(
-        lib.ec_masked_scatter(
+        self._storage._device._k.ec_masked_scatter(
             self._dtype.code, len(self._shape), lay, self._ptr, m._ptr, src._ptr, src._numel
         ),
         op,

@@ -8,7 +8,7 @@ from ember_core import _shape
 from ember_core._copy import copy_into
 from ember_core._dispatch import defop, star_keyword
 from ember_core._elementwise import check_device, layout
-from ember_core._lib import check, lib
+from ember_core._lib import check
 from ember_core._shape import normalize_dim
 from ember_core._tensor import Tensor, empty, view_of
 
@@ -302,7 +302,7 @@ def _triangle(op, input, diagonal, upper, out=None):
     r = out if out is not None else empty(input._shape, input._dtype, input._storage._device)
     lay = layout(input._shape, r._stride, input._stride)
     check(
-        lib.ec_triangle(
+        r._storage._device._k.ec_triangle(
             input._dtype.code, len(input._shape), lay, r._ptr, input._ptr, int(diagonal), upper
         ),
         op,

@@ -5,7 +5,7 @@ from ember_core import _dtype as D
 from ember_core import _shape
 from ember_core._dispatch import defop
 from ember_core._elementwise import _tname, check_device
-from ember_core._lib import NOGIL_THRESHOLD, check, lib, nogil
+from ember_core._lib import NOGIL_THRESHOLD, check
 from ember_core._tensor import Tensor, empty, view_of, written
 
 
@@ -22,7 +22,9 @@ def _same_dtype(op, a, b):
 def _gemm(op, a, b, c, batch, m, n, k, a_st, b_st, c_st, alpha=1.0, beta=0.0):
     """c[i] = alpha * a[i] @ b[i] + beta * c[i]; *_st are (batch, row, col) strides."""
     flops = batch * m * n * k
-    fn = nogil.ec_matmul if flops > NOGIL_THRESHOLD * 16 else lib.ec_matmul
+    fn = (
+        a._storage._device._kn if flops > NOGIL_THRESHOLD * 16 else a._storage._device._k
+    ).ec_matmul
     check(
         fn(
             a._dtype.code,

@@ -110,7 +110,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
         out = empty((), x._dtype, dev)
         total = empty((), x._dtype, dev)
     check(
-        U.fn("ec_nll_loss", x._numel * x._dtype.itemsize)(
+        U.fn("ec_nll_loss", x._numel * x._dtype.itemsize, out._storage._device)(
             x._dtype.code,
             n,
             c,
@@ -142,7 +142,7 @@ def _nll_loss_backward(grad_output, input, target, weight, reduction, ignore_ind
     t = _target(target)
     gi = empty(input._shape, kd, input._storage._device)
     check(
-        U.fn("ec_nll_loss_backward", gi._numel * kd.itemsize)(
+        U.fn("ec_nll_loss_backward", gi._numel * kd.itemsize, gi._storage._device)(
             kd.code, n, c, s, code, int(ignore_index), gi._ptr, g._ptr, t._ptr, U.ptr(w)
         ),
         "nll_loss_backward",
@@ -197,7 +197,7 @@ def _fused_cross_entropy(input, target, weight, ignore_index, reduction):
     out = empty((n,) if code == _NONE else (), x._dtype, dev)
     total = None if code == _NONE else empty((), x._dtype, dev)
     check(
-        U.fn("ec_cross_entropy", x._numel * x._dtype.itemsize)(
+        U.fn("ec_cross_entropy", x._numel * x._dtype.itemsize, out._storage._device)(
             x._dtype.code,
             n,
             c,
@@ -232,7 +232,7 @@ def _fused_cross_entropy_backward(grad_output, input, target, weight, ignore_ind
     w = None if weight is None else U.compute(weight, kd)
     gi = empty(x._shape, kd, x._storage._device)
     check(
-        U.fn("ec_cross_entropy_backward", x._numel * kd.itemsize)(
+        U.fn("ec_cross_entropy_backward", x._numel * kd.itemsize, gi._storage._device)(
             kd.code,
             n,
             c,

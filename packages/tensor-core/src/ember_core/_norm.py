@@ -93,7 +93,7 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
     y = empty(x._shape, x._dtype, x._storage._device)
     mean = empty(sshape, x._dtype, x._storage._device)
     rstd = empty(sshape, x._dtype, x._storage._device)
-    kernel = U.fn("ec_row_norm", x._numel * x._dtype.itemsize)
+    kernel = U.fn("ec_row_norm", x._numel * x._dtype.itemsize, y._storage._device)
     check(
         kernel(
             x._dtype.code,
@@ -161,7 +161,7 @@ def _native_layer_norm_backward(
     gi = empty(x._shape, x._dtype, dev) if mi else None
     gw = empty(ns, x._dtype, dev) if mw else None
     gb = empty(ns, x._dtype, dev) if mb else None
-    kernel = U.fn("ec_row_norm_backward", x._numel * x._dtype.itemsize)
+    kernel = U.fn("ec_row_norm_backward", x._numel * x._dtype.itemsize, g._storage._device)
     check(
         kernel(
             x._dtype.code,
@@ -202,7 +202,7 @@ def _fused_rms_norm(input, normalized_shape, weight, eps):
     rows = x._numel // cols if cols else U.prod(x._shape[: len(x._shape) - len(ns)])
     y = empty(x._shape, x._dtype, x._storage._device)
     rstd = empty(_stat_shape(input, ns), x._dtype, x._storage._device)
-    kernel = U.fn("ec_row_norm", x._numel * x._dtype.itemsize)
+    kernel = U.fn("ec_row_norm", x._numel * x._dtype.itemsize, y._storage._device)
     check(
         kernel(x._dtype.code, 1, rows, cols, float(eps), y._ptr, 0, rstd._ptr, x._ptr, U.ptr(w), 0),
         "rms_norm",
@@ -234,7 +234,7 @@ def _fused_rms_norm_backward(grad_out, input, normalized_shape, rstd, weight, ou
     dev = x._storage._device
     gi = empty(x._shape, x._dtype, dev) if mi else None
     gw = empty(ns, x._dtype, dev) if mw else None
-    kernel = U.fn("ec_row_norm_backward", x._numel * x._dtype.itemsize)
+    kernel = U.fn("ec_row_norm_backward", x._numel * x._dtype.itemsize, g._storage._device)
     check(
         kernel(
             x._dtype.code,
@@ -319,7 +319,7 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
         written(running_mean, "batch_norm")
         written(running_var, "batch_norm")
     rdtype = rm._dtype.code if rm is not None else 0
-    kernel = U.fn("ec_batch_norm", x._numel * x._dtype.itemsize)
+    kernel = U.fn("ec_batch_norm", x._numel * x._dtype.itemsize, y._storage._device)
     check(
         kernel(
             x._dtype.code,
@@ -386,7 +386,7 @@ def _native_batch_norm_backward(
     gi = empty(x._shape, x._dtype, dev) if mi else None
     gw = empty((c,), x._dtype, dev) if mw else None
     gb = empty((c,), x._dtype, dev) if mb else None
-    kernel = U.fn("ec_batch_norm_backward", x._numel * x._dtype.itemsize)
+    kernel = U.fn("ec_batch_norm_backward", x._numel * x._dtype.itemsize, g._storage._device)
     check(
         kernel(
             x._dtype.code,
@@ -436,7 +436,7 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     y = empty(x._shape, x._dtype, dev)
     mean = empty((N, group), x._dtype, dev)
     rstd = empty((N, group), x._dtype, dev)
-    kernel = U.fn("ec_group_norm", x._numel * x._dtype.itemsize)
+    kernel = U.fn("ec_group_norm", x._numel * x._dtype.itemsize, y._storage._device)
     check(
         kernel(
             x._dtype.code,
@@ -491,7 +491,7 @@ def _native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, 
     gi = empty(x._shape, x._dtype, dev) if mi else None
     gw = empty((C,), x._dtype, dev) if mw else None
     gb = empty((C,), x._dtype, dev) if mb else None
-    kernel = U.fn("ec_group_norm_backward", x._numel * x._dtype.itemsize)
+    kernel = U.fn("ec_group_norm_backward", x._numel * x._dtype.itemsize, g._storage._device)
     check(
         kernel(
             x._dtype.code,

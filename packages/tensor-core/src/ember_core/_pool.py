@@ -14,14 +14,14 @@ from ember_core import _dtype as D
 from ember_core import _spatial as S
 from ember_core._dispatch import defop
 from ember_core._elementwise import _tname
-from ember_core._lib import check, lib, nogil
+from ember_core._lib import check
 from ember_core._tensor import empty
 
 _NOGIL_ELEMS = 1 << 16
 
 
-def _fn(name, work):
-    return getattr(nogil, name) if work > _NOGIL_ELEMS else getattr(lib, name)
+def _fn(name, work, dev):
+    return getattr(dev._kn if work > _NOGIL_ELEMS else dev._k, name)
 
 
 def _prod(sizes):
@@ -83,7 +83,7 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode):
     geom = S.geometry(input._shape[2:], kernel_size, out, stride, padding, dilation)
     planes = input._shape[0] * input._shape[1]
     check(
-        _fn("ec_max_pool_forward", y._numel * _prod(kernel_size))(
+        _fn("ec_max_pool_forward", y._numel * _prod(kernel_size), x._storage._device)(
             cd.code, planes, geom, x._ptr, y._ptr, idx._ptr
         ),
         op,
@@ -114,7 +114,7 @@ def _max_pool_backward(grad_output, indices, input_size):
     gx = empty(input_size, cd, gy._storage._device)
     planes = input_size[0] * input_size[1]
     check(
-        _fn("ec_index_scatter_add", gx._numel)(
+        _fn("ec_index_scatter_add", gx._numel, gy._storage._device)(
             cd.code, planes, _prod(input_size[2:]), _prod(gy._shape[2:]), gy._ptr, ix._ptr, gx._ptr
         ),
         op,
@@ -139,7 +139,7 @@ def _max_pool_double_backward(input, indices):
     y = empty(indices._shape, cd, x._storage._device)
     planes = input._shape[0] * input._shape[1]
     check(
-        _fn("ec_index_gather", y._numel)(
+        _fn("ec_index_gather", y._numel, x._storage._device)(
             cd.code,
             planes,
             _prod(input._shape[2:]),
@@ -179,7 +179,7 @@ def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
     y = empty(input._shape[:2] + out, cd, x._storage._device)
     planes = input._shape[0] * input._shape[1]
     check(
-        _fn("ec_avg_pool_forward", y._numel * _prod(kernel_size))(
+        _fn("ec_avg_pool_forward", y._numel * _prod(kernel_size), x._storage._device)(
             cd.code, planes, geom, bool(count_include_pad), divisor_override or 0, x._ptr, y._ptr
         ),
         op,
@@ -218,9 +218,9 @@ def _avg_pool_backward(
     gx = empty(input_size, cd, gy._storage._device)
     planes = input_size[0] * input_size[1]
     check(
-        _fn("ec_avg_pool_backward", gx._numel + gy._numel * _prod(kernel_size))(
-            cd.code, planes, geom, bool(count_include_pad), divisor_override or 0, gy._ptr, gx._ptr
-        ),
+        _fn(
+            "ec_avg_pool_backward", gx._numel + gy._numel * _prod(kernel_size), gy._storage._device
+        )(cd.code, planes, geom, bool(count_include_pad), divisor_override or 0, gy._ptr, gx._ptr),
         op,
     )
     return S.finish(gx, dtype)
@@ -237,7 +237,7 @@ def _adaptive(op, is_max, input, output_size):
     idx = empty(shape, D.int64, x._storage._device) if is_max else None
     planes = input._shape[0] * input._shape[1]
     check(
-        _fn("ec_adaptive_pool_forward", y._numel + x._numel)(
+        _fn("ec_adaptive_pool_forward", y._numel + x._numel, x._storage._device)(
             cd.code,
             is_max,
             planes,
@@ -274,7 +274,7 @@ def _adaptive_avg_pool_backward(grad_output, input_size):
     gx = empty(input_size, cd, gy._storage._device)
     planes = input_size[0] * input_size[1]
     check(
-        _fn("ec_adaptive_avg_pool_backward", gx._numel + gy._numel)(
+        _fn("ec_adaptive_avg_pool_backward", gx._numel + gy._numel, gy._storage._device)(
             cd.code, planes, S.int3(input_size[2:]), S.int3(gy._shape[2:]), gy._ptr, gx._ptr
         ),
         op,

@@ -122,10 +122,20 @@ def _fill_random(t, kind, generator, p0=0.0, p1=0.0, i0=0, i1=0, op="random"):
     n = t._numel
     seed, offset = g.take(lib.ec_random_counters(kind, t._dtype.code, n))
     if is_contig(t):
-        check(lib.ec_random(kind, t._dtype.code, n, t._ptr, seed, offset, p0, p1, i0, i1), op)
+        check(
+            t._storage._device._k.ec_random(
+                kind, t._dtype.code, n, t._ptr, seed, offset, p0, p1, i0, i1
+            ),
+            op,
+        )
         return t
     tmp = _empty(t._shape, t._dtype, t._storage._device)
-    check(lib.ec_random(kind, t._dtype.code, n, tmp._ptr, seed, offset, p0, p1, i0, i1), op)
+    check(
+        tmp._storage._device._k.ec_random(
+            kind, t._dtype.code, n, tmp._ptr, seed, offset, p0, p1, i0, i1
+        ),
+        op,
+    )
     from ember_core._copy import copy_into
 
     copy_into(t, tmp)
@@ -214,7 +224,7 @@ def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
     g = _gen(generator)
     seed, offset = g.take((n + 1) // 2)
     idx = _empty((n,), D.int64, _dev(device))
-    check(lib.ec_randperm(n, idx._ptr, seed, offset), "randperm")
+    check(idx._storage._device._k.ec_randperm(n, idx._ptr, seed, offset), "randperm")
     dt = D.to_dtype(dtype) or D.int64
     if dt is not D.int64:
         from ember_core._copy import to
@@ -275,7 +285,7 @@ def bernoulli(input, p=None, generator=None, out=None):
     g = _gen(generator)
     seed, offset = g.take((input._numel + 3) // 4)
     check(
-        lib.ec_bernoulli_tensor(
+        t._storage._device._k.ec_bernoulli_tensor(
             t._dtype.code, probs._dtype.code, t._numel, t._ptr, probs._ptr, seed, offset
         ),
         "bernoulli",
@@ -311,7 +321,7 @@ def multinomial(input, num_samples, replacement=False, generator=None):
     g = _gen(generator)
     seed, offset = g.take(rows * num_samples)
     check(
-        lib.ec_multinomial(
+        w._storage._device._k.ec_multinomial(
             w._dtype.code,
             rows,
             cats,

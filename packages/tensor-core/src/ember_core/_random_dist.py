@@ -10,7 +10,7 @@ reproducible under ``manual_seed`` and independent of the thread count.
 
 from ember_core import _dtype as D
 from ember_core._dispatch import defop
-from ember_core._lib import check, lib, nogil
+from ember_core._lib import check
 from ember_core._random import _gen
 from ember_core._tensor import Tensor
 from ember_core._tensor import empty as _empty
@@ -32,8 +32,8 @@ _TORCH_NAMES = {
 _TINY = {"float32": 1.1754943508222875e-38, "float64": 2.2250738585072014e-308}
 
 
-def _fn(name, n):
-    return getattr(nogil, name) if n > _NOGIL_ELEMS else getattr(lib, name)
+def _fn(name, n, dev):
+    return getattr(dev._kn if n > _NOGIL_ELEMS else dev._k, name)
 
 
 def _work(op, t, kernel_name):
@@ -64,7 +64,9 @@ def _standard_gamma(input, generator=None):
     seed, offset = _gen(generator).take(a._numel)
     n = a._numel
     check(
-        _fn("ec_standard_gamma", n)(a._dtype.code, n, a._ptr, out._ptr, seed, offset),
+        _fn("ec_standard_gamma", n, a._storage._device)(
+            a._dtype.code, n, a._ptr, out._ptr, seed, offset
+        ),
         "_standard_gamma",
     )
     return _finish(out, input._dtype)
@@ -83,7 +85,9 @@ def _standard_gamma_grad(input, output):
     out = _empty(a._shape, a._dtype, a._storage._device)
     n = a._numel
     check(
-        _fn("ec_standard_gamma_grad", n)(a._dtype.code, n, a._ptr, x._ptr, out._ptr),
+        _fn("ec_standard_gamma_grad", n, a._storage._device)(
+            a._dtype.code, n, a._ptr, x._ptr, out._ptr
+        ),
         "_standard_gamma_grad",
     )
     return _finish(out, input._dtype)
@@ -106,7 +110,10 @@ def poisson(input, generator=None):
     out = _empty(r._shape, r._dtype, r._storage._device)
     seed, offset = _gen(generator).take(r._numel)
     n = r._numel
-    check(_fn("ec_poisson", n)(r._dtype.code, n, r._ptr, out._ptr, seed, offset), "poisson")
+    check(
+        _fn("ec_poisson", n, r._storage._device)(r._dtype.code, n, r._ptr, out._ptr, seed, offset),
+        "poisson",
+    )
     return _finish(out, input._dtype)
 
 
@@ -130,7 +137,9 @@ def binomial(count, prob, generator=None):
     seed, offset = _gen(generator).take(c._numel)
     n = c._numel
     check(
-        _fn("ec_binomial", n)(c._dtype.code, n, c._ptr, p._ptr, out._ptr, seed, offset),
+        _fn("ec_binomial", n, c._storage._device)(
+            c._dtype.code, n, c._ptr, p._ptr, out._ptr, seed, offset
+        ),
         "binomial",
     )
     return _finish(out, count._dtype)

@@ -6,7 +6,7 @@ from ember_core import _shape
 from ember_core._copy import write_out
 from ember_core._dispatch import defop
 from ember_core._elementwise import cast, maximum, minimum
-from ember_core._lib import NOGIL_THRESHOLD, check, ffi, lib, nogil
+from ember_core._lib import NOGIL_THRESHOLD, check, ffi, lib
 from ember_core._return_types import return_type
 from ember_core._tensor import Tensor, empty, is_contig
 
@@ -74,7 +74,11 @@ def reduce(op, code, x, dims, keepdim, out_dtype, p0=0.0, want_idx=False, out=No
     if not nd:
         dims = ()  # a 0-d tensor reduces over "dim 0" to itself
     dev = x._storage._device
-    fn = nogil.ec_reduce if x._numel * x._dtype.itemsize > NOGIL_THRESHOLD else lib.ec_reduce
+    fn = (
+        x._storage._device._kn
+        if x._numel * x._dtype.itemsize > NOGIL_THRESHOLD
+        else x._storage._device._k
+    ).ec_reduce
     if len(dims) == nd and (x._contig or is_contig(x)):
         # everything of a contiguous tensor: one flat run, a cached layout
         r = empty((), out_dtype, dev)
@@ -415,7 +419,7 @@ def scan(op, code, x, dim, out_dtype, want_idx=False, out=None):
         + list(idx._stride if idx is not None else r._stride),
     )
     check(
-        lib.ec_scan(
+        r._storage._device._k.ec_scan(
             code,
             x._dtype.code,
             out_dtype.code,

@@ -17,14 +17,14 @@ from ember_core import _spatial as S
 from ember_core._copy import copy_into
 from ember_core._dispatch import defop
 from ember_core._elementwise import _tname
-from ember_core._lib import check, lib, nogil
+from ember_core._lib import check, lib
 from ember_core._tensor import empty
 
 _NOGIL_ELEMS = 1 << 16
 
 
-def _fn(name, work):
-    return getattr(nogil, name) if work > _NOGIL_ELEMS else getattr(lib, name)
+def _fn(name, work, dev):
+    return getattr(dev._kn if work > _NOGIL_ELEMS else dev._k, name)
 
 
 def _ints(seq, op, name):
@@ -116,7 +116,7 @@ def _maps(specs, dev):
     maps = empty((sum(s[2] for s in specs),), D.int64, dev)
     at = maps._ptr
     for kind, n_in, n_out, before, scale, dbl in specs:
-        check(lib.ec_index_map(kind, n_in, n_out, before, scale, dbl, at), "index map")
+        check(dev._k.ec_index_map(kind, n_in, n_out, before, scale, dbl, at), "index map")
         at += 8 * n_out
     return maps
 
@@ -128,7 +128,7 @@ def _gather(op, x, maps, in_sp, out_sp, k):
     y = empty(shape, x._dtype, x._storage._device)
     planes = _planes(x._shape, k)
     check(
-        _fn("ec_map_gather", y._numel)(
+        _fn("ec_map_gather", y._numel, maps._storage._device)(
             x._dtype.itemsize, planes, S.int3(in_sp), S.int3(out_sp), maps._ptr, xc._ptr, y._ptr
         ),
         op,
@@ -144,7 +144,7 @@ def _scatter(op, gy, maps, input_size, out_sp, k):
     gx = empty(tuple(input_size), cd, gy._storage._device)
     planes = _planes(input_size, k)
     check(
-        _fn("ec_map_scatter_add", gx._numel + g._numel)(
+        _fn("ec_map_scatter_add", gx._numel + g._numel, maps._storage._device)(
             cd.code,
             planes,
             S.int3(tuple(input_size)[-k:]),
@@ -379,7 +379,7 @@ def _interp_run(
     k = len(out_sp)
     sc = S._new("double[3]", (0.0,) * (3 - k) + _scale_list(scales, k))
     check(
-        _fn(fname, dst._numel + s._numel)(
+        _fn(fname, dst._numel + s._numel, s._storage._device)(
             cd.code,
             backward,
             _planes(planes_shape, k),

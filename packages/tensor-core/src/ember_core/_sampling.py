@@ -11,7 +11,7 @@ from ember_core import _dtype as D
 from ember_core import _spatial as S
 from ember_core._dispatch import defop
 from ember_core._elementwise import _tname
-from ember_core._lib import check, lib, nogil
+from ember_core._lib import check
 from ember_core._tensor import Tensor, empty
 
 _NOGIL_ELEMS = 1 << 16
@@ -20,8 +20,8 @@ _MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
 _PADDINGS = {"zeros": 0, "border": 1, "reflection": 2}
 
 
-def _fn(name, work):
-    return getattr(nogil, name) if work > _NOGIL_ELEMS else getattr(lib, name)
+def _fn(name, work, dev):
+    return getattr(dev._kn if work > _NOGIL_ELEMS else dev._k, name)
 
 
 def _prod(sizes):
@@ -99,7 +99,7 @@ def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
     y = empty((n, c) + out, cd, x._storage._device)
     if y._numel:
         check(
-            _fn("ec_grid_sample_forward", y._numel * 4)(
+            _fn("ec_grid_sample_forward", y._numel * 4, x._storage._device)(
                 cd.code,
                 k,
                 n,
@@ -156,7 +156,7 @@ def _grid_sampler_backward(
         gg.zero_()
     if gy._numel and (want_x or want_g):
         check(
-            _fn("ec_grid_sample_backward", gy._numel * 8)(
+            _fn("ec_grid_sample_backward", gy._numel * 8, gy._storage._device)(
                 cd.code,
                 k,
                 n,
@@ -398,7 +398,7 @@ def _ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, zero_i
     nll = empty((n,), cd, dev)
     la = empty((n, tmax, 2 * smax + 1), cd, dev)
     check(
-        _fn("ec_ctc_loss_forward", la._numel * 4)(
+        _fn("ec_ctc_loss_forward", la._numel * 4, lp._storage._device)(
             cd.code,
             tmax,
             n,
@@ -456,7 +456,7 @@ def _ctc_loss_backward(
         raise RuntimeError(f"ctc_loss_backward: grad of {g._numel} values for a batch of {n}")
     out = empty((tmax, n, c), cd, lp._storage._device)
     check(
-        _fn("ec_ctc_loss_backward", out._numel * 4)(
+        _fn("ec_ctc_loss_backward", out._numel * 4, lp._storage._device)(
             cd.code,
             tmax,
             n,

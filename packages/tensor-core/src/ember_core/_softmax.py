@@ -27,7 +27,7 @@ def _forward(op, log, input, dim, dtype):
         outer, size, inner = 1, 1, 1
     else:
         outer, size, inner = U.split_at(shape, d)
-    kernel = U.fn("ec_softmax", x._numel * x._dtype.itemsize)
+    kernel = U.fn("ec_softmax", x._numel * x._dtype.itemsize, y._storage._device)
     check(kernel(x._dtype.code, log, outer, size, inner, y._ptr, x._ptr), op)
     return U.restore(y, out_dtype)
 
@@ -61,7 +61,7 @@ def _backward(op, log, grad_output, output, dim, input_dtype):
     gi = empty(shape, y._dtype, y._storage._device)
     d = normalize_dim(dim, len(shape), op)
     outer, size, inner = U.split_at(shape, d) if shape else (1, 1, 1)
-    kernel = U.fn("ec_softmax_backward", y._numel * y._dtype.itemsize)
+    kernel = U.fn("ec_softmax_backward", y._numel * y._dtype.itemsize, gi._storage._device)
     check(kernel(y._dtype.code, log, outer, size, inner, gi._ptr, g._ptr, y._ptr), op)
     return U.restore(gi, D.to_dtype(input_dtype) if input_dtype is not None else output._dtype)
 

@@ -11,7 +11,7 @@ import math
 from ember_core import _dtype as D
 from ember_core import _shape
 from ember_core._dispatch import defop
-from ember_core._lib import NOGIL_THRESHOLD, check, ffi, lib, nogil
+from ember_core._lib import NOGIL_THRESHOLD, check, ffi, lib
 from ember_core._reduction import return_types
 from ember_core._return_types import return_type
 from ember_core._tensor import Tensor, empty
@@ -40,7 +40,8 @@ def _lines(x, d, *outs):
 
 
 def _fn(name, x):
-    return getattr(nogil if x._numel * x._dtype.itemsize > NOGIL_THRESHOLD else lib, name)
+    dev = x._storage._device
+    return getattr(dev._kn if x._numel * x._dtype.itemsize > NOGIL_THRESHOLD else dev._k, name)
 
 
 def _reduced_shape(shape, d, keepdim):
@@ -482,7 +483,7 @@ def _searchsorted(op, seq, values, out_int32, right, side, sorter):
         seq_rs = nseq
     if r._numel:
         check(
-            lib.ec_searchsorted(
+            s._storage._device._k.ec_searchsorted(
                 dt.code,
                 rows,
                 nseq,
@@ -579,7 +580,7 @@ def bincount(input, weights=None, minlength=0):
     r = zeros((nbins,), dtype=out_dt, device=input._storage._device)
     if n:
         check(
-            lib.ec_bincount(
+            x._storage._device._k.ec_bincount(
                 n,
                 x._ptr,
                 w._ptr if w is not None else 0,

@@ -71,7 +71,7 @@ def special_unary(op, code, input, out=None):
     cd = _F64 if dt is _F64 else _F32
     x = _compute(input, cd)
     r = empty(x._shape, cd)
-    check(lib.ec_special_unary(code, cd.code, x._numel, r._ptr, x._ptr), op)
+    check(r._storage._device._k.ec_special_unary(code, cd.code, x._numel, r._ptr, x._ptr), op)
     return _finish(op, r, dt, input._storage._device, out)
 
 
@@ -96,7 +96,9 @@ def special_binary(op, code, a, b, out=None, dtype=None):
     a = _compute(a, cd).expand(shape).contiguous()
     b = _compute(b, cd).expand(shape).contiguous()
     r = empty(a._shape, cd)
-    check(lib.ec_special_binary(code, cd.code, a._numel, r._ptr, a._ptr, b._ptr), op)
+    check(
+        r._storage._device._k.ec_special_binary(code, cd.code, a._numel, r._ptr, a._ptr, b._ptr), op
+    )
     return _finish(op, r, dt, dev, out)
 
 

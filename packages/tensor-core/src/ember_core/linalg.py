@@ -27,7 +27,7 @@ from ember_core._copy import copy_into
 from ember_core._device import require_cpu
 from ember_core._dispatch import defop
 from ember_core._elementwise import _tname
-from ember_core._lib import check, lib, nogil
+from ember_core._lib import check
 from ember_core._reduction import return_types
 from ember_core._return_types import return_type
 from ember_core._tensor import Tensor, empty
@@ -143,8 +143,8 @@ def _same_dtype(op, A, B):
 _NOGIL_FLOPS = 1 << 16
 
 
-def _fn(name, flops):
-    return getattr(nogil, name) if flops > _NOGIL_FLOPS else getattr(lib, name)
+def _fn(name, flops, dev):
+    return getattr(dev._kn if flops > _NOGIL_FLOPS else dev._k, name)
 
 
 def _fortran(A, batch=None, rows=None):
@@ -236,7 +236,7 @@ def _linalg_lu_factor_ex(A, check_errors=False):
     nb = _numel(batch)
     if nb and m and n:
         check(
-            _fn("ec_linalg_lu", nb * m * n * k)(
+            _fn("ec_linalg_lu", nb * m * n * k, lu._storage._device)(
                 A._dtype.code, nb, m, n, lu._ptr, piv._ptr, info._ptr
             ),
             op,
@@ -304,7 +304,9 @@ def _linalg_inv_ex(A, check_errors=False):
     if nb and n:
         piv = _int32((nb, n), A)
         check(
-            _fn("ec_linalg_inv", nb * n * n * n)(A._dtype.code, nb, n, x._ptr, piv._ptr, info._ptr),
+            _fn("ec_linalg_inv", nb * n * n * n, x._storage._device)(
+                A._dtype.code, nb, n, x._ptr, piv._ptr, info._ptr
+            ),
             op,
         )
     else:
@@ -345,7 +347,7 @@ def _linalg_solve(A, B):
     if nb and n:
         piv = _int32((nb, n), A)
         check(
-            _fn("ec_linalg_solve", nb * n * n * (n + k))(
+            _fn("ec_linalg_solve", nb * n * n * (n + k), a._storage._device)(
                 A._dtype.code, nb, n, k, a._ptr, x._ptr, piv._ptr, info._ptr
             ),
             op,
@@ -370,7 +372,7 @@ def _linalg_cholesky_ex(A, upper=False, check_errors=False):
     nb = _numel(batch)
     if nb and n:
         check(
-            _fn("ec_linalg_cholesky", nb * n * n * n // 3)(
+            _fn("ec_linalg_cholesky", nb * n * n * n // 3, x._storage._device)(
                 A._dtype.code, nb, n, 1 if upper else 0, x._ptr, info._ptr
             ),
             op,
@@ -397,7 +399,7 @@ def _linalg_solve_triangular(A, B, upper, unitriangular=False):
     if nb and n and k:
         info = _int32((nb,), A)
         check(
-            _fn("ec_linalg_solve_triangular", nb * n * n * k)(
+            _fn("ec_linalg_solve_triangular", nb * n * n * k, a._storage._device)(
                 A._dtype.code,
                 nb,
                 n,
@@ -436,7 +438,7 @@ def _linalg_qr(A, mode="reduced"):
     info = _int32(batch, A)
     if nb and m and n:
         check(
-            _fn("ec_linalg_qr", nb * m * n * k)(
+            _fn("ec_linalg_qr", nb * m * n * k, a._storage._device)(
                 A._dtype.code, nb, m, n, qcols, a._ptr, q._ptr if q is not None else 0, info._ptr
             ),
             op,
@@ -474,7 +476,7 @@ def _linalg_eigh(A, UPLO="L", compute_v=True):
     info = _int32(batch, A)
     if nb and n:
         check(
-            _fn("ec_linalg_eigh", nb * n * n * n)(
+            _fn("ec_linalg_eigh", nb * n * n * n, a._storage._device)(
                 A._dtype.code,
                 nb,
                 n,
@@ -515,7 +517,7 @@ def _linalg_svd(A, full_matrices=True, compute_uv=True):
     if nb and m and n:
         a = _fortran(A)
         check(
-            _fn("ec_linalg_svd", nb * m * n * k)(
+            _fn("ec_linalg_svd", nb * m * n * k, a._storage._device)(
                 A._dtype.code,
                 nb,
                 m,
@@ -642,7 +644,7 @@ def _linalg_lstsq(A, B, rcond=None, driver=None):
     info = _int32(batch, A)
     if nb and m and n and k:
         check(
-            _fn("ec_linalg_lstsq", nb * m * n * max(m, n, k))(
+            _fn("ec_linalg_lstsq", nb * m * n * max(m, n, k), a._storage._device)(
                 A._dtype.code,
                 nb,
                 m,

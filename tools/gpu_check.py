@@ -12,13 +12,16 @@ wheels into .gpu/wheels/, which travels with the checkout.  The steps:
   build    build every ember package from this checkout (pip wheel, the C ones
            in parallel) and install them into the same directory
   env      GPU (nvidia-smi), driver, Python, torch, cupy versions
+  kernels  compile ember's whole CUDA kernel set with NVRTC on every core into the
+           tests' kernel cache (EMBER_CACHE_DIR), so that tests do not pay for
+           first-use compiles one by one; reports the time and any compile error
   tests    every test marked `cuda` in every package (`pytest -m cuda`, which
            includes the GPU parity tests marked `cuda and parity`), one pytest
            per package
   bench    benchmarks/cuda_ops.py (ember vs PyTorch on the same GPU)
 
 Every step has its own timeout (cut to fit the whole run in --budget seconds,
-420 by default), runs even if an earlier one failed (a failed build stops only
+450 by default), runs even if an earlier one failed (a failed build stops only
 the steps that need it), and is reported in the summary.  A pytest that times
 out is interrupted with SIGINT, so it still prints what it got.  Logs and
 summary go to $OUT if set (the remote runner returns that folder), else
@@ -54,10 +57,10 @@ C_PACKAGES = ["tensor-core", "allocator", "nn", "multiprocessing"]
 PY_PACKAGES = ["autograd", "data", "ember"]
 TEST_PACKAGES = ["tensor-core", "autograd", "allocator", "nn", "multiprocessing", "data", "ember"]
 # Most seconds each step may take, and the least it is left when time runs short.
-STEP_MAX = {"wheels": 60, "build": 200, "env": 40, "bench": 150}
+STEP_MAX = {"wheels": 60, "build": 200, "env": 40, "kernels": 90, "bench": 150}
 TEST_MAX = {"tensor-core": 180, "autograd": 60, "allocator": 90}
 TEST_MAX_DEFAULT = 45
-STEP_MIN = {"wheels": 20, "build": 60, "env": 10, "bench": 60}
+STEP_MIN = {"wheels": 20, "build": 60, "env": 10, "kernels": 15, "bench": 60}
 TEST_MIN = 15
 
 _print_lock = threading.Lock()
@@ -324,6 +327,50 @@ def step_env(env, log, timeout, step, python, info):
     step.set(rc == 0, time.monotonic() - t0, "; ".join(info.get("gpus", [])) or "no GPU", to)
 
 
+KERNELS_SCRIPT = r"""
+import concurrent.futures, os, sys, time
+import ember_core as ec
+if not ec.cuda.is_available():
+    print("KERNELS skipped: ember cannot use CUDA here")
+    sys.exit(0)
+from ember_core import _cuda_compile, _cuda_kernels
+groups = _cuda_kernels.all_groups()
+arch = _cuda_compile.arch_of(0)
+threads = os.cpu_count() or 4
+t0 = time.perf_counter()
+failed = []
+def one(g):
+    try:
+        _cuda_compile.compile_group(g, arch)
+    except Exception as e:
+        failed.append((g.name, f"{type(e).__name__}: {str(e)[:2000]}"))
+with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+    list(pool.map(one, groups))
+secs = time.perf_counter() - t0
+for name, err in failed[:20]:
+    print(f"COMPILE ERROR {name}: {err}")
+print(f"KERNELS {len(groups) - len(failed)}/{len(groups)} groups for sm_{arch} in {secs:.1f}s "
+      f"({threads} threads, NVRTC {_cuda_compile.nvrtc_version()}), cache "
+      f"{_cuda_compile.cache_dir()}")
+sys.exit(1 if failed else 0)
+"""
+
+
+def step_kernels(env, log, timeout, step, python):
+    t0 = time.monotonic()
+    rc, _, to = run(
+        [python, "-c", KERNELS_SCRIPT],
+        log=log,
+        timeout=timeout,
+        env=env,
+        echo=True,
+        header="kernels",
+    )
+    text = pathlib.Path(log).read_text(errors="replace")
+    m = re.findall(r"^KERNELS (.*)$", text, re.M)
+    step.set(rc == 0 and not to, time.monotonic() - t0, m[-1] if m else f"exit {rc}", to)
+
+
 def step_tests(pkg, env, log, timeout, step, python, results_file):
     env = dict(env)
     env["EMBER_GPU_CHECK_RESULTS"] = str(results_file)
@@ -470,7 +517,7 @@ def main():
     global _console
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=os.environ.get("OUT") or str(ROOT / "gpu-check-logs"))
-    ap.add_argument("--budget", type=float, default=float(os.environ.get("GPU_CHECK_BUDGET", 420)))
+    ap.add_argument("--budget", type=float, default=float(os.environ.get("GPU_CHECK_BUDGET", 450)))
     ap.add_argument("--only", default="", help="comma-separated: tests packages and/or bench")
     ap.add_argument("--site", default=None, help="private install dir (default: a temp dir)")
     args = ap.parse_args()
@@ -528,7 +575,7 @@ def main():
     def reserve(after):
         # time the steps after this one are guaranteed
         r = 0.0
-        names = ["wheels", "build", "env", *(f"tests {p}" for p in test_pkgs), "bench"]
+        names = ["wheels", "build", "env", "kernels", *(f"tests {p}" for p in test_pkgs), "bench"]
         for n in names[names.index(after) + 1 :]:
             if n.startswith("tests "):
                 r += TEST_MIN
@@ -571,6 +618,15 @@ def main():
         env, out_dir / "env.txt", budget.timeout(STEP_MAX["env"], reserve("env")), s, python, info
     )
     say(f"step env: {s.status}: {info.get('ember_cuda', '')} {info.get('torch', '')}")
+    s = Step("kernels")
+    steps.append(s)
+    if built:
+        t = budget.timeout(STEP_MAX["kernels"], reserve("kernels"))
+        say(f"step kernels: NVRTC compile of the kernel set (timeout {t:.0f}s)")
+        step_kernels(env, out_dir / "build.log", t, s, python)
+        say(f"step kernels: {s.status} ({s.detail}) in {s.seconds:.1f}s")
+    else:
+        s.detail = "skipped: ember did not build"
     results_file = work / "results.jsonl"
     for pkg in test_pkgs:
         s = Step(f"tests {pkg}")

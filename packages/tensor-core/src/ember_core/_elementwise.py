@@ -363,27 +363,27 @@ def _gelu_mode(op, approximate):
     )
 
 
-@defop("gelu(input, approximate='none', *, out=None)", method=False)
-def gelu(input, approximate="none", out=None):
+@defop(method=False)
+def gelu(input, approximate="none", *, out=None):
     """Gaussian error linear unit: x * Phi(x), or its tanh approximation with
     approximate='tanh'."""
     return unary("gelu", lib.EC_U_GELU, FLOAT_ONLY, input, out, _gelu_mode("gelu", approximate))
 
 
-@defop("gelu_(input, approximate='none')", inplace_of="gelu", method=False)
+@defop(inplace_of="gelu", method=False)
 def gelu_(input, approximate="none"):
     return unary_("gelu_", lib.EC_U_GELU, FLOAT_ONLY, input, _gelu_mode("gelu_", approximate))
 
 
-@defop("softplus(input, beta=1.0, threshold=20.0, *, out=None)", method=False)
-def softplus(input, beta=1.0, threshold=20.0, out=None):
+@defop(method=False)
+def softplus(input, beta=1.0, threshold=20.0, *, out=None):
     """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold."""
     beta, threshold = float(beta), float(threshold)
     return unary("softplus", lib.EC_U_SOFTPLUS, FLOAT_ONLY, input, out, beta, threshold)
 
 
-@defop("round(input, *, decimals=0, out=None)")
-def round(input, decimals=0, out=None):
+@defop
+def round(input, *, decimals=0, out=None):
     """Round half to even; ``decimals`` rounds to that many decimal places."""
     if decimals == 0:
         return unary("round", lib.EC_U_ROUND, SAME, input, out)
@@ -391,8 +391,8 @@ def round(input, decimals=0, out=None):
     return mul(unary("round", lib.EC_U_ROUND, SAME, mul(input, scale), None), 1.0 / scale, out=out)
 
 
-@defop("round_(input, *, decimals=0)", inplace_of="round")
-def round_(input, decimals=0):
+@defop(inplace_of="round")
+def round_(input, *, decimals=0):
     if decimals == 0:
         return unary_("round_", lib.EC_U_ROUND, SAME, input)
     return input.copy_(round(input, decimals=decimals))
@@ -426,8 +426,8 @@ def _clamp_dtype(input, min, max):
     return D.result_type(input, *scalars)
 
 
-@defop("clamp(input, min=None, max=None, *, out=None)")
-def clamp(input, min=None, max=None, out=None):
+@defop
+def clamp(input, min=None, max=None, *, out=None):
     """Limit values to [min, max]; NaN stays NaN.  Bounds may be tensors."""
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _clamp_tensor(input, min, max, out)
@@ -437,7 +437,7 @@ def clamp(input, min=None, max=None, out=None):
     return unary("clamp", lib.EC_U_CLAMP, SAME, x, out, lo, hi)
 
 
-@defop("clamp_(input, min=None, max=None)", inplace_of="clamp")
+@defop(inplace_of="clamp")
 def clamp_(input, min=None, max=None):
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return input.copy_(_clamp_tensor(input, min, max, None))
@@ -458,28 +458,28 @@ def _clamp_tensor(input, min, max, out):
     return r if r is not input else input.clone()
 
 
-@defop("clamp_min(input, min)", composite=True)
+@defop(composite=True)
 def clamp_min(input, min):
     return clamp(input, min=min)
 
 
-@defop("clamp_max(input, max)", composite=True)
+@defop(composite=True)
 def clamp_max(input, max):
     return clamp(input, max=max)
 
 
-@defop("clamp_min_(input, min)", composite=True)
+@defop(composite=True)
 def clamp_min_(input, min):
     return clamp_(input, min=min)
 
 
-@defop("clamp_max_(input, max)", composite=True)
+@defop(composite=True)
 def clamp_max_(input, max):
     return clamp_(input, max=max)
 
 
-@defop("nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None)")
-def nan_to_num(input, nan=0.0, posinf=None, neginf=None, out=None):
+@defop
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     """Replace NaN and infinities by finite numbers (the dtype's extremes by default)."""
     if input._dtype.category < 2:
         return input.clone() if out is None else out.copy_(input)
@@ -493,7 +493,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, out=None):
     return r
 
 
-@defop("logical_not_(input)", inplace_of="logical_not", differentiable=False)
+@defop(inplace_of="logical_not", differentiable=False)
 def logical_not_(input):
     """In place: 1 where input is zero, else 0, in input's own dtype."""
     r = unary("logical_not_", lib.EC_U_LOGICAL_NOT, BOOL_OUT, input)
@@ -503,29 +503,29 @@ def logical_not_(input):
     return copy_into(input, r)
 
 
-@defop("nan_to_num_(input, nan=0.0, posinf=None, neginf=None)", inplace_of="nan_to_num")
+@defop(inplace_of="nan_to_num")
 def nan_to_num_(input, nan=0.0, posinf=None, neginf=None):
     return input.copy_(nan_to_num(input, nan, posinf, neginf))
 
 
-@defop("isneginf(input)", composite=True)
+@defop(composite=True)
 def isneginf(input):
     return logical_and(isinf(input), signbit(input))
 
 
-@defop("isposinf(input)", composite=True)
+@defop(composite=True)
 def isposinf(input):
     return logical_and(isinf(input), logical_not(signbit(input)))
 
 
-@defop("isreal(input)", composite=True)
+@defop(composite=True)
 def isreal(input):
     from ember_core._creation import ones_like
 
     return ones_like(input, dtype=_bool)
 
 
-@defop("positive(input)", composite=True)
+@defop(composite=True)
 def positive(input):
     if input._dtype is _bool:
         raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
@@ -845,32 +845,32 @@ def _alpha(op, alpha, a, b):
     return float(alpha)
 
 
-@defop("add(input, other, *, alpha=1, out=None)")
-def add(input, other, alpha=1, out=None):
+@defop
+def add(input, other, *, alpha=1, out=None):
     """input + alpha * other, broadcast and promoted."""
     return binary("add", lib.EC_B_ADD, ARITH, input, other, out, _alpha("add", alpha, input, other))
 
 
-@defop("add_(input, other, *, alpha=1)", inplace_of="add")
-def add_(input, other, alpha=1):
+@defop(inplace_of="add")
+def add_(input, other, *, alpha=1):
     return binary_("add_", lib.EC_B_ADD, ARITH, input, other, _alpha("add_", alpha, input, other))
 
 
-@defop("sub(input, other, *, alpha=1, out=None)")
-def sub(input, other, alpha=1, out=None):
+@defop
+def sub(input, other, *, alpha=1, out=None):
     """input - alpha * other."""
     _no_bool_sub("sub", input, other)
     return binary("sub", lib.EC_B_SUB, ARITH, input, other, out, _alpha("sub", alpha, input, other))
 
 
-@defop("sub_(input, other, *, alpha=1)", inplace_of="sub")
-def sub_(input, other, alpha=1):
+@defop(inplace_of="sub")
+def sub_(input, other, *, alpha=1):
     _no_bool_sub("sub_", input, other)
     return binary_("sub_", lib.EC_B_SUB, ARITH, input, other, _alpha("sub_", alpha, input, other))
 
 
-@defop("rsub(input, other, *, alpha=1)")
-def rsub(input, other, alpha=1):
+@defop
+def rsub(input, other, *, alpha=1):
     """other - alpha * input."""
     _no_bool_sub("rsub", input, other)
     return binary(
@@ -878,12 +878,12 @@ def rsub(input, other, alpha=1):
     )
 
 
-@defop("mul(input, other, *, out=None)")
-def mul(input, other, out=None):
+@defop
+def mul(input, other, *, out=None):
     return binary("mul", lib.EC_B_MUL, ARITH, input, other, out)
 
 
-@defop("mul_(input, other)", inplace_of="mul")
+@defop(inplace_of="mul")
 def mul_(input, other):
     return binary_("mul_", lib.EC_B_MUL, ARITH, input, other)
 
@@ -906,8 +906,8 @@ def _div_rounding_dtype(mode, a, b):
         raise NotImplementedError(f"\"div_{mode}_cpu\" not implemented for 'Bool'")
 
 
-@defop("div(input, other, *, rounding_mode=None, out=None)")
-def div(input, other, rounding_mode=None, out=None):
+@defop
+def div(input, other, *, rounding_mode=None, out=None):
     """True division, or rounded with rounding_mode 'trunc' / 'floor'."""
     code, kind = _div_kind(rounding_mode)
     if rounding_mode is not None:
@@ -915,57 +915,57 @@ def div(input, other, rounding_mode=None, out=None):
     return binary("div", code, kind, input, other, out)
 
 
-@defop("div_(input, other, *, rounding_mode=None)", inplace_of="div")
-def div_(input, other, rounding_mode=None):
+@defop(inplace_of="div")
+def div_(input, other, *, rounding_mode=None):
     code, kind = _div_kind(rounding_mode)
     if rounding_mode is not None:
         _div_rounding_dtype(rounding_mode, input, other)
     return binary_("div_", code, kind, input, other)
 
 
-@defop("true_divide(input, other, *, out=None)", composite=True)
-def true_divide(input, other, out=None):
+@defop(composite=True)
+def true_divide(input, other, *, out=None):
     return div(input, other, out=out)
 
 
-@defop("true_divide_(input, other)", composite=True)
+@defop(composite=True)
 def true_divide_(input, other):
     return div_(input, other)
 
 
-@defop("floor_divide(input, other, *, out=None)")
-def floor_divide(input, other, out=None):
+@defop
+def floor_divide(input, other, *, out=None):
     _supported("floor_divide", D.result_type(input, other))
     return binary("floor_divide", lib.EC_B_FLOOR_DIV, ARITH, input, other, out)
 
 
-@defop("floor_divide_(input, other)", inplace_of="floor_divide")
+@defop(inplace_of="floor_divide")
 def floor_divide_(input, other):
     _supported("floor_divide", D.result_type(input, other))
     return binary_("floor_divide_", lib.EC_B_FLOOR_DIV, ARITH, input, other)
 
 
-@defop("remainder(input, other, *, out=None)")
-def remainder(input, other, out=None):
+@defop
+def remainder(input, other, *, out=None):
     """Python's %: the result takes the divisor's sign."""
     _supported("remainder", D.result_type(input, other))
     return binary("remainder", lib.EC_B_REMAINDER, ARITH, input, other, out)
 
 
-@defop("remainder_(input, other)", inplace_of="remainder")
+@defop(inplace_of="remainder")
 def remainder_(input, other):
     _supported("remainder", D.result_type(input, other))
     return binary_("remainder_", lib.EC_B_REMAINDER, ARITH, input, other)
 
 
-@defop("fmod(input, other, *, out=None)")
-def fmod(input, other, out=None):
+@defop
+def fmod(input, other, *, out=None):
     """C's fmod: the result takes the dividend's sign."""
     _supported("fmod", D.result_type(input, other))
     return binary("fmod", lib.EC_B_FMOD, ARITH, input, other, out)
 
 
-@defop("fmod_(input, other)", inplace_of="fmod")
+@defop(inplace_of="fmod")
 def fmod_(input, other):
     _supported("fmod", D.result_type(input, other))
     return binary_("fmod_", lib.EC_B_FMOD, ARITH, input, other)
@@ -981,8 +981,8 @@ def _pow_scalar_exponent(input, exponent, out):
     return unary("pow", lib.EC_U_POW_SCALAR, SAME, cast(input, dt), out, float(exponent), 0.0)
 
 
-@defop("pow(input, exponent, *, out=None)")
-def pow(input, exponent, out=None):
+@defop
+def pow(input, exponent, *, out=None):
     """input ** exponent (either may be a number)."""
     if not (isinstance(input, Tensor) and is_scalar(exponent)):
         _supported("pow", D.result_type(input, exponent))
@@ -1004,7 +1004,7 @@ def pow(input, exponent, out=None):
     return binary("pow", lib.EC_B_POW, ARITH, input, exponent, out)
 
 
-@defop("pow_(input, exponent)", inplace_of="pow")
+@defop(inplace_of="pow")
 def pow_(input, exponent):
     if isinstance(exponent, Tensor):
         _supported("pow", D.result_type(input, exponent))
@@ -1021,8 +1021,8 @@ def pow_(input, exponent):
     return binary_("pow_", lib.EC_B_POW, ARITH, input, exponent)
 
 
-@defop("float_power(input, exponent, *, out=None)", composite=True)
-def float_power(input, exponent, out=None):
+@defop(composite=True)
+def float_power(input, exponent, *, out=None):
     a = cast(input, D.float64) if isinstance(input, Tensor) else float(input)
     e = cast(exponent, D.float64) if isinstance(exponent, Tensor) else float(exponent)
     return pow(a, e, out=out)
@@ -1056,7 +1056,7 @@ def _require_tensors(name, input, other):
             )
 
 
-@defop("float_power_(input, exponent)", composite=True)
+@defop(composite=True)
 def float_power_(input, exponent):
     if input._dtype is not D.float64:
         raise RuntimeError(
@@ -1194,8 +1194,8 @@ def ternary(op, code, a, b, c, out=None, p0=1.0, cond=False):
     return finish_out(out, target, needs_copy, op)
 
 
-@defop("where(condition, input=None, other=None, *, out=None)")
-def where(condition, input=None, other=None, out=None):
+@defop
+def where(condition, input=None, other=None, *, out=None):
     """Elements of input where condition is true, else of other.  With only a
     condition, the indices of its non-zero elements (like nonzero(as_tuple=True))."""
     if input is None and other is None:
@@ -1236,30 +1236,30 @@ def where(condition, input=None, other=None, out=None):
     return ternary("where", lib.EC_T_WHERE, condition, input, other, out, cond=True)
 
 
-@defop("lerp(input, end, weight, *, out=None)")
-def lerp(input, end, weight, out=None):
+@defop
+def lerp(input, end, weight, *, out=None):
     """input + weight * (end - input)."""
     return ternary("lerp", lib.EC_T_LERP, input, end, weight, out)
 
 
-@defop("lerp_(input, end, weight)", inplace_of="lerp")
+@defop(inplace_of="lerp")
 def lerp_(input, end, weight):
     return ternary("lerp_", lib.EC_T_LERP, input, end, weight, input)
 
 
-@defop("addcmul(input, tensor1, tensor2, *, value=1, out=None)")
-def addcmul(input, tensor1, tensor2, value=1, out=None):
+@defop
+def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     """input + value * tensor1 * tensor2."""
     return ternary("addcmul", lib.EC_T_ADDCMUL, input, tensor1, tensor2, out, float(value))
 
 
-@defop("addcmul_(input, tensor1, tensor2, *, value=1)", inplace_of="addcmul")
-def addcmul_(input, tensor1, tensor2, value=1):
+@defop(inplace_of="addcmul")
+def addcmul_(input, tensor1, tensor2, *, value=1):
     return ternary("addcmul_", lib.EC_T_ADDCMUL, input, tensor1, tensor2, input, float(value))
 
 
-@defop("addcdiv(input, tensor1, tensor2, *, value=1, out=None)")
-def addcdiv(input, tensor1, tensor2, value=1, out=None):
+@defop
+def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     """input + value * tensor1 / tensor2."""
     if D.result_type(tensor1, tensor2).category < 2:
         raise RuntimeError(
@@ -1269,6 +1269,6 @@ def addcdiv(input, tensor1, tensor2, value=1, out=None):
     return ternary("addcdiv", lib.EC_T_ADDCDIV, input, tensor1, tensor2, out, float(value))
 
 
-@defop("addcdiv_(input, tensor1, tensor2, *, value=1)", inplace_of="addcdiv")
-def addcdiv_(input, tensor1, tensor2, value=1):
+@defop(inplace_of="addcdiv")
+def addcdiv_(input, tensor1, tensor2, *, value=1):
     return ternary("addcdiv_", lib.EC_T_ADDCDIV, input, tensor1, tensor2, input, float(value))

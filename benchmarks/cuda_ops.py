@@ -586,6 +586,9 @@ def main(argv=None):
         if e_why is None:
             try:
                 ct = compile_times()
+            except KeyboardInterrupt:
+                interrupted = True
+                ct = {"cold": "interrupted", "warm": "interrupted"}
             except Exception as e:  # noqa: BLE001
                 ct = {"cold": f"{type(e).__name__}: {e}", "warm": "-"}
         else:

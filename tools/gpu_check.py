@@ -212,7 +212,7 @@ def step_build(site, env, log, timeout, step, python):
         left = max(5.0, deadline - time.monotonic())
         return pkg, run(
             [*cmd, ROOT / "packages" / pkg],
-            log=log.with_name(f".build-{pkg}.log"),
+            log=wheelhouse.parent / f"build-{pkg}.log",
             timeout=left,
             env=env,
             header=f"build {pkg}",
@@ -226,7 +226,7 @@ def step_build(site, env, log, timeout, step, python):
     # one build.log, package by package
     with open(log, "a", encoding="utf-8") as out:
         for pkg in packages:
-            part = log.with_name(f".build-{pkg}.log")
+            part = wheelhouse.parent / f"build-{pkg}.log"
             if part.exists():
                 out.write(part.read_text(errors="replace"))
                 part.unlink()
@@ -417,7 +417,7 @@ def count_results(results_file):
     return list(final.values())
 
 
-def summarize(records, steps, info, out_dir, bench_json, args):
+def summarize(records, steps, info, out_dir, bench_json, args, final=True):
     lines = []
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines.append(f"ember gpu-check, {now}, checkout {info.get('commit', '?')}")
@@ -494,11 +494,10 @@ def summarize(records, steps, info, out_dir, bench_json, args):
         lines.append("  (no bench.json)")
     failed = [s.name for s in steps if s.status != "ok"]
     lines.append("")
-    lines.append(
-        "RESULT: "
-        + ("PASS" if not failed else f"FAIL ({', '.join(failed)})")
-        + f" in {time.monotonic() - T0:.0f}s"
-    )
+    verdict = "PASS" if not failed else f"FAIL ({', '.join(failed)})"
+    if not final:
+        verdict = f"INCOMPLETE (the run stopped after step {steps[-1].name}); so far: {verdict}"
+    lines.append(f"RESULT: {verdict} in {time.monotonic() - T0:.0f}s")
     text = "\n".join(lines) + "\n"
     (out_dir / "summary.txt").write_text(text)
     return text, not failed
@@ -562,7 +561,6 @@ def main():
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     env["EMBER_EXPECT_CUDA"] = expect
     env["EMBER_CACHE_DIR"] = str(work / "kernel-cache")
-    env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(work / "hypothesis"))
     only = {s.strip() for s in args.only.split(",") if s.strip()}
 
     def wanted(name):
@@ -584,6 +582,14 @@ def main():
             else:
                 r += STEP_MIN[n]
         return r
+
+    results_file = work / "results.jsonl"
+
+    def checkpoint():
+        # summary.txt after every step: a run cut short still leaves one behind
+        summarize(
+            count_results(results_file), steps, info, out_dir, out_dir / "bench.json", args, False
+        )
 
     s = Step("wheels")
     steps.append(s)
@@ -618,6 +624,7 @@ def main():
         env, out_dir / "env.txt", budget.timeout(STEP_MAX["env"], reserve("env")), s, python, info
     )
     say(f"step env: {s.status}: {info.get('ember_cuda', '')} {info.get('torch', '')}")
+    checkpoint()
     s = Step("kernels")
     steps.append(s)
     if built:
@@ -627,7 +634,7 @@ def main():
         say(f"step kernels: {s.status} ({s.detail}) in {s.seconds:.1f}s")
     else:
         s.detail = "skipped: ember did not build"
-    results_file = work / "results.jsonl"
+    checkpoint()
     for pkg in test_pkgs:
         s = Step(f"tests {pkg}")
         steps.append(s)
@@ -638,6 +645,7 @@ def main():
         say(f"step tests {pkg}: pytest -m cuda (timeout {t:.0f}s)")
         step_tests(pkg, env, out_dir / "tests.log", t, s, python, results_file)
         say(f"step tests {pkg}: {s.status} ({s.detail}) in {s.seconds:.1f}s")
+        checkpoint()
     if run_bench:
         s = Step("bench")
         steps.append(s)

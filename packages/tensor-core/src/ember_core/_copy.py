@@ -228,7 +228,7 @@ def resize_out(out, shape, op):
     resize_(out, shape)
 
 
-@defop("resize_(input, *sizes)", differentiable=False)
+@defop("resize_(input, *sizes)", differentiable=False, star_keyword="size")
 def resize_(input, sizes):
     """Give input a contiguous shape, growing its storage if needed (data kept)."""
     shape = _shape.as_shape(sizes, "resize_")

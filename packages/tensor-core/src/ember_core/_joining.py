@@ -27,7 +27,7 @@ def _tensors(op, tensors):
     return tensors
 
 
-@defop(method=False, autocast="promote")
+@defop(method=False, autocast="promote", aliases=("concat", "concatenate"))
 def cat(tensors, dim=0, *, out=None):
     """Concatenate tensors along an existing dim (dtypes promote; legacy empty 1-D
     tensors are skipped)."""
@@ -101,7 +101,7 @@ def hstack(tensors):
     return cat(tensors, 0 if len(tensors[0]._shape) == 1 else 1)
 
 
-@defop(method=False, composite=True)
+@defop(method=False, composite=True, aliases=("row_stack",))
 def vstack(tensors):
     return cat(
         [t.reshape(1, -1) if len(t._shape) < 2 else t for t in _tensors("vstack", tensors)], 0
@@ -202,7 +202,7 @@ def _out(out, r, op):
     return write_out(out, r, op)
 
 
-@defop("flip(input, *dims, out=None)")
+@defop("flip(input, *dims, out=None)", star_keyword="dims")
 def flip(input, dims, out=None):
     """A copy with the order of elements along dims reversed (x.flip(0, 1),
     x.flip((0, 1)) and x.flip(dims=[0, 1]) alike)."""
@@ -259,7 +259,7 @@ def roll(input, shifts, dims=None, *, out=None):
     return r if r is not input else input.clone()
 
 
-@defop("repeat(input, *sizes)")
+@defop("repeat(input, *sizes)", star_keyword="repeats")
 def repeat(input, sizes):
     """Tile the tensor: repeat(2, 3) makes each dim that many times as long."""
     sizes = tuple(
@@ -286,7 +286,7 @@ def repeat(input, sizes):
     return r
 
 
-@defop("tile(input, *dims)", composite=True)
+@defop("tile(input, *dims)", composite=True, star_keyword="dims")
 def tile(input, *dims, **kwargs):
     if kwargs:
         dims = star_keyword("tile", dims, kwargs)

@@ -242,7 +242,7 @@ def inner(input, other):
     return matmul(input, other.transpose(-1, -2) if len(other._shape) > 1 else other)
 
 
-@defop
+@defop(aliases=("ger",))
 def outer(input, vec2, *, out=None):
     """Outer product of two vectors (an elementwise product of a column and a
     row, so dtypes promote and bool works, as in PyTorch)."""

@@ -141,7 +141,10 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         if counts.dim() != 1 or counts.dtype.is_floating_point or counts.dtype is D.bool_:
             raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
         return repeat_interleave(
-            _pub("arange")(counts.shape[0], device=counts.device), counts, 0, output_size=output_size
+            _pub("arange")(counts.shape[0], device=counts.device),
+            counts,
+            0,
+            output_size=output_size,
         )
     if dim is None:
         input, d = input.reshape(-1), 0

@@ -89,7 +89,7 @@ def _as_sizes(args, op):
         raise TypeError(f"{op}(): size must be a sequence of ints, got {args!r}") from None
 
 
-@defop("view(input, *shape)", view=True)
+@defop("view(input, *shape)", view=True, star_keyword="size")
 def view(input, shape):
     """The same elements in another shape, sharing memory; raises if the strides
     do not allow it (use reshape).  ``view(dtype)`` reinterprets the bytes."""
@@ -144,7 +144,7 @@ def view_as(input, other):
     return input.view(other._shape)
 
 
-@defop("reshape(input, *shape)", composite=True)
+@defop("reshape(input, *shape)", composite=True, star_keyword="shape")
 def reshape(input, *shape, **kwargs):
     """view() when the strides allow it, else a contiguous copy in the new shape."""
     if kwargs:
@@ -195,7 +195,7 @@ def t(input):
     return transpose(input, 0, -1) if len(input._shape) == 2 else input.view(input._shape)
 
 
-@defop("permute(input, *dims)", view=True)
+@defop("permute(input, *dims)", view=True, star_keyword="dims")
 def permute(input, dims):
     """Reorder the dims (a view)."""
     dims = _as_sizes(dims, "permute")
@@ -214,7 +214,7 @@ def permute(input, dims):
     return view_of(input, shape, stride, input._offset, input._numel)
 
 
-@defop(composite=True)
+@defop(composite=True, aliases=("moveaxis",))
 def movedim(input, source, destination):
     n = len(input._shape)
     src = [source] if isinstance(source, int) else list(source)
@@ -236,7 +236,7 @@ def movedim(input, source, destination):
 moveaxis = movedim
 
 
-@defop("expand(input, *sizes)", view=True)
+@defop("expand(input, *sizes)", view=True, star_keyword="size")
 def expand(input, sizes):
     """Broadcast size-1 dims to larger sizes (stride 0, no copy); -1 keeps a size."""
     sizes = _as_sizes(sizes, "expand")

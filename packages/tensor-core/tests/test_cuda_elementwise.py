@@ -561,6 +561,13 @@ def test_op_lists_come_from_the_op_table():
     assert {"mul", "maximum", "atan2", "bitwise_xor", "eq", "logaddexp"} <= set(BINARY)
     assert INPLACE["exp"] == "exp_"
     assert CUDA
+    # every op the table tags `pointwise` is in one of the elementwise tables here
+    tagged = getattr(_dispatch, "ops_tagged", None)
+    if tagged is not None:
+        listed = {c.op for c in UNARY_CASES + BINARY_CASES + TERNARY_CASES}
+        listed |= set(INPLACE.values())
+        missing = sorted(op.name for op in tagged("pointwise") if op.name not in listed)
+        assert not missing, f"pointwise ops without an elementwise CUDA test: {missing}"
 
 
 def inplace_cases(dtype, rng):

@@ -7,6 +7,7 @@ installed) PyTorch on the same machine; device strings and indices on creation;
 ops mixing devices raise; printing, item() and tolist() of CUDA tensors.
 """
 
+import os
 import shutil
 import subprocess
 
@@ -20,8 +21,9 @@ pytestmark = pytest.mark.cuda
 
 
 def _smi_gpus():
+    """nvidia-smi's GPU list (None where it is absent or CUDA_VISIBLE_DEVICES hides some)."""
     smi = shutil.which("nvidia-smi")
-    if not smi:
+    if not smi or os.environ.get("CUDA_VISIBLE_DEVICES") is not None:
         return None
     out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30).stdout
     return [ln for ln in out.splitlines() if ln.startswith("GPU ")]

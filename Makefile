@@ -109,7 +109,7 @@ GPU_PLATFORM := --only-binary=:all: --python-version 3.12 --implementation cp --
 	--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
 	--platform manylinux2014_x86_64
 gpu-wheels:
-	mkdir -p $(GPU_WHEELS)
+	rm -rf $(GPU_WHEELS) && mkdir -p $(GPU_WHEELS)
 	$(PYTHON) -m pip download -q --no-deps $(GPU_PLATFORM) -d $(GPU_WHEELS) "cffi>=1.17" \
 		"scipy-openblas32>=0.3.27"
 	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: -d $(GPU_WHEELS) \

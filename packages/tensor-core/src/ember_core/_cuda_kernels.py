@@ -70,6 +70,7 @@ class Group:
 
 _ELEMENTWISE_HEADERS = (
     "prelude.cuh",
+    "ember_codes.h",
     "dtype_lists.h",
     "special.h",
     "elementwise_ops.h",

@@ -20,6 +20,8 @@ WHEELHOUSE := wheelhouse
 PACKAGES := allocator tensor-core autograd nn multiprocessing
 # data (ember-data): depends on numpy only (DESIGN.md)
 PACKAGES += data
+# distributed (ember-distributed): tensor-core, autograd, nn; mpi4py + mpich (extra)
+PACKAGES += distributed
 # ember (the umbrella, `import ember as torch`): depends on every package above
 PACKAGES += ember
 STAMP := $(VENV)/.ember-dev-installed

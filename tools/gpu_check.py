@@ -54,8 +54,17 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 WHEEL_DIR = ROOT / ".gpu" / "wheels"
 # Build order does not matter (each is built alone, --no-deps); C packages first.
 C_PACKAGES = ["tensor-core", "allocator", "nn", "multiprocessing"]
-PY_PACKAGES = ["autograd", "data", "ember"]
-TEST_PACKAGES = ["tensor-core", "autograd", "allocator", "nn", "multiprocessing", "data", "ember"]
+PY_PACKAGES = ["autograd", "data", "distributed", "ember"]
+TEST_PACKAGES = [
+    "tensor-core",
+    "autograd",
+    "allocator",
+    "nn",
+    "multiprocessing",
+    "data",
+    "distributed",
+    "ember",
+]
 # Most seconds each step may take, and the least it is left when time runs short.
 STEP_MAX = {"wheels": 60, "build": 200, "env": 40, "kernels": 90, "bench": 150}
 TEST_MAX = {"tensor-core": 180, "autograd": 60, "allocator": 90}

@@ -52,19 +52,15 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 WHEEL_DIR = ROOT / ".gpu" / "wheels"
-# Build order does not matter (each is built alone, --no-deps); C packages first.
-C_PACKAGES = ["tensor-core", "allocator", "nn", "multiprocessing"]
-PY_PACKAGES = ["autograd", "data", "distributed", "ember"]
-TEST_PACKAGES = [
-    "tensor-core",
-    "autograd",
-    "allocator",
-    "nn",
-    "multiprocessing",
-    "data",
-    "distributed",
-    "ember",
-]
+# Every package under packages/ (a new one is picked up by itself); the ones with
+# a setup.py have C code.  Build order does not matter (each is built alone,
+# --no-deps); tests run tensor-core and autograd first.
+_ALL = sorted(p.name for p in (ROOT / "packages").iterdir() if (p / "pyproject.toml").exists())
+C_PACKAGES = [p for p in _ALL if (ROOT / "packages" / p / "setup.py").exists()]
+C_PACKAGES.sort(key=lambda p: p != "tensor-core")  # the longest build starts first
+PY_PACKAGES = [p for p in _ALL if p not in C_PACKAGES]
+_FIRST = ["tensor-core", "autograd"]
+TEST_PACKAGES = [p for p in _FIRST if p in _ALL] + [p for p in _ALL if p not in _FIRST]
 # Most seconds each step may take, and the least it is left when time runs short.
 STEP_MAX = {"wheels": 60, "build": 200, "env": 40, "kernels": 90, "bench": 150}
 TEST_MAX = {"tensor-core": 180, "autograd": 60, "allocator": 90}

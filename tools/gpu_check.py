@@ -338,23 +338,15 @@ import ember_core as ec
 if not ec.cuda.is_available():
     print("KERNELS skipped: ember cannot use CUDA here")
     sys.exit(0)
-from ember_core import _cuda_compile, _cuda_kernels
-groups = _cuda_kernels.all_groups()
+from ember_core import _cuda_compile
 arch = _cuda_compile.arch_of(0)
 threads = os.cpu_count() or 4
 t0 = time.perf_counter()
-failed = []
-def one(g):
-    try:
-        _cuda_compile.compile_group(g, arch)
-    except Exception as e:
-        failed.append((g.name, f"{type(e).__name__}: {str(e)[:2000]}"))
-with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-    list(pool.map(one, groups))
+n, failed = ec.cuda._compile_all(threads)
 secs = time.perf_counter() - t0
 for name, err in failed[:20]:
-    print(f"COMPILE ERROR {name}: {err}")
-print(f"KERNELS {len(groups) - len(failed)}/{len(groups)} groups for sm_{arch} in {secs:.1f}s "
+    print(f"COMPILE ERROR {name}: {err[:2000]}")
+print(f"KERNELS {n}/{n + len(failed)} kernels for sm_{arch} in {secs:.1f}s "
       f"({threads} threads, NVRTC {_cuda_compile.nvrtc_version()}), cache "
       f"{_cuda_compile.cache_dir()}")
 sys.exit(1 if failed else 0)

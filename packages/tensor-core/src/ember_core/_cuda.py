@@ -204,6 +204,29 @@ def ecu_py_compile(device, family, op, dtype, dtype2, variant):
     return 0
 
 
+def compile_all(threads=None, device=0):
+    """Compile every kernel the launchers can ask for (every variant of every
+    group) for ``device``'s architecture into the disk cache, on ``threads``
+    threads (NVRTC releases the GIL).  Returns (kernels compiled, [(name,
+    error)]).  Later processes then load kernels instead of compiling them."""
+    import concurrent.futures
+
+    arch = _cuda_compile.arch_of(device)
+    jobs = [g.variant(v) for g in _cuda_kernels.all_groups() for v, _ in g.kernels]
+    failed = []
+
+    def one(g):
+        try:
+            _cuda_compile.compile_group(g, arch)
+        except Exception as e:  # reported, not raised: compile what can be compiled
+            failed.append((g.name, f"{type(e).__name__}: {e}"))
+
+    workers = threads or os.cpu_count() or 4
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        list(pool.map(one, jobs))
+    return len(jobs) - len(failed), failed
+
+
 def take_pending_error():
     return _pending.pop() if _pending else None
 

@@ -139,7 +139,8 @@ ffibuilder.cdef(read_cdef(CUDA_HEADER))
 # Python reads the embedded kernel sources.
 ffibuilder.cdef(
     """
-    extern "Python+C" int ecu_py_compile(int device, int family, int op, int dtype, int dtype2);
+    extern "Python+C" int ecu_py_compile(
+        int device, int family, int op, int dtype, int dtype2, int variant);
     extern "Python+C" int ecu_py_blas_workspace(int device, uint64_t stream, uint64_t* ptr,
                                                 uint64_t* nbytes);
     const char* ecu_source(const char* name);

@@ -1,7 +1,7 @@
-"""CUDA memory shared with other libraries without copying (beyond test_cuda_interop.py:
-the protocols in detail): DLPack with kDLCUDA
-both ways (Note [DLPack], Note [DLPack streams] in ember_core/_dlpack.py), the
-CUDA Array Interface v3 (``Tensor.__cuda_array_interface__``, ``as_tensor`` and
+"""CUDA memory shared with other libraries without copying, the protocols in
+detail (beyond test_cuda_interop.py): DLPack with kDLCUDA both ways (Note
+[DLPack], Note [DLPack streams] in ember_core/_dlpack.py), the CUDA Array
+Interface v3 (``Tensor.__cuda_array_interface__``, ``as_tensor`` and
 ``tensor`` of CuPy arrays), with the stream contracts of both.
 
 Without a GPU: the capsules' device fields, the stream arguments ember passes

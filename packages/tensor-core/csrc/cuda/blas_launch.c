@@ -422,7 +422,8 @@ int ecu_matmul(int dtype, int64_t batch, int64_t m, int64_t n, int64_t k, double
                 math |= ECU_CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION;
             break;
         default:
-            if (!ec_valid_dtype(dtype)) return ec_fail(EC_ERR_INVALID, "matmul: bad dtype %d", dtype);
+            if (!ec_valid_dtype(dtype))
+                return ec_fail(EC_ERR_INVALID, "matmul: bad dtype %d", dtype);
             return ec_fail(EC_ERR_DTYPE, "\"%s\" not implemented for '%s'",
                            batch > 1 ? "bmm_cuda" : "addmm_cuda", torch_name(dtype));
     }

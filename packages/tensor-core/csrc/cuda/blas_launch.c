@@ -480,7 +480,16 @@ int ecu_matmul(int dtype, int64_t batch, int64_t m, int64_t n, int64_t k, double
                 "cublasGemmStridedBatchedEx");
         }
     }
-    if (st == EC_OK && ecu_launch_is_blocking())
-        st = ecu_stream_synchronize((uint64_t)(uintptr_t)ecu_stream());
+    if (st != EC_OK) { /* say what cuBLAS was asked (a refused argument is a plan bug) */
+        char why[300];
+        snprintf(why, sizeof why, "%s", ec_last_message());
+        return ec_fail(st, "%s; the call was %c%c m=%lld n=%lld k=%lld lda=%lld ldb=%lld "
+                       "ldc=%lld strides %lld/%lld/%lld batch %lld, dtype %d",
+                       why, ta == ECU_CUBLAS_OP_T ? 'T' : 'N', tb == ECU_CUBLAS_OP_T ? 'T' : 'N',
+                       (long long)p.m, (long long)p.n, (long long)p.k, (long long)p.lda,
+                       (long long)p.ldb, (long long)p.ldc, (long long)p.stride_a,
+                       (long long)p.stride_b, (long long)p.stride_c, (long long)batch, dtype);
+    }
+    if (ecu_launch_is_blocking()) st = ecu_stream_synchronize((uint64_t)(uintptr_t)ecu_stream());
     return st;
 }

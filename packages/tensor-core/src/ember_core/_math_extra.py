@@ -1,5 +1,5 @@
 """More math with PyTorch's semantics: logit, heaviside, gcd/lcm, ldexp, frexp,
-logaddexp2, sgn, isin, trapezoid/cumulative_trapezoid, cov/corrcoef, cross, cdist,
+sgn, isin, trapezoid/cumulative_trapezoid, cov/corrcoef, cross, cdist,
 addbmm, index_reduce, histogram, and the predicates is_same_size/is_nonzero/is_signed.
 
 Differentiable ones are composites of public ops (their gradients come from the
@@ -140,17 +140,6 @@ def frexp(input, *, out=None):
         out[1].copy_(exponent)
         return _frexp(out[0], out[1])
     return _frexp(mantissa, exponent)
-
-
-@defop(composite=True)
-def logaddexp2(input, other, *, out=None):
-    """log2(2**input + 2**other), computed without overflow."""
-    a, b = _float_of(input), _float_of(other) if isinstance(other, Tensor) else other
-    m = _pub("maximum")(a, b) if isinstance(b, Tensor) else a.clamp_min(b)
-    r = m + ((a - m).exp2() + (b - m).exp2()).log2()
-    # an infinite maximum makes (a - m) nan; it is the answer itself
-    r = _pub("where")(m.isinf(), m, r)
-    return out.copy_(r) if out is not None else r
 
 
 @defop(composite=True)

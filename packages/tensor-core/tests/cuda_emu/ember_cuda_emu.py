@@ -64,7 +64,7 @@ _DTYPE_SUFFIX = re.compile(r"_(b|u8|i8|i16|i32|i64|f16|bf16|f32|f64)$")
 
 _lock = threading.Lock()
 _memo = {}  # cache key -> (image, lowered)
-_siblings = {}  # (source, headers, options, stem) -> [groups]
+_siblings = {}  # (headers, options, includes, name stem) -> [groups of every dtype]
 _loaded = []  # CDLLs kept alive (their names were read with dladdr)
 
 
@@ -229,26 +229,54 @@ def compile_group(group, arch):
     return hit
 
 
+def _split(source):
+    """(leading #include lines, the rest) of a group's source: the includes are
+    shared by many groups and precompiled; the rest (the op list expanded for
+    one dtype, say) is the group's own."""
+    lines = source.splitlines(keepends=True)
+    i = 0
+    while i < len(lines) and (not lines[i].strip() or lines[i].lstrip().startswith("#include")):
+        i += 1
+    return "".join(lines[:i]), "".join(lines[i:])
+
+
+def _variants(g):
+    """A group as its one-variant groups (what launchers ask for)."""
+    variants = sorted({v for v, _ in g.kernels})
+    if len(variants) < 2 or not hasattr(g, "variant"):
+        return [g]
+    return [g.variant(v) for v in variants]
+
+
 def _batch_for(group):
-    """The group and its siblings of other dtypes (when they can be listed)."""
-    stem = _DTYPE_SUFFIX.sub("", group.name)
-    if stem == group.name or os.environ.get("EMBER_CUDA_EMU_BATCH", "1") == "0":
+    """The group, the other variants of its group, and its siblings of other
+    dtypes (every variant), when ember_core lists them (all_groups) and their
+    sources can be built together: same headers, options and includes."""
+    if os.environ.get("EMBER_CUDA_EMU_BATCH", "1") == "0":
         return [group]
-    ident = (group.source, group.headers, group.options, stem)
-    if ident not in _siblings:
+    if not _siblings:
         try:
             from ember_core import _cuda_kernels
 
             groups = _cuda_kernels.all_groups()
         except Exception:  # noqa: BLE001 - batching is an optimisation only
             groups = []
-        by = {}
         for g in groups:
-            s = _DTYPE_SUFFIX.sub("", g.name)
-            by.setdefault((g.source, g.headers, g.options, s), []).append(g)
-        for k, v in by.items():
-            _siblings.setdefault(k, v)
-    batch = [group] + [g for g in _siblings.get(ident, ()) if g != group]
+            stem = _DTYPE_SUFFIX.sub("", g.name)
+            ident = (g.headers, g.options, _split(g.source)[0], stem)
+            _siblings.setdefault(ident, []).append(g)
+        _siblings.setdefault(None, [])
+    stem = _DTYPE_SUFFIX.sub("", group.name)
+    ident = (group.headers, group.options, _split(group.source)[0], stem)
+    full = [g for g in _siblings.get(ident, ()) if g.name == group.name]
+    if not full or full[0].source != group.source:
+        return [group]  # not one of ember's listed groups (a test's own, say)
+    others = [g for g in _siblings[ident] if g.name != group.name]
+    if stem == group.name:
+        others = []
+    batch = [group]
+    for g in [full[0], *others]:
+        batch += [v for v in _variants(g) if v != group]
     return batch
 
 
@@ -413,11 +441,12 @@ def _options(group):
 
 
 def _prepared(group, flags):
-    """The folder holding a group's source (after device.h) as `group.h`, its
-    headers, and, where g++ can make one, a precompiled `group.h.gch`: the
-    elementwise groups all share one source, whose parsing is most of a build."""
+    """The folder holding the group's includes (after device.h) as `group.h`,
+    its headers, and, where g++ can make one, a precompiled `group.h.gch`:
+    groups share their includes, whose parsing is most of a build."""
     texts = group.header_texts()
-    key = _digest(DEVICE_HEADERS, (group.source, sorted(texts.items()), flags, compiler_id()))
+    prefix = _split(group.source)[0]
+    key = _digest(DEVICE_HEADERS, (prefix, sorted(texts.items()), flags, compiler_id()))
     root = cache_root()
     final = root / f"source-{key}"
     if final.exists():
@@ -430,7 +459,7 @@ def _prepared(group, flags):
             p = tmp / name
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_text(rewrite(text))
-        (tmp / "group.h").write_text('#include "device.h"\n' + rewrite(group.source) + "\n")
+        (tmp / "group.h").write_text('#include "device.h"\n' + rewrite(prefix) + "\n")
         try:
             cmd = [_cxx(), *flags, f"-I{HERE}", f"-I{tmp}", "-x", "c++-header"]
             _run([*cmd, str(tmp / "group.h"), "-o", str(tmp / "group.h.gch")], "precompiling")
@@ -456,15 +485,22 @@ def _prune(root, pattern, keep):
 
 
 def _build(groups, arch):
-    """Compile groups (same source and headers) into one shared object;
-    returns (image, lowered) for each."""
+    """Compile groups (same headers, options and includes) into one shared
+    object; returns (image, lowered) for each."""
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
     first = groups[0]
     flags = [*CXX_FLAGS, f"-D__CUDA_ARCH__={arch * 10}", *_options(first)]
     source = _prepared(first, flags)
-    bounds = launch_bounds([first.source, *first.header_texts().values()])
-    ident = (first.source, sorted(first.header_texts().items()), [g.kernels for g in groups])
+    rests = []
+    for g in groups:  # each group's own part, once (variants share theirs)
+        rest = _split(g.source)[1]
+        if rest not in rests:
+            rests.append(rest)
+    own = rewrite("".join(rests))
+    bounds = launch_bounds([first.source, *rests, *first.header_texts().values()])
+    ident = (_split(first.source)[0], own, sorted(first.header_texts().items()))
+    ident += ([g.kernels for g in groups],)
     so_name = f"{first.name}-{_digest([], (*ident, flags, compiler_id()))}.so"
     cmd = [_cxx(), *flags, *LINK_FLAGS, f"-I{HERE}", f"-I{source}"]
     cmd += ["-include", str(source / "group.h")]
@@ -473,7 +509,7 @@ def _build(groups, arch):
         src = work / "group.cpp"
         out = work / so_name
         for attempt_bounds in (bounds, None):
-            src.write_text(_generated(groups, attempt_bounds))
+            src.write_text(own + "\n" + _generated(groups, attempt_bounds))
             try:
                 _run([*cmd, "-o", str(out), str(src)], f"compiling {first.name} for the emulator")
                 break

@@ -57,16 +57,18 @@ wheels: $(foreach p,$(PACKAGES),$(WHEELHOUSE)/.$(p).stamp)
 install: wheels
 	$(BIN)/python tools/install_wheels.py $(WHEELHOUSE) $(PACKAGES)
 
-# One tox env per package, plus ember-data's tests again over ember tensors, plus
-# the tests marked `cuda` on the CUDA emulator (tensor-core-cuda-emu, below).
-TEST_ENVS := $(PACKAGES) data-ember tensor-core-cuda-emu
+# One tox env per package, plus ember-data's tests again over ember tensors.
+TEST_ENVS := $(PACKAGES) data-ember
 test: wheels
 	$(BIN)/tox run -e $(subst $(space),$(comma),$(TEST_ENVS))
 
-# CUDA without a GPU: the tests marked `cuda` of allocator, tensor-core and autograd
-# run on a CPU emulation of the CUDA driver that builds ember's kernels with g++
+# CUDA without a GPU: every test marked `cuda` of allocator, tensor-core and autograd
+# runs on a CPU emulation of the CUDA driver that builds ember's kernels with g++
 # (packages/tensor-core/tests/cuda_emu; tensor-core's README, "Testing CUDA code
 # without a GPU"). Kernel builds are cached under ~/.cache/ember/kernels/emu.
+# `make test` runs the emulator's own tests and the allocator's CUDA tests on it;
+# this whole suite is not part of it yet: it fails where an op has no CUDA kernel
+# yet, as on a GPU, and takes ~10 minutes on two cores.
 .PHONY: test-cuda-emu
 test-cuda-emu: wheels
 	$(BIN)/tox run -e tensor-core-cuda-emu

@@ -480,6 +480,25 @@ def test_launch_limits():
 
 
 @needs_cxx
+@pytest.mark.skipif(ember_cuda_emu.is_emulated(), reason="runs the tests below on the emulator")
+def test_cuda_tests_on_the_emulator():
+    """The tests above (marked `cuda`) on two emulated devices, so that every
+    `make test` runs ember's CUDA backend without a GPU."""
+    e = ember_cuda_emu.environment(devices=2)
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "cuda"]
+    r = subprocess.run(
+        [*cmd, str(pathlib.Path(__file__))],
+        env=e,
+        cwd=HERE.parent,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
+    assert " passed" in r.stdout and " skipped" not in r.stdout.splitlines()[-1], r.stdout[-2000:]
+
+
+@needs_cxx
 def test_emulator_catches_what_a_gpu_would_not_show_reliably():
     r = run_emulated(
         """

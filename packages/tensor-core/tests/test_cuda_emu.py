@@ -688,6 +688,56 @@ def test_copy_between_devices_waits_for_the_source():
 
 
 @needs_cxx
+def test_matrix_products_on_the_emulated_cublas():
+    # ember's cuBLAS path (Note [cuBLAS] in csrc/cuda/blas_launch.c) on the
+    # emulator's cuBLAS (Note [Emulated cuBLAS] in driver.c); _cuda_blas.load()
+    # refuses under EMBER_CUDA_EMULATE=1 until its owner lifts that, so the load
+    # runs without it here
+    r = run_emulated(
+        """
+        import ctypes, os, numpy as np, ember_core as ec
+        from ember_core import _cuda_blas
+        os.environ["EMBER_CUDA_EMULATE"] = "0"
+        try:
+            _cuda_blas.load()
+        finally:
+            os.environ["EMBER_CUDA_EMULATE"] = "1"
+        rng = np.random.default_rng(0)
+        def t(shape, dt):
+            return ec.from_numpy(rng.standard_normal(shape)).to(dt)
+        tols = {ec.float32: 1e-5, ec.float64: 1e-12, ec.float16: 1e-2, ec.bfloat16: 5e-2}
+        for dt, tol in tols.items():
+            for sa, sb in [((5, 7), (7, 3)), ((2, 4, 6), (2, 6, 5)), ((3, 1, 4), (4,))]:
+                a, b = t(sa, dt), t(sb, dt)
+                pairs = [(a, b), (a.mT.contiguous().mT, b)] if len(sa) > 1 else [(a, b)]
+                for x, y in pairs:
+                    got = (x.to("cuda") @ y.to("cuda")).cpu().to(ec.float64).numpy()
+                    want = (x @ y).to(ec.float64).numpy()
+                    assert np.allclose(got, want, rtol=tol, atol=tol), (dt, sa, sb)
+            c, a2, b2 = t((4, 5), dt), t((4, 3), dt), t((3, 5), dt)
+            args = [v.to("cuda") for v in (c, a2, b2)]
+            got = ec.addmm(*args, beta=0.5, alpha=2).cpu().to(ec.float64).numpy()
+            want = ec.addmm(c, a2, b2, beta=0.5, alpha=2).to(ec.float64).numpy()
+            assert np.allclose(got, want, rtol=tol, atol=tol), dt
+        # an operand that runs past its allocation (a page) is refused
+        blas = ctypes.CDLL("libcublas.so.13")
+        h = ctypes.c_void_p()
+        assert blas.cublasCreate_v2(ctypes.byref(h)) == 0
+        p = ctypes.c_uint64()
+        assert ctypes.CDLL("libcuda.so.1").cuMemAlloc_v2(ctypes.byref(p), 64) == 0
+        one = ctypes.c_float(1.0)
+        ptr = ctypes.c_void_p(p.value)
+        code = blas.cublasGemmEx(h, 0, 0, 4, 4, 4, ctypes.byref(one), ptr, 0, 2000, ptr, 0, 4,
+                                 ctypes.byref(one), ptr, 0, 4, 68, -1)
+        print("bad lda:", code)
+        print("ok")
+        """
+    )
+    assert "bad lda: 7" in r.stdout and r.stdout.strip().endswith("ok")
+    assert "operand A (4 x 4, ld 2000" in r.stderr and "runs past its allocation" in r.stderr
+
+
+@needs_cxx
 def test_compile_cache_is_reused(tmp_path):
     code = """
         import ember_core as ec, ember_cuda_emu, numpy as np

@@ -237,7 +237,7 @@ struct emu_device {
     char sticky_msg[800];
 };
 
-enum { OP_KERNEL, OP_COPY, OP_MEMSET, OP_RECORD, OP_WAIT };
+enum { OP_KERNEL, OP_COPY, OP_MEMSET, OP_RECORD, OP_WAIT, OP_GEMM };
 
 typedef struct emu_op {
     int kind;
@@ -269,8 +269,19 @@ typedef struct emu_op {
             emu_stream* s;
             uint64_t seq;
         } w;
+        struct emu_gemm* g;
     } u;
 } emu_op;
+
+/* A cuBLAS GEMM queued on a stream (Note [Emulated cuBLAS]). */
+typedef struct emu_gemm {
+    int transa, transb, type, compute, tf32;
+    long long m, n, k, lda, ldb, ldc, batch;
+    long long stride_a, stride_b, stride_c;
+    double alpha, beta;
+    const char *a, *b;
+    char* c;
+} emu_gemm;
 
 struct emu_stream {
     emu_device* dev;
@@ -2178,6 +2189,8 @@ static void run_kernel(emu_device* d, emu_op* op) {
     }
 }
 
+static void run_gemm(const emu_gemm* g);
+
 static void run_op(emu_stream* s, emu_op* op) {
     emu_device* d = s->dev;
     switch (op->kind) {
@@ -2204,6 +2217,327 @@ static void run_op(emu_stream* s, emu_op* op) {
         case OP_WAIT:
             if (op->u.w.s) run_until(op->u.w.s, op->u.w.seq);
             break;
+        case OP_GEMM:
+            if (!d->sticky) run_gemm(op->u.g);
+            free(op->u.g);
+            break;
+    }
+}
+
+/* ------------------------------------------------------------------ cuBLAS */
+
+/* Note [Emulated cuBLAS]
+ * The library ember's matrix products call (csrc/cuda/blas_launch.c), emulated
+ * for what ember uses: handles, streams, workspaces, math modes, GemmEx and
+ * GemmStridedBatchedEx in float32 (TF32 rounds the inputs to 10 mantissa bits,
+ * as tensor cores do), float64, float16 and bfloat16 (float32 accumulation).
+ * The same library is found as libcublas.so.13.  A GEMM is queued on the
+ * handle's stream like a kernel; it checks its arguments as cuBLAS does (leading
+ * dimensions, types) and, unlike cuBLAS, that every element it reads or writes
+ * lies in one allocation of the handle's device: a wrong leading dimension or
+ * batch stride in ember's plan (Note [GEMM plan]) is reported at the call,
+ * where a GPU would compute with other memory.  Sums run in double precision in
+ * a fixed order, so results differ from a GPU's in the last bits. */
+
+enum {
+    CUBLAS_STATUS_SUCCESS = 0,
+    CUBLAS_STATUS_NOT_INITIALIZED = 1,
+    CUBLAS_STATUS_ALLOC_FAILED = 3,
+    CUBLAS_STATUS_INVALID_VALUE = 7,
+    CUBLAS_STATUS_EXECUTION_FAILED = 13,
+    CUBLAS_STATUS_NOT_SUPPORTED = 15,
+};
+enum { R_32F = 0, R_64F = 1, R_16F = 2, R_16BF = 14 };
+enum { COMPUTE_32F = 68, COMPUTE_32F_FAST_TF32 = 77, COMPUTE_64F = 70 };
+
+typedef struct emu_blas {
+    int magic;
+    emu_device* dev;
+    void* stream; /* a stream handle (0: the legacy stream) */
+    uintptr_t ws;
+    size_t wsize;
+    int math;
+} emu_blas;
+
+#define BLAS_MAGIC 0x626c6173
+
+static int blas_fail(int status, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+static int blas_fail(int status, const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "ember CUDA emulator: cuBLAS: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    return status;
+}
+
+EXPORT int cublasCreate_v2(emu_blas** out) {
+    emu_device* d = NULL;
+    if (current(&d)) return blas_fail(CUBLAS_STATUS_NOT_INITIALIZED, "no current context");
+    emu_blas* h = calloc(1, sizeof *h);
+    if (!h) return CUBLAS_STATUS_ALLOC_FAILED;
+    h->magic = BLAS_MAGIC;
+    h->dev = d;
+    *out = h;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+EXPORT int cublasDestroy_v2(emu_blas* h) {
+    if (!h || h->magic != BLAS_MAGIC) return CUBLAS_STATUS_NOT_INITIALIZED;
+    h->magic = 0;
+    free(h);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+EXPORT int cublasSetStream_v2(emu_blas* h, void* stream) {
+    if (!h || h->magic != BLAS_MAGIC) return CUBLAS_STATUS_NOT_INITIALIZED;
+    lock();
+    emu_stream* s;
+    int st = stream_of(stream, h->dev, &s);
+    int ok = !st && s->dev == h->dev;
+    unlock();
+    if (!ok)
+        return blas_fail(CUBLAS_STATUS_INVALID_VALUE, "cublasSetStream: stream %p is not a stream "
+                         "of the handle's device cuda:%d", stream, h->dev->ordinal);
+    h->stream = stream;
+    h->ws = 0; /* binding a stream resets the workspace to cuBLAS's own */
+    h->wsize = 0;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+EXPORT int cublasSetWorkspace_v2(emu_blas* h, void* ws, size_t size) {
+    if (!h || h->magic != BLAS_MAGIC) return CUBLAS_STATUS_NOT_INITIALIZED;
+    int dev = -1;
+    lock();
+    int ok = !size || (usable((uintptr_t)ws, size, &dev) && dev == h->dev->ordinal);
+    unlock();
+    if (!ok)
+        return blas_fail(CUBLAS_STATUS_INVALID_VALUE, "cublasSetWorkspace: [%p, +%zu) is not "
+                         "device memory of cuda:%d", ws, size, h->dev->ordinal);
+    h->ws = (uintptr_t)ws;
+    h->wsize = size;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+EXPORT int cublasSetMathMode(emu_blas* h, int mode) {
+    if (!h || h->magic != BLAS_MAGIC) return CUBLAS_STATUS_NOT_INITIALIZED;
+    h->math = mode;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+EXPORT int cublasGetVersion_v2(emu_blas* h, int* v) {
+    if (!h || h->magic != BLAS_MAGIC) return CUBLAS_STATUS_NOT_INITIALIZED;
+    *v = 130000;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+EXPORT const char* cublasGetStatusString(int status) {
+    switch (status) {
+        case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+        case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+        case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+        case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+        case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+        case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+        default: return "CUBLAS_STATUS_UNKNOWN";
+    }
+}
+
+static int type_size(int t) {
+    return t == R_64F ? 8 : t == R_32F ? 4 : (t == R_16F || t == R_16BF) ? 2 : 0;
+}
+
+/* Whether the elements of a column-major rows x cols operand (leading
+ * dimension ld) of `batch` matrices `stride` elements apart lie in one
+ * allocation of device `dev`. */
+static int operand_ok(const char* p, long long rows, long long cols, long long ld,
+                      long long batch, long long stride, int isz, int dev, const char* what) {
+    if (rows == 0 || cols == 0) return 1;
+    long long lo = 0, hi = (cols - 1) * ld + rows - 1;
+    if (batch > 1) {
+        long long span = (batch - 1) * stride;
+        if (span < 0) lo += span;
+        else hi += span;
+    }
+    uintptr_t a = (uintptr_t)(p + lo * isz);
+    size_t n = (size_t)(hi - lo + 1) * (size_t)isz;
+    int d = -1;
+    if (usable(a, n, &d) && d == dev) return 1;
+    range* r = range_find((uintptr_t)p);
+    blas_fail(CUBLAS_STATUS_INVALID_VALUE,
+              "operand %s (%lld x %lld, ld %lld, batch %lld stride %lld) spans [%#lx, +%zu), "
+              "which is not inside one allocation of cuda:%d (%s)", what, rows, cols, ld, batch,
+              stride, (unsigned long)a, n, dev,
+              r ? (r->kind == R_DEVICE ? "it runs past its allocation" : "host memory")
+                : "its start is not device memory");
+    return 0;
+}
+
+static int gemm_enqueue(emu_blas* h, int transa, int transb, long long m, long long n,
+                        long long k, const void* alpha, const void* A, int Atype, long long lda,
+                        long long sa, const void* B, int Btype, long long ldb, long long sb,
+                        const void* beta, void* C, int Ctype, long long ldc, long long sc,
+                        long long batch, int compute) {
+    if (!h || h->magic != BLAS_MAGIC) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (transa < 0 || transa > 1 || transb < 0 || transb > 1)
+        return blas_fail(CUBLAS_STATUS_INVALID_VALUE, "transpose op %d/%d", transa, transb);
+    if (m < 0 || n < 0 || k < 0 || batch < 0)
+        return blas_fail(CUBLAS_STATUS_INVALID_VALUE, "negative size");
+    long long arows = transa ? k : m, brows = transb ? n : k;
+    if (lda < (arows > 1 ? arows : 1) || ldb < (brows > 1 ? brows : 1) || ldc < (m > 1 ? m : 1))
+        return blas_fail(CUBLAS_STATUS_INVALID_VALUE,
+                         "leading dimensions lda %lld ldb %lld ldc %lld too small for %c%c m=%lld "
+                         "n=%lld k=%lld", lda, ldb, ldc, transa ? 'T' : 'N', transb ? 'T' : 'N',
+                         m, n, k);
+    if (Atype != Btype || Atype != Ctype || !type_size(Atype))
+        return blas_fail(CUBLAS_STATUS_NOT_SUPPORTED, "types %d/%d/%d", Atype, Btype, Ctype);
+    int want = Atype == R_64F ? COMPUTE_64F : COMPUTE_32F;
+    if (!(compute == want || (Atype == R_32F && compute == COMPUTE_32F_FAST_TF32)))
+        return blas_fail(CUBLAS_STATUS_NOT_SUPPORTED, "compute type %d for data type %d",
+                         compute, Atype);
+    if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
+    int isz = type_size(Atype), dev = h->dev->ordinal;
+    lock();
+    emu_stream* s = NULL;
+    int st = stream_of(h->stream, h->dev, &s) ? CUBLAS_STATUS_INVALID_VALUE : 0;
+    if (!st && h->dev->sticky) st = CUBLAS_STATUS_EXECUTION_FAILED;
+    if (!st && k > 0 &&
+        (!operand_ok(A, arows, transa ? m : k, lda, batch, sa, isz, dev, "A") ||
+         !operand_ok(B, brows, transb ? k : n, ldb, batch, sb, isz, dev, "B")))
+        st = CUBLAS_STATUS_INVALID_VALUE;
+    if (!st && !operand_ok(C, m, n, ldc, batch, sc, isz, dev, "C"))
+        st = CUBLAS_STATUS_INVALID_VALUE;
+    emu_gemm* g = st ? NULL : calloc(1, sizeof *g);
+    emu_op* op = g ? new_op(OP_GEMM) : NULL;
+    if (!st && (!g || !op)) {
+        free(g);
+        st = CUBLAS_STATUS_ALLOC_FAILED;
+    }
+    if (!st) {
+        *g = (emu_gemm){transa, transb, Atype, compute, compute == COMPUTE_32F_FAST_TF32,
+                        m, n, k, lda, ldb, ldc, batch, sa, sb, sc, 0, 0, A, B, C};
+        g->alpha = Atype == R_64F ? *(const double*)alpha : *(const float*)alpha;
+        g->beta = Atype == R_64F ? *(const double*)beta : *(const float*)beta;
+        op->u.g = g;
+        enqueue(s, op);
+    }
+    unlock();
+    return st;
+}
+
+EXPORT int cublasGemmEx(emu_blas* h, int transa, int transb, int m, int n, int k,
+                        const void* alpha, const void* A, int Atype, int lda, const void* B,
+                        int Btype, int ldb, const void* beta, void* C, int Ctype, int ldc,
+                        int compute, int algo) {
+    (void)algo;
+    return gemm_enqueue(h, transa, transb, m, n, k, alpha, A, Atype, lda, 0, B, Btype, ldb, 0,
+                        beta, C, Ctype, ldc, 0, 1, compute);
+}
+
+EXPORT int cublasGemmStridedBatchedEx(emu_blas* h, int transa, int transb, int m, int n, int k,
+                                      const void* alpha, const void* A, int Atype, int lda,
+                                      long long sa, const void* B, int Btype, int ldb,
+                                      long long sb, const void* beta, void* C, int Ctype,
+                                      int ldc, long long sc, int batch, int compute, int algo) {
+    (void)algo;
+    return gemm_enqueue(h, transa, transb, m, n, k, alpha, A, Atype, lda, sa, B, Btype, ldb, sb,
+                        beta, C, Ctype, ldc, sc, batch, compute);
+}
+
+static float f16_to_float(uint16_t h) {
+    unsigned sign = (unsigned)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    uint32_t u;
+    if (e == 31) u = sign | 0x7f800000u | (m << 13);
+    else if (e == 0) {
+        float v = (float)m * 5.9604644775390625e-08f;
+        return sign ? -v : v;
+    } else u = sign | ((e + 112u) << 23) | (m << 13);
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static uint16_t float_to_f16(float f) { /* round to nearest even (device.h's algorithm) */
+    double d = f;
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    uint16_t sign = (uint16_t)((u >> 48) & 0x8000u);
+    uint64_t a = u & 0x7fffffffffffffffull;
+    if (a > 0x7ff0000000000000ull) return 0x7fffu;
+    if (a >= 0x40effe0000000000ull) return sign | 0x7c00u;
+    if (a <= 0x3e60000000000000ull) return sign;
+    int e = (int)(a >> 52) - 1023;
+    uint64_t m = (a & 0xfffffffffffffull) | (1ull << 52);
+    int shift = e >= -14 ? 42 : 42 + (-14 - e);
+    uint64_t q = m >> shift, rem = m & ((1ull << shift) - 1), half = 1ull << (shift - 1);
+    if (rem > half || (rem == half && (q & 1))) q++;
+    uint64_t h = e >= -14 ? ((uint64_t)(e + 15) << 10) + q - 1024 : q;
+    return (uint16_t)(sign | h);
+}
+
+static float bf16_to_float(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static uint16_t float_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static double tf32(double x) { /* float32 rounded to 10 mantissa bits (nearest, ties away) */
+    float f = (float)x;
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & 0xffffe000u;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static double load(const char* p, int type, long long i) {
+    switch (type) {
+        case R_64F: return ((const double*)p)[i];
+        case R_32F: return ((const float*)p)[i];
+        case R_16F: return f16_to_float(((const uint16_t*)p)[i]);
+        default: return bf16_to_float(((const uint16_t*)p)[i]);
+    }
+}
+
+static void store(char* p, int type, long long i, double v) {
+    switch (type) {
+        case R_64F: ((double*)p)[i] = v; break;
+        case R_32F: ((float*)p)[i] = (float)v; break;
+        case R_16F: ((uint16_t*)p)[i] = float_to_f16((float)v); break;
+        default: ((uint16_t*)p)[i] = float_to_bf16((float)v); break;
+    }
+}
+
+static void run_gemm(const emu_gemm* g) {
+    for (long long b = 0; b < g->batch; b++) {
+        const char* A = g->a + b * g->stride_a * type_size(g->type);
+        const char* B = g->b + b * g->stride_b * type_size(g->type);
+        char* C = g->c + b * g->stride_c * type_size(g->type);
+        for (long long j = 0; j < g->n; j++)
+            for (long long i = 0; i < g->m; i++) {
+                double acc = 0;
+                for (long long l = 0; l < g->k; l++) {
+                    double x = load(A, g->type, g->transa ? l + i * g->lda : i + l * g->lda);
+                    double y = load(B, g->type, g->transb ? j + l * g->ldb : l + j * g->ldb);
+                    if (g->tf32) x = tf32(x), y = tf32(y);
+                    acc += x * y;
+                }
+                if (g->type != R_64F) acc = (float)acc; /* float32 accumulation's result */
+                double v = g->alpha * acc;
+                /* beta == 0: C is not read (it may hold anything, NaN included) */
+                if (g->beta != 0) v += g->beta * load(C, g->type, i + j * g->ldc);
+                store(C, g->type, i + j * g->ldc, v);
+            }
     }
 }
 

@@ -130,7 +130,9 @@ def build_driver(root=None):
         cmd = [cc, *flags, "-Wl,-soname,libcuda.so.1", "-o", str(tmp / "libcuda.so.1")]
         cmd += [str(HERE / "driver.c"), str(ALLOCATOR_FAKE), "-ldl", "-lpthread"]
         _run(cmd, "building the emulated CUDA driver")
-        for name in ("libcuda.so", "libcudart.so", "libcudart.so.13", "libcudart.so.12"):
+        names = ("libcuda.so", "libcudart.so", "libcudart.so.13", "libcudart.so.12")
+        names += ("libcublas.so.13", "libcublas.so.12", "libcublas.so")  # Note [Emulated cuBLAS]
+        for name in names:
             (tmp / name).symlink_to("libcuda.so.1")
         try:
             tmp.rename(out)

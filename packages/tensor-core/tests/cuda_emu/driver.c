@@ -1,9 +1,10 @@
 /* A CPU emulation of the CUDA driver for ember's own kernels: test support,
  * never shipped.  Built as libcuda.so.1 (with the CUDA runtime's calls that
  * ember_allocator uses, from packages/allocator/tests/fake_cuda.c, in the same
- * library, also named libcudart.so) and found first on LD_LIBRARY_PATH by a
- * test process, so ember_core's runtime (csrc/cuda/runtime.c) and
- * ember_allocator's CUDA pool run unchanged on a machine without a GPU.
+ * library, also named libcudart.so, and the cuBLAS GEMMs ember calls, also named
+ * libcublas.so.13: Note [Emulated cuBLAS]) and found first on LD_LIBRARY_PATH by
+ * a test process, so ember_core's runtime (csrc/cuda/runtime.c), its cuBLAS
+ * launcher and ember_allocator's CUDA pool run unchanged without a GPU.
  *
  * Note [CUDA emulation]
  * What is emulated, and how:

@@ -55,12 +55,19 @@ SOURCES += ["special_fn.c", "linalg_qr.c"]
 # the CUDA backend's host side: driver runtime and launchers (no CUDA headers
 # or libraries are needed to build them: libcuda is opened with dlopen)
 SOURCES += ["cuda/runtime.c", "cuda/elementwise_launch.c"]
+# reductions, scans, softmax, random numbers and sequences (cudared)
+SOURCES += [
+    "cuda/reduce_launch.c",
+    "cuda/softmax_launch.c",
+    "cuda/random_launch.c",
+    "cuda/sequence_launch.c",
+]
 
 # Note [Embedded kernel sources]: the CUDA kernels are compiled by NVRTC at
 # run time from sources built into the extension, so the kernels always match
 # the launchers.  These are every csrc/cuda/*.cuh plus the headers the CPU
 # kernels share with them.
-CUDA_SHARED_HEADERS = ["dtype_lists.h", "special.h", "elementwise_ops.h"]
+CUDA_SHARED_HEADERS = ["dtype_lists.h", "special.h", "elementwise_ops.h", "philox.h"]
 CUDA_SOURCES_C = CSRC / "cuda" / "_kernel_sources.c"
 
 

@@ -1,0 +1,79 @@
+/* What the reduction, scan, random and sequence kernels share: dtype
+ * descriptors (storage type, compute type, kind) and stores of a double or an
+ * int64 result into any dtype, exactly as the CPU kernels convert
+ * (reduce.c's store_value, random.c's store_d/store_i, shape.c's store_seq). */
+#ifndef EMBER_CUDA_STORE_CUH
+#define EMBER_CUDA_STORE_CUH
+
+#define ECU_KIND_B 0
+#define ECU_KIND_I 1
+#define ECU_KIND_F 2
+
+/* ecu_dt_<sfx>: a dtype's storage type T, compute type C and kind. */
+#define ECU_DT_DESC(DC, sfx, T_, C_, K)                                               \
+    struct ecu_dt_##sfx {                                                             \
+        typedef T_ T;                                                                 \
+        typedef C_ C;                                                                 \
+        enum { kind = ECU_KIND_##K };                                                 \
+        static __device__ __forceinline__ C_ load(T_ v) { return EC_LOAD_##sfx(v); }  \
+    };
+EC_ALL_DTYPES(ECU_DT_DESC)
+
+template <bool B, class X, class Y>
+struct ecu_if {
+    typedef X type;
+};
+template <class X, class Y>
+struct ecu_if<false, X, Y> {
+    typedef Y type;
+};
+
+/* The type sums accumulate in: float for 16- and 32-bit floats, double for
+ * float64, int64 for integers and bool (as the CPU does). */
+template <class D>
+struct ecu_sum_t {
+    typedef typename ecu_if<D::kind == ECU_KIND_F, typename D::C, int64_t>::type type;
+};
+
+/* Dtype codes (ember_core.h) for the stores below. */
+#define ECU_BOOL 0
+#define ECU_UINT8 1
+#define ECU_INT8 2
+#define ECU_INT16 3
+#define ECU_INT32 4
+#define ECU_INT64 5
+#define ECU_FLOAT16 6
+#define ECU_BFLOAT16 7
+#define ECU_FLOAT32 8
+#define ECU_FLOAT64 9
+
+/* A result stored in the output's dtype exactly as reduce.c's store_value:
+ * from a double (ecu_store_f) or an int64 (ecu_store_i). */
+static __device__ __forceinline__ void ecu_store_f(int dt, char* p, double f) {
+    switch (dt) {
+        case ECU_BOOL: *(uint8_t*)p = f != 0; break;
+        case ECU_UINT8: *(uint8_t*)p = (uint8_t)ec_f2i64(f); break;
+        case ECU_INT8: *(int8_t*)p = (int8_t)ec_f2i64(f); break;
+        case ECU_INT16: *(int16_t*)p = (int16_t)ec_f2i64(f); break;
+        case ECU_INT32: *(int32_t*)p = (int32_t)ec_f2i64(f); break;
+        case ECU_INT64: *(int64_t*)p = ec_f2i64(f); break;
+        case ECU_FLOAT16: *(ec_f16*)p = ec_f2h(f); break;
+        case ECU_BFLOAT16: *(ec_bf16*)p = ec_f32_to_bf16((float)f); break;
+        case ECU_FLOAT32: *(float*)p = (float)f; break;
+        default: *(double*)p = f; break;
+    }
+}
+
+static __device__ __forceinline__ void ecu_store_i(int dt, char* p, int64_t i) {
+    switch (dt) {
+        case ECU_BOOL: *(uint8_t*)p = i != 0; break;
+        case ECU_UINT8: *(uint8_t*)p = (uint8_t)i; break;
+        case ECU_INT8: *(int8_t*)p = (int8_t)i; break;
+        case ECU_INT16: *(int16_t*)p = (int16_t)i; break;
+        case ECU_INT32: *(int32_t*)p = (int32_t)i; break;
+        case ECU_INT64: *(int64_t*)p = i; break;
+        default: ecu_store_f(dt, p, (double)i); break;
+    }
+}
+
+#endif

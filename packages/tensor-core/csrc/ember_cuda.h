@@ -43,7 +43,13 @@ enum ecu_scan_variant { ECU_SCAN_SEQ = 0, ECU_SCAN_LINE = 1 };
 /* softmax kernels */
 enum ecu_softmax_variant { ECU_SM_ROWS = 0, ECU_SM_COLS = 1 };
 /* random-family ops besides the EC_RNG_* kinds (dtype: of p, or of x) */
-enum ecu_random_op { ECU_RNG_BERNOULLI_P = 16, ECU_RNG_DROPOUT = 17, ECU_RNG_MASKED_SCALE = 18 };
+enum ecu_random_op {
+    ECU_RNG_BERNOULLI_P = 16,
+    ECU_RNG_DROPOUT = 17,
+    ECU_RNG_MASKED_SCALE = 18,
+    ECU_RNG_RANDPERM = 19
+};
+enum ecu_randperm_variant { ECU_RNG_IOTA = 0, ECU_RNG_SHUFFLE = 1 };
 enum ecu_sequence_op { ECU_SEQ_ARANGE = 0, ECU_SEQ_LINSPACE = 1, ECU_SEQ_TRIANGLE = 2 };
 /* Reductions of fewer elements never split (and never need a workspace);
  * partial states take ECU_RED_SLOT bytes each; scan blocks have
@@ -154,6 +160,7 @@ int ecu_dropout(int dtype, int64_t n, double p, ec_ptr out, ec_ptr keep, ec_ptr 
                 uint64_t offset);
 int ecu_masked_scale(int dtype, int ndim, const int64_t* layout, ec_ptr out, ec_ptr x, ec_ptr keep,
                      double scale);
+int ecu_randperm(int64_t n, ec_ptr out, uint64_t seed, uint64_t offset);
 int ecu_arange(int dtype, int64_t n, ec_ptr out, double start, double step, int64_t istart,
                int64_t istep);
 int ecu_linspace(int dtype, int64_t n, ec_ptr out, double start, double end);

@@ -7,7 +7,7 @@
  *
  * Names the launchers ask for (ember_core/_cuda_kernels.py):
  * ecu_random_k<1>, ecu_bernoulli_p<ecu_dt_f32>, ecu_dropout_k<float>,
- * ecu_masked_scale_k<float, true>. */
+ * ecu_masked_scale_k<float, true>, ecu_iota_k, ecu_randperm_k. */
 #ifndef EMBER_CUDA_RANDOM_CUH
 #define EMBER_CUDA_RANDOM_CUH
 
@@ -114,6 +114,26 @@ __global__ void __launch_bounds__(ECU_RNG_BLOCK)
         uint8_t k = (double)ecr_u01_f(r[j]) < keep_prob;
         keep[i] = k;
         out[i] = k ? x[i] * scale : (T)0;
+    }
+}
+
+/* randperm: the identity in parallel (iota), then one thread runs the CPU's
+ * Fisher-Yates shuffle (ec_randperm; each swap depends on the ones before),
+ * so the permutation is the CPU's, bit for bit.  Its time grows linearly with
+ * n on a single GPU thread (about 0.3 us a swap). */
+__global__ void __launch_bounds__(ECU_RNG_BLOCK) ecu_iota_k(int64_t n, int64_t* out) {
+    const int64_t i = (int64_t)blockIdx.x * ECU_RNG_BLOCK + threadIdx.x;
+    if (i < n) out[i] = i;
+}
+
+__global__ void __launch_bounds__(32) ecu_randperm_k(int64_t n, int64_t* out, uint64_t seed,
+                                                     uint64_t offset) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    for (int64_t i = n - 1; i > 0; i--) {
+        const int64_t j = ecr_randperm_pick(seed, offset, n - 1 - i, i);
+        const int64_t t = out[i];
+        out[i] = out[j];
+        out[j] = t;
     }
 }
 

@@ -1,8 +1,8 @@
 /* CUDA launchers of the random kernels (ec_random, ec_bernoulli_tensor,
  * ec_dropout, ec_masked_scale) with the CPU kernels' parameters (Note [Kernel
  * interface per device]); the draws are those of the CPU, bit for bit (Note
- * [Bit-identical random numbers] in philox.h).  ec_randperm has no CUDA
- * launcher: its Fisher-Yates shuffle is sequential. */
+ * [Bit-identical random numbers] in philox.h); ec_randperm's shuffle is
+ * sequential and runs on one GPU thread. */
 #include "../philox.h"
 #include "launch.h"
 
@@ -99,4 +99,25 @@ int ecu_masked_scale(int dtype, int ndim, const int64_t* layout, ec_ptr out, ec_
     void* sc = dtype == EC_FLOAT32 ? (void*)&scale_f : (void*)&scale;
     void* args[] = {&g, &out, &x, &keep, sc};
     return ecu_launch_elements(f, g.numel, args);
+}
+
+int ecu_randperm(int64_t n, ec_ptr out, uint64_t seed, uint64_t offset) {
+    if (n < 0) return ec_fail(EC_ERR_INVALID, "randperm: n must be non-negative");
+    if (n == 0) return EC_OK;
+    int st = ecu_ready();
+    if (st != EC_OK) return st;
+    unsigned blocks = 0;
+    st = blocks_for(n, &blocks, "randperm");
+    if (st != EC_OK) return st;
+    ecu_CUfunction iota, shuffle;
+    st = ecu_get_function(ECU_FAM_RANDOM, ECU_RNG_RANDPERM, EC_INT64, 0, ECU_RNG_IOTA, &iota);
+    if (st == EC_OK)
+        st = ecu_get_function(ECU_FAM_RANDOM, ECU_RNG_RANDPERM, EC_INT64, 0, ECU_RNG_SHUFFLE,
+                              &shuffle);
+    if (st != EC_OK) return st;
+    void* args[] = {&n, &out};
+    st = ecu_launch(iota, blocks, 1, 1, RNG_BLOCK, 1, 1, 0, args);
+    if (st != EC_OK || n == 1) return st;
+    void* sargs[] = {&n, &out, &seed, &offset};
+    return ecu_launch(shuffle, 1, 1, 1, 32, 1, 1, 0, sargs);
 }

@@ -204,6 +204,9 @@ def _random(op, dtype, dtype2):
         return group(f"RNG_DROPOUT_{sfx}", ((0, f"ecu_dropout_k<{t}>"),))
     if op == lib.ECU_RNG_MASKED_SCALE and dtype in _NN_FLOATS:
         return group(f"RNG_MASKED_SCALE_{sfx}", _strided("ecu_masked_scale_k", t))
+    if op == lib.ECU_RNG_RANDPERM and dtype == lib.EC_INT64:
+        kernels = ((lib.ECU_RNG_IOTA, "ecu_iota_k"), (lib.ECU_RNG_SHUFFLE, "ecu_randperm_k"))
+        return group("RNG_RANDPERM", kernels)
     raise RuntimeError(f"no CUDA random kernel {op} for dtype code {dtype}")
 
 
@@ -306,6 +309,7 @@ def random_groups():
     out += [group(lib.ECU_FAM_RANDOM, lib.ECU_RNG_BERNOULLI_P, dt, 0) for dt in FLOATS]
     for op in (lib.ECU_RNG_DROPOUT, lib.ECU_RNG_MASKED_SCALE):
         out += [group(lib.ECU_FAM_RANDOM, op, dt, 0) for dt in _NN_FLOATS]
+    out.append(group(lib.ECU_FAM_RANDOM, lib.ECU_RNG_RANDPERM, lib.EC_INT64, 0))
     return out
 
 

@@ -229,6 +229,14 @@ def test_dropout_is_bit_identical(dtype):
 
 @pytest.mark.cuda
 @needs_cuda
+def test_randperm_is_the_cpus():
+    for n in (0, 1, 2, 3, 1000, 20001):
+        _same(lambda d, n=n: ec.randperm(n, device=d))
+    _same(lambda d: ec.randperm(77, dtype=ec.int32, device=d))
+
+
+@pytest.mark.cuda
+@needs_cuda
 def test_bernoulli_probabilities_out_of_range_raise_at_synchronisation():
     p = ec.tensor([0.5, 1.5, 0.2], device="cuda")
     with pytest.raises(RuntimeError):

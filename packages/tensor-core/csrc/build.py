@@ -1,7 +1,8 @@
 """cffi build of ember_core._C (out-of-line API mode).
 
-The cdef is read from csrc/ember_core.h between its cdef markers, so the C API is
-declared exactly once.  BLAS comes from the scipy-openblas32 wheel: its headers
+The cdef is read from csrc/ember_codes.h, csrc/ember_core.h and
+csrc/ember_cuda.h between their cdef markers, so the C API is declared exactly
+once.  BLAS comes from the scipy-openblas32 wheel: its headers
 at build time, its shared library at run time (found through an rpath relative to
 this extension, and preloaded by ember_core._lib as a fallback).
 """
@@ -13,6 +14,7 @@ import cffi
 import scipy_openblas32
 
 CSRC = pathlib.Path(__file__).resolve().parent
+CODES_HEADER = CSRC / "ember_codes.h"
 HEADER = CSRC / "ember_core.h"
 CUDA_HEADER = CSRC / "ember_cuda.h"
 SOURCES = [
@@ -67,7 +69,8 @@ SOURCES += [
 # run time from sources built into the extension, so the kernels always match
 # the launchers.  These are every csrc/cuda/*.cuh plus the headers the CPU
 # kernels share with them.
-CUDA_SHARED_HEADERS = ["dtype_lists.h", "special.h", "elementwise_ops.h", "philox.h"]
+CUDA_SHARED_HEADERS = ["ember_codes.h", "dtype_lists.h", "special.h", "elementwise_ops.h"]
+CUDA_SHARED_HEADERS += ["philox.h"]  # random numbers (Note [Bit-identical random numbers])
 CUDA_SOURCES_C = CSRC / "cuda" / "_kernel_sources.c"
 
 
@@ -134,13 +137,15 @@ def _rel(path):
 
 
 ffibuilder = cffi.FFI()
+ffibuilder.cdef(read_cdef(CODES_HEADER))
 ffibuilder.cdef(read_cdef(HEADER))
 ffibuilder.cdef(read_cdef(CUDA_HEADER))
 # The CUDA runtime calls back into Python to compile a kernel it lacks (see
 # ember_core/_cuda.py), and Python reads the embedded kernel sources.
 ffibuilder.cdef(
     """
-    extern "Python+C" int ecu_py_compile(int device, int family, int op, int dtype, int dtype2);
+    extern "Python+C" int ecu_py_compile(
+        int device, int family, int op, int dtype, int dtype2, int variant);
     const char* ecu_source(const char* name);
     const char* ecu_source_name(int i);
     """

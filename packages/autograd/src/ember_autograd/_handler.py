@@ -75,8 +75,8 @@ def _info(op):
     info.view = op.view
     info.differentiable = op.differentiable
     info.detach = op.name == "detach_"
-    key = op.name
-    if info.inplace and op.name not in DERIVATIVES and op.inplace_of in DERIVATIVES:
+    key = op
+    if info.inplace and op not in DERIVATIVES and op.inplace_of in DERIVATIVES:
         key = op.inplace_of  # add_ uses add's formula
     info.formula = DERIVATIVES.get(key)
     if info.formula is not None:

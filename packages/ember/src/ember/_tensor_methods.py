@@ -212,14 +212,6 @@ _METHODS = {
     "__deepcopy__": _deepcopy,
     "__long__": lambda self: _int(self),
     "__nonzero__": lambda self: _bool(self),
-    "arccosh": ec.acosh,
-    "arccosh_": ec.acosh_,
-    "arcsinh": ec.asinh,
-    "arcsinh_": ec.asinh_,
-    "arctanh": ec.atanh,
-    "arctanh_": ec.atanh_,
-    "arctan2": ec.atan2,
-    "arctan2_": T.atan2_,
 }
 for _name, _fn in _METHODS.items():
     if not hasattr(T, _name):

@@ -2,7 +2,9 @@
  * which has no system headers): fixed-width types, the dtype storage types with
  * their loads and stores (the same EC_LOAD_/EC_STORE_ names the CPU kernels
  * use, so the shared expression lists expand unchanged), ec_params, and the
- * strided-geometry helpers the launchers fill in (cuda/launch.h mirrors them). */
+ * strided-geometry helpers the launchers fill in (cuda/launch.h mirrors them).
+ * The op codes, dtype codes and statuses come from ember_codes.h, included
+ * after this prelude. */
 #ifndef EMBER_CUDA_PRELUDE_CUH
 #define EMBER_CUDA_PRELUDE_CUH
 
@@ -24,12 +26,6 @@ typedef unsigned long long uint64_t;
 #define NAN __int_as_float(0x7fffffff)
 #define INT64_MIN (-9223372036854775807LL - 1)
 #define INT64_MAX 9223372036854775807LL
-
-/* status codes kernels may record (ember_core.h) */
-#define EC_OK 0
-#define EC_ERR_INDEX 3
-#define EC_ERR_ZERO_DIV 5
-#define EC_ERR_VALUE 6
 
 /* ------------------------------------------------------------------ dtypes */
 

@@ -2,8 +2,8 @@
  * (philox.h, Note [Bit-identical random numbers]), one thread per counter, so
  * a CUDA tensor drawn with the same seed and offset holds the same numbers as
  * a CPU one, bit for bit.  Compiled with --fmad=false (no fused multiply-adds,
- * as the CPU build's -ffp-contract=off).  Needs prelude.cuh, dtype_lists.h,
- * store.cuh and philox.h before it.
+ * as the CPU build's -ffp-contract=off).  Needs prelude.cuh, ember_codes.h,
+ * dtype_lists.h, store.cuh and philox.h before it.
  *
  * Names the launchers ask for (ember_core/_cuda_kernels.py):
  * ecu_random_k<1>, ecu_bernoulli_p<ecu_dt_f32>, ecu_dropout_k<float>,
@@ -37,12 +37,12 @@ __global__ void __launch_bounds__(ECU_RNG_BLOCK)
     /* whole counters of float32 (4 values) or float64 (2): one 16-byte store
      * (o is 16-byte aligned when out is: base is a multiple of per) */
     const bool aligned = ((unsigned long long)o & 15ull) == 0;
-    if (dtype == ECU_FLOAT32 && m == 4 && aligned) {
+    if (dtype == EC_FLOAT32 && m == 4 && aligned) {
         ecu_vec<float, 4> w;
 #pragma unroll
         for (int j = 0; j < 4; j++) w.v[j] = (float)v[j];
         *reinterpret_cast<ecu_vec<float, 4>*>(o) = w;
-    } else if (dtype == ECU_FLOAT64 && m == 2 && aligned) {
+    } else if (dtype == EC_FLOAT64 && m == 2 && aligned) {
         ecu_vec<double, 2> w;
         w.v[0] = v[0];
         w.v[1] = v[1];

@@ -1,7 +1,8 @@
 /* What the reduction, scan, random and sequence kernels share: dtype
  * descriptors (storage type, compute type, kind) and stores of a double or an
  * int64 result into any dtype, exactly as the CPU kernels convert
- * (reduce.c's store_value, random.c's store_d/store_i, shape.c's store_seq). */
+ * (reduce.c's store_value, random.c's store_d/store_i, shape.c's store_seq).
+ * Needs prelude.cuh, ember_codes.h (the dtype codes) and dtype_lists.h. */
 #ifndef EMBER_CUDA_STORE_CUH
 #define EMBER_CUDA_STORE_CUH
 
@@ -35,43 +36,31 @@ struct ecu_sum_t {
     typedef typename ecu_if<D::kind == ECU_KIND_F, typename D::C, int64_t>::type type;
 };
 
-/* Dtype codes (ember_core.h) for the stores below. */
-#define ECU_BOOL 0
-#define ECU_UINT8 1
-#define ECU_INT8 2
-#define ECU_INT16 3
-#define ECU_INT32 4
-#define ECU_INT64 5
-#define ECU_FLOAT16 6
-#define ECU_BFLOAT16 7
-#define ECU_FLOAT32 8
-#define ECU_FLOAT64 9
-
 /* A result stored in the output's dtype exactly as reduce.c's store_value:
  * from a double (ecu_store_f) or an int64 (ecu_store_i). */
 static __device__ __forceinline__ void ecu_store_f(int dt, char* p, double f) {
     switch (dt) {
-        case ECU_BOOL: *(uint8_t*)p = f != 0; break;
-        case ECU_UINT8: *(uint8_t*)p = (uint8_t)ec_f2i64(f); break;
-        case ECU_INT8: *(int8_t*)p = (int8_t)ec_f2i64(f); break;
-        case ECU_INT16: *(int16_t*)p = (int16_t)ec_f2i64(f); break;
-        case ECU_INT32: *(int32_t*)p = (int32_t)ec_f2i64(f); break;
-        case ECU_INT64: *(int64_t*)p = ec_f2i64(f); break;
-        case ECU_FLOAT16: *(ec_f16*)p = ec_f2h(f); break;
-        case ECU_BFLOAT16: *(ec_bf16*)p = ec_f32_to_bf16((float)f); break;
-        case ECU_FLOAT32: *(float*)p = (float)f; break;
+        case EC_BOOL: *(uint8_t*)p = f != 0; break;
+        case EC_UINT8: *(uint8_t*)p = (uint8_t)ec_f2i64(f); break;
+        case EC_INT8: *(int8_t*)p = (int8_t)ec_f2i64(f); break;
+        case EC_INT16: *(int16_t*)p = (int16_t)ec_f2i64(f); break;
+        case EC_INT32: *(int32_t*)p = (int32_t)ec_f2i64(f); break;
+        case EC_INT64: *(int64_t*)p = ec_f2i64(f); break;
+        case EC_FLOAT16: *(ec_f16*)p = ec_f2h(f); break;
+        case EC_BFLOAT16: *(ec_bf16*)p = ec_f32_to_bf16((float)f); break;
+        case EC_FLOAT32: *(float*)p = (float)f; break;
         default: *(double*)p = f; break;
     }
 }
 
 static __device__ __forceinline__ void ecu_store_i(int dt, char* p, int64_t i) {
     switch (dt) {
-        case ECU_BOOL: *(uint8_t*)p = i != 0; break;
-        case ECU_UINT8: *(uint8_t*)p = (uint8_t)i; break;
-        case ECU_INT8: *(int8_t*)p = (int8_t)i; break;
-        case ECU_INT16: *(int16_t*)p = (int16_t)i; break;
-        case ECU_INT32: *(int32_t*)p = (int32_t)i; break;
-        case ECU_INT64: *(int64_t*)p = i; break;
+        case EC_BOOL: *(uint8_t*)p = i != 0; break;
+        case EC_UINT8: *(uint8_t*)p = (uint8_t)i; break;
+        case EC_INT8: *(int8_t*)p = (int8_t)i; break;
+        case EC_INT16: *(int16_t*)p = (int16_t)i; break;
+        case EC_INT32: *(int32_t*)p = (int32_t)i; break;
+        case EC_INT64: *(int64_t*)p = i; break;
         default: ecu_store_f(dt, p, (double)i); break;
     }
 }

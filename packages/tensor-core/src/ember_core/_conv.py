@@ -328,9 +328,8 @@ def _plain(input, weight, stride, padding, dilation, transposed, groups, co, out
 
 
 @defop(
-    "convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, "
-    "groups)",
     method=False,
+    autocast="lower_precision_fp",
 )
 def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     """The convolution every conv op reaches (PyTorch's ``torch.convolution``):
@@ -358,8 +357,6 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
 
 
 @defop(
-    "convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, "
-    "transposed, output_padding, groups, output_mask)",
     method=False,
 )
 def convolution_backward(
@@ -474,9 +471,9 @@ def _conv_nd(op, k, input, weight, bias, stride, padding, dilation, groups):
 
 
 @defop(
-    "conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)",
     composite=True,
     method=False,
+    autocast="lower_precision_fp",
 )
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution over (N, C, L) or unbatched (C, L); padding may be 'same'/'valid'.
@@ -488,9 +485,9 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 @defop(
-    "conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)",
     composite=True,
     method=False,
+    autocast="lower_precision_fp",
 )
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution over (N, C, H, W) or unbatched (C, H, W); padding may be
@@ -503,9 +500,9 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 @defop(
-    "conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)",
     composite=True,
     method=False,
+    autocast="lower_precision_fp",
 )
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D convolution over (N, C, D, H, W) or unbatched (C, D, H, W)."""
@@ -525,10 +522,9 @@ def _conv_transpose_nd(
 
 
 @defop(
-    "conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, "
-    "dilation=1)",
     composite=True,
     method=False,
+    autocast="lower_precision_fp",
 )
 def conv_transpose1d(
     input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
@@ -549,10 +545,9 @@ def conv_transpose1d(
 
 
 @defop(
-    "conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, "
-    "dilation=1)",
     composite=True,
     method=False,
+    autocast="lower_precision_fp",
 )
 def conv_transpose2d(
     input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
@@ -577,10 +572,9 @@ def conv_transpose2d(
 
 
 @defop(
-    "conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, "
-    "dilation=1)",
     composite=True,
     method=False,
+    autocast="lower_precision_fp",
 )
 def conv_transpose3d(
     input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
@@ -636,7 +630,7 @@ def _blocks(op, size, k, d, p, s):
     return blocks
 
 
-@defop("im2col(input, kernel_size, dilation, padding, stride)", method=False)
+@defop(method=False)
 def im2col(input, kernel_size, dilation, padding, stride):
     """Sliding local blocks (PyTorch's F.unfold): (N, C, H, W) -> (N, C * kh * kw, L)."""
     op = "im2col"
@@ -666,7 +660,7 @@ def im2col(input, kernel_size, dilation, padding, stride):
     return col if nd == 4 else col.squeeze(0)
 
 
-@defop("col2im(input, output_size, kernel_size, dilation, padding, stride)", method=False)
+@defop(method=False)
 def col2im(input, output_size, kernel_size, dilation, padding, stride):
     """Sum sliding local blocks back into an image (PyTorch's F.fold):
     (N, C * kh * kw, L) -> (N, C, H, W)."""

@@ -81,7 +81,7 @@ def to_device_copy(t, dev, non_blocking=False):
     return copy_into(r, t, non_blocking)
 
 
-@defop("copy_(input, src, non_blocking=False)", inplace_of="copy")
+@defop(inplace_of="copy")
 def copy_(input, src, non_blocking=False):
     """Copy src's values into input in place (broadcast and converted)."""
     if not isinstance(src, Tensor):
@@ -168,8 +168,8 @@ def _alloc_like(input, stride):
     return make(storage, input._shape, stride, 0, input._dtype, input._numel, None)
 
 
-@defop("clone(input, *, memory_format=None)")
-def clone(input, memory_format=None):
+@defop
+def clone(input, *, memory_format=None):
     """A copy with its own memory; dense layouts (e.g. permuted) keep their
     strides unless ``memory_format`` asks for another one."""
     if memory_format in (None, preserve_format, "preserve_format") and not is_contig(input):
@@ -187,7 +187,7 @@ def clone(input, memory_format=None):
     return r
 
 
-@defop("contiguous(input, memory_format=None)")
+@defop
 def contiguous(input, memory_format=None):
     """This tensor if already contiguous (row-major, or in ``memory_format``), else
     a copy that is."""
@@ -228,7 +228,7 @@ def resize_out(out, shape, op):
     resize_(out, shape)
 
 
-@defop("resize_(input, *sizes)", differentiable=False)
+@defop("resize_(input, *sizes)", differentiable=False, star_keyword="size")
 def resize_(input, sizes):
     """Give input a contiguous shape, growing its storage if needed (data kept)."""
     shape = _shape.as_shape(sizes, "resize_")

@@ -80,11 +80,10 @@ def empty_like_class(cls, size, dtype=None, device=None, requires_grad=False):
 
 
 @defop(
-    "empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)",
     method=False,
     differentiable=False,
 )
-def empty_strided(size, stride, dtype=None, device=None, requires_grad=False):
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
     """An uninitialised tensor with the given strides."""
     from ember_core import _storage
 
@@ -147,11 +146,10 @@ def _fill_dtype(value):
 
 
 @defop(
-    "full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None)",
     method=False,
     differentiable=False,
 )
-def full(size, fill_value, dtype=None, device=None, requires_grad=False, out=None):
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None):
     """A tensor filled with ``fill_value`` (its dtype inferred from the value)."""
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
@@ -168,41 +166,39 @@ def _like(op, input, dtype, device):
 
 
 @defop(
-    "empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None)",
     differentiable=False,
     method=False,
 )
-def empty_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     dt, dev = _like("empty_like", input, dtype, device)
     return _finish(_empty(input._shape, dt, _dev(dev)), requires_grad)
 
 
 @defop(
-    "zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None)",
     differentiable=False,
     method=False,
 )
-def zeros_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     dt, dev = _like("zeros_like", input, dtype, device)
     return _filled("zeros_like", (input._shape,), 0, dt, dev, requires_grad, None)
 
 
 @defop(
-    "ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None)",
     differentiable=False,
     method=False,
 )
-def ones_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     dt, dev = _like("ones_like", input, dtype, device)
     return _filled("ones_like", (input._shape,), 1, dt, dev, requires_grad, None)
 
 
 @defop(
-    "full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None)",  # noqa: E501 - one string, as PyTorch spells it
     differentiable=False,
     method=False,
 )
-def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, memory_format=None):
+def full_like(
+    input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None
+):
     dt, dev = _like("full_like", input, dtype, device)
     return _filled("full_like", (input._shape,), fill_value, dt, dev, requires_grad, None)
 
@@ -357,11 +353,10 @@ def from_array(arr, dtype, dev):
 
 
 @defop(
-    "tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False)",
     method=False,
     differentiable=False,
 )
-def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of ``data`` (numbers, nested sequences, NumPy
     arrays, tensors); the dtype is inferred as PyTorch does unless given.
 
@@ -399,7 +394,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     return _finish(from_array(arr, target, dev), requires_grad)
 
 
-@defop("as_tensor(data, dtype=None, device=None)", method=False, differentiable=False)
+@defop(method=False, differentiable=False)
 def as_tensor(data, dtype=None, device=None):
     """Like tensor(), but shares memory with a tensor or NumPy array when it can."""
     dt = D.to_dtype(dtype)
@@ -425,11 +420,10 @@ def as_tensor(data, dtype=None, device=None):
 
 
 @defop(
-    "scalar_tensor(s, *, dtype=None, device=None, requires_grad=False)",
     method=False,
     differentiable=False,
 )
-def scalar_tensor(s, dtype=None, device=None, requires_grad=False):
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
     return tensor(
         s, dtype=dtype or D.get_default_dtype(), device=device, requires_grad=requires_grad
     )
@@ -443,11 +437,10 @@ def _num(x):
 
 
 @defop(
-    "arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None)",
     method=False,
     differentiable=False,
 )
-def arange(start=0, end=None, step=1, dtype=None, device=None, requires_grad=False, out=None):
+def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
     """Values from start (inclusive) to end (exclusive) by step.
 
     >>> arange(5).tolist()
@@ -487,11 +480,10 @@ def _resize(out, shape):
 
 
 @defop(
-    "linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None)",
     method=False,
     differentiable=False,
 )
-def linspace(start, end, steps, dtype=None, device=None, requires_grad=False, out=None):
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
     """``steps`` evenly spaced values from start to end, both included."""
     start, end = float(_num(start)), float(_num(end))
     steps = int(steps)
@@ -504,11 +496,10 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False, ou
 
 
 @defop(
-    "logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False)",
     method=False,
     differentiable=False,
 )
-def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     """base ** linspace(start, end, steps)."""
     from ember_core._elementwise import pow as _pow
 
@@ -521,11 +512,10 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_gra
 
 
 @defop(
-    "eye(n, m=None, *, dtype=None, device=None, requires_grad=False)",
     method=False,
     differentiable=False,
 )
-def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     """A 2-D tensor with ones on the diagonal."""
     m = n if m is None else m
     if n < 0 or m < 0:
@@ -538,7 +528,7 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     return _finish(t, requires_grad)
 
 
-@defop("fill_(input, value)", inplace_of="fill", differentiable=True)
+@defop(inplace_of="fill", differentiable=True)
 def fill_(input, value):
     """Set every element to value (a number or a one-element tensor)."""
     from ember_core._tensor import written
@@ -553,7 +543,7 @@ def fill_(input, value):
     return fill_values(input, value)
 
 
-@defop("zero_(input)", inplace_of="zero", differentiable=True)
+@defop(inplace_of="zero", differentiable=True)
 def zero_(input):
     """Set every element to zero."""
     from ember_core._tensor import written

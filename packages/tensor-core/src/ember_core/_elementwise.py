@@ -16,7 +16,7 @@ import numpy as np
 from ember_core import _dtype as D
 from ember_core import _shape
 from ember_core._device import CPU
-from ember_core._dispatch import defop
+from ember_core._dispatch import OPS, defop
 from ember_core._lib import check, error, ffi, lib
 from ember_core._tensor import Tensor, contiguous_strides, empty, is_contig, written
 
@@ -138,58 +138,35 @@ _INTS = frozenset({D.uint8, D.int8, D.int16, D.int32, D.int64})
 _FLOATS = frozenset({D.float16, D.bfloat16, D.float32, D.float64})
 _NON_FLOAT = _BOOL | _INTS
 
-# Ops PyTorch has no kernel for on some dtypes: op -> (PyTorch's kernel name,
-# dtypes it rejects).  Unary ops are checked on their input's dtype, binary and
-# ternary ones on the dtype they compute in.  The error is PyTorch's:
-# NotImplementedError('"abs_cpu" not implemented for \'Bool\'').
-UNSUPPORTED = {
-    "abs": ("abs_cpu", _BOOL),
-    "floor": ("floor_vml_cpu", _BOOL),
-    "ceil": ("ceil_vml_cpu", _BOOL),
-    "round": ("round_vml_cpu", _BOOL),
-    "trunc": ("trunc_vml_cpu", _BOOL),
-    "frac": ("frac_cpu", _NON_FLOAT),
-    "bitwise_not": ("bitwise_not_cpu", _FLOATS),
-    "silu": ("silu_cpu", _NON_FLOAT),
-    "mish": ("mish_cpu", _NON_FLOAT),
-    "selu": ("elu_cpu", _NON_FLOAT),
-    "hardsigmoid": ("hardsigmoid_cpu", _NON_FLOAT),
-    "hardswish": ("hardswish_cpu", _NON_FLOAT),
-    "logsigmoid": ("log_sigmoid_cpu", _NON_FLOAT),
-    "softsign": ("abs_cpu", _BOOL),
-    "gelu": ("GeluKernelImpl", _NON_FLOAT),
-    "softplus": ("softplus_cpu", _NON_FLOAT),
-    "bitwise_and": ("bitwise_and_cpu", _FLOATS),
-    "bitwise_or": ("bitwise_or_cpu", _FLOATS),
-    "bitwise_xor": ("bitwise_xor_cpu", _FLOATS),
-    "bitwise_left_shift": ("lshift_cpu", _FLOATS | _BOOL),
-    "bitwise_right_shift": ("rshift_cpu", _FLOATS | _BOOL),
-    "hypot": ("hypot_cpu", _NON_FLOAT),
-    "logaddexp": ("logaddexp_cpu", _NON_FLOAT),
-    "nextafter": ("nextafter_cpu", _NON_FLOAT),
-    "remainder": ("remainder_cpu", _BOOL),
-    "fmod": ("fmod_cpu", _BOOL),
-    "floor_divide": ("div_floor_cpu", _BOOL),
-    "pow": ("pow", _BOOL),
-    "lerp": ("lerp_kernel_tensor", _NON_FLOAT),
-    "addcmul": ("addcmul_cpu_out", _BOOL),
-    "clamp": ("clamp_cpu", _BOOL),
-}
+# Ops PyTorch has no kernel for on some dtypes carry the fact ``rejects=(PyTorch's
+# kernel name, dtypes)`` in their declaration.  Unary ops are checked on their
+# input's dtype, binary and ternary ones on the dtype they compute in.  The error
+# is PyTorch's: NotImplementedError('"abs_cpu" not implemented for \'Bool\'').
+_rejects_of = {}  # op name (in-place names too) -> its rejects fact, memoised
+
+
+def _rejects(op):
+    r = _rejects_of.get(op, False)
+    if r is False:
+        entry = OPS.get(op)
+        if entry is not None and entry.rejects is None and entry.inplace_of:
+            entry = OPS.get(entry.inplace_of)
+        elif entry is None and op.endswith("_"):
+            entry = OPS.get(op[:-1])
+        r = _rejects_of[op] = entry.rejects if entry is not None else None
+    return r
 
 
 def not_implemented(op, dtype):
     """PyTorch's error for an op without a kernel for ``dtype``."""
-    name = UNSUPPORTED[op][0] if op in UNSUPPORTED else f"{op}_cpu"
+    r = _rejects(op)
+    name = r[0] if r else f"{op}_cpu"
     return NotImplementedError(f"\"{name}\" not implemented for '{_tname(dtype)}'")
 
 
-# the rejected dtypes by op name, in-place names included (one dict lookup per call)
-_REJECTS = {k + suffix: v[1] for k, v in UNSUPPORTED.items() for suffix in ("", "_")}
-
-
 def _supported(op, dtype):
-    rejected = _REJECTS.get(op)
-    if rejected is not None and dtype in rejected:
+    r = _rejects(op)
+    if r is not None and dtype in r[1]:
         raise not_implemented(op.rstrip("_"), dtype)
 
 
@@ -205,8 +182,8 @@ BOOL_AS_LONG = 6  # like SAME, but bool computes in int64 (square, as pow(x, 2))
 
 
 def _unary_dtypes(op, rule, xd):
-    rejected = _REJECTS.get(op)
-    if rejected is not None and xd in rejected:
+    r = _rejects(op)
+    if r is not None and xd in r[1]:
         raise not_implemented(op.rstrip("_"), xd)
     if rule == FLOAT:
         cd = xd if xd.category == 2 else D.get_default_dtype()
@@ -269,62 +246,64 @@ def unary_(op, code, rule, x, p0=0.0, p1=0.0):
     return x
 
 
-U = lib
+# The unary ops of the C kernel's list (csrc/elementwise_ops.h): name (its
+# EC_U_ code is lib.EC_U_<NAME>, from the C enum), dtype rule, whether it has an
+# in-place form, other names, and the dtypes PyTorch has no kernel for.
+_NO_BOOL = ("_vml_cpu", _BOOL)
 UNARY_OPS = [
-    # name, kernel, dtype rule, has an in-place form
-    ("neg", U.EC_U_NEG, NOT_BOOL, True),
-    ("abs", U.EC_U_ABS, NOT_BOOL, True),
-    ("sign", U.EC_U_SIGN, SAME, True),
-    ("square", U.EC_U_SQUARE, BOOL_AS_LONG, True),
-    ("reciprocal", U.EC_U_RECIPROCAL, FLOAT, True),
-    ("sqrt", U.EC_U_SQRT, FLOAT, True),
-    ("rsqrt", U.EC_U_RSQRT, FLOAT, True),
-    ("exp", U.EC_U_EXP, FLOAT, True),
-    ("exp2", U.EC_U_EXP2, FLOAT, True),
-    ("expm1", U.EC_U_EXPM1, FLOAT, True),
-    ("log", U.EC_U_LOG, FLOAT, True),
-    ("log2", U.EC_U_LOG2, FLOAT, True),
-    ("log10", U.EC_U_LOG10, FLOAT, True),
-    ("log1p", U.EC_U_LOG1P, FLOAT, True),
-    ("sin", U.EC_U_SIN, FLOAT, True),
-    ("cos", U.EC_U_COS, FLOAT, True),
-    ("tan", U.EC_U_TAN, FLOAT, True),
-    ("asin", U.EC_U_ASIN, FLOAT, True),
-    ("acos", U.EC_U_ACOS, FLOAT, True),
-    ("atan", U.EC_U_ATAN, FLOAT, True),
-    ("sinh", U.EC_U_SINH, FLOAT, True),
-    ("cosh", U.EC_U_COSH, FLOAT, True),
-    ("tanh", U.EC_U_TANH, FLOAT, True),
-    ("asinh", U.EC_U_ASINH, FLOAT, True),
-    ("acosh", U.EC_U_ACOSH, FLOAT, True),
-    ("atanh", U.EC_U_ATANH, FLOAT, True),
-    ("sigmoid", U.EC_U_SIGMOID, FLOAT, True),
-    ("relu", U.EC_U_RELU, NOT_BOOL, True),
-    ("silu", U.EC_U_SILU, FLOAT_ONLY, True),
-    ("erf", U.EC_U_ERF, FLOAT, True),
-    ("erfc", U.EC_U_ERFC, FLOAT, True),
-    ("erfinv", U.EC_U_ERFINV, FLOAT, True),
-    ("floor", U.EC_U_FLOOR, SAME, True),
-    ("ceil", U.EC_U_CEIL, SAME, True),
-    ("trunc", U.EC_U_TRUNC, SAME, True),
-    ("frac", U.EC_U_FRAC, SAME, True),
-    ("lgamma", U.EC_U_LGAMMA, FLOAT, True),
-    ("digamma", U.EC_U_DIGAMMA, FLOAT, True),
-    ("deg2rad", U.EC_U_DEG2RAD, FLOAT, True),
-    ("rad2deg", U.EC_U_RAD2DEG, FLOAT, True),
-    ("sinc", U.EC_U_SINC, FLOAT, True),
-    ("mish", U.EC_U_MISH, FLOAT_ONLY, True),
-    ("selu", U.EC_U_SELU, FLOAT_ONLY, True),
-    ("hardsigmoid", U.EC_U_HARDSIGMOID, FLOAT_ONLY, True),
-    ("hardswish", U.EC_U_HARDSWISH, FLOAT_ONLY, True),
-    ("softsign", U.EC_U_SOFTSIGN, FLOAT, False),
-    ("logsigmoid", U.EC_U_LOGSIGMOID, FLOAT_ONLY, False),
-    ("isnan", U.EC_U_ISNAN, BOOL_OUT, False),
-    ("isinf", U.EC_U_ISINF, BOOL_OUT, False),
-    ("isfinite", U.EC_U_ISFINITE, BOOL_OUT, False),
-    ("signbit", U.EC_U_SIGNBIT, BOOL_OUT, False),
-    ("logical_not", U.EC_U_LOGICAL_NOT, BOOL_OUT, False),
-    ("bitwise_not", U.EC_U_BITWISE_NOT, INT_ONLY, True),
+    ("neg", NOT_BOOL, True, ("negative",), None),
+    ("abs", NOT_BOOL, True, ("absolute",), ("abs_cpu", _BOOL)),
+    ("sign", SAME, True, (), None),
+    ("square", BOOL_AS_LONG, True, (), None),
+    ("reciprocal", FLOAT, True, (), None),
+    ("sqrt", FLOAT, True, (), None),
+    ("rsqrt", FLOAT, True, (), None),
+    ("exp", FLOAT, True, (), None),
+    ("exp2", FLOAT, True, (), None),
+    ("expm1", FLOAT, True, (), None),
+    ("log", FLOAT, True, (), None),
+    ("log2", FLOAT, True, (), None),
+    ("log10", FLOAT, True, (), None),
+    ("log1p", FLOAT, True, (), None),
+    ("sin", FLOAT, True, (), None),
+    ("cos", FLOAT, True, (), None),
+    ("tan", FLOAT, True, (), None),
+    ("asin", FLOAT, True, ("arcsin",), None),
+    ("acos", FLOAT, True, ("arccos",), None),
+    ("atan", FLOAT, True, ("arctan",), None),
+    ("sinh", FLOAT, True, (), None),
+    ("cosh", FLOAT, True, (), None),
+    ("tanh", FLOAT, True, (), None),
+    ("asinh", FLOAT, True, ("arcsinh",), None),
+    ("acosh", FLOAT, True, ("arccosh",), None),
+    ("atanh", FLOAT, True, ("arctanh",), None),
+    ("sigmoid", FLOAT, True, (), None),
+    ("relu", NOT_BOOL, True, (), None),
+    ("silu", FLOAT_ONLY, True, (), ("silu_cpu", _NON_FLOAT)),
+    ("erf", FLOAT, True, (), None),
+    ("erfc", FLOAT, True, (), None),
+    ("erfinv", FLOAT, True, (), None),
+    ("floor", SAME, True, (), ("floor_vml_cpu", _BOOL)),
+    ("ceil", SAME, True, (), ("ceil_vml_cpu", _BOOL)),
+    ("trunc", SAME, True, ("fix",), ("trunc_vml_cpu", _BOOL)),
+    ("frac", SAME, True, (), ("frac_cpu", _NON_FLOAT)),
+    ("lgamma", FLOAT, True, (), None),
+    ("digamma", FLOAT, True, (), None),
+    ("deg2rad", FLOAT, True, (), None),
+    ("rad2deg", FLOAT, True, (), None),
+    ("sinc", FLOAT, True, (), None),
+    ("mish", FLOAT_ONLY, True, (), ("mish_cpu", _NON_FLOAT)),
+    ("selu", FLOAT_ONLY, True, (), ("elu_cpu", _NON_FLOAT)),
+    ("hardsigmoid", FLOAT_ONLY, True, (), ("hardsigmoid_cpu", _NON_FLOAT)),
+    ("hardswish", FLOAT_ONLY, True, (), ("hardswish_cpu", _NON_FLOAT)),
+    ("softsign", FLOAT, False, (), ("abs_cpu", _BOOL)),
+    ("logsigmoid", FLOAT_ONLY, False, (), ("log_sigmoid_cpu", _NON_FLOAT)),
+    ("isnan", BOOL_OUT, False, (), None),
+    ("isinf", BOOL_OUT, False, (), None),
+    ("isfinite", BOOL_OUT, False, (), None),
+    ("signbit", BOOL_OUT, False, (), None),
+    ("logical_not", BOOL_OUT, False, (), None),
+    ("bitwise_not", INT_ONLY, True, (), ("bitwise_not_cpu", _FLOATS)),
 ]
 
 # Ops that integers keep as they are (the kernel copies).
@@ -332,7 +311,7 @@ _ROUNDING = {"floor", "ceil", "trunc"}
 
 
 def _make_unary(name, code, rule):
-    def impl(input, out=None):
+    def impl(input, out=None):  # the public form: (input, *, out=None)
         return unary(name, code, rule, input, out)
 
     def impl_(input):
@@ -342,14 +321,26 @@ def _make_unary(name, code, rule):
     return impl, impl_
 
 
-for _name, _code, _rule, _has_inplace in UNARY_OPS:
-    _impl, _impl_ = _make_unary(_name, _code, _rule)
+for _name, _rule, _has_inplace, _aliases, _rejected in UNARY_OPS:
+    _impl, _impl_ = _make_unary(_name, getattr(lib, "EC_U_" + _name.upper()), _rule)
     _doc = f"Elementwise {_name}. See torch.{_name}."
     _diff = _rule not in (BOOL_OUT, INT_ONLY)
-    globals()[_name] = defop(f"{_name}(input, *, out=None)", doc=_doc, differentiable=_diff)(_impl)
+    _tags = ("pointwise", "float-result") if _rule == FLOAT else ("pointwise",)
+    globals()[_name] = defop(
+        f"{_name}(input, *, out=None)",
+        doc=_doc,
+        differentiable=_diff,
+        aliases=_aliases,
+        tags=_tags,
+        rejects=_rejected,
+    )(_impl)
     if _has_inplace:
         globals()[_name + "_"] = defop(
-            f"{_name}_(input)", inplace_of=_name, doc=_doc, differentiable=_diff
+            f"{_name}_(input)",
+            inplace_of=_name,
+            doc=_doc,
+            differentiable=_diff,
+            tags=("pointwise",),
         )(_impl_)
 
 
@@ -363,27 +354,27 @@ def _gelu_mode(op, approximate):
     )
 
 
-@defop("gelu(input, approximate='none', *, out=None)", method=False)
-def gelu(input, approximate="none", out=None):
+@defop(method=False, rejects=("GeluKernelImpl", _NON_FLOAT), tags=("pointwise",))
+def gelu(input, approximate="none", *, out=None):
     """Gaussian error linear unit: x * Phi(x), or its tanh approximation with
     approximate='tanh'."""
     return unary("gelu", lib.EC_U_GELU, FLOAT_ONLY, input, out, _gelu_mode("gelu", approximate))
 
 
-@defop("gelu_(input, approximate='none')", inplace_of="gelu", method=False)
+@defop(inplace_of="gelu", method=False)
 def gelu_(input, approximate="none"):
     return unary_("gelu_", lib.EC_U_GELU, FLOAT_ONLY, input, _gelu_mode("gelu_", approximate))
 
 
-@defop("softplus(input, beta=1.0, threshold=20.0, *, out=None)", method=False)
-def softplus(input, beta=1.0, threshold=20.0, out=None):
+@defop(method=False, rejects=("softplus_cpu", _NON_FLOAT), tags=("pointwise",))
+def softplus(input, beta=1.0, threshold=20.0, *, out=None):
     """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold."""
     beta, threshold = float(beta), float(threshold)
     return unary("softplus", lib.EC_U_SOFTPLUS, FLOAT_ONLY, input, out, beta, threshold)
 
 
-@defop("round(input, *, decimals=0, out=None)")
-def round(input, decimals=0, out=None):
+@defop(tags=("pointwise",), rejects=("round_vml_cpu", _BOOL))
+def round(input, *, decimals=0, out=None):
     """Round half to even; ``decimals`` rounds to that many decimal places."""
     if decimals == 0:
         return unary("round", lib.EC_U_ROUND, SAME, input, out)
@@ -391,8 +382,8 @@ def round(input, decimals=0, out=None):
     return mul(unary("round", lib.EC_U_ROUND, SAME, mul(input, scale), None), 1.0 / scale, out=out)
 
 
-@defop("round_(input, *, decimals=0)", inplace_of="round")
-def round_(input, decimals=0):
+@defop(inplace_of="round", tags=("pointwise",))
+def round_(input, *, decimals=0):
     if decimals == 0:
         return unary_("round_", lib.EC_U_ROUND, SAME, input)
     return input.copy_(round(input, decimals=decimals))
@@ -426,8 +417,8 @@ def _clamp_dtype(input, min, max):
     return D.result_type(input, *scalars)
 
 
-@defop("clamp(input, min=None, max=None, *, out=None)")
-def clamp(input, min=None, max=None, out=None):
+@defop(rejects=("clamp_cpu", _BOOL), aliases=("clip",), tags=("pointwise",))
+def clamp(input, min=None, max=None, *, out=None):
     """Limit values to [min, max]; NaN stays NaN.  Bounds may be tensors."""
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _clamp_tensor(input, min, max, out)
@@ -437,7 +428,7 @@ def clamp(input, min=None, max=None, out=None):
     return unary("clamp", lib.EC_U_CLAMP, SAME, x, out, lo, hi)
 
 
-@defop("clamp_(input, min=None, max=None)", inplace_of="clamp")
+@defop(inplace_of="clamp", tags=("pointwise",))
 def clamp_(input, min=None, max=None):
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return input.copy_(_clamp_tensor(input, min, max, None))
@@ -458,28 +449,28 @@ def _clamp_tensor(input, min, max, out):
     return r if r is not input else input.clone()
 
 
-@defop("clamp_min(input, min)", composite=True)
+@defop(composite=True)
 def clamp_min(input, min):
     return clamp(input, min=min)
 
 
-@defop("clamp_max(input, max)", composite=True)
+@defop(composite=True)
 def clamp_max(input, max):
     return clamp(input, max=max)
 
 
-@defop("clamp_min_(input, min)", composite=True)
+@defop(composite=True)
 def clamp_min_(input, min):
     return clamp_(input, min=min)
 
 
-@defop("clamp_max_(input, max)", composite=True)
+@defop(composite=True)
 def clamp_max_(input, max):
     return clamp_(input, max=max)
 
 
-@defop("nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None)")
-def nan_to_num(input, nan=0.0, posinf=None, neginf=None, out=None):
+@defop(tags=("pointwise",))
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     """Replace NaN and infinities by finite numbers (the dtype's extremes by default)."""
     if input._dtype.category < 2:
         return input.clone() if out is None else out.copy_(input)
@@ -493,7 +484,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, out=None):
     return r
 
 
-@defop("logical_not_(input)", inplace_of="logical_not", differentiable=False)
+@defop(inplace_of="logical_not", differentiable=False)
 def logical_not_(input):
     """In place: 1 where input is zero, else 0, in input's own dtype."""
     r = unary("logical_not_", lib.EC_U_LOGICAL_NOT, BOOL_OUT, input)
@@ -503,29 +494,29 @@ def logical_not_(input):
     return copy_into(input, r)
 
 
-@defop("nan_to_num_(input, nan=0.0, posinf=None, neginf=None)", inplace_of="nan_to_num")
+@defop(inplace_of="nan_to_num", tags=("pointwise",))
 def nan_to_num_(input, nan=0.0, posinf=None, neginf=None):
     return input.copy_(nan_to_num(input, nan, posinf, neginf))
 
 
-@defop("isneginf(input)", composite=True)
+@defop(composite=True)
 def isneginf(input):
     return logical_and(isinf(input), signbit(input))
 
 
-@defop("isposinf(input)", composite=True)
+@defop(composite=True)
 def isposinf(input):
     return logical_and(isinf(input), logical_not(signbit(input)))
 
 
-@defop("isreal(input)", composite=True)
+@defop(composite=True)
 def isreal(input):
     from ember_core._creation import ones_like
 
     return ones_like(input, dtype=_bool)
 
 
-@defop("positive(input)", composite=True)
+@defop(composite=True)
 def positive(input):
     if input._dtype is _bool:
         raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
@@ -845,32 +836,32 @@ def _alpha(op, alpha, a, b):
     return float(alpha)
 
 
-@defop("add(input, other, *, alpha=1, out=None)")
-def add(input, other, alpha=1, out=None):
+@defop(tags=("pointwise",))
+def add(input, other, *, alpha=1, out=None):
     """input + alpha * other, broadcast and promoted."""
     return binary("add", lib.EC_B_ADD, ARITH, input, other, out, _alpha("add", alpha, input, other))
 
 
-@defop("add_(input, other, *, alpha=1)", inplace_of="add")
-def add_(input, other, alpha=1):
+@defop(inplace_of="add", tags=("pointwise",))
+def add_(input, other, *, alpha=1):
     return binary_("add_", lib.EC_B_ADD, ARITH, input, other, _alpha("add_", alpha, input, other))
 
 
-@defop("sub(input, other, *, alpha=1, out=None)")
-def sub(input, other, alpha=1, out=None):
+@defop(aliases=("subtract",), tags=("pointwise",))
+def sub(input, other, *, alpha=1, out=None):
     """input - alpha * other."""
     _no_bool_sub("sub", input, other)
     return binary("sub", lib.EC_B_SUB, ARITH, input, other, out, _alpha("sub", alpha, input, other))
 
 
-@defop("sub_(input, other, *, alpha=1)", inplace_of="sub")
-def sub_(input, other, alpha=1):
+@defop(inplace_of="sub", tags=("pointwise",))
+def sub_(input, other, *, alpha=1):
     _no_bool_sub("sub_", input, other)
     return binary_("sub_", lib.EC_B_SUB, ARITH, input, other, _alpha("sub_", alpha, input, other))
 
 
-@defop("rsub(input, other, *, alpha=1)")
-def rsub(input, other, alpha=1):
+@defop(tags=("pointwise",))
+def rsub(input, other, *, alpha=1):
     """other - alpha * input."""
     _no_bool_sub("rsub", input, other)
     return binary(
@@ -878,12 +869,12 @@ def rsub(input, other, alpha=1):
     )
 
 
-@defop("mul(input, other, *, out=None)")
-def mul(input, other, out=None):
+@defop(aliases=("multiply",), tags=("pointwise",))
+def mul(input, other, *, out=None):
     return binary("mul", lib.EC_B_MUL, ARITH, input, other, out)
 
 
-@defop("mul_(input, other)", inplace_of="mul")
+@defop(inplace_of="mul", tags=("pointwise",))
 def mul_(input, other):
     return binary_("mul_", lib.EC_B_MUL, ARITH, input, other)
 
@@ -906,8 +897,8 @@ def _div_rounding_dtype(mode, a, b):
         raise NotImplementedError(f"\"div_{mode}_cpu\" not implemented for 'Bool'")
 
 
-@defop("div(input, other, *, rounding_mode=None, out=None)")
-def div(input, other, rounding_mode=None, out=None):
+@defop(aliases=("divide",), tags=("pointwise",))
+def div(input, other, *, rounding_mode=None, out=None):
     """True division, or rounded with rounding_mode 'trunc' / 'floor'."""
     code, kind = _div_kind(rounding_mode)
     if rounding_mode is not None:
@@ -915,57 +906,57 @@ def div(input, other, rounding_mode=None, out=None):
     return binary("div", code, kind, input, other, out)
 
 
-@defop("div_(input, other, *, rounding_mode=None)", inplace_of="div")
-def div_(input, other, rounding_mode=None):
+@defop(inplace_of="div", tags=("pointwise",))
+def div_(input, other, *, rounding_mode=None):
     code, kind = _div_kind(rounding_mode)
     if rounding_mode is not None:
         _div_rounding_dtype(rounding_mode, input, other)
     return binary_("div_", code, kind, input, other)
 
 
-@defop("true_divide(input, other, *, out=None)", composite=True)
-def true_divide(input, other, out=None):
+@defop(composite=True)
+def true_divide(input, other, *, out=None):
     return div(input, other, out=out)
 
 
-@defop("true_divide_(input, other)", composite=True)
+@defop(composite=True)
 def true_divide_(input, other):
     return div_(input, other)
 
 
-@defop("floor_divide(input, other, *, out=None)")
-def floor_divide(input, other, out=None):
+@defop(rejects=("div_floor_cpu", _BOOL), tags=("pointwise",))
+def floor_divide(input, other, *, out=None):
     _supported("floor_divide", D.result_type(input, other))
     return binary("floor_divide", lib.EC_B_FLOOR_DIV, ARITH, input, other, out)
 
 
-@defop("floor_divide_(input, other)", inplace_of="floor_divide")
+@defop(inplace_of="floor_divide", tags=("pointwise",))
 def floor_divide_(input, other):
     _supported("floor_divide", D.result_type(input, other))
     return binary_("floor_divide_", lib.EC_B_FLOOR_DIV, ARITH, input, other)
 
 
-@defop("remainder(input, other, *, out=None)")
-def remainder(input, other, out=None):
+@defop(rejects=("remainder_cpu", _BOOL), tags=("pointwise",))
+def remainder(input, other, *, out=None):
     """Python's %: the result takes the divisor's sign."""
     _supported("remainder", D.result_type(input, other))
     return binary("remainder", lib.EC_B_REMAINDER, ARITH, input, other, out)
 
 
-@defop("remainder_(input, other)", inplace_of="remainder")
+@defop(inplace_of="remainder", tags=("pointwise",))
 def remainder_(input, other):
     _supported("remainder", D.result_type(input, other))
     return binary_("remainder_", lib.EC_B_REMAINDER, ARITH, input, other)
 
 
-@defop("fmod(input, other, *, out=None)")
-def fmod(input, other, out=None):
+@defop(rejects=("fmod_cpu", _BOOL), tags=("pointwise",))
+def fmod(input, other, *, out=None):
     """C's fmod: the result takes the dividend's sign."""
     _supported("fmod", D.result_type(input, other))
     return binary("fmod", lib.EC_B_FMOD, ARITH, input, other, out)
 
 
-@defop("fmod_(input, other)", inplace_of="fmod")
+@defop(inplace_of="fmod", tags=("pointwise",))
 def fmod_(input, other):
     _supported("fmod", D.result_type(input, other))
     return binary_("fmod_", lib.EC_B_FMOD, ARITH, input, other)
@@ -981,8 +972,8 @@ def _pow_scalar_exponent(input, exponent, out):
     return unary("pow", lib.EC_U_POW_SCALAR, SAME, cast(input, dt), out, float(exponent), 0.0)
 
 
-@defop("pow(input, exponent, *, out=None)")
-def pow(input, exponent, out=None):
+@defop(rejects=("pow", _BOOL), tags=("pointwise",))
+def pow(input, exponent, *, out=None):
     """input ** exponent (either may be a number)."""
     if not (isinstance(input, Tensor) and is_scalar(exponent)):
         _supported("pow", D.result_type(input, exponent))
@@ -1004,7 +995,7 @@ def pow(input, exponent, out=None):
     return binary("pow", lib.EC_B_POW, ARITH, input, exponent, out)
 
 
-@defop("pow_(input, exponent)", inplace_of="pow")
+@defop(inplace_of="pow", tags=("pointwise",))
 def pow_(input, exponent):
     if isinstance(exponent, Tensor):
         _supported("pow", D.result_type(input, exponent))
@@ -1021,8 +1012,8 @@ def pow_(input, exponent):
     return binary_("pow_", lib.EC_B_POW, ARITH, input, exponent)
 
 
-@defop("float_power(input, exponent, *, out=None)", composite=True)
-def float_power(input, exponent, out=None):
+@defop(composite=True)
+def float_power(input, exponent, *, out=None):
     a = cast(input, D.float64) if isinstance(input, Tensor) else float(input)
     e = cast(exponent, D.float64) if isinstance(exponent, Tensor) else float(exponent)
     return pow(a, e, out=out)
@@ -1056,7 +1047,7 @@ def _require_tensors(name, input, other):
             )
 
 
-@defop("float_power_(input, exponent)", composite=True)
+@defop(composite=True)
 def float_power_(input, exponent):
     if input._dtype is not D.float64:
         raise RuntimeError(
@@ -1066,7 +1057,7 @@ def float_power_(input, exponent):
     return pow_(input, exponent)
 
 
-def _binary_family(name, code, kind, inplace=True, doc=None):
+def _binary_family(name, code, kind, inplace=True, doc=None, aliases=(), rejects=None):
     def impl(input, other, out=None):
         return binary(name, code, kind, input, other, out)
 
@@ -1079,9 +1070,15 @@ def _binary_family(name, code, kind, inplace=True, doc=None):
     # comparisons, logical and bitwise results are bool/integer: never differentiable
     diff = kind not in (COMPARE, BITWISE) and name != "nextafter"
     impl.__name__ = name
-    globals()[name] = defop(f"{name}(input, other, *, out=None)", doc=doc, differentiable=diff)(
-        impl
-    )
+    tags = ("pointwise", "float-result") if kind in (TRUEDIV, FLOATFN) else ("pointwise",)
+    globals()[name] = defop(
+        f"{name}(input, other, *, out=None)",
+        doc=doc,
+        differentiable=diff,
+        aliases=aliases,
+        tags=tags,
+        rejects=rejects,
+    )(impl)
     if inplace:
 
         def impl_(input, other):
@@ -1091,43 +1088,54 @@ def _binary_family(name, code, kind, inplace=True, doc=None):
 
         impl_.__name__ = name + "_"
         globals()[name + "_"] = defop(
-            f"{name}_(input, other)", inplace_of=name, doc=doc, differentiable=diff
+            f"{name}_(input, other)",
+            inplace_of=name,
+            doc=doc,
+            differentiable=diff,
+            tags=("pointwise",),
         )(impl_)
 
 
-B = lib
-for _name, _code, _kind, _inpl in [
-    ("maximum", B.EC_B_MAXIMUM, ARITH, False),
-    ("minimum", B.EC_B_MINIMUM, ARITH, False),
-    ("fmax", B.EC_B_FMAX, ARITH, False),
-    ("fmin", B.EC_B_FMIN, ARITH, False),
-    ("atan2", B.EC_B_ATAN2, FLOATFN, True),
-    ("hypot", B.EC_B_HYPOT, FLOAT_ONLY_BINARY, True),
-    ("copysign", B.EC_B_COPYSIGN, FLOATFN, True),
-    ("xlogy", B.EC_B_XLOGY, FLOATFN, True),
-    ("logaddexp", B.EC_B_LOGADDEXP, FLOAT_ONLY_BINARY, False),
-    ("nextafter", B.EC_B_NEXTAFTER, FLOAT_ONLY_BINARY, True),
-    ("eq", B.EC_B_EQ, COMPARE, True),
-    ("ne", B.EC_B_NE, COMPARE, True),
-    ("lt", B.EC_B_LT, COMPARE, True),
-    ("le", B.EC_B_LE, COMPARE, True),
-    ("gt", B.EC_B_GT, COMPARE, True),
-    ("ge", B.EC_B_GE, COMPARE, True),
-    ("logical_and", B.EC_B_LOGICAL_AND, COMPARE, True),
-    ("logical_or", B.EC_B_LOGICAL_OR, COMPARE, True),
-    ("logical_xor", B.EC_B_LOGICAL_XOR, COMPARE, True),
-    ("bitwise_and", B.EC_B_BITWISE_AND, BITWISE, True),
-    ("bitwise_or", B.EC_B_BITWISE_OR, BITWISE, True),
-    ("bitwise_xor", B.EC_B_BITWISE_XOR, BITWISE, True),
-    ("bitwise_left_shift", B.EC_B_LSHIFT, BITWISE, True),
-    ("bitwise_right_shift", B.EC_B_RSHIFT, BITWISE, True),
-]:
+# The binary ops declared as a family: name (EC_B_<NAME> is its kernel code), dtype
+# rule, whether it has an in-place form, other names, dtypes without a kernel.
+_BINARY_OPS = [
+    ("maximum", ARITH, False, (), None),
+    ("minimum", ARITH, False, (), None),
+    ("fmax", ARITH, False, (), None),
+    ("fmin", ARITH, False, (), None),
+    ("atan2", FLOATFN, True, ("arctan2",), None),
+    ("hypot", FLOAT_ONLY_BINARY, True, (), ("hypot_cpu", _NON_FLOAT)),
+    ("copysign", FLOATFN, True, (), None),
+    ("xlogy", FLOATFN, True, (), None),
+    ("logaddexp", FLOAT_ONLY_BINARY, False, (), ("logaddexp_cpu", _NON_FLOAT)),
+    ("logaddexp2", FLOAT_ONLY_BINARY, False, (), ("logaddexp2_cpu", _NON_FLOAT)),
+    ("nextafter", FLOAT_ONLY_BINARY, True, (), ("nextafter_cpu", _NON_FLOAT)),
+    ("eq", COMPARE, True, (), None),
+    ("ne", COMPARE, True, ("not_equal",), None),
+    ("lt", COMPARE, True, ("less",), None),
+    ("le", COMPARE, True, ("less_equal",), None),
+    ("gt", COMPARE, True, ("greater",), None),
+    ("ge", COMPARE, True, ("greater_equal",), None),
+    ("logical_and", COMPARE, True, (), None),
+    ("logical_or", COMPARE, True, (), None),
+    ("logical_xor", COMPARE, True, (), None),
+    ("bitwise_and", BITWISE, True, (), ("bitwise_and_cpu", _FLOATS)),
+    ("bitwise_or", BITWISE, True, (), ("bitwise_or_cpu", _FLOATS)),
+    ("bitwise_xor", BITWISE, True, (), ("bitwise_xor_cpu", _FLOATS)),
+    ("bitwise_left_shift", BITWISE, True, (), ("lshift_cpu", _FLOATS | _BOOL)),
+    ("bitwise_right_shift", BITWISE, True, (), ("rshift_cpu", _FLOATS | _BOOL)),
+]
+_KERNEL_NAMES = {"bitwise_left_shift": "LSHIFT", "bitwise_right_shift": "RSHIFT"}
+for _name, _kind, _inpl, _aliases, _rejected in _BINARY_OPS:
     _binary_family(
-        _name, _code, _kind, _inpl, doc=f"Elementwise {_name}, broadcast. See torch.{_name}."
+        _name,
+        getattr(lib, "EC_B_" + _KERNEL_NAMES.get(_name, _name.upper())),
+        _kind,
+        _inpl,
+        doc=f"Elementwise {_name}, broadcast. See torch.{_name}.",
+        aliases=_aliases,
+        rejects=_rejected,
     )
-
-# PyTorch's aliases
-greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 
 # ---------------------------------------------------------------- ternary
@@ -1194,8 +1202,8 @@ def ternary(op, code, a, b, c, out=None, p0=1.0, cond=False):
     return finish_out(out, target, needs_copy, op)
 
 
-@defop("where(condition, input=None, other=None, *, out=None)")
-def where(condition, input=None, other=None, out=None):
+@defop(tags=("pointwise",))
+def where(condition, input=None, other=None, *, out=None):
     """Elements of input where condition is true, else of other.  With only a
     condition, the indices of its non-zero elements (like nonzero(as_tuple=True))."""
     if input is None and other is None:
@@ -1236,30 +1244,30 @@ def where(condition, input=None, other=None, out=None):
     return ternary("where", lib.EC_T_WHERE, condition, input, other, out, cond=True)
 
 
-@defop("lerp(input, end, weight, *, out=None)")
-def lerp(input, end, weight, out=None):
+@defop(rejects=("lerp_kernel_tensor", _NON_FLOAT), tags=("pointwise",))
+def lerp(input, end, weight, *, out=None):
     """input + weight * (end - input)."""
     return ternary("lerp", lib.EC_T_LERP, input, end, weight, out)
 
 
-@defop("lerp_(input, end, weight)", inplace_of="lerp")
+@defop(inplace_of="lerp", tags=("pointwise",))
 def lerp_(input, end, weight):
     return ternary("lerp_", lib.EC_T_LERP, input, end, weight, input)
 
 
-@defop("addcmul(input, tensor1, tensor2, *, value=1, out=None)")
-def addcmul(input, tensor1, tensor2, value=1, out=None):
+@defop(rejects=("addcmul_cpu_out", _BOOL), tags=("pointwise",))
+def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     """input + value * tensor1 * tensor2."""
     return ternary("addcmul", lib.EC_T_ADDCMUL, input, tensor1, tensor2, out, float(value))
 
 
-@defop("addcmul_(input, tensor1, tensor2, *, value=1)", inplace_of="addcmul")
-def addcmul_(input, tensor1, tensor2, value=1):
+@defop(inplace_of="addcmul", tags=("pointwise",))
+def addcmul_(input, tensor1, tensor2, *, value=1):
     return ternary("addcmul_", lib.EC_T_ADDCMUL, input, tensor1, tensor2, input, float(value))
 
 
-@defop("addcdiv(input, tensor1, tensor2, *, value=1, out=None)")
-def addcdiv(input, tensor1, tensor2, value=1, out=None):
+@defop(tags=("pointwise",))
+def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     """input + value * tensor1 / tensor2."""
     if D.result_type(tensor1, tensor2).category < 2:
         raise RuntimeError(
@@ -1269,6 +1277,6 @@ def addcdiv(input, tensor1, tensor2, value=1, out=None):
     return ternary("addcdiv", lib.EC_T_ADDCDIV, input, tensor1, tensor2, out, float(value))
 
 
-@defop("addcdiv_(input, tensor1, tensor2, *, value=1)", inplace_of="addcdiv")
-def addcdiv_(input, tensor1, tensor2, value=1):
+@defop(inplace_of="addcdiv", tags=("pointwise",))
+def addcdiv_(input, tensor1, tensor2, *, value=1):
     return ternary("addcdiv_", lib.EC_T_ADDCDIV, input, tensor1, tensor2, input, float(value))

@@ -36,7 +36,6 @@ def _table(op, weight):
 
 
 @defop(
-    "embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False)",
     method=False,
 )
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
@@ -65,7 +64,6 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
 
 
 @defop(
-    "_embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq)",
     method=False,
 )
 def _embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
@@ -102,9 +100,7 @@ def _embedding_dense_backward(grad_output, indices, num_weights, padding_idx, sc
     return U.restore(gw, grad_output._dtype)
 
 
-@defop(
-    "embedding_renorm_(weight, indices, max_norm, norm_type)", method=False, differentiable=False
-)
+@defop(method=False, differentiable=False)
 def embedding_renorm_(weight, indices, max_norm, norm_type):
     """Rescale in place every row referenced by ``indices`` whose norm_type-norm
     exceeds max_norm to norm max_norm (each row once)."""
@@ -135,8 +131,6 @@ def embedding_renorm_(weight, indices, max_norm, norm_type):
 
 
 @defop(
-    "embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, "
-    "per_sample_weights=None, include_last_offset=False, padding_idx=None)",
     method=False,
 )
 def embedding_bag(
@@ -231,8 +225,6 @@ def embedding_bag(
 
 
 @defop(
-    "_embedding_bag_backward(grad, weight, indices, offset2bag, bag_size, max_indices, mode, "
-    "per_sample_weights, padding_idx, scale_grad_by_freq, output_mask)",
     method=False,
     differentiable=False,
 )
@@ -298,7 +290,7 @@ def _embedding_bag_backward(
     )
 
 
-@defop("one_hot(tensor, num_classes=-1)", method=False, differentiable=False)
+@defop(method=False, differentiable=False)
 def one_hot(tensor, num_classes=-1):
     """int64 one-hot encoding: shape tensor.shape + (num_classes,); -1 infers
     max + 1."""

@@ -87,8 +87,8 @@ def _mm_out(op, shape, dtype, dev, out):
     return out
 
 
-@defop("matmul(input, other, *, out=None)")
-def matmul(input, other, out=None):
+@defop(autocast="lower_precision_fp")
+def matmul(input, other, *, out=None):
     """Matrix product with NumPy's rules: 1-D operands are vectors, leading dims
     are batch dims that broadcast."""
     op = "matmul"
@@ -188,16 +188,16 @@ def _check_dims(op, t, nd, name):
         )
 
 
-@defop("mm(input, mat2, *, out=None)")
-def mm(input, mat2, out=None):
+@defop(autocast="lower_precision_fp")
+def mm(input, mat2, *, out=None):
     """Product of two matrices."""
     _check_dims("mm", input, 2, "self")
     _check_dims("mm", mat2, 2, "mat2")
     return matmul(input, mat2, out=out)
 
 
-@defop("bmm(input, mat2, *, out=None)")
-def bmm(input, mat2, out=None):
+@defop(autocast="lower_precision_fp")
+def bmm(input, mat2, *, out=None):
     """Batched product of (b, n, m) and (b, m, p) tensors."""
     _check_dims("bmm", input, 3, "batch1")
     _check_dims("bmm", mat2, 3, "batch2")
@@ -208,16 +208,16 @@ def bmm(input, mat2, out=None):
     return matmul(input, mat2, out=out)
 
 
-@defop("mv(input, vec, *, out=None)")
-def mv(input, vec, out=None):
+@defop
+def mv(input, vec, *, out=None):
     """Matrix-vector product."""
     _check_dims("mv", input, 2, "self")
     _check_dims("mv", vec, 1, "vec")
     return matmul(input, vec, out=out)
 
 
-@defop("dot(input, other, *, out=None)")
-def dot(input, other, out=None):
+@defop
+def dot(input, other, *, out=None):
     """Inner product of two 1-D tensors of equal length."""
     _check_dims("dot", input, 1, "self")
     _check_dims("dot", other, 1, "tensor")
@@ -230,20 +230,20 @@ def dot(input, other, out=None):
     return matmul(input, other, out=out)
 
 
-@defop("vdot(input, other)", composite=True)
+@defop(composite=True)
 def vdot(input, other):
     return dot(input, other)
 
 
-@defop("inner(input, other)", composite=True)
+@defop(composite=True)
 def inner(input, other):
     if not input._shape or not other._shape:
         return input * other
     return matmul(input, other.transpose(-1, -2) if len(other._shape) > 1 else other)
 
 
-@defop("outer(input, vec2, *, out=None)")
-def outer(input, vec2, out=None):
+@defop(aliases=("ger",))
+def outer(input, vec2, *, out=None):
     """Outer product of two vectors (an elementwise product of a column and a
     row, so dtypes promote and bool works, as in PyTorch)."""
     from ember_core._elementwise import mul
@@ -307,53 +307,53 @@ def _addmm_like(op, input, a, b, beta, alpha, out):
     return c
 
 
-@defop("addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None)")
-def addmm(input, mat1, mat2, beta=1, alpha=1, out=None):
+@defop(autocast="lower_precision_fp")
+def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * (mat1 @ mat2)."""
     _check_dims("addmm", mat1, 2, "mat1")
     _check_dims("addmm", mat2, 2, "mat2")
     return _addmm_like("addmm", input, mat1, mat2, beta, alpha, out)
 
 
-@defop("addmm_(input, mat1, mat2, *, beta=1, alpha=1)", inplace_of="addmm")
-def addmm_(input, mat1, mat2, beta=1, alpha=1):
+@defop(inplace_of="addmm")
+def addmm_(input, mat1, mat2, *, beta=1, alpha=1):
     return input.copy_(addmm(input, mat1, mat2, beta=beta, alpha=alpha))
 
 
-@defop("baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None)")
-def baddbmm(input, batch1, batch2, beta=1, alpha=1, out=None):
+@defop(autocast="lower_precision_fp")
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * (batch1 @ batch2), batched."""
     _check_dims("baddbmm", batch1, 3, "batch1")
     _check_dims("baddbmm", batch2, 3, "batch2")
     return _addmm_like("baddbmm", input, batch1, batch2, beta, alpha, out)
 
 
-@defop("baddbmm_(input, batch1, batch2, *, beta=1, alpha=1)", inplace_of="baddbmm")
-def baddbmm_(input, batch1, batch2, beta=1, alpha=1):
+@defop(inplace_of="baddbmm")
+def baddbmm_(input, batch1, batch2, *, beta=1, alpha=1):
     return input.copy_(baddbmm(input, batch1, batch2, beta=beta, alpha=alpha))
 
 
-@defop("addmv(input, mat, vec, *, beta=1, alpha=1)", composite=True)
-def addmv(input, mat, vec, beta=1, alpha=1):
+@defop(composite=True)
+def addmv(input, mat, vec, *, beta=1, alpha=1):
     return input * beta + mv(mat, vec) * alpha if beta != 0 else mv(mat, vec) * alpha
 
 
-@defop("addmv_(input, mat, vec, *, beta=1, alpha=1)", composite=True)
-def addmv_(input, mat, vec, beta=1, alpha=1):
+@defop(composite=True)
+def addmv_(input, mat, vec, *, beta=1, alpha=1):
     return input.copy_(addmv(input, mat, vec, beta=beta, alpha=alpha))
 
 
-@defop("addr_(input, vec1, vec2, *, beta=1, alpha=1)", composite=True)
-def addr_(input, vec1, vec2, beta=1, alpha=1):
+@defop(composite=True)
+def addr_(input, vec1, vec2, *, beta=1, alpha=1):
     return input.copy_(addr(input, vec1, vec2, beta=beta, alpha=alpha))
 
 
-@defop("addr(input, vec1, vec2, *, beta=1, alpha=1)", composite=True)
-def addr(input, vec1, vec2, beta=1, alpha=1):
+@defop(composite=True)
+def addr(input, vec1, vec2, *, beta=1, alpha=1):
     return input * beta + outer(vec1, vec2) * alpha if beta != 0 else outer(vec1, vec2) * alpha
 
 
-@defop("tensordot(a, b, dims=2)", composite=True, method=False)
+@defop(composite=True, method=False)
 def tensordot(a, b, dims=2):
     """Contract the last ``dims`` dims of a with the first of b (or explicit lists)."""
     if isinstance(dims, int):

@@ -251,7 +251,7 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     return out.resize_(C.shape).copy_(C) if out is not None else C
 
 
-geqrf = defop("geqrf(input, *, out=None)", differentiable=False)(_geqrf_impl)
+geqrf = defop("geqrf(input, *, out=None)", differentiable=False, autocast="fp32")(_geqrf_impl)
 
 
 # ------------------------------------------------------------- LDL^T

@@ -80,7 +80,7 @@ def _stat_shape(input, ns):
     return tuple(input._shape[: len(input._shape) - len(ns)]) + (1,) * len(ns)
 
 
-@defop("native_layer_norm(input, normalized_shape, weight, bias, eps)", method=False)
+@defop(method=False)
 def native_layer_norm(input, normalized_shape, weight, bias, eps):
     """(output, mean, rstd) of layer norm over the trailing ``normalized_shape``."""
     ns = _normalized("layer_norm", input, normalized_shape)
@@ -115,7 +115,6 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
 
 
 @defop(
-    "layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True)",
     method=False,
     composite=True,
 )
@@ -139,8 +138,6 @@ def _mask(output_mask, n):
 
 
 @defop(
-    "_native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, "
-    "output_mask)",
     method=False,
     differentiable=False,
 )
@@ -189,7 +186,7 @@ def _native_layer_norm_backward(
 # --------------------------------------------------------------- RMS norm
 
 
-@defop("_fused_rms_norm(input, normalized_shape, weight, eps)", method=False)
+@defop(method=False)
 def _fused_rms_norm(input, normalized_shape, weight, eps):
     """(output, rstd) of RMS norm over the trailing ``normalized_shape``;
     eps None means the dtype's machine epsilon."""
@@ -210,14 +207,13 @@ def _fused_rms_norm(input, normalized_shape, weight, eps):
     return U.restore(y, input._dtype), U.restore(rstd, _stat_dtype(input, weight))
 
 
-@defop("rms_norm(input, normalized_shape, weight=None, eps=None)", method=False, composite=True)
+@defop(method=False, composite=True)
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """x / sqrt(mean(x^2) + eps) over the trailing ``normalized_shape``, times weight."""
     return _fused_rms_norm(input, normalized_shape, weight, eps)[0]
 
 
 @defop(
-    "_fused_rms_norm_backward(grad_out, input, normalized_shape, rstd, weight, output_mask)",
     method=False,
     differentiable=False,
 )
@@ -289,7 +285,6 @@ def _running(op, input, t, name, c):
 
 
 @defop(
-    "native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)",
     method=False,
 )
 def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
@@ -351,8 +346,6 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
 
 
 @defop(
-    "batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, "
-    "cudnn_enabled=True)",
     method=False,
     composite=True,
 )
@@ -367,8 +360,6 @@ def batch_norm(
 
 
 @defop(
-    "_native_batch_norm_backward(grad_out, input, weight, save_mean, save_invstd, training, "
-    "output_mask)",
     method=False,
     differentiable=False,
 )
@@ -416,7 +407,7 @@ def _native_batch_norm_backward(
 # ------------------------------------------------------------- group norm
 
 
-@defop("native_group_norm(input, weight, bias, N, C, HxW, group, eps)", method=False)
+@defop(method=False)
 def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     """(output, mean, rstd) of group norm; mean/rstd are (N, group)."""
     x = _input("group_norm", input)
@@ -459,7 +450,6 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
 
 
 @defop(
-    "group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True)",
     method=False,
     composite=True,
 )
@@ -476,8 +466,6 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabl
 
 
 @defop(
-    "_native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, "
-    "output_mask)",
     method=False,
     differentiable=False,
 )
@@ -522,8 +510,6 @@ def _native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, 
 
 
 @defop(
-    "instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, "
-    "eps, cudnn_enabled=True)",
     method=False,
     composite=True,
 )

@@ -62,7 +62,7 @@ def _out_sizes(spatial, k, s, p, d, ceil_mode):
 # ------------------------------------------------------------- core ops
 
 
-@defop("_max_pool(input, kernel_size, stride, padding, dilation, ceil_mode)", method=False)
+@defop(method=False)
 def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode):
     """(values, int64 indices) of max pooling a batched input; indices are flat
     positions in each input plane."""
@@ -91,7 +91,7 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode):
     return S.finish(y, dtype), idx
 
 
-@defop("_max_pool_backward(grad_output, indices, input_size)", method=False)
+@defop(method=False)
 def _max_pool_backward(grad_output, indices, input_size):
     """The gradient of max pooling: grad_output added at the saved indices of an
     input of size input_size (zeros elsewhere)."""
@@ -122,7 +122,7 @@ def _max_pool_backward(grad_output, indices, input_size):
     return S.finish(gx, dtype)
 
 
-@defop("_max_pool_double_backward(input, indices)", method=False)
+@defop(method=False)
 def _max_pool_double_backward(input, indices):
     """input gathered at the indices of max pooling (per plane): the adjoint of
     _max_pool_backward."""
@@ -159,8 +159,6 @@ def _avg_geom(spatial, kernel_size, stride, padding, ceil_mode):
 
 
 @defop(
-    "_avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, "
-    "divisor_override)",
     method=False,
 )
 def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
@@ -188,8 +186,6 @@ def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
 
 
 @defop(
-    "_avg_pool_backward(grad_output, input_size, kernel_size, stride, padding, ceil_mode, "
-    "count_include_pad, divisor_override)",
     method=False,
 )
 def _avg_pool_backward(
@@ -252,13 +248,13 @@ def _adaptive(op, is_max, input, output_size):
     return S.finish(y, dtype), idx
 
 
-@defop("_adaptive_avg_pool(input, output_size)", method=False)
+@defop(method=False)
 def _adaptive_avg_pool(input, output_size):
     """Adaptive average pooling of a batched input to output_size (a tuple)."""
     return _adaptive("adaptive_avg_pool", 0, input, tuple(output_size))[0]
 
 
-@defop("_adaptive_avg_pool_backward(grad_output, input_size)", method=False)
+@defop(method=False)
 def _adaptive_avg_pool_backward(grad_output, input_size):
     """The gradient of adaptive average pooling."""
     op = "adaptive_avg_pool_backward"
@@ -282,7 +278,7 @@ def _adaptive_avg_pool_backward(grad_output, input_size):
     return S.finish(gx, dtype)
 
 
-@defop("_adaptive_max_pool(input, output_size)", method=False)
+@defop(method=False)
 def _adaptive_max_pool(input, output_size):
     """(values, int64 indices) of adaptive max pooling of a batched input."""
     return _adaptive("adaptive_max_pool", 1, input, tuple(output_size))
@@ -365,8 +361,6 @@ def _max_pool_nd(op, k, input, kernel_size, stride, padding, dilation, ceil_mode
 
 
 @defop(
-    "max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, "
-    "return_indices=False)",
     composite=True,
     method=False,
 )
@@ -384,8 +378,6 @@ def max_pool1d(
 
 
 @defop(
-    "max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, "
-    "return_indices=False)",
     composite=True,
     method=False,
 )
@@ -400,10 +392,9 @@ def max_pool2d(
 
 
 @defop(
-    "max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, "
-    "return_indices=False)",
     composite=True,
     method=False,
+    autocast="fp32",
 )
 def max_pool3d(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
@@ -415,8 +406,6 @@ def max_pool3d(
 
 
 @defop(
-    "max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, "
-    "ceil_mode=False)",
     composite=True,
     method=False,
 )
@@ -427,8 +416,6 @@ def max_pool1d_with_indices(
 
 
 @defop(
-    "max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, "
-    "ceil_mode=False)",
     composite=True,
     method=False,
 )
@@ -439,8 +426,6 @@ def max_pool2d_with_indices(
 
 
 @defop(
-    "max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, "
-    "ceil_mode=False)",
     composite=True,
     method=False,
 )
@@ -473,8 +458,6 @@ def _avg_pool_nd(
 
 
 @defop(
-    "avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, "
-    "count_include_pad=True)",
     composite=True,
     method=False,
 )
@@ -486,9 +469,6 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 
 @defop(
-    "avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, "
-    "count_include_pad=True, "
-    "divisor_override=None)",
     composite=True,
     method=False,
 )
@@ -520,11 +500,9 @@ def avg_pool2d(
 
 
 @defop(
-    "avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, "
-    "count_include_pad=True, "
-    "divisor_override=None)",
     composite=True,
     method=False,
+    autocast="fp32",
 )
 def avg_pool3d(
     input,
@@ -593,13 +571,13 @@ def _adaptive_nd(op, k, input, output_size, is_max):
     return y.squeeze(0) if unbatched else y
 
 
-@defop("adaptive_avg_pool1d(input, output_size)", composite=True, method=False)
+@defop(composite=True, method=False)
 def adaptive_avg_pool1d(input, output_size):
     """Average pooling of (N, C, L) or (C, L) to output_size positions."""
     return _adaptive_nd("adaptive_avg_pool1d", 1, input, output_size, False)
 
 
-@defop("adaptive_avg_pool2d(input, output_size)", composite=True, method=False)
+@defop(composite=True, method=False)
 def adaptive_avg_pool2d(input, output_size):
     """Average pooling of (N, C, H, W) or (C, H, W) to output_size (an int, a pair,
     None keeping the input's size).
@@ -610,24 +588,24 @@ def adaptive_avg_pool2d(input, output_size):
     return _adaptive_nd("adaptive_avg_pool2d", 2, input, output_size, False)
 
 
-@defop("adaptive_avg_pool3d(input, output_size)", composite=True, method=False)
+@defop(composite=True, method=False, autocast="fp32")
 def adaptive_avg_pool3d(input, output_size):
     return _adaptive_nd("adaptive_avg_pool3d", 3, input, output_size, False)
 
 
-@defop("adaptive_max_pool1d(input, output_size)", composite=True, method=False)
+@defop(composite=True, method=False)
 def adaptive_max_pool1d(input, output_size):
     """(values, indices) of adaptive max pooling of (N, C, L) or (C, L)."""
     return _adaptive_nd("adaptive_max_pool1d", 1, input, output_size, True)
 
 
-@defop("adaptive_max_pool2d(input, output_size)", composite=True, method=False)
+@defop(composite=True, method=False)
 def adaptive_max_pool2d(input, output_size):
     """(values, indices) of adaptive max pooling of (N, C, H, W) or (C, H, W)."""
     return _adaptive_nd("adaptive_max_pool2d", 2, input, output_size, True)
 
 
-@defop("adaptive_max_pool3d(input, output_size)", composite=True, method=False)
+@defop(composite=True, method=False, autocast="fp32")
 def adaptive_max_pool3d(input, output_size):
     """(values, indices) of adaptive max pooling of (N, C, D, H, W) or (C, D, H, W)."""
     return _adaptive_nd("adaptive_max_pool3d", 3, input, output_size, True)

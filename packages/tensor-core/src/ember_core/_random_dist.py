@@ -56,7 +56,7 @@ def _finish(r, dtype):
     return r if r._dtype is dtype else r.to(dtype)
 
 
-@defop("_standard_gamma(input, generator=None)", method=True)
+@defop(method=True)
 def _standard_gamma(input, generator=None):
     """Gamma(input, 1) samples, one per element of ``input`` (the shapes)."""
     a = _work("_standard_gamma", input, "gamma_cpu")
@@ -72,7 +72,7 @@ def _standard_gamma(input, generator=None):
     return _finish(out, input._dtype)
 
 
-@defop("_standard_gamma_grad(input, output)", method=True, differentiable=False)
+@defop(method=True, differentiable=False)
 def _standard_gamma_grad(input, output):
     """d output / d input for output ~ Gamma(input, 1), elementwise."""
     if input._shape != output._shape:
@@ -93,7 +93,7 @@ def _standard_gamma_grad(input, output):
     return _finish(out, input._dtype)
 
 
-@defop("_sample_dirichlet(input, generator=None)", method=False, differentiable=False)
+@defop(method=False, differentiable=False)
 def _sample_dirichlet(input, generator=None):
     """Dirichlet(input) samples along the last dimension (normalised gammas)."""
     if input.dim() < 1:
@@ -103,7 +103,7 @@ def _sample_dirichlet(input, generator=None):
     return x.clamp(min=_TINY.get(x._dtype.name, 6.103515625e-05))
 
 
-@defop("poisson(input, generator=None)", method=False)
+@defop(method=False)
 def poisson(input, generator=None):
     """Poisson samples with rates ``input`` (same shape and dtype)."""
     r = _work("poisson", input, "poisson_cpu")
@@ -117,7 +117,7 @@ def poisson(input, generator=None):
     return _finish(out, input._dtype)
 
 
-@defop("binomial(count, prob, generator=None)", method=False)
+@defop(method=False)
 def binomial(count, prob, generator=None):
     """Binomial(count, prob) samples; count and prob broadcast together."""
     if not isinstance(count, Tensor) or not isinstance(prob, Tensor):

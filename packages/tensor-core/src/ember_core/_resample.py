@@ -72,7 +72,7 @@ def _padded_shape(op, shape, pad):
     return tuple(out)
 
 
-@defop("constant_pad_nd(input, pad, value=0)", method=False)
+@defop(method=False)
 def constant_pad_nd(input, pad, value=0):
     """Pad the last len(pad) // 2 dims with `value` (pairs (before, after) from the
     last dim backwards); negative pads crop."""
@@ -221,7 +221,12 @@ def _check_mode_pad(op, input, pad, mode):
     return k
 
 
-@defop("_pad_mode(input, pad, mode)", method=False)
+def _pad_autocast(args):
+    # PyTorch lists reflection_pad*/replication_pad* (fp32), not constant/circular.
+    return "fp32" if args[2] in ("reflect", "replicate") else None
+
+
+@defop(method=False, autocast=_pad_autocast)
 def _pad_mode(input, pad, mode):
     """Reflect, replicate or circular padding of the last len(pad) // 2 (1 to 3)
     dims."""
@@ -241,7 +246,7 @@ def _pad_mode(input, pad, mode):
     return _gather(op, x, maps, x._shape[-k:], out_sp, k)
 
 
-@defop("_pad_mode_backward(grad_output, input_size, pad, mode)", method=False)
+@defop(method=False)
 def _pad_mode_backward(grad_output, input_size, pad, mode):
     """The gradient of _pad_mode: each output gradient added to the input element
     it copies."""
@@ -275,7 +280,7 @@ def _pad_mode_backward(grad_output, input_size, pad, mode):
     return g
 
 
-@defop("pad(input, pad, mode='constant', value=None)", composite=True, method=False)
+@defop(composite=True, method=False)
 def pad(input, pad, mode="constant", value=None):
     """Pad the last dims (PyTorch's F.pad): pad = (left, right, top, bottom, ...)
     from the last dim backwards; mode 'constant' (with value), 'reflect',
@@ -330,7 +335,7 @@ def _check_sizes(op, in_sp, out_sp):
         )
 
 
-@defop("_upsample_nearest(input, output_size, scales, exact)", method=False)
+@defop(method=False)
 def _upsample_nearest(input, output_size, scales, exact):
     """Nearest (or nearest-exact) upsampling of the last len(output_size) dims of
     a batched input; scales: the user's scale factors (or None)."""
@@ -347,9 +352,7 @@ def _upsample_nearest(input, output_size, scales, exact):
     return _gather(op, input, maps, input._shape[-k:], output_size, k)
 
 
-@defop(
-    "_upsample_nearest_backward(grad_output, input_size, output_size, scales, exact)", method=False
-)
+@defop(method=False)
 def _upsample_nearest_backward(grad_output, input_size, output_size, scales, exact):
     """The gradient of _upsample_nearest."""
     op = "upsample_nearest_backward"
@@ -395,7 +398,7 @@ def _interp_run(
     return S.finish(dst, dtype)
 
 
-@defop("_upsample_linear(input, output_size, align_corners, scales)", method=False)
+@defop(method=False)
 def _upsample_linear(input, output_size, align_corners, scales):
     """Linear, bilinear or trilinear interpolation of the last 1-3 dims."""
     output_size = tuple(output_size)
@@ -417,7 +420,6 @@ def _upsample_linear(input, output_size, align_corners, scales):
 
 
 @defop(
-    "_upsample_linear_backward(grad_output, input_size, output_size, align_corners, scales)",
     method=False,
 )
 def _upsample_linear_backward(grad_output, input_size, output_size, align_corners, scales):
@@ -444,7 +446,7 @@ def _upsample_linear_backward(grad_output, input_size, output_size, align_corner
     )
 
 
-@defop("_upsample_bicubic(input, output_size, align_corners, scales)", method=False)
+@defop(method=False)
 def _upsample_bicubic(input, output_size, align_corners, scales):
     """Bicubic interpolation (A = -0.75, borders clamped) of the last 2 dims."""
     output_size = tuple(output_size)
@@ -467,7 +469,6 @@ def _upsample_bicubic(input, output_size, align_corners, scales):
 
 
 @defop(
-    "_upsample_bicubic_backward(grad_output, input_size, output_size, align_corners, scales)",
     method=False,
 )
 def _upsample_bicubic_backward(grad_output, input_size, output_size, align_corners, scales):
@@ -504,8 +505,6 @@ def _is_int(v):
 
 
 @defop(
-    "interpolate(input, size=None, scale_factor=None, mode='nearest', align_corners=None, "
-    "recompute_scale_factor=None, antialias=False)",
     composite=True,
     method=False,
 )
@@ -635,7 +634,7 @@ def _unsupported(input, mode):
 # ------------------------------------------------------------ pixel shuffle
 
 
-@defop("pixel_shuffle(input, upscale_factor)", composite=True, method=False)
+@defop(composite=True, method=False)
 def pixel_shuffle(input, upscale_factor):
     """(*, C * r * r, H, W) -> (*, C, H * r, W * r).
 
@@ -666,7 +665,7 @@ def pixel_shuffle(input, upscale_factor):
     return x.reshape(lead + (c // (r * r), h * r, w * r))
 
 
-@defop("pixel_unshuffle(input, downscale_factor)", composite=True, method=False)
+@defop(composite=True, method=False)
 def pixel_unshuffle(input, downscale_factor):
     """(*, C, H * r, W * r) -> (*, C * r * r, H, W), the inverse of pixel_shuffle."""
     op = "pixel_unshuffle"

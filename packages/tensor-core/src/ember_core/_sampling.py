@@ -82,7 +82,7 @@ def _grid_checks(input, grid, interpolation_mode):
     return k
 
 
-@defop("grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)", method=False)
+@defop(method=False, autocast="fp32")
 def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
     """Sample input (N, C, [D,] H, W) at the normalised grid positions (N, [Do,]
     Ho, Wo, 2 or 3): PyTorch's torch.grid_sampler, with integer modes
@@ -119,8 +119,6 @@ def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
 
 
 @defop(
-    "_grid_sampler_backward(grad_output, input, grid, interpolation_mode, padding_mode, "
-    "align_corners, output_mask=(True, True))",
     method=False,
     differentiable=False,
 )
@@ -178,9 +176,9 @@ def _grid_sampler_backward(
 
 
 @defop(
-    "grid_sample(input, grid, mode='bilinear', padding_mode='zeros', align_corners=None)",
     composite=True,
     method=False,
+    autocast="fp32",
 )
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Sample input (N, C, H, W) (or 5-D) at grid (N, Ho, Wo, 2) positions in
@@ -216,7 +214,7 @@ def _linspace_from_neg_one(theta, steps, align_corners):
     return r
 
 
-@defop("affine_grid_generator(theta, size, align_corners)", composite=True, method=False)
+@defop(composite=True, method=False)
 def affine_grid_generator(theta, size, align_corners):
     """The sampling grid (N, H, W, 2) (or (N, D, H, W, 3)) of the affine maps
     theta (N, 2, 3) (or (N, 3, 4)): base coordinates (x, y[, z], 1) times
@@ -244,7 +242,7 @@ def affine_grid_generator(theta, size, align_corners):
 # ---------------------------------------------------------------- max_unpool
 
 
-@defop("max_unpool(input, indices, output_size)", composite=True, method=False)
+@defop(composite=True, method=False)
 def max_unpool(input, indices, output_size):
     """The partial inverse of max pooling over the last len(output_size) dims:
     each value placed at its flat index (from max_pool's return_indices) in a
@@ -381,7 +379,6 @@ def _ctc_prepare(log_probs, targets, input_lengths, target_lengths, blank):
 
 
 @defop(
-    "_ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, zero_infinity=False)",
     method=False,
 )
 def _ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, zero_infinity=False):
@@ -420,8 +417,6 @@ def _ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, zero_i
 
 
 @defop(
-    "_ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, "
-    "neg_log_likelihood, log_alpha, blank, zero_infinity=False)",
     method=False,
     differentiable=False,
 )
@@ -485,10 +480,9 @@ _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2, 0: 0, 1: 1, 2: 2}
 
 
 @defop(
-    "ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction='mean', "
-    "zero_infinity=False)",
     composite=True,
     method=False,
+    autocast="fp32",
 )
 def ctc_loss(
     log_probs,

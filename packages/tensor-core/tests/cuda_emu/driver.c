@@ -32,7 +32,8 @@
  *   Kernel arguments are copied at launch, copies from pageable memory copy
  *   their source at the call (as the driver stages them), copies to pageable
  *   memory wait.  The legacy default stream (0) synchronises with blocking
- *   streams; streams created non-blocking (ember's) do not.  Events record when
+ *   streams (and the per-thread default streams); streams created non-blocking
+ *   (ember's) do not.  Events record when
  *   their stream reaches them (at once on an idle stream), with the host's
  *   clock for elapsed_time.
  * - Kernels: a module is a shared object the emulation compiler built with g++
@@ -896,15 +897,30 @@ static int valid_stream(emu_stream* s) {
     return 0;
 }
 
+/* This thread's per-thread default stream of each device (made at first use;
+ * it synchronises with the legacy stream, as a blocking stream does). */
+static _Thread_local emu_stream* tls_per_thread[8];
+
 /* The stream a handle names on device d (lock held): 0 and
- * CU_STREAM_LEGACY are d's legacy stream. */
+ * CU_STREAM_LEGACY are d's legacy stream, CU_STREAM_PER_THREAD this thread's. */
 static int stream_of(void* h, emu_device* d, emu_stream** s) {
     if (!h || h == (void*)1) {
         *s = d->legacy;
         return CUDA_SUCCESS;
     }
-    if (h == (void*)2)
-        return fail(CUDA_ERROR_NOT_SUPPORTED, "the per-thread default stream is not emulated");
+    if (h == (void*)2) {
+        emu_stream* t = tls_per_thread[d->ordinal];
+        if (!t) {
+            t = calloc(1, sizeof *t);
+            if (!t) return fail(CUDA_ERROR_OUT_OF_MEMORY, "host memory");
+            t->dev = d;
+            t->next = emu.streams;
+            emu.streams = t;
+            tls_per_thread[d->ordinal] = t;
+        }
+        *s = t;
+        return CUDA_SUCCESS;
+    }
     emu_stream* t = h;
     if (!valid_stream(t)) return fail(CUDA_ERROR_INVALID_HANDLE, "stream %p does not exist", h);
     *s = t;

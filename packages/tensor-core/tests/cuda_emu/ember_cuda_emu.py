@@ -514,16 +514,18 @@ def _build(groups, arch):
             src.write_text(own + "\n" + _generated(groups, attempt_bounds))
             try:
                 _run([*cmd, "-o", str(out), str(src)], f"compiling {first.name} for the emulator")
-                break
             except EmulationError as e:
                 if attempt_bounds is None or not bounds:
                     raise EmulationError(
                         f"the CUDA emulator could not compile the kernels {first.name}: {e}"
                     ) from None
+                continue
+            if attempt_bounds is None and bounds:
                 sys.stderr.write(
                     f"ember CUDA emulator: {first.name}: __launch_bounds__ not checked "
                     "(their expressions do not compile outside the kernel)\n"
                 )
+            break
         shared = ",".join(f"{off:x}:{size}" for off, size in shared_statics(out))
         final = root / so_name
         os.replace(out, final)

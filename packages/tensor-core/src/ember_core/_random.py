@@ -142,6 +142,18 @@ def _new(op, size, dtype, device, requires_grad, float_only=True):
     return _empty(shape, dt, _dev(device)), requires_grad
 
 
+def _into_out(op, size, out, dtype, requires_grad):
+    """rand/randn/normal(..., out=t): t itself (checked, resized), floating point only."""
+    from ember_core._creation import creation_out
+
+    t = creation_out(op, out, _shape.as_shape(size, op), dtype)
+    if t._dtype.category < 2:
+        raise RuntimeError(
+            f"\"{op}\" not implemented for '{t._dtype.name}' (use a floating point dtype)"
+        )
+    return t, requires_grad
+
+
 def _done(t, requires_grad):
     if requires_grad:
         t.requires_grad_(True)
@@ -155,7 +167,10 @@ def _done(t, requires_grad):
 )
 def rand(size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Uniform samples in [0, 1)."""
-    t, rg = _new("rand", size, dtype, device, requires_grad)
+    if out is None:
+        t, rg = _new("rand", size, dtype, device, requires_grad)
+    else:
+        t, rg = _into_out("rand", size, out, dtype, requires_grad)
     return _done(_fill_random(t, lib.EC_RNG_UNIFORM, generator, 0.0, 1.0, op="rand"), rg)
 
 
@@ -166,7 +181,10 @@ def rand(size, generator=None, dtype=None, device=None, requires_grad=False, out
 )
 def randn(size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Standard normal samples."""
-    t, rg = _new("randn", size, dtype, device, requires_grad)
+    if out is None:
+        t, rg = _new("randn", size, dtype, device, requires_grad)
+    else:
+        t, rg = _into_out("randn", size, out, dtype, requires_grad)
     return _done(_fill_random(t, lib.EC_RNG_NORMAL, generator, 0.0, 1.0, op="randn"), rg)
 
 
@@ -254,7 +272,10 @@ def normal(
         raise TypeError("normal(): with numbers for mean and std, size is required")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    t, rg = _new("normal", (size,), dtype, device, requires_grad)
+    if out is None:
+        t, rg = _new("normal", (size,), dtype, device, requires_grad)
+    else:
+        t, rg = _into_out("normal", (size,), out, dtype, requires_grad)
     return _done(
         _fill_random(t, lib.EC_RNG_NORMAL, generator, float(mean), float(std), op="normal"), rg
     )

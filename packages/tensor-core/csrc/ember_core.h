@@ -95,7 +95,7 @@ typedef uintptr_t ec_ptr;
 #define EC_U_ISFINITE 42     /* -> bool */
 #define EC_U_LOGICAL_NOT 43  /* -> bool */
 #define EC_U_BITWISE_NOT 44
-#define EC_U_CLAMP 45        /* p0: min, p1: max (NaN = unbounded) */
+#define EC_U_CLAMP 45        /* p0: min, p1: max (+-inf = unbounded; a NaN bound gives NaN) */
 #define EC_U_POW_SCALAR 46   /* x ** p0 */
 #define EC_U_RPOW_SCALAR 47  /* p0 ** x */
 #define EC_U_LEAKY_RELU 48   /* p0: negative slope */

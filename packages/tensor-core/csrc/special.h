@@ -9,10 +9,13 @@
 #include <string.h>
 
 #define EC_FLOAT_HELPERS(C, SUF)                                                       \
+    /* NaN in x or in a bound gives NaN, as PyTorch; no bound is +-inf */             \
     static inline C ec_clamp_##C(C x, C lo, C hi) {                                    \
         if (x != x) return x;                                                          \
-        if (lo == lo && x < lo) x = lo;                                                \
-        if (hi == hi && x > hi) x = hi;                                                \
+        if (lo != lo) return lo;                                                       \
+        if (hi != hi) return hi;                                                       \
+        if (x < lo) x = lo;                                                            \
+        if (x > hi) x = hi;                                                            \
         return x;                                                                      \
     }                                                                                  \
     static inline C ec_softplus_##C(C x) { return x > 20 ? x : log1p##SUF(exp##SUF(x)); } \

@@ -396,8 +396,9 @@ def _clamp_bounds(op, min, max, dtype):
         lo = -math.inf if min is None else float(_wrap_int(min, dtype))
         hi = math.inf if max is None else float(_wrap_int(max, dtype))
         return lo, hi
-    lo = math.nan if min is None else float(min)
-    hi = math.nan if max is None else float(max)
+    # a NaN bound makes every element NaN, as in PyTorch (the kernel sees to it)
+    lo = -math.inf if min is None else float(min)
+    hi = math.inf if max is None else float(max)
     return lo, hi
 
 
@@ -421,6 +422,12 @@ def clamp(input, min=None, max=None, out=None):
 def clamp_(input, min=None, max=None):
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return input.copy_(_clamp_tensor(input, min, max, None))
+    dt = _clamp_dtype(input, min, max)
+    if dt is not input._dtype and not D.can_cast(dt, input._dtype):
+        raise RuntimeError(
+            f"clamp_: result type {_tname(dt)} can't be cast to the desired output type "
+            f"{_tname(input._dtype)}"
+        )
     lo, hi = _clamp_bounds("clamp_", min, max, input._dtype)
     return unary_("clamp_", lib.EC_U_CLAMP, SAME, input, lo, hi)
 

@@ -429,6 +429,14 @@ def index_reduce(input, dim, index, source, reduce, include_self=True):
             f"index_reduce_(): Number of indices ({index.numel()}) should be equal to "
             f"source.size(dim) ({source.shape[d]})"
         )
+    size = input.shape[d] if input.dim() else 1
+    lo, hi = (int(index.min()), int(index.max())) if index.numel() else (0, 0)
+    if lo < 0 or hi >= size:
+        bad = lo if lo < 0 else hi
+        raise IndexError(
+            f"index_reduce(): index out of range in self (index {bad} is out of bounds for "
+            f"dimension {d} with size {size})"
+        )
     shape = [-1 if i == d else 1 for i in range(source.dim())]
     idx = index.reshape(shape).expand(tuple(source.shape))
     return input.scatter_reduce(d, idx, source, reduce, include_self=include_self)

@@ -26,7 +26,7 @@ import inspect
 import os
 import threading
 
-from ember_core import _autocast
+from ember_core import _argcheck, _autocast
 
 OPS = {}
 
@@ -35,6 +35,8 @@ _ns = {"_h": False, "inf": float("inf"), "nan": float("nan")}
 # Autocast (Note [Autocast] in _autocast.py): `_ac` is up while a region is active.
 _ns["_ac"] = False
 _ns["_autocast_call"] = _autocast.call_composite
+# An argument of the wrong type: Note [Argument errors] in _argcheck.py.
+_ns["_bad_argument"] = _argcheck.bad_argument
 _handlers = []
 _lock = threading.Lock()
 
@@ -154,15 +156,55 @@ def _source(name, sig, op_var, impl_var):
             f"def {name}{str(sig)[:-1]}, **_kw):\n"
             f"    if _kw:\n"
             f"        {star} = _star_keyword({name!r}, {star}, _kw)\n"
-            f"    if _h:\n"
-            f"        return _dispatch({op_var}, {tuple_src})\n"
-            f"    return {impl_var}({call_src})\n"
+            f"    try:\n"
+            f"        if _h:\n"
+            f"            return _dispatch({op_var}, {tuple_src})\n"
+            f"        return {impl_var}({call_src})\n"
+            f"{_argument_handler(op_var, tuple_src)}"
         )
     return (
         f"def {name}{sig}:\n"
-        f"    if _h:\n"
-        f"        return _dispatch({op_var}, {tuple_src})\n"
-        f"    return {impl_var}({call_src})\n"
+        f"    try:\n"
+        f"        if _h:\n"
+        f"            return _dispatch({op_var}, {tuple_src})\n"
+        f"        return {impl_var}({call_src})\n"
+        f"{_argument_handler(op_var, tuple_src)}"
+    )
+
+
+def _argument_handler(op_var, tuple_src):
+    # Note [Argument errors]: free unless something is raised
+    return (
+        "    except (AttributeError, KeyError, OverflowError) as _e:\n"
+        f"        _bad_argument({op_var}, {tuple_src}, _e)\n"
+        "        raise\n"
+    )
+
+
+def _composite_source(name, sig, op_var, impl_var, impl):
+    """A composite's function: its implementation, behind Note [Argument errors]."""
+    names, call = [], []
+    for p in sig.parameters.values():
+        names.append(p.name)
+        if p.kind is inspect.Parameter.VAR_POSITIONAL:
+            call.append(f"*{p.name}")
+        elif p.kind is inspect.Parameter.KEYWORD_ONLY:
+            call.append(f"{p.name}={p.name}")
+        else:
+            call.append(p.name)
+    head = str(sig)
+    takes_kw = any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in inspect.signature(impl).parameters.values()
+    )
+    if takes_kw:  # PyTorch's keywords for *sizes (STAR_KEYWORDS), handled by impl
+        head = f"{head[:-1]}, **_kw)" if len(head) > 2 else "(**_kw)"
+        call.append("**_kw")
+    tuple_src = "(" + "".join(f"{n}, " for n in names) + ")"
+    return (
+        f"def {name}{head}:\n"
+        f"    try:\n"
+        f"        return {impl_var}({', '.join(call)})\n"
+        f"{_argument_handler(op_var, tuple_src)}"
     )
 
 
@@ -176,9 +218,11 @@ def _autocast_source(name, sig, op_var, impl_var):
     tuple_src = "(" + "".join(f"{n}, " for n in names) + ")"
     return (
         f"def {name}{sig}:\n"
-        f"    if _ac:\n"
-        f"        return _autocast_call({op_var}, {tuple_src})\n"
-        f"    return {impl_var}({', '.join(names)})\n"
+        f"    try:\n"
+        f"        if _ac:\n"
+        f"            return _autocast_call({op_var}, {tuple_src})\n"
+        f"        return {impl_var}({', '.join(names)})\n"
+        f"{_argument_handler(op_var, tuple_src)}"
     )
 
 
@@ -223,20 +267,22 @@ def defop(
         op_var, impl_var = f"_op_{name}", f"_impl_{name}"
         _ns[op_var] = op
         _ns[impl_var] = impl
-        if composite and name not in _autocast.POLICY:
-            fn = impl  # composites call public ops; nothing to intercept here
+        plain_composite = composite and name not in _autocast.POLICY
+        if plain_composite:
+            # composites call public ops: nothing to intercept, only argument errors
+            source = _composite_source(name, sig, op_var, impl_var, impl)
         else:
             make = _autocast_source if composite else _source
-            code = compile(make(name, sig, op_var, impl_var), _GENERATED, "exec")
-            exec(code, _ns)  # noqa: S102 - generated from the table
-            fn = _ns[name]
-            fn.__qualname__ = name
-            fn.__module__ = "ember_core"
+            source = make(name, sig, op_var, impl_var)
+        exec(compile(source, _GENERATED, "exec"), _ns)  # noqa: S102 - generated from the table
+        fn = _ns[name]
+        fn.__qualname__ = name
+        fn.__module__ = "ember_core"
         fn.__doc__ = op.doc
-        op_fn = fn
         OPS[name] = op
-        _ns.setdefault("__public__", {})[name] = op_fn
-        return op_fn
+        _ns.setdefault("__public__", {})[name] = fn
+        # a plain composite's own module keeps calling its implementation directly
+        return impl if plain_composite else fn
 
     return register
 

@@ -91,6 +91,11 @@ def empty_strided(size, stride, dtype=None, device=None, requires_grad=False):
         raise RuntimeError(
             f"empty_strided: size {list(shape)} and stride {list(stride)} differ in length"
         )
+    if any(st < 0 for st in stride):  # the tensor would reach before its storage
+        raise RuntimeError(
+            f"empty_strided(): Storage size calculation overflowed with sizes={list(shape)} "
+            f"and strides={list(stride)} (strides must be non-negative)"
+        )
     dt = D.to_dtype(dtype) or D.get_default_dtype()
     extent = 1 + sum((s - 1) * st for s, st in zip(shape, stride)) if all(shape) else 0
     storage = _storage.allocate(max(extent, 0) * dt.itemsize, _dev(device))
@@ -271,6 +276,9 @@ def _infer_numpy(data):
         arr = np.asarray(data)
     except ValueError as e:
         raise ValueError(f"tensor(): could not build a tensor from the given data: {e}") from None
+    from ember_core._interop import check_byte_order
+
+    check_byte_order(arr, "tensor")
     if arr.dtype == object:
         if any(isinstance(v, int) and not D.int64.min <= v <= D.int64.max for v in _flat(data)):
             raise ValueError(_OVERFLOW)
@@ -428,7 +436,7 @@ def as_tensor(data, dtype=None, device=None):
             return tensor(data, dtype=dt, device=device)
         try:
             t = wrap_numpy(data)
-        except TypeError:
+        except TypeError:  # a dtype ember lacks: tensor() converts or refuses it
             return tensor(data, dtype=dt, device=device)
         if dt is not None and dt is not t._dtype:
             from ember_core._copy import to

@@ -367,8 +367,15 @@ def round(input, decimals=0, out=None):
     """Round half to even; ``decimals`` rounds to that many decimal places."""
     if decimals == 0:
         return unary("round", lib.EC_U_ROUND, SAME, input, out)
-    scale = 10.0**decimals
-    return mul(unary("round", lib.EC_U_ROUND, SAME, mul(input, scale), None), 1.0 / scale, out=out)
+    scale, inverse = _pow10(decimals), _pow10(-decimals)
+    return mul(unary("round", lib.EC_U_ROUND, SAME, mul(input, scale), None), inverse, out=out)
+
+
+def _pow10(k):
+    try:
+        return 10.0**k
+    except OverflowError:  # as PyTorch's pow: inf (a huge |decimals| gives NaN, as there)
+        return math.inf
 
 
 @defop("round_(input, *, decimals=0)", inplace_of="round")

@@ -120,6 +120,16 @@ def ldexp_(input, other):
 _frexp = return_type("frexp", ["mantissa", "exponent"])
 
 
+def _pair_out(op, out):
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(f"{op}(): argument 'out' must be a tuple of 2 Tensors, not {out!r}")
+    for o in out:
+        if not isinstance(o, Tensor):
+            raise TypeError(
+                f"{op}(): argument 'out' must be a tuple of 2 Tensors, not {type(o).__name__}"
+            )
+
+
 @defop("frexp(input, *, out=None)", composite=True)
 def frexp(input, out=None):
     """(mantissa, exponent) with input = mantissa * 2**exponent, 0.5 <= |mantissa| < 1
@@ -136,6 +146,7 @@ def frexp(input, out=None):
     scale_b = _pub("exp2")((half - exponent).to(input.dtype))
     mantissa = input * scale_a * scale_b
     if out is not None:
+        _pair_out("frexp", out)
         out[0].copy_(mantissa)
         out[1].copy_(exponent)
         return _frexp(out[0], out[1])
@@ -477,6 +488,7 @@ def histogram(input, bins=100, range=None, weight=None, density=False, out=None)
         from_numpy(np.ascontiguousarray(edges)).to(dt),
     )
     if out is not None:
+        _pair_out("histogram", out)
         out[0].resize_(tuple(r.hist.shape)).copy_(r.hist)
         out[1].resize_(tuple(r.bin_edges.shape)).copy_(r.bin_edges)
         return _histogram(out[0], out[1])

@@ -70,7 +70,10 @@ class Generator:
         """Reserve ``counters`` Philox counters: returns (seed, first offset)."""
         with self._lock:
             offset = self._offset
-            self._offset += counters
+            # a uint64 counter, as Philox's: wraps instead of growing past what the
+            # kernels take (a huge request that then fails to allocate must not
+            # leave the generator unusable)
+            self._offset = (offset + counters) & 0xFFFFFFFFFFFFFFFF
         return self._seed, offset
 
     def __getstate__(self):
@@ -154,6 +157,14 @@ def _into_out(op, size, out, dtype, requires_grad):
     return t, requires_grad
 
 
+def _int_arg(op, name, v):
+    """int(v) for a bound or count (a float with an integral value too)."""
+    try:
+        return int(v)
+    except (OverflowError, ValueError):  # inf, nan
+        raise TypeError(f"{op}(): argument '{name}' must be int, not {v!r}") from None
+
+
 def _done(t, requires_grad):
     if requires_grad:
         t.requires_grad_(True)
@@ -203,7 +214,7 @@ def randint(
         low, high, size = 0, low, high
     elif high is None:
         low, high = 0, low
-    low, high = int(low), int(high)
+    low, high = _int_arg("randint", "low", low), _int_arg("randint", "high", high)
     if low >= high:
         raise RuntimeError(
             f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
@@ -224,7 +235,7 @@ def randint(
 )
 def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
     """A random permutation of 0..n-1."""
-    n = int(n)
+    n = _int_arg("randperm", "n", n)
     if n < 0:
         raise RuntimeError(f"n must be non-negative, got{n}")
     from ember_core._creation import _dev

@@ -183,8 +183,8 @@ def test_gradcheck(name):
 
 def test_every_formula_is_covered():
     own = sorted(
-        n
-        for n, f in ag.DERIVATIVES.items()
+        op.name
+        for op, f in ag.DERIVATIVES.items()
         if f.fn.__module__ == "ember_autograd._derivatives_linalg"
     )
     assert own == sorted(

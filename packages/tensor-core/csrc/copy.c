@@ -1,18 +1,6 @@
 /* Copy with dtype conversion (every pair of dtypes) and fill. */
 #include "core.h"
-
-/* Value conversion from a source compute value to a destination compute value,
- * by kinds: only float -> integer needs care (see ec_f2i64). */
-#define EC_CONV_I_F(v) ec_f2i64(v)
-#define EC_CONV_I_I(v) (v)
-#define EC_CONV_I_B(v) (v)
-#define EC_CONV_F_F(v) (v)
-#define EC_CONV_F_I(v) (v)
-#define EC_CONV_F_B(v) (v)
-#define EC_CONV_B_F(v) (v)
-#define EC_CONV_B_I(v) (v)
-#define EC_CONV_B_B(v) (v)
-
+#include "elementwise_ops.h"
 
 #define DEFINE_CAST(DC, ds, DT, DCT, DK, SC, ss, ST, SCT, SK)                               \
     static void cast_##ds##_##ss(int64_t n, char** p, const int64_t* s, ec_params* prm) {   \

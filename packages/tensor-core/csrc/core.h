@@ -53,25 +53,7 @@ static inline ec_bf16 ec_f32_to_bf16(float f) {
 #define EC_LOAD_f64(v) (v)
 #define EC_STORE_f64(x) ((double)(x))
 
-/* X(CODE, sfx, T, C, K): dtype code, suffix, storage type, compute type and
- * kind (B bool, I integer, F floating). */
-#define EC_FLOAT_DTYPES(X)                   \
-    X(EC_FLOAT16, f16, ec_f16, float, F)     \
-    X(EC_BFLOAT16, bf16, ec_bf16, float, F)  \
-    X(EC_FLOAT32, f32, float, float, F)      \
-    X(EC_FLOAT64, f64, double, double, F)
-
-#define EC_INT_DTYPES(X)                     \
-    X(EC_UINT8, u8, uint8_t, uint8_t, I)     \
-    X(EC_INT8, i8, int8_t, int8_t, I)        \
-    X(EC_INT16, i16, int16_t, int16_t, I)    \
-    X(EC_INT32, i32, int32_t, int32_t, I)    \
-    X(EC_INT64, i64, int64_t, int64_t, I)
-
-#define EC_BOOL_DTYPE(X) X(EC_BOOL, b, uint8_t, int, B)
-
-#define EC_ALL_DTYPES(X) EC_BOOL_DTYPE(X) EC_INT_DTYPES(X) EC_FLOAT_DTYPES(X)
-#define EC_NUMERIC_DTYPES(X) EC_INT_DTYPES(X) EC_FLOAT_DTYPES(X)
+#include "dtype_lists.h"
 
 /* Float to integer without undefined behaviour: NaN and values outside int64
  * become INT64_MIN (what x86 produces); narrower integers then wrap. */
@@ -111,6 +93,12 @@ typedef void (*ec_loop)(int64_t n, char** ptrs, const int64_t* strides, ec_param
  * contiguous for every operand, and splits the flat index space across threads. */
 int ec_iterate(int nops, int ndim, const int64_t* layout, const int* itemsizes, char** base,
                ec_loop loop, ec_params* p);
+
+/* Output dtype of a unary/binary op (bool for predicates), and the parameters
+ * a unary op's loops receive (elementwise.c; the CUDA launchers use them too). */
+int ec_unary_out_dtype(int op, int dtype);
+int ec_binary_out_dtype(int op, int dtype);
+void ec_unary_params(ec_params* p, double p0, double p1);
 
 /* Vectorised float32 loops (fast_exp.c, Note [Fast float32 exp]) that replace
  * the generic ones in elementwise.c's unary table. */

@@ -2,7 +2,7 @@
  *
  * This header is both the C API and the source of the cffi cdef (the text
  * between the cdef markers is read by csrc/build.py), so it stays within what
- * cffi parses: declarations and integer #defines only.
+ * cffi parses: declarations, enums and integer #defines only.
  *
  * Conventions (Note [Kernel contract]):
  *  - Kernels take raw pointers, shapes and strides and never allocate tensor
@@ -12,6 +12,8 @@
  *    values) followed by each operand's strides (ndim values each), output first.
  *  - Data pointers cross the boundary as ec_ptr (an address as an integer), which
  *    Python passes without building a cffi pointer object per call.
+ *  - Op codes, dtypes and statuses are C enums: Python reads them through
+ *    cffi (lib.EC_U_EXP), so no number is written twice.
  *  - Every function returns EC_OK or an EC_ERR_* status; details of the last
  *    failure of the calling thread are in ec_last_message(). C never raises.
  */
@@ -21,177 +23,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ember_codes.h"
+
 /* cdef:begin */
-
-/* Status codes. */
-#define EC_OK 0
-#define EC_ERR_DTYPE 1      /* no kernel for this dtype */
-#define EC_ERR_INVALID 2    /* bad argument */
-#define EC_ERR_INDEX 3      /* an index is out of range */
-#define EC_ERR_NOMEM 4      /* scratch memory could not be allocated */
-#define EC_ERR_ZERO_DIV 5   /* integer division by zero */
-#define EC_ERR_VALUE 6      /* an input value is invalid for the op */
-
-/* dtypes (the order is the promotion lattice's storage order, not a ranking). */
-#define EC_BOOL 0
-#define EC_UINT8 1
-#define EC_INT8 2
-#define EC_INT16 3
-#define EC_INT32 4
-#define EC_INT64 5
-#define EC_FLOAT16 6
-#define EC_BFLOAT16 7
-#define EC_FLOAT32 8
-#define EC_FLOAT64 9
-#define EC_NUM_DTYPES 10
 
 #define EC_MAX_DIMS 64
 
 typedef uintptr_t ec_ptr;
-
-/* Unary ops: out = f(x).  p0/p1 are op parameters where noted. */
-#define EC_U_COPY 0
-#define EC_U_NEG 1
-#define EC_U_ABS 2
-#define EC_U_SIGN 3
-#define EC_U_SQUARE 4
-#define EC_U_RECIPROCAL 5
-#define EC_U_SQRT 6
-#define EC_U_RSQRT 7
-#define EC_U_EXP 8
-#define EC_U_EXP2 9
-#define EC_U_EXPM1 10
-#define EC_U_LOG 11
-#define EC_U_LOG2 12
-#define EC_U_LOG10 13
-#define EC_U_LOG1P 14
-#define EC_U_SIN 15
-#define EC_U_COS 16
-#define EC_U_TAN 17
-#define EC_U_ASIN 18
-#define EC_U_ACOS 19
-#define EC_U_ATAN 20
-#define EC_U_SINH 21
-#define EC_U_COSH 22
-#define EC_U_TANH 23
-#define EC_U_ASINH 24
-#define EC_U_ACOSH 25
-#define EC_U_ATANH 26
-#define EC_U_SIGMOID 27
-#define EC_U_RELU 28
-#define EC_U_GELU 29         /* p0: 0 exact (erf), 1 tanh approximation */
-#define EC_U_SILU 30
-#define EC_U_SOFTPLUS 31     /* p0: beta, p1: threshold */
-#define EC_U_ERF 32
-#define EC_U_ERFC 33
-#define EC_U_ERFINV 34
-#define EC_U_FLOOR 35
-#define EC_U_CEIL 36
-#define EC_U_ROUND 37        /* half to even */
-#define EC_U_TRUNC 38
-#define EC_U_FRAC 39
-#define EC_U_ISNAN 40        /* -> bool */
-#define EC_U_ISINF 41        /* -> bool */
-#define EC_U_ISFINITE 42     /* -> bool */
-#define EC_U_LOGICAL_NOT 43  /* -> bool */
-#define EC_U_BITWISE_NOT 44
-#define EC_U_CLAMP 45        /* p0: min, p1: max (+-inf = unbounded; a NaN bound gives NaN) */
-#define EC_U_POW_SCALAR 46   /* x ** p0 */
-#define EC_U_RPOW_SCALAR 47  /* p0 ** x */
-#define EC_U_LEAKY_RELU 48   /* p0: negative slope */
-#define EC_U_ELU 49          /* p0: alpha, p1: scale (input_scale 1) */
-#define EC_U_HARDTANH 50     /* p0: min, p1: max */
-#define EC_U_HARDSIGMOID 51
-#define EC_U_HARDSWISH 52
-#define EC_U_MISH 53
-#define EC_U_SOFTSIGN 54
-#define EC_U_LOGSIGMOID 55
-#define EC_U_LGAMMA 56
-#define EC_U_DIGAMMA 57
-#define EC_U_SIGNBIT 58      /* -> bool */
-#define EC_U_NAN_TO_NUM 59   /* p0: nan, p1: posinf (neginf = -p1) */
-#define EC_U_CELU 60         /* p0: alpha */
-#define EC_U_SELU 61
-#define EC_U_THRESHOLD 62    /* p0: threshold, p1: value */
-#define EC_U_SINC 63
-#define EC_U_DEG2RAD 64
-#define EC_U_RAD2DEG 65
-#define EC_U_GELU_BACKWARD_COEF 66  /* d gelu / dx (p0 as GELU) */
-#define EC_NUM_UNARY 67
-
-/* Binary ops: out = f(a, b), all operands of one dtype except where noted. */
-#define EC_B_ADD 0           /* a + p0 * b */
-#define EC_B_SUB 1           /* a - p0 * b */
-#define EC_B_MUL 2
-#define EC_B_DIV 3           /* true division (float dtypes) */
-#define EC_B_FLOOR_DIV 4
-#define EC_B_TRUNC_DIV 5
-#define EC_B_REMAINDER 6     /* sign of the divisor (Python %) */
-#define EC_B_FMOD 7          /* sign of the dividend (C fmod) */
-#define EC_B_POW 8
-#define EC_B_MAXIMUM 9       /* NaN propagating */
-#define EC_B_MINIMUM 10
-#define EC_B_FMAX 11         /* NaN ignoring */
-#define EC_B_FMIN 12
-#define EC_B_ATAN2 13
-#define EC_B_HYPOT 14
-#define EC_B_COPYSIGN 15
-#define EC_B_EQ 16           /* comparisons and logical ops -> bool */
-#define EC_B_NE 17
-#define EC_B_LT 18
-#define EC_B_LE 19
-#define EC_B_GT 20
-#define EC_B_GE 21
-#define EC_B_LOGICAL_AND 22
-#define EC_B_LOGICAL_OR 23
-#define EC_B_LOGICAL_XOR 24
-#define EC_B_BITWISE_AND 25
-#define EC_B_BITWISE_OR 26
-#define EC_B_BITWISE_XOR 27
-#define EC_B_LSHIFT 28
-#define EC_B_RSHIFT 29
-#define EC_B_XLOGY 30
-#define EC_B_RSUB 31         /* b - p0 * a */
-#define EC_B_RDIV 32         /* b / a */
-#define EC_B_LOGADDEXP 33
-#define EC_B_NEXTAFTER 34
-#define EC_B_SIGMOID_BACKWARD 35   /* a: grad, b: sigmoid output -> a*b*(1-b) */
-#define EC_B_TANH_BACKWARD 36      /* a: grad, b: tanh output -> a*(1-b*b) */
-#define EC_B_RELU_BACKWARD 37      /* a: grad, b: input -> b > 0 ? a : 0 */
-#define EC_B_THRESHOLD_BACKWARD 38 /* a: grad, b: input -> b > p0 ? a : 0 */
-#define EC_NUM_BINARY 39
-
-/* Ternary ops: out = f(a, b, c). */
-#define EC_T_WHERE 0         /* a: bool condition, b, c: values */
-#define EC_T_LERP 1          /* a + c * (b - a) */
-#define EC_T_ADDCMUL 2       /* a + p0 * b * c */
-#define EC_T_ADDCDIV 3       /* a + p0 * b / c */
-#define EC_T_CLAMP 4         /* min(max(a, b), c), NaN propagating */
-#define EC_NUM_TERNARY 5
-
-/* Reductions. */
-#define EC_R_SUM 0
-#define EC_R_PROD 1
-#define EC_R_MEAN 2
-#define EC_R_MAX 3           /* values (and indices when requested) */
-#define EC_R_MIN 4
-#define EC_R_ALL 5           /* -> bool */
-#define EC_R_ANY 6           /* -> bool */
-#define EC_R_VAR 7           /* p0: correction */
-#define EC_R_STD 8           /* p0: correction */
-#define EC_R_NORM 9          /* p0: order (inf = max |x|, 0 = count nonzero) */
-#define EC_R_LOGSUMEXP 10
-#define EC_R_COUNT_NONZERO 11 /* -> int64 */
-#define EC_R_NANSUM 12
-#define EC_NUM_REDUCE 13
-
-/* Scans along one dimension. */
-#define EC_S_CUMSUM 0
-#define EC_S_CUMPROD 1
-#define EC_S_CUMMAX 2        /* values and indices */
-#define EC_S_CUMMIN 3
-#define EC_S_LOGCUMSUMEXP 4
-#define EC_NUM_SCAN 5
 
 /* Errors of the calling thread's last failed call. */
 const char* ec_last_message(void);
@@ -255,15 +93,17 @@ int ec_matmul(int dtype, int64_t batch, int64_t m, int64_t n, int64_t k, double 
  * offset + i / 4, lane i % 4, so results do not depend on the thread count.
  * Outputs are contiguous; each call consumes ceil(n / 4) * `per` counters where
  * ec_random_counters says how many. */
-#define EC_RNG_UNIFORM 0     /* [p0, p1) */
-#define EC_RNG_NORMAL 1      /* mean p0, std p1 */
-#define EC_RNG_BERNOULLI 2   /* probability p0 */
-#define EC_RNG_RANDINT 3     /* [i0, i1) */
-#define EC_RNG_BITS 4        /* raw 64-bit values */
-#define EC_RNG_EXPONENTIAL 5 /* rate p0 */
-#define EC_RNG_CAUCHY 6      /* median p0, sigma p1 */
-#define EC_RNG_LOG_NORMAL 7  /* mean p0, std p1 of the log */
-#define EC_RNG_GEOMETRIC 8   /* probability p0 */
+enum ec_rng_kind {
+    EC_RNG_UNIFORM,     /* [p0, p1) */
+    EC_RNG_NORMAL,      /* mean p0, std p1 */
+    EC_RNG_BERNOULLI,   /* probability p0 */
+    EC_RNG_RANDINT,     /* [i0, i1) */
+    EC_RNG_BITS,        /* raw 64-bit values */
+    EC_RNG_EXPONENTIAL, /* rate p0 */
+    EC_RNG_CAUCHY,      /* median p0, sigma p1 */
+    EC_RNG_LOG_NORMAL,  /* mean p0, std p1 of the log */
+    EC_RNG_GEOMETRIC,   /* probability p0 */
+};
 int ec_random(int kind, int dtype, int64_t n, ec_ptr out, uint64_t seed, uint64_t offset,
               double p0, double p1, int64_t i0, int64_t i1);
 uint64_t ec_random_counters(int kind, int dtype, int64_t n);
@@ -304,12 +144,14 @@ int ec_linspace(int dtype, int64_t n, ec_ptr out, double start, double end);
  *   ADD  x[...] += alpha * values MUL/MAX/MIN  x[...] = op(x[...], values)
  * Puts validate every index before writing and are deterministic (duplicates:
  * the last write wins; sums in index order). */
-#define EC_INDEX_GET 0
-#define EC_INDEX_PUT 1
-#define EC_INDEX_ADD 2
-#define EC_INDEX_MUL 3
-#define EC_INDEX_MAX 4       /* NaN propagating */
-#define EC_INDEX_MIN 5
+enum ec_index_mode {
+    EC_INDEX_GET,
+    EC_INDEX_PUT,
+    EC_INDEX_ADD,
+    EC_INDEX_MUL,
+    EC_INDEX_MAX, /* NaN propagating */
+    EC_INDEX_MIN,
+};
 int ec_index(int mode, int dtype, int ndim, const int64_t* layout, ec_ptr values, ec_ptr x,
              int nidx, const ec_ptr* idx, const int64_t* sizes, const int64_t* xstrides,
              const int64_t* dims, double alpha);
@@ -336,9 +178,11 @@ int ec_sort(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t x_st,
 int ec_topk(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t k, int64_t x_st,
             int64_t v_st, int64_t i_st, ec_ptr values, ec_ptr indices, ec_ptr x, int largest,
             int sorted);
-#define EC_KTH_VALUE 0       /* the k-th smallest (k 0-based) */
-#define EC_KTH_MEDIAN 1      /* lower median; the first NaN if any */
-#define EC_KTH_NANMEDIAN 2   /* lower median of the non-NaN values */
+enum ec_kth_mode {
+    EC_KTH_VALUE,     /* the k-th smallest (k 0-based) */
+    EC_KTH_MEDIAN,    /* lower median; the first NaN if any */
+    EC_KTH_NANMEDIAN, /* lower median of the non-NaN values */
+};
 int ec_kthvalue(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t k, int64_t x_st,
                 int64_t v_st, int64_t i_st, ec_ptr values, ec_ptr indices, ec_ptr x, int mode);
 int ec_mode(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t x_st, int64_t v_st,
@@ -422,11 +266,13 @@ int ec_index_gather(int dtype, int64_t planes, int64_t in_vol, int64_t out_vol, 
  * the user's scale factor, <= 0 for none; `in_double`: compute in double, as
  * PyTorch does for float64, else in float).  `maps` holds the D, H and W maps
  * back to back.  The gather moves elements of any dtype by item size. */
-#define EC_MAP_REFLECT 0
-#define EC_MAP_REPLICATE 1
-#define EC_MAP_CIRCULAR 2
-#define EC_MAP_NEAREST 3
-#define EC_MAP_NEAREST_EXACT 4
+enum ec_map_kind {
+    EC_MAP_REFLECT,
+    EC_MAP_REPLICATE,
+    EC_MAP_CIRCULAR,
+    EC_MAP_NEAREST,
+    EC_MAP_NEAREST_EXACT,
+};
 int ec_index_map(int kind, int64_t in, int64_t out, int64_t before, double scale, int in_double,
                  ec_ptr map);
 int ec_map_gather(int itemsize, int64_t planes, const int64_t* in3, const int64_t* out3,
@@ -526,14 +372,16 @@ int ec_cross_entropy_backward(int dtype, int64_t n, int64_t c, int reduction, in
  * (hardshrink, softshrink), and one fused backward for the family:
  * grad_in = grad * f'(x).  Strided; layout: shape, then the strides of the
  * output, grad (backward only) and x. */
-#define EC_ACT_HARDSHRINK 0   /* p0: lambda */
-#define EC_ACT_SOFTSHRINK 1   /* p0: lambda */
-#define EC_ACT_LEAKY_RELU 2   /* p0: negative slope */
-#define EC_ACT_ELU 3          /* p0: alpha, p1: scale (elu: scale 1; selu's constants) */
-#define EC_ACT_CELU 4         /* p0: alpha */
-#define EC_ACT_HARDTANH 5     /* p0: min, p1: max */
-#define EC_ACT_THRESHOLD 6    /* p0: threshold */
-#define EC_NUM_ACT 7
+enum ec_activation_kind {
+    EC_ACT_HARDSHRINK, /* p0: lambda */
+    EC_ACT_SOFTSHRINK, /* p0: lambda */
+    EC_ACT_LEAKY_RELU, /* p0: negative slope */
+    EC_ACT_ELU,        /* p0: alpha, p1: scale (elu: scale 1; selu's constants) */
+    EC_ACT_CELU,       /* p0: alpha */
+    EC_ACT_HARDTANH,   /* p0: min, p1: max */
+    EC_ACT_THRESHOLD,  /* p0: threshold */
+    EC_NUM_ACT,
+};
 int ec_activation(int kind, int dtype, int ndim, const int64_t* layout, ec_ptr out, ec_ptr x,
                   double p0, double p1);
 int ec_activation_backward(int kind, int dtype, int ndim, const int64_t* layout, ec_ptr grad_in,
@@ -673,12 +521,16 @@ int ec_linalg_lstsq(int dtype, int64_t batch, int64_t m, int64_t n, int64_t nrhs
 /* grid_sample over ndim = 2 (in3/out3 = (1, H, W)) or 3 spatial dims: x
  * (n, c, in3...), grid (n, out3..., ndim) normalised (x, y[, z]), y (n, c,
  * out3...).  Backward: gx (overwritten) and ggrid from gy; either may be 0. */
-#define EC_GS_BILINEAR 0
-#define EC_GS_NEAREST 1
-#define EC_GS_BICUBIC 2
-#define EC_GS_PAD_ZEROS 0
-#define EC_GS_PAD_BORDER 1
-#define EC_GS_PAD_REFLECTION 2
+enum ec_grid_sample_mode {
+    EC_GS_BILINEAR,
+    EC_GS_NEAREST,
+    EC_GS_BICUBIC,
+};
+enum ec_grid_sample_padding {
+    EC_GS_PAD_ZEROS,
+    EC_GS_PAD_BORDER,
+    EC_GS_PAD_REFLECTION,
+};
 int ec_grid_sample_forward(int dtype, int ndim, int64_t n, int64_t c, const int64_t* in3,
                            const int64_t* out3, int mode, int padding, int align_corners,
                            ec_ptr x, ec_ptr grid, ec_ptr y);
@@ -714,46 +566,48 @@ int ec_binomial(int dtype, int64_t n, ec_ptr count, ec_ptr prob, ec_ptr out, uin
  * one dtype (float32 or float64) and, for binary ops, one length n
  * (Note [Special kernels are contiguous]).  Unary ops first, then binary:
  * f(input, other); the polynomials take (x, n). */
-#define EC_SP_I0 0
-#define EC_SP_I0E 1
-#define EC_SP_I1 2
-#define EC_SP_I1E 3
-#define EC_SP_MODIFIED_BESSEL_I0 4
-#define EC_SP_MODIFIED_BESSEL_I1 5
-#define EC_SP_MODIFIED_BESSEL_K0 6
-#define EC_SP_MODIFIED_BESSEL_K1 7
-#define EC_SP_SCALED_MODIFIED_BESSEL_K0 8
-#define EC_SP_SCALED_MODIFIED_BESSEL_K1 9
-#define EC_SP_BESSEL_J0 10
-#define EC_SP_BESSEL_J1 11
-#define EC_SP_BESSEL_Y0 12
-#define EC_SP_BESSEL_Y1 13
-#define EC_SP_AIRY_AI 14
-#define EC_SP_SPHERICAL_BESSEL_J0 15
-#define EC_SP_NDTR 16
-#define EC_SP_NDTRI 17
-#define EC_SP_LOG_NDTR 18
-#define EC_SP_ERFCX 19
-#define EC_SP_ENTR 20
-#define EC_SP_TRIGAMMA 21
-#define EC_SP_ZETA 22
-#define EC_SP_POLYGAMMA 23
-#define EC_SP_GAMMAINC 24
-#define EC_SP_GAMMAINCC 25
-#define EC_SP_XLOG1PY 26
-#define EC_SP_CHEBYSHEV_T 27
-#define EC_SP_CHEBYSHEV_U 28
-#define EC_SP_CHEBYSHEV_V 29
-#define EC_SP_CHEBYSHEV_W 30
-#define EC_SP_SHIFTED_CHEBYSHEV_T 31
-#define EC_SP_SHIFTED_CHEBYSHEV_U 32
-#define EC_SP_SHIFTED_CHEBYSHEV_V 33
-#define EC_SP_SHIFTED_CHEBYSHEV_W 34
-#define EC_SP_HERMITE_H 35
-#define EC_SP_HERMITE_HE 36
-#define EC_SP_LAGUERRE_L 37
-#define EC_SP_LEGENDRE_P 38
-#define EC_SP_NUM_OPS 39
+enum ec_special_op {
+    EC_SP_I0,
+    EC_SP_I0E,
+    EC_SP_I1,
+    EC_SP_I1E,
+    EC_SP_MODIFIED_BESSEL_I0,
+    EC_SP_MODIFIED_BESSEL_I1,
+    EC_SP_MODIFIED_BESSEL_K0,
+    EC_SP_MODIFIED_BESSEL_K1,
+    EC_SP_SCALED_MODIFIED_BESSEL_K0,
+    EC_SP_SCALED_MODIFIED_BESSEL_K1,
+    EC_SP_BESSEL_J0,
+    EC_SP_BESSEL_J1,
+    EC_SP_BESSEL_Y0,
+    EC_SP_BESSEL_Y1,
+    EC_SP_AIRY_AI,
+    EC_SP_SPHERICAL_BESSEL_J0,
+    EC_SP_NDTR,
+    EC_SP_NDTRI,
+    EC_SP_LOG_NDTR,
+    EC_SP_ERFCX,
+    EC_SP_ENTR,
+    EC_SP_TRIGAMMA,
+    EC_SP_ZETA,
+    EC_SP_POLYGAMMA,
+    EC_SP_GAMMAINC,
+    EC_SP_GAMMAINCC,
+    EC_SP_XLOG1PY,
+    EC_SP_CHEBYSHEV_T,
+    EC_SP_CHEBYSHEV_U,
+    EC_SP_CHEBYSHEV_V,
+    EC_SP_CHEBYSHEV_W,
+    EC_SP_SHIFTED_CHEBYSHEV_T,
+    EC_SP_SHIFTED_CHEBYSHEV_U,
+    EC_SP_SHIFTED_CHEBYSHEV_V,
+    EC_SP_SHIFTED_CHEBYSHEV_W,
+    EC_SP_HERMITE_H,
+    EC_SP_HERMITE_HE,
+    EC_SP_LAGUERRE_L,
+    EC_SP_LEGENDRE_P,
+    EC_SP_NUM_OPS,
+};
 int ec_special_unary(int op, int dtype, int64_t n, ec_ptr out, ec_ptr x);
 int ec_special_binary(int op, int dtype, int64_t n, ec_ptr out, ec_ptr x, ec_ptr y);
 

@@ -141,3 +141,14 @@ def test_index_bounds_and_values_match_pytorch(name, shape, d, i):
     if name == "take_along_dim" and not -size <= i < size:
         return  # PyTorch 2.13 wraps these modulo the size (pytorch#196106); ember raises
     assert _outcome(ec, name, shape, d, i) == _outcome(torch, name, shape, d, i)
+
+
+@pytest.mark.cuda
+def test_cuda_scatter_refuses_minus_one_too():
+    x = ec.zeros(2, 4, device="cuda")
+    idx = ec.tensor([[-1]], device="cuda")
+    with pytest.raises(RuntimeError, match="out of range|out of bounds"):
+        x.scatter_(1, idx, 5.0)
+    with pytest.raises(RuntimeError, match="out of range|out of bounds"):
+        ec.scatter_add(x, 1, idx, ec.ones(1, 1, device="cuda"))
+    assert x.cpu().tolist() == [[0.0] * 4] * 2

@@ -151,3 +151,21 @@ def test_bounding_ops_match_pytorch(xs, lo, hi, dtype, tensor_bounds):
     for got, want in zip(run(ec, dtype), run(torch, td)):
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
         np.testing.assert_array_equal(got[~np.isnan(want)], want[~np.isnan(want)])
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_cuda_bounding_ops_follow_the_same_nan_rules(dtype):
+    # the CUDA kernels share ec_clamp and the expression lists with the CPU ones
+    xs = [math.nan, -math.inf, -2.0, -0.0, 0.5, 3.0, math.inf]
+    bounds = [None, math.nan, -1.0, 1.0]
+    for lo in bounds:
+        for hi in bounds:
+            if lo is None and hi is None:
+                continue
+            got = ec.clamp(ec.tensor(xs, dtype=dtype, device="cuda"), lo, hi).cpu()
+            want = ec.clamp(ec.tensor(xs, dtype=dtype), lo, hi)
+            _same(got, want.double().numpy())
+    x = ec.tensor(xs, dtype=dtype, device="cuda")
+    _same(ec.threshold(x, 0.5, 7.0).cpu(), ec.threshold(x.cpu(), 0.5, 7.0).double().numpy())
+    _same(ec.hardtanh(x, math.nan, 1.0).cpu(), np.full(len(xs), np.nan))

@@ -369,3 +369,34 @@ def test_as_strided_refusals_match_pytorch(data):
             assert OVERLAP in str(e)
             results.append("raise")
     assert results[0] == results[1], (shape, stride, name, results)
+
+
+# ------------------------------------------------------------------- CUDA
+
+CUDA_RAISES = {
+    "add_": lambda t: t.add_(1),
+    "mul_ tensor": lambda t: t.mul_(ec.ones(3, 4, device="cuda")),
+    "copy_": lambda t: t.copy_(ec.ones(3, 4, device="cuda")),
+    "t[:] = 1": lambda t: t.__setitem__(slice(None), 1.0),
+    "index_add_": lambda t: t.index_add_(
+        0, ec.tensor([0], device="cuda"), ec.ones(1, 4, device="cuda")
+    ),
+    "uniform_": lambda t: t.uniform_(),
+    "add out=": lambda t: ec.add(ec.ones(3, 4, device="cuda"), 1, out=t),
+}
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", sorted(CUDA_RAISES))
+def test_cuda_writes_through_expanded_tensors_raise(name):
+    base = ec.zeros(1, 4, device="cuda")
+    with pytest.raises(RuntimeError, match=OVERLAP):
+        CUDA_RAISES[name](base.expand(3, 4))
+    assert base.cpu().tolist() == [[0.0] * 4]
+
+
+@pytest.mark.cuda
+def test_cuda_fill_through_an_expanded_tensor_is_accepted():
+    base = ec.zeros(1, 4, device="cuda")
+    base.expand(3, 4).fill_(2.0)
+    assert base.cpu().tolist() == [[2.0] * 4]

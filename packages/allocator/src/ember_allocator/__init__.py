@@ -13,6 +13,7 @@ from ember_allocator._allocator import Block, CachingAllocator
 from ember_allocator._cupy import cupy_allocator
 from ember_allocator._default import (
     empty_cache,
+    fast_path,
     get_allocator,
     host_allocator,
     host_fast_path,
@@ -53,6 +54,7 @@ __all__ = [
     "UnavailableError",
     "cupy_allocator",
     "empty_cache",
+    "fast_path",
     "format_bytes",
     "get_allocator",
     "host_allocator",

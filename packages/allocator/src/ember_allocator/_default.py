@@ -97,6 +97,24 @@ def host_fast_path():
     return lib.ea_default_malloc, lib.ea_default_free
 
 
+def fast_path(device):
+    """``(malloc, free)`` of the default allocator of ``device`` ('cuda:0', ...):
+    its C entry points bound to it, for hot paths such as CUDA tensor creation.
+    ``malloc(nbytes, stream)`` returns an address, or 0 on failure (then call
+    ``get_allocator(device).allocation_error(nbytes)`` for the matching
+    exception); ``free(address)`` returns 0, or a non-zero status for an address
+    it did not hand out."""
+    import functools
+
+    from ember_allocator._lib import lib
+
+    allocator = get_allocator(device)
+    return (
+        functools.partial(lib.ea_malloc, allocator._handle),
+        functools.partial(lib.ea_free, allocator._handle),
+    )
+
+
 def memory_stats(device="cpu"):
     return get_allocator(device).memory_stats()
 

@@ -505,6 +505,11 @@ def _(grad, input, other, result):
     return grad * (input - result).exp(), grad * (other - result).exp()
 
 
+@derivative("logaddexp2", inputs=("input", "other"))
+def _(grad, input, other, result):
+    return grad * (input - result).exp2(), grad * (other - result).exp2()
+
+
 # ---------------------------------------------------------------- ternary
 
 
@@ -555,8 +560,9 @@ def _(grad):
 
 
 @derivative("_to_copy")
-def _(grad):
-    return grad
+def _(grad, input_device):
+    # the node casts to the input's dtype; a copy between devices sends it back
+    return grad if grad.device == input_device else grad.to(input_device)
 
 
 @derivative("fill_", inputs=("input", "value"))

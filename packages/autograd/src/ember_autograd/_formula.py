@@ -6,7 +6,8 @@ it needs: any parameter of the op (tensors among them are saved for backward,
 with their versions), ``<param>_shape`` (a tensor parameter's shape, or the
 list of shapes of a tensor-list parameter: ``<param>_shapes``),
 ``<param>_geometry`` ((shape, strides, storage offset): what a view's backward
-needs, without keeping the values alive), ``result`` (the op's output),
+needs, without keeping the values alive), ``<param>_device`` (a tensor
+parameter's device: a copy between devices sends its gradient back), ``result`` (the op's output),
 ``needs`` (which inputs want a gradient).  It returns one gradient per differentiable input, in the
 order given by ``inputs`` (None for no gradient).  The node then sums each
 gradient down to its input's shape (undoing broadcasting) and casts it to the
@@ -19,7 +20,39 @@ import ember_core as ec
 from ember_autograd._grad_mode import state
 from ember_autograd._node import Node, SavedTensor, _capture_trace, _seq, named_node_class
 
-DERIVATIVES = {}
+
+class OpTable(dict):
+    """A table keyed by op objects of ember_core's op table (Note [Op table]).
+
+    An op's name may be given instead of the op (``DERIVATIVES["add"]``); a name
+    that is not an op is simply absent."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def _op(key):
+        return ec.OPS.get(key) if isinstance(key, str) else key
+
+    def __getitem__(self, key):
+        return dict.__getitem__(self, self._op(key))
+
+    def __setitem__(self, key, value):
+        op = self._op(key)
+        if op is None:
+            raise KeyError(f"{key!r} is not an op of ember_core's table")
+        dict.__setitem__(self, op, value)
+
+    def __contains__(self, key):
+        return dict.__contains__(self, self._op(key))
+
+    def get(self, key, default=None):
+        return dict.get(self, self._op(key), default)
+
+    def names(self):
+        return [op.name for op in self]
+
+
+DERIVATIVES = OpTable()  # op -> Formula
 
 # Names a formula may ask for that are not op parameters.
 _SPECIAL = ("result", "needs")
@@ -90,7 +123,12 @@ def derivative(op_name, inputs=("input",), outputs=(0,), saved_outputs=None, sav
                 shape_uses.append((name, params.index(name[:-6])))
             elif name.endswith("_geometry") and name[:-9] in params:
                 shape_uses.append((name, params.index(name[:-9])))
-            elif name.endswith("_shapes") and name[:-7] in params:
+            elif (
+                name.endswith("_shapes")
+                and name[:-7] in params
+                or name.endswith("_device")
+                and name[:-7] in params
+            ):
                 shape_uses.append((name, params.index(name[:-7])))
             else:
                 raise ValueError(f"derivative {op_name}: formula asks for unknown name {name!r}")
@@ -111,7 +149,7 @@ def derivative(op_name, inputs=("input",), outputs=(0,), saved_outputs=None, sav
         f.node_cls = named_node_class(OpNode, f.node_name)
         f.node_cls_for = None  # or fn(args) -> node class, for ops PyTorch names by argument
         f.wants_needs = "needs" in sig
-        DERIVATIVES[op_name] = f
+        DERIVATIVES[op] = f
         return fn
 
     return register

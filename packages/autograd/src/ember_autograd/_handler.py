@@ -75,8 +75,8 @@ def _info(op):
     info.view = op.view
     info.differentiable = op.differentiable
     info.detach = op.name == "detach_"
-    key = op.name
-    if info.inplace and op.name not in DERIVATIVES and op.inplace_of in DERIVATIVES:
+    key = op
+    if info.inplace and op not in DERIVATIVES and op.inplace_of in DERIVATIVES:
         key = op.inplace_of  # add_ uses add's formula
     info.formula = DERIVATIVES.get(key)
     if info.formula is not None:
@@ -356,6 +356,8 @@ def _record(op, info, args, call):
         a = args[idx]
         if name.endswith("_geometry"):
             values[name] = (a._shape, a._stride, a._offset)
+        elif name.endswith("_device"):
+            values[name] = a._storage._device
         else:
             values[name] = a._shape if isinstance(a, Tensor) else [x._shape for x in a]
 

@@ -19,7 +19,7 @@ import threading
 import weakref
 
 import ember_core as ec
-from ember_autograd._formula import DERIVATIVES
+from ember_autograd._formula import DERIVATIVES, OpTable
 
 Tensor = ec.Tensor
 UnpackedDualTensor = collections.namedtuple("UnpackedDualTensor", ["primal", "tangent"])
@@ -128,7 +128,10 @@ def unpack_dual(tensor, *, level=None):
 
 # ---------------------------------------------------------------- handler
 
-JVPS = {}
+# The forward-mode table: op -> jvp rule ``rule(tangents, values, result)``.
+# Ops tagged "pointwise" in their declaration (Note [Op table]) need no rule:
+# their backward formula, fed the tangent as the incoming gradient, gives it.
+JVPS = OpTable()
 
 
 def jvp_rule(*names):
@@ -138,6 +141,13 @@ def jvp_rule(*names):
         return fn
 
     return register
+
+
+def _pointwise(op):
+    if "pointwise" in op.tags:
+        return True
+    base = ec.OPS.get(op.inplace_of) if op.inplace_of else None
+    return base is not None and "pointwise" in base.tags
 
 
 def _handle(op, args, kwargs, call):
@@ -157,13 +167,11 @@ def _handle(op, args, kwargs, call):
     if not tangents:
         return call(args, kwargs)
     name = op.name
-    rule = JVPS.get(name) or (JVPS.get(op.inplace_of) if op.inplace_of else None)
-    formula = DERIVATIVES.get(name) or (DERIVATIVES.get(op.inplace_of) if op.inplace_of else None)
+    rule = JVPS.get(op) or (JVPS.get(op.inplace_of) if op.inplace_of else None)
+    formula = DERIVATIVES.get(op) or (DERIVATIVES.get(op.inplace_of) if op.inplace_of else None)
     if not op.differentiable:
         return call(args, kwargs)
-    if rule is None and (
-        formula is None or name not in ELEMENTWISE and op.inplace_of not in ELEMENTWISE
-    ):
+    if rule is None and (formula is None or not _pointwise(op)):
         raise RuntimeError(f"forward-mode AD is not implemented for '{name}' yet")
     values = dict(zip(op.params, args))
     inplace = op.inplace_of is not None
@@ -273,6 +281,8 @@ def _from_formula(f, tangents, values, result):
             a = values[n[: n.rindex("_")]]
             if n.endswith("_geometry"):
                 kwargs[n] = (a._shape, a._stride, a._offset)
+            elif n.endswith("_device"):
+                kwargs[n] = a._storage._device
             else:
                 kwargs[n] = a._shape if isinstance(a, Tensor) else [x._shape for x in a]
         if f.uses_result:
@@ -285,84 +295,6 @@ def _from_formula(f, tangents, values, result):
             continue
         total = g if total is None else total + g
     return total
-
-
-# Ops whose Jacobian is elementwise (broadcast): their backward formula with the
-# tangent as the incoming gradient gives the output tangent.
-ELEMENTWISE = {
-    "neg",
-    "abs",
-    "sign",
-    "square",
-    "reciprocal",
-    "sqrt",
-    "rsqrt",
-    "exp",
-    "exp2",
-    "expm1",
-    "log",
-    "log2",
-    "log10",
-    "log1p",
-    "sin",
-    "cos",
-    "tan",
-    "asin",
-    "acos",
-    "atan",
-    "sinh",
-    "cosh",
-    "tanh",
-    "asinh",
-    "acosh",
-    "atanh",
-    "sigmoid",
-    "relu",
-    "silu",
-    "erf",
-    "erfc",
-    "erfinv",
-    "floor",
-    "ceil",
-    "trunc",
-    "round",
-    "frac",
-    "lgamma",
-    "digamma",
-    "deg2rad",
-    "rad2deg",
-    "sinc",
-    "mish",
-    "selu",
-    "hardsigmoid",
-    "hardswish",
-    "softsign",
-    "logsigmoid",
-    "clamp",
-    "nan_to_num",
-    "add",
-    "sub",
-    "rsub",
-    "mul",
-    "div",
-    "floor_divide",
-    "remainder",
-    "fmod",
-    "pow",
-    "maximum",
-    "minimum",
-    "fmax",
-    "fmin",
-    "atan2",
-    "hypot",
-    "copysign",
-    "xlogy",
-    "logaddexp",
-    "where",
-    "lerp",
-    "addcmul",
-    "addcdiv",
-}
 
 
 def _sum_terms(*terms):
@@ -463,7 +395,7 @@ def _(t, v, result):
 
 @jvp_rule("_to_copy")
 def _(t, v, result):
-    return t["input"].to(v["dtype"])
+    return t["input"].to(v["device"], v["dtype"])
 
 
 def _joining(fn):

@@ -1,7 +1,6 @@
 """Process-wide switches and introspection PyTorch has at the top level: anomaly
 mode, warn-always, deterministic debug mode, flush-denormal, the default
-tensor type, typename/get_device/is_inference, and the in-place aliases
-(clip_, arccos_...)."""
+tensor type, typename/get_device/is_inference."""
 
 import builtins
 import warnings
@@ -12,15 +11,7 @@ import ember_core as ec
 _bool = builtins.bool
 
 __all__ = [
-    "arccos_",
-    "arccosh_",
-    "arcsin_",
-    "arcsinh_",
-    "arctan_",
-    "arctanh_",
-    "clip_",
     "compiled_with_cxx11_abi",
-    "fix_",
     "get_deterministic_debug_mode",
     "get_device",
     "init_num_threads",
@@ -29,7 +20,6 @@ __all__ = [
     "is_inference",
     "is_vulkan_available",
     "is_warn_always_enabled",
-    "negative_",
     "set_anomaly_enabled",
     "set_default_tensor_type",
     "set_deterministic_debug_mode",
@@ -142,19 +132,6 @@ def get_deterministic_debug_mode():
     if not ember.are_deterministic_algorithms_enabled():
         return 0
     return 1 if ember.is_deterministic_algorithms_warn_only_enabled() else 2
-
-
-# ------------------------------------------------ in-place aliases (top level)
-
-clip_ = ec.clamp_
-fix_ = ec.trunc_
-negative_ = ec.neg_
-arccos_ = ec.acos_
-arcsin_ = ec.asin_
-arctan_ = ec.atan_
-arccosh_ = ec.acosh_
-arcsinh_ = ec.asinh_
-arctanh_ = ec.atanh_
 
 
 def compiled_with_cxx11_abi():

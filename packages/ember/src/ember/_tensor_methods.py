@@ -146,10 +146,6 @@ def _reversed(self):
     return self if self.dim() == 0 else self.flip(0)
 
 
-def _pin_memory(self, device=None):
-    raise RuntimeError("Cannot access accelerator device when none is available.")
-
-
 def _quantile_m(self, q, dim=None, keepdim=False, *, interpolation="linear"):
     return quantile(self, q, dim, keepdim, interpolation=interpolation)
 
@@ -216,16 +212,6 @@ _METHODS = {
     "__deepcopy__": _deepcopy,
     "__long__": lambda self: _int(self),
     "__nonzero__": lambda self: _bool(self),
-    "pin_memory": _pin_memory,
-    "is_pinned": lambda self, device=None: False,
-    "arccosh": ec.acosh,
-    "arccosh_": ec.acosh_,
-    "arcsinh": ec.asinh,
-    "arcsinh_": ec.asinh_,
-    "arctanh": ec.atanh,
-    "arctanh_": ec.atanh_,
-    "arctan2": ec.atan2,
-    "arctan2_": T.atan2_,
 }
 for _name, _fn in _METHODS.items():
     if not hasattr(T, _name):

@@ -48,7 +48,7 @@ from ember_core import _random_dist as _random_dist  # dist: gamma, poisson, bin
 from ember_core import _reduction as _reduction
 from ember_core import _sorting as _sorting
 from ember_core._device import device
-from ember_core._dispatch import OPS, Op, defop, register_handler, remove_handler
+from ember_core._dispatch import OPS, Op, defop, ops_tagged, register_handler, remove_handler
 from ember_core._dlpack import from_dlpack, to_dlpack  # noqa: F401 - public
 from ember_core._dtype import (
     bfloat16,
@@ -100,33 +100,12 @@ short = int16
 
 _public = _dispatch.public_functions()
 globals().update({k: v for k, v in _public.items() if _dispatch.OPS[k].public})
-for _alias, _target in [
-    ("greater", "gt"),
-    ("greater_equal", "ge"),
-    ("less", "lt"),
-    ("less_equal", "le"),
-    ("not_equal", "ne"),
-    ("concat", "cat"),
-    ("concatenate", "cat"),
-    ("ger", "outer"),
-    ("moveaxis", "movedim"),
-    ("row_stack", "vstack"),
-    ("absolute", "abs"),
-    ("negative", "neg"),
-    ("multiply", "mul"),
-    ("divide", "div"),
-    ("subtract", "sub"),
-    ("arccos", "acos"),
-    ("arcsin", "asin"),
-    ("arctan", "atan"),
-    ("arctan2", "atan2"),
-    ("arccosh", "acosh"),
-    ("arcsinh", "asinh"),
-    ("arctanh", "atanh"),
-    ("clip", "clamp"),
-    ("fix", "trunc"),
-]:
-    globals()[_alias] = _public[_target]
+# Other names of ops (their declarations' ``aliases``, Note [Op table]): the
+# function, and below the method and the in-place form, under each alias.
+_dispatch.bind_aliases()
+for _alias, _target in _dispatch.ALIASES.items():
+    if _dispatch.OPS[_target].public:
+        globals()[_alias] = _public[_target]
 
 
 def set_num_threads(n):
@@ -153,27 +132,8 @@ for _name, _op in OPS.items():
     if _op.method and _op.public and _name not in _SKIP_METHODS and not _name.startswith("_"):
         setattr(Tensor, _name, _public[_name])
 
-for _alias, _target in [
-    ("greater", "gt"),
-    ("greater_equal", "ge"),
-    ("less", "lt"),
-    ("less_equal", "le"),
-    ("not_equal", "ne"),
-    ("absolute", "abs"),
-    ("negative", "neg"),
-    ("multiply", "mul"),
-    ("divide", "div"),
-    ("subtract", "sub"),
-    ("arccos", "acos"),
-    ("arcsin", "asin"),
-    ("arctan", "atan"),
-    ("clip", "clamp"),
-    ("fix", "trunc"),
-    ("ger", "outer"),
-    ("moveaxis", "movedim"),
-    ("concat", "cat"),
-]:
-    if hasattr(Tensor, _target):
+for _alias, _target in _dispatch.ALIASES.items():
+    if hasattr(Tensor, _target) and _dispatch.OPS[_target].method:
         setattr(Tensor, _alias, getattr(Tensor, _target))
 
 
@@ -292,25 +252,7 @@ def _contains(self, element):
 
 Tensor.__contains__ = _contains
 
-# ------------------------------------------- in-place aliases, predicates (tc-core)
-for _alias, _target in [
-    ("absolute_", "abs_"),
-    ("arccos_", "acos_"),
-    ("arcsin_", "asin_"),
-    ("arctan_", "atan_"),
-    ("clip_", "clamp_"),
-    ("divide_", "div_"),
-    ("fix_", "trunc_"),
-    ("greater_", "gt_"),
-    ("greater_equal_", "ge_"),
-    ("less_", "lt_"),
-    ("less_equal_", "le_"),
-    ("multiply_", "mul_"),
-    ("negative_", "neg_"),
-    ("not_equal_", "ne_"),
-    ("subtract_", "sub_"),
-]:
-    setattr(Tensor, _alias, getattr(Tensor, _target))
+# ---------------------------------------------------------------- predicates
 
 
 def is_floating_point(input):
@@ -376,6 +318,11 @@ Tensor.geqrf = _linalg_lu.geqrf
 Tensor.orgqr = _linalg_lu.householder_product
 Tensor.ormqr = _linalg_lu.ormqr
 
+# CUDA devices, streams, events and memory (ember.cuda re-exports it)
+from ember_core import cuda  # noqa: E402
+
+# (`cuda` is a submodule: a star import of ember_core must not shadow the
+# importer's own, e.g. the umbrella's ember.cuda)
 __all__ = sorted(
-    {k for k, v in globals().items() if not k.startswith("_") and k not in ("builtins_int",)}
+    {k for k, v in globals().items() if not k.startswith("_") and k not in ("builtins_int", "cuda")}
 )

@@ -45,24 +45,24 @@ def _unary_(op, code, input, p0, p1=0.0):
     return E.unary_(op, code, E.SAME, input, p0, p1)
 
 
-@defop("leaky_relu(input, negative_slope=0.01)", method=False)
+@defop(method=False)
 def leaky_relu(input, negative_slope=0.01):
     """x where x > 0, else negative_slope * x."""
     return _unary("leaky_relu", lib.EC_U_LEAKY_RELU, input, float(negative_slope))
 
 
-@defop("leaky_relu_(input, negative_slope=0.01)", method=False, inplace_of="leaky_relu")
+@defop(method=False, inplace_of="leaky_relu")
 def leaky_relu_(input, negative_slope=0.01):
     return _unary_("leaky_relu_", lib.EC_U_LEAKY_RELU, input, float(negative_slope))
 
 
-@defop("elu(input, alpha=1.0)", method=False)
+@defop(method=False)
 def elu(input, alpha=1.0):
     """x where x > 0, else alpha * (exp(x) - 1)."""
     return _unary("elu", lib.EC_U_ELU, input, float(alpha), 1.0)
 
 
-@defop("elu_(input, alpha=1.0)", method=False, inplace_of="elu")
+@defop(method=False, inplace_of="elu")
 def elu_(input, alpha=1.0):
     return _unary_("elu_", lib.EC_U_ELU, input, float(alpha), 1.0)
 
@@ -73,13 +73,13 @@ def _celu_alpha(alpha):
     return float(alpha)
 
 
-@defop("celu(input, alpha=1.0)", method=False)
+@defop(method=False)
 def celu(input, alpha=1.0):
     """x where x > 0, else alpha * (exp(x / alpha) - 1)."""
     return _unary("celu", lib.EC_U_CELU, input, _celu_alpha(alpha))
 
 
-@defop("celu_(input, alpha=1.0)", method=False, inplace_of="celu")
+@defop(method=False, inplace_of="celu")
 def celu_(input, alpha=1.0):
     return _unary_("celu_", lib.EC_U_CELU, input, _celu_alpha(alpha))
 
@@ -90,7 +90,7 @@ def _hardtanh_bounds(min_val, max_val):
     return min_val, max_val
 
 
-@defop("hardtanh(input, min_val=-1.0, max_val=1.0)", method=False)
+@defop(method=False)
 def hardtanh(input, min_val=-1.0, max_val=1.0):
     """input clamped to [min_val, max_val] (integers too, as PyTorch allows)."""
     lo, hi = _hardtanh_bounds(min_val, max_val)
@@ -99,7 +99,7 @@ def hardtanh(input, min_val=-1.0, max_val=1.0):
     return _unary("hardtanh", lib.EC_U_HARDTANH, input, float(lo), float(hi))
 
 
-@defop("hardtanh_(input, min_val=-1.0, max_val=1.0)", method=False, inplace_of="hardtanh")
+@defop(method=False, inplace_of="hardtanh")
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
     lo, hi = _hardtanh_bounds(min_val, max_val)
     if isinstance(input, Tensor) and not input._dtype.is_floating_point:
@@ -113,7 +113,7 @@ def _threshold_args(input, threshold, value):
     return 0.0, 0.0
 
 
-@defop("threshold(input, threshold, value)", method=False)
+@defop(method=False)
 def threshold(input, threshold, value):
     """x where x > threshold, else value."""
     if not isinstance(input, Tensor):
@@ -125,7 +125,7 @@ def threshold(input, threshold, value):
     return E.where(E.gt(input, threshold), input, E.cast(_scalar_like(value, input), input._dtype))
 
 
-@defop("threshold_(input, threshold, value)", method=False, inplace_of="threshold")
+@defop(method=False, inplace_of="threshold")
 def threshold_(input, threshold, value):
     if input._dtype.is_floating_point:
         return E.unary_(
@@ -154,17 +154,22 @@ def _act(op, kind, input, p0=0.0, p1=0.0):
     x = input if input._dtype in (D.float32, D.float64) else U.compute(input)
     y = empty(x._shape, x._dtype, x._storage._device)
     lay = layout(x._shape, y._stride, x._stride)
-    check(lib.ec_activation(kind, x._dtype.code, len(x._shape), lay, y._ptr, x._ptr, p0, p1), op)
+    check(
+        y._storage._device._k.ec_activation(
+            kind, x._dtype.code, len(x._shape), lay, y._ptr, x._ptr, p0, p1
+        ),
+        op,
+    )
     return U.restore(y, input._dtype)
 
 
-@defop("hardshrink(input, lambd=0.5)")
+@defop
 def hardshrink(input, lambd=0.5):
     """x where |x| > lambd, else 0."""
     return _act("hardshrink", lib.EC_ACT_HARDSHRINK, input, float(lambd))
 
 
-@defop("softshrink(input, lambd=0.5)", method=False)
+@defop(method=False)
 def softshrink(input, lambd=0.5):
     """x - lambd where x > lambd, x + lambd where x < -lambd, else 0."""
     _float_only("softshrink", input)
@@ -172,7 +177,6 @@ def softshrink(input, lambd=0.5):
 
 
 @defop(
-    "_activation_backward(grad_output, input, kind, p0=0.0, p1=0.0)",
     method=False,
     differentiable=False,
 )
@@ -188,7 +192,7 @@ def _activation_backward(grad_output, input, kind, p0=0.0, p1=0.0):
         g = g.expand(shape)
     gi = empty(shape, kd, x._storage._device)
     lay = layout(shape, gi._stride, g._stride, x._stride)
-    kernel = U.fn("ec_activation_backward", gi._numel * kd.itemsize)
+    kernel = U.fn("ec_activation_backward", gi._numel * kd.itemsize, gi._storage._device)
     check(
         kernel(code, kd.code, len(shape), lay, gi._ptr, g._ptr, x._ptr, float(p0), float(p1)),
         f"{kind}_backward",
@@ -199,7 +203,7 @@ def _activation_backward(grad_output, input, kind, p0=0.0, p1=0.0):
 # ------------------------------------------------------------ composites
 
 
-@defop("glu(input, dim=-1)", method=False, composite=True)
+@defop(method=False, composite=True)
 def glu(input, dim=-1):
     """a * sigmoid(b) where a and b are the halves of input along dim."""
     if not input._shape:
@@ -215,7 +219,7 @@ def glu(input, dim=-1):
     return a * b.sigmoid()
 
 
-@defop("prelu(input, weight)", composite=True)
+@defop(composite=True, autocast="lower_precision_fp")
 def prelu(input, weight):
     """x where x > 0, else weight * x, weight per channel (dim 1) or shared."""
     channels = input._shape[1] if len(input._shape) >= 2 else 1
@@ -232,7 +236,6 @@ def prelu(input, weight):
 
 
 @defop(
-    "rrelu(input, lower=0.125, upper=0.3333333333333333, training=False, generator=None)",
     method=False,
     composite=True,
 )
@@ -250,7 +253,6 @@ def rrelu(input, lower=0.125, upper=0.3333333333333333, training=False, generato
 
 
 @defop(
-    "rrelu_(input, lower=0.125, upper=0.3333333333333333, training=False, generator=None)",
     method=False,
     composite=True,
 )

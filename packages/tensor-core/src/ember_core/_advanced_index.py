@@ -26,7 +26,7 @@ import warnings
 
 from ember_core import _dtype as D
 from ember_core import _shape
-from ember_core._lib import NOGIL_THRESHOLD, check, error, ffi, lib, nogil
+from ember_core._lib import NOGIL_THRESHOLD, check, error, ffi, lib
 from ember_core._tensor import Tensor, empty, view_of, written
 
 INDEX_TYPE_ERROR = "tensors used as indices must be long, int, byte or bool tensors"
@@ -269,6 +269,8 @@ def count_nonzero_all(t):
     from ember_core._reduction import reduce
 
     r = reduce("nonzero", lib.EC_R_COUNT_NONZERO, t, tuple(range(len(t._shape))), False, D.int64)
+    if r._storage._device.type != "cpu":  # the count is read on the host
+        return int(r.item())
     return int(ffi.cast("int64_t*", r._ptr)[0])
 
 
@@ -280,7 +282,10 @@ def nonzero_matrix(t, transposed=False):
     out = empty((nd, n) if transposed else (n, nd), D.int64, t._storage._device)
     st_n, st_d = (1, n) if transposed else (nd, 1)
     lay = ffi.new("int64_t[]", list(t._shape) + list(t._stride))
-    check(lib.ec_nonzero(t._dtype.code, nd, lay, out._ptr, st_n, st_d, t._ptr, n), "nonzero")
+    check(
+        out._storage._device._k.ec_nonzero(t._dtype.code, nd, lay, out._ptr, st_n, st_d, t._ptr, n),
+        "nonzero",
+    )
     return out
 
 
@@ -349,7 +354,11 @@ def run_plan(mode, p, x, values, values_strides, op, alpha=1.0, runtime_error=Fa
     n = 1
     for s in p.shape:
         n *= s
-    fn = nogil.ec_index if n * x._dtype.itemsize > NOGIL_THRESHOLD else lib.ec_index
+    fn = (
+        values._storage._device._kn
+        if n * x._dtype.itemsize > NOGIL_THRESHOLD
+        else values._storage._device._k
+    ).ec_index
     check_index(
         fn(
             mode,
@@ -429,7 +438,9 @@ def masked_select_flat(t, mask):
     if n:
         lay = ffi.new("int64_t[]", list(t._shape) + list(t._stride) + list(mask._stride))
         check(
-            lib.ec_masked_select(t._dtype.code, len(t._shape), lay, out._ptr, t._ptr, mask._ptr),
+            out._storage._device._k.ec_masked_select(
+                t._dtype.code, len(t._shape), lay, out._ptr, t._ptr, mask._ptr
+            ),
             "index",
         )
     return out

@@ -23,10 +23,9 @@ def _repeat_heads(t, groups):
 
 
 @defop(
-    "scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, "
-    "is_causal=False, scale=None, enable_gqa=False)",
     method=False,
     composite=True,
+    autocast="lower_precision_fp",
 )
 def scaled_dot_product_attention(
     query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False

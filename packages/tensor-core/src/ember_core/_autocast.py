@@ -22,50 +22,23 @@ check of the ``_ac`` flag of the op table's namespace, set alongside.
 Casts of float32 leaf tensors that require grad (the model's weights) to the
 lower precision are cached for the region when ``cache_enabled``, and the cache
 is cleared when the outermost region exits, as PyTorch does.
+
+Each op's policy is a fact of its declaration (``defop(..., autocast=...)``,
+Note [Op table]), copied from PyTorch's AutocastCPU lists
+(aten/src/ATen/autocast_mode.cpp): composite ember ops carry the policy of the
+aten op of the same name; the non-composite ops they are built from carry it
+where PyTorch lists the corresponding aten op.  A policy may depend on the
+arguments (``_pad_mode``: only the reflect/replicate modes are on the fp32
+list); it is then a function of the op's canonical arguments.
 """
 
 import threading
 
-from ember_core import _dtype
+from ember_core import _dispatch, _dtype
 
 LOWER = "lower_precision_fp"
 FP32 = "fp32"
 PROMOTE = "promote"
-
-# PyTorch's AutocastCPU lists (aten/src/ATen/autocast_mode.cpp), by ember op name.
-# Composite ember ops appear under their own name; the non-composite ops they
-# are built from appear where PyTorch lists the corresponding aten op.
-_LOWER_OPS = (
-    "conv1d conv2d conv3d convolution conv_transpose1d conv_transpose2d conv_transpose3d "
-    "bmm mm baddbmm addmm addbmm matmul linalg_vecdot prelu scaled_dot_product_attention"
-)
-_FP32_OPS = (
-    "avg_pool3d binary_cross_entropy grid_sampler grid_sample polar prod quantile nanquantile "
-    "stft cdist trace view_as_complex cholesky cholesky_inverse cholesky_solve inverse "
-    "lu_solve orgqr ormqr pinverse max_pool3d max_unpool2d max_unpool3d adaptive_avg_pool3d "
-    "mse_loss cosine_embedding_loss nll_loss hinge_embedding_loss poisson_nll_loss "
-    "smooth_l1_loss cross_entropy _fused_cross_entropy l1_loss huber_loss "
-    "margin_ranking_loss soft_margin_loss triplet_margin_loss multi_margin_loss ctc_loss "
-    "kl_div multilabel_margin_loss binary_cross_entropy_with_logits geqrf qr svd "
-    "triangular_solve fractional_max_pool2d fractional_max_pool3d adaptive_max_pool3d "
-    "_linalg_qr _linalg_cholesky_ex _linalg_svd _linalg_eigh _linalg_lstsq _linalg_inv_ex "
-    "_linalg_solve _linalg_pinv _linalg_solve_triangular"
-)
-_PROMOTE_OPS = "cat stack index_copy"
-
-POLICY = {}
-POLICY.update(dict.fromkeys(_LOWER_OPS.split(), LOWER))
-POLICY.update(dict.fromkeys(_FP32_OPS.split(), FP32))
-POLICY.update(dict.fromkeys(_PROMOTE_OPS.split(), PROMOTE))
-
-
-def _pad_policy(args):
-    # PyTorch lists reflection_pad*/replication_pad* (fp32), not constant/circular.
-    return FP32 if args[2] in ("reflect", "replicate") else None
-
-
-# Ops whose policy depends on their arguments.
-_ARG_POLICY = {"_pad_mode": _pad_policy}
 
 _LOWER_DTYPES = {
     "cpu": (_dtype.bfloat16, _dtype.float16),
@@ -113,8 +86,6 @@ def set_autocast_enabled(device_type, enabled):
     st.enabled[device_type] = enabled
     if device_type != "cpu" or was == enabled:
         return
-    from ember_core import _dispatch
-
     with _lock:
         _threads_on += 1 if enabled else -1
         if enabled and _threads_on == 1:
@@ -234,12 +205,8 @@ def _cast_all(args, target, st):
 
 
 def _policy(op, args):
-    p = POLICY.get(op.name)
-    if p is None:
-        f = _ARG_POLICY.get(op.name)
-        if f is not None:
-            p = f(args)
-    return p
+    p = op.autocast
+    return p(args) if callable(p) else p
 
 
 def cast_args(policy, args, st=None):
@@ -276,7 +243,10 @@ def call_composite(op, args):
     st = _state
     if st.excluded or not st.enabled["cpu"]:
         return op.impl(*args)
-    args = cast_args(POLICY[op.name], args, st)
+    policy = _policy(op, args)
+    if policy is None:
+        return op.impl(*args)
+    args = cast_args(policy, args, st)
     st.excluded = True
     try:
         return op.impl(*args)
@@ -292,8 +262,6 @@ def autocast_function(policy):
 
     def wrap(fn):
         import functools
-
-        from ember_core import _dispatch
 
         ns = _dispatch._ns
 
@@ -317,3 +285,6 @@ def autocast_function(policy):
         return wrapper
 
     return wrap
+
+
+_dispatch._ns["_autocast_call"] = call_composite

@@ -24,7 +24,7 @@ from ember_core import _dtype as D
 from ember_core import _spatial as S
 from ember_core._dispatch import defop
 from ember_core._elementwise import _tname, check_device
-from ember_core._lib import check, lib, nogil
+from ember_core._lib import check, lib
 from ember_core._tensor import Tensor, empty
 
 # Calls doing more multiply-adds than this release the GIL; more than
@@ -33,8 +33,8 @@ _NOGIL_MACS = 1 << 16
 _PARALLEL_MACS = 1 << 20
 
 
-def _fn(name, macs):
-    return getattr(nogil, name) if macs > _NOGIL_MACS else getattr(lib, name)
+def _fn(name, macs, dev):
+    return getattr(dev._kn if macs > _NOGIL_MACS else dev._k, name)
 
 
 class _Plain:
@@ -98,12 +98,12 @@ def plain_forward(p, x, w, bias, y):
     dt = x._dtype.code
     bptr = bias._ptr if bias is not None else 0
     if p.depthwise:
-        fn = _fn("ec_conv_depthwise_forward", p.macs())
+        fn = _fn("ec_conv_depthwise_forward", p.macs(), x._storage._device)
         check(fn(dt, p.n, p.ci, p.co, p.geom, x._ptr, w._ptr, bptr, y._ptr), "convolution")
         return y
     par = p.par()
     work = _workspace(par * p.col_slot(), x._dtype, x._storage._device)
-    fn = _fn("ec_conv_forward", p.macs())
+    fn = _fn("ec_conv_forward", p.macs(), x._storage._device)
     check(
         fn(dt, p.n, p.ci, p.co, p.groups, p.geom, x._ptr, w._ptr, bptr, y._ptr, work._ptr, par),
         "convolution",
@@ -115,12 +115,12 @@ def plain_backward_data(p, gy, w, gx):
     """gx (image side) from gy (column side)."""
     dt = gy._dtype.code
     if p.depthwise:
-        fn = _fn("ec_conv_depthwise_backward_data", p.macs())
+        fn = _fn("ec_conv_depthwise_backward_data", p.macs(), gy._storage._device)
         check(fn(dt, p.n, p.ci, p.co, p.geom, gy._ptr, w._ptr, gx._ptr), "convolution_backward")
         return gx
     par = p.par()
     work = _workspace(par * p.col_slot(), gy._dtype, gy._storage._device)
-    fn = _fn("ec_conv_backward_data", p.macs())
+    fn = _fn("ec_conv_backward_data", p.macs(), gy._storage._device)
     check(
         fn(dt, p.n, p.ci, p.co, p.groups, p.geom, gy._ptr, w._ptr, gx._ptr, work._ptr, par),
         "convolution_backward",
@@ -166,7 +166,7 @@ def plain_backward_weight(p, x, gy, gw):
     dev = x._storage._device
     if p.depthwise:
         work = _workspace(lib.ec_get_num_threads() * p.kvol, D.float64, dev)
-        fn = _fn("ec_conv_depthwise_backward_weight", p.macs())
+        fn = _fn("ec_conv_depthwise_backward_weight", p.macs(), x._storage._device)
         check(
             fn(dt, p.n, p.ci, p.co, p.geom, x._ptr, gy._ptr, gw._ptr, work._ptr),
             "convolution_backward",
@@ -175,7 +175,7 @@ def plain_backward_weight(p, x, gy, gw):
     par = min(p.par(), max(p.n, 1))
     wsize = p.co * (p.ci // p.groups) * p.kvol
     work = _workspace(par * p.col_slot() + (par - 1) * wsize, x._dtype, dev)
-    fn = _fn("ec_conv_backward_weight", p.macs())
+    fn = _fn("ec_conv_backward_weight", p.macs(), x._storage._device)
     check(
         fn(dt, p.n, p.ci, p.co, p.groups, p.geom, x._ptr, gy._ptr, gw._ptr, work._ptr, par),
         "convolution_backward",
@@ -188,7 +188,10 @@ def bias_grad(gy, co):
     n = gy._shape[0]
     L = gy._numel // max(n * co, 1) if n * co else 0
     gb = empty((co,), gy._dtype, gy._storage._device)
-    check(lib.ec_conv_bias_grad(gy._dtype.code, n, co, L, gy._ptr, gb._ptr), "convolution_backward")
+    check(
+        gy._storage._device._k.ec_conv_bias_grad(gy._dtype.code, n, co, L, gy._ptr, gb._ptr),
+        "convolution_backward",
+    )
     return gb
 
 
@@ -325,9 +328,8 @@ def _plain(input, weight, stride, padding, dilation, transposed, groups, co, out
 
 
 @defop(
-    "convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, "
-    "groups)",
     method=False,
+    autocast="lower_precision_fp",
 )
 def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     """The convolution every conv op reaches (PyTorch's ``torch.convolution``):
@@ -355,8 +357,6 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
 
 
 @defop(
-    "convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, "
-    "transposed, output_padding, groups, output_mask)",
     method=False,
 )
 def convolution_backward(
@@ -471,9 +471,9 @@ def _conv_nd(op, k, input, weight, bias, stride, padding, dilation, groups):
 
 
 @defop(
-    "conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)",
     composite=True,
     method=False,
+    autocast="lower_precision_fp",
 )
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution over (N, C, L) or unbatched (C, L); padding may be 'same'/'valid'.
@@ -485,9 +485,9 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 @defop(
-    "conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)",
     composite=True,
     method=False,
+    autocast="lower_precision_fp",
 )
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution over (N, C, H, W) or unbatched (C, H, W); padding may be
@@ -500,9 +500,9 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 @defop(
-    "conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)",
     composite=True,
     method=False,
+    autocast="lower_precision_fp",
 )
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D convolution over (N, C, D, H, W) or unbatched (C, D, H, W)."""
@@ -522,10 +522,9 @@ def _conv_transpose_nd(
 
 
 @defop(
-    "conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, "
-    "dilation=1)",
     composite=True,
     method=False,
+    autocast="lower_precision_fp",
 )
 def conv_transpose1d(
     input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
@@ -546,10 +545,9 @@ def conv_transpose1d(
 
 
 @defop(
-    "conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, "
-    "dilation=1)",
     composite=True,
     method=False,
+    autocast="lower_precision_fp",
 )
 def conv_transpose2d(
     input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
@@ -574,10 +572,9 @@ def conv_transpose2d(
 
 
 @defop(
-    "conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, "
-    "dilation=1)",
     composite=True,
     method=False,
+    autocast="lower_precision_fp",
 )
 def conv_transpose3d(
     input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
@@ -633,7 +630,7 @@ def _blocks(op, size, k, d, p, s):
     return blocks
 
 
-@defop("im2col(input, kernel_size, dilation, padding, stride)", method=False)
+@defop(method=False)
 def im2col(input, kernel_size, dilation, padding, stride):
     """Sliding local blocks (PyTorch's F.unfold): (N, C, H, W) -> (N, C * kh * kw, L)."""
     op = "im2col"
@@ -657,13 +654,13 @@ def im2col(input, kernel_size, dilation, padding, stride):
     L = blocks[0] * blocks[1]
     col = empty((n, c * k[0] * k[1], L), cd, x._storage._device)
     geom = S.geometry((h, w), k, blocks, s, p, d)
-    fn = nogil.ec_im2col if col._numel > (1 << 16) else lib.ec_im2col
+    fn = (xc._storage._device._kn if col._numel > (1 << 16) else xc._storage._device._k).ec_im2col
     check(fn(cd.code, n, c, geom, xc._ptr, col._ptr), op)
     col = S.finish(col, dtype)
     return col if nd == 4 else col.squeeze(0)
 
 
-@defop("col2im(input, output_size, kernel_size, dilation, padding, stride)", method=False)
+@defop(method=False)
 def col2im(input, output_size, kernel_size, dilation, padding, stride):
     """Sum sliding local blocks back into an image (PyTorch's F.fold):
     (N, C * kh * kw, L) -> (N, C, H, W)."""
@@ -701,7 +698,7 @@ def col2im(input, output_size, kernel_size, dilation, padding, stride):
     c = ck // kvol
     img = empty((n, c) + size, cd, x._storage._device)
     geom = S.geometry(size, k, blocks, s, p, d)
-    fn = nogil.ec_col2im if xc._numel > (1 << 16) else lib.ec_col2im
+    fn = (xc._storage._device._kn if xc._numel > (1 << 16) else xc._storage._device._k).ec_col2im
     check(fn(cd.code, n, c, geom, xc._ptr, img._ptr), op)
     img = S.finish(img, dtype)
     return img if nd == 3 else img.squeeze(0)

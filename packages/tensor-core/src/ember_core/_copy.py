@@ -5,17 +5,20 @@ import warnings
 
 from ember_core import _dtype as D
 from ember_core import _shape, _storage
-from ember_core._device import CPU, require_cpu, to_device
+from ember_core._device import CPU, to_device
 from ember_core._dispatch import defop
 from ember_core._elementwise import layout, overlaps
-from ember_core._lib import NOGIL_THRESHOLD, check, lib, nogil
+from ember_core._lib import NOGIL_THRESHOLD, check
 from ember_core._tensor import Tensor, empty, is_contig, make, written
 
 
-def copy_into(dst, src):
+def copy_into(dst, src, non_blocking=False):
     """dst[...] = src, src broadcast to dst's shape, converting dtypes; no version bump."""
     if dst is src:
         return dst
+    dev = dst._storage._device
+    if src._storage._device is not dev:
+        return _copy_between_devices(dst, src, non_blocking)
     if dst._shape != src._shape:
         shape = _shape.broadcast_shapes(dst._shape, src._shape, op="copy_")
         if shape != dst._shape:
@@ -31,30 +34,60 @@ def copy_into(dst, src):
         and (dst._contig or is_contig(dst))
         and (src._contig or is_contig(src))
     ):
-        fn = (
-            nogil.ec_copy_contig
-            if n * dst._dtype.itemsize > NOGIL_THRESHOLD
-            else lib.ec_copy_contig
-        )
-        check(fn(n, dst._ptr, dst._dtype.code, src._ptr, src._dtype.code), "copy_")
+        k = dev._kn if n * dst._dtype.itemsize > NOGIL_THRESHOLD else dev._k
+        check(k.ec_copy_contig(n, dst._ptr, dst._dtype.code, src._ptr, src._dtype.code), "copy_")
         return dst
     ss = _shape.broadcast_strides(src._shape, src._stride, dst._shape)
     lay = layout(dst._shape, dst._stride, ss)
-    fn = nogil.ec_copy if n * dst._dtype.itemsize > NOGIL_THRESHOLD else lib.ec_copy
-    check(fn(len(dst._shape), lay, dst._ptr, dst._dtype.code, src._ptr, src._dtype.code), "copy_")
+    k = dev._kn if n * dst._dtype.itemsize > NOGIL_THRESHOLD else dev._k
+    check(
+        k.ec_copy(len(dst._shape), lay, dst._ptr, dst._dtype.code, src._ptr, src._dtype.code),
+        "copy_",
+    )
     return dst
 
 
-@defop("copy_(input, src, non_blocking=False)", inplace_of="copy")
+def _copy_between_devices(dst, src, non_blocking):
+    """dst[...] = src across devices (host <-> GPU, GPU <-> GPU): the source's
+    values are made dense on its own device, moved as bytes, and converted (dtype,
+    strides, broadcasting) on the destination's device."""
+    from ember_core import _cuda
+
+    if dst._shape != src._shape:
+        shape = _shape.broadcast_shapes(dst._shape, src._shape, op="copy_")
+        if shape != dst._shape:
+            raise RuntimeError(
+                f"copy_: the source of shape {list(src._shape)} must be broadcastable to the "
+                f"destination of shape {list(dst._shape)}"
+            )
+        if src._numel < dst._numel:  # move the small source, broadcast on arrival
+            moved = empty(src._shape, src._dtype, dst._storage._device)
+            _copy_between_devices(moved, src, non_blocking)
+            return copy_into(dst, moved)
+    if not dst._numel:
+        return dst
+    s = src if (src._contig or is_contig(src)) else contiguous(src)
+    direct = dst._dtype is s._dtype and (dst._contig or is_contig(dst))
+    target = dst if direct else empty(s._shape, s._dtype, dst._storage._device)
+    _cuda.memcpy(target, s, s._numel * s._dtype.itemsize, non_blocking)
+    if not direct:
+        copy_into(dst, target)
+    return dst
+
+
+def to_device_copy(t, dev, non_blocking=False):
+    """A contiguous copy of ``t`` on device ``dev`` (same dtype)."""
+    r = empty(t._shape, t._dtype, dev)
+    return copy_into(r, t, non_blocking)
+
+
+@defop(inplace_of="copy")
 def copy_(input, src, non_blocking=False):
     """Copy src's values into input in place (broadcast and converted)."""
     if not isinstance(src, Tensor):
         from ember_core._creation import full
 
         src = full((), src, dtype=input._dtype)
-    if src._storage._device != input._storage._device:
-        require_cpu(src._storage._device, "copy_")
-        require_cpu(input._storage._device, "copy_")
     if (
         src._storage is input._storage
         and src._offset == input._offset
@@ -67,13 +100,13 @@ def copy_(input, src, non_blocking=False):
         input._storage._version += 1
         return input
     written(input, "copy_")
-    return copy_into(input, src)
+    return copy_into(input, src, non_blocking)
 
 
-def to_dtype_copy(t, dtype, dev=None):
+def to_dtype_copy(t, dtype, dev=None, non_blocking=False):
     """A contiguous copy of t in dtype (on dev)."""
     r = empty(t._shape, dtype, dev or t._storage._device)
-    copy_into(r, t)
+    copy_into(r, t, non_blocking)
     return r
 
 
@@ -146,8 +179,8 @@ def _alloc_like(input, stride):
     return make(storage, input._shape, stride, 0, input._dtype, input._numel, None)
 
 
-@defop("clone(input, *, memory_format=None)")
-def clone(input, memory_format=None):
+@defop
+def clone(input, *, memory_format=None):
     """A copy with its own memory; dense layouts (e.g. permuted) keep their
     strides unless ``memory_format`` asks for another one."""
     if memory_format in (None, preserve_format, "preserve_format") and not is_contig(input):
@@ -165,7 +198,7 @@ def clone(input, memory_format=None):
     return r
 
 
-@defop("contiguous(input, memory_format=None)")
+@defop
 def contiguous(input, memory_format=None):
     """This tensor if already contiguous (row-major, or in ``memory_format``), else
     a copy that is."""
@@ -206,7 +239,7 @@ def resize_out(out, shape, op):
     resize_(out, shape)
 
 
-@defop("resize_(input, *sizes)", differentiable=False)
+@defop("resize_(input, *sizes)", differentiable=False, star_keyword="size")
 def resize_(input, sizes):
     """Give input a contiguous shape, growing its storage if needed (data kept)."""
     shape = _shape.as_shape(sizes, "resize_")
@@ -217,9 +250,8 @@ def resize_(input, sizes):
         new = _storage.allocate(need, old._device)
         keep = min(old._nbytes, need)
         if keep:
-            check(
-                lib.ec_copy_contig(keep, new._ptr, D.uint8.code, old._ptr, D.uint8.code), "resize_"
-            )
+            k = old._device._k
+            check(k.ec_copy_contig(keep, new._ptr, D.uint8.code, old._ptr, D.uint8.code), "resize_")
         new._version = old._version
         input._storage = new
         input._ptr = new._ptr + input._offset * input._dtype.itemsize
@@ -234,17 +266,22 @@ def _parse_to(args, kwargs):
     dtype = kwargs.pop("dtype", None)
     dev = kwargs.pop("device", None)
     copy = kwargs.pop("copy", False)
-    kwargs.pop("non_blocking", None)
+    non_blocking = kwargs.pop("non_blocking", False)
     kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    bools = 0
     for a in args:
         if isinstance(a, Tensor):
             dtype, dev = a._dtype, a._storage._device
         elif isinstance(a, D.dtype):
             dtype = a
-        elif isinstance(a, bool):
-            continue  # non_blocking / copy positional
+        elif isinstance(a, bool):  # non_blocking, copy (positional, in that order)
+            if bools == 0:
+                non_blocking = a
+            else:
+                copy = a
+            bools += 1
         elif a is None:
             continue
         else:
@@ -252,26 +289,37 @@ def _parse_to(args, kwargs):
                 dtype = D.to_dtype(a)
             except TypeError:
                 dev = a
-    return (D.to_dtype(dtype) if dtype is not None else None), to_device(dev), copy
+    dtype = D.to_dtype(dtype) if dtype is not None else None
+    return dtype, to_device(dev), copy, bool(non_blocking)
+
+
+def _resolve(dev):
+    """'cuda' (no index) means the current CUDA device."""
+    if dev.type == "cuda" and dev.index is None:
+        from ember_core import _cuda
+
+        _cuda.require(0, "to")
+        return to_device(_cuda.current_device())
+    return dev
 
 
 def to(self, *args, **kwargs):
-    """Convert dtype and/or device: to(dtype), to(device), to(device, dtype), to(other).
+    """Convert dtype and/or device: to(dtype), to(device), to(device, dtype), to(other);
+    ``non_blocking=True`` makes a copy between host and GPU asynchronous where
+    the host memory is pinned.
 
     Returns self when nothing changes (unless copy=True)."""
-    dtype, dev, copy = _parse_to(args, dict(kwargs))
+    dtype, dev, copy, non_blocking = _parse_to(args, dict(kwargs))
     dtype = dtype or self._dtype
-    dev = dev or self._storage._device
-    if dev != self._storage._device:
-        require_cpu(dev, "to")
+    dev = _resolve(dev) if dev is not None else self._storage._device
     if dtype is self._dtype and dev == self._storage._device and not copy:
         return self
-    return _to_op(self, dtype, dev)
+    return _to_op(self, dtype, dev, non_blocking)
 
 
-@defop("_to_copy(input, dtype, device)", method=False)
-def _to_op(input, dtype, device):
-    return to_dtype_copy(input, dtype, device)
+@defop("_to_copy(input, dtype, device, non_blocking=False)", method=False)
+def _to_op(input, dtype, device, non_blocking=False):
+    return to_dtype_copy(input, dtype, device, non_blocking)
 
 
 def _converter(dtype):
@@ -347,4 +395,12 @@ def cpu(self, memory_format=None):
 
 
 def cuda(self, device=None, non_blocking=False, memory_format=None):
-    require_cpu(to_device(device if device is not None else "cuda"), "cuda")
+    """This tensor on a CUDA device (the current one by default)."""
+    if device is None:
+        device = "cuda"
+    elif isinstance(device, int):
+        device = f"cuda:{device}"
+    dev = _resolve(to_device(device))
+    if dev.type != "cuda":
+        raise RuntimeError(f"cuda(): Invalid device, must be cuda device, got {dev}")
+    return to(self, dev, non_blocking=non_blocking)

@@ -8,18 +8,20 @@ import numpy as np
 
 from ember_core import _dtype as D
 from ember_core import _shape
-from ember_core._device import CPU, require_cpu, to_device
+from ember_core._device import CPU, to_device
 from ember_core._dispatch import defop
 from ember_core._elementwise import layout
-from ember_core._lib import check, lib
+from ember_core._lib import check
 from ember_core._tensor import Tensor, make, written
 from ember_core._tensor import empty as _empty
 
 
 def _dev(device):
     dev = to_device(device) or CPU
-    if dev.type != "cpu":
-        require_cpu(dev, "tensor creation")
+    if dev.type == "cuda" and dev.index is None:  # 'cuda': the current device
+        from ember_core._copy import _resolve
+
+        return _resolve(dev)
     return dev
 
 
@@ -43,7 +45,8 @@ def fill_values(t, value):
         if not dt.min <= i <= dt.max:
             raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow")
         f = float(i)
-    check(lib.ec_fill(len(t._shape), layout(t._shape, t._stride), t._ptr, dt.code, f, i), "fill_")
+    k = t._storage._device._k
+    check(k.ec_fill(len(t._shape), layout(t._shape, t._stride), t._ptr, dt.code, f, i), "fill_")
     return t
 
 
@@ -77,11 +80,10 @@ def empty_like_class(cls, size, dtype=None, device=None, requires_grad=False):
 
 
 @defop(
-    "empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)",
     method=False,
     differentiable=False,
 )
-def empty_strided(size, stride, dtype=None, device=None, requires_grad=False):
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
     """An uninitialised tensor with the given strides."""
     from ember_core import _storage
 
@@ -133,7 +135,8 @@ def _filled(op, size, value, dtype, device, requires_grad, out):
     if value == 0 and t._numel:
         # a float zero keeps its sign: full((), -0.0) is -0.0, as in PyTorch
         zero = value if isinstance(value, float) else 0.0
-        check(lib.ec_fill(1, layout((t._numel,), (1,)), t._ptr, dt.code, zero, 0), op)
+        k = t._storage._device._k
+        check(k.ec_fill(1, layout((t._numel,), (1,)), t._ptr, dt.code, zero, 0), op)
     else:
         fill_values(t, value)
     return _finish(t, requires_grad)
@@ -166,11 +169,10 @@ def _fill_dtype(value):
 
 
 @defop(
-    "full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None)",
     method=False,
     differentiable=False,
 )
-def full(size, fill_value, dtype=None, device=None, requires_grad=False, out=None):
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None):
     """A tensor filled with ``fill_value`` (its dtype inferred from the value)."""
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
@@ -187,41 +189,39 @@ def _like(op, input, dtype, device):
 
 
 @defop(
-    "empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None)",
     differentiable=False,
     method=False,
 )
-def empty_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     dt, dev = _like("empty_like", input, dtype, device)
     return _finish(_empty(input._shape, dt, _dev(dev)), requires_grad)
 
 
 @defop(
-    "zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None)",
     differentiable=False,
     method=False,
 )
-def zeros_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     dt, dev = _like("zeros_like", input, dtype, device)
     return _filled("zeros_like", (input._shape,), 0, dt, dev, requires_grad, None)
 
 
 @defop(
-    "ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None)",
     differentiable=False,
     method=False,
 )
-def ones_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     dt, dev = _like("ones_like", input, dtype, device)
     return _filled("ones_like", (input._shape,), 1, dt, dev, requires_grad, None)
 
 
 @defop(
-    "full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None)",  # noqa: E501 - one string, as PyTorch spells it
     differentiable=False,
     method=False,
 )
-def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, memory_format=None):
+def full_like(
+    input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None
+):
     dt, dev = _like("full_like", input, dtype, device)
     return _filled("full_like", (input._shape,), fill_value, dt, dev, requires_grad, None)
 
@@ -378,12 +378,31 @@ def from_array(arr, dtype, dev):
     return out
 
 
+def _cuda_array(data, op):
+    """A tensor over the memory of an object with a __cuda_array_interface__, or
+    the object itself when its property declines (a CPU PyTorch tensor's).
+    CUDA objects that speak DLPack too come through DLPack: exact dtypes (the
+    interface has no bfloat16; PyTorch calls its bfloat16 "<f2") and the
+    stream contract."""
+    from ember_core._dlpack import cuda_array_desc, from_cuda_array_interface, from_dlpack
+
+    where = getattr(data, "__dlpack_device__", None)
+    if where is not None and hasattr(data, "__dlpack__"):
+        try:
+            kind = int(where()[0])
+        except Exception:  # a broken or declining producer: try the interface instead
+            kind = None
+        if kind == 2:  # kDLCUDA
+            return from_dlpack(data)
+    desc = cuda_array_desc(data)
+    return data if desc is None else from_cuda_array_interface(data, desc, op)
+
+
 @defop(
-    "tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False)",
     method=False,
     differentiable=False,
 )
-def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of ``data`` (numbers, nested sequences, NumPy
     arrays, tensors); the dtype is inferred as PyTorch does unless given.
 
@@ -392,6 +411,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     """
     dev = _dev(device)
     dt = D.to_dtype(dtype)
+    if not isinstance(data, Tensor) and hasattr(type(data), "__cuda_array_interface__"):
+        data = _cuda_array(data, "tensor")  # CuPy, Numba, ...: copied on their device
     if isinstance(data, Tensor):
         from ember_core._copy import to_dtype_copy
 
@@ -421,10 +442,13 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     return _finish(from_array(arr, target, dev), requires_grad)
 
 
-@defop("as_tensor(data, dtype=None, device=None)", method=False, differentiable=False)
+@defop(method=False, differentiable=False)
 def as_tensor(data, dtype=None, device=None):
-    """Like tensor(), but shares memory with a tensor or NumPy array when it can."""
+    """Like tensor(), but shares memory with a tensor, a NumPy array or a CUDA
+    array (``__cuda_array_interface__``: CuPy, Numba) when it can."""
     dt = D.to_dtype(dtype)
+    if not isinstance(data, Tensor) and hasattr(type(data), "__cuda_array_interface__"):
+        data = _cuda_array(data, "as_tensor")
     if isinstance(data, Tensor):
         from ember_core._copy import to
 
@@ -447,11 +471,10 @@ def as_tensor(data, dtype=None, device=None):
 
 
 @defop(
-    "scalar_tensor(s, *, dtype=None, device=None, requires_grad=False)",
     method=False,
     differentiable=False,
 )
-def scalar_tensor(s, dtype=None, device=None, requires_grad=False):
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
     return tensor(
         s, dtype=dtype or D.get_default_dtype(), device=device, requires_grad=requires_grad
     )
@@ -465,11 +488,10 @@ def _num(x):
 
 
 @defop(
-    "arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None)",
     method=False,
     differentiable=False,
 )
-def arange(start=0, end=None, step=1, dtype=None, device=None, requires_grad=False, out=None):
+def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
     """Values from start (inclusive) to end (exclusive) by step.
 
     >>> arange(5).tolist()
@@ -496,9 +518,8 @@ def arange(start=0, end=None, step=1, dtype=None, device=None, requires_grad=Fal
     t = _empty((n,), dt, _dev(device)) if out is None else _contig_out("arange", out, n, dtype)
     int_start = int(start) if not isinstance(start, float) else 0
     int_step = int(step) if not isinstance(step, float) else 0
-    check(
-        lib.ec_arange(dt.code, n, t._ptr, float(start), float(step), int_start, int_step), "arange"
-    )
+    k = t._storage._device._k
+    check(k.ec_arange(dt.code, n, t._ptr, float(start), float(step), int_start, int_step), "arange")
     return _finish(t if out is None else _copy_back(out, t), requires_grad)
 
 
@@ -518,11 +539,10 @@ def _copy_back(out, t):
 
 
 @defop(
-    "linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None)",
     method=False,
     differentiable=False,
 )
-def linspace(start, end, steps, dtype=None, device=None, requires_grad=False, out=None):
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
     """``steps`` evenly spaced values from start to end, both included."""
     start, end = float(_num(start)), float(_num(end))
     steps = int(steps)
@@ -533,16 +553,15 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False, ou
         t = _empty((steps,), dt, _dev(device))
     else:
         t = _contig_out("linspace", out, steps, dtype)
-    check(lib.ec_linspace(t._dtype.code, steps, t._ptr, start, end), "linspace")
+    check(t._storage._device._k.ec_linspace(t._dtype.code, steps, t._ptr, start, end), "linspace")
     return _finish(t if out is None else _copy_back(out, t), requires_grad)
 
 
 @defop(
-    "logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False)",
     method=False,
     differentiable=False,
 )
-def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     """base ** linspace(start, end, steps)."""
     from ember_core._elementwise import pow as _pow
 
@@ -555,11 +574,10 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_gra
 
 
 @defop(
-    "eye(n, m=None, *, dtype=None, device=None, requires_grad=False)",
     method=False,
     differentiable=False,
 )
-def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     """A 2-D tensor with ones on the diagonal."""
     m = n if m is None else m
     if n < 0 or m < 0:
@@ -572,7 +590,7 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     return _finish(t, requires_grad)
 
 
-@defop("fill_(input, value)", inplace_of="fill", differentiable=True)
+@defop(inplace_of="fill", differentiable=True)
 def fill_(input, value):
     """Set every element to value (a number or a one-element tensor)."""
     if isinstance(value, Tensor):
@@ -585,7 +603,7 @@ def fill_(input, value):
     return fill_values(input, value)
 
 
-@defop("zero_(input)", inplace_of="zero", differentiable=True)
+@defop(inplace_of="zero", differentiable=True)
 def zero_(input):
     """Set every element to zero."""
     written(input, "zero_")

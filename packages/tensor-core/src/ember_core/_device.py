@@ -1,4 +1,16 @@
-"""Devices: where a tensor's memory lives and which kernels run on it."""
+"""Devices: where a tensor's memory lives and which kernels run on it.
+
+Note [Kernel interface per device]
+Every device carries the namespace of kernels that run on its memory: ``_k``
+for calls that keep the GIL (short ones) and ``_kn`` for long ones.  On the CPU
+they are ``ember_core._C.lib`` and its GIL-releasing twin; on CUDA devices an
+``ember_core._cuda.CudaKernels`` object whose attributes are the same entry
+points (``ec_unary``, ``ec_copy``, ...) running on the GPU.  An op's Python code
+decides shapes, dtypes and output allocation once for every device and calls
+``x._storage._device._k.ec_<kernel>(...)``: a backend adds kernels without
+touching callers, and a kernel a backend lacks raises NotImplementedError naming
+the op and the device.
+"""
 
 
 class device:
@@ -8,7 +20,7 @@ class device:
     device(type='cpu')
     """
 
-    __slots__ = ("type", "index")
+    __slots__ = ("type", "index", "_k", "_kn")
 
     def __new__(cls, type_or_str, index=None):
         if isinstance(type_or_str, device):
@@ -37,6 +49,9 @@ class device:
         self = object.__new__(cls)
         object.__setattr__(self, "type", kind)
         object.__setattr__(self, "index", index)
+        k, kn = _kernels_for(kind, index)
+        object.__setattr__(self, "_k", k)
+        object.__setattr__(self, "_kn", kn)
         _cache[key] = self
         return self
 
@@ -63,6 +78,22 @@ class device:
         return (device, (str(self),))
 
 
+def _kernels_for(kind, index):
+    if kind == "cpu":
+        from ember_core._lib import lib, nogil
+
+        return lib, nogil
+    if kind == "cuda":
+        from ember_core import _cuda
+
+        k = _cuda.CudaKernels(index)
+        return k, k
+    from ember_core import _cuda
+
+    k = _cuda.NoKernels(kind)
+    return k, k
+
+
 _cache = {}
 CPU = device("cpu")
 
@@ -78,8 +109,9 @@ def to_device(value):
 
 
 def require_cpu(dev, op):
-    """The CUDA backend is a later piece of work; say so clearly."""
+    """For ops that run on the CPU only: a clear error for any other device."""
     if dev.type != "cpu":
-        from ember_core import _cuda
-
-        _cuda.unavailable(op, dev)
+        raise NotImplementedError(
+            f"{op}: not implemented for device '{dev}' (ember runs it on the CPU only); "
+            "move the tensors to the CPU with .cpu()"
+        )

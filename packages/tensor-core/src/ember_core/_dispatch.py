@@ -1,12 +1,25 @@
 """The op table and its one interception point.
 
 Note [Op table]
-Every public op is declared once with ``defop``: its Python signature, its
-implementation, and facts about it (a Tensor method too? an in-place variant of
-which op? does it return a view of its first input? is it differentiable? is it
-a composite of other public ops?).  From the declaration ``defop`` generates the
-public function, with the declared signature, which becomes ``ember_core.<name>``
-and, for methods, ``Tensor.<name>``.
+Every public op is declared once with ``defop`` on its implementation, and the
+declaration holds every fact about the op: its signature (the implementation's
+own ``def`` line; a string only where the public form differs, e.g. ``*size``),
+whether it is a Tensor method too, its in-place form (``inplace_of``), whether
+it returns a view, whether it is differentiable, whether it is a composite of
+other ops, its other names (``aliases``: the function, the method and the
+in-place form are bound under each), its ``tags`` (``pointwise``,
+``reduction``, ...), its autocast policy, the keyword PyTorch accepts for its
+``*args`` (``star_keyword``), the dtypes it has no kernel for (``rejects``)
+and its name in the array API standard where that differs.  Lists of op names
+kept elsewhere are queries of this table (``ops_tagged``, ``op.autocast``).
+The kernels an op runs come from its tensors' device (Note [Kernel interface
+per device] in _device.py), so the declaration is the same for every device.
+
+From the declaration ``defop`` generates the public function, with the
+declared signature, which becomes ``ember_core.<name>`` and, for methods,
+``Tensor.<name>``.  The implementation is called with every parameter
+positionally, in order (keyword-only ones too): ``defop`` makes a positional
+twin of it (Note [Positional twin]).
 
 Note [Dispatch]
 Handlers (autograd, profilers, anomaly checks, tracers) register with
@@ -25,18 +38,41 @@ their generated function checks the `_ac` flag; see Note [Autocast].)
 import inspect
 import os
 import threading
-
-from ember_core import _argcheck, _autocast
+import types
 
 OPS = {}
+ALIASES = {}  # alias name -> op name (the in-place aliases too: "clip_" -> "clamp_")
+
+# The tags an op may carry (a declaration with another one is an error).
+TAGS = frozenset(
+    {
+        "pointwise",  # elementwise with broadcasting: out[i] = f(in[i], ...)
+        "reduction",  # reduces over dims
+        "linear",  # linear in its tensor input(s) (views, sums, matmul...)
+        "float-result",  # integer inputs give a floating result
+        "creation",  # makes a new tensor from sizes/values, no tensor inputs
+        "random",  # draws from a generator
+        "nondeterministic-output-shape",  # nonzero, unique, masked_select...
+    }
+)
+# Autocast policies (Note [Autocast] in _autocast.py).
+AUTOCAST_POLICIES = ("lower_precision_fp", "fp32", "promote")
 
 # The namespace every generated function runs in: `_h` is the one check.
 _ns = {"_h": False, "inf": float("inf"), "nan": float("nan")}
 # Autocast (Note [Autocast] in _autocast.py): `_ac` is up while a region is active.
 _ns["_ac"] = False
-_ns["_autocast_call"] = _autocast.call_composite
-# An argument of the wrong type: Note [Argument errors] in _argcheck.py.
-_ns["_bad_argument"] = _argcheck.bad_argument
+_ns["_autocast_call"] = None  # set by _autocast.py, which uses this module
+
+
+def _bad_argument(op, args, exc):
+    """Note [Argument errors] (in _argcheck.py, imported only when one happens)."""
+    from ember_core import _argcheck
+
+    _argcheck.bad_argument(op, args, exc)
+
+
+_ns["_bad_argument"] = _bad_argument
 _handlers = []
 _lock = threading.Lock()
 
@@ -56,6 +92,13 @@ class Op:
         "public",
         "signature",
         "doc",
+        "aliases",
+        "tags",
+        "autocast",
+        "star_keyword",
+        "rejects",
+        "array_api",
+        "module",
         "__weakref__",
     )
 
@@ -111,23 +154,10 @@ def handlers():
     return tuple(_handlers)
 
 
-# PyTorch's keyword for the sizes/dims an op otherwise takes as *args:
-# x.view(size=(2, 3)), x.permute(dims=(1, 0)), x.repeat(repeats=(2, 1)), ...
-STAR_KEYWORDS = {
-    "view": "size",
-    "reshape": "shape",
-    "expand": "size",
-    "repeat": "repeats",
-    "permute": "dims",
-    "flip": "dims",
-    "tile": "dims",
-    "resize_": "size",
-}
-
-
 def star_keyword(op, given, kwargs):
-    """The *args of ``op`` when they came as PyTorch's keyword (see STAR_KEYWORDS)."""
-    key = STAR_KEYWORDS.get(op)
+    """The *args of op ``op`` (a name) when they came as PyTorch's keyword, e.g.
+    ``x.view(size=(2, 3))`` (the op's ``star_keyword`` fact)."""
+    key = OPS[op].star_keyword
     for k in kwargs:
         if k != key:
             raise TypeError(f"{op}() got an unexpected keyword argument {k!r}")
@@ -139,7 +169,7 @@ def star_keyword(op, given, kwargs):
 _ns["_star_keyword"] = star_keyword
 
 
-def _source(name, sig, op_var, impl_var):
+def _source(name, sig, op_var, impl_var, star_kw):
     params = list(sig.parameters.values())
     canonical = []
     star = None
@@ -151,7 +181,7 @@ def _source(name, sig, op_var, impl_var):
         canonical.append(p.name)
     tuple_src = "(" + "".join(f"{n}, " for n in canonical) + ")"
     call_src = ", ".join(canonical)
-    if star is not None and name in STAR_KEYWORDS:
+    if star is not None and star_kw is not None:
         return (
             f"def {name}{str(sig)[:-1]}, **_kw):\n"
             f"    if _kw:\n"
@@ -181,31 +211,39 @@ def _argument_handler(op_var, tuple_src):
     )
 
 
-def _composite_source(name, sig, op_var, impl_var, impl):
-    """A composite's function: its implementation, behind Note [Argument errors]."""
-    names, call = [], []
+def _composite_function(name, impl, op_var):
+    """A composite's public function: its implementation, called the way it is
+    declared (its own ``def`` line), behind Note [Argument errors]."""
+    sig = inspect.signature(impl)
+    params, call, names = [], [], []
     for p in sig.parameters.values():
-        names.append(p.name)
-        if p.kind is inspect.Parameter.VAR_POSITIONAL:
+        if p.kind is p.VAR_POSITIONAL:
+            params.append(f"*{p.name}")
             call.append(f"*{p.name}")
-        elif p.kind is inspect.Parameter.KEYWORD_ONLY:
-            call.append(f"{p.name}={p.name}")
+            names.append(p.name)
+        elif p.kind is p.VAR_KEYWORD:
+            params.append(f"**{p.name}")
+            call.append(f"**{p.name}")
         else:
-            call.append(p.name)
-    head = str(sig)
-    takes_kw = any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in inspect.signature(impl).parameters.values()
-    )
-    if takes_kw:  # PyTorch's keywords for *sizes (STAR_KEYWORDS), handled by impl
-        head = f"{head[:-1]}, **_kw)" if len(head) > 2 else "(**_kw)"
-        call.append("**_kw")
+            if p.kind is p.KEYWORD_ONLY and not any(s.startswith("*") for s in params):
+                params.append("*")
+            # defaults are copied from impl below (their reprs need not be source)
+            params.append(p.name if p.default is p.empty else f"{p.name}=None")
+            call.append(p.name if p.kind is not p.KEYWORD_ONLY else f"{p.name}={p.name}")
+            names.append(p.name)
+    orig_var = f"_composite_{name}"
+    _ns[orig_var] = impl
     tuple_src = "(" + "".join(f"{n}, " for n in names) + ")"
-    return (
-        f"def {name}{head}:\n"
+    source = (
+        f"def {name}({', '.join(params)}):\n"
         f"    try:\n"
-        f"        return {impl_var}({', '.join(call)})\n"
+        f"        return {orig_var}({', '.join(call)})\n"
         f"{_argument_handler(op_var, tuple_src)}"
     )
+    exec(compile(source, _GENERATED, "exec"), _ns)  # noqa: S102 - generated from the table
+    fn = _ns[name]
+    fn.__defaults__, fn.__kwdefaults__ = impl.__defaults__, impl.__kwdefaults__
+    return fn
 
 
 def _autocast_source(name, sig, op_var, impl_var):
@@ -234,8 +272,36 @@ def _signature(text):
     return name, inspect.signature(holder[name])
 
 
+def _positional_twin(fn):
+    """Note [Positional twin]: ``fn`` with its keyword-only parameters made
+    positional (same code, same defaults), so the generated function can pass
+    every parameter in order -- positional calls are the cheapest.  The body is
+    untouched: CPython stores positional and keyword-only parameters in the same
+    order among the locals, so only how arguments bind changes."""
+    code = fn.__code__
+    if not code.co_kwonlyargcount:
+        return fn
+    kwonly = code.co_varnames[code.co_argcount : code.co_argcount + code.co_kwonlyargcount]
+    kwdefaults = fn.__kwdefaults__ or {}
+    defaults = fn.__defaults__ or ()
+    if len(kwdefaults) != len(kwonly) and (defaults or kwdefaults):
+        return None  # a required keyword-only after defaulted ones: no positional form
+    if len(kwdefaults) == len(kwonly):
+        defaults = defaults + tuple(kwdefaults[k] for k in kwonly)
+    twin = types.FunctionType(
+        code.replace(co_argcount=code.co_argcount + code.co_kwonlyargcount, co_kwonlyargcount=0),
+        fn.__globals__,
+        fn.__name__,
+        defaults or None,
+        fn.__closure__,
+    )
+    twin.__doc__ = fn.__doc__
+    twin.__module__ = fn.__module__
+    return twin
+
+
 def defop(
-    signature,
+    signature=None,
     *,
     method=True,
     inplace_of=None,
@@ -244,18 +310,59 @@ def defop(
     composite=False,
     public=True,
     doc=None,
+    aliases=(),
+    tags=(),
+    autocast=None,
+    star_keyword=None,
+    rejects=None,
+    array_api=None,
 ):
-    """Declare an op: ``@defop("add(input, other, *, alpha=1, out=None)")`` on its
-    implementation, which takes every parameter positionally in that order."""
+    """Declare an op (Note [Op table]) on its implementation::
+
+        @defop(aliases=("absolute",), tags=("pointwise",))
+        def abs(input, *, out=None): ...
+
+    signature: the public signature as "name(params)" when it differs from the
+    implementation's (``*size`` packed into one parameter); the implementation
+    then takes every parameter positionally in that order.
+    method: also a Tensor method.  inplace_of: the op this is the in-place form
+    of.  view: returns a view of its first input.  composite: written with other
+    public ops (handlers see those instead).  public: bound as ember_core.<name>.
+    aliases: other names; each is bound like the op (function, method), and for
+    an op with an in-place form ``<alias>_`` names that form.  tags: from TAGS.
+    autocast: the policy under autocast ("lower_precision_fp", "fp32",
+    "promote"), or a function of the canonical args returning one (or None).
+    star_keyword: the keyword PyTorch takes for the op's ``*args``.  rejects:
+    (PyTorch's kernel name, dtypes) the op has no kernel for -- calling it on
+    them raises PyTorch's NotImplementedError.  array_api: the op's name in the
+    array API standard when it differs.
+    """
+    if callable(signature):  # bare @defop
+        return defop()(signature)
 
     def register(impl):
-        name, sig = _signature(signature)
+        if signature is not None:
+            name, sig = _signature(signature)
+            positional = impl
+        else:
+            name, sig = impl.__name__, inspect.signature(impl)
+            positional = _positional_twin(impl)
+            if positional is None:
+                raise ValueError(
+                    f"defop {name}: a required keyword-only parameter follows defaulted ones; "
+                    "give the public signature as a string"
+                )
         if name in OPS:
             raise ValueError(f"op {name!r} declared twice")
+        bad = set(tags) - TAGS
+        if bad:
+            raise ValueError(f"defop {name}: unknown tags {sorted(bad)} (known: {sorted(TAGS)})")
+        if isinstance(autocast, str) and autocast not in AUTOCAST_POLICIES:
+            raise ValueError(f"defop {name}: unknown autocast policy {autocast!r}")
         op = Op()
         op.name = name
         op.params = tuple(sig.parameters)
-        op.impl = impl
+        op.impl = positional
         op.method = method
         op.inplace_of = inplace_of
         op.view = view
@@ -264,27 +371,65 @@ def defop(
         op.public = public
         op.signature = str(sig)
         op.doc = doc or impl.__doc__
+        op.aliases = tuple(aliases)
+        op.tags = frozenset(tags)
+        op.autocast = autocast
+        op.star_keyword = star_keyword
+        op.rejects = rejects
+        op.array_api = array_api
+        op.module = impl.__module__
         op_var, impl_var = f"_op_{name}", f"_impl_{name}"
         _ns[op_var] = op
-        _ns[impl_var] = impl
-        plain_composite = composite and name not in _autocast.POLICY
+        _ns[impl_var] = positional
+        plain_composite = composite and autocast is None
         if plain_composite:
             # composites call public ops: nothing to intercept, only argument errors
-            source = _composite_source(name, sig, op_var, impl_var, impl)
+            fn = _composite_function(name, impl, op_var)
         else:
-            make = _autocast_source if composite else _source
-            source = make(name, sig, op_var, impl_var)
-        exec(compile(source, _GENERATED, "exec"), _ns)  # noqa: S102 - generated from the table
-        fn = _ns[name]
+            if composite:
+                code = _autocast_source(name, sig, op_var, impl_var)
+            else:
+                code = _source(name, sig, op_var, impl_var, star_keyword)
+            exec(compile(code, _GENERATED, "exec"), _ns)  # noqa: S102 - generated from the table
+            fn = _ns[name]
         fn.__qualname__ = name
         fn.__module__ = "ember_core"
         fn.__doc__ = op.doc
         OPS[name] = op
         _ns.setdefault("__public__", {})[name] = fn
+        for alias in op.aliases:
+            _add_alias(alias, name)
         # a plain composite's own module keeps calling its implementation directly
         return impl if plain_composite else fn
 
     return register
+
+
+def _add_alias(alias, name):
+    if alias in OPS or alias in ALIASES:
+        raise ValueError(f"alias {alias!r} of {name!r}: the name is taken")
+    ALIASES[alias] = name
+
+
+def bind_aliases():
+    """The in-place forms of aliases: ``arccos_`` names ``acos_`` when ``acos``
+    is declared with alias ``arccos`` (called once the table is complete)."""
+    for alias, name in list(ALIASES.items()):
+        inplace = name + "_"
+        if inplace in OPS and alias + "_" not in ALIASES and OPS[inplace].inplace_of == name:
+            _add_alias(alias + "_", inplace)
+
+
+def ops_tagged(tag):
+    """The ops carrying ``tag`` (a TAGS member), in declaration order."""
+    if tag not in TAGS:
+        raise ValueError(f"unknown tag {tag!r}")
+    return [op for op in OPS.values() if tag in op.tags]
+
+
+def resolve(name):
+    """The op named ``name`` or by one of its aliases (KeyError if neither)."""
+    return OPS[ALIASES.get(name, name)]
 
 
 def public_function(name):

@@ -21,7 +21,7 @@ def _check_p(op, p):
         raise RuntimeError(f"{op}: dropout probability has to be between 0 and 1, but got {p}")
 
 
-@defop("native_dropout(input, p, train)", method=False)
+@defop(method=False)
 def native_dropout(input, p, train):
     """(output, mask): each element kept with probability 1 - p and scaled by
     1 / (1 - p); mask (bool) says which were kept.  Without train: a copy and
@@ -40,12 +40,12 @@ def native_dropout(input, p, train):
     seed, offset = default_generator.take(
         lib.ec_random_counters(lib.EC_RNG_BERNOULLI, lib.EC_BOOL, n)
     )
-    kernel = U.fn("ec_dropout", n * x._dtype.itemsize)
+    kernel = U.fn("ec_dropout", n * x._dtype.itemsize, out._storage._device)
     check(kernel(x._dtype.code, n, float(p), out._ptr, keep._ptr, x._ptr, seed, offset), "dropout")
     return U.restore(out, input._dtype), keep
 
 
-@defop("_native_dropout_backward(grad_output, mask, scale)", method=False)
+@defop(method=False)
 def _native_dropout_backward(grad_output, mask, scale):
     """grad_output * scale where mask is true, else 0 (one fused pass)."""
     shape = mask._shape
@@ -56,7 +56,7 @@ def _native_dropout_backward(grad_output, mask, scale):
     out = empty(shape, kd, g._storage._device)
     lay = layout(shape, out._stride, g._stride, mask._stride)
     check(
-        U.fn("ec_masked_scale", out._numel * kd.itemsize)(
+        U.fn("ec_masked_scale", out._numel * kd.itemsize, out._storage._device)(
             kd.code, len(shape), lay, out._ptr, g._ptr, mask._ptr, float(scale)
         ),
         "dropout_backward",
@@ -64,7 +64,7 @@ def _native_dropout_backward(grad_output, mask, scale):
     return U.restore(out, grad_output._dtype)
 
 
-@defop("dropout(input, p, train)", method=False, composite=True)
+@defop(method=False, composite=True)
 def dropout(input, p, train):
     """Zero each element with probability p and scale the rest by 1 / (1 - p)
     while training; the input itself otherwise."""
@@ -78,7 +78,7 @@ def dropout(input, p, train):
     return native_dropout(input, p, True)[0]
 
 
-@defop("dropout_(input, p, train)", method=False, composite=True)
+@defop(method=False, composite=True)
 def dropout_(input, p, train):
     _check_p("dropout_", p)
     if p == 0 or not train or input._numel == 0:
@@ -112,19 +112,19 @@ def _noise_dropout(op, input, p, train, feature, alpha):
     return input * noise.mul_(a) + b
 
 
-@defop("feature_dropout(input, p, train)", method=False, composite=True)
+@defop(method=False, composite=True)
 def feature_dropout(input, p, train):
     """Dropout of whole channels (dim 1) of (N, C, *)."""
     return _noise_dropout("feature_dropout", input, p, train, True, False)
 
 
-@defop("feature_dropout_(input, p, train)", method=False, composite=True)
+@defop(method=False, composite=True)
 def feature_dropout_(input, p, train):
     r = feature_dropout(input, p, train)
     return input if r is input else input.copy_(r)
 
 
-@defop("alpha_dropout(input, p, train)", method=False, composite=True)
+@defop(method=False, composite=True)
 def alpha_dropout(input, p, train):
     """Dropout that keeps SELU activations' mean and variance: dropped units
     take SELU's negative saturation value, then an affine map restores the
@@ -132,19 +132,19 @@ def alpha_dropout(input, p, train):
     return _noise_dropout("alpha_dropout", input, p, train, False, True)
 
 
-@defop("alpha_dropout_(input, p, train)", method=False, composite=True)
+@defop(method=False, composite=True)
 def alpha_dropout_(input, p, train):
     r = alpha_dropout(input, p, train)
     return input if r is input else input.copy_(r)
 
 
-@defop("feature_alpha_dropout(input, p, train)", method=False, composite=True)
+@defop(method=False, composite=True)
 def feature_alpha_dropout(input, p, train):
     """alpha_dropout of whole channels."""
     return _noise_dropout("feature_alpha_dropout", input, p, train, True, True)
 
 
-@defop("feature_alpha_dropout_(input, p, train)", method=False, composite=True)
+@defop(method=False, composite=True)
 def feature_alpha_dropout_(input, p, train):
     r = feature_alpha_dropout(input, p, train)
     return input if r is input else input.copy_(r)

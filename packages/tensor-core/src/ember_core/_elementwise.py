@@ -15,7 +15,8 @@ import numpy as np
 
 from ember_core import _dtype as D
 from ember_core import _shape
-from ember_core._dispatch import defop
+from ember_core._device import CPU
+from ember_core._dispatch import OPS, defop
 from ember_core._lib import check, error, ffi, lib
 from ember_core._tensor import Tensor, contiguous_strides, empty, is_contig, written
 
@@ -32,18 +33,34 @@ def layout(shape, *strides):
 
 
 def check_device(op, *tensors):
+    """The device the op runs on; raises when tensors are on different devices.
+
+    As in PyTorch, a 0-d CPU tensor goes with tensors on any device (it is taken
+    as a number: see ``scalar_operands``)."""
     dev = None
+    cpu_scalar = None
     for t in tensors:
         if isinstance(t, Tensor):
             d = t._storage._device
-            if dev is None:
+            if d is CPU and not t._shape:
+                cpu_scalar = d
+            elif dev is None:
                 dev = d
-            elif d is not dev and d != dev and t._shape:
+            elif d is not dev and d != dev:
                 raise RuntimeError(
                     f"{op}: Expected all tensors to be on the same device, but found at least "
                     f"two devices, {dev} and {d}!"
                 )
-    return dev
+    return dev or cpu_scalar
+
+
+def on_device(x, dev):
+    """``x`` itself, or (a 0-d CPU tensor taken as a number) a copy on ``dev``."""
+    if x._storage._device is dev:
+        return x
+    from ember_core._copy import to_device_copy
+
+    return to_device_copy(x, dev)
 
 
 def is_scalar(x):
@@ -121,58 +138,35 @@ _INTS = frozenset({D.uint8, D.int8, D.int16, D.int32, D.int64})
 _FLOATS = frozenset({D.float16, D.bfloat16, D.float32, D.float64})
 _NON_FLOAT = _BOOL | _INTS
 
-# Ops PyTorch has no kernel for on some dtypes: op -> (PyTorch's kernel name,
-# dtypes it rejects).  Unary ops are checked on their input's dtype, binary and
-# ternary ones on the dtype they compute in.  The error is PyTorch's:
-# NotImplementedError('"abs_cpu" not implemented for \'Bool\'').
-UNSUPPORTED = {
-    "abs": ("abs_cpu", _BOOL),
-    "floor": ("floor_vml_cpu", _BOOL),
-    "ceil": ("ceil_vml_cpu", _BOOL),
-    "round": ("round_vml_cpu", _BOOL),
-    "trunc": ("trunc_vml_cpu", _BOOL),
-    "frac": ("frac_cpu", _NON_FLOAT),
-    "bitwise_not": ("bitwise_not_cpu", _FLOATS),
-    "silu": ("silu_cpu", _NON_FLOAT),
-    "mish": ("mish_cpu", _NON_FLOAT),
-    "selu": ("elu_cpu", _NON_FLOAT),
-    "hardsigmoid": ("hardsigmoid_cpu", _NON_FLOAT),
-    "hardswish": ("hardswish_cpu", _NON_FLOAT),
-    "logsigmoid": ("log_sigmoid_cpu", _NON_FLOAT),
-    "softsign": ("abs_cpu", _BOOL),
-    "gelu": ("GeluKernelImpl", _NON_FLOAT),
-    "softplus": ("softplus_cpu", _NON_FLOAT),
-    "bitwise_and": ("bitwise_and_cpu", _FLOATS),
-    "bitwise_or": ("bitwise_or_cpu", _FLOATS),
-    "bitwise_xor": ("bitwise_xor_cpu", _FLOATS),
-    "bitwise_left_shift": ("lshift_cpu", _FLOATS | _BOOL),
-    "bitwise_right_shift": ("rshift_cpu", _FLOATS | _BOOL),
-    "hypot": ("hypot_cpu", _NON_FLOAT),
-    "logaddexp": ("logaddexp_cpu", _NON_FLOAT),
-    "nextafter": ("nextafter_cpu", _NON_FLOAT),
-    "remainder": ("remainder_cpu", _BOOL),
-    "fmod": ("fmod_cpu", _BOOL),
-    "floor_divide": ("div_floor_cpu", _BOOL),
-    "pow": ("pow", _BOOL),
-    "lerp": ("lerp_kernel_tensor", _NON_FLOAT),
-    "addcmul": ("addcmul_cpu_out", _BOOL),
-    "clamp": ("clamp_cpu", _BOOL),
-}
+# Ops PyTorch has no kernel for on some dtypes carry the fact ``rejects=(PyTorch's
+# kernel name, dtypes)`` in their declaration.  Unary ops are checked on their
+# input's dtype, binary and ternary ones on the dtype they compute in.  The error
+# is PyTorch's: NotImplementedError('"abs_cpu" not implemented for \'Bool\'').
+_rejects_of = {}  # op name (in-place names too) -> its rejects fact, memoised
+
+
+def _rejects(op):
+    r = _rejects_of.get(op, False)
+    if r is False:
+        entry = OPS.get(op)
+        if entry is not None and entry.rejects is None and entry.inplace_of:
+            entry = OPS.get(entry.inplace_of)
+        elif entry is None and op.endswith("_"):
+            entry = OPS.get(op[:-1])
+        r = _rejects_of[op] = entry.rejects if entry is not None else None
+    return r
 
 
 def not_implemented(op, dtype):
     """PyTorch's error for an op without a kernel for ``dtype``."""
-    name = UNSUPPORTED[op][0] if op in UNSUPPORTED else f"{op}_cpu"
+    r = _rejects(op)
+    name = r[0] if r else f"{op}_cpu"
     return NotImplementedError(f"\"{name}\" not implemented for '{_tname(dtype)}'")
 
 
-# the rejected dtypes by op name, in-place names included (one dict lookup per call)
-_REJECTS = {k + suffix: v[1] for k, v in UNSUPPORTED.items() for suffix in ("", "_")}
-
-
 def _supported(op, dtype):
-    rejected = _REJECTS.get(op)
-    if rejected is not None and dtype in rejected:
+    r = _rejects(op)
+    if r is not None and dtype in r[1]:
         raise not_implemented(op.rstrip("_"), dtype)
 
 
@@ -188,8 +182,8 @@ BOOL_AS_LONG = 6  # like SAME, but bool computes in int64 (square, as pow(x, 2))
 
 
 def _unary_dtypes(op, rule, xd):
-    rejected = _REJECTS.get(op)
-    if rejected is not None and xd in rejected:
+    r = _rejects(op)
+    if r is not None and xd in r[1]:
         raise not_implemented(op.rstrip("_"), xd)
     if rule == FLOAT:
         cd = xd if xd.category == 2 else D.get_default_dtype()
@@ -220,17 +214,19 @@ def unary(op, code, rule, x, out=None, p0=0.0, p1=0.0):
     dev = x._storage._device
     if out is None:
         r = empty(x._shape, od, dev)
+        k = dev._k
         if x._contig or is_contig(x):
-            check(lib.ec_unary_contig(code, cd.code, x._numel, r._ptr, x._ptr, p0, p1), op)
+            check(k.ec_unary_contig(code, cd.code, x._numel, r._ptr, x._ptr, p0, p1), op)
         else:
             lay = layout(x._shape, r._stride, x._stride)
-            check(lib.ec_unary(code, cd.code, len(x._shape), lay, r._ptr, x._ptr, p0, p1), op)
+            check(k.ec_unary(code, cd.code, len(x._shape), lay, r._ptr, x._ptr, p0, p1), op)
         return r
     target, needs_copy = prepare_out(out, x._shape, od, op)
     if not needs_copy and overlaps(target, x):
         target, needs_copy = empty(x._shape, od, dev), True
+    check_device(op, out, x)
     lay = layout(x._shape, target._stride, x._stride)
-    check(lib.ec_unary(code, cd.code, len(x._shape), lay, target._ptr, x._ptr, p0, p1), op)
+    check(dev._k.ec_unary(code, cd.code, len(x._shape), lay, target._ptr, x._ptr, p0, p1), op)
     return finish_out(out, target, needs_copy, op)
 
 
@@ -245,66 +241,69 @@ def unary_(op, code, rule, x, p0=0.0, p1=0.0):
     src = x if cd is x._dtype else cast(x, cd)
     lay = layout(x._shape, x._stride, src._stride)
     written(x, op)
-    check(lib.ec_unary(code, cd.code, len(x._shape), lay, x._ptr, src._ptr, p0, p1), op)
+    k = x._storage._device._k
+    check(k.ec_unary(code, cd.code, len(x._shape), lay, x._ptr, src._ptr, p0, p1), op)
     return x
 
 
-U = lib
+# The unary ops of the C kernel's list (csrc/elementwise_ops.h): name (its
+# EC_U_ code is lib.EC_U_<NAME>, from the C enum), dtype rule, whether it has an
+# in-place form, other names, and the dtypes PyTorch has no kernel for.
+_NO_BOOL = ("_vml_cpu", _BOOL)
 UNARY_OPS = [
-    # name, kernel, dtype rule, has an in-place form
-    ("neg", U.EC_U_NEG, NOT_BOOL, True),
-    ("abs", U.EC_U_ABS, NOT_BOOL, True),
-    ("sign", U.EC_U_SIGN, SAME, True),
-    ("square", U.EC_U_SQUARE, BOOL_AS_LONG, True),
-    ("reciprocal", U.EC_U_RECIPROCAL, FLOAT, True),
-    ("sqrt", U.EC_U_SQRT, FLOAT, True),
-    ("rsqrt", U.EC_U_RSQRT, FLOAT, True),
-    ("exp", U.EC_U_EXP, FLOAT, True),
-    ("exp2", U.EC_U_EXP2, FLOAT, True),
-    ("expm1", U.EC_U_EXPM1, FLOAT, True),
-    ("log", U.EC_U_LOG, FLOAT, True),
-    ("log2", U.EC_U_LOG2, FLOAT, True),
-    ("log10", U.EC_U_LOG10, FLOAT, True),
-    ("log1p", U.EC_U_LOG1P, FLOAT, True),
-    ("sin", U.EC_U_SIN, FLOAT, True),
-    ("cos", U.EC_U_COS, FLOAT, True),
-    ("tan", U.EC_U_TAN, FLOAT, True),
-    ("asin", U.EC_U_ASIN, FLOAT, True),
-    ("acos", U.EC_U_ACOS, FLOAT, True),
-    ("atan", U.EC_U_ATAN, FLOAT, True),
-    ("sinh", U.EC_U_SINH, FLOAT, True),
-    ("cosh", U.EC_U_COSH, FLOAT, True),
-    ("tanh", U.EC_U_TANH, FLOAT, True),
-    ("asinh", U.EC_U_ASINH, FLOAT, True),
-    ("acosh", U.EC_U_ACOSH, FLOAT, True),
-    ("atanh", U.EC_U_ATANH, FLOAT, True),
-    ("sigmoid", U.EC_U_SIGMOID, FLOAT, True),
-    ("relu", U.EC_U_RELU, NOT_BOOL, True),
-    ("silu", U.EC_U_SILU, FLOAT_ONLY, True),
-    ("erf", U.EC_U_ERF, FLOAT, True),
-    ("erfc", U.EC_U_ERFC, FLOAT, True),
-    ("erfinv", U.EC_U_ERFINV, FLOAT, True),
-    ("floor", U.EC_U_FLOOR, SAME, True),
-    ("ceil", U.EC_U_CEIL, SAME, True),
-    ("trunc", U.EC_U_TRUNC, SAME, True),
-    ("frac", U.EC_U_FRAC, SAME, True),
-    ("lgamma", U.EC_U_LGAMMA, FLOAT, True),
-    ("digamma", U.EC_U_DIGAMMA, FLOAT, True),
-    ("deg2rad", U.EC_U_DEG2RAD, FLOAT, True),
-    ("rad2deg", U.EC_U_RAD2DEG, FLOAT, True),
-    ("sinc", U.EC_U_SINC, FLOAT, True),
-    ("mish", U.EC_U_MISH, FLOAT_ONLY, True),
-    ("selu", U.EC_U_SELU, FLOAT_ONLY, True),
-    ("hardsigmoid", U.EC_U_HARDSIGMOID, FLOAT_ONLY, True),
-    ("hardswish", U.EC_U_HARDSWISH, FLOAT_ONLY, True),
-    ("softsign", U.EC_U_SOFTSIGN, FLOAT, False),
-    ("logsigmoid", U.EC_U_LOGSIGMOID, FLOAT_ONLY, False),
-    ("isnan", U.EC_U_ISNAN, BOOL_OUT, False),
-    ("isinf", U.EC_U_ISINF, BOOL_OUT, False),
-    ("isfinite", U.EC_U_ISFINITE, BOOL_OUT, False),
-    ("signbit", U.EC_U_SIGNBIT, BOOL_OUT, False),
-    ("logical_not", U.EC_U_LOGICAL_NOT, BOOL_OUT, False),
-    ("bitwise_not", U.EC_U_BITWISE_NOT, INT_ONLY, True),
+    ("neg", NOT_BOOL, True, ("negative",), None),
+    ("abs", NOT_BOOL, True, ("absolute",), ("abs_cpu", _BOOL)),
+    ("sign", SAME, True, (), None),
+    ("square", BOOL_AS_LONG, True, (), None),
+    ("reciprocal", FLOAT, True, (), None),
+    ("sqrt", FLOAT, True, (), None),
+    ("rsqrt", FLOAT, True, (), None),
+    ("exp", FLOAT, True, (), None),
+    ("exp2", FLOAT, True, (), None),
+    ("expm1", FLOAT, True, (), None),
+    ("log", FLOAT, True, (), None),
+    ("log2", FLOAT, True, (), None),
+    ("log10", FLOAT, True, (), None),
+    ("log1p", FLOAT, True, (), None),
+    ("sin", FLOAT, True, (), None),
+    ("cos", FLOAT, True, (), None),
+    ("tan", FLOAT, True, (), None),
+    ("asin", FLOAT, True, ("arcsin",), None),
+    ("acos", FLOAT, True, ("arccos",), None),
+    ("atan", FLOAT, True, ("arctan",), None),
+    ("sinh", FLOAT, True, (), None),
+    ("cosh", FLOAT, True, (), None),
+    ("tanh", FLOAT, True, (), None),
+    ("asinh", FLOAT, True, ("arcsinh",), None),
+    ("acosh", FLOAT, True, ("arccosh",), None),
+    ("atanh", FLOAT, True, ("arctanh",), None),
+    ("sigmoid", FLOAT, True, (), None),
+    ("relu", NOT_BOOL, True, (), None),
+    ("silu", FLOAT_ONLY, True, (), ("silu_cpu", _NON_FLOAT)),
+    ("erf", FLOAT, True, (), None),
+    ("erfc", FLOAT, True, (), None),
+    ("erfinv", FLOAT, True, (), None),
+    ("floor", SAME, True, (), ("floor_vml_cpu", _BOOL)),
+    ("ceil", SAME, True, (), ("ceil_vml_cpu", _BOOL)),
+    ("trunc", SAME, True, ("fix",), ("trunc_vml_cpu", _BOOL)),
+    ("frac", SAME, True, (), ("frac_cpu", _NON_FLOAT)),
+    ("lgamma", FLOAT, True, (), None),
+    ("digamma", FLOAT, True, (), None),
+    ("deg2rad", FLOAT, True, (), None),
+    ("rad2deg", FLOAT, True, (), None),
+    ("sinc", FLOAT, True, (), None),
+    ("mish", FLOAT_ONLY, True, (), ("mish_cpu", _NON_FLOAT)),
+    ("selu", FLOAT_ONLY, True, (), ("elu_cpu", _NON_FLOAT)),
+    ("hardsigmoid", FLOAT_ONLY, True, (), ("hardsigmoid_cpu", _NON_FLOAT)),
+    ("hardswish", FLOAT_ONLY, True, (), ("hardswish_cpu", _NON_FLOAT)),
+    ("softsign", FLOAT, False, (), ("abs_cpu", _BOOL)),
+    ("logsigmoid", FLOAT_ONLY, False, (), ("log_sigmoid_cpu", _NON_FLOAT)),
+    ("isnan", BOOL_OUT, False, (), None),
+    ("isinf", BOOL_OUT, False, (), None),
+    ("isfinite", BOOL_OUT, False, (), None),
+    ("signbit", BOOL_OUT, False, (), None),
+    ("logical_not", BOOL_OUT, False, (), None),
+    ("bitwise_not", INT_ONLY, True, (), ("bitwise_not_cpu", _FLOATS)),
 ]
 
 # Ops that integers keep as they are (the kernel copies).
@@ -312,7 +311,7 @@ _ROUNDING = {"floor", "ceil", "trunc"}
 
 
 def _make_unary(name, code, rule):
-    def impl(input, out=None):
+    def impl(input, out=None):  # the public form: (input, *, out=None)
         return unary(name, code, rule, input, out)
 
     def impl_(input):
@@ -322,14 +321,26 @@ def _make_unary(name, code, rule):
     return impl, impl_
 
 
-for _name, _code, _rule, _has_inplace in UNARY_OPS:
-    _impl, _impl_ = _make_unary(_name, _code, _rule)
+for _name, _rule, _has_inplace, _aliases, _rejected in UNARY_OPS:
+    _impl, _impl_ = _make_unary(_name, getattr(lib, "EC_U_" + _name.upper()), _rule)
     _doc = f"Elementwise {_name}. See torch.{_name}."
     _diff = _rule not in (BOOL_OUT, INT_ONLY)
-    globals()[_name] = defop(f"{_name}(input, *, out=None)", doc=_doc, differentiable=_diff)(_impl)
+    _tags = ("pointwise", "float-result") if _rule == FLOAT else ("pointwise",)
+    globals()[_name] = defop(
+        f"{_name}(input, *, out=None)",
+        doc=_doc,
+        differentiable=_diff,
+        aliases=_aliases,
+        tags=_tags,
+        rejects=_rejected,
+    )(_impl)
     if _has_inplace:
         globals()[_name + "_"] = defop(
-            f"{_name}_(input)", inplace_of=_name, doc=_doc, differentiable=_diff
+            f"{_name}_(input)",
+            inplace_of=_name,
+            doc=_doc,
+            differentiable=_diff,
+            tags=("pointwise",),
         )(_impl_)
 
 
@@ -343,27 +354,27 @@ def _gelu_mode(op, approximate):
     )
 
 
-@defop("gelu(input, approximate='none', *, out=None)", method=False)
-def gelu(input, approximate="none", out=None):
+@defop(method=False, rejects=("GeluKernelImpl", _NON_FLOAT), tags=("pointwise",))
+def gelu(input, approximate="none", *, out=None):
     """Gaussian error linear unit: x * Phi(x), or its tanh approximation with
     approximate='tanh'."""
     return unary("gelu", lib.EC_U_GELU, FLOAT_ONLY, input, out, _gelu_mode("gelu", approximate))
 
 
-@defop("gelu_(input, approximate='none')", inplace_of="gelu", method=False)
+@defop(inplace_of="gelu", method=False)
 def gelu_(input, approximate="none"):
     return unary_("gelu_", lib.EC_U_GELU, FLOAT_ONLY, input, _gelu_mode("gelu_", approximate))
 
 
-@defop("softplus(input, beta=1.0, threshold=20.0, *, out=None)", method=False)
-def softplus(input, beta=1.0, threshold=20.0, out=None):
+@defop(method=False, rejects=("softplus_cpu", _NON_FLOAT), tags=("pointwise",))
+def softplus(input, beta=1.0, threshold=20.0, *, out=None):
     """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold."""
     beta, threshold = float(beta), float(threshold)
     return unary("softplus", lib.EC_U_SOFTPLUS, FLOAT_ONLY, input, out, beta, threshold)
 
 
-@defop("round(input, *, decimals=0, out=None)")
-def round(input, decimals=0, out=None):
+@defop(tags=("pointwise",), rejects=("round_vml_cpu", _BOOL))
+def round(input, *, decimals=0, out=None):
     """Round half to even; ``decimals`` rounds to that many decimal places."""
     if decimals == 0:
         return unary("round", lib.EC_U_ROUND, SAME, input, out)
@@ -378,8 +389,8 @@ def _pow10(k):
         return math.inf
 
 
-@defop("round_(input, *, decimals=0)", inplace_of="round")
-def round_(input, decimals=0):
+@defop(inplace_of="round", tags=("pointwise",))
+def round_(input, *, decimals=0):
     if decimals == 0:
         return unary_("round_", lib.EC_U_ROUND, SAME, input)
     return input.copy_(round(input, decimals=decimals))
@@ -414,8 +425,8 @@ def _clamp_dtype(input, min, max):
     return D.result_type(input, *scalars)
 
 
-@defop("clamp(input, min=None, max=None, *, out=None)")
-def clamp(input, min=None, max=None, out=None):
+@defop(rejects=("clamp_cpu", _BOOL), aliases=("clip",), tags=("pointwise",))
+def clamp(input, min=None, max=None, *, out=None):
     """Limit values to [min, max]; NaN stays NaN.  Bounds may be tensors."""
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _clamp_tensor(input, min, max, out)
@@ -425,7 +436,7 @@ def clamp(input, min=None, max=None, out=None):
     return unary("clamp", lib.EC_U_CLAMP, SAME, x, out, lo, hi)
 
 
-@defop("clamp_(input, min=None, max=None)", inplace_of="clamp")
+@defop(inplace_of="clamp", tags=("pointwise",))
 def clamp_(input, min=None, max=None):
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return input.copy_(_clamp_tensor(input, min, max, None))
@@ -452,28 +463,28 @@ def _clamp_tensor(input, min, max, out):
     return r if r is not input else input.clone()
 
 
-@defop("clamp_min(input, min)", composite=True)
+@defop(composite=True)
 def clamp_min(input, min):
     return clamp(input, min=min)
 
 
-@defop("clamp_max(input, max)", composite=True)
+@defop(composite=True)
 def clamp_max(input, max):
     return clamp(input, max=max)
 
 
-@defop("clamp_min_(input, min)", composite=True)
+@defop(composite=True)
 def clamp_min_(input, min):
     return clamp_(input, min=min)
 
 
-@defop("clamp_max_(input, max)", composite=True)
+@defop(composite=True)
 def clamp_max_(input, max):
     return clamp_(input, max=max)
 
 
-@defop("nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None)")
-def nan_to_num(input, nan=0.0, posinf=None, neginf=None, out=None):
+@defop(tags=("pointwise",))
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     """Replace NaN and infinities by finite numbers (the dtype's extremes by default)."""
     if input._dtype.category < 2:
         return input.clone() if out is None else out.copy_(input)
@@ -487,7 +498,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, out=None):
     return r
 
 
-@defop("logical_not_(input)", inplace_of="logical_not", differentiable=False)
+@defop(inplace_of="logical_not", differentiable=False)
 def logical_not_(input):
     """In place: 1 where input is zero, else 0, in input's own dtype."""
     r = unary("logical_not_", lib.EC_U_LOGICAL_NOT, BOOL_OUT, input)
@@ -497,29 +508,29 @@ def logical_not_(input):
     return copy_into(input, r)
 
 
-@defop("nan_to_num_(input, nan=0.0, posinf=None, neginf=None)", inplace_of="nan_to_num")
+@defop(inplace_of="nan_to_num", tags=("pointwise",))
 def nan_to_num_(input, nan=0.0, posinf=None, neginf=None):
     return input.copy_(nan_to_num(input, nan, posinf, neginf))
 
 
-@defop("isneginf(input)", composite=True)
+@defop(composite=True)
 def isneginf(input):
     return logical_and(isinf(input), signbit(input))
 
 
-@defop("isposinf(input)", composite=True)
+@defop(composite=True)
 def isposinf(input):
     return logical_and(isinf(input), logical_not(signbit(input)))
 
 
-@defop("isreal(input)", composite=True)
+@defop(composite=True)
 def isreal(input):
     from ember_core._creation import ones_like
 
     return ones_like(input, dtype=_bool)
 
 
-@defop("positive(input)", composite=True)
+@defop(composite=True)
 def positive(input):
     if input._dtype is _bool:
         raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
@@ -573,10 +584,6 @@ def _scalar_args(s, dtype):
     return float(s), s
 
 
-_lib_binary_contig = lib.ec_binary_contig
-_lib_binary = lib.ec_binary
-_lib_ternary = lib.ec_ternary
-
 # Note [Broadcast plans]
 # Broadcasting works out the result shape and every operand's strides in Python
 # (a few microseconds, more than the kernel on small tensors).  The same operand
@@ -604,7 +611,6 @@ def _plan(op, *operands):
     return plan
 
 
-_lib_binary_scalar_contig = lib.ec_binary_scalar_contig
 _INT64_MIN, _INT64_LIMIT = -(2**63), 2**63
 
 
@@ -629,13 +635,17 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
                     and (b._contig or is_contig(b))
                 ):
                     r = empty(a._shape, r_dt, a._storage._device)
-                    st = _lib_binary_contig(code, dt.code, a._numel, r._ptr, a._ptr, b._ptr, p0)
+                    st = a._storage._device._k.ec_binary_contig(
+                        code, dt.code, a._numel, r._ptr, a._ptr, b._ptr, p0
+                    )
                 else:  # broadcast or strided: a cached plan (Note [Broadcast plans])
                     plan = _plans.get((a._shape, a._stride, b._shape, b._stride))
                     if plan is None:
                         plan = _plan(op, a, b)
                     r = empty(plan[0], r_dt, a._storage._device)
-                    st = _lib_binary(code, dt.code, plan[1], plan[2], r._ptr, a._ptr, b._ptr, p0)
+                    st = a._storage._device._k.ec_binary(
+                        code, dt.code, plan[1], plan[2], r._ptr, a._ptr, b._ptr, p0
+                    )
                 if st:
                     raise error(st, op)
                 return r
@@ -647,9 +657,12 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
                 or (bc is int and dt.category and _INT64_MIN <= b < _INT64_LIMIT)
             )
         ):
-            r = empty(a._shape, _bool if kind == COMPARE else dt, a._storage._device)
+            dev = a._storage._device
+            r = empty(a._shape, _bool if kind == COMPARE else dt, dev)
             si = b if bc is int else 0
-            st = _lib_binary_scalar_contig(code, dt.code, a._numel, r._ptr, a._ptr, b, si, 0, p0)
+            st = dev._k.ec_binary_scalar_contig(
+                code, dt.code, a._numel, r._ptr, a._ptr, b, si, 0, p0
+            )
             if st:
                 raise error(st, op)
             return r
@@ -669,6 +682,12 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
                 f"{op}(): argument '{name}' must be Tensor or Number, not {type(x).__name__}"
             )
     cd, od = _binary_dtypes(op, kind, a, b)
+    if not (a_scalar or b_scalar) and a._storage._device is not b._storage._device:
+        # a 0-d CPU tensor with a tensor on another device is taken as a number
+        if b._storage._device is CPU and not b._shape and a._storage._device is not CPU:
+            b, b_scalar = b.item(), True
+        elif a._storage._device is CPU and not a._shape and b._storage._device is not CPU:
+            a, a_scalar = a.item(), True
     if a_scalar or b_scalar:
         t, s = (b, a) if a_scalar else (a, b)
         if t._dtype is not cd:
@@ -679,7 +698,7 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
             r = empty(t._shape, od, dev)
             if t._contig or is_contig(t):
                 check(
-                    lib.ec_binary_scalar_contig(
+                    dev._k.ec_binary_scalar_contig(
                         code, cd.code, t._numel, r._ptr, t._ptr, sf, si, a_scalar, p0
                     ),
                     op,
@@ -687,7 +706,7 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
             else:
                 lay = layout(t._shape, r._stride, t._stride)
                 check(
-                    lib.ec_binary_scalar(
+                    dev._k.ec_binary_scalar(
                         code, cd.code, len(t._shape), lay, r._ptr, t._ptr, sf, si, a_scalar, p0
                     ),
                     op,
@@ -696,9 +715,10 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
         target, needs_copy = prepare_out(out, t._shape, od, op)
         if not needs_copy and overlaps(target, t):
             target, needs_copy = empty(t._shape, od, dev), True
+        check_device(op, out, t)
         lay = layout(t._shape, target._stride, t._stride)
         check(
-            lib.ec_binary_scalar(
+            dev._k.ec_binary_scalar(
                 code, cd.code, len(t._shape), lay, target._ptr, t._ptr, sf, si, a_scalar, p0
             ),
             op,
@@ -717,7 +737,7 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
         and (b._contig or is_contig(b))
     ):
         r = empty(a._shape, od, dev)
-        check(lib.ec_binary_contig(code, cd.code, a._numel, r._ptr, a._ptr, b._ptr, p0), op)
+        check(dev._k.ec_binary_contig(code, cd.code, a._numel, r._ptr, a._ptr, b._ptr, p0), op)
         return r
     shape = _shape.broadcast_shapes(a._shape, b._shape, op=op)
     sa = _shape.broadcast_strides(a._shape, a._stride, shape)
@@ -729,8 +749,10 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
         target, needs_copy = prepare_out(out, shape, od, op)
         if not needs_copy and (overlaps(target, a) or overlaps(target, b)):
             target, needs_copy = empty(shape, od, dev), True
+    if out is not None:
+        check_device(op, out, a, b)
     lay = layout(shape, target._stride, sa, sb)
-    check(lib.ec_binary(code, cd.code, len(shape), lay, target._ptr, a._ptr, b._ptr, p0), op)
+    check(dev._k.ec_binary(code, cd.code, len(shape), lay, target._ptr, a._ptr, b._ptr, p0), op)
     if out is None:
         return target
     return finish_out(out, target, needs_copy, op)
@@ -752,7 +774,9 @@ def binary_(op, code, kind, a, b, p0=1.0):
             and b._storage._device is a._storage._device
         ):
             written(a, op)
-            st = _lib_binary_contig(code, dt.code, a._numel, a._ptr, a._ptr, b._ptr, p0)
+            st = a._storage._device._k.ec_binary_contig(
+                code, dt.code, a._numel, a._ptr, a._ptr, b._ptr, p0
+            )
             if st:
                 raise error(st, op)
             return a
@@ -776,6 +800,10 @@ def binary_(op, code, kind, a, b, p0=1.0):
         written(a, op)
         copy_into(a, r)
         return a
+    if isinstance(b, Tensor) and b._storage._device is not a._storage._device:
+        check_device(op, a, b)
+        if b._storage._device is CPU and not b._shape:
+            b = b.item()
     if isinstance(b, Tensor):
         check_device(op, a, b)
         if b._dtype is not cd:
@@ -786,14 +814,16 @@ def binary_(op, code, kind, a, b, p0=1.0):
         src = a if a._dtype is cd else cast(a, cd)
         lay = layout(a._shape, a._stride, src._stride, sb)
         written(a, op)
-        check(lib.ec_binary(code, cd.code, len(a._shape), lay, a._ptr, src._ptr, b._ptr, p0), op)
+        k = a._storage._device._k
+        check(k.ec_binary(code, cd.code, len(a._shape), lay, a._ptr, src._ptr, b._ptr, p0), op)
         return a
     sf, si = _scalar_args(b, cd)
     src = a if a._dtype is cd else cast(a, cd)
     lay = layout(a._shape, a._stride, src._stride)
     written(a, op)
+    k = a._storage._device._k
     check(
-        lib.ec_binary_scalar(code, cd.code, len(a._shape), lay, a._ptr, src._ptr, sf, si, 0, p0), op
+        k.ec_binary_scalar(code, cd.code, len(a._shape), lay, a._ptr, src._ptr, sf, si, 0, p0), op
     )
     return a
 
@@ -820,32 +850,32 @@ def _alpha(op, alpha, a, b):
     return float(alpha)
 
 
-@defop("add(input, other, *, alpha=1, out=None)")
-def add(input, other, alpha=1, out=None):
+@defop(tags=("pointwise",))
+def add(input, other, *, alpha=1, out=None):
     """input + alpha * other, broadcast and promoted."""
     return binary("add", lib.EC_B_ADD, ARITH, input, other, out, _alpha("add", alpha, input, other))
 
 
-@defop("add_(input, other, *, alpha=1)", inplace_of="add")
-def add_(input, other, alpha=1):
+@defop(inplace_of="add", tags=("pointwise",))
+def add_(input, other, *, alpha=1):
     return binary_("add_", lib.EC_B_ADD, ARITH, input, other, _alpha("add_", alpha, input, other))
 
 
-@defop("sub(input, other, *, alpha=1, out=None)")
-def sub(input, other, alpha=1, out=None):
+@defop(aliases=("subtract",), tags=("pointwise",))
+def sub(input, other, *, alpha=1, out=None):
     """input - alpha * other."""
     _no_bool_sub("sub", input, other)
     return binary("sub", lib.EC_B_SUB, ARITH, input, other, out, _alpha("sub", alpha, input, other))
 
 
-@defop("sub_(input, other, *, alpha=1)", inplace_of="sub")
-def sub_(input, other, alpha=1):
+@defop(inplace_of="sub", tags=("pointwise",))
+def sub_(input, other, *, alpha=1):
     _no_bool_sub("sub_", input, other)
     return binary_("sub_", lib.EC_B_SUB, ARITH, input, other, _alpha("sub_", alpha, input, other))
 
 
-@defop("rsub(input, other, *, alpha=1)")
-def rsub(input, other, alpha=1):
+@defop(tags=("pointwise",))
+def rsub(input, other, *, alpha=1):
     """other - alpha * input."""
     _no_bool_sub("rsub", input, other)
     return binary(
@@ -853,12 +883,12 @@ def rsub(input, other, alpha=1):
     )
 
 
-@defop("mul(input, other, *, out=None)")
-def mul(input, other, out=None):
+@defop(aliases=("multiply",), tags=("pointwise",))
+def mul(input, other, *, out=None):
     return binary("mul", lib.EC_B_MUL, ARITH, input, other, out)
 
 
-@defop("mul_(input, other)", inplace_of="mul")
+@defop(inplace_of="mul", tags=("pointwise",))
 def mul_(input, other):
     return binary_("mul_", lib.EC_B_MUL, ARITH, input, other)
 
@@ -881,8 +911,8 @@ def _div_rounding_dtype(mode, a, b):
         raise NotImplementedError(f"\"div_{mode}_cpu\" not implemented for 'Bool'")
 
 
-@defop("div(input, other, *, rounding_mode=None, out=None)")
-def div(input, other, rounding_mode=None, out=None):
+@defop(aliases=("divide",), tags=("pointwise",))
+def div(input, other, *, rounding_mode=None, out=None):
     """True division, or rounded with rounding_mode 'trunc' / 'floor'."""
     code, kind = _div_kind(rounding_mode)
     if rounding_mode is not None:
@@ -890,57 +920,57 @@ def div(input, other, rounding_mode=None, out=None):
     return binary("div", code, kind, input, other, out)
 
 
-@defop("div_(input, other, *, rounding_mode=None)", inplace_of="div")
-def div_(input, other, rounding_mode=None):
+@defop(inplace_of="div", tags=("pointwise",))
+def div_(input, other, *, rounding_mode=None):
     code, kind = _div_kind(rounding_mode)
     if rounding_mode is not None:
         _div_rounding_dtype(rounding_mode, input, other)
     return binary_("div_", code, kind, input, other)
 
 
-@defop("true_divide(input, other, *, out=None)", composite=True)
-def true_divide(input, other, out=None):
+@defop(composite=True)
+def true_divide(input, other, *, out=None):
     return div(input, other, out=out)
 
 
-@defop("true_divide_(input, other)", composite=True)
+@defop(composite=True)
 def true_divide_(input, other):
     return div_(input, other)
 
 
-@defop("floor_divide(input, other, *, out=None)")
-def floor_divide(input, other, out=None):
+@defop(rejects=("div_floor_cpu", _BOOL), tags=("pointwise",))
+def floor_divide(input, other, *, out=None):
     _supported("floor_divide", D.result_type(input, other))
     return binary("floor_divide", lib.EC_B_FLOOR_DIV, ARITH, input, other, out)
 
 
-@defop("floor_divide_(input, other)", inplace_of="floor_divide")
+@defop(inplace_of="floor_divide", tags=("pointwise",))
 def floor_divide_(input, other):
     _supported("floor_divide", D.result_type(input, other))
     return binary_("floor_divide_", lib.EC_B_FLOOR_DIV, ARITH, input, other)
 
 
-@defop("remainder(input, other, *, out=None)")
-def remainder(input, other, out=None):
+@defop(rejects=("remainder_cpu", _BOOL), tags=("pointwise",))
+def remainder(input, other, *, out=None):
     """Python's %: the result takes the divisor's sign."""
     _supported("remainder", D.result_type(input, other))
     return binary("remainder", lib.EC_B_REMAINDER, ARITH, input, other, out)
 
 
-@defop("remainder_(input, other)", inplace_of="remainder")
+@defop(inplace_of="remainder", tags=("pointwise",))
 def remainder_(input, other):
     _supported("remainder", D.result_type(input, other))
     return binary_("remainder_", lib.EC_B_REMAINDER, ARITH, input, other)
 
 
-@defop("fmod(input, other, *, out=None)")
-def fmod(input, other, out=None):
+@defop(rejects=("fmod_cpu", _BOOL), tags=("pointwise",))
+def fmod(input, other, *, out=None):
     """C's fmod: the result takes the dividend's sign."""
     _supported("fmod", D.result_type(input, other))
     return binary("fmod", lib.EC_B_FMOD, ARITH, input, other, out)
 
 
-@defop("fmod_(input, other)", inplace_of="fmod")
+@defop(inplace_of="fmod", tags=("pointwise",))
 def fmod_(input, other):
     _supported("fmod", D.result_type(input, other))
     return binary_("fmod_", lib.EC_B_FMOD, ARITH, input, other)
@@ -956,8 +986,8 @@ def _pow_scalar_exponent(input, exponent, out):
     return unary("pow", lib.EC_U_POW_SCALAR, SAME, cast(input, dt), out, float(exponent), 0.0)
 
 
-@defop("pow(input, exponent, *, out=None)")
-def pow(input, exponent, out=None):
+@defop(rejects=("pow", _BOOL), tags=("pointwise",))
+def pow(input, exponent, *, out=None):
     """input ** exponent (either may be a number)."""
     if not (isinstance(input, Tensor) and is_scalar(exponent)):
         _supported("pow", D.result_type(input, exponent))
@@ -979,7 +1009,7 @@ def pow(input, exponent, out=None):
     return binary("pow", lib.EC_B_POW, ARITH, input, exponent, out)
 
 
-@defop("pow_(input, exponent)", inplace_of="pow")
+@defop(inplace_of="pow", tags=("pointwise",))
 def pow_(input, exponent):
     if isinstance(exponent, Tensor):
         _supported("pow", D.result_type(input, exponent))
@@ -996,8 +1026,8 @@ def pow_(input, exponent):
     return binary_("pow_", lib.EC_B_POW, ARITH, input, exponent)
 
 
-@defop("float_power(input, exponent, *, out=None)", composite=True)
-def float_power(input, exponent, out=None):
+@defop(composite=True)
+def float_power(input, exponent, *, out=None):
     a = cast(input, D.float64) if isinstance(input, Tensor) else float(input)
     e = cast(exponent, D.float64) if isinstance(exponent, Tensor) else float(exponent)
     return pow(a, e, out=out)
@@ -1031,7 +1061,7 @@ def _require_tensors(name, input, other):
             )
 
 
-@defop("float_power_(input, exponent)", composite=True)
+@defop(composite=True)
 def float_power_(input, exponent):
     if input._dtype is not D.float64:
         raise RuntimeError(
@@ -1041,7 +1071,7 @@ def float_power_(input, exponent):
     return pow_(input, exponent)
 
 
-def _binary_family(name, code, kind, inplace=True, doc=None):
+def _binary_family(name, code, kind, inplace=True, doc=None, aliases=(), rejects=None):
     def impl(input, other, out=None):
         return binary(name, code, kind, input, other, out)
 
@@ -1054,9 +1084,15 @@ def _binary_family(name, code, kind, inplace=True, doc=None):
     # comparisons, logical and bitwise results are bool/integer: never differentiable
     diff = kind not in (COMPARE, BITWISE) and name != "nextafter"
     impl.__name__ = name
-    globals()[name] = defop(f"{name}(input, other, *, out=None)", doc=doc, differentiable=diff)(
-        impl
-    )
+    tags = ("pointwise", "float-result") if kind in (TRUEDIV, FLOATFN) else ("pointwise",)
+    globals()[name] = defop(
+        f"{name}(input, other, *, out=None)",
+        doc=doc,
+        differentiable=diff,
+        aliases=aliases,
+        tags=tags,
+        rejects=rejects,
+    )(impl)
     if inplace:
 
         def impl_(input, other):
@@ -1066,43 +1102,54 @@ def _binary_family(name, code, kind, inplace=True, doc=None):
 
         impl_.__name__ = name + "_"
         globals()[name + "_"] = defop(
-            f"{name}_(input, other)", inplace_of=name, doc=doc, differentiable=diff
+            f"{name}_(input, other)",
+            inplace_of=name,
+            doc=doc,
+            differentiable=diff,
+            tags=("pointwise",),
         )(impl_)
 
 
-B = lib
-for _name, _code, _kind, _inpl in [
-    ("maximum", B.EC_B_MAXIMUM, ARITH, False),
-    ("minimum", B.EC_B_MINIMUM, ARITH, False),
-    ("fmax", B.EC_B_FMAX, ARITH, False),
-    ("fmin", B.EC_B_FMIN, ARITH, False),
-    ("atan2", B.EC_B_ATAN2, FLOATFN, True),
-    ("hypot", B.EC_B_HYPOT, FLOAT_ONLY_BINARY, True),
-    ("copysign", B.EC_B_COPYSIGN, FLOATFN, True),
-    ("xlogy", B.EC_B_XLOGY, FLOATFN, True),
-    ("logaddexp", B.EC_B_LOGADDEXP, FLOAT_ONLY_BINARY, False),
-    ("nextafter", B.EC_B_NEXTAFTER, FLOAT_ONLY_BINARY, True),
-    ("eq", B.EC_B_EQ, COMPARE, True),
-    ("ne", B.EC_B_NE, COMPARE, True),
-    ("lt", B.EC_B_LT, COMPARE, True),
-    ("le", B.EC_B_LE, COMPARE, True),
-    ("gt", B.EC_B_GT, COMPARE, True),
-    ("ge", B.EC_B_GE, COMPARE, True),
-    ("logical_and", B.EC_B_LOGICAL_AND, COMPARE, True),
-    ("logical_or", B.EC_B_LOGICAL_OR, COMPARE, True),
-    ("logical_xor", B.EC_B_LOGICAL_XOR, COMPARE, True),
-    ("bitwise_and", B.EC_B_BITWISE_AND, BITWISE, True),
-    ("bitwise_or", B.EC_B_BITWISE_OR, BITWISE, True),
-    ("bitwise_xor", B.EC_B_BITWISE_XOR, BITWISE, True),
-    ("bitwise_left_shift", B.EC_B_LSHIFT, BITWISE, True),
-    ("bitwise_right_shift", B.EC_B_RSHIFT, BITWISE, True),
-]:
+# The binary ops declared as a family: name (EC_B_<NAME> is its kernel code), dtype
+# rule, whether it has an in-place form, other names, dtypes without a kernel.
+_BINARY_OPS = [
+    ("maximum", ARITH, False, (), None),
+    ("minimum", ARITH, False, (), None),
+    ("fmax", ARITH, False, (), None),
+    ("fmin", ARITH, False, (), None),
+    ("atan2", FLOATFN, True, ("arctan2",), None),
+    ("hypot", FLOAT_ONLY_BINARY, True, (), ("hypot_cpu", _NON_FLOAT)),
+    ("copysign", FLOATFN, True, (), None),
+    ("xlogy", FLOATFN, True, (), None),
+    ("logaddexp", FLOAT_ONLY_BINARY, False, (), ("logaddexp_cpu", _NON_FLOAT)),
+    ("logaddexp2", FLOAT_ONLY_BINARY, False, (), ("logaddexp2_cpu", _NON_FLOAT)),
+    ("nextafter", FLOAT_ONLY_BINARY, True, (), ("nextafter_cpu", _NON_FLOAT)),
+    ("eq", COMPARE, True, (), None),
+    ("ne", COMPARE, True, ("not_equal",), None),
+    ("lt", COMPARE, True, ("less",), None),
+    ("le", COMPARE, True, ("less_equal",), None),
+    ("gt", COMPARE, True, ("greater",), None),
+    ("ge", COMPARE, True, ("greater_equal",), None),
+    ("logical_and", COMPARE, True, (), None),
+    ("logical_or", COMPARE, True, (), None),
+    ("logical_xor", COMPARE, True, (), None),
+    ("bitwise_and", BITWISE, True, (), ("bitwise_and_cpu", _FLOATS)),
+    ("bitwise_or", BITWISE, True, (), ("bitwise_or_cpu", _FLOATS)),
+    ("bitwise_xor", BITWISE, True, (), ("bitwise_xor_cpu", _FLOATS)),
+    ("bitwise_left_shift", BITWISE, True, (), ("lshift_cpu", _FLOATS | _BOOL)),
+    ("bitwise_right_shift", BITWISE, True, (), ("rshift_cpu", _FLOATS | _BOOL)),
+]
+_KERNEL_NAMES = {"bitwise_left_shift": "LSHIFT", "bitwise_right_shift": "RSHIFT"}
+for _name, _kind, _inpl, _aliases, _rejected in _BINARY_OPS:
     _binary_family(
-        _name, _code, _kind, _inpl, doc=f"Elementwise {_name}, broadcast. See torch.{_name}."
+        _name,
+        getattr(lib, "EC_B_" + _KERNEL_NAMES.get(_name, _name.upper())),
+        _kind,
+        _inpl,
+        doc=f"Elementwise {_name}, broadcast. See torch.{_name}.",
+        aliases=_aliases,
+        rejects=_rejected,
     )
-
-# PyTorch's aliases
-greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 
 # ---------------------------------------------------------------- ternary
@@ -1136,7 +1183,7 @@ def ternary(op, code, a, b, c, out=None, p0=1.0, cond=False):
     conv = []
     for x, dt in zip(ops, dtypes):
         if isinstance(x, Tensor):
-            conv.append(cast(x, dt))
+            conv.append(on_device(cast(x, dt), dev))
         else:
             conv.append(full((), x, dtype=dt, device=dev))
     shape = _shape.broadcast_shapes(*(x._shape for x in conv), op=op)
@@ -1147,9 +1194,11 @@ def ternary(op, code, a, b, c, out=None, p0=1.0, cond=False):
         target, needs_copy = prepare_out(out, shape, od, op)
         if not needs_copy and any(overlaps(target, x) for x in conv):
             target, needs_copy = empty(shape, od, dev), True
+    if out is not None:
+        check_device(op, out, *conv)
     lay = layout(shape, target._stride, *strides)
     check(
-        lib.ec_ternary(
+        dev._k.ec_ternary(
             code,
             cd.code,
             len(shape),
@@ -1167,8 +1216,8 @@ def ternary(op, code, a, b, c, out=None, p0=1.0, cond=False):
     return finish_out(out, target, needs_copy, op)
 
 
-@defop("where(condition, input=None, other=None, *, out=None)")
-def where(condition, input=None, other=None, out=None):
+@defop(tags=("pointwise",))
+def where(condition, input=None, other=None, *, out=None):
     """Elements of input where condition is true, else of other.  With only a
     condition, the indices of its non-zero elements (like nonzero(as_tuple=True))."""
     if input is None and other is None:
@@ -1201,37 +1250,38 @@ def where(condition, input=None, other=None, out=None):
         dt = input._dtype
         r = empty(plan[0], dt, input._storage._device)
         ptrs = (condition._ptr, input._ptr, other._ptr)
-        st = _lib_ternary(lib.EC_T_WHERE, dt.code, plan[1], plan[2], r._ptr, *ptrs, 1.0)
+        k = input._storage._device._k
+        st = k.ec_ternary(lib.EC_T_WHERE, dt.code, plan[1], plan[2], r._ptr, *ptrs, 1.0)
         if st:
             raise error(st, "where")
         return r
     return ternary("where", lib.EC_T_WHERE, condition, input, other, out, cond=True)
 
 
-@defop("lerp(input, end, weight, *, out=None)")
-def lerp(input, end, weight, out=None):
+@defop(rejects=("lerp_kernel_tensor", _NON_FLOAT), tags=("pointwise",))
+def lerp(input, end, weight, *, out=None):
     """input + weight * (end - input)."""
     return ternary("lerp", lib.EC_T_LERP, input, end, weight, out)
 
 
-@defop("lerp_(input, end, weight)", inplace_of="lerp")
+@defop(inplace_of="lerp", tags=("pointwise",))
 def lerp_(input, end, weight):
     return ternary("lerp_", lib.EC_T_LERP, input, end, weight, input)
 
 
-@defop("addcmul(input, tensor1, tensor2, *, value=1, out=None)")
-def addcmul(input, tensor1, tensor2, value=1, out=None):
+@defop(rejects=("addcmul_cpu_out", _BOOL), tags=("pointwise",))
+def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     """input + value * tensor1 * tensor2."""
     return ternary("addcmul", lib.EC_T_ADDCMUL, input, tensor1, tensor2, out, float(value))
 
 
-@defop("addcmul_(input, tensor1, tensor2, *, value=1)", inplace_of="addcmul")
-def addcmul_(input, tensor1, tensor2, value=1):
+@defop(inplace_of="addcmul", tags=("pointwise",))
+def addcmul_(input, tensor1, tensor2, *, value=1):
     return ternary("addcmul_", lib.EC_T_ADDCMUL, input, tensor1, tensor2, input, float(value))
 
 
-@defop("addcdiv(input, tensor1, tensor2, *, value=1, out=None)")
-def addcdiv(input, tensor1, tensor2, value=1, out=None):
+@defop(tags=("pointwise",))
+def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     """input + value * tensor1 / tensor2."""
     if D.result_type(tensor1, tensor2).category < 2:
         raise RuntimeError(
@@ -1241,6 +1291,6 @@ def addcdiv(input, tensor1, tensor2, value=1, out=None):
     return ternary("addcdiv", lib.EC_T_ADDCDIV, input, tensor1, tensor2, out, float(value))
 
 
-@defop("addcdiv_(input, tensor1, tensor2, *, value=1)", inplace_of="addcdiv")
-def addcdiv_(input, tensor1, tensor2, value=1):
+@defop(inplace_of="addcdiv", tags=("pointwise",))
+def addcdiv_(input, tensor1, tensor2, *, value=1):
     return ternary("addcdiv_", lib.EC_T_ADDCDIV, input, tensor1, tensor2, input, float(value))

@@ -36,7 +36,6 @@ def _table(op, weight):
 
 
 @defop(
-    "embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False)",
     method=False,
 )
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
@@ -48,7 +47,7 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
     num, dim = w._shape
     out = empty(tuple(indices._shape) + (dim,), w._dtype, w._storage._device)
     check(
-        U.fn("ec_embedding", out._numel * w._dtype.itemsize)(
+        U.fn("ec_embedding", out._numel * w._dtype.itemsize, out._storage._device)(
             w._dtype.code,
             num,
             dim,
@@ -65,7 +64,6 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
 
 
 @defop(
-    "_embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq)",
     method=False,
 )
 def _embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
@@ -81,7 +79,11 @@ def _embedding_dense_backward(grad_output, indices, num_weights, padding_idx, sc
         )
     gw = empty((num_weights, dim), kd, g._storage._device)
     check(
-        U.fn("ec_embedding_backward", (num_weights + idx._numel) * dim * kd.itemsize)(
+        U.fn(
+            "ec_embedding_backward",
+            (num_weights + idx._numel) * dim * kd.itemsize,
+            gw._storage._device,
+        )(
             kd.code,
             num_weights,
             dim,
@@ -98,9 +100,7 @@ def _embedding_dense_backward(grad_output, indices, num_weights, padding_idx, sc
     return U.restore(gw, grad_output._dtype)
 
 
-@defop(
-    "embedding_renorm_(weight, indices, max_norm, norm_type)", method=False, differentiable=False
-)
+@defop(method=False, differentiable=False)
 def embedding_renorm_(weight, indices, max_norm, norm_type):
     """Rescale in place every row referenced by ``indices`` whose norm_type-norm
     exceeds max_norm to norm max_norm (each row once)."""
@@ -113,7 +113,7 @@ def embedding_renorm_(weight, indices, max_norm, norm_type):
     written(weight, "embedding_renorm_")
     num, dim = w._shape
     check(
-        U.fn("ec_embedding_renorm", idx._numel * dim * w._dtype.itemsize)(
+        U.fn("ec_embedding_renorm", idx._numel * dim * w._dtype.itemsize, w._storage._device)(
             w._dtype.code,
             num,
             dim,
@@ -131,8 +131,6 @@ def embedding_renorm_(weight, indices, max_norm, norm_type):
 
 
 @defop(
-    "embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, "
-    "per_sample_weights=None, include_last_offset=False, padding_idx=None)",
     method=False,
 )
 def embedding_bag(
@@ -201,7 +199,7 @@ def embedding_bag(
     bag_size = empty((bags,), D.int64, dev)
     max_idx = empty((bags, dim) if m == 2 else (bags,), D.int64, dev)
     check(
-        U.fn("ec_embedding_bag", idx._numel * dim * kd.itemsize)(
+        U.fn("ec_embedding_bag", idx._numel * dim * kd.itemsize, out._storage._device)(
             kd.code,
             num,
             dim,
@@ -227,8 +225,6 @@ def embedding_bag(
 
 
 @defop(
-    "_embedding_bag_backward(grad, weight, indices, offset2bag, bag_size, max_indices, mode, "
-    "per_sample_weights, padding_idx, scale_grad_by_freq, output_mask)",
     method=False,
     differentiable=False,
 )
@@ -264,7 +260,9 @@ def _embedding_bag_backward(
     pad = -1 if padding_idx is None else int(padding_idx)
     mi = U.compute(max_indices, D.int64) if m == 2 else None
     check(
-        U.fn("ec_embedding_bag_backward", (num + idx._numel) * dim * kd.itemsize)(
+        U.fn(
+            "ec_embedding_bag_backward", (num + idx._numel) * dim * kd.itemsize, gw._storage._device
+        )(
             kd.code,
             num,
             dim,
@@ -292,7 +290,7 @@ def _embedding_bag_backward(
     )
 
 
-@defop("one_hot(tensor, num_classes=-1)", method=False, differentiable=False)
+@defop(method=False, differentiable=False)
 def one_hot(tensor, num_classes=-1):
     """int64 one-hot encoding: shape tensor.shape + (num_classes,); -1 infers
     max + 1."""

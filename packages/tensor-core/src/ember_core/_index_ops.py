@@ -128,8 +128,8 @@ def _norm_dim(op, x, dim):
 # ------------------------------------------------------------ index_select
 
 
-@defop("index_select(input, dim, index, *, out=None)")
-def index_select(input, dim, index, out=None):
+@defop
+def index_select(input, dim, index, *, out=None):
     """The slices of input along dim at the positions in 1-d ``index``.
 
     >>> import ember_core as ec
@@ -203,8 +203,8 @@ def _check_gather_shapes(op, input, dim, index, src=None):
     )
 
 
-@defop("gather(input, dim, index, *, sparse_grad=False, out=None)")
-def gather(input, dim, index, sparse_grad=False, out=None):
+@defop
+def gather(input, dim, index, *, sparse_grad=False, out=None):
     """out[i][j][k] = input[i][index[i][j][k]][k] (for dim=1); out has index's shape.
 
     >>> import ember_core as ec
@@ -316,8 +316,8 @@ def _reduce_mode(op, reduce, values):
     return _SCATTER_REDUCE[reduce]
 
 
-@defop("scatter(input, dim, index, src=None, value=None, *, reduce=None, out=None)")
-def scatter(input, dim, index, src=None, value=None, reduce=None, out=None):
+@defop
+def scatter(input, dim, index, src=None, value=None, *, reduce=None, out=None):
     """A copy of input with values from src (or a scalar) written at the positions
     ``index`` gives along dim: out[i][index[i][j]] = src[i][j] (dim=1)."""
     op = "scatter"
@@ -328,8 +328,8 @@ def scatter(input, dim, index, src=None, value=None, reduce=None, out=None):
     return _finish_out(op, r, out)
 
 
-@defop("scatter_(input, dim, index, src=None, value=None, *, reduce=None)", inplace_of="scatter")
-def scatter_(input, dim, index, src=None, value=None, reduce=None):
+@defop(inplace_of="scatter")
+def scatter_(input, dim, index, src=None, value=None, *, reduce=None):
     op = "scatter_"
     index = _index_arg(op, index)
     values = _scatter_src(op, input, src, value)
@@ -338,7 +338,7 @@ def scatter_(input, dim, index, src=None, value=None, reduce=None):
     return scatter_into(op, input, dim, index, values, mode)
 
 
-@defop("scatter_add(input, dim, index, src)")
+@defop
 def scatter_add(input, dim, index, src):
     """A copy of input with src added at index along dim (duplicates accumulate)."""
     index = _index_arg("scatter_add", index)
@@ -346,7 +346,7 @@ def scatter_add(input, dim, index, src):
     return scatter_into("scatter_add", _clone(input), dim, index, src, L.EC_INDEX_ADD)
 
 
-@defop("scatter_add_(input, dim, index, src)", inplace_of="scatter_add")
+@defop(inplace_of="scatter_add")
 def scatter_add_(input, dim, index, src):
     index = _index_arg("scatter_add_", index)
     _same_dtype("scatter_add_", input, _tensor_arg("scatter_add_", "src", src))
@@ -398,8 +398,8 @@ def scatter_reduce_into(op, self, dim, index, src, reduce, include_self):
     return self
 
 
-@defop("scatter_reduce(input, dim, index, src, reduce, *, include_self=True)")
-def scatter_reduce(input, dim, index, src, reduce, include_self=True):
+@defop
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     """Reduce src into a copy of input at index along dim with reduce in
     'sum', 'prod', 'mean', 'amax', 'amin' (include_self: whether input's own
     values take part)."""
@@ -409,10 +409,9 @@ def scatter_reduce(input, dim, index, src, reduce, include_self=True):
 
 
 @defop(
-    "scatter_reduce_(input, dim, index, src, reduce, *, include_self=True)",
     inplace_of="scatter_reduce",
 )
-def scatter_reduce_(input, dim, index, src, reduce, include_self=True):
+def scatter_reduce_(input, dim, index, src, reduce, *, include_self=True):
     written(input, "scatter_reduce_")
     return scatter_reduce_into("scatter_reduce_", input, dim, index, src, reduce, include_self)
 
@@ -463,16 +462,16 @@ def index_into(op, self, dim, index, values, mode, alpha=1.0):
     return self
 
 
-@defop("index_add(input, dim, index, source, *, alpha=1, out=None)")
-def index_add(input, dim, index, source, alpha=1, out=None):
+@defop
+def index_add(input, dim, index, source, *, alpha=1, out=None):
     """A copy of input with alpha * source added at ``index`` along dim."""
     d, index = _index_dim_args("index_add", input, dim, index, source)
     r = index_into("index_add", _clone(input), d, index, source, L.EC_INDEX_ADD, alpha)
     return _finish_out("index_add", r, out)
 
 
-@defop("index_add_(input, dim, index, source, *, alpha=1)", inplace_of="index_add")
-def index_add_(input, dim, index, source, alpha=1):
+@defop(inplace_of="index_add")
+def index_add_(input, dim, index, source, *, alpha=1):
     """input[..., index[i], ...] += alpha * source[..., i, ...] along dim (repeated
     indices accumulate)."""
     d, index = _index_dim_args("index_add_", input, dim, index, source)
@@ -480,14 +479,14 @@ def index_add_(input, dim, index, source, alpha=1):
     return index_into("index_add_", input, d, index, source, L.EC_INDEX_ADD, alpha)
 
 
-@defop("index_copy(input, dim, index, source)")
+@defop(autocast="promote")
 def index_copy(input, dim, index, source):
     """A copy of input with the slices of source written at ``index`` along dim."""
     d, index = _index_dim_args("index_copy", input, dim, index, source)
     return index_into("index_copy", _clone(input), d, index, source, L.EC_INDEX_PUT)
 
 
-@defop("index_copy_(input, dim, index, source)", inplace_of="index_copy")
+@defop(inplace_of="index_copy")
 def index_copy_(input, dim, index, source):
     d, index = _index_dim_args("index_copy_", input, dim, index, source)
     written(input, "index_copy_")
@@ -509,7 +508,7 @@ def _fill_value(op, input, value):
     return _scalar_tensor(value, input._dtype, input._storage._device)
 
 
-@defop("index_fill(input, dim, index, value)")
+@defop
 def index_fill(input, dim, index, value):
     """A copy of input with the slices at ``index`` along dim set to value."""
     d, index = _index_dim_args("index_fill", input, dim, index)
@@ -517,7 +516,7 @@ def index_fill(input, dim, index, value):
     return index_into("index_fill", _clone(input), d, index, v, L.EC_INDEX_PUT)
 
 
-@defop("index_fill_(input, dim, index, value)", inplace_of="index_fill")
+@defop(inplace_of="index_fill")
 def index_fill_(input, dim, index, value):
     d, index = _index_dim_args("index_fill_", input, dim, index)
     v = _fill_value("index_fill_", input, value)
@@ -572,14 +571,14 @@ def index_put_into(op, self, indices, values, accumulate):
     return self
 
 
-@defop("index_put(input, indices, values, accumulate=False)")
+@defop
 def index_put(input, indices, values, accumulate=False):
     """A copy of input with ``input[indices] = values`` (or ``+=`` with accumulate,
     where duplicate indices add up)."""
     return index_put_into("index_put", _clone(input), indices, values, accumulate)
 
 
-@defop("index_put_(input, indices, values, accumulate=False)", inplace_of="index_put")
+@defop(inplace_of="index_put")
 def index_put_(input, indices, values, accumulate=False):
     """input[indices] = values in place; indices is a tuple of index tensors (or
     None for a whole dim).  With accumulate, duplicates add up."""
@@ -633,7 +632,7 @@ def _masked_value(op, input, value):
     return _scalar_tensor(value, input._dtype, input._storage._device)
 
 
-@defop("masked_fill(input, mask, value)")
+@defop
 def masked_fill(input, mask, value):
     """A copy of input (broadcast with mask) with value where mask is True."""
     _tensor_arg("masked_fill", "input", input)
@@ -647,7 +646,7 @@ def masked_fill(input, mask, value):
     return ternary("masked_fill", L.EC_T_WHERE, mask, v, r, out=r, cond=True)
 
 
-@defop("masked_fill_(input, mask, value)", inplace_of="masked_fill")
+@defop(inplace_of="masked_fill")
 def masked_fill_(input, mask, value):
     mask = _bool_mask("masked_fill_", mask)
     _mask_to("masked_fill_", mask, input._shape)
@@ -655,8 +654,8 @@ def masked_fill_(input, mask, value):
     return ternary("masked_fill_", L.EC_T_WHERE, mask, v, input, out=input, cond=True)
 
 
-@defop("masked_select(input, mask, *, out=None)")
-def masked_select(input, mask, out=None):
+@defop
+def masked_select(input, mask, *, out=None):
     """The elements of input (broadcast with mask) where mask is True, as a 1-d tensor."""
     op = "masked_select"
     _tensor_arg(op, "input", input)
@@ -671,7 +670,10 @@ def masked_select(input, mask, out=None):
     if n:
         lay = layout(shape, xst, m._stride)
         check(
-            lib.ec_masked_select(input._dtype.code, len(shape), lay, r._ptr, input._ptr, m._ptr), op
+            r._storage._device._k.ec_masked_select(
+                input._dtype.code, len(shape), lay, r._ptr, input._ptr, m._ptr
+            ),
+            op,
         )
     return _finish_out(op, r, out)
 
@@ -696,7 +698,7 @@ def masked_scatter_into(op, self, mask, source):
         src = _clone(src)
     lay = layout(self._shape, self._stride, m._stride)
     check(
-        lib.ec_masked_scatter(
+        self._storage._device._k.ec_masked_scatter(
             self._dtype.code, len(self._shape), lay, self._ptr, m._ptr, src._ptr, src._numel
         ),
         op,
@@ -704,7 +706,7 @@ def masked_scatter_into(op, self, mask, source):
     return self
 
 
-@defop("masked_scatter(input, mask, source)")
+@defop
 def masked_scatter(input, mask, source):
     """A copy of input (broadcast with mask) with source's elements, in order, where
     mask is True."""
@@ -718,7 +720,7 @@ def masked_scatter(input, mask, source):
     return masked_scatter_into("masked_scatter", r, mask, source)
 
 
-@defop("masked_scatter_(input, mask, source)", inplace_of="masked_scatter")
+@defop(inplace_of="masked_scatter")
 def masked_scatter_(input, mask, source):
     _mask_to("masked_scatter_", _tensor_arg("masked_scatter_", "mask", mask), input._shape)
     if _tensor_arg("masked_scatter_", "source", source)._numel < count_nonzero_all(
@@ -740,7 +742,7 @@ def _flat(t):
     return view_of(c, (c._numel,), (1,), c._offset, c._numel, True)
 
 
-@defop("take(input, index)")
+@defop
 def take(input, index):
     """input treated as 1-d, at ``index``; the result has index's shape."""
     index = _index_arg("take", index)
@@ -756,8 +758,8 @@ def take(input, index):
     return gather_plan(x, p, "take")
 
 
-@defop("take_along_dim(input, indices, dim=None, *, out=None)", composite=True)
-def take_along_dim(input, indices, dim=None, out=None):
+@defop(composite=True)
+def take_along_dim(input, indices, dim=None, *, out=None):
     """Values of input at ``indices`` along dim (input and indices broadcast in the
     other dims); with dim None, of the flattened input."""
     op = "take_along_dim"
@@ -836,14 +838,14 @@ def put_into(op, self, index, source, accumulate):
     return self
 
 
-@defop("put_(input, index, source, accumulate=False)", inplace_of="put")
+@defop(inplace_of="put")
 def put_(input, index, source, accumulate=False):
     """input treated as 1-d: input[index] = source (+= with accumulate), in place."""
     written(input, "put_")
     return put_into("put_", input, index, source, accumulate)
 
 
-@defop("put(input, index, source, accumulate=False)")
+@defop
 def put(input, index, source, accumulate=False):
     """A copy of input with put_ applied."""
     return put_into("put", _clone(input), index, source, accumulate)
@@ -852,8 +854,8 @@ def put(input, index, source, accumulate=False):
 # --------------------------------------------------------------- nonzero
 
 
-@defop("nonzero(input, *, out=None, as_tuple=False)", differentiable=False)
-def nonzero(input, out=None, as_tuple=False):
+@defop(differentiable=False)
+def nonzero(input, *, out=None, as_tuple=False):
     """Indices of the non-zero elements: an (n, ndim) int64 tensor, or with
     as_tuple one 1-d tensor per dim (a 0-d input counts as 1-d).
 
@@ -872,7 +874,7 @@ def nonzero(input, out=None, as_tuple=False):
     return _finish_out("nonzero", r, out)
 
 
-@defop("argwhere(input)", differentiable=False)
+@defop(differentiable=False)
 def argwhere(input):
     """Indices of the non-zero elements, (n, ndim) (nonzero())."""
     return nonzero_matrix(_tensor_arg("argwhere", "input", input))

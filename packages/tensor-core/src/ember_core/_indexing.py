@@ -180,7 +180,7 @@ def _setitem(input, key, value):
     return None
 
 
-@defop("_getitem_backward(gradient, input_shape, key)", method=False, public=False)
+@defop(method=False, public=False)
 def _getitem_backward(gradient, input_shape, key):
     """The gradient of input[key]: zeros of input's shape with ``gradient`` added at
     key (repeated indices accumulate)."""

@@ -145,6 +145,10 @@ def item(self):
     """The value of a one-element tensor as a Python number."""
     if self._numel != 1:
         raise RuntimeError(f"a Tensor with {self._numel} elements cannot be converted to Scalar")
+    if self._storage._device.type != "cpu":  # the value is read on the host
+        from ember_core._copy import to_dtype_copy
+
+        self = to_dtype_copy(self, self._dtype, CPU)
     dt = self._dtype
     ctype = _ITEM_TYPES.get(dt)
     if ctype is not None:
@@ -159,13 +163,13 @@ def item(self):
 
 def tolist(self):
     """Nested Python lists of Python numbers."""
-    if self._storage._device.type != "cpu":
-        raise TypeError("tolist(): move the tensor to the CPU first")
+    from ember_core._copy import to_dtype_copy
+
     t = self
     if t._dtype is D.bfloat16:
-        from ember_core._copy import to_dtype_copy
-
-        t = to_dtype_copy(t, D.float32)
+        t = to_dtype_copy(t, D.float32, CPU)
+    elif t._storage._device.type != "cpu":  # the values are read on the host
+        t = to_dtype_copy(t, t._dtype, CPU)
     arr = np.asarray(_ArrayView(t, readonly=True))
     return arr.tolist()
 
@@ -185,10 +189,10 @@ def _rebuild(data, dtype_name, shape, requires_grad):
 
 def reduce_tensor(t, protocol):
     """Pickle support: the values are copied into the pickle (contiguous bytes)."""
-    if t._storage._device.type != "cpu":
-        raise RuntimeError("pickling a non-CPU tensor: move it to the CPU first")
-    from ember_core._copy import contiguous
+    from ember_core._copy import contiguous, to_dtype_copy
 
+    if t._storage._device.type != "cpu":  # pickled as its values (loaded on the CPU)
+        t = to_dtype_copy(t, t._dtype, CPU)
     c = t if is_contig(t) else contiguous(t)
     data = bytes(ffi.buffer(ffi.cast("char*", c._ptr), c._numel * c._dtype.itemsize))
     return (_rebuild, (data, t._dtype.name, tuple(t._shape), bool(t._rg)))

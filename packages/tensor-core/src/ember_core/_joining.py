@@ -8,7 +8,7 @@ from ember_core import _shape
 from ember_core._copy import copy_into
 from ember_core._dispatch import defop, star_keyword
 from ember_core._elementwise import check_device, layout
-from ember_core._lib import check, lib
+from ember_core._lib import check
 from ember_core._shape import normalize_dim
 from ember_core._tensor import Tensor, empty, view_of
 
@@ -27,8 +27,8 @@ def _tensors(op, tensors):
     return tensors
 
 
-@defop("cat(tensors, dim=0, *, out=None)", method=False)
-def cat(tensors, dim=0, out=None):
+@defop(method=False, autocast="promote", aliases=("concat", "concatenate"))
+def cat(tensors, dim=0, *, out=None):
     """Concatenate tensors along an existing dim (dtypes promote; legacy empty 1-D
     tensors are skipped)."""
     tensors = _tensors("cat", tensors)
@@ -80,8 +80,8 @@ def cat(tensors, dim=0, out=None):
 concat = concatenate = cat
 
 
-@defop("stack(tensors, dim=0, *, out=None)", method=False)
-def stack(tensors, dim=0, out=None):
+@defop(method=False, autocast="promote")
+def stack(tensors, dim=0, *, out=None):
     """Join tensors of one shape along a new dim."""
     tensors = _tensors("stack", tensors)
     shape = tensors[0]._shape
@@ -95,13 +95,13 @@ def stack(tensors, dim=0, out=None):
     return cat([t.unsqueeze(d) for t in tensors], d, out=out)
 
 
-@defop("hstack(tensors)", method=False, composite=True)
+@defop(method=False, composite=True)
 def hstack(tensors):
     tensors = [t.reshape(1) if not t._shape else t for t in _tensors("hstack", tensors)]
     return cat(tensors, 0 if len(tensors[0]._shape) == 1 else 1)
 
 
-@defop("vstack(tensors)", method=False, composite=True)
+@defop(method=False, composite=True, aliases=("row_stack",))
 def vstack(tensors):
     return cat(
         [t.reshape(1, -1) if len(t._shape) < 2 else t for t in _tensors("vstack", tensors)], 0
@@ -111,21 +111,21 @@ def vstack(tensors):
 row_stack = vstack
 
 
-@defop("dstack(tensors)", method=False, composite=True)
+@defop(method=False, composite=True)
 def dstack(tensors):
     from ember_core._views import atleast_3d
 
     return cat([atleast_3d(t) for t in _tensors("dstack", tensors)], 2)
 
 
-@defop("column_stack(tensors)", method=False, composite=True)
+@defop(method=False, composite=True)
 def column_stack(tensors):
     return cat(
         [t.reshape(-1, 1) if len(t._shape) < 2 else t for t in _tensors("column_stack", tensors)], 1
     )
 
 
-@defop("split(input, split_size_or_sections, dim=0)", composite=True)
+@defop(composite=True)
 def split(input, split_size_or_sections, dim=0):
     """Views of consecutive pieces: of one size (the last may be smaller) or of the
     given sizes."""
@@ -157,12 +157,12 @@ def split(input, split_size_or_sections, dim=0):
     return tuple(out)
 
 
-@defop("split_with_sizes(input, split_sizes, dim=0)", composite=True)
+@defop(composite=True)
 def split_with_sizes(input, split_sizes, dim=0):
     return split(input, list(split_sizes), dim)
 
 
-@defop("chunk(input, chunks, dim=0)", composite=True)
+@defop(composite=True)
 def chunk(input, chunks, dim=0):
     """Split into ``chunks`` pieces of ceil(size / chunks) (fewer if they run out)."""
     if chunks <= 0:
@@ -173,7 +173,7 @@ def chunk(input, chunks, dim=0):
     return split(input, step, d)
 
 
-@defop("tensor_split(input, indices_or_sections, dim=0)", composite=True)
+@defop(composite=True)
 def tensor_split(input, indices_or_sections, dim=0):
     d = normalize_dim(dim, len(input._shape), "tensor_split")
     size = input._shape[d]
@@ -209,7 +209,7 @@ def _out(out, r, op):
     return write_out(out, r, op)
 
 
-@defop("flip(input, *dims, out=None)")
+@defop("flip(input, *dims, out=None)", star_keyword="dims")
 def flip(input, dims, out=None):
     """A copy with the order of elements along dims reversed (x.flip(0, 1),
     x.flip((0, 1)) and x.flip(dims=[0, 1]) alike)."""
@@ -230,18 +230,18 @@ def flip(input, dims, out=None):
     return _out(out, r, "flip")
 
 
-@defop("fliplr(input)", composite=True)
+@defop(composite=True)
 def fliplr(input):
     return flip(input, (1,))
 
 
-@defop("flipud(input)", composite=True)
+@defop(composite=True)
 def flipud(input):
     return flip(input, (0,))
 
 
-@defop("roll(input, shifts, dims=None, *, out=None)")
-def roll(input, shifts, dims=None, out=None):
+@defop
+def roll(input, shifts, dims=None, *, out=None):
     """Rotate elements along dims by shifts (flattened when dims is None)."""
     if out is not None:
         return _out(out, roll(input, shifts, dims), "roll")
@@ -266,7 +266,7 @@ def roll(input, shifts, dims=None, out=None):
     return r if r is not input else input.clone()
 
 
-@defop("repeat(input, *sizes)")
+@defop("repeat(input, *sizes)", star_keyword="repeats")
 def repeat(input, sizes):
     """Tile the tensor: repeat(2, 3) makes each dim that many times as long."""
     sizes = tuple(
@@ -302,7 +302,7 @@ def repeat(input, sizes):
     return r
 
 
-@defop("tile(input, *dims)", composite=True)
+@defop("tile(input, *dims)", composite=True, star_keyword="dims")
 def tile(input, *dims, **kwargs):
     if kwargs:
         dims = star_keyword("tile", dims, kwargs)
@@ -318,7 +318,7 @@ def _triangle(op, input, diagonal, upper, out=None):
     r = out if out is not None else empty(input._shape, input._dtype, input._storage._device)
     lay = layout(input._shape, r._stride, input._stride)
     check(
-        lib.ec_triangle(
+        r._storage._device._k.ec_triangle(
             input._dtype.code, len(input._shape), lay, r._ptr, input._ptr, int(diagonal), upper
         ),
         op,
@@ -326,19 +326,19 @@ def _triangle(op, input, diagonal, upper, out=None):
     return r
 
 
-@defop("tril(input, diagonal=0, *, out=None)")
-def tril(input, diagonal=0, out=None):
+@defop
+def tril(input, diagonal=0, *, out=None):
     """The lower triangle of the last two dims (others zeroed)."""
     return _out(out, _triangle("tril", input, diagonal, 0), "tril")
 
 
-@defop("triu(input, diagonal=0, *, out=None)")
-def triu(input, diagonal=0, out=None):
+@defop
+def triu(input, diagonal=0, *, out=None):
     """The upper triangle of the last two dims (others zeroed)."""
     return _out(out, _triangle("triu", input, diagonal, 1), "triu")
 
 
-@defop("tril_(input, diagonal=0)", inplace_of="tril")
+@defop(inplace_of="tril")
 def tril_(input, diagonal=0):
     from ember_core._tensor import written
 
@@ -346,7 +346,7 @@ def tril_(input, diagonal=0):
     return _triangle("tril_", input, diagonal, 0, input)
 
 
-@defop("triu_(input, diagonal=0)", inplace_of="triu")
+@defop(inplace_of="triu")
 def triu_(input, diagonal=0):
     from ember_core._tensor import written
 

@@ -44,6 +44,13 @@ def last_message():
 
 
 def error(status, op):
+    if status == lib.EC_ERR_CUDA_COMPILE:  # the compile callback raised (see _cuda.py)
+        from ember_core import _cuda
+
+        cause = _cuda.take_pending_error()
+        err = RuntimeError(f"{op}: its CUDA kernel could not be compiled or loaded: {cause}")
+        err.__cause__ = cause
+        return err
     detail = last_message()
     if status == lib.EC_ERR_ZERO_DIV:
         return ZeroDivisionRuntimeError(f"{op}: ZeroDivisionError: {detail}")

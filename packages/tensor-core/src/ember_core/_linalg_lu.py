@@ -200,7 +200,7 @@ _GEQRF = collections.namedtuple("geqrf", ["a", "tau"])
 
 def _geqrf_impl(input, out=None):
     from ember_core import linalg as L
-    from ember_core._lib import check, lib
+    from ember_core._lib import check
 
     op = "geqrf"
     L._require_matrix(op, input, square=False)
@@ -213,7 +213,12 @@ def _geqrf_impl(input, out=None):
     info = L._int32(batch, input)
     nb = L._numel(batch)
     if nb and m and n:
-        check(lib.ec_linalg_geqrf(input._dtype.code, nb, m, n, a._ptr, tau._ptr, info._ptr), op)
+        check(
+            a._storage._device._k.ec_linalg_geqrf(
+                input._dtype.code, nb, m, n, a._ptr, tau._ptr, info._ptr
+            ),
+            op,
+        )
     return _out(_GEQRF(a.mT, tau), out)
 
 
@@ -250,7 +255,7 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     return out.resize_(C.shape).copy_(C) if out is not None else C
 
 
-geqrf = defop("geqrf(input, *, out=None)", differentiable=False)(_geqrf_impl)
+geqrf = defop("geqrf(input, *, out=None)", differentiable=False, autocast="fp32")(_geqrf_impl)
 
 
 # ------------------------------------------------------------- LDL^T
@@ -263,7 +268,7 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     """(LD, pivots, info): Bunch-Kaufman A = L D L^T of a symmetric matrix (its
     lower triangle is read), LAPACK's compact form (sytrf) with 1-based pivots."""
     from ember_core import linalg as L
-    from ember_core._lib import check, lib
+    from ember_core._lib import check
 
     op = "torch.linalg.ldl_factor_ex"
     if not isinstance(A, Tensor) or A.dim() < 2 or A.shape[-1] != A.shape[-2]:
@@ -286,7 +291,12 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     info = L._int32(batch, A)
     nb = L._numel(batch)
     if nb and n:
-        check(lib.ec_linalg_ldl_factor(A._dtype.code, nb, n, a._ptr, piv._ptr, info._ptr), op)
+        check(
+            a._storage._device._k.ec_linalg_ldl_factor(
+                A._dtype.code, nb, n, a._ptr, piv._ptr, info._ptr
+            ),
+            op,
+        )
     else:
         info.zero_()
     if check_errors and bool((info != 0).any()):
@@ -312,7 +322,7 @@ def ldl_factor(A, *, hermitian=False, out=None):
 def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     """X with A X = B, from ldl_factor's (LD, pivots); batches broadcast."""
     from ember_core import linalg as L
-    from ember_core._lib import check, lib
+    from ember_core._lib import check
     from ember_core._shape import broadcast_shapes
 
     op = "torch.linalg.ldl_solve"
@@ -342,7 +352,7 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     nb = L._numel(batch)
     if nb and n and nrhs:
         check(
-            lib.ec_linalg_ldl_solve(
+            a._storage._device._k.ec_linalg_ldl_solve(
                 LD._dtype.code, nb, n, nrhs, a._ptr, piv._ptr, x._ptr, info._ptr
             ),
             op,

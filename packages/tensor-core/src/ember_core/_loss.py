@@ -91,7 +91,7 @@ def _target(target):
     return U.compute(target, D.int64)
 
 
-@defop("nll_loss(input, target, weight=None, ignore_index=-100, reduction='mean')", method=False)
+@defop(method=False, autocast="fp32")
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     """Negative log likelihood of log-probabilities ``input`` (C), (N, C) or
     (N, C, d1, ...) at class indices ``target``; ``weight`` rescales classes and
@@ -110,7 +110,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
         out = empty((), x._dtype, dev)
         total = empty((), x._dtype, dev)
     check(
-        U.fn("ec_nll_loss", x._numel * x._dtype.itemsize)(
+        U.fn("ec_nll_loss", x._numel * x._dtype.itemsize, out._storage._device)(
             x._dtype.code,
             n,
             c,
@@ -128,9 +128,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     return U.restore(out, input._dtype)
 
 
-@defop(
-    "_nll_loss_backward(grad_output, input, target, weight, reduction, ignore_index)", method=False
-)
+@defop(method=False)
 def _nll_loss_backward(grad_output, input, target, weight, reduction, ignore_index):
     """Gradient of nll_loss with respect to its input: -weight[target] * grad at
     each target (divided by the total weight for 'mean'), zero elsewhere."""
@@ -142,7 +140,7 @@ def _nll_loss_backward(grad_output, input, target, weight, reduction, ignore_ind
     t = _target(target)
     gi = empty(input._shape, kd, input._storage._device)
     check(
-        U.fn("ec_nll_loss_backward", gi._numel * kd.itemsize)(
+        U.fn("ec_nll_loss_backward", gi._numel * kd.itemsize, gi._storage._device)(
             kd.code, n, c, s, code, int(ignore_index), gi._ptr, g._ptr, t._ptr, U.ptr(w)
         ),
         "nll_loss_backward",
@@ -151,10 +149,9 @@ def _nll_loss_backward(grad_output, input, target, weight, reduction, ignore_ind
 
 
 @defop(
-    "cross_entropy(input, target, weight=None, ignore_index=-100, reduction='mean', "
-    "label_smoothing=0.0)",
     method=False,
     composite=True,
+    autocast="fp32",
 )
 def cross_entropy(
     input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0
@@ -182,7 +179,7 @@ def cross_entropy(
     return nll_loss(logp, target, weight, ignore_index, code)
 
 
-@defop("_fused_cross_entropy(input, target, weight, ignore_index, reduction)", method=False)
+@defop(method=False, autocast="fp32")
 def _fused_cross_entropy(input, target, weight, ignore_index, reduction):
     """(loss, lse): cross entropy of (N, C) logits at class indices in one pass
     per row (log-softmax is never written); lse is each row's log-sum-exp."""
@@ -197,7 +194,7 @@ def _fused_cross_entropy(input, target, weight, ignore_index, reduction):
     out = empty((n,) if code == _NONE else (), x._dtype, dev)
     total = None if code == _NONE else empty((), x._dtype, dev)
     check(
-        U.fn("ec_cross_entropy", x._numel * x._dtype.itemsize)(
+        U.fn("ec_cross_entropy", x._numel * x._dtype.itemsize, out._storage._device)(
             x._dtype.code,
             n,
             c,
@@ -216,8 +213,6 @@ def _fused_cross_entropy(input, target, weight, ignore_index, reduction):
 
 
 @defop(
-    "_fused_cross_entropy_backward(grad_output, input, target, weight, ignore_index, "
-    "reduction, lse)",
     method=False,
     differentiable=False,
 )
@@ -232,7 +227,7 @@ def _fused_cross_entropy_backward(grad_output, input, target, weight, ignore_ind
     w = None if weight is None else U.compute(weight, kd)
     gi = empty(x._shape, kd, x._storage._device)
     check(
-        U.fn("ec_cross_entropy_backward", x._numel * kd.itemsize)(
+        U.fn("ec_cross_entropy_backward", x._numel * kd.itemsize, gi._storage._device)(
             kd.code,
             n,
             c,
@@ -308,7 +303,7 @@ def _ce_smoothed(logp, target, weight, ignore_index, code, smoothing, class_dim)
 # -------------------------------------------------------------- binary
 
 
-@defop("binary_cross_entropy(input, target, weight=None, reduction='mean')", method=False)
+@defop(method=False, autocast="fp32")
 def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     """-w * (t * log(x) + (1 - t) * log(1 - x)) with the logs clamped at -100, as
     PyTorch does; input must lie in [0, 1]."""
@@ -330,9 +325,8 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
 
 
 @defop(
-    "binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, "
-    "reduction='mean')",
     method=False,
+    autocast="fp32",
 )
 def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction="mean"):
     """Binary cross entropy of sigmoid(input), computed stably from the logits;
@@ -356,7 +350,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None
 # ------------------------------------------------------------ pointwise
 
 
-@defop("mse_loss(input, target, reduction='mean')", method=False, composite=True)
+@defop(method=False, composite=True, autocast="fp32")
 def mse_loss(input, target, reduction="mean"):
     """(input - target)^2, reduced."""
     code = U.reduction_code(reduction, "mse_loss")
@@ -364,7 +358,7 @@ def mse_loss(input, target, reduction="mean"):
     return _reduce((input - target).square(), code)
 
 
-@defop("l1_loss(input, target, reduction='mean')", method=False, composite=True)
+@defop(method=False, composite=True, autocast="fp32")
 def l1_loss(input, target, reduction="mean"):
     """|input - target|, reduced."""
     code = U.reduction_code(reduction, "l1_loss")
@@ -372,7 +366,7 @@ def l1_loss(input, target, reduction="mean"):
     return _reduce((input - target).abs(), code)
 
 
-@defop("smooth_l1_loss(input, target, reduction='mean', beta=1.0)", method=False, composite=True)
+@defop(method=False, composite=True, autocast="fp32")
 def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target)."""
     code = U.reduction_code(reduction, "smooth_l1_loss")
@@ -385,7 +379,7 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
     return _reduce(where(d < beta, d.square() * (0.5 / beta), d - 0.5 * beta), code)
 
 
-@defop("huber_loss(input, target, reduction='mean', delta=1.0)", method=False, composite=True)
+@defop(method=False, composite=True, autocast="fp32")
 def huber_loss(input, target, reduction="mean", delta=1.0):
     """0.5 d^2 where |d| < delta, else delta * (|d| - 0.5 delta)."""
     code = U.reduction_code(reduction, "huber_loss")
@@ -398,7 +392,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     return _reduce(where(d < delta, d.square() * 0.5, (d - 0.5 * delta) * delta), code)
 
 
-@defop("kl_div(input, target, reduction='mean', log_target=False)", method=False, composite=True)
+@defop(method=False, composite=True, autocast="fp32")
 def kl_div(input, target, reduction="mean", log_target=False):
     """Pointwise KL divergence with ``input`` in log space: target * (log target -
     input), or exp(target) * (target - input) when ``log_target``."""

@@ -1,5 +1,5 @@
 """More math with PyTorch's semantics: logit, heaviside, gcd/lcm, ldexp, frexp,
-logaddexp2, sgn, isin, trapezoid/cumulative_trapezoid, cov/corrcoef, cross, cdist,
+sgn, isin, trapezoid/cumulative_trapezoid, cov/corrcoef, cross, cdist,
 addbmm, index_reduce, histogram, and the predicates is_same_size/is_nonzero/is_signed.
 
 Differentiable ones are composites of public ops (their gradients come from the
@@ -39,8 +39,8 @@ def _float_of(t):
 # ------------------------------------------------------------------ elementwise
 
 
-@defop("logit(input, eps=None, *, out=None)", composite=True)
-def logit(input, eps=None, out=None):
+@defop(composite=True)
+def logit(input, eps=None, *, out=None):
     """log(p / (1 - p)), with p clamped to [eps, 1 - eps] when eps is given."""
     x = _float_of(input)
     if eps is not None:
@@ -51,13 +51,13 @@ def logit(input, eps=None, out=None):
     return r
 
 
-@defop("logit_(input, eps=None)", composite=True)
+@defop(composite=True)
 def logit_(input, eps=None):
     return input.copy_(logit(input, eps))
 
 
-@defop("heaviside(input, values, *, out=None)", composite=True)
-def heaviside(input, values, out=None):
+@defop(composite=True)
+def heaviside(input, values, *, out=None):
     """0 where input < 0, values where input == 0, 1 where input > 0."""
     if input.dtype is not values.dtype:
         raise RuntimeError(
@@ -81,38 +81,38 @@ def _integer_binary(op, fn, input, other):
     return _pub("from_numpy")(np.ascontiguousarray(r))
 
 
-@defop("gcd(input, other, *, out=None)", composite=True)
-def gcd(input, other, out=None):
+@defop(composite=True)
+def gcd(input, other, *, out=None):
     """Greatest common divisor of integers (non-negative; gcd(0, 0) = 0)."""
     r = _integer_binary("gcd", np.gcd, input, other)
     return out.copy_(r) if out is not None else r
 
 
-@defop("gcd_(input, other)", composite=True)
+@defop(composite=True)
 def gcd_(input, other):
     return input.copy_(gcd(input, other))
 
 
-@defop("lcm(input, other, *, out=None)", composite=True)
-def lcm(input, other, out=None):
+@defop(composite=True)
+def lcm(input, other, *, out=None):
     """Least common multiple of integers (non-negative; 0 when either is 0)."""
     r = _integer_binary("lcm", np.lcm, input, other)
     return out.copy_(r) if out is not None else r
 
 
-@defop("lcm_(input, other)", composite=True)
+@defop(composite=True)
 def lcm_(input, other):
     return input.copy_(lcm(input, other))
 
 
-@defop("ldexp(input, other, *, out=None)", composite=True)
-def ldexp(input, other, out=None):
+@defop(composite=True)
+def ldexp(input, other, *, out=None):
     """input * 2**other (a floating result)."""
     r = _float_of(input) * _pub("exp2")(other)
     return out.copy_(r) if out is not None else r
 
 
-@defop("ldexp_(input, other)", composite=True)
+@defop(composite=True)
 def ldexp_(input, other):
     return input.mul_(_pub("exp2")(other))
 
@@ -130,8 +130,8 @@ def _pair_out(op, out):
             )
 
 
-@defop("frexp(input, *, out=None)", composite=True)
-def frexp(input, out=None):
+@defop(composite=True)
+def frexp(input, *, out=None):
     """(mantissa, exponent) with input = mantissa * 2**exponent, 0.5 <= |mantissa| < 1
     (mantissa 0 and exponent 0 for 0; inf and nan keep their value)."""
     if not input.dtype.is_floating_point:
@@ -153,34 +153,22 @@ def frexp(input, out=None):
     return _frexp(mantissa, exponent)
 
 
-@defop("logaddexp2(input, other, *, out=None)", composite=True)
-def logaddexp2(input, other, out=None):
-    """log2(2**input + 2**other), computed without overflow."""
-    a, b = _float_of(input), _float_of(other) if isinstance(other, Tensor) else other
-    m = _pub("maximum")(a, b) if isinstance(b, Tensor) else a.clamp_min(b)
-    r = m + ((a - m).exp2() + (b - m).exp2()).log2()
-    # an infinite maximum makes (a - m) nan; it is the answer itself
-    r = _pub("where")(m.isinf(), m, r)
-    return out.copy_(r) if out is not None else r
-
-
-@defop("sgn(input, *, out=None)", composite=True)
-def sgn(input, out=None):
+@defop(composite=True)
+def sgn(input, *, out=None):
     """sign for real tensors (x / |x| for complex ones, which ember does not have)."""
     return input.sign() if out is None else out.copy_(input.sign())
 
 
-@defop("sgn_(input)", composite=True)
+@defop(composite=True)
 def sgn_(input):
     return input.sign_()
 
 
 @defop(
-    "isin(elements, test_elements, *, assume_unique=False, invert=False)",
     method=False,
     composite=True,
 )
-def isin(elements, test_elements, assume_unique=False, invert=False):
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
     """Whether each element of elements is in test_elements (a bool tensor of elements' shape)."""
     tensor = _pub("tensor")
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
@@ -210,8 +198,8 @@ def _dx_along(op, y, x, dx, dim):
     return d, 1.0 if dx is None else dx
 
 
-@defop("trapezoid(y, x=None, *, dx=None, dim=-1)", method=False, composite=True)
-def trapezoid(y, x=None, dx=None, dim=-1):
+@defop(method=False, composite=True)
+def trapezoid(y, x=None, *, dx=None, dim=-1):
     """The trapezoidal rule along dim, with sample points x or a constant spacing dx."""
     if x is not None and not isinstance(x, Tensor):  # trapezoid(y, dx) positionally
         x, dx = None, x
@@ -223,8 +211,8 @@ def trapezoid(y, x=None, dx=None, dim=-1):
     return mid.sum(d) / 2
 
 
-@defop("cumulative_trapezoid(y, x=None, *, dx=None, dim=-1)", method=False, composite=True)
-def cumulative_trapezoid(y, x=None, dx=None, dim=-1):
+@defop(method=False, composite=True)
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     if x is not None and not isinstance(x, Tensor):
         x, dx = None, x
     d, spacing = _dx_along("cumulative_trapezoid", y, x, dx, dim)
@@ -236,8 +224,8 @@ def cumulative_trapezoid(y, x=None, dx=None, dim=-1):
 # ------------------------------------------------------------------ statistics
 
 
-@defop("cov(input, *, correction=1, fweights=None, aweights=None)", composite=True)
-def cov(input, correction=1, fweights=None, aweights=None):
+@defop(composite=True)
+def cov(input, *, correction=1, fweights=None, aweights=None):
     """Covariance of the variables in rows (observations in columns), as numpy.cov."""
     if input.dim() > 2:
         raise RuntimeError(
@@ -294,7 +282,7 @@ def cov(input, correction=1, fweights=None, aweights=None):
     return c.squeeze() if input.dim() < 2 else c
 
 
-@defop("corrcoef(input)", composite=True)
+@defop(composite=True)
 def corrcoef(input):
     """Pearson correlation coefficients of the rows (clipped to [-1, 1])."""
     c = cov(input)
@@ -310,8 +298,8 @@ def corrcoef(input):
 # ------------------------------------------------------------------ products and distances
 
 
-@defop("cross(input, other, dim=None, *, out=None)", composite=True)
-def cross(input, other, dim=None, out=None):
+@defop(composite=True)
+def cross(input, other, dim=None, *, out=None):
     """Cross product of 3-vectors along dim (default: the first dim of size 3)."""
     if input.dim() != other.dim():
         raise RuntimeError(
@@ -345,7 +333,7 @@ def _broadcast_shape(a, b):
     return tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
 
 
-@defop("cdist(x1, x2, p=2.0, compute_mode=None)", method=False, composite=True)
+@defop(method=False, composite=True, autocast="fp32")
 def cdist(x1, x2, p=2.0, compute_mode=None):
     """p-norm distances between the rows of x1 (.., P, M) and of x2 (.., R, M): (.., P, R).
     p=2 goes through a matrix product when compute_mode allows (as PyTorch: by default
@@ -392,8 +380,8 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     return _pub("vector_norm")(diff, p, dim=-1)
 
 
-@defop("addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None)", composite=True)
-def addbmm(input, batch1, batch2, beta=1, alpha=1, out=None):
+@defop(composite=True, autocast="lower_precision_fp")
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * sum_i batch1[i] @ batch2[i] (one matrix product)."""
     if batch1.dim() != 3 or batch2.dim() != 3:
         raise RuntimeError(
@@ -413,8 +401,8 @@ def addbmm(input, batch1, batch2, beta=1, alpha=1, out=None):
     return out.copy_(r) if out is not None else r
 
 
-@defop("addbmm_(input, batch1, batch2, *, beta=1, alpha=1)", composite=True)
-def addbmm_(input, batch1, batch2, beta=1, alpha=1):
+@defop(composite=True)
+def addbmm_(input, batch1, batch2, *, beta=1, alpha=1):
     return input.copy_(addbmm(input, batch1, batch2, beta=beta, alpha=alpha))
 
 
@@ -424,8 +412,8 @@ def addbmm_(input, batch1, batch2, beta=1, alpha=1):
 _INDEX_REDUCE = ("prod", "mean", "amax", "amin")
 
 
-@defop("index_reduce(input, dim, index, source, reduce, *, include_self=True)", composite=True)
-def index_reduce(input, dim, index, source, reduce, include_self=True):
+@defop(composite=True)
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     """Reduce source's slices into input's slices index[i] along dim (prod, mean, amax, amin)."""
     if reduce not in _INDEX_REDUCE:
         raise RuntimeError(
@@ -453,8 +441,8 @@ def index_reduce(input, dim, index, source, reduce, include_self=True):
     return input.scatter_reduce(d, idx, source, reduce, include_self=include_self)
 
 
-@defop("index_reduce_(input, dim, index, source, reduce, *, include_self=True)", composite=True)
-def index_reduce_(input, dim, index, source, reduce, include_self=True):
+@defop(composite=True)
+def index_reduce_(input, dim, index, source, reduce, *, include_self=True):
     return input.copy_(index_reduce(input, dim, index, source, reduce, include_self=include_self))
 
 
@@ -462,10 +450,9 @@ _histogram = return_type("histogram", ["hist", "bin_edges"])
 
 
 @defop(
-    "histogram(input, bins=100, *, range=None, weight=None, density=False, out=None)",
     composite=True,
 )
-def histogram(input, bins=100, range=None, weight=None, density=False, out=None):  # noqa: A002
+def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):  # noqa: A002
     """(hist, bin_edges): counts (or weights, or a density) per bin, as numpy.histogram."""
     if not input.dtype.is_floating_point:
         raise RuntimeError(
@@ -498,12 +485,12 @@ def histogram(input, bins=100, range=None, weight=None, density=False, out=None)
 # ------------------------------------------------------------------ predicates
 
 
-@defop("is_same_size(input, other)", composite=True)
+@defop(composite=True)
 def is_same_size(input, other):
     return tuple(input.shape) == tuple(other.shape)
 
 
-@defop("is_nonzero(input)", composite=True)
+@defop(composite=True)
 def is_nonzero(input):
     """The truth of a one-element tensor."""
     n = input.numel()

@@ -8,7 +8,7 @@ kernel dtypes] in csrc/nn.h); ``compute`` prepares an operand for them and
 
 from ember_core import _dtype as D
 from ember_core._copy import copy_into
-from ember_core._lib import NOGIL_THRESHOLD, lib, nogil
+from ember_core._lib import NOGIL_THRESHOLD
 from ember_core._tensor import Tensor, empty, is_contig
 
 _NATIVE = (D.float32, D.float64)
@@ -49,9 +49,10 @@ def restore(t, dtype):
     return r
 
 
-def fn(name, nbytes):
-    """The kernel ``name``, through its GIL-releasing twin for large calls."""
-    return getattr(nogil, name) if nbytes > NOGIL_THRESHOLD else getattr(lib, name)
+def fn(name, nbytes, dev):
+    """The kernel ``name`` of device ``dev`` (Note [Kernel interface per device]),
+    through its GIL-releasing twin for large calls."""
+    return getattr(dev._kn if nbytes > NOGIL_THRESHOLD else dev._k, name)
 
 
 def require_float(op, t, what="input"):

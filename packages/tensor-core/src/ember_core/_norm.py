@@ -82,7 +82,7 @@ def _stat_shape(input, ns):
     return tuple(input._shape[: len(input._shape) - len(ns)]) + (1,) * len(ns)
 
 
-@defop("native_layer_norm(input, normalized_shape, weight, bias, eps)", method=False)
+@defop(method=False)
 def native_layer_norm(input, normalized_shape, weight, bias, eps):
     """(output, mean, rstd) of layer norm over the trailing ``normalized_shape``."""
     ns = _normalized("layer_norm", input, normalized_shape)
@@ -95,7 +95,7 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
     y = empty(x._shape, x._dtype, x._storage._device)
     mean = empty(sshape, x._dtype, x._storage._device)
     rstd = empty(sshape, x._dtype, x._storage._device)
-    kernel = U.fn("ec_row_norm", x._numel * x._dtype.itemsize)
+    kernel = U.fn("ec_row_norm", x._numel * x._dtype.itemsize, y._storage._device)
     check(
         kernel(
             x._dtype.code,
@@ -117,7 +117,6 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
 
 
 @defop(
-    "layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True)",
     method=False,
     composite=True,
 )
@@ -141,8 +140,6 @@ def _mask(output_mask, n):
 
 
 @defop(
-    "_native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, "
-    "output_mask)",
     method=False,
     differentiable=False,
 )
@@ -163,7 +160,7 @@ def _native_layer_norm_backward(
     gi = empty(x._shape, x._dtype, dev) if mi else None
     gw = empty(ns, x._dtype, dev) if mw else None
     gb = empty(ns, x._dtype, dev) if mb else None
-    kernel = U.fn("ec_row_norm_backward", x._numel * x._dtype.itemsize)
+    kernel = U.fn("ec_row_norm_backward", x._numel * x._dtype.itemsize, g._storage._device)
     check(
         kernel(
             x._dtype.code,
@@ -191,7 +188,7 @@ def _native_layer_norm_backward(
 # --------------------------------------------------------------- RMS norm
 
 
-@defop("_fused_rms_norm(input, normalized_shape, weight, eps)", method=False)
+@defop(method=False)
 def _fused_rms_norm(input, normalized_shape, weight, eps):
     """(output, rstd) of RMS norm over the trailing ``normalized_shape``;
     eps None means the dtype's machine epsilon."""
@@ -204,7 +201,7 @@ def _fused_rms_norm(input, normalized_shape, weight, eps):
     rows = x._numel // cols if cols else U.prod(x._shape[: len(x._shape) - len(ns)])
     y = empty(x._shape, x._dtype, x._storage._device)
     rstd = empty(_stat_shape(input, ns), x._dtype, x._storage._device)
-    kernel = U.fn("ec_row_norm", x._numel * x._dtype.itemsize)
+    kernel = U.fn("ec_row_norm", x._numel * x._dtype.itemsize, y._storage._device)
     check(
         kernel(x._dtype.code, 1, rows, cols, float(eps), y._ptr, 0, rstd._ptr, x._ptr, U.ptr(w), 0),
         "rms_norm",
@@ -212,14 +209,13 @@ def _fused_rms_norm(input, normalized_shape, weight, eps):
     return U.restore(y, input._dtype), U.restore(rstd, _stat_dtype(input, weight))
 
 
-@defop("rms_norm(input, normalized_shape, weight=None, eps=None)", method=False, composite=True)
+@defop(method=False, composite=True)
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """x / sqrt(mean(x^2) + eps) over the trailing ``normalized_shape``, times weight."""
     return _fused_rms_norm(input, normalized_shape, weight, eps)[0]
 
 
 @defop(
-    "_fused_rms_norm_backward(grad_out, input, normalized_shape, rstd, weight, output_mask)",
     method=False,
     differentiable=False,
 )
@@ -236,7 +232,7 @@ def _fused_rms_norm_backward(grad_out, input, normalized_shape, rstd, weight, ou
     dev = x._storage._device
     gi = empty(x._shape, x._dtype, dev) if mi else None
     gw = empty(ns, x._dtype, dev) if mw else None
-    kernel = U.fn("ec_row_norm_backward", x._numel * x._dtype.itemsize)
+    kernel = U.fn("ec_row_norm_backward", x._numel * x._dtype.itemsize, g._storage._device)
     check(
         kernel(
             x._dtype.code,
@@ -291,7 +287,6 @@ def _running(op, input, t, name, c):
 
 
 @defop(
-    "native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)",
     method=False,
 )
 def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
@@ -321,7 +316,7 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
         written(running_mean, "batch_norm")
         written(running_var, "batch_norm")
     rdtype = rm._dtype.code if rm is not None else 0
-    kernel = U.fn("ec_batch_norm", x._numel * x._dtype.itemsize)
+    kernel = U.fn("ec_batch_norm", x._numel * x._dtype.itemsize, y._storage._device)
     check(
         kernel(
             x._dtype.code,
@@ -353,8 +348,6 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
 
 
 @defop(
-    "batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, "
-    "cudnn_enabled=True)",
     method=False,
     composite=True,
 )
@@ -369,8 +362,6 @@ def batch_norm(
 
 
 @defop(
-    "_native_batch_norm_backward(grad_out, input, weight, save_mean, save_invstd, training, "
-    "output_mask)",
     method=False,
     differentiable=False,
 )
@@ -388,7 +379,7 @@ def _native_batch_norm_backward(
     gi = empty(x._shape, x._dtype, dev) if mi else None
     gw = empty((c,), x._dtype, dev) if mw else None
     gb = empty((c,), x._dtype, dev) if mb else None
-    kernel = U.fn("ec_batch_norm_backward", x._numel * x._dtype.itemsize)
+    kernel = U.fn("ec_batch_norm_backward", x._numel * x._dtype.itemsize, g._storage._device)
     check(
         kernel(
             x._dtype.code,
@@ -425,7 +416,7 @@ def _index(op, name, v):
         raise TypeError(f"{op}(): argument '{name}' must be int, not {type(v).__name__}") from None
 
 
-@defop("native_group_norm(input, weight, bias, N, C, HxW, group, eps)", method=False)
+@defop(method=False)
 def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     """(output, mean, rstd) of group norm; mean/rstd are (N, group)."""
     x = _input("group_norm", input)
@@ -449,7 +440,7 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     y = empty(x._shape, x._dtype, dev)
     mean = empty((N, group), x._dtype, dev)
     rstd = empty((N, group), x._dtype, dev)
-    kernel = U.fn("ec_group_norm", x._numel * x._dtype.itemsize)
+    kernel = U.fn("ec_group_norm", x._numel * x._dtype.itemsize, y._storage._device)
     check(
         kernel(
             x._dtype.code,
@@ -472,7 +463,6 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
 
 
 @defop(
-    "group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True)",
     method=False,
     composite=True,
 )
@@ -489,8 +479,6 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabl
 
 
 @defop(
-    "_native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, "
-    "output_mask)",
     method=False,
     differentiable=False,
 )
@@ -504,7 +492,7 @@ def _native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, 
     gi = empty(x._shape, x._dtype, dev) if mi else None
     gw = empty((C,), x._dtype, dev) if mw else None
     gb = empty((C,), x._dtype, dev) if mb else None
-    kernel = U.fn("ec_group_norm_backward", x._numel * x._dtype.itemsize)
+    kernel = U.fn("ec_group_norm_backward", x._numel * x._dtype.itemsize, g._storage._device)
     check(
         kernel(
             x._dtype.code,
@@ -535,8 +523,6 @@ def _native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, 
 
 
 @defop(
-    "instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, "
-    "eps, cudnn_enabled=True)",
     method=False,
     composite=True,
 )

@@ -14,14 +14,14 @@ from ember_core import _dtype as D
 from ember_core import _spatial as S
 from ember_core._dispatch import defop
 from ember_core._elementwise import _tname
-from ember_core._lib import check, lib, nogil
+from ember_core._lib import check
 from ember_core._tensor import empty
 
 _NOGIL_ELEMS = 1 << 16
 
 
-def _fn(name, work):
-    return getattr(nogil, name) if work > _NOGIL_ELEMS else getattr(lib, name)
+def _fn(name, work, dev):
+    return getattr(dev._kn if work > _NOGIL_ELEMS else dev._k, name)
 
 
 def _prod(sizes):
@@ -62,7 +62,7 @@ def _out_sizes(spatial, k, s, p, d, ceil_mode):
 # ------------------------------------------------------------- core ops
 
 
-@defop("_max_pool(input, kernel_size, stride, padding, dilation, ceil_mode)", method=False)
+@defop(method=False)
 def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode):
     """(values, int64 indices) of max pooling a batched input; indices are flat
     positions in each input plane."""
@@ -83,7 +83,7 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode):
     geom = S.geometry(input._shape[2:], kernel_size, out, stride, padding, dilation)
     planes = input._shape[0] * input._shape[1]
     check(
-        _fn("ec_max_pool_forward", y._numel * _prod(kernel_size))(
+        _fn("ec_max_pool_forward", y._numel * _prod(kernel_size), x._storage._device)(
             cd.code, planes, geom, x._ptr, y._ptr, idx._ptr
         ),
         op,
@@ -91,7 +91,7 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode):
     return S.finish(y, dtype), idx
 
 
-@defop("_max_pool_backward(grad_output, indices, input_size)", method=False)
+@defop(method=False)
 def _max_pool_backward(grad_output, indices, input_size):
     """The gradient of max pooling: grad_output added at the saved indices of an
     input of size input_size (zeros elsewhere)."""
@@ -114,7 +114,7 @@ def _max_pool_backward(grad_output, indices, input_size):
     gx = empty(input_size, cd, gy._storage._device)
     planes = input_size[0] * input_size[1]
     check(
-        _fn("ec_index_scatter_add", gx._numel)(
+        _fn("ec_index_scatter_add", gx._numel, gy._storage._device)(
             cd.code, planes, _prod(input_size[2:]), _prod(gy._shape[2:]), gy._ptr, ix._ptr, gx._ptr
         ),
         op,
@@ -122,7 +122,7 @@ def _max_pool_backward(grad_output, indices, input_size):
     return S.finish(gx, dtype)
 
 
-@defop("_max_pool_double_backward(input, indices)", method=False)
+@defop(method=False)
 def _max_pool_double_backward(input, indices):
     """input gathered at the indices of max pooling (per plane): the adjoint of
     _max_pool_backward."""
@@ -139,7 +139,7 @@ def _max_pool_double_backward(input, indices):
     y = empty(indices._shape, cd, x._storage._device)
     planes = input._shape[0] * input._shape[1]
     check(
-        _fn("ec_index_gather", y._numel)(
+        _fn("ec_index_gather", y._numel, x._storage._device)(
             cd.code,
             planes,
             _prod(input._shape[2:]),
@@ -159,8 +159,6 @@ def _avg_geom(spatial, kernel_size, stride, padding, ceil_mode):
 
 
 @defop(
-    "_avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, "
-    "divisor_override)",
     method=False,
 )
 def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
@@ -179,7 +177,7 @@ def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
     y = empty(input._shape[:2] + out, cd, x._storage._device)
     planes = input._shape[0] * input._shape[1]
     check(
-        _fn("ec_avg_pool_forward", y._numel * _prod(kernel_size))(
+        _fn("ec_avg_pool_forward", y._numel * _prod(kernel_size), x._storage._device)(
             cd.code, planes, geom, bool(count_include_pad), divisor_override or 0, x._ptr, y._ptr
         ),
         op,
@@ -188,8 +186,6 @@ def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
 
 
 @defop(
-    "_avg_pool_backward(grad_output, input_size, kernel_size, stride, padding, ceil_mode, "
-    "count_include_pad, divisor_override)",
     method=False,
 )
 def _avg_pool_backward(
@@ -218,9 +214,9 @@ def _avg_pool_backward(
     gx = empty(input_size, cd, gy._storage._device)
     planes = input_size[0] * input_size[1]
     check(
-        _fn("ec_avg_pool_backward", gx._numel + gy._numel * _prod(kernel_size))(
-            cd.code, planes, geom, bool(count_include_pad), divisor_override or 0, gy._ptr, gx._ptr
-        ),
+        _fn(
+            "ec_avg_pool_backward", gx._numel + gy._numel * _prod(kernel_size), gy._storage._device
+        )(cd.code, planes, geom, bool(count_include_pad), divisor_override or 0, gy._ptr, gx._ptr),
         op,
     )
     return S.finish(gx, dtype)
@@ -237,7 +233,7 @@ def _adaptive(op, is_max, input, output_size):
     idx = empty(shape, D.int64, x._storage._device) if is_max else None
     planes = input._shape[0] * input._shape[1]
     check(
-        _fn("ec_adaptive_pool_forward", y._numel + x._numel)(
+        _fn("ec_adaptive_pool_forward", y._numel + x._numel, x._storage._device)(
             cd.code,
             is_max,
             planes,
@@ -252,13 +248,13 @@ def _adaptive(op, is_max, input, output_size):
     return S.finish(y, dtype), idx
 
 
-@defop("_adaptive_avg_pool(input, output_size)", method=False)
+@defop(method=False)
 def _adaptive_avg_pool(input, output_size):
     """Adaptive average pooling of a batched input to output_size (a tuple)."""
     return _adaptive("adaptive_avg_pool", 0, input, tuple(output_size))[0]
 
 
-@defop("_adaptive_avg_pool_backward(grad_output, input_size)", method=False)
+@defop(method=False)
 def _adaptive_avg_pool_backward(grad_output, input_size):
     """The gradient of adaptive average pooling."""
     op = "adaptive_avg_pool_backward"
@@ -274,7 +270,7 @@ def _adaptive_avg_pool_backward(grad_output, input_size):
     gx = empty(input_size, cd, gy._storage._device)
     planes = input_size[0] * input_size[1]
     check(
-        _fn("ec_adaptive_avg_pool_backward", gx._numel + gy._numel)(
+        _fn("ec_adaptive_avg_pool_backward", gx._numel + gy._numel, gy._storage._device)(
             cd.code, planes, S.int3(input_size[2:]), S.int3(gy._shape[2:]), gy._ptr, gx._ptr
         ),
         op,
@@ -282,7 +278,7 @@ def _adaptive_avg_pool_backward(grad_output, input_size):
     return S.finish(gx, dtype)
 
 
-@defop("_adaptive_max_pool(input, output_size)", method=False)
+@defop(method=False)
 def _adaptive_max_pool(input, output_size):
     """(values, int64 indices) of adaptive max pooling of a batched input."""
     return _adaptive("adaptive_max_pool", 1, input, tuple(output_size))
@@ -365,8 +361,6 @@ def _max_pool_nd(op, k, input, kernel_size, stride, padding, dilation, ceil_mode
 
 
 @defop(
-    "max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, "
-    "return_indices=False)",
     composite=True,
     method=False,
 )
@@ -384,8 +378,6 @@ def max_pool1d(
 
 
 @defop(
-    "max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, "
-    "return_indices=False)",
     composite=True,
     method=False,
 )
@@ -400,10 +392,9 @@ def max_pool2d(
 
 
 @defop(
-    "max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, "
-    "return_indices=False)",
     composite=True,
     method=False,
+    autocast="fp32",
 )
 def max_pool3d(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
@@ -415,8 +406,6 @@ def max_pool3d(
 
 
 @defop(
-    "max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, "
-    "ceil_mode=False)",
     composite=True,
     method=False,
 )
@@ -427,8 +416,6 @@ def max_pool1d_with_indices(
 
 
 @defop(
-    "max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, "
-    "ceil_mode=False)",
     composite=True,
     method=False,
 )
@@ -439,8 +426,6 @@ def max_pool2d_with_indices(
 
 
 @defop(
-    "max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, "
-    "ceil_mode=False)",
     composite=True,
     method=False,
 )
@@ -473,8 +458,6 @@ def _avg_pool_nd(
 
 
 @defop(
-    "avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, "
-    "count_include_pad=True)",
     composite=True,
     method=False,
 )
@@ -486,9 +469,6 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 
 @defop(
-    "avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, "
-    "count_include_pad=True, "
-    "divisor_override=None)",
     composite=True,
     method=False,
 )
@@ -520,11 +500,9 @@ def avg_pool2d(
 
 
 @defop(
-    "avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, "
-    "count_include_pad=True, "
-    "divisor_override=None)",
     composite=True,
     method=False,
+    autocast="fp32",
 )
 def avg_pool3d(
     input,
@@ -593,13 +571,13 @@ def _adaptive_nd(op, k, input, output_size, is_max):
     return y.squeeze(0) if unbatched else y
 
 
-@defop("adaptive_avg_pool1d(input, output_size)", composite=True, method=False)
+@defop(composite=True, method=False)
 def adaptive_avg_pool1d(input, output_size):
     """Average pooling of (N, C, L) or (C, L) to output_size positions."""
     return _adaptive_nd("adaptive_avg_pool1d", 1, input, output_size, False)
 
 
-@defop("adaptive_avg_pool2d(input, output_size)", composite=True, method=False)
+@defop(composite=True, method=False)
 def adaptive_avg_pool2d(input, output_size):
     """Average pooling of (N, C, H, W) or (C, H, W) to output_size (an int, a pair,
     None keeping the input's size).
@@ -610,24 +588,24 @@ def adaptive_avg_pool2d(input, output_size):
     return _adaptive_nd("adaptive_avg_pool2d", 2, input, output_size, False)
 
 
-@defop("adaptive_avg_pool3d(input, output_size)", composite=True, method=False)
+@defop(composite=True, method=False, autocast="fp32")
 def adaptive_avg_pool3d(input, output_size):
     return _adaptive_nd("adaptive_avg_pool3d", 3, input, output_size, False)
 
 
-@defop("adaptive_max_pool1d(input, output_size)", composite=True, method=False)
+@defop(composite=True, method=False)
 def adaptive_max_pool1d(input, output_size):
     """(values, indices) of adaptive max pooling of (N, C, L) or (C, L)."""
     return _adaptive_nd("adaptive_max_pool1d", 1, input, output_size, True)
 
 
-@defop("adaptive_max_pool2d(input, output_size)", composite=True, method=False)
+@defop(composite=True, method=False)
 def adaptive_max_pool2d(input, output_size):
     """(values, indices) of adaptive max pooling of (N, C, H, W) or (C, H, W)."""
     return _adaptive_nd("adaptive_max_pool2d", 2, input, output_size, True)
 
 
-@defop("adaptive_max_pool3d(input, output_size)", composite=True, method=False)
+@defop(composite=True, method=False, autocast="fp32")
 def adaptive_max_pool3d(input, output_size):
     """(values, indices) of adaptive max pooling of (N, C, D, H, W) or (C, D, H, W)."""
     return _adaptive_nd("adaptive_max_pool3d", 3, input, output_size, True)

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ember_core import _dtype as D
+from ember_core._device import CPU
 
 
 class _Options:
@@ -177,7 +178,9 @@ def _values(t):
 
     src = t
     if t._dtype is D.bfloat16:
-        src = to_dtype_copy(t, D.float32)
+        src = to_dtype_copy(t, D.float32, CPU)
+    elif t._storage._device is not CPU:  # printing reads the values on the host
+        src = to_dtype_copy(t, t._dtype, CPU)
     from ember_core._interop import _ArrayView
 
     return np.asarray(_ArrayView(src, readonly=True))

@@ -125,10 +125,20 @@ def _fill_random(t, kind, generator, p0=0.0, p1=0.0, i0=0, i1=0, op="random"):
     n = t._numel
     seed, offset = g.take(lib.ec_random_counters(kind, t._dtype.code, n))
     if is_contig(t):
-        check(lib.ec_random(kind, t._dtype.code, n, t._ptr, seed, offset, p0, p1, i0, i1), op)
+        check(
+            t._storage._device._k.ec_random(
+                kind, t._dtype.code, n, t._ptr, seed, offset, p0, p1, i0, i1
+            ),
+            op,
+        )
         return t
     tmp = _empty(t._shape, t._dtype, t._storage._device)
-    check(lib.ec_random(kind, t._dtype.code, n, tmp._ptr, seed, offset, p0, p1, i0, i1), op)
+    check(
+        tmp._storage._device._k.ec_random(
+            kind, t._dtype.code, n, tmp._ptr, seed, offset, p0, p1, i0, i1
+        ),
+        op,
+    )
     from ember_core._copy import copy_into
 
     copy_into(t, tmp)
@@ -200,12 +210,11 @@ def randn(size, generator=None, dtype=None, device=None, requires_grad=False, ou
 
 
 @defop(
-    "randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False)",  # noqa: E501 - one string, as PyTorch spells it
     method=False,
     differentiable=False,
 )
 def randint(
-    low=0, high=None, size=None, generator=None, dtype=None, device=None, requires_grad=False
+    low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False
 ):
     """Integers uniform in [low, high): randint(high, size) or randint(low, high, size)."""
     if size is None:
@@ -229,11 +238,10 @@ def randint(
 
 
 @defop(
-    "randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)",
     method=False,
     differentiable=False,
 )
-def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     """A random permutation of 0..n-1."""
     n = _int_arg("randperm", "n", n)
     if n < 0:
@@ -243,7 +251,7 @@ def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
     g = _gen(generator)
     seed, offset = g.take((n + 1) // 2)
     idx = _empty((n,), D.int64, _dev(device))
-    check(lib.ec_randperm(n, idx._ptr, seed, offset), "randperm")
+    check(idx._storage._device._k.ec_randperm(n, idx._ptr, seed, offset), "randperm")
     dt = D.to_dtype(dtype) or D.int64
     if dt is not D.int64:
         from ember_core._copy import to
@@ -253,7 +261,6 @@ def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
 
 
 @defop(
-    "normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False, out=None)",  # noqa: E501 - one string, as PyTorch spells it
     method=False,
     differentiable=False,
 )
@@ -261,6 +268,7 @@ def normal(
     mean=0.0,
     std=1.0,
     size=None,
+    *,
     generator=None,
     dtype=None,
     device=None,
@@ -292,8 +300,8 @@ def normal(
     )
 
 
-@defop("bernoulli(input, p=None, *, generator=None, out=None)", differentiable=False)
-def bernoulli(input, p=None, generator=None, out=None):
+@defop(differentiable=False)
+def bernoulli(input, p=None, *, generator=None, out=None):
     """0/1 samples with probabilities from input (or the number p), in input's dtype."""
     if p is not None:
         t = _empty(input._shape, input._dtype, input._storage._device)
@@ -307,7 +315,7 @@ def bernoulli(input, p=None, generator=None, out=None):
     g = _gen(generator)
     seed, offset = g.take((input._numel + 3) // 4)
     check(
-        lib.ec_bernoulli_tensor(
+        t._storage._device._k.ec_bernoulli_tensor(
             t._dtype.code, probs._dtype.code, t._numel, t._ptr, probs._ptr, seed, offset
         ),
         "bernoulli",
@@ -317,10 +325,8 @@ def bernoulli(input, p=None, generator=None, out=None):
     return t
 
 
-@defop(
-    "multinomial(input, num_samples, replacement=False, *, generator=None)", differentiable=False
-)
-def multinomial(input, num_samples, replacement=False, generator=None):
+@defop(differentiable=False)
+def multinomial(input, num_samples, replacement=False, *, generator=None):
     """Sample category indices from the rows of non-negative weights."""
     if len(input._shape) not in (1, 2):
         raise RuntimeError(f"prob_dist must be 1 or 2 dim, got {len(input._shape)}")
@@ -343,7 +349,7 @@ def multinomial(input, num_samples, replacement=False, generator=None):
     g = _gen(generator)
     seed, offset = g.take(rows * num_samples)
     check(
-        lib.ec_multinomial(
+        w._storage._device._k.ec_multinomial(
             w._dtype.code,
             rows,
             cats,
@@ -371,11 +377,10 @@ def _inplace(op, t):
 
 
 @defop(
-    "uniform_(input, from_=0.0, to=1.0, *, generator=None)",
     inplace_of="uniform",
     differentiable=False,
 )
-def uniform_(input, from_=0.0, to=1.0, generator=None):
+def uniform_(input, from_=0.0, to=1.0, *, generator=None):
     """Fill with uniform samples in [from_, to)."""
     if input._dtype.category < 2:
         raise RuntimeError(f"\"uniform_\" not implemented for '{input._dtype.name}'")
@@ -394,11 +399,10 @@ def uniform_(input, from_=0.0, to=1.0, generator=None):
 
 
 @defop(
-    "normal_(input, mean=0.0, std=1.0, *, generator=None)",
     inplace_of="normal",
     differentiable=False,
 )
-def normal_(input, mean=0.0, std=1.0, generator=None):
+def normal_(input, mean=0.0, std=1.0, *, generator=None):
     """Fill with normal samples."""
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
@@ -412,10 +416,8 @@ def normal_(input, mean=0.0, std=1.0, generator=None):
     )
 
 
-@defop(
-    "random_(input, from_=0, to=None, *, generator=None)", inplace_of="random", differentiable=False
-)
-def random_(input, from_=0, to=None, generator=None):
+@defop(inplace_of="random", differentiable=False)
+def random_(input, from_=0, to=None, *, generator=None):
     """Fill with integers uniform in [from_, to); random_(to) means [0, to); with no
     bounds, [0, 2**mantissa] for floats or the dtype's range for integers."""
     dt = input._dtype
@@ -451,8 +453,8 @@ def _wrap64(v):
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
-@defop("bernoulli_(input, p=0.5, *, generator=None)", inplace_of="bernoulli", differentiable=False)
-def bernoulli_(input, p=0.5, generator=None):
+@defop(inplace_of="bernoulli", differentiable=False)
+def bernoulli_(input, p=0.5, *, generator=None):
     if isinstance(p, Tensor):
         return input.copy_(bernoulli(p.expand(input._shape).contiguous(), generator=generator))
     if not 0 <= p <= 1:
@@ -463,11 +465,10 @@ def bernoulli_(input, p=0.5, generator=None):
 
 
 @defop(
-    "exponential_(input, lambd=1.0, *, generator=None)",
     inplace_of="exponential",
     differentiable=False,
 )
-def exponential_(input, lambd=1.0, generator=None):
+def exponential_(input, lambd=1.0, *, generator=None):
     if lambd <= 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
     return _fill_random(
@@ -480,11 +481,10 @@ def exponential_(input, lambd=1.0, generator=None):
 
 
 @defop(
-    "cauchy_(input, median=0.0, sigma=1.0, *, generator=None)",
     inplace_of="cauchy",
     differentiable=False,
 )
-def cauchy_(input, median=0.0, sigma=1.0, generator=None):
+def cauchy_(input, median=0.0, sigma=1.0, *, generator=None):
     return _fill_random(
         _inplace("cauchy_", input),
         lib.EC_RNG_CAUCHY,
@@ -496,11 +496,10 @@ def cauchy_(input, median=0.0, sigma=1.0, generator=None):
 
 
 @defop(
-    "log_normal_(input, mean=1.0, std=2.0, *, generator=None)",
     inplace_of="log_normal",
     differentiable=False,
 )
-def log_normal_(input, mean=1.0, std=2.0, generator=None):
+def log_normal_(input, mean=1.0, std=2.0, *, generator=None):
     return _fill_random(
         _inplace("log_normal_", input),
         lib.EC_RNG_LOG_NORMAL,
@@ -511,8 +510,8 @@ def log_normal_(input, mean=1.0, std=2.0, generator=None):
     )
 
 
-@defop("geometric_(input, p, *, generator=None)", inplace_of="geometric", differentiable=False)
-def geometric_(input, p, generator=None):
+@defop(inplace_of="geometric", differentiable=False)
+def geometric_(input, p, *, generator=None):
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
     return _fill_random(
@@ -560,12 +559,11 @@ randn_like = defop(
 
 
 @defop(
-    "randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, generator=None)",  # noqa: E501 - one string, as PyTorch spells it
     method=False,
     differentiable=False,
 )
 def randint_like(
-    input, low=0, high=None, dtype=None, device=None, requires_grad=False, generator=None
+    input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, generator=None
 ):
     if high is None:
         low, high = 0, low

@@ -10,7 +10,7 @@ reproducible under ``manual_seed`` and independent of the thread count.
 
 from ember_core import _dtype as D
 from ember_core._dispatch import defop
-from ember_core._lib import check, lib, nogil
+from ember_core._lib import check
 from ember_core._random import _gen
 from ember_core._tensor import Tensor
 from ember_core._tensor import empty as _empty
@@ -32,8 +32,8 @@ _TORCH_NAMES = {
 _TINY = {"float32": 1.1754943508222875e-38, "float64": 2.2250738585072014e-308}
 
 
-def _fn(name, n):
-    return getattr(nogil, name) if n > _NOGIL_ELEMS else getattr(lib, name)
+def _fn(name, n, dev):
+    return getattr(dev._kn if n > _NOGIL_ELEMS else dev._k, name)
 
 
 def _work(op, t, kernel_name):
@@ -56,7 +56,7 @@ def _finish(r, dtype):
     return r if r._dtype is dtype else r.to(dtype)
 
 
-@defop("_standard_gamma(input, generator=None)", method=True)
+@defop(method=True)
 def _standard_gamma(input, generator=None):
     """Gamma(input, 1) samples, one per element of ``input`` (the shapes)."""
     a = _work("_standard_gamma", input, "gamma_cpu")
@@ -64,13 +64,15 @@ def _standard_gamma(input, generator=None):
     seed, offset = _gen(generator).take(a._numel)
     n = a._numel
     check(
-        _fn("ec_standard_gamma", n)(a._dtype.code, n, a._ptr, out._ptr, seed, offset),
+        _fn("ec_standard_gamma", n, a._storage._device)(
+            a._dtype.code, n, a._ptr, out._ptr, seed, offset
+        ),
         "_standard_gamma",
     )
     return _finish(out, input._dtype)
 
 
-@defop("_standard_gamma_grad(input, output)", method=True, differentiable=False)
+@defop(method=True, differentiable=False)
 def _standard_gamma_grad(input, output):
     """d output / d input for output ~ Gamma(input, 1), elementwise."""
     if input._shape != output._shape:
@@ -83,13 +85,15 @@ def _standard_gamma_grad(input, output):
     out = _empty(a._shape, a._dtype, a._storage._device)
     n = a._numel
     check(
-        _fn("ec_standard_gamma_grad", n)(a._dtype.code, n, a._ptr, x._ptr, out._ptr),
+        _fn("ec_standard_gamma_grad", n, a._storage._device)(
+            a._dtype.code, n, a._ptr, x._ptr, out._ptr
+        ),
         "_standard_gamma_grad",
     )
     return _finish(out, input._dtype)
 
 
-@defop("_sample_dirichlet(input, generator=None)", method=False, differentiable=False)
+@defop(method=False, differentiable=False)
 def _sample_dirichlet(input, generator=None):
     """Dirichlet(input) samples along the last dimension (normalised gammas)."""
     if input.dim() < 1:
@@ -99,18 +103,21 @@ def _sample_dirichlet(input, generator=None):
     return x.clamp(min=_TINY.get(x._dtype.name, 6.103515625e-05))
 
 
-@defop("poisson(input, generator=None)", method=False)
+@defop(method=False)
 def poisson(input, generator=None):
     """Poisson samples with rates ``input`` (same shape and dtype)."""
     r = _work("poisson", input, "poisson_cpu")
     out = _empty(r._shape, r._dtype, r._storage._device)
     seed, offset = _gen(generator).take(r._numel)
     n = r._numel
-    check(_fn("ec_poisson", n)(r._dtype.code, n, r._ptr, out._ptr, seed, offset), "poisson")
+    check(
+        _fn("ec_poisson", n, r._storage._device)(r._dtype.code, n, r._ptr, out._ptr, seed, offset),
+        "poisson",
+    )
     return _finish(out, input._dtype)
 
 
-@defop("binomial(count, prob, generator=None)", method=False)
+@defop(method=False)
 def binomial(count, prob, generator=None):
     """Binomial(count, prob) samples; count and prob broadcast together."""
     if not isinstance(count, Tensor) or not isinstance(prob, Tensor):
@@ -130,7 +137,9 @@ def binomial(count, prob, generator=None):
     seed, offset = _gen(generator).take(c._numel)
     n = c._numel
     check(
-        _fn("ec_binomial", n)(c._dtype.code, n, c._ptr, p._ptr, out._ptr, seed, offset),
+        _fn("ec_binomial", n, c._storage._device)(
+            c._dtype.code, n, c._ptr, p._ptr, out._ptr, seed, offset
+        ),
         "binomial",
     )
     return _finish(out, count._dtype)

@@ -35,14 +35,14 @@ def _int_tensor(values, device=None):
 # ------------------------------------------------------------------ reshaping
 
 
-@defop("ravel(input)", composite=True)
+@defop(composite=True)
 def ravel(input):
     """The elements as a 1-D tensor (a view when the layout allows, else a copy)."""
     return input.reshape(-1)
 
 
-@defop("resize_as_(input, the_template, *, memory_format=None)", composite=True)
-def resize_as_(input, the_template, memory_format=None):
+@defop(composite=True)
+def resize_as_(input, the_template, *, memory_format=None):
     """Resize in place to the template's shape (see resize_)."""
     return input.resize_(tuple(the_template.shape))
 
@@ -64,23 +64,23 @@ def _split_along(op, input, indices_or_sections, dim, min_dims):
     return input.tensor_split(indices_or_sections, dim)
 
 
-@defop("hsplit(input, indices_or_sections)", composite=True)
+@defop(composite=True)
 def hsplit(input, indices_or_sections):
     """tensor_split along dim 1 (dim 0 for 1-D tensors); an int must divide evenly."""
     return _split_along("hsplit", input, indices_or_sections, 1 if input.dim() > 1 else 0, 1)
 
 
-@defop("vsplit(input, indices_or_sections)", composite=True)
+@defop(composite=True)
 def vsplit(input, indices_or_sections):
     return _split_along("vsplit", input, indices_or_sections, 0, 2)
 
 
-@defop("dsplit(input, indices_or_sections)", composite=True)
+@defop(composite=True)
 def dsplit(input, indices_or_sections):
     return _split_along("dsplit", input, indices_or_sections, 2, 3)
 
 
-@defop("rot90(input, k=1, dims=(0, 1))", composite=True)
+@defop(composite=True)
 def rot90(input, k=1, dims=(0, 1)):
     """Rotate by 90 degrees k times in the plane of dims (from the first towards the second)."""
     dims = list(dims)
@@ -104,7 +104,7 @@ def rot90(input, k=1, dims=(0, 1)):
     return input.clone()
 
 
-@defop("diff(input, n=1, dim=-1, prepend=None, append=None)", composite=True)
+@defop(composite=True)
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     """n-th forward difference along dim (after concatenating prepend/append)."""
     nd = input.dim()
@@ -132,8 +132,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 # ------------------------------------------------------------------ repeating
 
 
-@defop("repeat_interleave(input, repeats=None, dim=None, *, output_size=None)", composite=True)
-def repeat_interleave(input, repeats=None, dim=None, output_size=None):
+@defop(composite=True)
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Repeat each element (along dim, or of the flattened input) repeats times;
     repeat_interleave(repeats) with a 1-D integer tensor gives indices 0, 0, 1, ..."""
     if repeats is None:  # torch.repeat_interleave(repeats_tensor)
@@ -141,7 +141,10 @@ def repeat_interleave(input, repeats=None, dim=None, output_size=None):
         if counts.dim() != 1 or counts.dtype.is_floating_point or counts.dtype is D.bool_:
             raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
         return repeat_interleave(
-            _pub("arange")(counts.shape[0], device=counts.device), counts, 0, output_size
+            _pub("arange")(counts.shape[0], device=counts.device),
+            counts,
+            0,
+            output_size=output_size,
         )
     if dim is None:
         input, d = input.reshape(-1), 0
@@ -179,7 +182,7 @@ def repeat_interleave(input, repeats=None, dim=None, output_size=None):
 # ------------------------------------------------------------------ diagonals
 
 
-@defop("diag_embed(input, offset=0, dim1=-2, dim2=-1)", composite=True)
+@defop(composite=True)
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     """Matrices (in dims dim1, dim2 of the result) whose offset diagonal holds the last
     dim of input; zeros elsewhere."""
@@ -197,8 +200,8 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     return out
 
 
-@defop("diag(input, diagonal=0, *, out=None)", composite=True)
-def diag(input, diagonal=0, out=None):
+@defop(composite=True)
+def diag(input, diagonal=0, *, out=None):
     """A 1-D input: the square matrix with it on the given diagonal.  A 2-D input: a
     copy of that diagonal."""
     nd = input.dim()
@@ -214,12 +217,12 @@ def diag(input, diagonal=0, out=None):
     return r
 
 
-@defop("diagflat(input, offset=0)", composite=True)
+@defop(composite=True)
 def diagflat(input, offset=0):
     return diag_embed(input.reshape(-1), offset, 0, 1)
 
 
-@defop("fill_diagonal_(input, fill_value, wrap=False)", composite=True)
+@defop(composite=True)
 def fill_diagonal_(input, fill_value, wrap=False):
     """Fill the main diagonal (all dims equal index) in place; wrap: for a tall
     matrix, start again every ncols + 1 rows, as NumPy's fill_diagonal."""
@@ -247,8 +250,8 @@ def fill_diagonal_(input, fill_value, wrap=False):
 # ------------------------------------------------------------------ products of tensors
 
 
-@defop("kron(input, other, *, out=None)", composite=True)
-def kron(input, other, out=None):
+@defop(composite=True)
+def kron(input, other, *, out=None):
     """Kronecker product: blocks input[i] * other, for any number of dims."""
     nd = builtins.max(input.dim(), other.dim())
     a = input.reshape((1,) * (nd - input.dim()) + tuple(input.shape))
@@ -307,7 +310,7 @@ def cartesian_prod(*tensors):
     return _pub("stack")(cols, 1)
 
 
-@defop("combinations(input, r=2, with_replacement=False)", composite=True)
+@defop(composite=True)
 def combinations(input, r=2, with_replacement=False):
     """Rows of r elements, as itertools.combinations (or with replacement)."""
     if input.dim() != 1:
@@ -339,27 +342,25 @@ def _triangle_indices(op, row, col, offset, dtype, device, lower):
 
 
 @defop(
-    "tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None)",
     method=False,
     differentiable=False,
     composite=True,
 )
-def tril_indices(row, col, offset=0, dtype=None, device=None, layout=None):
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """2 x N coordinates of the lower triangle of a row x col matrix, row by row."""
     return _triangle_indices("tril_indices", row, col, offset, dtype, device, True)
 
 
 @defop(
-    "triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None)",
     method=False,
     differentiable=False,
     composite=True,
 )
-def triu_indices(row, col, offset=0, dtype=None, device=None, layout=None):
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     return _triangle_indices("triu_indices", row, col, offset, dtype, device, False)
 
 
-@defop("unravel_index(indices, shape)", method=False, composite=True)
+@defop(method=False, composite=True)
 def unravel_index(indices, shape):
     """Flat indices to a tuple of coordinate tensors, one per dim of shape."""
     import ember_core
@@ -389,7 +390,7 @@ def unravel_index(indices, shape):
     return tuple(reversed(coords))
 
 
-@defop("vander(x, N=None, increasing=False)", method=False, composite=True)
+@defop(method=False, composite=True)
 def vander(x, N=None, increasing=False):
     """Columns x**0, x**1, ..., x**(N-1) (reversed unless increasing)."""
     if x.dim() != 1:

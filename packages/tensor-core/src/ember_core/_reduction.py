@@ -6,7 +6,7 @@ from ember_core import _shape
 from ember_core._copy import write_out
 from ember_core._dispatch import defop
 from ember_core._elementwise import cast, maximum, minimum
-from ember_core._lib import NOGIL_THRESHOLD, check, ffi, lib, nogil
+from ember_core._lib import NOGIL_THRESHOLD, check, ffi, lib
 from ember_core._return_types import return_type
 from ember_core._tensor import Tensor, empty, is_contig
 
@@ -74,7 +74,11 @@ def reduce(op, code, x, dims, keepdim, out_dtype, p0=0.0, want_idx=False, out=No
     if not nd:
         dims = ()  # a 0-d tensor reduces over "dim 0" to itself
     dev = x._storage._device
-    fn = nogil.ec_reduce if x._numel * x._dtype.itemsize > NOGIL_THRESHOLD else lib.ec_reduce
+    fn = (
+        x._storage._device._kn
+        if x._numel * x._dtype.itemsize > NOGIL_THRESHOLD
+        else x._storage._device._k
+    ).ec_reduce
     if len(dims) == nd and (x._contig or is_contig(x)):
         # everything of a contiguous tensor: one flat run, a cached layout
         r = empty((), out_dtype, dev)
@@ -128,16 +132,16 @@ def _sum_dtype(x, dtype):
     return D.int64 if x._dtype.category < 2 else x._dtype
 
 
-@defop("sum(input, dim=None, keepdim=False, *, dtype=None, out=None)")
-def sum(input, dim=None, keepdim=False, dtype=None, out=None):
+@defop
+def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum over dim(s) (all by default); integers and bools sum to int64."""
     od = _sum_dtype(input, dtype)
     x = cast(input, od) if dtype is not None and od.category == 2 else input
     return reduce("sum", R.EC_R_SUM, x, _dims(input, dim, "sum"), keepdim, od, out=out)
 
 
-@defop("nansum(input, dim=None, keepdim=False, *, dtype=None)")
-def nansum(input, dim=None, keepdim=False, dtype=None):
+@defop
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
     od = _sum_dtype(input, dtype)
     if input._dtype.category < 2:
         return sum(input, dim, keepdim, dtype=dtype)
@@ -160,16 +164,16 @@ def _torch_name(d):
     return _tname(d)
 
 
-@defop("mean(input, dim=None, keepdim=False, *, dtype=None, out=None)")
-def mean(input, dim=None, keepdim=False, dtype=None, out=None):
+@defop
+def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean over dim(s); floating point inputs only (or give dtype)."""
     od = _float_only("mean", input, dtype)
     x = cast(input, od)
     return reduce("mean", R.EC_R_MEAN, x, _dims(input, dim, "mean"), keepdim, od, out=out)
 
 
-@defop("nanmean(input, dim=None, keepdim=False, *, dtype=None)", composite=True)
-def nanmean(input, dim=None, keepdim=False, dtype=None):
+@defop(composite=True)
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     from ember_core._elementwise import div, isnan, logical_not
 
     if not input._dtype.is_floating_point:
@@ -181,8 +185,8 @@ def nanmean(input, dim=None, keepdim=False, dtype=None):
     return div(nansum(input, dim, keepdim, dtype=dtype), sum(notnan, dim, keepdim))
 
 
-@defop("prod(input, dim=None, keepdim=False, *, dtype=None, out=None)")
-def prod(input, dim=None, keepdim=False, dtype=None, out=None):
+@defop(autocast="fp32")
+def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Product over one dim (or all)."""
     od = _sum_dtype(input, dtype)
     x = cast(input, od) if dtype is not None and od.category == 2 else input
@@ -217,8 +221,8 @@ def _minmax(op, code, input, dim, keepdim, out):
     return getattr(return_types, op)(values, indices)
 
 
-@defop("max(input, dim=None, keepdim=False, *, out=None)")
-def max(input, dim=None, keepdim=False, out=None):
+@defop
+def max(input, dim=None, keepdim=False, *, out=None):
     """The largest element; with dim, (values, indices) along it; with a tensor as
     second argument, the elementwise maximum.  NaN propagates."""
     if isinstance(dim, Tensor):
@@ -226,31 +230,31 @@ def max(input, dim=None, keepdim=False, out=None):
     return _minmax("max", R.EC_R_MAX, input, dim, keepdim, out)
 
 
-@defop("min(input, dim=None, keepdim=False, *, out=None)")
-def min(input, dim=None, keepdim=False, out=None):
+@defop
+def min(input, dim=None, keepdim=False, *, out=None):
     """The smallest element; see max."""
     if isinstance(dim, Tensor):
         return minimum(input, dim, out=out)
     return _minmax("min", R.EC_R_MIN, input, dim, keepdim, out)
 
 
-@defop("amax(input, dim=(), keepdim=False, *, out=None)")
-def amax(input, dim=(), keepdim=False, out=None):
+@defop
+def amax(input, dim=(), keepdim=False, *, out=None):
     """The largest values over dim(s) (all by default)."""
     dims = _dims(input, dim, "amax")
     _nonempty("amax", input, dims)
     return reduce("amax", R.EC_R_MAX, input, dims, keepdim, input._dtype, out=out)
 
 
-@defop("amin(input, dim=(), keepdim=False, *, out=None)")
-def amin(input, dim=(), keepdim=False, out=None):
+@defop
+def amin(input, dim=(), keepdim=False, *, out=None):
     dims = _dims(input, dim, "amin")
     _nonempty("amin", input, dims)
     return reduce("amin", R.EC_R_MIN, input, dims, keepdim, input._dtype, out=out)
 
 
-@defop("aminmax(input, *, dim=None, keepdim=False)", composite=True)
-def aminmax(input, dim=None, keepdim=False):
+@defop(composite=True)
+def aminmax(input, *, dim=None, keepdim=False):
     dims = () if dim is None else dim
     return return_types.aminmax(amin(input, dims, keepdim), amax(input, dims, keepdim))
 
@@ -276,14 +280,14 @@ def _arg_index(op, code, input, dim, keepdim):
     return idx
 
 
-@defop("argmax(input, dim=None, keepdim=False, *, out=None)", differentiable=False)
-def argmax(input, dim=None, keepdim=False, out=None):
+@defop(differentiable=False)
+def argmax(input, dim=None, keepdim=False, *, out=None):
     """Index of the largest value (of the flattened tensor when dim is None)."""
     return _arg("argmax", R.EC_R_MAX, input, dim, keepdim, out)
 
 
-@defop("argmin(input, dim=None, keepdim=False, *, out=None)", differentiable=False)
-def argmin(input, dim=None, keepdim=False, out=None):
+@defop(differentiable=False)
+def argmin(input, dim=None, keepdim=False, *, out=None):
     return _arg("argmin", R.EC_R_MIN, input, dim, keepdim, out)
 
 
@@ -302,8 +306,8 @@ def _var_args(dim, unbiased):
     return dim, unbiased
 
 
-@defop("var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None)")
-def var(input, dim=None, unbiased=None, keepdim=False, correction=None, out=None):
+@defop
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """Variance over dim(s) with Bessel's correction by default (correction=1)."""
     dim, unbiased = _var_args(dim, unbiased)
     dt = _float_only("var", input, None)
@@ -311,8 +315,8 @@ def var(input, dim=None, unbiased=None, keepdim=False, correction=None, out=None
     return reduce("var", R.EC_R_VAR, input, _dims(input, dim, "var"), keepdim, dt, c, out=out)
 
 
-@defop("std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None)")
-def std(input, dim=None, unbiased=None, keepdim=False, correction=None, out=None):
+@defop
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """Standard deviation (see var)."""
     dim, unbiased = _var_args(dim, unbiased)
     dt = _float_only("std", input, None)
@@ -320,28 +324,24 @@ def std(input, dim=None, unbiased=None, keepdim=False, correction=None, out=None
     return reduce("std", R.EC_R_STD, input, _dims(input, dim, "std"), keepdim, dt, c, out=out)
 
 
-@defop(
-    "var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None)", composite=True
-)
-def var_mean(input, dim=None, unbiased=None, keepdim=False, correction=None):
+@defop(composite=True)
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return (
         var(input, dim, unbiased, keepdim, correction=correction),
         mean(input, _var_args(dim, unbiased)[0], keepdim),
     )
 
 
-@defop(
-    "std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None)", composite=True
-)
-def std_mean(input, dim=None, unbiased=None, keepdim=False, correction=None):
+@defop(composite=True)
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return (
         std(input, dim, unbiased, keepdim, correction=correction),
         mean(input, _var_args(dim, unbiased)[0], keepdim),
     )
 
 
-@defop("norm(input, p='fro', dim=None, keepdim=False, dtype=None, *, out=None)", composite=True)
-def norm(input, p="fro", dim=None, keepdim=False, dtype=None, out=None):
+@defop(composite=True)
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None, *, out=None):
     """torch.norm: a vector norm (p a number, or 'fro' over at most two dims) or
     a matrix norm ('nuc'); see ember_core.linalg.torch_norm."""
     from ember_core import linalg
@@ -349,8 +349,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None, out=None):
     return linalg.torch_norm(input, p, dim, keepdim, dtype, out)
 
 
-@defop("vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None)", method=False)
-def vector_norm(x, ord=2, dim=None, keepdim=False, dtype=None):
+@defop(method=False)
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """linalg.vector_norm: the ord-norm of the flattened dims."""
     dt = _float_only("linalg.vector_norm", x, dtype)
     xx = cast(x, dt)
@@ -359,8 +359,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, dtype=None):
     )
 
 
-@defop("logsumexp(input, dim, keepdim=False, *, out=None)")
-def logsumexp(input, dim, keepdim=False, out=None):
+@defop
+def logsumexp(input, dim, keepdim=False, *, out=None):
     """log(sum(exp(input))) over dim(s), computed stably."""
     dt = input._dtype if input._dtype.category == 2 else D.get_default_dtype()
     x = cast(input, dt)
@@ -373,24 +373,24 @@ def _bool_out(x):
     return D.uint8 if x._dtype is D.uint8 else D.bool_
 
 
-@defop("all(input, dim=None, keepdim=False, *, out=None)", differentiable=False)
-def all(input, dim=None, keepdim=False, out=None):
+@defop(differentiable=False)
+def all(input, dim=None, keepdim=False, *, out=None):
     """Whether every element (along dim) is non-zero."""
     return reduce(
         "all", R.EC_R_ALL, input, _dims(input, dim, "all"), keepdim, _bool_out(input), out=out
     )
 
 
-@defop("any(input, dim=None, keepdim=False, *, out=None)", differentiable=False)
-def any(input, dim=None, keepdim=False, out=None):
+@defop(differentiable=False)
+def any(input, dim=None, keepdim=False, *, out=None):
     """Whether any element (along dim) is non-zero."""
     return reduce(
         "any", R.EC_R_ANY, input, _dims(input, dim, "any"), keepdim, _bool_out(input), out=out
     )
 
 
-@defop("count_nonzero(input, dim=None, *, out=None)", differentiable=False)
-def count_nonzero(input, dim=None, out=None):
+@defop(differentiable=False)
+def count_nonzero(input, dim=None, *, out=None):
     """The number of non-zero elements (along dim(s))."""
     dims = _dims(input, dim, "count_nonzero")
     return reduce("count_nonzero", R.EC_R_COUNT_NONZERO, input, dims, False, D.int64, out=out)
@@ -415,7 +415,7 @@ def scan(op, code, x, dim, out_dtype, want_idx=False, out=None):
         + list(idx._stride if idx is not None else r._stride),
     )
     check(
-        lib.ec_scan(
+        r._storage._device._k.ec_scan(
             code,
             x._dtype.code,
             out_dtype.code,
@@ -436,42 +436,42 @@ def scan(op, code, x, dim, out_dtype, want_idx=False, out=None):
     return (r, idx) if want_idx else r
 
 
-@defop("cumsum(input, dim, *, dtype=None, out=None)")
-def cumsum(input, dim, dtype=None, out=None):
+@defop
+def cumsum(input, dim, *, dtype=None, out=None):
     """Cumulative sum along dim (integers accumulate in int64)."""
     od = _sum_dtype(input, dtype)
     return scan("cumsum", R.EC_S_CUMSUM, input, dim, od, out=out)
 
 
-@defop("cumsum_(input, dim, *, dtype=None)", inplace_of="cumsum")
-def cumsum_(input, dim, dtype=None):
+@defop(inplace_of="cumsum")
+def cumsum_(input, dim, *, dtype=None):
     return input.copy_(cumsum(input, dim, dtype=dtype))
 
 
-@defop("cumprod(input, dim, *, dtype=None, out=None)")
-def cumprod(input, dim, dtype=None, out=None):
+@defop
+def cumprod(input, dim, *, dtype=None, out=None):
     od = _sum_dtype(input, dtype)
     return scan("cumprod", R.EC_S_CUMPROD, input, dim, od, out=out)
 
 
-@defop("cumprod_(input, dim, *, dtype=None)", inplace_of="cumprod")
-def cumprod_(input, dim, dtype=None):
+@defop(inplace_of="cumprod")
+def cumprod_(input, dim, *, dtype=None):
     return input.copy_(cumprod(input, dim, dtype=dtype))
 
 
-@defop("cummax(input, dim)")
+@defop
 def cummax(input, dim):
     v, i = scan("cummax", R.EC_S_CUMMAX, input, dim, input._dtype, want_idx=True)
     return return_types.cummax(v, i)
 
 
-@defop("cummin(input, dim)")
+@defop
 def cummin(input, dim):
     v, i = scan("cummin", R.EC_S_CUMMIN, input, dim, input._dtype, want_idx=True)
     return return_types.cummin(v, i)
 
 
-@defop("logcumsumexp(input, dim)")
+@defop
 def logcumsumexp(input, dim):
     if input._dtype.category != 2:
         from ember_core._elementwise import _tname
@@ -483,7 +483,7 @@ def logcumsumexp(input, dim):
     return scan("logcumsumexp", R.EC_S_LOGCUMSUMEXP, cast(input, dt), dim, dt)
 
 
-@defop("trace(input)", composite=True)
+@defop(composite=True, autocast="fp32")
 def trace(input):
     """Sum of the main diagonal of a matrix."""
     if len(input._shape) != 2:

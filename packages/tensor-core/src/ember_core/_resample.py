@@ -17,14 +17,14 @@ from ember_core import _spatial as S
 from ember_core._copy import copy_into
 from ember_core._dispatch import defop
 from ember_core._elementwise import _tname
-from ember_core._lib import check, lib, nogil
+from ember_core._lib import check, lib
 from ember_core._tensor import empty
 
 _NOGIL_ELEMS = 1 << 16
 
 
-def _fn(name, work):
-    return getattr(nogil, name) if work > _NOGIL_ELEMS else getattr(lib, name)
+def _fn(name, work, dev):
+    return getattr(dev._kn if work > _NOGIL_ELEMS else dev._k, name)
 
 
 def _ints(seq, op, name):
@@ -72,7 +72,7 @@ def _padded_shape(op, shape, pad):
     return tuple(out)
 
 
-@defop("constant_pad_nd(input, pad, value=0)", method=False)
+@defop(method=False)
 def constant_pad_nd(input, pad, value=0):
     """Pad the last len(pad) // 2 dims with `value` (pairs (before, after) from the
     last dim backwards); negative pads crop."""
@@ -116,7 +116,7 @@ def _maps(specs, dev):
     maps = empty((sum(s[2] for s in specs),), D.int64, dev)
     at = maps._ptr
     for kind, n_in, n_out, before, scale, dbl in specs:
-        check(lib.ec_index_map(kind, n_in, n_out, before, scale, dbl, at), "index map")
+        check(dev._k.ec_index_map(kind, n_in, n_out, before, scale, dbl, at), "index map")
         at += 8 * n_out
     return maps
 
@@ -128,7 +128,7 @@ def _gather(op, x, maps, in_sp, out_sp, k):
     y = empty(shape, x._dtype, x._storage._device)
     planes = _planes(x._shape, k)
     check(
-        _fn("ec_map_gather", y._numel)(
+        _fn("ec_map_gather", y._numel, maps._storage._device)(
             x._dtype.itemsize, planes, S.int3(in_sp), S.int3(out_sp), maps._ptr, xc._ptr, y._ptr
         ),
         op,
@@ -144,7 +144,7 @@ def _scatter(op, gy, maps, input_size, out_sp, k):
     gx = empty(tuple(input_size), cd, gy._storage._device)
     planes = _planes(input_size, k)
     check(
-        _fn("ec_map_scatter_add", gx._numel + g._numel)(
+        _fn("ec_map_scatter_add", gx._numel + g._numel, maps._storage._device)(
             cd.code,
             planes,
             S.int3(tuple(input_size)[-k:]),
@@ -221,7 +221,12 @@ def _check_mode_pad(op, input, pad, mode):
     return k
 
 
-@defop("_pad_mode(input, pad, mode)", method=False)
+def _pad_autocast(args):
+    # PyTorch lists reflection_pad*/replication_pad* (fp32), not constant/circular.
+    return "fp32" if args[2] in ("reflect", "replicate") else None
+
+
+@defop(method=False, autocast=_pad_autocast)
 def _pad_mode(input, pad, mode):
     """Reflect, replicate or circular padding of the last len(pad) // 2 (1 to 3)
     dims."""
@@ -241,7 +246,7 @@ def _pad_mode(input, pad, mode):
     return _gather(op, x, maps, x._shape[-k:], out_sp, k)
 
 
-@defop("_pad_mode_backward(grad_output, input_size, pad, mode)", method=False)
+@defop(method=False)
 def _pad_mode_backward(grad_output, input_size, pad, mode):
     """The gradient of _pad_mode: each output gradient added to the input element
     it copies."""
@@ -275,7 +280,7 @@ def _pad_mode_backward(grad_output, input_size, pad, mode):
     return g
 
 
-@defop("pad(input, pad, mode='constant', value=None)", composite=True, method=False)
+@defop(composite=True, method=False)
 def pad(input, pad, mode="constant", value=None):
     """Pad the last dims (PyTorch's F.pad): pad = (left, right, top, bottom, ...)
     from the last dim backwards; mode 'constant' (with value), 'reflect',
@@ -330,7 +335,7 @@ def _check_sizes(op, in_sp, out_sp):
         )
 
 
-@defop("_upsample_nearest(input, output_size, scales, exact)", method=False)
+@defop(method=False)
 def _upsample_nearest(input, output_size, scales, exact):
     """Nearest (or nearest-exact) upsampling of the last len(output_size) dims of
     a batched input; scales: the user's scale factors (or None)."""
@@ -347,9 +352,7 @@ def _upsample_nearest(input, output_size, scales, exact):
     return _gather(op, input, maps, input._shape[-k:], output_size, k)
 
 
-@defop(
-    "_upsample_nearest_backward(grad_output, input_size, output_size, scales, exact)", method=False
-)
+@defop(method=False)
 def _upsample_nearest_backward(grad_output, input_size, output_size, scales, exact):
     """The gradient of _upsample_nearest."""
     op = "upsample_nearest_backward"
@@ -379,7 +382,7 @@ def _interp_run(
     k = len(out_sp)
     sc = S._new("double[3]", (0.0,) * (3 - k) + _scale_list(scales, k))
     check(
-        _fn(fname, dst._numel + s._numel)(
+        _fn(fname, dst._numel + s._numel, s._storage._device)(
             cd.code,
             backward,
             _planes(planes_shape, k),
@@ -395,7 +398,7 @@ def _interp_run(
     return S.finish(dst, dtype)
 
 
-@defop("_upsample_linear(input, output_size, align_corners, scales)", method=False)
+@defop(method=False)
 def _upsample_linear(input, output_size, align_corners, scales):
     """Linear, bilinear or trilinear interpolation of the last 1-3 dims."""
     output_size = tuple(output_size)
@@ -417,7 +420,6 @@ def _upsample_linear(input, output_size, align_corners, scales):
 
 
 @defop(
-    "_upsample_linear_backward(grad_output, input_size, output_size, align_corners, scales)",
     method=False,
 )
 def _upsample_linear_backward(grad_output, input_size, output_size, align_corners, scales):
@@ -444,7 +446,7 @@ def _upsample_linear_backward(grad_output, input_size, output_size, align_corner
     )
 
 
-@defop("_upsample_bicubic(input, output_size, align_corners, scales)", method=False)
+@defop(method=False)
 def _upsample_bicubic(input, output_size, align_corners, scales):
     """Bicubic interpolation (A = -0.75, borders clamped) of the last 2 dims."""
     output_size = tuple(output_size)
@@ -467,7 +469,6 @@ def _upsample_bicubic(input, output_size, align_corners, scales):
 
 
 @defop(
-    "_upsample_bicubic_backward(grad_output, input_size, output_size, align_corners, scales)",
     method=False,
 )
 def _upsample_bicubic_backward(grad_output, input_size, output_size, align_corners, scales):
@@ -504,8 +505,6 @@ def _is_int(v):
 
 
 @defop(
-    "interpolate(input, size=None, scale_factor=None, mode='nearest', align_corners=None, "
-    "recompute_scale_factor=None, antialias=False)",
     composite=True,
     method=False,
 )
@@ -635,7 +634,7 @@ def _unsupported(input, mode):
 # ------------------------------------------------------------ pixel shuffle
 
 
-@defop("pixel_shuffle(input, upscale_factor)", composite=True, method=False)
+@defop(composite=True, method=False)
 def pixel_shuffle(input, upscale_factor):
     """(*, C * r * r, H, W) -> (*, C, H * r, W * r).
 
@@ -666,7 +665,7 @@ def pixel_shuffle(input, upscale_factor):
     return x.reshape(lead + (c // (r * r), h * r, w * r))
 
 
-@defop("pixel_unshuffle(input, downscale_factor)", composite=True, method=False)
+@defop(composite=True, method=False)
 def pixel_unshuffle(input, downscale_factor):
     """(*, C, H * r, W * r) -> (*, C * r * r, H, W), the inverse of pixel_shuffle."""
     op = "pixel_unshuffle"

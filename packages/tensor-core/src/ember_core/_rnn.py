@@ -58,7 +58,7 @@ def _check_cell(op, input, hx, w_ih, w_hh, b_ih, b_hh, gates, cx=None):
     return input.shape[0], input.shape[1], h
 
 
-@defop("_lstm_cell(input, hx, cx, w_ih, w_hh, b_ih=None, b_hh=None)", method=False)
+@defop(method=False)
 def _lstm_cell(input, hx, cx, w_ih, w_hh, b_ih=None, b_hh=None):
     """(hy, cy, workspace): one LSTM step; workspace holds the activated gates
     for the backward."""
@@ -75,7 +75,7 @@ def _lstm_cell(input, hx, cx, w_ih, w_hh, b_ih=None, b_hh=None):
     hy, cy = empty((b, h), kd, dev), empty((b, h), kd, dev)
     ws = empty((b, 4 * h), kd, dev)
     check(
-        U.fn("ec_lstm_cell", b * 4 * h * (i + h) * kd.itemsize)(
+        U.fn("ec_lstm_cell", b * 4 * h * (i + h) * kd.itemsize, hy._storage._device)(
             kd.code,
             b,
             i,
@@ -101,7 +101,7 @@ def _lstm_cell(input, hx, cx, w_ih, w_hh, b_ih=None, b_hh=None):
     return U.restore(hy, input._dtype), U.restore(cy, input._dtype), ws
 
 
-@defop("lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None)", method=False, composite=True)
+@defop(method=False, composite=True)
 def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """One LSTM step: hx = (h, c); returns (h', c').  Gates i, f, g, o."""
     if not isinstance(hx, (tuple, list)) or len(hx) != 2:
@@ -111,7 +111,6 @@ def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
 
 
 @defop(
-    "_lstm_cell_backward(grad_hy, grad_cy, input, hx, cx, w_ih, w_hh, workspace, cy, output_mask)",
     method=False,
     differentiable=False,
 )
@@ -138,7 +137,7 @@ def _lstm_cell_backward(grad_hy, grad_cy, input, hx, cx, w_ih, w_hh, workspace, 
     ghy = None if grad_hy is None else U.compute(grad_hy, kd)
     gcy = None if grad_cy is None else U.compute(grad_cy, kd)
     check(
-        U.fn("ec_lstm_cell_backward", b * 4 * h * (i + h) * kd.itemsize)(
+        U.fn("ec_lstm_cell_backward", b * 4 * h * (i + h) * kd.itemsize, dg._storage._device)(
             kd.code,
             b,
             i,
@@ -171,7 +170,7 @@ def _lstm_cell_backward(grad_hy, grad_cy, input, hx, cx, w_ih, w_hh, workspace, 
     return tuple(None if t is None else U.restore(t, dt) for t in (gx, gh, gc, gwi, gwh, gb))
 
 
-@defop("_gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None)", method=False)
+@defop(method=False)
 def _gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """(hy, workspace): one GRU step; workspace holds r, z, n and W_hn h + b_hn."""
     b, i, h = _check_cell("gru_cell", input, hx, w_ih, w_hh, b_ih, b_hh, 3)
@@ -186,7 +185,7 @@ def _gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     hy = empty((b, h), kd, dev)
     ws = empty((b, 4 * h), kd, dev)
     check(
-        U.fn("ec_gru_cell", b * 3 * h * (i + h) * kd.itemsize)(
+        U.fn("ec_gru_cell", b * 3 * h * (i + h) * kd.itemsize, hy._storage._device)(
             kd.code,
             b,
             i,
@@ -209,7 +208,7 @@ def _gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return U.restore(hy, input._dtype), ws
 
 
-@defop("gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None)", method=False, composite=True)
+@defop(method=False, composite=True)
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """One GRU step; returns h'.  Gates r, z, n (PyTorch's order and formula:
     n = tanh(W_in x + b_in + r * (W_hn h + b_hn)), h' = (1 - z) * n + z * h)."""
@@ -217,7 +216,6 @@ def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
 
 
 @defop(
-    "_gru_cell_backward(grad_hy, input, hx, w_ih, w_hh, workspace, output_mask)",
     method=False,
     differentiable=False,
 )
@@ -241,7 +239,7 @@ def _gru_cell_backward(grad_hy, input, hx, w_ih, w_hh, workspace, output_mask):
     gbh = empty((3 * h,), kd, dev) if mbh else None
     dg = empty((b, 6 * h), kd, dev)
     check(
-        U.fn("ec_gru_cell_backward", b * 3 * h * (i + h) * kd.itemsize)(
+        U.fn("ec_gru_cell_backward", b * 3 * h * (i + h) * kd.itemsize, dg._storage._device)(
             kd.code,
             b,
             i,
@@ -278,14 +276,14 @@ def _linear2(input, hx, w_ih, w_hh, b_ih, b_hh):
     return a + c
 
 
-@defop("rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None)", method=False, composite=True)
+@defop(method=False, composite=True)
 def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """tanh(input @ w_ih^T + b_ih + hx @ w_hh^T + b_hh)."""
     _check_cell("rnn_tanh_cell", input, hx, w_ih, w_hh, b_ih, b_hh, 1)
     return _linear2(input, hx, w_ih, w_hh, b_ih, b_hh).tanh()
 
 
-@defop("rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None)", method=False, composite=True)
+@defop(method=False, composite=True)
 def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """relu(input @ w_ih^T + b_ih + hx @ w_hh^T + b_hh)."""
     _check_cell("rnn_relu_cell", input, hx, w_ih, w_hh, b_ih, b_hh, 1)

@@ -11,7 +11,7 @@ from ember_core import _dtype as D
 from ember_core import _spatial as S
 from ember_core._dispatch import defop
 from ember_core._elementwise import _tname
-from ember_core._lib import check, lib, nogil
+from ember_core._lib import check
 from ember_core._tensor import Tensor, empty
 
 _NOGIL_ELEMS = 1 << 16
@@ -20,8 +20,8 @@ _MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
 _PADDINGS = {"zeros": 0, "border": 1, "reflection": 2}
 
 
-def _fn(name, work):
-    return getattr(nogil, name) if work > _NOGIL_ELEMS else getattr(lib, name)
+def _fn(name, work, dev):
+    return getattr(dev._kn if work > _NOGIL_ELEMS else dev._k, name)
 
 
 def _prod(sizes):
@@ -82,7 +82,7 @@ def _grid_checks(input, grid, interpolation_mode):
     return k
 
 
-@defop("grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)", method=False)
+@defop(method=False, autocast="fp32")
 def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
     """Sample input (N, C, [D,] H, W) at the normalised grid positions (N, [Do,]
     Ho, Wo, 2 or 3): PyTorch's torch.grid_sampler, with integer modes
@@ -99,7 +99,7 @@ def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
     y = empty((n, c) + out, cd, x._storage._device)
     if y._numel:
         check(
-            _fn("ec_grid_sample_forward", y._numel * 4)(
+            _fn("ec_grid_sample_forward", y._numel * 4, x._storage._device)(
                 cd.code,
                 k,
                 n,
@@ -119,8 +119,6 @@ def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
 
 
 @defop(
-    "_grid_sampler_backward(grad_output, input, grid, interpolation_mode, padding_mode, "
-    "align_corners, output_mask=(True, True))",
     method=False,
     differentiable=False,
 )
@@ -156,7 +154,7 @@ def _grid_sampler_backward(
         gg.zero_()
     if gy._numel and (want_x or want_g):
         check(
-            _fn("ec_grid_sample_backward", gy._numel * 8)(
+            _fn("ec_grid_sample_backward", gy._numel * 8, gy._storage._device)(
                 cd.code,
                 k,
                 n,
@@ -178,9 +176,9 @@ def _grid_sampler_backward(
 
 
 @defop(
-    "grid_sample(input, grid, mode='bilinear', padding_mode='zeros', align_corners=None)",
     composite=True,
     method=False,
+    autocast="fp32",
 )
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Sample input (N, C, H, W) (or 5-D) at grid (N, Ho, Wo, 2) positions in
@@ -216,7 +214,7 @@ def _linspace_from_neg_one(theta, steps, align_corners):
     return r
 
 
-@defop("affine_grid_generator(theta, size, align_corners)", composite=True, method=False)
+@defop(composite=True, method=False)
 def affine_grid_generator(theta, size, align_corners):
     """The sampling grid (N, H, W, 2) (or (N, D, H, W, 3)) of the affine maps
     theta (N, 2, 3) (or (N, 3, 4)): base coordinates (x, y[, z], 1) times
@@ -244,7 +242,7 @@ def affine_grid_generator(theta, size, align_corners):
 # ---------------------------------------------------------------- max_unpool
 
 
-@defop("max_unpool(input, indices, output_size)", composite=True, method=False)
+@defop(composite=True, method=False)
 def max_unpool(input, indices, output_size):
     """The partial inverse of max pooling over the last len(output_size) dims:
     each value placed at its flat index (from max_pool's return_indices) in a
@@ -381,7 +379,6 @@ def _ctc_prepare(log_probs, targets, input_lengths, target_lengths, blank):
 
 
 @defop(
-    "_ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, zero_infinity=False)",
     method=False,
 )
 def _ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, zero_infinity=False):
@@ -398,7 +395,7 @@ def _ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, zero_i
     nll = empty((n,), cd, dev)
     la = empty((n, tmax, 2 * smax + 1), cd, dev)
     check(
-        _fn("ec_ctc_loss_forward", la._numel * 4)(
+        _fn("ec_ctc_loss_forward", la._numel * 4, lp._storage._device)(
             cd.code,
             tmax,
             n,
@@ -420,8 +417,6 @@ def _ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, zero_i
 
 
 @defop(
-    "_ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, "
-    "neg_log_likelihood, log_alpha, blank, zero_infinity=False)",
     method=False,
     differentiable=False,
 )
@@ -456,7 +451,7 @@ def _ctc_loss_backward(
         raise RuntimeError(f"ctc_loss_backward: grad of {g._numel} values for a batch of {n}")
     out = empty((tmax, n, c), cd, lp._storage._device)
     check(
-        _fn("ec_ctc_loss_backward", out._numel * 4)(
+        _fn("ec_ctc_loss_backward", out._numel * 4, lp._storage._device)(
             cd.code,
             tmax,
             n,
@@ -485,10 +480,9 @@ _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2, 0: 0, 1: 1, 2: 2}
 
 
 @defop(
-    "ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction='mean', "
-    "zero_infinity=False)",
     composite=True,
     method=False,
+    autocast="fp32",
 )
 def ctc_loss(
     log_probs,

@@ -27,12 +27,12 @@ def _forward(op, log, input, dim, dtype):
         outer, size, inner = 1, 1, 1
     else:
         outer, size, inner = U.split_at(shape, d)
-    kernel = U.fn("ec_softmax", x._numel * x._dtype.itemsize)
+    kernel = U.fn("ec_softmax", x._numel * x._dtype.itemsize, y._storage._device)
     check(kernel(x._dtype.code, log, outer, size, inner, y._ptr, x._ptr), op)
     return U.restore(y, out_dtype)
 
 
-@defop("softmax(input, dim, dtype=None)")
+@defop
 def softmax(input, dim, dtype=None):
     """exp(x) / sum(exp(x)) along ``dim`` (computed stably), optionally after
     casting to ``dtype``.
@@ -43,7 +43,7 @@ def softmax(input, dim, dtype=None):
     return _forward("softmax", 0, input, dim, dtype)
 
 
-@defop("log_softmax(input, dim, dtype=None)")
+@defop
 def log_softmax(input, dim, dtype=None):
     """x - logsumexp(x) along ``dim``, optionally after casting to ``dtype``."""
     return _forward("log_softmax", 1, input, dim, dtype)
@@ -61,18 +61,18 @@ def _backward(op, log, grad_output, output, dim, input_dtype):
     gi = empty(shape, y._dtype, y._storage._device)
     d = normalize_dim(dim, len(shape), op)
     outer, size, inner = U.split_at(shape, d) if shape else (1, 1, 1)
-    kernel = U.fn("ec_softmax_backward", y._numel * y._dtype.itemsize)
+    kernel = U.fn("ec_softmax_backward", y._numel * y._dtype.itemsize, gi._storage._device)
     check(kernel(y._dtype.code, log, outer, size, inner, gi._ptr, g._ptr, y._ptr), op)
     return U.restore(gi, D.to_dtype(input_dtype) if input_dtype is not None else output._dtype)
 
 
-@defop("_softmax_backward_data(grad_output, output, dim, input_dtype)", method=False)
+@defop(method=False)
 def _softmax_backward_data(grad_output, output, dim, input_dtype):
     """Gradient of softmax from its output: output * (grad - sum(grad * output))."""
     return _backward("_softmax_backward_data", 0, grad_output, output, dim, input_dtype)
 
 
-@defop("_log_softmax_backward_data(grad_output, output, dim, input_dtype)", method=False)
+@defop(method=False)
 def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
     """Gradient of log_softmax from its output: grad - exp(output) * sum(grad)."""
     return _backward("_log_softmax_backward_data", 1, grad_output, output, dim, input_dtype)

@@ -11,7 +11,7 @@ import math
 from ember_core import _dtype as D
 from ember_core import _shape
 from ember_core._dispatch import defop
-from ember_core._lib import NOGIL_THRESHOLD, check, ffi, lib, nogil
+from ember_core._lib import NOGIL_THRESHOLD, check, ffi, lib
 from ember_core._reduction import return_types
 from ember_core._return_types import return_type
 from ember_core._tensor import Tensor, empty
@@ -40,7 +40,8 @@ def _lines(x, d, *outs):
 
 
 def _fn(name, x):
-    return getattr(nogil if x._numel * x._dtype.itemsize > NOGIL_THRESHOLD else lib, name)
+    dev = x._storage._device
+    return getattr(dev._kn if x._numel * x._dtype.itemsize > NOGIL_THRESHOLD else dev._k, name)
 
 
 def _reduced_shape(shape, d, keepdim):
@@ -106,8 +107,8 @@ def _sort_dim(op, x, dim):
     return _shape.normalize_dim(dim, len(x._shape), op)
 
 
-@defop("sort(input, dim=-1, descending=False, stable=False, *, out=None)")
-def sort(input, dim=-1, descending=False, stable=False, out=None):
+@defop
+def sort(input, dim=-1, descending=False, stable=False, *, out=None):
     """(values, indices) of input sorted along dim.  Always stable; NaN sorts as
     the largest value.
 
@@ -127,7 +128,7 @@ def sort(input, dim=-1, descending=False, stable=False, out=None):
     return _copy_out("sort", r, out)
 
 
-@defop("argsort(input, dim=-1, descending=False, stable=False)", differentiable=False)
+@defop(differentiable=False)
 def argsort(input, dim=-1, descending=False, stable=False):
     """The indices that sort input along dim (stable)."""
     _tensor_arg("argsort", input)
@@ -139,7 +140,7 @@ def argsort(input, dim=-1, descending=False, stable=False):
     return sort_lines(input, d, descending, want_values=False)[1]
 
 
-@defop("msort(input)", composite=True)
+@defop(composite=True)
 def msort(input):
     """input sorted along its first dim."""
     return sort(input, 0).values
@@ -148,8 +149,8 @@ def msort(input):
 # ------------------------------------------------------------------ topk
 
 
-@defop("topk(input, k, dim=-1, largest=True, sorted=True, *, out=None)")
-def topk(input, k, dim=-1, largest=True, sorted=True, out=None):
+@defop
+def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     """The k largest (or smallest) elements along dim and their indices, sorted by
     default; NaN counts as the largest value, ties go to the lower index."""
     op = "topk"
@@ -228,8 +229,8 @@ def _select_lines(op, x, d, k, mode, keepdim):
     return values, indices
 
 
-@defop("kthvalue(input, k, dim=-1, keepdim=False, *, out=None)")
-def kthvalue(input, k, dim=-1, keepdim=False, out=None):
+@defop
+def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """The k-th smallest element (k from 1) along dim and its index."""
     op = "kthvalue"
     _tensor_arg(op, input)
@@ -268,20 +269,20 @@ def _median(op, mode, input, dim, keepdim, out):
     return _copy_out(op, getattr(return_types, op)(v, i), out)
 
 
-@defop("median(input, dim=None, keepdim=False, *, out=None)")
-def median(input, dim=None, keepdim=False, out=None):
+@defop
+def median(input, dim=None, keepdim=False, *, out=None):
     """The lower median (of all elements, or along dim with its index); NaN if
     any element is NaN."""
     return _median("median", L.EC_KTH_MEDIAN, input, dim, keepdim, out)
 
 
-@defop("nanmedian(input, dim=None, keepdim=False, *, out=None)")
-def nanmedian(input, dim=None, keepdim=False, out=None):
+@defop
+def nanmedian(input, dim=None, keepdim=False, *, out=None):
     """median ignoring NaN values (NaN only when every element is NaN)."""
     return _median("nanmedian", L.EC_KTH_NANMEDIAN, input, dim, keepdim, out)
 
 
-@defop("mode(input, dim=-1, keepdim=False)")
+@defop
 def mode(input, dim=-1, keepdim=False):
     """The most frequent value along dim (the smallest of equally frequent ones)
     and the index of its last occurrence."""
@@ -400,7 +401,6 @@ def _lexsort_rows(rows):
 
 
 @defop(
-    "unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None)",
     differentiable=False,
 )
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
@@ -416,7 +416,6 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 
 
 @defop(
-    "unique_consecutive(input, return_inverse=False, return_counts=False, dim=None)",
     differentiable=False,
 )
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
@@ -482,7 +481,7 @@ def _searchsorted(op, seq, values, out_int32, right, side, sorter):
         seq_rs = nseq
     if r._numel:
         check(
-            lib.ec_searchsorted(
+            s._storage._device._k.ec_searchsorted(
                 dt.code,
                 rows,
                 nseq,
@@ -502,12 +501,10 @@ def _searchsorted(op, seq, values, out_int32, right, side, sorter):
 
 
 @defop(
-    "searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, "
-    "out=None, sorter=None)",
     differentiable=False,
 )
 def searchsorted(
-    sorted_sequence, input, out_int32=False, right=False, side=None, out=None, sorter=None
+    sorted_sequence, input, *, out_int32=False, right=False, side=None, out=None, sorter=None
 ):
     """Where each value of input would be inserted into sorted_sequence (along its
     last dim) to keep it sorted: the first such place, or the last with right=True.
@@ -524,10 +521,8 @@ def searchsorted(
     return r
 
 
-@defop(
-    "bucketize(input, boundaries, *, out_int32=False, right=False, out=None)", differentiable=False
-)
-def bucketize(input, boundaries, out_int32=False, right=False, out=None):
+@defop(differentiable=False)
+def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     """The index of the bucket of 1-d ``boundaries`` each value of input falls in."""
     _tensor_arg("bucketize", boundaries, "boundaries")
     if len(boundaries._shape) != 1:
@@ -546,7 +541,7 @@ def bucketize(input, boundaries, out_int32=False, right=False, out=None):
 # --------------------------------------------------------------- counting
 
 
-@defop("bincount(input, weights=None, minlength=0)", differentiable=False)
+@defop(differentiable=False)
 def bincount(input, weights=None, minlength=0):
     """Counts of each value 0..max(input) of a 1-d non-negative integer tensor
     (sums of ``weights`` instead, when given); at least minlength bins."""
@@ -579,7 +574,7 @@ def bincount(input, weights=None, minlength=0):
     r = zeros((nbins,), dtype=out_dt, device=input._storage._device)
     if n:
         check(
-            lib.ec_bincount(
+            x._storage._device._k.ec_bincount(
                 n,
                 x._ptr,
                 w._ptr if w is not None else 0,
@@ -593,8 +588,8 @@ def bincount(input, weights=None, minlength=0):
     return r
 
 
-@defop("histc(input, bins=100, min=0, max=0, *, out=None)", differentiable=False)
-def histc(input, bins=100, min=0, max=0, out=None):
+@defop(differentiable=False)
+def histc(input, bins=100, min=0, max=0, *, out=None):
     """Histogram of input in ``bins`` equal bins over [min, max] (the data's range
     when both are 0); elements outside are ignored."""
     from ember_core._copy import contiguous

@@ -71,7 +71,7 @@ def special_unary(op, code, input, out=None):
     cd = _F64 if dt is _F64 else _F32
     x = _compute(input, cd)
     r = empty(x._shape, cd)
-    check(lib.ec_special_unary(code, cd.code, x._numel, r._ptr, x._ptr), op)
+    check(r._storage._device._k.ec_special_unary(code, cd.code, x._numel, r._ptr, x._ptr), op)
     return _finish(op, r, dt, input._storage._device, out)
 
 
@@ -96,7 +96,9 @@ def special_binary(op, code, a, b, out=None, dtype=None):
     a = _compute(a, cd).expand(shape).contiguous()
     b = _compute(b, cd).expand(shape).contiguous()
     r = empty(a._shape, cd)
-    check(lib.ec_special_binary(code, cd.code, a._numel, r._ptr, a._ptr, b._ptr), op)
+    check(
+        r._storage._device._k.ec_special_binary(code, cd.code, a._numel, r._ptr, a._ptr, b._ptr), op
+    )
     return _finish(op, r, dt, dev, out)
 
 
@@ -201,14 +203,14 @@ for _name, _code in _POLYNOMIALS:
     )(_make_poly(_name, _code))
 
 
-@defop("special_zeta(input, other, *, out=None)", method=False, public=False)
-def special_zeta(input, other, out=None):
+@defop(method=False, public=False)
+def special_zeta(input, other, *, out=None):
     """Hurwitz zeta: sum over k >= 0 of (k + other)^-input."""
     return special_binary("special_zeta", lib.EC_SP_ZETA, input, other, out)
 
 
-@defop("special_xlog1py(input, other, *, out=None)", method=False, public=False)
-def special_xlog1py(input, other, out=None):
+@defop(method=False, public=False)
+def special_xlog1py(input, other, *, out=None):
     """input * log1p(other), and 0 where input == 0 (unless other is NaN)."""
     return special_binary("special_xlog1py", lib.EC_SP_XLOG1PY, input, other, out)
 
@@ -216,13 +218,13 @@ def special_xlog1py(input, other, out=None):
 # ------------------------------------------------- top-level torch ops
 
 
-@defop("i0(input, *, out=None)")
-def i0(input, out=None):
+@defop
+def i0(input, *, out=None):
     """Modified Bessel function of the first kind, order 0."""
     return special_unary("i0", lib.EC_SP_I0, input, out)
 
 
-@defop("i0_(input)", inplace_of="i0")
+@defop(inplace_of="i0")
 def i0_(input):
     return _inplace("i0_", input, special_unary("i0", lib.EC_SP_I0, input))
 
@@ -236,8 +238,8 @@ def _check_n(op, n):
     return n
 
 
-@defop("polygamma(n, input, *, out=None)", method=False)
-def polygamma(n, input, out=None):
+@defop(method=False)
+def polygamma(n, input, *, out=None):
     """The n-th derivative of digamma: psi^(n)(input)."""
     n = _check_n("polygamma", n)
     if not isinstance(input, Tensor):
@@ -248,7 +250,7 @@ def polygamma(n, input, out=None):
     return special_binary("polygamma", lib.EC_SP_POLYGAMMA, float(n), input, out, dtype=dt)
 
 
-@defop("polygamma_(input, n)", inplace_of="polygamma", method=False)
+@defop(inplace_of="polygamma", method=False)
 def polygamma_(input, n):
     return _inplace("polygamma_", input, polygamma(n, input))
 
@@ -264,32 +266,32 @@ def _igamma_args(op, input, other):
         raise NotImplementedError(f"\"{op}_cpu\" not implemented for '{_tname(dt)}'")
 
 
-@defop("igamma(input, other, *, out=None)")
-def igamma(input, other, out=None):
+@defop
+def igamma(input, other, *, out=None):
     """Regularized lower incomplete gamma P(input, other)."""
     _igamma_args("igamma", input, other)
     return special_binary("igamma", lib.EC_SP_GAMMAINC, input, other, out)
 
 
-@defop("igamma_(input, other)", inplace_of="igamma")
+@defop(inplace_of="igamma")
 def igamma_(input, other):
     return _inplace("igamma_", input, igamma(input, other))
 
 
-@defop("igammac(input, other, *, out=None)")
-def igammac(input, other, out=None):
+@defop
+def igammac(input, other, *, out=None):
     """Regularized upper incomplete gamma Q(input, other)."""
     _igamma_args("igammac", input, other)
     return special_binary("igammac", lib.EC_SP_GAMMAINCC, input, other, out)
 
 
-@defop("igammac_(input, other)", inplace_of="igammac")
+@defop(inplace_of="igammac")
 def igammac_(input, other):
     return _inplace("igammac_", input, igammac(input, other))
 
 
-@defop("mvlgamma(input, p, *, out=None)", composite=True)
-def mvlgamma(input, p, out=None):
+@defop(composite=True)
+def mvlgamma(input, p, *, out=None):
     """Multivariate log-gamma of dimension p, elementwise:
     p(p-1)/4 log(pi) + sum_{j<p} lgamma(input - j/2)."""
     if not isinstance(p, int) or isinstance(p, bool):
@@ -309,6 +311,6 @@ def mvlgamma(input, p, out=None):
     return r
 
 
-@defop("mvlgamma_(input, p)", composite=True)
+@defop(composite=True)
 def mvlgamma_(input, p):
     return _inplace("mvlgamma_", input, mvlgamma(input, p))

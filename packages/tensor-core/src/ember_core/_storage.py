@@ -79,6 +79,17 @@ class _SharedStorage(_BlockStorage):
     _shared = True
 
 
+class _CudaStorage(UntypedStorage):
+    """Device memory of ember_allocator's CUDA pool (``_owner``: the allocator's
+    free-by-address entry point; 0 bytes own nothing)."""
+
+    __slots__ = ()
+
+    def __del__(self):
+        if self._ptr:
+            self._owner(self._ptr)
+
+
 class _ExternalStorage(UntypedStorage):
     """Memory owned by another object (a NumPy array, a DLPack producer)."""
 
@@ -146,13 +157,58 @@ def allocate(nbytes, dev=CPU):
             return s
         # The failed malloc already counted its OOM; only build its exception.
         raise _host_allocator.allocation_error(nbytes)
-    if dev.type != "cpu":
-        from ember_core import _cuda
-
-        _cuda.unavailable("allocate", dev)
+    if dev.type == "cuda" and dev not in _allocators:
+        return _cuda_allocate(nbytes, dev)
+    if dev.type != "cpu" and dev not in _allocators:
+        raise RuntimeError(f"cannot allocate memory on device '{dev}'")
     allocator = get_allocator(dev)
     block = _alloc_block(allocator, nbytes, dev)
     return from_block(allocator, block, nbytes, dev, getattr(allocator, "kind", None) == "shm")
+
+
+_cuda_paths = {}  # cuda device -> (malloc, free, index): ember_allocator's fast path
+
+
+def _cuda_allocate(nbytes, dev):
+    path = _cuda_paths.get(dev)
+    if path is None:
+        path = _cuda_setup(dev)
+        dev = path[3]
+    malloc, free, index, dev = path
+    ptr = 0
+    if nbytes:
+        ptr = malloc(nbytes, _current_stream(index))
+        if not ptr:
+            from ember_core import _cuda
+
+            raise _cuda.oom_error(nbytes, index)
+    s = _new(_CudaStorage)
+    s._ptr = ptr
+    s._nbytes = nbytes
+    s._version = 0
+    s._device = dev
+    s._owner = free
+    return s
+
+
+def _cuda_setup(dev):
+    from ember_core import _cuda
+
+    if dev.index is None:  # 'cuda': the current device
+        _cuda.require(0, "allocate")
+        return _cuda_setup(device("cuda", _cuda.current_device()))
+    _cuda.require(dev, "allocate")
+    malloc, free = ember_allocator.fast_path(f"cuda:{dev.index}")
+    path = _cuda_paths[dev] = (malloc, free, dev.index, dev)
+    return path
+
+
+def _current_stream(index):
+    from ember_core._lib import lib
+
+    global _current_stream
+    _current_stream = lib.ecu_current_stream
+    return _current_stream(index)
 
 
 def from_block(allocator, block, nbytes, dev=CPU, shared=False):

@@ -193,8 +193,41 @@ class Tensor:
         _storage.share_(self._storage, tensor=self)
         return self
 
-    def is_pinned(self):
-        return False
+    def is_pinned(self, device=None):
+        """Whether this CPU tensor's memory is page-locked (``pin_memory()``)."""
+        if self._storage._device.type != "cpu":
+            return False
+        from ember_core import _cuda
+
+        return _cuda.is_pinned(self._storage)
+
+    def pin_memory(self, device=None):
+        """A copy of this CPU tensor in page-locked memory, from which copies to a
+        GPU run asynchronously (``.to('cuda', non_blocking=True)``)."""
+        from ember_core import _cuda
+
+        if self._storage._device.type != "cpu":
+            raise RuntimeError(f"cannot pin '{self._storage._device}' memory: only CPU memory")
+        if _cuda.is_pinned(self._storage):
+            return self
+        if not _cuda.is_available():
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        r = _cuda.pinned_empty(self._shape, self._dtype)
+        from ember_core._copy import copy_into
+
+        return copy_into(r, self)
+
+    def record_stream(self, stream):
+        """Mark this CUDA tensor's memory as used by ``stream``: when freed it is not
+        reused until the work queued on that stream so far is done."""
+        dev = self._storage._device
+        if dev.type != "cuda":
+            raise RuntimeError("record_stream: expected a CUDA tensor")
+        # memory of another library (DLPack, CUDA arrays) is not the pool's: as PyTorch, no-op
+        if self._storage._ptr and isinstance(self._storage, _storage._CudaStorage):
+            from ember_core import _cuda
+
+            _cuda.allocator(dev.index).record_stream(self._storage._ptr, stream.cuda_stream)
 
     @property
     def _version(self):
@@ -359,6 +392,14 @@ class Tensor:
         from ember_core import _dlpack
 
         return _dlpack.dlpack_device(self)
+
+    @property
+    def __cuda_array_interface__(self):
+        """CUDA tensors' memory for CuPy, Numba, ... (CUDA Array Interface v3);
+        AttributeError on other devices."""
+        from ember_core import _dlpack
+
+        return _dlpack.cuda_array_interface(self)
 
     def __array_namespace__(self, /, *, api_version=None):
         """The array API standard's namespace for ember (``ember_core.array_api``);

@@ -89,7 +89,7 @@ def _as_sizes(args, op):
         raise TypeError(f"{op}(): size must be a sequence of ints, got {args!r}") from None
 
 
-@defop("view(input, *shape)", view=True)
+@defop("view(input, *shape)", view=True, star_keyword="size")
 def view(input, shape):
     """The same elements in another shape, sharing memory; raises if the strides
     do not allow it (use reshape).  ``view(dtype)`` reinterprets the bytes."""
@@ -139,12 +139,12 @@ def _view_dtype(input, dtype):
     return t
 
 
-@defop("view_as(input, other)", view=True, composite=True)
+@defop(view=True, composite=True)
 def view_as(input, other):
     return input.view(other._shape)
 
 
-@defop("reshape(input, *shape)", composite=True)
+@defop("reshape(input, *shape)", composite=True, star_keyword="shape")
 def reshape(input, *shape, **kwargs):
     """view() when the strides allow it, else a contiguous copy in the new shape."""
     if kwargs:
@@ -155,12 +155,12 @@ def reshape(input, *shape, **kwargs):
     return input.contiguous().view(new)
 
 
-@defop("reshape_as(input, other)", composite=True)
+@defop(composite=True)
 def reshape_as(input, other):
     return reshape(input, other._shape)
 
 
-@defop("transpose(input, dim0, dim1)", view=True)
+@defop(view=True)
 def transpose(input, dim0, dim1):
     """Swap two dims (a view)."""
     n = len(input._shape)
@@ -175,17 +175,17 @@ def transpose(input, dim0, dim1):
     return view_of(input, tuple(shape), tuple(stride), input._offset, input._numel)
 
 
-@defop("swapaxes(input, axis0, axis1)", composite=True)
+@defop(composite=True)
 def swapaxes(input, axis0, axis1):
     return transpose(input, axis0, axis1)
 
 
-@defop("swapdims(input, dim0, dim1)", composite=True)
+@defop(composite=True)
 def swapdims(input, dim0, dim1):
     return transpose(input, dim0, dim1)
 
 
-@defop("t(input)", composite=True)
+@defop(composite=True)
 def t(input):
     """Transpose of a matrix (vectors and scalars are returned as they are)."""
     if len(input._shape) > 2:
@@ -195,7 +195,7 @@ def t(input):
     return transpose(input, 0, -1) if len(input._shape) == 2 else input.view(input._shape)
 
 
-@defop("permute(input, *dims)", view=True)
+@defop("permute(input, *dims)", view=True, star_keyword="dims")
 def permute(input, dims):
     """Reorder the dims (a view)."""
     dims = _as_sizes(dims, "permute")
@@ -214,7 +214,7 @@ def permute(input, dims):
     return view_of(input, shape, stride, input._offset, input._numel)
 
 
-@defop("movedim(input, source, destination)", composite=True)
+@defop(composite=True, aliases=("moveaxis",))
 def movedim(input, source, destination):
     n = len(input._shape)
     src = [source] if isinstance(source, int) else list(source)
@@ -236,7 +236,7 @@ def movedim(input, source, destination):
 moveaxis = movedim
 
 
-@defop("expand(input, *sizes)", view=True)
+@defop("expand(input, *sizes)", view=True, star_keyword="size")
 def expand(input, sizes):
     """Broadcast size-1 dims to larger sizes (stride 0, no copy); -1 keeps a size."""
     sizes = _as_sizes(sizes, "expand")
@@ -279,17 +279,17 @@ def expand(input, sizes):
     return view_of(input, tuple(shape), tuple(stride), input._offset)
 
 
-@defop("expand_as(input, other)", composite=True)
+@defop(composite=True)
 def expand_as(input, other):
     return expand(input, other._shape)
 
 
-@defop("broadcast_to(input, size)", composite=True)
+@defop(composite=True)
 def broadcast_to(input, size):
     return expand(input, tuple(size))
 
 
-@defop("squeeze(input, dim=None)", view=True)
+@defop(view=True)
 def squeeze(input, dim=None):
     """Drop size-1 dims (all, or the given dim(s) when they have size 1)."""
     n = len(input._shape)
@@ -303,7 +303,7 @@ def squeeze(input, dim=None):
     return view_of(input, shape, stride, input._offset, input._numel, input._contig)
 
 
-@defop("unsqueeze(input, dim)", view=True)
+@defop(view=True)
 def unsqueeze(input, dim):
     """Insert a size-1 dim at ``dim``."""
     n = len(input._shape)
@@ -314,7 +314,7 @@ def unsqueeze(input, dim):
     return view_of(input, shape, stride, input._offset, input._numel, input._contig)
 
 
-@defop("flatten(input, start_dim=0, end_dim=-1)", composite=True)
+@defop(composite=True)
 def flatten(input, start_dim=0, end_dim=-1):
     """Merge dims start_dim..end_dim into one (a view when possible)."""
     n = len(input._shape)
@@ -331,7 +331,7 @@ def flatten(input, start_dim=0, end_dim=-1):
     return input.reshape(input._shape[:s] + (merged,) + input._shape[e + 1 :])
 
 
-@defop("unflatten(input, dim, sizes)", composite=True)
+@defop(composite=True)
 def unflatten(input, dim, sizes):
     """Split dim into ``sizes`` (one of which may be -1)."""
     n = len(input._shape)
@@ -340,7 +340,7 @@ def unflatten(input, dim, sizes):
     return input.view(input._shape[:d] + sizes + input._shape[d + 1 :])
 
 
-@defop("narrow(input, dim, start, length)", view=True)
+@defop(view=True)
 def narrow(input, dim, start, length):
     """Elements start..start+length of dim (a view)."""
     n = len(input._shape)
@@ -364,7 +364,7 @@ def narrow(input, dim, start, length):
     return view_of(input, shape, input._stride, input._offset + start * input._stride[d])
 
 
-@defop("select(input, dim, index)", view=True)
+@defop(view=True)
 def select(input, dim, index):
     """The slice at ``index`` along dim, with that dim removed (a view)."""
     n = len(input._shape)
@@ -382,14 +382,14 @@ def select(input, dim, index):
     return view_of(input, shape, stride, input._offset + i * input._stride[d])
 
 
-@defop("unbind(input, dim=0)", composite=True)
+@defop(composite=True)
 def unbind(input, dim=0):
     """A tuple of every slice along dim."""
     d = normalize_dim(dim, len(input._shape), "unbind")
     return tuple(select(input, d, i) for i in range(input._shape[d]))
 
 
-@defop("as_strided(input, size, stride, storage_offset=None)", view=True)
+@defop(view=True)
 def as_strided(input, size, stride, storage_offset=None):
     """A view with arbitrary size/stride/offset over input's storage (checked to stay
     inside it)."""
@@ -416,7 +416,7 @@ def as_strided(input, size, stride, storage_offset=None):
     return view_of(input, shape, stride, offset)
 
 
-@defop("diagonal(input, offset=0, dim1=0, dim2=1)", view=True)
+@defop(view=True)
 def diagonal(input, offset=0, dim1=0, dim2=1):
     """The diagonal of dims (dim1, dim2) as a last dim (a view)."""
     n = len(input._shape)
@@ -436,7 +436,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     return view_of(input, shape, stride, input._offset + start)
 
 
-@defop("unfold(input, dimension, size, step)", view=True)
+@defop(view=True)
 def unfold(input, dimension, size, step):
     """All windows of ``size`` elements, ``step`` apart, along dimension, as a new
     last dim (a view)."""
@@ -462,19 +462,19 @@ def unfold(input, dimension, size, step):
     return view_of(input, shape, stride, input._offset)
 
 
-@defop("detach(input)", view=True, differentiable=False)
+@defop(view=True, differentiable=False)
 def detach(input):
     """The same memory, cut from autograd history (not a view for autograd:
     no ``_base``, as in PyTorch)."""
     return _tensor.alias(input)
 
 
-@defop("detach_(input)", inplace_of="detach", differentiable=False)
+@defop(inplace_of="detach", differentiable=False)
 def detach_(input):
     return input
 
 
-@defop("alias(input)", view=True)
+@defop(view=True)
 def alias(input):
     return view_of(input, input._shape, input._stride, input._offset, input._numel, input._contig)
 
@@ -566,22 +566,22 @@ def _restride_(input, v):
     return input
 
 
-@defop("transpose_(input, dim0, dim1)", inplace_of="transpose")
+@defop(inplace_of="transpose")
 def transpose_(input, dim0, dim1):
     return _restride_(input, transpose(input, dim0, dim1))
 
 
-@defop("swapaxes_(input, axis0, axis1)", composite=True)
+@defop(composite=True)
 def swapaxes_(input, axis0, axis1):
     return transpose_(input, axis0, axis1)
 
 
-@defop("swapdims_(input, dim0, dim1)", composite=True)
+@defop(composite=True)
 def swapdims_(input, dim0, dim1):
     return transpose_(input, dim0, dim1)
 
 
-@defop("t_(input)", composite=True)
+@defop(composite=True)
 def t_(input):
     if len(input._shape) > 2:
         raise RuntimeError(
@@ -590,16 +590,16 @@ def t_(input):
     return transpose_(input, 0, -1)
 
 
-@defop("squeeze_(input, dim=None)", inplace_of="squeeze")
+@defop(inplace_of="squeeze")
 def squeeze_(input, dim=None):
     return _restride_(input, squeeze(input, dim))
 
 
-@defop("unsqueeze_(input, dim)", inplace_of="unsqueeze")
+@defop(inplace_of="unsqueeze")
 def unsqueeze_(input, dim):
     return _restride_(input, unsqueeze(input, dim))
 
 
-@defop("as_strided_(input, size, stride, storage_offset=None)", inplace_of="as_strided")
+@defop(inplace_of="as_strided")
 def as_strided_(input, size, stride, storage_offset=None):
     return _restride_(input, as_strided(input, size, stride, storage_offset))

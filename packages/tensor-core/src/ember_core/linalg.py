@@ -27,7 +27,7 @@ from ember_core._copy import copy_into
 from ember_core._device import require_cpu
 from ember_core._dispatch import defop
 from ember_core._elementwise import _tname
-from ember_core._lib import check, lib, nogil
+from ember_core._lib import check
 from ember_core._reduction import return_types
 from ember_core._return_types import return_type
 from ember_core._tensor import Tensor, empty
@@ -143,8 +143,8 @@ def _same_dtype(op, A, B):
 _NOGIL_FLOPS = 1 << 16
 
 
-def _fn(name, flops):
-    return getattr(nogil, name) if flops > _NOGIL_FLOPS else getattr(lib, name)
+def _fn(name, flops, dev):
+    return getattr(dev._kn if flops > _NOGIL_FLOPS else dev._k, name)
 
 
 def _fortran(A, batch=None, rows=None):
@@ -221,7 +221,7 @@ def _numel(shape):
 # ------------------------------------------------------ primitive ops (kernels)
 
 
-@defop("_linalg_lu_factor_ex(A, check_errors=False)", method=False)
+@defop(method=False)
 def _linalg_lu_factor_ex(A, check_errors=False):
     """(LU, pivots, info): partial-pivoting LU (getrf); pivots are 1-based int32."""
     op = "linalg.lu_factor_ex"
@@ -236,7 +236,7 @@ def _linalg_lu_factor_ex(A, check_errors=False):
     nb = _numel(batch)
     if nb and m and n:
         check(
-            _fn("ec_linalg_lu", nb * m * n * k)(
+            _fn("ec_linalg_lu", nb * m * n * k, lu._storage._device)(
                 A._dtype.code, nb, m, n, lu._ptr, piv._ptr, info._ptr
             ),
             op,
@@ -262,7 +262,7 @@ def _lu_det_parts(A, op):
     return d, sign
 
 
-@defop("_linalg_det(A)", method=False)
+@defop(method=False)
 def _linalg_det(A):
     """Determinants: the product of U's diagonal times the pivots' sign."""
     op = "linalg.det"
@@ -276,7 +276,7 @@ def _linalg_det(A):
     return d.prod(-1) * sign
 
 
-@defop("_linalg_slogdet(A)", method=False)
+@defop(method=False)
 def _linalg_slogdet(A):
     """(sign, log|det|) from the LU factors (log|det| sums logs: no overflow)."""
     op = "linalg.slogdet"
@@ -290,7 +290,7 @@ def _linalg_slogdet(A):
     return d.sign().prod(-1) * sign, d.abs().log().sum(-1)
 
 
-@defop("_linalg_inv_ex(A, check_errors=False)", method=False)
+@defop(method=False, autocast="fp32")
 def _linalg_inv_ex(A, check_errors=False):
     """(inverse, info) through getrf + getrs against the identity, as PyTorch."""
     op = "linalg.inv"
@@ -304,7 +304,9 @@ def _linalg_inv_ex(A, check_errors=False):
     if nb and n:
         piv = _int32((nb, n), A)
         check(
-            _fn("ec_linalg_inv", nb * n * n * n)(A._dtype.code, nb, n, x._ptr, piv._ptr, info._ptr),
+            _fn("ec_linalg_inv", nb * n * n * n, x._storage._device)(
+                A._dtype.code, nb, n, x._ptr, piv._ptr, info._ptr
+            ),
             op,
         )
     else:
@@ -331,7 +333,7 @@ def _solve_shapes(op, A, B, left=True):
     return vector
 
 
-@defop("_linalg_solve(A, B)", method=False)
+@defop(method=False, autocast="fp32")
 def _linalg_solve(A, B):
     """X with A X = B for square A (..., n, n) and B (..., n, k); batch dims
     broadcast.  Raises LinAlgError for a singular A."""
@@ -345,7 +347,7 @@ def _linalg_solve(A, B):
     if nb and n:
         piv = _int32((nb, n), A)
         check(
-            _fn("ec_linalg_solve", nb * n * n * (n + k))(
+            _fn("ec_linalg_solve", nb * n * n * (n + k), a._storage._device)(
                 A._dtype.code, nb, n, k, a._ptr, x._ptr, piv._ptr, info._ptr
             ),
             op,
@@ -356,7 +358,7 @@ def _linalg_solve(A, B):
     return x.mT
 
 
-@defop("_linalg_cholesky_ex(A, upper=False, check_errors=False)", method=False)
+@defop(method=False, autocast="fp32")
 def _linalg_cholesky_ex(A, upper=False, check_errors=False):
     """(L, info): the Cholesky factor (potrf) of symmetric positive-definite A,
     read from its lower (upper) triangle; the other triangle of L is zero."""
@@ -370,7 +372,7 @@ def _linalg_cholesky_ex(A, upper=False, check_errors=False):
     nb = _numel(batch)
     if nb and n:
         check(
-            _fn("ec_linalg_cholesky", nb * n * n * n // 3)(
+            _fn("ec_linalg_cholesky", nb * n * n * n // 3, x._storage._device)(
                 A._dtype.code, nb, n, 1 if upper else 0, x._ptr, info._ptr
             ),
             op,
@@ -384,7 +386,7 @@ def _linalg_cholesky_ex(A, upper=False, check_errors=False):
     return L, info
 
 
-@defop("_linalg_solve_triangular(A, B, upper, unitriangular=False)", method=False)
+@defop(method=False, autocast="fp32")
 def _linalg_solve_triangular(A, B, upper, unitriangular=False):
     """X with A X = B for triangular A (only its upper/lower triangle is read);
     batch dims broadcast."""
@@ -397,7 +399,7 @@ def _linalg_solve_triangular(A, B, upper, unitriangular=False):
     if nb and n and k:
         info = _int32((nb,), A)
         check(
-            _fn("ec_linalg_solve_triangular", nb * n * n * k)(
+            _fn("ec_linalg_solve_triangular", nb * n * n * k, a._storage._device)(
                 A._dtype.code,
                 nb,
                 n,
@@ -414,7 +416,7 @@ def _linalg_solve_triangular(A, B, upper, unitriangular=False):
     return x.mT
 
 
-@defop("_linalg_qr(A, mode='reduced')", method=False)
+@defop(method=False, autocast="fp32")
 def _linalg_qr(A, mode="reduced"):
     """(Q, R) by Householder QR (geqrf + orgqr); mode 'reduced', 'complete' or
     'r' (Q empty)."""
@@ -436,7 +438,7 @@ def _linalg_qr(A, mode="reduced"):
     info = _int32(batch, A)
     if nb and m and n:
         check(
-            _fn("ec_linalg_qr", nb * m * n * k)(
+            _fn("ec_linalg_qr", nb * m * n * k, a._storage._device)(
                 A._dtype.code, nb, m, n, qcols, a._ptr, q._ptr if q is not None else 0, info._ptr
             ),
             op,
@@ -456,7 +458,7 @@ def _fortran_empty(batch, rows, cols, like):
     return empty(tuple(batch) + (cols, rows), like._dtype, like._storage._device)
 
 
-@defop("_linalg_eigh(A, UPLO='L', compute_v=True)", method=False)
+@defop(method=False, autocast="fp32")
 def _linalg_eigh(A, UPLO="L", compute_v=True):
     """(eigenvalues ascending, eigenvectors as columns) of symmetric A (syevd),
     read from its lower ('L') or upper ('U') triangle; eigenvectors empty when
@@ -474,7 +476,7 @@ def _linalg_eigh(A, UPLO="L", compute_v=True):
     info = _int32(batch, A)
     if nb and n:
         check(
-            _fn("ec_linalg_eigh", nb * n * n * n)(
+            _fn("ec_linalg_eigh", nb * n * n * n, a._storage._device)(
                 A._dtype.code,
                 nb,
                 n,
@@ -494,7 +496,7 @@ def _linalg_eigh(A, UPLO="L", compute_v=True):
     return w, a.mT
 
 
-@defop("_linalg_svd(A, full_matrices=True, compute_uv=True)", method=False)
+@defop(method=False, autocast="fp32")
 def _linalg_svd(A, full_matrices=True, compute_uv=True):
     """(U, S, Vh) by divide and conquer (gesdd); S descending.  U and Vh are
     empty when not compute_uv."""
@@ -515,7 +517,7 @@ def _linalg_svd(A, full_matrices=True, compute_uv=True):
     if nb and m and n:
         a = _fortran(A)
         check(
-            _fn("ec_linalg_svd", nb * m * n * k)(
+            _fn("ec_linalg_svd", nb * m * n * k, a._storage._device)(
                 A._dtype.code,
                 nb,
                 m,
@@ -573,7 +575,7 @@ def _is_zero_number(v):
     return not isinstance(v, Tensor) and float(v) == 0.0
 
 
-@defop("_linalg_pinv(A, atol=None, rtol=None, hermitian=False)", method=False)
+@defop(method=False, autocast="fp32")
 def _linalg_pinv(A, atol=None, rtol=None, hermitian=False):
     """Moore-Penrose pseudo-inverse from the SVD (eigh when hermitian), singular
     values at or below max(atol, rtol * largest) treated as zero."""
@@ -606,7 +608,7 @@ def _linalg_pinv(A, atol=None, rtol=None, hermitian=False):
 _DRIVERS = {"gels": 0, "gelsy": 1, "gelsd": 2, "gelss": 3}
 
 
-@defop("_linalg_lstsq(A, B, rcond=None, driver=None)", method=False)
+@defop(method=False, autocast="fp32")
 def _linalg_lstsq(A, B, rcond=None, driver=None):
     """(solution, residuals, rank, singular_values) of min ||A X - B|| with
     PyTorch's conventions: B (..., m, k), batch dims broadcast; driver 'gelsy'
@@ -642,7 +644,7 @@ def _linalg_lstsq(A, B, rcond=None, driver=None):
     info = _int32(batch, A)
     if nb and m and n and k:
         check(
-            _fn("ec_linalg_lstsq", nb * m * n * max(m, n, k))(
+            _fn("ec_linalg_lstsq", nb * m * n * max(m, n, k), a._storage._device)(
                 A._dtype.code,
                 nb,
                 m,
@@ -1235,25 +1237,25 @@ def _torch_slogdet(input):
     return R.slogdet(*_linalg_slogdet(input))
 
 
-@defop("inverse(input, *, out=None)", composite=True)
+@defop("inverse(input, *, out=None)", composite=True, autocast="fp32")
 def _torch_inverse(input, out=None):
     """The inverse of square matrices (torch.inverse)."""
     return inv(input, out=out)
 
 
-@defop("pinverse(input, rcond=1e-15)", composite=True)
+@defop("pinverse(input, rcond=1e-15)", composite=True, autocast="fp32")
 def _torch_pinverse(input, rcond=1e-15):
     """The pseudo-inverse, singular values below rcond * largest dropped."""
     return _linalg_pinv(input, None, rcond, False)
 
 
-@defop("cholesky(input, upper=False, *, out=None)", composite=True)
+@defop("cholesky(input, upper=False, *, out=None)", composite=True, autocast="fp32")
 def _torch_cholesky(input, upper=False, out=None):
     """The Cholesky factor (torch.cholesky; deprecated in PyTorch for linalg.cholesky)."""
     return cholesky(input, upper=upper, out=out)
 
 
-@defop("cholesky_solve(input, input2, upper=False, *, out=None)", composite=True)
+@defop("cholesky_solve(input, input2, upper=False, *, out=None)", composite=True, autocast="fp32")
 def _torch_cholesky_solve(input, input2, upper=False, out=None):
     """X with A X = B given B (input) and A's Cholesky factor (input2)."""
     op = "cholesky_solve"
@@ -1266,7 +1268,7 @@ def _torch_cholesky_solve(input, input2, upper=False, out=None):
     return _out(_linalg_solve_triangular(L.mT, y, True), out)
 
 
-@defop("cholesky_inverse(input, upper=False, *, out=None)", composite=True)
+@defop("cholesky_inverse(input, upper=False, *, out=None)", composite=True, autocast="fp32")
 def _torch_cholesky_inverse(input, upper=False, out=None):
     """The inverse of A from its Cholesky factor."""
     from ember_core._creation import eye
@@ -1276,7 +1278,7 @@ def _torch_cholesky_inverse(input, upper=False, out=None):
     return _torch_cholesky_solve(ident, input, upper, out=out)
 
 
-@defop("svd(input, some=True, compute_uv=True, *, out=None)", composite=True)
+@defop("svd(input, some=True, compute_uv=True, *, out=None)", composite=True, autocast="fp32")
 def _torch_svd(input, some=True, compute_uv=True, out=None):
     """(U, S, V) with A = U diag(S) V^T (torch.svd: V, not Vh; some=True is the
     reduced SVD; without compute_uv U and V are zero)."""
@@ -1293,7 +1295,7 @@ def _torch_svd(input, some=True, compute_uv=True, out=None):
     )
 
 
-@defop("qr(input, some=True, *, out=None)", composite=True)
+@defop("qr(input, some=True, *, out=None)", composite=True, autocast="fp32")
 def _torch_qr(input, some=True, out=None):
     """(Q, R) (torch.qr: some=True is mode 'reduced', False 'complete')."""
     return _out(R.qr(*_linalg_qr(input, "reduced" if some else "complete")), out)
@@ -1312,6 +1314,7 @@ def _torch_matrix_exp(input):
 @defop(
     "triangular_solve(input, A, upper=True, transpose=False, unitriangular=False, *, out=None)",
     composite=True,
+    autocast="fp32",
 )
 def _torch_triangular_solve(input, A, upper=True, transpose=False, unitriangular=False, out=None):
     """(solution, cloned_coefficient): X with op(A) X = B, B = input (deprecated

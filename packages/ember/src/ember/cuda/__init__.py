@@ -1,60 +1,28 @@
-"""ember.cuda: status of the CUDA backend.
+"""ember.cuda: CUDA devices, streams, events and memory -- ``ember_core.cuda``
+under PyTorch's layout, plus the deprecated ``ember.cuda.amp`` spellings.
 
-ember's CUDA kernels are not built yet: is_available() is False, and calls that
-need a GPU raise a RuntimeError saying so (seeding is accepted, as in PyTorch on
-machines without a GPU)."""
+On a machine without a usable GPU ``is_available()`` is False, the memory
+statistics read 0, and calls that need a GPU raise a RuntimeError saying why."""
 
-from ember_core import _cuda
-
-
-def is_available():
-    return _cuda.is_available()
-
-
-def device_count():
-    return _cuda.device_count()
-
-
-def _unavailable(name):
-    def fn(*args, **kwargs):
-        _cuda.unavailable(f"ember.cuda.{name}")
-
-    fn.__name__ = name
-    return fn
+from ember_core.cuda import *  # noqa: F403 - the public CUDA API
+from ember_core.cuda import __all__ as _core_all
 
 
 def manual_seed(seed):
-    """Accepted for compatibility; there are no CUDA generators to seed."""
+    """Seed the CUDA generator of the current device (ember seeds every device's
+    generator from ember.manual_seed as well)."""
+    import ember_core
+
+    ember_core.manual_seed(seed)
 
 
 def manual_seed_all(seed):
-    """Accepted for compatibility; there are no CUDA generators to seed."""
+    """Seed the CUDA generators of all devices."""
+    import ember_core
 
-
-def is_initialized():
-    return False
-
-
-def empty_cache():
-    """Nothing to free: no CUDA memory has been allocated."""
-
-
-def is_bf16_supported(including_emulation=True):
-    """False: there is no CUDA device."""
-    return False
-
-
-current_device = _unavailable("current_device")
-set_device = _unavailable("set_device")
-get_device_name = _unavailable("get_device_name")
-get_device_properties = _unavailable("get_device_properties")
-synchronize = _unavailable("synchronize")
-memory_allocated = _unavailable("memory_allocated")
-memory_reserved = _unavailable("memory_reserved")
-max_memory_allocated = _unavailable("max_memory_allocated")
-reset_peak_memory_stats = _unavailable("reset_peak_memory_stats")
-Stream = _unavailable("Stream")
-Event = _unavailable("Event")
+    ember_core.manual_seed(seed)
 
 
 from ember.cuda import amp  # noqa: E402,F401 - torch.cuda.amp
+
+__all__ = [*_core_all, "amp", "manual_seed", "manual_seed_all"]

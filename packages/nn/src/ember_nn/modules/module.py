@@ -429,7 +429,7 @@ class Module:
         """Move/convert parameters and buffers: to(dtype), to(device), to(tensor)."""
         from ember_core._copy import _parse_to
 
-        dtype, device, _ = _parse_to(args, dict(kwargs))
+        dtype, device, _, non_blocking = _parse_to(args, dict(kwargs))
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(
                 f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}"
@@ -437,7 +437,9 @@ class Module:
 
         def convert(t):
             target = dtype if (dtype is not None and t.is_floating_point()) else t.dtype
-            return t.to(target, device) if device is not None else t.to(target)
+            if device is not None:
+                return t.to(device, target, non_blocking=non_blocking)
+            return t.to(target)
 
         return self._apply(convert)
 

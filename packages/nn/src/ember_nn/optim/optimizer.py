@@ -394,6 +394,15 @@ def kernel_dtype(group, params, grads):
         return None
     dt = params[0]._dtype
     code = _KERNEL_DTYPES.get(dt)
+    if params[0]._storage._device.type != "cpu":
+        # the fused kernels are ember_nn's C loops over host memory; tensors on
+        # a GPU take the reference step (ember ops, which run there)
+        if fused:
+            raise RuntimeError(
+                f"`fused=True`: ember's fused optimizer kernels run on the CPU only, and the "
+                f"params are on {params[0]._storage._device}; leave fused unset"
+            )
+        return None
     ok = code is not None
     if ok:
         for p, g in zip(params, grads):

@@ -1,0 +1,160 @@
+/* ember_core's CUDA backend: the runtime Python drives (devices, streams,
+ * events, copies, loading the kernels it compiled with NVRTC) and the CUDA
+ * launchers of the kernel interface.
+ *
+ * Note [Kernel interface per device]
+ * Every kernel entry point of ember_core.h that has a CUDA implementation has a
+ * twin here named ecu_* instead of ec_*, with the same parameters: the pointers
+ * are device addresses, and the work is queued on the current stream of the
+ * current device (set with ecu_set_device/ecu_set_stream) and not waited for.
+ * Python picks the namespace by the tensors' device (ember_core/_kernels.py),
+ * so an op's Python code is the same on every device.  A status is returned as
+ * by the CPU kernels; errors that only the device sees (an index out of range)
+ * are reported at the next synchronisation.
+ *
+ * Like ember_core.h, the text between the cdef markers is cffi's cdef. */
+#ifndef EMBER_CUDA_H
+#define EMBER_CUDA_H
+
+#include "ember_core.h"
+
+/* cdef:begin */
+
+/* Kernel families: the unit the Python side compiles and loads at first use
+ * (one module per family, op and dtype(s)).  Variants of a family's kernels:
+ * contiguous, strided with 32-bit and with 64-bit index math. */
+enum ecu_family {
+    ECU_FAM_UNARY = 0,
+    ECU_FAM_BINARY = 1,
+    ECU_FAM_TERNARY = 2,
+    ECU_FAM_CAST = 3,
+    ECU_FAM_FILL = 4,
+    ECU_NUM_FAMILIES = 5
+};
+enum ecu_variant { ECU_VAR_C = 0, ECU_VAR_S32 = 1, ECU_VAR_S64 = 2 };
+
+/* --- runtime ------------------------------------------------------------ */
+
+/* Load the driver (libcuda, by dlopen) and initialise it: EC_OK, or
+ * EC_ERR_CUDA_UNAVAILABLE with the reason in ec_last_message(). */
+int ecu_init(void);
+int ecu_driver_version(int* version);
+int ecu_device_count(int* count);
+int ecu_set_device(int device);
+int ecu_get_device(void);
+int ecu_device_name(int device, char* name, int len);
+int ecu_device_attribute(int device, int attribute, int* value);
+int ecu_device_total_memory(int device, uint64_t* bytes);
+int ecu_mem_get_info(int device, uint64_t* free_bytes, uint64_t* total_bytes);
+/* Wait for all work on the device; reports device-side errors. */
+int ecu_synchronize(int device);
+/* Report (and clear) an error a kernel recorded on the current device. */
+int ecu_check_errors(void);
+/* Wait after every launch (EMBER_LAUNCH_BLOCKING=1). */
+void ecu_set_launch_blocking(int on);
+
+/* Streams and events are passed as integers; stream 0 is the default stream. */
+int ecu_stream_create(int device, int priority, uint64_t* stream);
+int ecu_stream_destroy(uint64_t stream);
+int ecu_stream_synchronize(uint64_t stream);
+int ecu_stream_query(uint64_t stream, int* done);
+int ecu_stream_wait_event(uint64_t stream, uint64_t event);
+int ecu_stream_priority_range(int* least, int* greatest);
+void ecu_set_stream(int device, uint64_t stream);
+uint64_t ecu_current_stream(int device);
+int ecu_event_create(int timing, uint64_t* event);
+int ecu_event_destroy(uint64_t event);
+int ecu_event_record(uint64_t event, uint64_t stream);
+int ecu_event_synchronize(uint64_t event);
+int ecu_event_query(uint64_t event, int* done);
+int ecu_event_elapsed(uint64_t start, uint64_t end, float* ms);
+
+/* Copies between any two addresses (host or device) on the current stream;
+ * blocking: wait for the copy (always the case from pageable host memory). */
+int ecu_memcpy(ec_ptr dst, ec_ptr src, uint64_t nbytes, int blocking);
+int ecu_memset(ec_ptr dst, int value, uint64_t nbytes);
+/* The device a pointer belongs to, or -1 for host memory. */
+int ecu_pointer_device(ec_ptr ptr, int* device);
+
+/* Kernels: the Python side compiles a module and loads it on the current
+ * device, then registers each kernel under its (family, op, dtypes, variant). */
+int ecu_module_load(const void* image, uint64_t* module);
+int ecu_register(int family, int op, int dtype, int dtype2, int variant, uint64_t module,
+                 const char* name);
+
+/* --- launchers (Note [Kernel interface per device]) ---------------------- */
+
+int ecu_copy(int ndim, const int64_t* layout, ec_ptr dst, int dst_dtype, ec_ptr src,
+             int src_dtype);
+int ecu_copy_contig(int64_t n, ec_ptr dst, int dst_dtype, ec_ptr src, int src_dtype);
+int ecu_fill(int ndim, const int64_t* layout, ec_ptr dst, int dtype, double value,
+             int64_t ivalue);
+int ecu_unary(int op, int dtype, int ndim, const int64_t* layout, ec_ptr out, ec_ptr x,
+              double p0, double p1);
+int ecu_unary_contig(int op, int dtype, int64_t n, ec_ptr out, ec_ptr x, double p0, double p1);
+int ecu_binary(int op, int dtype, int ndim, const int64_t* layout, ec_ptr out, ec_ptr a,
+               ec_ptr b, double p0);
+int ecu_binary_contig(int op, int dtype, int64_t n, ec_ptr out, ec_ptr a, ec_ptr b, double p0);
+int ecu_binary_scalar(int op, int dtype, int ndim, const int64_t* layout, ec_ptr out, ec_ptr a,
+                      double s, int64_t si, int scalar_first, double p0);
+int ecu_binary_scalar_contig(int op, int dtype, int64_t n, ec_ptr out, ec_ptr a, double s,
+                             int64_t si, int scalar_first, double p0);
+int ecu_ternary(int op, int dtype, int ndim, const int64_t* layout, ec_ptr out, ec_ptr a,
+                ec_ptr b, ec_ptr c, double p0);
+
+/* --- matrix products on cuBLAS (Note [cuBLAS], cuda/blas_launch.c) ------- */
+
+/* Note [GEMM plan]: how C[b] = alpha A[b] B[b] + beta C[b], with ec_matmul's
+ * row and column strides (elements), maps onto one column-major cuBLAS GEMM.
+ * A matrix with a unit column stride is the transpose of a column-major matrix
+ * whose leading dimension is its row stride; one with a unit row stride is
+ * column-major with its column stride as leading dimension.  When C is
+ * row-major cuBLAS computes C^T = B^T A^T (swap: its first operand is ember's
+ * B), else C = A B.  `copy` names the operands neither form fits (a zero,
+ * negative or too small stride): the caller passes dense row-major copies of
+ * those (batch stride rows*cols, or 0 for an operand broadcast over the batch)
+ * and asks again.  transa/transb: 1 = CUBLAS_OP_T.  loop: C's batch stride is
+ * 0, so the products run one after another (as on the CPU). */
+enum ecu_gemm_copy { ECU_GEMM_COPY_A = 1, ECU_GEMM_COPY_B = 2, ECU_GEMM_COPY_C = 4 };
+typedef struct ecu_gemm_plan {
+    int copy, swap, transa, transb, loop;
+    int64_t m, n, k, lda, ldb, ldc;
+    int64_t stride_a, stride_b, stride_c; /* batch strides of cuBLAS's A, B and C */
+} ecu_gemm_plan;
+int ecu_gemm_plan_make(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t a_bs,
+                       int64_t a_rs, int64_t a_cs, int64_t b_bs, int64_t b_rs, int64_t b_cs,
+                       int64_t c_bs, int64_t c_rs, int64_t c_cs, ecu_gemm_plan* plan);
+/* Just the copy bits of the plan (the per-call check of the Python side). */
+int ecu_gemm_copies(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t a_bs, int64_t a_rs,
+                    int64_t a_cs, int64_t b_bs, int64_t b_rs, int64_t b_cs, int64_t c_bs,
+                    int64_t c_rs, int64_t c_cs);
+
+/* Open libcublas (`path`, or by soname when NULL or empty); EC_OK when loaded. */
+int ecu_blas_load(const char* path);
+int ecu_blas_loaded(void);
+
+/* ember.backends.cuda.matmul's switches (PyTorch's defaults: TF32 off,
+ * reduced-precision reductions allowed for float16 and bfloat16). */
+enum ecu_blas_flag {
+    ECU_BLAS_ALLOW_TF32 = 1,
+    ECU_BLAS_ALLOW_FP16_REDUCED = 2,
+    ECU_BLAS_ALLOW_BF16_REDUCED = 4
+};
+void ecu_blas_set_flags(int flags);
+int ecu_blas_get_flags(void);
+
+int ecu_matmul(int dtype, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+               ec_ptr a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+               ec_ptr b, int64_t b_bs, int64_t b_rs, int64_t b_cs, double beta,
+               ec_ptr c, int64_t c_bs, int64_t c_rs, int64_t c_cs);
+
+/* cdef:end */
+
+/* Implemented by the Python side (cffi extern "Python+C", ember_core/_cuda.py):
+ * compile and register the kernel (family, op, dtype, dtype2, variant) on `device`. */
+int ecu_py_compile(int device, int family, int op, int dtype, int dtype2, int variant);
+/* Allocate cuBLAS's workspace for (device, stream) from ember_allocator (Note
+ * [cuBLAS], ember_core/_cuda_blas.py); *nbytes 0 leaves cuBLAS its own. */
+int ecu_py_blas_workspace(int device, uint64_t stream, uint64_t* ptr, uint64_t* nbytes);
+
+#endif

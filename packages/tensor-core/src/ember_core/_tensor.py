@@ -581,8 +581,8 @@ def written(t, op):
     PyTorch (has_internal_overlap), a dim of size > 1 with stride 0 is refused
     (in a tensor with elements); other aliasing layouts are "too hard" to prove
     and are accepted, as PyTorch does, and so are the ops PyTorch runs unchecked
-    (OVERLAP_UNCHECKED).  Contiguous strides never hold a 0, so the common case
-    costs one tuple scan.
+    (OVERLAP_UNCHECKED).  A tensor known to be contiguous cannot alias itself
+    (a 0 stride there is on a dim of size 1), so the common case costs one test.
     """
     storage = t._storage
     if storage._readonly:
@@ -590,7 +590,7 @@ def written(t, op):
             f"{op}: the tensor's memory is read-only (it views a non-writable NumPy array "
             "or DLPack capsule); copy it with .clone() first"
         )
-    if 0 in t._stride and t._numel > 1:
+    if t._contig is not True and 0 in t._stride and t._numel > 1:
         _check_internal_overlap(t, op)
     storage._version += 1
 

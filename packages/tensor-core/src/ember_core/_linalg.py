@@ -385,8 +385,17 @@ def baddbmm_(input, batch1, batch2, *, beta=1, alpha=1):
     return input.copy_(baddbmm(input, batch1, batch2, beta=beta, alpha=alpha))
 
 
+def _require_tensors(op, **tensors):
+    # (composites that start with Python arithmetic: an int input times a tuple
+    # beta would build a huge tuple before any Tensor method is reached)
+    for name, t in tensors.items():
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(t).__name__}")
+
+
 @defop(composite=True)
 def addmv(input, mat, vec, *, beta=1, alpha=1):
+    _require_tensors("addmv", input=input, mat=mat, vec=vec)
     return input * beta + mv(mat, vec) * alpha if beta != 0 else mv(mat, vec) * alpha
 
 
@@ -402,12 +411,16 @@ def addr_(input, vec1, vec2, *, beta=1, alpha=1):
 
 @defop(composite=True)
 def addr(input, vec1, vec2, *, beta=1, alpha=1):
+    _require_tensors("addr", input=input, vec1=vec1, vec2=vec2)
     return input * beta + outer(vec1, vec2) * alpha if beta != 0 else outer(vec1, vec2) * alpha
 
 
 @defop(composite=True, method=False)
 def tensordot(a, b, dims=2):
     """Contract the last ``dims`` dims of a with the first of b (or explicit lists)."""
+    _require_tensors("tensordot", a=a, b=b)
+    if isinstance(dims, int) and not 0 <= dims <= min(len(a._shape), len(b._shape)):
+        raise RuntimeError(f"tensordot expects 0 <= dims <= ndim_a and ndim_b, but got dims={dims}")
     if isinstance(dims, int):
         da = list(range(len(a._shape) - dims, len(a._shape)))
         db = list(range(dims))

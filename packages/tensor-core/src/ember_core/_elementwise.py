@@ -1201,7 +1201,12 @@ def ternary(op, code, a, b, c, out=None, p0=1.0, cond=False):
     return finish_out(out, target, needs_copy, op)
 
 
-@defop(tags=("pointwise",))
+def _where_method(self, condition, other):
+    """Tensor.where(condition, other): self where condition holds, else other."""
+    return where(condition, self, other)
+
+
+@defop(method=_where_method, tags=("pointwise",))
 def where(condition, input=None, other=None, *, out=None):
     """Elements of input where condition is true, else of other.  With only a
     condition, the indices of its non-zero elements (like nonzero(as_tuple=True))."""

@@ -363,6 +363,7 @@ add(
     [T(values=((0.0, 1.0), (0.0, 2.0)), grad=False), POS.with_(shape=(2, 2))],
 )
 binary("logaddexp", inplace=False)
+binary("logaddexp2", inplace=False)
 add(
     "maximum",
     "ties",

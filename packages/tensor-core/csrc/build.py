@@ -136,7 +136,8 @@ ffibuilder.cdef(read_cdef(CUDA_HEADER))
 # ember_core/_cuda.py), and Python reads the embedded kernel sources.
 ffibuilder.cdef(
     """
-    extern "Python+C" int ecu_py_compile(int device, int family, int op, int dtype, int dtype2);
+    extern "Python+C" int ecu_py_compile(
+        int device, int family, int op, int dtype, int dtype2, int variant);
     const char* ecu_source(const char* name);
     const char* ecu_source_name(int i);
     """

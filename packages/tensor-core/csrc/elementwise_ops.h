@@ -181,6 +181,7 @@
     D(RSUB, DC, sfx, T, C, T, sfx, b - P0 * a)                                           \
     D(RDIV, DC, sfx, T, C, T, sfx, b / a)                                                \
     D(LOGADDEXP, DC, sfx, T, C, T, sfx, ec_logaddexp_##C(a, b))                          \
+    D(LOGADDEXP2, DC, sfx, T, C, T, sfx, ec_logaddexp2_##C(a, b))                        \
     D(NEXTAFTER, DC, sfx, T, C, T, sfx, nextafter(a, b))                                 \
     D(SIGMOID_BACKWARD, DC, sfx, T, C, T, sfx, a * b * ((C)1 - b))                       \
     D(TANH_BACKWARD, DC, sfx, T, C, T, sfx, a * ((C)1 - b * b))                          \

@@ -151,6 +151,7 @@ enum ec_binary_op {
     EC_B_TANH_BACKWARD,      /* a: grad, b: tanh output -> a*(1-b*b) */
     EC_B_RELU_BACKWARD,      /* a: grad, b: input -> b > 0 ? a : 0 */
     EC_B_THRESHOLD_BACKWARD, /* a: grad, b: input -> b > p0 ? a : 0 */
+    EC_B_LOGADDEXP2,
     EC_NUM_BINARY,
 };
 

@@ -105,7 +105,7 @@ int ecu_ternary(int op, int dtype, int ndim, const int64_t* layout, ec_ptr out, 
 /* cdef:end */
 
 /* Implemented by the Python side (cffi extern "Python+C", ember_core/_cuda.py):
- * compile and register every variant of (family, op, dtype, dtype2) on `device`. */
-int ecu_py_compile(int device, int family, int op, int dtype, int dtype2);
+ * compile and register the kernel (family, op, dtype, dtype2, variant) on `device`. */
+int ecu_py_compile(int device, int family, int op, int dtype, int dtype2, int variant);
 
 #endif

@@ -92,6 +92,13 @@ static inline uint64_t ec_double_bits(double x) {
         C m = a > b ? a : b;                                                           \
         if (m != m) return m;                                                          \
         return m + log1p##SUF(exp##SUF(-fabs##SUF(a - b)));                            \
+    }                                                                                  \
+    EC_FN C ec_logaddexp2_##C(C a, C b) {                                              \
+        if (a == b && isinf(a)) return a;                                              \
+        C m = a > b ? a : b;                                                           \
+        if (m != m) return m;                                                          \
+        return m + log1p##SUF(exp2##SUF(-fabs##SUF(a - b))) /                          \
+                       (C)0.69314718055994530941723212145818;                          \
     }
 
 /* signbit through the bits (gcc 12's vectoriser crashes on __builtin_signbit). */

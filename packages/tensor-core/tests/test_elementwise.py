@@ -250,6 +250,7 @@ FLOAT_BINARY = {
     "fmax": np.fmax,
     "fmin": np.fmin,
     "logaddexp": np.logaddexp,
+    "logaddexp2": np.logaddexp2,
     "xlogy": lambda a, b: np.where(a == 0, 0.0, a * np.log(b)),
     "pow": np.power,
     "remainder": np.remainder,

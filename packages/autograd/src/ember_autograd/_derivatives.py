@@ -504,6 +504,11 @@ def _(grad, input, other, result):
     return grad * (input - result).exp(), grad * (other - result).exp()
 
 
+@derivative("logaddexp2", inputs=("input", "other"))
+def _(grad, input, other, result):
+    return grad * (input - result).exp2(), grad * (other - result).exp2()
+
+
 # ---------------------------------------------------------------- ternary
 
 

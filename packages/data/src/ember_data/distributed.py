@@ -10,7 +10,22 @@ from ember_data.sampler import _ResumableSampler
 __all__ = ["DistributedSampler"]
 
 
+def _from_process_group(what):
+    """The default process group's world size or rank, where ember_distributed is
+    installed and initialised (as PyTorch's sampler asks torch.distributed)."""
+    try:
+        import ember_distributed as dist
+    except ImportError:
+        return None
+    if not dist.is_initialized():
+        return None
+    return dist.get_world_size() if what == "num_replicas" else dist.get_rank()
+
+
 def _from_environment(name, what):
+    value = _from_process_group(what)
+    if value is not None:
+        return value
     value = os.environ.get(name)
     if value is None:
         raise RuntimeError(
@@ -27,8 +42,9 @@ class DistributedSampler(_ResumableSampler):
     shuffle depends only on ``seed + epoch``, so every replica agrees: call
     ``set_epoch(epoch)`` before each epoch for a new order.
 
-    Without a process group, ``num_replicas`` and ``rank`` default to the
-    environment's ``WORLD_SIZE`` and ``RANK`` (as set by launchers).
+    ``num_replicas`` and ``rank`` default to the default process group's (when
+    ember_distributed is installed and initialised), else to the environment's
+    ``WORLD_SIZE`` and ``RANK`` (as set by launchers).
     """
 
     def __init__(

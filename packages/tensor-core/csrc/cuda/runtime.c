@@ -469,8 +469,10 @@ int ecu_pointer_device(ec_ptr ptr, int* device) {
 /* Note [Kernel table]
  * Loaded kernels are found by a 64-bit key (family, op, dtype, dtype2,
  * variant) in one open-addressing table per device.  A miss asks the Python
- * side to compile the whole (family, op, dtypes) group and register it; the
- * lock covers the table because compiling releases the GIL. */
+ * side to compile that kernel of its (family, op, dtypes) group and register
+ * it (only the variants a program uses get compiled: a strided variant costs
+ * ptxas several times a contiguous one); the lock covers the table because
+ * compiling releases the GIL. */
 typedef struct {
     uint64_t* keys;
     ecu_CUfunction* fns;
@@ -561,7 +563,7 @@ int ecu_get_function(int family, int op, int dtype, int dtype2, int variant, ecu
     *f = table_find(&tables[dev], key);
     pthread_mutex_unlock(&rt.lock);
     if (*f) return EC_OK;
-    int st = ecu_py_compile(dev, family, op, dtype, dtype2);
+    int st = ecu_py_compile(dev, family, op, dtype, dtype2, variant);
     if (st != EC_OK) return st;
     pthread_mutex_lock(&rt.lock);
     *f = table_find(&tables[dev], key);

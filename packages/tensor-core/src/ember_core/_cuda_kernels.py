@@ -1,9 +1,10 @@
 """Which CUDA kernels make up a compile group, and from which sources.
 
-A launcher that misses in the kernel table asks for one group: (family, op,
-dtype, dtype2).  A group is one NVRTC program -- a small source that includes
-the embedded headers (Note [Embedded kernel sources]) -- and the name
-expressions of its kernel templates, one per launch variant.  Everything here
+A launcher that misses in the kernel table asks for one kernel: (family, op,
+dtype, dtype2, variant).  Its group is one NVRTC program -- a small source that
+includes the embedded headers (Note [Embedded kernel sources]) and expands the
+op list of its dtype only -- and the name expressions of its kernel templates,
+one per launch variant; the variant asked for is compiled.  Everything here
 is plain Python (no GPU needed), so it is unit-tested on any machine, and the
 compile test (tests/test_cuda_compile.py) walks ``all_groups()``.
 """
@@ -13,21 +14,25 @@ import re
 
 from ember_core._lib import ffi, lib
 
-# dtype code -> (suffix, device storage type), as in csrc/dtype_lists.h
-DTYPES = {
-    lib.EC_BOOL: ("b", "uint8_t"),
-    lib.EC_UINT8: ("u8", "uint8_t"),
-    lib.EC_INT8: ("i8", "int8_t"),
-    lib.EC_INT16: ("i16", "int16_t"),
-    lib.EC_INT32: ("i32", "int32_t"),
-    lib.EC_INT64: ("i64", "int64_t"),
-    lib.EC_FLOAT16: ("f16", "ec_f16"),
-    lib.EC_BFLOAT16: ("bf16", "ec_bf16"),
-    lib.EC_FLOAT32: ("f32", "float"),
-    lib.EC_FLOAT64: ("f64", "double"),
-}
-FLOATS = (lib.EC_FLOAT16, lib.EC_BFLOAT16, lib.EC_FLOAT32, lib.EC_FLOAT64)
-INTS = (lib.EC_UINT8, lib.EC_INT8, lib.EC_INT16, lib.EC_INT32, lib.EC_INT64)
+
+def _header_text(name):
+    text = lib.ecu_source(name.encode())
+    if text == ffi.NULL:
+        raise RuntimeError(f"the CUDA kernel source {name!r} is not built into ember_core._C")
+    return ffi.string(text).decode()
+
+
+def _dtype_table():
+    """dtype code -> (code name, suffix, storage type, compute type, kind B/I/F), read
+    from the X-macro lists of csrc/dtype_lists.h (the embedded copy)."""
+    rows = re.findall(r"X\((EC_\w+), (\w+), (\w+), (\w+), ([BIF])\)", _header_text("dtype_lists.h"))
+    return {getattr(lib, r[0]): r for r in rows}
+
+
+DTYPES = _dtype_table()
+FLOATS = tuple(c for c, r in DTYPES.items() if r[4] == "F")
+INTS = tuple(c for c, r in DTYPES.items() if r[4] == "I")
+_KIND_LIST = {"F": "FLOAT", "I": "INT", "B": "BOOL"}
 
 C, S32, S64 = lib.ECU_VAR_C, lib.ECU_VAR_S32, lib.ECU_VAR_S64
 
@@ -46,13 +51,6 @@ BINARY = _codes("EC_B_", "EC_B_NUM")
 TERNARY = _codes("EC_T_", "EC_T_NUM")
 
 
-def _header_text(name):
-    text = lib.ecu_source(name.encode())
-    if text == ffi.NULL:
-        raise RuntimeError(f"the CUDA kernel source {name!r} is not built into ember_core._C")
-    return ffi.string(text).decode()
-
-
 @dataclasses.dataclass(frozen=True)
 class Group:
     """One NVRTC program: its source, the headers it includes (by name), and
@@ -67,6 +65,13 @@ class Group:
     def header_texts(self):
         return {h: _header_text(h) for h in self.headers}
 
+    def variant(self, variant):
+        """The group reduced to one launch variant's kernel (what a launcher asked for)."""
+        kernels = tuple(k for k in self.kernels if k[0] == variant)
+        if not kernels:
+            raise RuntimeError(f"CUDA kernel group {self.name} has no variant {variant}")
+        return dataclasses.replace(self, kernels=kernels)
+
 
 _ELEMENTWISE_HEADERS = (
     "prelude.cuh",
@@ -76,7 +81,18 @@ _ELEMENTWISE_HEADERS = (
     "elementwise_ops.h",
     "elementwise.cuh",
 )
-_ELEMENTWISE_SOURCE = "".join(f'#include "{h}"\n' for h in _ELEMENTWISE_HEADERS)
+_ELEMENTWISE_INCLUDES = "".join(f'#include "{h}"\n' for h in _ELEMENTWISE_HEADERS)
+
+
+def _dtype_args(dtype):
+    """The X-macro arguments of a dtype: 'EC_FLOAT32, f32, float, float'."""
+    return ", ".join(DTYPES[dtype][:4])
+
+
+def _list(family, dtype, functor):
+    """One dtype's expansion of a shared op list (csrc/elementwise_ops.h)."""
+    kind = _KIND_LIST[DTYPES[dtype][4]]
+    return f"{family}_{kind}_LIST({functor}, {_dtype_args(dtype)})\n"
 
 
 def _strided(template, functor, extra=""):
@@ -86,37 +102,46 @@ def _strided(template, functor, extra=""):
     )
 
 
-def _elementwise(name, kernels):
-    return Group(name, _ELEMENTWISE_SOURCE, _ELEMENTWISE_HEADERS, tuple(kernels))
+def _elementwise(name, expansion, kernels):
+    return Group(name, _ELEMENTWISE_INCLUDES + expansion, _ELEMENTWISE_HEADERS, tuple(kernels))
 
 
 def _unary(op, dtype, dtype2):
-    f = f"U_{UNARY[op]}_{DTYPES[dtype][0]}"
-    return _elementwise(f, ((C, f"ecu_unary_c<{f}>"), *_strided("ecu_unary_s", f)))
+    f = f"U_{UNARY[op]}_{DTYPES[dtype][1]}"
+    kernels = ((C, f"ecu_unary_c<{f}>"), *_strided("ecu_unary_s", f))
+    return _elementwise(f, _list("UNARY", dtype, "ECU_UNARY_FUNCTOR"), kernels)
 
 
 def _binary(op, dtype, dtype2):
-    f = f"B_{BINARY[op]}_{DTYPES[dtype][0]}"
-    return _elementwise(f, ((C, f"ecu_binary_c<{f}>"), *_strided("ecu_binary_s", f)))
+    f = f"B_{BINARY[op]}_{DTYPES[dtype][1]}"
+    kernels = ((C, f"ecu_binary_c<{f}>"), *_strided("ecu_binary_s", f))
+    return _elementwise(f, _list("BINARY", dtype, "ECU_BINARY_FUNCTOR"), kernels)
 
 
 def _ternary(op, dtype, dtype2):
-    sfx, storage = DTYPES[dtype]
+    _, sfx, storage, _, kind = DTYPES[dtype]
     f = f"T_{TERNARY[op]}_{sfx}"
-    a = "uint8_t" if op == lib.EC_T_WHERE else storage
-    return _elementwise(f, _strided("ecu_ternary_s", f, f", {a}, {storage}"))
+    if op == lib.EC_T_WHERE:
+        expansion = f"ECU_WHERE_FUNCTOR({_dtype_args(dtype)}, {kind})\n"
+        a = "uint8_t"
+    else:
+        expansion = _list("TERNARY", dtype, "ECU_TERNARY_FUNCTOR")
+        a = storage
+    return _elementwise(f, expansion, _strided("ecu_ternary_s", f, f", {a}, {storage}"))
 
 
 def _cast(op, dtype, dtype2):
-    f = f"CAST_{DTYPES[dtype][0]}_{DTYPES[dtype2][0]}"
-    return _elementwise(f, ((C, f"ecu_unary_c<{f}>"), *_strided("ecu_unary_s", f)))
+    f = f"CAST_{DTYPES[dtype][1]}_{DTYPES[dtype2][1]}"
+    d, s = DTYPES[dtype], DTYPES[dtype2]
+    expansion = f"ECU_CAST_FUNCTOR({', '.join(d)}, {', '.join(s)})\n"
+    kernels = ((C, f"ecu_unary_c<{f}>"), *_strided("ecu_unary_s", f))
+    return _elementwise(f, expansion, kernels)
 
 
 def _fill(op, dtype, dtype2):
-    t = DTYPES[dtype][1]
-    return _elementwise(
-        f"FILL_{DTYPES[dtype][0]}", ((C, f"ecu_fill_c<{t}>"), *_strided("ecu_fill_s", t))
-    )
+    t = DTYPES[dtype][2]
+    kernels = ((C, f"ecu_fill_c<{t}>"), *_strided("ecu_fill_s", t))
+    return _elementwise(f"FILL_{DTYPES[dtype][1]}", "", kernels)
 
 
 FAMILIES = {

@@ -1108,6 +1108,7 @@ _BINARY_OPS = [
     ("copysign", FLOATFN, True, (), None),
     ("xlogy", FLOATFN, True, (), None),
     ("logaddexp", FLOAT_ONLY_BINARY, False, (), ("logaddexp_cpu", _NON_FLOAT)),
+    ("logaddexp2", FLOAT_ONLY_BINARY, False, (), ("logaddexp2_cpu", _NON_FLOAT)),
     ("nextafter", FLOAT_ONLY_BINARY, True, (), ("nextafter_cpu", _NON_FLOAT)),
     ("eq", COMPARE, True, (), None),
     ("ne", COMPARE, True, ("not_equal",), None),

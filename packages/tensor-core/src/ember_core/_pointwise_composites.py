@@ -1,5 +1,5 @@
 """Pointwise ops written with other ops: logit, heaviside, gcd/lcm, ldexp, frexp,
-logaddexp2, sgn, angle, and the closeness tests isclose/allclose/equal; and the
+sgn, angle, and the closeness tests isclose/allclose/equal; and the
 Tensor methods that apply a Python function to every element (apply_, map_,
 map2_; CPU only, as in PyTorch).
 
@@ -15,7 +15,7 @@ import numpy as np
 from ember_core import _dtype as D
 from ember_core._creation import full_like, tensor, zeros_like
 from ember_core._dispatch import defop
-from ember_core._elementwise import exp2, maximum, where
+from ember_core._elementwise import exp2, where
 from ember_core._interop import from_numpy
 from ember_core._interop import numpy as _as_numpy
 from ember_core._return_types import return_type
@@ -142,17 +142,6 @@ def frexp(input, *, out=None):
         out[1].copy_(exponent)
         return _frexp(out[0], out[1])
     return _frexp(mantissa, exponent)
-
-
-@defop(composite=True, tags=("pointwise", "float-result"))
-def logaddexp2(input, other, *, out=None):
-    """log2(2**input + 2**other), computed without overflow."""
-    a, b = _float_of(input), _float_of(other) if isinstance(other, Tensor) else other
-    m = maximum(a, b) if isinstance(b, Tensor) else a.clamp_min(b)
-    r = m + ((a - m).exp2() + (b - m).exp2()).log2()
-    # an infinite maximum makes (a - m) nan; it is the answer itself
-    r = where(m.isinf(), m, r)
-    return out.copy_(r) if out is not None else r
 
 
 @defop(composite=True, tags=("pointwise",))

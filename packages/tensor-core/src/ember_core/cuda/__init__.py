@@ -14,6 +14,7 @@ needs one raises a RuntimeError saying why.
 """
 
 from ember_core._cuda import OutOfMemoryError
+from ember_core._cuda import compile_all as _compile_all  # noqa: F401 - gpu-check, benchmarks
 from ember_core.cuda._devices import (
     current_device,
     device,

@@ -1,0 +1,230 @@
+"""ember.distributed benchmarks: all_reduce bus bandwidth and DDP step time.
+
+    python benchmarks/distributed.py            # CPU: 2 processes under mpiexec
+    python benchmarks/distributed.py --gpu      # one GPU: NCCL, a world of one
+
+CPU, all in the same run (medians of repeated calls, 2 processes on this machine):
+- all_reduce of float32 tensors from 4 KB to 256 MB: ember (MPI backend) vs mpi4py's own
+  Allreduce on NumPy arrays vs PyTorch's gloo (when torch is installed); bus bandwidth
+  = 2 (n-1)/n * bytes / time, and ember's ratio to each;
+- the `make train` CNN's DDP step (forward, backward, SGD) on 2 processes vs 1 process
+  with the same global batch, and DDP with 25 MiB buckets vs one bucket holding every
+  gradient (one all-reduce after backward): scaling efficiency and the gain from overlap.
+GPU: NCCL all_reduce on one device (a smoke figure: a world of one copies nothing across
+GPUs) and a DDP step with backend='nccl', world size 1, vs the module without DDP.
+"""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.abspath(__file__)
+SIZES = [4 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20]
+
+
+def _reps(nbytes):
+    return 50 if nbytes <= 1 << 20 else (10 if nbytes <= 16 << 20 else 3)
+
+
+def _median(fn, reps, sync):
+    fn()
+    sync()
+    times = []
+    for _ in range(reps):
+        sync()
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def worker_allreduce():
+    import numpy as np
+
+    import ember_core as ec
+    import ember_distributed as dist
+
+    dist.init_process_group("mpi")
+    MPI = dist._mpi.mpi()
+    comm = MPI.COMM_WORLD
+    out = {}
+    for nbytes in SIZES:
+        n = nbytes // 4
+        t = ec.ones(n)
+        a, b = np.ones(n, np.float32), np.empty(n, np.float32)
+        reps = _reps(nbytes)
+        out[nbytes] = {
+            "ember": _median(lambda t=t: dist.all_reduce(t), reps, comm.Barrier),
+            "mpi4py": _median(lambda a=a, b=b: comm.Allreduce(a, b), reps, comm.Barrier),
+        }
+    if comm.Get_rank() == 0:
+        print("RESULT " + json.dumps(out), flush=True)
+
+
+def worker_gloo(rank, port, queue):
+    import torch
+    import torch.distributed as tdist
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    tdist.init_process_group("gloo", rank=rank, world_size=2)
+    out = {}
+    for nbytes in SIZES:
+        t = torch.ones(nbytes // 4)
+        out[nbytes] = _median(lambda t=t: tdist.all_reduce(t), _reps(nbytes), tdist.barrier)
+    if rank == 0:
+        queue.put(out)
+    tdist.destroy_process_group()
+
+
+def gloo():
+    try:
+        import torch.multiprocessing as mp
+    except ImportError:
+        return None
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=worker_gloo, args=(r, port, q)) for r in range(2)]
+    for p in procs:
+        p.start()
+    out = q.get(timeout=600)
+    for p in procs:
+        p.join()
+    return out
+
+
+def worker_ddp(buckets):
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "..", "examples"))
+    from train_digits import CNN
+
+    import ember as torch
+    import ember.distributed as dist
+    import ember.nn.functional as F
+
+    dist.init_process_group("mpi")
+    world = dist.get_world_size()
+    torch.manual_seed(0)
+    model = CNN()
+    model.eval()  # no dropout: the same work in every configuration
+    if world > 1 or buckets != "none":
+        cap = 1e6 if buckets == "one" else 25
+        model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=cap)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    batch = 128 // world
+    x, y = torch.randn(batch, 1, 8, 8), torch.randint(0, 10, (batch,))
+
+    def step():
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    t = _median(step, 30, dist.barrier)
+    if dist.get_rank() == 0:
+        print("RESULT " + json.dumps({"step": t}), flush=True)
+
+
+def _mpirun(n, *args):
+    mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    res = subprocess.run(
+        [mpiexec, "-n", str(n), sys.executable, HERE, *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    for line in res.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    raise SystemExit(f"benchmark worker failed:\n{res.stdout}\n{res.stderr}")
+
+
+def cpu():
+    ar = _mpirun(2, "--worker", "allreduce")
+    g = gloo()
+    print("all_reduce, float32, 2 processes: bus bandwidth GB/s (median)")
+    head = ("size", "ember", "mpi4py", "gloo", "ember/mpi4py", "ember/gloo")
+    print("{:>8} {:>8} {:>8} {:>8} {:>13} {:>11}".format(*head))
+    for nbytes in SIZES:
+        r = ar[str(nbytes)]
+        bw = {k: nbytes / v / 1e9 for k, v in r.items()}  # 2(n-1)/n = 1 for n = 2
+        gl = nbytes / g[nbytes] / 1e9 if g else None
+        e = bw["ember"]
+        gl_s = f"{gl:8.2f}" if gl else "       -"
+        ratio = f"{e / gl:11.2f}" if gl else "          -"
+        m = bw["mpi4py"]
+        print(f"{nbytes >> 10:>6}KB {e:>8.2f} {m:>8.2f} {gl_s} {e / m:>13.2f} {ratio}")
+    one = _mpirun(1, "--worker", "ddp", "none")["step"]
+    two = _mpirun(2, "--worker", "ddp", "25")["step"]
+    single = _mpirun(2, "--worker", "ddp", "one")["step"]
+    print("\nDDP step of the make-train CNN, global batch 128 (median of 30)")
+    print(f"  1 process, no DDP:             {one * 1e3:7.2f} ms")
+    print(
+        f"  2 processes, DDP 25 MiB buckets: {two * 1e3:7.2f} ms  scaling efficiency "
+        f"{one / (2 * two) * 100:.0f}% (speed-up {one / two:.2f}x)"
+    )
+    print(
+        f"  2 processes, one bucket:        {single * 1e3:7.2f} ms  gain from overlap "
+        f"{(single / two - 1) * 100:+.0f}%"
+    )
+
+
+def gpu():
+    import ember_autograd
+    import ember_core as ec
+    import ember_distributed as dist
+    import ember_nn as nn
+    from ember_core import cuda
+    from ember_distributed.parallel import DistributedDataParallel as DDP
+
+    dev = ec.device("cuda", 0)
+    dist.init_process_group("nccl", init_method="tcp://127.0.0.1:29571", rank=0, world_size=1)
+    print("NCCL all_reduce, one GPU (world of one: a smoke figure), GB/s of the tensor")
+    for nbytes in SIZES:
+        t = ec.ones(nbytes // 4, device=dev)
+        s = _median(lambda t=t: dist.all_reduce(t), _reps(nbytes), cuda.synchronize)
+        print(f"  {nbytes >> 10:>8} KB {nbytes / s / 1e9:8.2f} GB/s ({s * 1e6:.1f} us)")
+
+    class Scale(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.w = nn.Parameter(ec.ones(n, device=dev))
+            self.b = nn.Parameter(ec.zeros(n, device=dev))
+
+        def forward(self, x):
+            return x * self.w + self.b
+
+    n = 1 << 24
+    x, g = ec.ones(n, device=dev), ec.ones(n, device=dev)
+    for name, wrap in (("no DDP", False), ("DDP nccl, world 1", True)):
+        m = Scale(n)
+        model = DDP(m, device_ids=[0]) if wrap else m
+
+        def step(model=model, m=m):
+            model(x).backward(g)
+            with ember_autograd.no_grad():
+                m.w.sub_(m.w.grad * 1e-3)
+                m.w.grad = None
+                m.b.grad = None
+
+        s = _median(step, 20, cuda.synchronize)
+        print(f"  step, {n} x 2 parameters, {name}: {s * 1e3:.3f} ms")
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    if "--worker" in sys.argv:
+        kind = sys.argv[sys.argv.index("--worker") + 1]
+        if kind == "allreduce":
+            worker_allreduce()
+        else:
+            worker_ddp(sys.argv[-1])
+    elif "--gpu" in sys.argv:
+        gpu()
+    else:
+        cpu()

@@ -1,0 +1,39 @@
+"""A script for the launcher tests: prints its environment and an all-reduce, or fails."""
+
+import json
+import os
+import sys
+
+import ember_core as ec
+import ember_distributed as dist
+
+dist.init_process_group()
+r = dist.get_rank()
+t = ec.ones(1) * (r + 1)
+dist.all_reduce(t)
+keys = (
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "TORCHELASTIC_RUN_ID",
+)
+print(
+    "ENV "
+    + json.dumps(
+        {
+            **{k: os.environ.get(k) for k in keys},
+            "sum": t.item(),
+            "rank": r,
+            "argv": sys.argv[1:],
+            "launched": dist.is_torchelastic_launched(),
+        }
+    ),
+    flush=True,
+)
+if "--fail" in sys.argv and r == int(os.environ["WORLD_SIZE"]) - 1:
+    sys.exit(3)
+dist.barrier()

@@ -78,7 +78,7 @@ linalg = _alias_module("ember.linalg", "ember_core.linalg")
 with contextlib.suppress(ImportError):  # a dependency; tolerate a partial install
     from ember import multiprocessing  # noqa: E402
 
-# func: torch.func / torch.vmap, and torch.jit for scripts written for TorchScript
+# torch.func / torch.vmap, and torch.jit for scripts written for TorchScript
 from ember import func, jit  # noqa: E402
 
 vmap = func.vmap

@@ -23,7 +23,10 @@ from ember_core._tensor import Tensor
 
 
 def _values(t):
-    """A NumPy view of t's values, whatever its autograd state (for non-differentiable ops)."""
+    """A NumPy array of t's values, whatever its autograd state and device (for the
+    non-differentiable ops computed in NumPy: their results go back to t's device)."""
+    if t._storage._device.type != "cpu":
+        t = t.cpu()
     if t._dtype is D.bfloat16:
         t = t.to(D.float32)
     return _as_numpy(t, force=True)
@@ -80,7 +83,7 @@ def _integer_binary(op, fn, input, other):
             raise RuntimeError(f"\"{op}_cpu\" not implemented for '{t.dtype.name.capitalize()}'")
     dt = D.result_type(input, other)
     r = fn(_values(input), _values(other)).astype(dt.numpy, copy=False)
-    return from_numpy(np.ascontiguousarray(r))
+    return from_numpy(np.ascontiguousarray(r)).to(input.device)
 
 
 @defop(composite=True, differentiable=False, tags=("pointwise",))
@@ -132,6 +135,7 @@ def frexp(input, *, out=None):
         )
     _, e = np.frexp(_values(input))
     exponent = from_numpy(np.array(e, dtype=np.int32).reshape(tuple(input.shape)))
+    exponent = exponent.to(input.device)
     # scale in two halves: 2**-exponent alone overflows for subnormal inputs
     half = exponent.div(2, rounding_mode="floor")
     scale_a = exp2((-half).to(input.dtype))

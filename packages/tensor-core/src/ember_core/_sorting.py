@@ -641,7 +641,8 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     t = test_elements if isinstance(test_elements, Tensor) else tensor(test_elements)
 
     def values(x):
+        x = x.cpu() if x._storage._device.type != "cpu" else x
         return _as_numpy(x.to(D.float32) if x._dtype is D.bfloat16 else x, force=True)
 
     r = np.isin(values(e), values(t).reshape(-1), assume_unique=assume_unique, invert=invert)
-    return from_numpy(np.ascontiguousarray(r)).reshape(tuple(e.shape))
+    return from_numpy(np.ascontiguousarray(r)).reshape(tuple(e.shape)).to(e.device)

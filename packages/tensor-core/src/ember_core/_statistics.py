@@ -22,7 +22,10 @@ from ember_core._tensor import Tensor
 
 
 def _values(t):
-    """A NumPy view of t's values, whatever its autograd state (for non-differentiable ops)."""
+    """A NumPy array of t's values, whatever its autograd state and device (for the
+    non-differentiable ops computed in NumPy: their results go back to t's device)."""
+    if t._storage._device.type != "cpu":
+        t = t.cpu()
     if t._dtype is D.bfloat16:
         t = t.to(D.float32)
     return _as_numpy(t, force=True)
@@ -216,9 +219,10 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
         rng = (0.0, 0.0)
     hist, edges = np.histogram(x, bins=b, range=rng, weights=w, density=density)
     dt = input.dtype
+    dev = input.device
     r = _histogram(
-        from_numpy(np.ascontiguousarray(hist)).to(dt),
-        from_numpy(np.ascontiguousarray(edges)).to(dt),
+        from_numpy(np.ascontiguousarray(hist)).to(dev, dt),
+        from_numpy(np.ascontiguousarray(edges)).to(dev, dt),
     )
     if out is not None:
         out[0].resize_(tuple(r.hist.shape)).copy_(r.hist)
@@ -264,6 +268,7 @@ def histogramdd(input, bins=10, range=None, weight=None, density=False):  # noqa
         bins = [e.astype(np.float64) for e in edges_in]
     w = None if weight is None else _values(weight.detach()).reshape(-1)
     hist, edges = np.histogramdd(pts, bins=bins, weights=w, density=density)
+    dt, dev = input.dtype, input.device
     return _histogramdd(
-        tensor(hist, dtype=input.dtype), [tensor(e, dtype=input.dtype) for e in edges]
+        tensor(hist, dtype=dt, device=dev), [tensor(e, dtype=dt, device=dev) for e in edges]
     )

@@ -134,6 +134,7 @@ def _poly(name, n):
 
 
 PARAM_UNARY = [
+    *(Unary(n, out=False) for n in ("isneginf", "isposinf", "isreal", "positive")),
     Unary("gelu"),
     Unary("gelu", {"approximate": "tanh"}),
     Unary("softplus", {"beta": 2.0, "threshold": 5.0}),

@@ -499,24 +499,24 @@ def nan_to_num_(input, nan=0.0, posinf=None, neginf=None):
     return input.copy_(nan_to_num(input, nan, posinf, neginf))
 
 
-@defop(composite=True)
+@defop(composite=True, tags=("pointwise",))
 def isneginf(input):
     return logical_and(isinf(input), signbit(input))
 
 
-@defop(composite=True)
+@defop(composite=True, tags=("pointwise",))
 def isposinf(input):
     return logical_and(isinf(input), logical_not(signbit(input)))
 
 
-@defop(composite=True)
+@defop(composite=True, tags=("pointwise",))
 def isreal(input):
     from ember_core._creation import ones_like
 
     return ones_like(input, dtype=_bool)
 
 
-@defop(composite=True)
+@defop(composite=True, tags=("pointwise",))
 def positive(input):
     if input._dtype is _bool:
         raise RuntimeError("The `+` operator, on a bool tensor is not supported.")

@@ -15,7 +15,7 @@ import numpy as np
 from ember_core import _dtype as D
 from ember_core._creation import full_like, tensor, zeros_like
 from ember_core._dispatch import defop
-from ember_core._elementwise import exp2, where
+from ember_core._elementwise import _tname, exp2, where
 from ember_core._interop import from_numpy
 from ember_core._interop import numpy as _as_numpy
 from ember_core._return_types import return_type
@@ -53,7 +53,13 @@ def logit(input, eps=None, *, out=None):
 
 @defop(composite=True, inplace_of="logit", tags=("pointwise",))
 def logit_(input, eps=None):
-    return input.copy_(logit(input, eps))
+    r = logit(input, eps)
+    if not D.can_cast(r.dtype, input.dtype):
+        raise RuntimeError(
+            f"result type {_tname(r.dtype)} can't be cast to the desired output type "
+            f"{_tname(input.dtype)}"
+        )
+    return input.copy_(r)
 
 
 @defop(composite=True, tags=("pointwise",))

@@ -102,10 +102,59 @@ int ecu_binary_scalar_contig(int op, int dtype, int64_t n, ec_ptr out, ec_ptr a,
 int ecu_ternary(int op, int dtype, int ndim, const int64_t* layout, ec_ptr out, ec_ptr a,
                 ec_ptr b, ec_ptr c, double p0);
 
+/* --- matrix products on cuBLAS (Note [cuBLAS], cuda/blas_launch.c) ------- */
+
+/* Note [GEMM plan]: how C[b] = alpha A[b] B[b] + beta C[b], with ec_matmul's
+ * row and column strides (elements), maps onto one column-major cuBLAS GEMM.
+ * A matrix with a unit column stride is the transpose of a column-major matrix
+ * whose leading dimension is its row stride; one with a unit row stride is
+ * column-major with its column stride as leading dimension.  When C is
+ * row-major cuBLAS computes C^T = B^T A^T (swap: its first operand is ember's
+ * B), else C = A B.  `copy` names the operands neither form fits (a zero,
+ * negative or too small stride): the caller passes dense row-major copies of
+ * those (batch stride rows*cols, or 0 for an operand broadcast over the batch)
+ * and asks again.  transa/transb: 1 = CUBLAS_OP_T.  loop: C's batch stride is
+ * 0, so the products run one after another (as on the CPU). */
+enum ecu_gemm_copy { ECU_GEMM_COPY_A = 1, ECU_GEMM_COPY_B = 2, ECU_GEMM_COPY_C = 4 };
+typedef struct ecu_gemm_plan {
+    int copy, swap, transa, transb, loop;
+    int64_t m, n, k, lda, ldb, ldc;
+    int64_t stride_a, stride_b, stride_c; /* batch strides of cuBLAS's A, B and C */
+} ecu_gemm_plan;
+int ecu_gemm_plan_make(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t a_bs,
+                       int64_t a_rs, int64_t a_cs, int64_t b_bs, int64_t b_rs, int64_t b_cs,
+                       int64_t c_bs, int64_t c_rs, int64_t c_cs, ecu_gemm_plan* plan);
+/* Just the copy bits of the plan (the per-call check of the Python side). */
+int ecu_gemm_copies(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t a_bs, int64_t a_rs,
+                    int64_t a_cs, int64_t b_bs, int64_t b_rs, int64_t b_cs, int64_t c_bs,
+                    int64_t c_rs, int64_t c_cs);
+
+/* Open libcublas (`path`, or by soname when NULL or empty); EC_OK when loaded. */
+int ecu_blas_load(const char* path);
+int ecu_blas_loaded(void);
+
+/* ember.backends.cuda.matmul's switches (PyTorch's defaults: TF32 off,
+ * reduced-precision reductions allowed for float16 and bfloat16). */
+enum ecu_blas_flag {
+    ECU_BLAS_ALLOW_TF32 = 1,
+    ECU_BLAS_ALLOW_FP16_REDUCED = 2,
+    ECU_BLAS_ALLOW_BF16_REDUCED = 4
+};
+void ecu_blas_set_flags(int flags);
+int ecu_blas_get_flags(void);
+
+int ecu_matmul(int dtype, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+               ec_ptr a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+               ec_ptr b, int64_t b_bs, int64_t b_rs, int64_t b_cs, double beta,
+               ec_ptr c, int64_t c_bs, int64_t c_rs, int64_t c_cs);
+
 /* cdef:end */
 
 /* Implemented by the Python side (cffi extern "Python+C", ember_core/_cuda.py):
  * compile and register the kernel (family, op, dtype, dtype2, variant) on `device`. */
 int ecu_py_compile(int device, int family, int op, int dtype, int dtype2, int variant);
+/* Allocate cuBLAS's workspace for (device, stream) from ember_allocator (Note
+ * [cuBLAS], ember_core/_cuda_blas.py); *nbytes 0 leaves cuBLAS its own. */
+int ecu_py_blas_workspace(int device, uint64_t stream, uint64_t* ptr, uint64_t* nbytes);
 
 #endif

@@ -51,6 +51,9 @@ ecu_CUstream ecu_stream(void);
 int ecu_device(void);
 ecu_CUdeviceptr ecu_error_word(void);
 
+/* Whether every launch waits for its work (EMBER_LAUNCH_BLOCKING=1). */
+int ecu_launch_is_blocking(void);
+
 /* Turn a driver result into a status (with a message) */
 int ecu_check(ecu_CUresult r, const char* what);
 

@@ -317,6 +317,7 @@ int ecu_synchronize(int device) {
 }
 
 void ecu_set_launch_blocking(int on) { rt.blocking = on; }
+int ecu_launch_is_blocking(void) { return rt.blocking; }
 
 /* ------------------------------------------------------- streams, events */
 

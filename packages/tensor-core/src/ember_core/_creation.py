@@ -455,6 +455,26 @@ def from_array(arr, dtype, dev):
     return out
 
 
+def _cuda_array(data, op):
+    """A tensor over the memory of an object with a __cuda_array_interface__, or
+    the object itself when its property declines (a CPU PyTorch tensor's).
+    CUDA objects that speak DLPack too come through DLPack: exact dtypes (the
+    interface has no bfloat16; PyTorch calls its bfloat16 "<f2") and the
+    stream contract."""
+    from ember_core._dlpack import cuda_array_desc, from_cuda_array_interface, from_dlpack
+
+    where = getattr(data, "__dlpack_device__", None)
+    if where is not None and hasattr(data, "__dlpack__"):
+        try:
+            kind = int(where()[0])
+        except Exception:  # a broken or declining producer: try the interface instead
+            kind = None
+        if kind == 2:  # kDLCUDA
+            return from_dlpack(data)
+    desc = cuda_array_desc(data)
+    return data if desc is None else from_cuda_array_interface(data, desc, op)
+
+
 @defop(
     method=False,
     differentiable=False,
@@ -468,6 +488,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     """
     dev = _dev(device)
     dt = D.to_dtype(dtype)
+    if not isinstance(data, Tensor) and hasattr(type(data), "__cuda_array_interface__"):
+        data = _cuda_array(data, "tensor")  # CuPy, Numba, ...: copied on their device
     if isinstance(data, Tensor):
         from ember_core._copy import to_dtype_copy
 
@@ -499,8 +521,11 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
 
 @defop(method=False, differentiable=False)
 def as_tensor(data, dtype=None, device=None):
-    """Like tensor(), but shares memory with a tensor or NumPy array when it can."""
+    """Like tensor(), but shares memory with a tensor, a NumPy array or a CUDA
+    array (``__cuda_array_interface__``: CuPy, Numba) when it can."""
     dt = D.to_dtype(dtype)
+    if not isinstance(data, Tensor) and hasattr(type(data), "__cuda_array_interface__"):
+        data = _cuda_array(data, "as_tensor")
     if isinstance(data, Tensor):
         from ember_core._copy import to
 

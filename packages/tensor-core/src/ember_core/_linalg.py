@@ -1,17 +1,18 @@
 """Matrix products: matmul (NumPy/PyTorch batching and broadcasting), mm, bmm,
-addmm, baddbmm, mv, dot, outer and friends, through ec_matmul (BLAS); einsum and
+addmm, baddbmm, mv, dot, outer and friends, through ec_matmul (BLAS on the
+CPU, cuBLAS on CUDA: Note [cuBLAS] in csrc/cuda/blas_launch.c); einsum and
 tensordot; the products written with them (addbmm, cross, chain_matmul,
 bilinear); and the float32 matmul precision switch."""
 
 import functools
 import warnings
 
+from ember_core import _cuda_blas, _shape
 from ember_core import _dtype as D
-from ember_core import _shape
 from ember_core._dispatch import defop
 from ember_core._elementwise import _tname, check_device
 from ember_core._joining import stack as _stack
-from ember_core._lib import NOGIL_THRESHOLD, check
+from ember_core._lib import NOGIL_THRESHOLD, check, lib
 from ember_core._shape import normalize_dim
 from ember_core._tensor import Tensor, empty, view_of, written
 from ember_core._views import broadcast_to as _broadcast_to
@@ -24,15 +25,17 @@ def _same_dtype(op, a, b):
             f"{_tname(b._dtype)}"
         )
     if a._dtype is D.bool_:
-        raise NotImplementedError(f"\"addmm_impl_cpu_\" not implemented for 'Bool' ({op})")
+        kernel = "addmm_cuda" if a._storage._device.type == "cuda" else "addmm_impl_cpu_"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool' ({op})")
 
 
 def _gemm(op, a, b, c, batch, m, n, k, a_st, b_st, c_st, alpha=1.0, beta=0.0):
     """c[i] = alpha * a[i] @ b[i] + beta * c[i]; *_st are (batch, row, col) strides."""
+    dev = a._storage._device
+    if dev.type == "cuda":
+        return _gemm_cuda(op, dev, a, b, c, batch, m, n, k, a_st, b_st, c_st, alpha, beta)
     flops = batch * m * n * k
-    fn = (
-        a._storage._device._kn if flops > NOGIL_THRESHOLD * 16 else a._storage._device._k
-    ).ec_matmul
+    fn = (dev._kn if flops > NOGIL_THRESHOLD * 16 else dev._k).ec_matmul
     check(
         fn(
             a._dtype.code,
@@ -57,6 +60,55 @@ def _gemm(op, a, b, c, batch, m, n, k, a_st, b_st, c_st, alpha=1.0, beta=0.0):
         ),
         op,
     )
+
+
+def _dense_operand(t, batch, rows, cols, st, fill):
+    """A fresh dense row-major copy of operand ``t`` seen as (batch, rows, cols)
+    with strides ``st`` (one matrix when its batch stride is 0), and the copy's
+    strides.  ``fill`` False leaves it uninitialised (an output read with beta 0)."""
+    if st[0] == 0 or batch == 1:
+        shape, view_st, dense_st = (rows, cols), st[1:], (0, cols, 1)
+    else:
+        shape, view_st, dense_st = (batch, rows, cols), st, (rows * cols, cols, 1)
+    view = view_of(t, shape, tuple(view_st), t._offset)
+    d = empty(shape, t._dtype, t._storage._device)
+    if fill:
+        from ember_core._copy import copy_into
+
+        copy_into(d, view)
+    return d, dense_st, view
+
+
+def _gemm_cuda(op, dev, a, b, c, batch, m, n, k, a_st, b_st, c_st, alpha, beta):
+    """_gemm on CUDA: cuBLAS through the launcher ecu_matmul, after dense copies
+    of the operands cuBLAS cannot address in place (Note [GEMM plan])."""
+    if not a._dtype.is_floating_point:
+        kernel = "bmm_cuda" if batch > 1 else "addmm_cuda"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_tname(a._dtype)}'")
+    if not _cuda_blas.loaded:
+        _cuda_blas.load()
+    copies = lib.ecu_gemm_copies(batch, m, n, k, *a_st, *b_st, *c_st)
+    target = None
+    if copies:
+        if copies & lib.ECU_GEMM_COPY_A:
+            a, a_st, _ = _dense_operand(a, batch, m, k, a_st, True)
+        if copies & lib.ECU_GEMM_COPY_B:
+            b, b_st, _ = _dense_operand(b, batch, k, n, b_st, True)
+        if copies & lib.ECU_GEMM_COPY_C:
+            c, c_st, target = _dense_operand(c, batch, m, n, c_st, beta != 0)
+    check(
+        dev._k.ec_matmul(
+            a._dtype.code, batch, m, n, k, alpha,
+            a._ptr, a_st[0], a_st[1], a_st[2],
+            b._ptr, b_st[0], b_st[1], b_st[2],
+            beta, c._ptr, c_st[0], c_st[1], c_st[2],
+        ),
+        op,
+    )  # fmt: skip
+    if target is not None:
+        from ember_core._copy import copy_into
+
+        copy_into(target, c)
 
 
 def _flat_batch(t, batch_shape):
@@ -725,21 +777,26 @@ def bilinear(input1, input2, weight, bias=None):
 
 
 # ------------------------------------------------ float32 matmul precision
-# PyTorch's switch for TF32/bfloat16 inner products in float32 matmuls.  ember's
-# float32 matmuls always run in full float32 (BLAS sgemm); the setting is kept
-# for get_float32_matmul_precision.
+# PyTorch's switch for TF32 in float32 matmuls.  On CUDA 'high' and 'medium' let
+# float32 products use TF32 (``ember.backends.cuda.matmul.allow_tf32``, which
+# this sets, as PyTorch does); CPU float32 products always run in full float32.
 
 _matmul_precision = ["highest"]
 
 
 def set_float32_matmul_precision(precision):
-    """'highest', 'high' or 'medium' (recorded; every float32 matmul is full float32)."""
+    """'highest', 'high' or 'medium' (TF32 on CUDA for the last two)."""
     if precision not in ("highest", "high", "medium"):
         raise RuntimeError(
             f"Invalid precision {precision!r}: expected 'highest', 'high' or 'medium'"
         )
     _matmul_precision[0] = precision
+    _cuda_blas.matmul.allow_tf32 = precision != "highest"
 
 
 def get_float32_matmul_precision():
-    return _matmul_precision[0]
+    # allow_tf32 set directly counts too (PyTorch keeps the two in step)
+    tf32 = _cuda_blas.matmul.allow_tf32
+    if tf32 == (_matmul_precision[0] != "highest"):
+        return _matmul_precision[0]
+    return "high" if tf32 else "highest"

@@ -222,7 +222,8 @@ class Tensor:
         dev = self._storage._device
         if dev.type != "cuda":
             raise RuntimeError("record_stream: expected a CUDA tensor")
-        if self._storage._ptr:
+        # memory of another library (DLPack, CUDA arrays) is not the pool's: as PyTorch, no-op
+        if self._storage._ptr and isinstance(self._storage, _storage._CudaStorage):
             from ember_core import _cuda
 
             _cuda.allocator(dev.index).record_stream(self._storage._ptr, stream.cuda_stream)
@@ -390,6 +391,14 @@ class Tensor:
         from ember_core import _dlpack
 
         return _dlpack.dlpack_device(self)
+
+    @property
+    def __cuda_array_interface__(self):
+        """CUDA tensors' memory for CuPy, Numba, ... (CUDA Array Interface v3);
+        AttributeError on other devices."""
+        from ember_core import _dlpack
+
+        return _dlpack.cuda_array_interface(self)
 
     def __array_namespace__(self, /, *, api_version=None):
         """The array API standard's namespace for ember (``ember_core.array_api``);

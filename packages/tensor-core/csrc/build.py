@@ -59,12 +59,20 @@ SOURCES += ["special_fn.c", "linalg_qr.c"]
 SOURCES += ["cuda/runtime.c", "cuda/elementwise_launch.c"]
 # matrix products on cuBLAS (opened with dlopen at first use, Note [cuBLAS])
 SOURCES += ["cuda/blas_launch.c"]
+# reductions, scans, softmax, random numbers and sequences (cudared)
+SOURCES += [
+    "cuda/reduce_launch.c",
+    "cuda/softmax_launch.c",
+    "cuda/random_launch.c",
+    "cuda/sequence_launch.c",
+]
 
 # Note [Embedded kernel sources]: the CUDA kernels are compiled by NVRTC at
 # run time from sources built into the extension, so the kernels always match
 # the launchers.  These are every csrc/cuda/*.cuh plus the headers the CPU
 # kernels share with them.
 CUDA_SHARED_HEADERS = ["ember_codes.h", "dtype_lists.h", "special.h", "elementwise_ops.h"]
+CUDA_SHARED_HEADERS += ["philox.h"]  # random numbers (Note [Bit-identical random numbers])
 CUDA_SOURCES_C = CSRC / "cuda" / "_kernel_sources.c"
 
 

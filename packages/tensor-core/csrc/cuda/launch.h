@@ -28,6 +28,9 @@ typedef struct ecu_geo {
     int64_t stride[ECU_MAX_OPERANDS][ECU_MAX_DIMS]; /* bytes */
 } ecu_geo;
 
+/* The fast 32-bit divisor of d (used by the geometry helpers). */
+void ecu_make_divisor(ecu_div* v, uint32_t d);
+
 /* Build the geometry of an ember layout (shape, then each operand's element
  * strides): size-1 dims dropped, contiguous neighbours merged.  Sets *i32 when
  * 32-bit index math covers it. */

@@ -597,7 +597,7 @@ int ecu_launch_elements(ecu_CUfunction f, int64_t work, void** args) {
 
 /* -------------------------------------------------------------- geometry */
 
-static void make_divisor(ecu_div* v, uint32_t d) {
+void ecu_make_divisor(ecu_div* v, uint32_t d) {
     uint32_t shift = 0;
     while (shift < 32 && (1ull << shift) < d) shift++;
     uint64_t one = 1;
@@ -653,7 +653,7 @@ int ecu_geometry(int nops, int ndim, const int64_t* layout, const int* itemsizes
     *i32 = g->numel < (1ll << 31);
     for (int d = 0; d < m; d++) {
         g->size[d] = shape[d];
-        make_divisor(&g->div[d], shape[d] < (1ll << 31) ? (uint32_t)shape[d] : 1u);
+        ecu_make_divisor(&g->div[d], shape[d] < (1ll << 31) ? (uint32_t)shape[d] : 1u);
         for (int k = 0; k < nops; k++) g->stride[k][d] = st[k][d];
     }
     return EC_OK;

@@ -49,6 +49,8 @@ def _codes(prefix, count_name):
 UNARY = _codes("EC_U_", "EC_U_NUM")
 BINARY = _codes("EC_B_", "EC_B_NUM")
 TERNARY = _codes("EC_T_", "EC_T_NUM")
+REDUCE = _codes("EC_R_", "EC_R_NUM")
+SCAN = _codes("EC_S_", "EC_S_NUM")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,12 +146,142 @@ def _fill(op, dtype, dtype2):
     return _elementwise(f"FILL_{DTYPES[dtype][1]}", "", kernels)
 
 
+# ----------------------------------------- reductions and scans (reduce.cuh)
+
+_REDUCE_HEADERS = ("prelude.cuh", "ember_codes.h", "dtype_lists.h", "store.cuh", "reduce.cuh")
+_REDUCE_SOURCE = "".join(f'#include "{h}"\n' for h in _REDUCE_HEADERS)
+
+# Reductions and scans that take floating-point inputs only (Python casts
+# integers first; the launchers refuse them).
+REDUCE_FLOAT_ONLY = ("MEAN", "NANSUM", "VAR", "STD", "NORM", "LOGSUMEXP")
+SCAN_FLOAT_ONLY = ("LOGCUMSUMEXP",)
+
+
+def _reduce_dtypes(name, float_only):
+    return FLOATS if name in float_only else tuple(DTYPES)
+
+
+def _reduce(op, dtype, dtype2):
+    name, sfx = REDUCE[op], DTYPES[dtype][1]
+    if dtype not in _reduce_dtypes(name, REDUCE_FLOAT_ONLY):
+        raise RuntimeError(f"no CUDA reduction {name} for dtype code {dtype}")
+    f = f"R_{name}<ecu_dt_{sfx}> "
+    # the outer kernel first: it uses every part of the op (the compile test
+    # builds each group's first kernel)
+    kernels = (
+        (lib.ECU_RED_OUTER, f"ecu_red_outer<{f}>"),
+        (lib.ECU_RED_INNER, f"ecu_red_inner<{f}>"),
+        (lib.ECU_RED_FINAL, f"ecu_red_final<{f}>"),
+    )
+    return Group(f"RED_{name}_{sfx}", _REDUCE_SOURCE, _REDUCE_HEADERS, kernels)
+
+
+def _scan(op, dtype, dtype2):
+    name, sfx = SCAN[op], DTYPES[dtype][1]
+    if dtype not in _reduce_dtypes(name, SCAN_FLOAT_ONLY):
+        raise RuntimeError(f"no CUDA scan {name} for dtype code {dtype}")
+    f = f"S_{name}<ecu_dt_{sfx}> "
+    kernels = ((lib.ECU_SCAN_SEQ, f"ecu_scan_seq<{f}>"), (lib.ECU_SCAN_LINE, f"ecu_scan_line<{f}>"))
+    return Group(f"SCAN_{name}_{sfx}", _REDUCE_SOURCE, _REDUCE_HEADERS, kernels)
+
+
+# ------------------------------------------------------ softmax (softmax.cuh)
+
+_SOFTMAX_HEADERS = ("prelude.cuh", "ember_codes.h", "softmax.cuh")
+_SOFTMAX_SOURCE = "".join(f'#include "{h}"\n' for h in _SOFTMAX_HEADERS)
+_NN_FLOATS = (lib.EC_FLOAT32, lib.EC_FLOAT64)
+
+
+def _softmax(op, dtype, dtype2):
+    if op not in (0, 1) or dtype not in _NN_FLOATS:
+        raise RuntimeError(f"no CUDA softmax kernel {op} for dtype code {dtype}")
+    t, bwd = DTYPES[dtype][2], "true" if op else "false"
+    kernels = (
+        (lib.ECU_SM_ROWS, f"ecu_softmax_rows<{t}, {bwd}>"),
+        (lib.ECU_SM_COLS, f"ecu_softmax_cols<{t}, {bwd}>"),
+    )
+    name = ("SOFTMAX_BWD_" if op else "SOFTMAX_") + DTYPES[dtype][1]
+    return Group(name, _SOFTMAX_SOURCE, _SOFTMAX_HEADERS, kernels)
+
+
+# ------------------------------------ random numbers (philox.h, random.cuh)
+
+_RANDOM_HEADERS = (
+    "prelude.cuh",
+    "ember_codes.h",
+    "dtype_lists.h",
+    "store.cuh",
+    "philox.h",
+    "random.cuh",
+)
+_RANDOM_SOURCE = "".join(f'#include "{h}"\n' for h in _RANDOM_HEADERS)
+# Note [Bit-identical random numbers]: no fused multiply-adds, as on the CPU
+_NO_FMA = ("--fmad=false",)
+RNG_KINDS = {
+    getattr(lib, n): n[len("EC_RNG_") :]
+    for n in dir(lib)
+    if n.startswith("EC_RNG_") and isinstance(getattr(lib, n), int)
+}
+
+
+def _random(op, dtype, dtype2):
+    def group(name, kernels):
+        return Group(name, _RANDOM_SOURCE, _RANDOM_HEADERS, tuple(kernels), _NO_FMA)
+
+    if op in RNG_KINDS:
+        return group(f"RNG_{RNG_KINDS[op]}", ((0, f"ecu_random_k<{op}>"),))
+    _, sfx, t = DTYPES[dtype][:3]
+    if op == lib.ECU_RNG_BERNOULLI_P and dtype in FLOATS:
+        return group(f"RNG_BERNOULLI_P_{sfx}", ((0, f"ecu_bernoulli_p<ecu_dt_{sfx}>"),))
+    if op == lib.ECU_RNG_DROPOUT and dtype in _NN_FLOATS:
+        return group(f"RNG_DROPOUT_{sfx}", ((0, f"ecu_dropout_k<{t}>"),))
+    if op == lib.ECU_RNG_MASKED_SCALE and dtype in _NN_FLOATS:
+        return group(f"RNG_MASKED_SCALE_{sfx}", _strided("ecu_masked_scale_k", t))
+    if op == lib.ECU_RNG_RANDPERM and dtype == lib.EC_INT64:
+        kernels = ((lib.ECU_RNG_IOTA, "ecu_iota_k"), (lib.ECU_RNG_SHUFFLE, "ecu_randperm_k"))
+        return group("RNG_RANDPERM", kernels)
+    raise RuntimeError(f"no CUDA random kernel {op} for dtype code {dtype}")
+
+
+# --------------------------------- arange, linspace, triangles (sequence.cuh)
+
+_SEQUENCE_HEADERS = ("prelude.cuh", "ember_codes.h", "dtype_lists.h", "store.cuh", "sequence.cuh")
+_SEQUENCE_SOURCE = "".join(f'#include "{h}"\n' for h in _SEQUENCE_HEADERS)
+# the triangle kernels copy bits: one per item size (the launcher asks with
+# the dtype of each size below)
+_TRIANGLE_DTYPES = {
+    lib.EC_UINT8: "uint8_t",
+    lib.EC_INT16: "uint16_t",
+    lib.EC_INT32: "uint32_t",
+    lib.EC_INT64: "uint64_t",
+}
+
+
+def _sequence(op, dtype, dtype2):
+    def group(name, kernels):
+        return Group(name, _SEQUENCE_SOURCE, _SEQUENCE_HEADERS, tuple(kernels), _NO_FMA)
+
+    if op == lib.ECU_SEQ_ARANGE:
+        return group("SEQ_ARANGE", ((0, "ecu_arange_k"),))
+    if op == lib.ECU_SEQ_LINSPACE:
+        return group("SEQ_LINSPACE", ((0, "ecu_linspace_k"),))
+    if op == lib.ECU_SEQ_TRIANGLE and dtype in _TRIANGLE_DTYPES:
+        t = _TRIANGLE_DTYPES[dtype]
+        return group(f"SEQ_TRIANGLE_{t}", _strided("ecu_triangle_k", t))
+    raise RuntimeError(f"no CUDA sequence kernel {op} for dtype code {dtype}")
+
+
 FAMILIES = {
     lib.ECU_FAM_UNARY: _unary,
     lib.ECU_FAM_BINARY: _binary,
     lib.ECU_FAM_TERNARY: _ternary,
     lib.ECU_FAM_CAST: _cast,
     lib.ECU_FAM_FILL: _fill,
+    lib.ECU_FAM_REDUCE: _reduce,
+    lib.ECU_FAM_SCAN: _scan,
+    lib.ECU_FAM_SOFTMAX: _softmax,
+    lib.ECU_FAM_RANDOM: _random,
+    lib.ECU_FAM_SEQUENCE: _sequence,
 }
 
 
@@ -194,4 +326,33 @@ def all_groups():
     out += [group(lib.ECU_FAM_TERNARY, lib.EC_T_WHERE, dt, 0) for dt in DTYPES]
     out += [group(lib.ECU_FAM_CAST, 0, d, s) for d in DTYPES for s in DTYPES]
     out += [group(lib.ECU_FAM_FILL, 0, dt, 0) for dt in DTYPES]
+    out += reduction_groups()
+    out += [group(lib.ECU_FAM_SOFTMAX, op, dt, 0) for op in (0, 1) for dt in _NN_FLOATS]
+    out += random_groups()
+    out += [
+        group(lib.ECU_FAM_SEQUENCE, op, 0, 0) for op in (lib.ECU_SEQ_ARANGE, lib.ECU_SEQ_LINSPACE)
+    ]
+    out += [group(lib.ECU_FAM_SEQUENCE, lib.ECU_SEQ_TRIANGLE, dt, 0) for dt in _TRIANGLE_DTYPES]
+    return out
+
+
+def random_groups():
+    """Every random-number group (csrc/cuda/random.cuh)."""
+    out = [group(lib.ECU_FAM_RANDOM, kind, 0, 0) for kind in sorted(RNG_KINDS)]
+    out += [group(lib.ECU_FAM_RANDOM, lib.ECU_RNG_BERNOULLI_P, dt, 0) for dt in FLOATS]
+    for op in (lib.ECU_RNG_DROPOUT, lib.ECU_RNG_MASKED_SCALE):
+        out += [group(lib.ECU_FAM_RANDOM, op, dt, 0) for dt in _NN_FLOATS]
+    out.append(group(lib.ECU_FAM_RANDOM, lib.ECU_RNG_RANDPERM, lib.EC_INT64, 0))
+    return out
+
+
+def reduction_groups():
+    """Every reduction and scan group (csrc/cuda/reduce.cuh)."""
+    out = []
+    for table, family, float_only in (
+        (REDUCE, lib.ECU_FAM_REDUCE, REDUCE_FLOAT_ONLY),
+        (SCAN, lib.ECU_FAM_SCAN, SCAN_FLOAT_ONLY),
+    ):
+        for op, name in sorted(table.items()):
+            out += [group(family, op, dt, 0) for dt in _reduce_dtypes(name, float_only)]
     return out

@@ -1,5 +1,6 @@
-"""Tensor creation: tensor/as_tensor, empty/zeros/ones/full, *_like, arange,
-linspace, logspace, eye."""
+"""Tensor creation: tensor/as_tensor, empty/zeros/ones/full, *_like, new_* (the
+Tensor methods), arange, linspace, logspace, eye, the deprecated inclusive range,
+empty_permuted and fill (fill_ out of place)."""
 
 import math
 import numbers
@@ -263,6 +264,108 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
         device=device or self._storage._device,
         requires_grad=requires_grad,
     )
+
+
+def new_empty_strided(
+    self,
+    size,
+    stride,
+    *,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    layout=None,
+    pin_memory=False,
+):
+    return empty_strided(
+        size,
+        stride,
+        dtype=dtype or self._dtype,
+        device=device or self._storage._device,
+        requires_grad=requires_grad,
+    )
+
+
+def new(self, *args, device=None):
+    """Tensor.new, the legacy constructor: an uninitialized tensor of self's dtype
+    (on self's device unless given) of the given size, or holding the given data,
+    or (given a tensor) a view of that tensor."""
+    from ember_core._tensor import Size
+
+    device = device or self._storage._device
+    if not args:
+        return empty(0, dtype=self._dtype, device=device)
+    if len(args) == 1 and isinstance(args[0], Size):
+        return empty(tuple(args[0]), dtype=self._dtype, device=device)
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        return args[0].view(args[0].shape)
+    if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        return empty(args, dtype=self._dtype, device=device)
+    if len(args) == 1:
+        return tensor(args[0], dtype=self._dtype, device=device)
+    raise TypeError("new(): invalid arguments")
+
+
+# ------------------------------------------- written with the ops of this module
+
+
+@defop(
+    "range(start, end, step=1, *, dtype=None, device=None, requires_grad=False)",
+    method=False,
+    composite=True,
+    differentiable=False,
+    tags=("creation",),
+)
+def _range(start, end, step=1, dtype=None, device=None, requires_grad=False):
+    """Deprecated: values from start to end *inclusive*, in the default float dtype."""
+    import warnings
+
+    warnings.warn(
+        "torch.range is deprecated and will be removed in a future release because its "
+        "behavior is inconsistent with Python's range builtin. Instead, use torch.arange, "
+        "which produces values in [start, end).",
+        UserWarning,
+        stacklevel=2,
+    )
+    if step == 0:
+        raise RuntimeError("range: step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    n = int(math.floor((end - start) / step)) + 1
+    values = start + step * np.arange(n, dtype=np.float64)
+    r = tensor(values, dtype=dtype or D.get_default_dtype(), device=device)
+    return r.requires_grad_(True) if requires_grad else r
+
+
+@defop(method=False, composite=True, differentiable=False, tags=("creation",))
+def empty_permuted(
+    size,
+    physical_layout,
+    *,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad=False,
+    pin_memory=False,
+):
+    """An uninitialized tensor of ``size`` whose memory holds its dimensions in the
+    order ``physical_layout`` (outermost first)."""
+    size, order = tuple(size), tuple(physical_layout)
+    if sorted(order) != list(range(len(size))):
+        raise RuntimeError(
+            f"Number of dimensions in size does not match the length of the physical_layout; "
+            f"i.e. len(size) = {len(size)} is not equal to len(physical_layout) = {len(order)}"
+        )
+    phys = empty([size[d] for d in order], dtype=dtype, device=device)
+    inverse = [order.index(d) for d in range(len(size))]
+    r = phys.permute(inverse)
+    return r.requires_grad_(True) if requires_grad else r
+
+
+@defop(method=False, composite=True)
+def fill(input, value):
+    """A new tensor shaped like input, filled with value (fill_ out of place)."""
+    return input.clone().fill_(value)
 
 
 # ----------------------------------------------------------- from data

@@ -147,6 +147,7 @@ def _filled(op, size, value, dtype, device, requires_grad, out):
     "zeros(*size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None)",
     method=False,
     differentiable=False,
+    tags=("unchecked-overlap",),
 )
 def zeros(size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None):
     """A tensor of zeros."""
@@ -157,6 +158,7 @@ def zeros(size, dtype=None, device=None, requires_grad=False, pin_memory=False, 
     "ones(*size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None)",
     method=False,
     differentiable=False,
+    tags=("unchecked-overlap",),
 )
 def ones(size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None):
     """A tensor of ones."""
@@ -169,10 +171,7 @@ def _fill_dtype(value):
     return D.scalar_dtype(value)
 
 
-@defop(
-    method=False,
-    differentiable=False,
-)
+@defop(method=False, differentiable=False, tags=("unchecked-overlap",))
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None):
     """A tensor filled with ``fill_value`` (its dtype inferred from the value)."""
     if isinstance(fill_value, Tensor):
@@ -693,7 +692,7 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     return _finish(t, requires_grad)
 
 
-@defop(inplace_of="fill", differentiable=True)
+@defop(inplace_of="fill", differentiable=True, tags=("unchecked-overlap",))
 def fill_(input, value):
     """Set every element to value (a number or a one-element tensor)."""
     if isinstance(value, Tensor):
@@ -706,7 +705,7 @@ def fill_(input, value):
     return fill_values(input, value)
 
 
-@defop(inplace_of="zero", differentiable=True)
+@defop(inplace_of="zero", differentiable=True, tags=("unchecked-overlap",))
 def zero_(input):
     """Set every element to zero."""
     written(input, "zero_")

@@ -56,6 +56,9 @@ TAGS = frozenset(
         "creation",  # makes a new tensor from sizes/values, no tensor inputs
         "random",  # draws from a generator
         "nondeterministic-output-shape",  # nonzero, unique, masked_select...
+        # PyTorch writes it without its internal-overlap check (fills, index fills,
+        # reductions into out=): writing through an expanded tensor is allowed
+        "unchecked-overlap",
     }
 )
 # Autocast policies (Note [Autocast] in _autocast.py).

@@ -519,7 +519,7 @@ def index_fill(input, dim, index, value):
     return index_into("index_fill", _clone(input), d, index, v, L.EC_INDEX_PUT)
 
 
-@defop(inplace_of="index_fill")
+@defop(inplace_of="index_fill", tags=("unchecked-overlap",))
 def index_fill_(input, dim, index, value):
     d, index = _index_dim_args("index_fill_", input, dim, index)
     v = _fill_value("index_fill_", input, value)
@@ -581,7 +581,7 @@ def index_put(input, indices, values, accumulate=False):
     return index_put_into("index_put", _clone(input), indices, values, accumulate)
 
 
-@defop(inplace_of="index_put")
+@defop(inplace_of="index_put", tags=("unchecked-overlap",))
 def index_put_(input, indices, values, accumulate=False):
     """input[indices] = values in place; indices is a tuple of index tensors (or
     None for a whole dim).  With accumulate, duplicates add up."""
@@ -649,7 +649,7 @@ def masked_fill(input, mask, value):
     return ternary("masked_fill", L.EC_T_WHERE, mask, v, r, out=r, cond=True)
 
 
-@defop(inplace_of="masked_fill")
+@defop(inplace_of="masked_fill", tags=("unchecked-overlap",))
 def masked_fill_(input, mask, value):
     mask = _bool_mask("masked_fill_", mask)
     _mask_to("masked_fill_", mask, input._shape)

@@ -326,19 +326,19 @@ def _triangle(op, input, diagonal, upper, out=None):
     return r
 
 
-@defop(tags=("linear",))
+@defop(tags=("linear", "unchecked-overlap"))
 def tril(input, diagonal=0, *, out=None):
     """The lower triangle of the last two dims (others zeroed)."""
     return _out(out, _triangle("tril", input, diagonal, 0), "tril")
 
 
-@defop(tags=("linear",))
+@defop(tags=("linear", "unchecked-overlap"))
 def triu(input, diagonal=0, *, out=None):
     """The upper triangle of the last two dims (others zeroed)."""
     return _out(out, _triangle("triu", input, diagonal, 1), "triu")
 
 
-@defop(inplace_of="tril")
+@defop(inplace_of="tril", tags=("unchecked-overlap",))
 def tril_(input, diagonal=0):
     from ember_core._tensor import written
 
@@ -346,7 +346,7 @@ def tril_(input, diagonal=0):
     return _triangle("tril_", input, diagonal, 0, input)
 
 
-@defop(inplace_of="triu")
+@defop(inplace_of="triu", tags=("unchecked-overlap",))
 def triu_(input, diagonal=0):
     from ember_core._tensor import written
 

@@ -149,7 +149,7 @@ def _sum_dtype(x, dtype):
     return D.int64 if x._dtype.category < 2 else x._dtype
 
 
-@defop(tags=("reduction", "linear"))
+@defop(tags=("reduction", "linear", "unchecked-overlap"))
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum over dim(s) (all by default); integers and bools sum to int64."""
     od = _sum_dtype(input, dtype)
@@ -202,7 +202,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     return div(nansum(input, dim, keepdim, dtype=dtype), sum(notnan, dim, keepdim))
 
 
-@defop(autocast="fp32", tags=("reduction",))
+@defop(autocast="fp32", tags=("reduction", "unchecked-overlap"))
 def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Product over one dim (or all)."""
     od = _sum_dtype(input, dtype)
@@ -255,7 +255,7 @@ def min(input, dim=None, keepdim=False, *, out=None):
     return _minmax("min", R.EC_R_MIN, input, dim, keepdim, out)
 
 
-@defop(tags=("reduction",))
+@defop(tags=("reduction", "unchecked-overlap"))
 def amax(input, dim=(), keepdim=False, *, out=None):
     """The largest values over dim(s) (all by default)."""
     dims = _dims(input, dim, "amax")
@@ -263,7 +263,7 @@ def amax(input, dim=(), keepdim=False, *, out=None):
     return reduce("amax", R.EC_R_MAX, input, dims, keepdim, input._dtype, out=out)
 
 
-@defop(tags=("reduction",))
+@defop(tags=("reduction", "unchecked-overlap"))
 def amin(input, dim=(), keepdim=False, *, out=None):
     dims = _dims(input, dim, "amin")
     _nonempty("amin", input, dims)
@@ -297,13 +297,13 @@ def _arg_index(op, code, input, dim, keepdim):
     return idx
 
 
-@defop(differentiable=False, tags=("reduction",))
+@defop(differentiable=False, tags=("reduction", "unchecked-overlap"))
 def argmax(input, dim=None, keepdim=False, *, out=None):
     """Index of the largest value (of the flattened tensor when dim is None)."""
     return _arg("argmax", R.EC_R_MAX, input, dim, keepdim, out)
 
 
-@defop(differentiable=False, tags=("reduction",))
+@defop(differentiable=False, tags=("reduction", "unchecked-overlap"))
 def argmin(input, dim=None, keepdim=False, *, out=None):
     return _arg("argmin", R.EC_R_MIN, input, dim, keepdim, out)
 
@@ -323,7 +323,7 @@ def _var_args(dim, unbiased):
     return dim, unbiased
 
 
-@defop(tags=("reduction",))
+@defop(tags=("reduction", "unchecked-overlap"))
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """Variance over dim(s) with Bessel's correction by default (correction=1)."""
     dim, unbiased = _var_args(dim, unbiased)
@@ -332,7 +332,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     return reduce("var", R.EC_R_VAR, input, _dims(input, dim, "var"), keepdim, dt, c, out=out)
 
 
-@defop(tags=("reduction",))
+@defop(tags=("reduction", "unchecked-overlap"))
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """Standard deviation (see var)."""
     dim, unbiased = _var_args(dim, unbiased)
@@ -366,7 +366,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None, *, out=None):
     return linalg.torch_norm(input, p, dim, keepdim, dtype, out)
 
 
-@defop(method=False, tags=("reduction",))
+@defop(method=False, tags=("reduction", "unchecked-overlap"))
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """linalg.vector_norm: the ord-norm of the flattened dims."""
     dt = _float_only("linalg.vector_norm", x, dtype)
@@ -390,7 +390,7 @@ def _bool_out(x):
     return D.uint8 if x._dtype is D.uint8 else D.bool_
 
 
-@defop(differentiable=False, tags=("reduction",))
+@defop(differentiable=False, tags=("reduction", "unchecked-overlap"))
 def all(input, dim=None, keepdim=False, *, out=None):
     """Whether every element (along dim) is non-zero."""
     return reduce(
@@ -398,7 +398,7 @@ def all(input, dim=None, keepdim=False, *, out=None):
     )
 
 
-@defop(differentiable=False, tags=("reduction",))
+@defop(differentiable=False, tags=("reduction", "unchecked-overlap"))
 def any(input, dim=None, keepdim=False, *, out=None):
     """Whether any element (along dim) is non-zero."""
     return reduce(
@@ -406,7 +406,7 @@ def any(input, dim=None, keepdim=False, *, out=None):
     )
 
 
-@defop(differentiable=False, tags=("reduction",))
+@defop(differentiable=False, tags=("reduction", "unchecked-overlap"))
 def count_nonzero(input, dim=None, *, out=None):
     """The number of non-zero elements (along dim(s))."""
     dims = _dims(input, dim, "count_nonzero")

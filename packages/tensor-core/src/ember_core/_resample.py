@@ -700,6 +700,15 @@ def pixel_unshuffle(input, downscale_factor):
 @defop(composite=True, method=False, aliases=("native_channel_shuffle",))
 def channel_shuffle(input, groups):
     """(N, C, *) with its C channels shuffled in ``groups`` groups."""
+    if groups <= 0:
+        raise RuntimeError(
+            f"Number of groups to divide channels in must be positive. Value of groups:{groups}"
+        )
+    if input.dim() <= 2:
+        raise RuntimeError(
+            f"channel_shuffle expects input with > 2 dims, but got input with sizes "
+            f"{list(input.shape)}"
+        )
     n, c = input.shape[0], input.shape[1]
     if c % groups:
         raise RuntimeError(

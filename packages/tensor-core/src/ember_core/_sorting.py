@@ -589,7 +589,7 @@ def bincount(input, weights=None, minlength=0):
     return r
 
 
-@defop(differentiable=False)
+@defop(differentiable=False, tags=("unchecked-overlap",))
 def histc(input, bins=100, min=0, max=0, *, out=None):
     """Histogram of input in ``bins`` equal bins over [min, max] (the data's range
     when both are 0); elements outside are ignored."""

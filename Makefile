@@ -78,6 +78,7 @@ bench: install
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/python tools/check_imports.py
 
 # The main job: a small CNN on scikit-learn's bundled digits (examples/train_digits.py).
 # scikit-learn only supplies the data set, so it is installed here, not in every env.

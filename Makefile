@@ -40,12 +40,16 @@ $(STAMP): requirements-dev.txt
 
 venv: $(STAMP)
 
-# One wheel per package, rebuilt only when its sources change.
+# One wheel per package, rebuilt only when its sources change.  build/lib* is
+# emptied first (setuptools copies sources there but never removes a deleted
+# module, which would then ship in the wheel); build/temp* keeps the object files
+# of the incremental C build.
 define wheel_rule
 $(WHEELHOUSE)/.$(1).stamp: $(STAMP) $$(shell find packages/$(1) -type f \
 		-not -path '*/build/*' -not -path '*.egg-info*' -not -path '*/__pycache__/*' \
 		-not -name '*.so' -not -path '*/.pytest_cache/*' -not -path '*/.hypothesis/*' 2>/dev/null)
 	mkdir -p $(WHEELHOUSE)
+	rm -rf packages/$(1)/build/lib* packages/$(1)/build/bdist*
 	$(PIP) wheel -q --no-deps --no-build-isolation -w $(WHEELHOUSE) packages/$(1)
 	touch $$@
 endef
@@ -86,6 +90,7 @@ bench: install
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/python tools/check_imports.py
 
 # The main job: a small CNN on scikit-learn's bundled digits (examples/train_digits.py).
 # scikit-learn only supplies the data set, so it is installed here, not in every env.

@@ -1,5 +1,6 @@
-"""Tensor creation: tensor/as_tensor, empty/zeros/ones/full, *_like, arange,
-linspace, logspace, eye."""
+"""Tensor creation: tensor/as_tensor, empty/zeros/ones/full, *_like, new_* (the
+Tensor methods), arange, linspace, logspace, eye, the deprecated inclusive range,
+empty_permuted and fill (fill_ out of place)."""
 
 import math
 import numbers
@@ -12,7 +13,7 @@ from ember_core._device import CPU, to_device
 from ember_core._dispatch import defop
 from ember_core._elementwise import layout
 from ember_core._lib import check
-from ember_core._tensor import Tensor, make
+from ember_core._tensor import Tensor, make, written
 from ember_core._tensor import empty as _empty
 
 
@@ -93,6 +94,11 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
         raise RuntimeError(
             f"empty_strided: size {list(shape)} and stride {list(stride)} differ in length"
         )
+    if any(st < 0 for st in stride):  # the tensor would reach before its storage
+        raise RuntimeError(
+            f"empty_strided(): Storage size calculation overflowed with sizes={list(shape)} "
+            f"and strides={list(stride)} (strides must be non-negative)"
+        )
     dt = D.to_dtype(dtype) or D.get_default_dtype()
     extent = 1 + sum((s - 1) * st for s, st in zip(shape, stride)) if all(shape) else 0
     storage = _storage.allocate(max(extent, 0) * dt.itemsize, _dev(device))
@@ -100,13 +106,31 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
     return _finish(t, requires_grad)
 
 
-def _filled(op, size, value, dtype, device, requires_grad, out):
-    shape = _shape.as_shape(size, op)
-    if out is not None:
+def creation_out(op, out, shape, dtype):
+    """The caller's ``out=`` of a factory (zeros, arange, rand...), announced as
+    written and resized to ``shape``: the values are made in out's dtype, and a
+    ``dtype`` given as well must be that one (as in PyTorch)."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    dt = D.to_dtype(dtype)
+    if dt is not None and dt is not out._dtype:
+        from ember_core._elementwise import _tname
+
+        raise RuntimeError(
+            f"{op}: dtype {_tname(dt)} does not match dtype of out parameter ({_tname(out._dtype)})"
+        )
+    written(out, op)
+    if out._shape != shape:
         from ember_core._copy import resize_
 
         resize_(out, shape)
-        return fill_values(out, value)
+    return out
+
+
+def _filled(op, size, value, dtype, device, requires_grad, out):
+    shape = _shape.as_shape(size, op)
+    if out is not None:
+        return fill_values(creation_out(op, out, shape, dtype), value)
     dt = D.to_dtype(dtype) or D.get_default_dtype()
     t = _empty(shape, dt, _dev(device))
     if value == 0 and t._numel:
@@ -123,6 +147,7 @@ def _filled(op, size, value, dtype, device, requires_grad, out):
     "zeros(*size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None)",
     method=False,
     differentiable=False,
+    tags=("unchecked-overlap",),
 )
 def zeros(size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None):
     """A tensor of zeros."""
@@ -133,6 +158,7 @@ def zeros(size, dtype=None, device=None, requires_grad=False, pin_memory=False, 
     "ones(*size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None)",
     method=False,
     differentiable=False,
+    tags=("unchecked-overlap",),
 )
 def ones(size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None):
     """A tensor of ones."""
@@ -145,10 +171,7 @@ def _fill_dtype(value):
     return D.scalar_dtype(value)
 
 
-@defop(
-    method=False,
-    differentiable=False,
-)
+@defop(method=False, differentiable=False, tags=("unchecked-overlap",))
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None):
     """A tensor filled with ``fill_value`` (its dtype inferred from the value)."""
     if isinstance(fill_value, Tensor):
@@ -242,6 +265,108 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
     )
 
 
+def new_empty_strided(
+    self,
+    size,
+    stride,
+    *,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    layout=None,
+    pin_memory=False,
+):
+    return empty_strided(
+        size,
+        stride,
+        dtype=dtype or self._dtype,
+        device=device or self._storage._device,
+        requires_grad=requires_grad,
+    )
+
+
+def new(self, *args, device=None):
+    """Tensor.new, the legacy constructor: an uninitialized tensor of self's dtype
+    (on self's device unless given) of the given size, or holding the given data,
+    or (given a tensor) a view of that tensor."""
+    from ember_core._tensor import Size
+
+    device = device or self._storage._device
+    if not args:
+        return empty(0, dtype=self._dtype, device=device)
+    if len(args) == 1 and isinstance(args[0], Size):
+        return empty(tuple(args[0]), dtype=self._dtype, device=device)
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        return args[0].view(args[0].shape)
+    if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        return empty(args, dtype=self._dtype, device=device)
+    if len(args) == 1:
+        return tensor(args[0], dtype=self._dtype, device=device)
+    raise TypeError("new(): invalid arguments")
+
+
+# ------------------------------------------- written with the ops of this module
+
+
+@defop(
+    "range(start, end, step=1, *, dtype=None, device=None, requires_grad=False)",
+    method=False,
+    composite=True,
+    differentiable=False,
+    tags=("creation",),
+)
+def _range(start, end, step=1, dtype=None, device=None, requires_grad=False):
+    """Deprecated: values from start to end *inclusive*, in the default float dtype."""
+    import warnings
+
+    warnings.warn(
+        "torch.range is deprecated and will be removed in a future release because its "
+        "behavior is inconsistent with Python's range builtin. Instead, use torch.arange, "
+        "which produces values in [start, end).",
+        UserWarning,
+        stacklevel=2,
+    )
+    if step == 0:
+        raise RuntimeError("range: step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    n = int(math.floor((end - start) / step)) + 1
+    values = start + step * np.arange(n, dtype=np.float64)
+    r = tensor(values, dtype=dtype or D.get_default_dtype(), device=device)
+    return r.requires_grad_(True) if requires_grad else r
+
+
+@defop(method=False, composite=True, differentiable=False, tags=("creation",))
+def empty_permuted(
+    size,
+    physical_layout,
+    *,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad=False,
+    pin_memory=False,
+):
+    """An uninitialized tensor of ``size`` whose memory holds its dimensions in the
+    order ``physical_layout`` (outermost first)."""
+    size, order = tuple(size), tuple(physical_layout)
+    if sorted(order) != list(range(len(size))):
+        raise RuntimeError(
+            f"Number of dimensions in size does not match the length of the physical_layout; "
+            f"i.e. len(size) = {len(size)} is not equal to len(physical_layout) = {len(order)}"
+        )
+    phys = empty([size[d] for d in order], dtype=dtype, device=device)
+    inverse = [order.index(d) for d in range(len(size))]
+    r = phys.permute(inverse)
+    return r.requires_grad_(True) if requires_grad else r
+
+
+@defop(method=False, composite=True)
+def fill(input, value):
+    """A new tensor shaped like input, filled with value (fill_ out of place)."""
+    return input.clone().fill_(value)
+
+
 # ----------------------------------------------------------- from data
 
 
@@ -253,6 +378,9 @@ def _infer_numpy(data):
         arr = np.asarray(data)
     except ValueError as e:
         raise ValueError(f"tensor(): could not build a tensor from the given data: {e}") from None
+    from ember_core._interop import check_byte_order
+
+    check_byte_order(arr, "tensor")
     if arr.dtype == object:
         if any(isinstance(v, int) and not D.int64.min <= v <= D.int64.max for v in _flat(data)):
             raise ValueError(_OVERFLOW)
@@ -434,7 +562,7 @@ def as_tensor(data, dtype=None, device=None):
             return tensor(data, dtype=dt, device=device)
         try:
             t = wrap_numpy(data)
-        except TypeError:
+        except TypeError:  # a dtype ember lacks: tensor() converts or refuses it
             return tensor(data, dtype=dt, device=device)
         if dt is not None and dt is not t._dtype:
             from ember_core._copy import to
@@ -482,26 +610,34 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
     if (step > 0 and start > end) or (step < 0 and start < end):
         raise RuntimeError("arange: upper bound and larger bound inconsistent with step sign")
     is_float = any(isinstance(v, float) for v in (start, end, step))
-    dt = D.to_dtype(dtype) or (D.get_default_dtype() if is_float else D.int64)
+    dt = D.to_dtype(dtype) or getattr(out, "_dtype", None)
+    dt = dt or (D.get_default_dtype() if is_float else D.int64)
     if is_float or dt.category == 2:
         n = math.ceil((float(end) - float(start)) / float(step))
     else:
         n = -((int(start) - int(end)) // int(step))
     n = max(n, 0)
-    t = _empty((n,), dt, _dev(device)) if out is None else _resize(out, (n,))
+    t = _empty((n,), dt, _dev(device)) if out is None else _contig_out("arange", out, n, dtype)
     int_start = int(start) if not isinstance(start, float) else 0
     int_step = int(step) if not isinstance(step, float) else 0
     k = t._storage._device._k
     check(k.ec_arange(dt.code, n, t._ptr, float(start), float(step), int_start, int_step), "arange")
-    return _finish(t, requires_grad)
+    return _finish(t if out is None else _copy_back(out, t), requires_grad)
 
 
-def _resize(out, shape):
-    from ember_core._copy import resize_
+def _contig_out(op, out, n, dtype):
+    """A 1-d contiguous tensor for a factory kernel to fill: ``out`` itself (checked
+    and resized, see creation_out) when it is contiguous, else a temporary."""
+    creation_out(op, out, (n,), dtype)
+    return out if out.is_contiguous() else _empty((n,), out._dtype, out._storage._device)
 
-    if not out.is_contiguous():
-        raise RuntimeError("out= must be contiguous")
-    return resize_(out, shape)
+
+def _copy_back(out, t):
+    if t is not out:
+        from ember_core._copy import copy_into
+
+        copy_into(out, t)
+    return out
 
 
 @defop(
@@ -515,9 +651,12 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
     if steps < 0:
         raise RuntimeError("linspace: number of steps must be non-negative")
     dt = D.to_dtype(dtype) or D.get_default_dtype()
-    t = _empty((steps,), dt, _dev(device)) if out is None else _resize(out, (steps,))
-    check(t._storage._device._k.ec_linspace(dt.code, steps, t._ptr, start, end), "linspace")
-    return _finish(t, requires_grad)
+    if out is None:
+        t = _empty((steps,), dt, _dev(device))
+    else:
+        t = _contig_out("linspace", out, steps, dtype)
+    check(t._storage._device._k.ec_linspace(t._dtype.code, steps, t._ptr, start, end), "linspace")
+    return _finish(t if out is None else _copy_back(out, t), requires_grad)
 
 
 @defop(
@@ -553,11 +692,9 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     return _finish(t, requires_grad)
 
 
-@defop(inplace_of="fill", differentiable=True)
+@defop(inplace_of="fill", differentiable=True, tags=("unchecked-overlap",))
 def fill_(input, value):
     """Set every element to value (a number or a one-element tensor)."""
-    from ember_core._tensor import written
-
     if isinstance(value, Tensor):
         if value._shape:
             raise RuntimeError(
@@ -568,10 +705,8 @@ def fill_(input, value):
     return fill_values(input, value)
 
 
-@defop(inplace_of="zero", differentiable=True)
+@defop(inplace_of="zero", differentiable=True, tags=("unchecked-overlap",))
 def zero_(input):
     """Set every element to zero."""
-    from ember_core._tensor import written
-
     written(input, "zero_")
     return fill_values(input, 0)

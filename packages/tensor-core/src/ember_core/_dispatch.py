@@ -4,7 +4,8 @@ Note [Op table]
 Every public op is declared once with ``defop`` on its implementation, and the
 declaration holds every fact about the op: its signature (the implementation's
 own ``def`` line; a string only where the public form differs, e.g. ``*size``),
-whether it is a Tensor method too, its in-place form (``inplace_of``), whether
+whether it is a Tensor method too (or only a method: ``function=False``), its
+in-place form (``inplace_of``), whether
 it returns a view, whether it is differentiable, whether it is a composite of
 other ops, its other names (``aliases``: the function, the method and the
 in-place form are bound under each), its ``tags`` (``pointwise``,
@@ -48,11 +49,16 @@ TAGS = frozenset(
     {
         "pointwise",  # elementwise with broadcasting: out[i] = f(in[i], ...)
         "reduction",  # reduces over dims
-        "linear",  # linear in its tensor input(s) (views, sums, matmul...)
+        "linear",  # linear in its first tensor input, the others not differentiable
+        # (views, sums, copies): applied to a tangent, the op gives the output's
+        # tangent (forward_ad derives its rule from this)
         "float-result",  # integer inputs give a floating result
         "creation",  # makes a new tensor from sizes/values, no tensor inputs
         "random",  # draws from a generator
         "nondeterministic-output-shape",  # nonzero, unique, masked_select...
+        # PyTorch writes it without its internal-overlap check (fills, index fills,
+        # reductions into out=): writing through an expanded tensor is allowed
+        "unchecked-overlap",
     }
 )
 # Autocast policies (Note [Autocast] in _autocast.py).
@@ -63,6 +69,16 @@ _ns = {"_h": False, "inf": float("inf"), "nan": float("nan")}
 # Autocast (Note [Autocast] in _autocast.py): `_ac` is up while a region is active.
 _ns["_ac"] = False
 _ns["_autocast_call"] = None  # set by _autocast.py, which uses this module
+
+
+def _bad_argument(op, args, exc):
+    """Note [Argument errors] (in _argcheck.py, imported only when one happens)."""
+    from ember_core import _argcheck
+
+    _argcheck.bad_argument(op, args, exc)
+
+
+_ns["_bad_argument"] = _bad_argument
 _handlers = []
 _lock = threading.Lock()
 
@@ -75,6 +91,7 @@ class Op:
         "params",
         "impl",
         "method",
+        "function",
         "inplace_of",
         "view",
         "differentiable",
@@ -176,16 +193,64 @@ def _source(name, sig, op_var, impl_var, star_kw):
             f"def {name}{str(sig)[:-1]}, **_kw):\n"
             f"    if _kw:\n"
             f"        {star} = _star_keyword({name!r}, {star}, _kw)\n"
-            f"    if _h:\n"
-            f"        return _dispatch({op_var}, {tuple_src})\n"
-            f"    return {impl_var}({call_src})\n"
+            f"    try:\n"
+            f"        if _h:\n"
+            f"            return _dispatch({op_var}, {tuple_src})\n"
+            f"        return {impl_var}({call_src})\n"
+            f"{_argument_handler(op_var, tuple_src)}"
         )
     return (
         f"def {name}{sig}:\n"
-        f"    if _h:\n"
-        f"        return _dispatch({op_var}, {tuple_src})\n"
-        f"    return {impl_var}({call_src})\n"
+        f"    try:\n"
+        f"        if _h:\n"
+        f"            return _dispatch({op_var}, {tuple_src})\n"
+        f"        return {impl_var}({call_src})\n"
+        f"{_argument_handler(op_var, tuple_src)}"
     )
+
+
+def _argument_handler(op_var, tuple_src):
+    # Note [Argument errors]: free unless something is raised
+    return (
+        "    except (AttributeError, KeyError, OverflowError) as _e:\n"
+        f"        _bad_argument({op_var}, {tuple_src}, _e)\n"
+        "        raise\n"
+    )
+
+
+def _composite_function(name, impl, op_var):
+    """A composite's public function: its implementation, called the way it is
+    declared (its own ``def`` line), behind Note [Argument errors]."""
+    sig = inspect.signature(impl)
+    params, call, names = [], [], []
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            params.append(f"*{p.name}")
+            call.append(f"*{p.name}")
+            names.append(p.name)
+        elif p.kind is p.VAR_KEYWORD:
+            params.append(f"**{p.name}")
+            call.append(f"**{p.name}")
+        else:
+            if p.kind is p.KEYWORD_ONLY and not any(s.startswith("*") for s in params):
+                params.append("*")
+            # defaults are copied from impl below (their reprs need not be source)
+            params.append(p.name if p.default is p.empty else f"{p.name}=None")
+            call.append(p.name if p.kind is not p.KEYWORD_ONLY else f"{p.name}={p.name}")
+            names.append(p.name)
+    orig_var = f"_composite_{name}"
+    _ns[orig_var] = impl
+    tuple_src = "(" + "".join(f"{n}, " for n in names) + ")"
+    source = (
+        f"def {name}({', '.join(params)}):\n"
+        f"    try:\n"
+        f"        return {orig_var}({', '.join(call)})\n"
+        f"{_argument_handler(op_var, tuple_src)}"
+    )
+    exec(compile(source, _GENERATED, "exec"), _ns)  # noqa: S102 - generated from the table
+    fn = _ns[name]
+    fn.__defaults__, fn.__kwdefaults__ = impl.__defaults__, impl.__kwdefaults__
+    return fn
 
 
 def _autocast_source(name, sig, op_var, impl_var):
@@ -198,9 +263,11 @@ def _autocast_source(name, sig, op_var, impl_var):
     tuple_src = "(" + "".join(f"{n}, " for n in names) + ")"
     return (
         f"def {name}{sig}:\n"
-        f"    if _ac:\n"
-        f"        return _autocast_call({op_var}, {tuple_src})\n"
-        f"    return {impl_var}({', '.join(names)})\n"
+        f"    try:\n"
+        f"        if _ac:\n"
+        f"            return _autocast_call({op_var}, {tuple_src})\n"
+        f"        return {impl_var}({', '.join(names)})\n"
+        f"{_argument_handler(op_var, tuple_src)}"
     )
 
 
@@ -224,10 +291,11 @@ def _positional_twin(fn):
     kwonly = code.co_varnames[code.co_argcount : code.co_argcount + code.co_kwonlyargcount]
     kwdefaults = fn.__kwdefaults__ or {}
     defaults = fn.__defaults__ or ()
-    if len(kwdefaults) != len(kwonly) and (defaults or kwdefaults):
+    # the positional form's defaults must be a suffix of its parameters
+    first = len(kwonly) - len(kwdefaults)
+    if set(kwonly[first:]) != set(kwdefaults) or (first and defaults):
         return None  # a required keyword-only after defaulted ones: no positional form
-    if len(kwdefaults) == len(kwonly):
-        defaults = defaults + tuple(kwdefaults[k] for k in kwonly)
+    defaults = defaults + tuple(kwdefaults[k] for k in kwonly[first:])
     twin = types.FunctionType(
         code.replace(co_argcount=code.co_argcount + code.co_kwonlyargcount, co_kwonlyargcount=0),
         fn.__globals__,
@@ -244,6 +312,7 @@ def defop(
     signature=None,
     *,
     method=True,
+    function=True,
     inplace_of=None,
     view=False,
     differentiable=True,
@@ -265,9 +334,13 @@ def defop(
     signature: the public signature as "name(params)" when it differs from the
     implementation's (``*size`` packed into one parameter); the implementation
     then takes every parameter positionally in that order.
-    method: also a Tensor method.  inplace_of: the op this is the in-place form
-    of.  view: returns a view of its first input.  composite: written with other
-    public ops (handlers see those instead).  public: bound as ember_core.<name>.
+    method: also a Tensor method; or the method itself, where PyTorch's takes
+    the op's parameters in another order (``Tensor.where(condition, other)``).
+    function: bound as a function of ember_core
+    (False for ops PyTorch has only as Tensor methods, e.g. ``sum_to_size``).
+    inplace_of: the op this is the in-place form of.  view: returns a view of
+    its first input.  composite: written with other public ops (handlers see
+    those instead).  public: bound as ember_core.<name>.
     aliases: other names; each is bound like the op (function, method), and for
     an op with an in-place form ``<alias>_`` names that form.  tags: from TAGS.
     autocast: the policy under autocast ("lower_precision_fp", "fp32",
@@ -294,6 +367,8 @@ def defop(
                 )
         if name in OPS:
             raise ValueError(f"op {name!r} declared twice")
+        if not (method or function):
+            raise ValueError(f"defop {name}: neither a function nor a method")
         bad = set(tags) - TAGS
         if bad:
             raise ValueError(f"defop {name}: unknown tags {sorted(bad)} (known: {sorted(TAGS)})")
@@ -304,6 +379,7 @@ def defop(
         op.params = tuple(sig.parameters)
         op.impl = positional
         op.method = method
+        op.function = function
         op.inplace_of = inplace_of
         op.view = view
         op.differentiable = differentiable
@@ -321,8 +397,10 @@ def defop(
         op_var, impl_var = f"_op_{name}", f"_impl_{name}"
         _ns[op_var] = op
         _ns[impl_var] = positional
-        if composite and autocast is None:
-            fn = impl  # composites call public ops; nothing to intercept here
+        plain_composite = composite and autocast is None
+        if plain_composite:
+            # composites call public ops: nothing to intercept, only argument errors
+            fn = _composite_function(name, impl, op_var)
         else:
             if composite:
                 code = _autocast_source(name, sig, op_var, impl_var)
@@ -330,14 +408,15 @@ def defop(
                 code = _source(name, sig, op_var, impl_var, star_keyword)
             exec(compile(code, _GENERATED, "exec"), _ns)  # noqa: S102 - generated from the table
             fn = _ns[name]
-            fn.__qualname__ = name
-            fn.__module__ = "ember_core"
+        fn.__qualname__ = name
+        fn.__module__ = "ember_core"
         fn.__doc__ = op.doc
         OPS[name] = op
         _ns.setdefault("__public__", {})[name] = fn
         for alias in op.aliases:
             _add_alias(alias, name)
-        return fn
+        # a plain composite's own module keeps calling its implementation directly
+        return impl if plain_composite else fn
 
     return register
 

@@ -81,7 +81,10 @@ class Generator:
         """Reserve ``counters`` Philox counters: returns (seed, first offset)."""
         with self._lock:
             offset = self._offset
-            self._offset += counters
+            # a uint64 counter, as Philox's: wraps instead of growing past what the
+            # kernels take (a huge request that then fails to allocate must not
+            # leave the generator unusable)
+            self._offset = (offset + counters) & 0xFFFFFFFFFFFFFFFF
         return self._seed, offset
 
     def __getstate__(self):
@@ -206,6 +209,26 @@ def _new(op, size, dtype, device, requires_grad, float_only=True):
     return _empty(shape, dt, _dev(device)), requires_grad
 
 
+def _into_out(op, size, out, dtype, requires_grad):
+    """rand/randn/normal(..., out=t): t itself (checked, resized), floating point only."""
+    from ember_core._creation import creation_out
+
+    t = creation_out(op, out, _shape.as_shape(size, op), dtype)
+    if t._dtype.category < 2:
+        raise RuntimeError(
+            f"\"{op}\" not implemented for '{t._dtype.name}' (use a floating point dtype)"
+        )
+    return t, requires_grad
+
+
+def _int_arg(op, name, v):
+    """int(v) for a bound or count (a float with an integral value too)."""
+    try:
+        return int(v)
+    except (OverflowError, ValueError):  # inf, nan
+        raise TypeError(f"{op}(): argument '{name}' must be int, not {v!r}") from None
+
+
 def _done(t, requires_grad):
     if requires_grad:
         t.requires_grad_(True)
@@ -219,7 +242,10 @@ def _done(t, requires_grad):
 )
 def rand(size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Uniform samples in [0, 1)."""
-    t, rg = _new("rand", size, dtype, device, requires_grad)
+    if out is None:
+        t, rg = _new("rand", size, dtype, device, requires_grad)
+    else:
+        t, rg = _into_out("rand", size, out, dtype, requires_grad)
     return _done(_fill_random(t, lib.EC_RNG_UNIFORM, generator, 0.0, 1.0, op="rand"), rg)
 
 
@@ -230,7 +256,10 @@ def rand(size, generator=None, dtype=None, device=None, requires_grad=False, out
 )
 def randn(size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Standard normal samples."""
-    t, rg = _new("randn", size, dtype, device, requires_grad)
+    if out is None:
+        t, rg = _new("randn", size, dtype, device, requires_grad)
+    else:
+        t, rg = _into_out("randn", size, out, dtype, requires_grad)
     return _done(_fill_random(t, lib.EC_RNG_NORMAL, generator, 0.0, 1.0, op="randn"), rg)
 
 
@@ -248,7 +277,7 @@ def randint(
         low, high, size = 0, low, high
     elif high is None:
         low, high = 0, low
-    low, high = int(low), int(high)
+    low, high = _int_arg("randint", "low", low), _int_arg("randint", "high", high)
     if low >= high:
         raise RuntimeError(
             f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
@@ -268,7 +297,7 @@ def randint(
 )
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     """A random permutation of 0..n-1."""
-    n = int(n)
+    n = _int_arg("randperm", "n", n)
     if n < 0:
         raise RuntimeError(f"n must be non-negative, got{n}")
     from ember_core._creation import _dev
@@ -316,7 +345,10 @@ def normal(
         raise TypeError("normal(): with numbers for mean and std, size is required")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    t, rg = _new("normal", (size,), dtype, device, requires_grad)
+    if out is None:
+        t, rg = _new("normal", (size,), dtype, device, requires_grad)
+    else:
+        t, rg = _into_out("normal", (size,), out, dtype, requires_grad)
     return _done(
         _fill_random(t, lib.EC_RNG_NORMAL, generator, float(mean), float(std), op="normal"), rg
     )

@@ -6,8 +6,9 @@ Computations are not defined here: they are ops declared in the op table
 """
 
 import operator
+import warnings
 
-from ember_core import _dtype, _shape, _storage
+from ember_core import _dispatch, _dtype, _shape, _storage
 from ember_core._device import CPU
 
 _new = object.__new__
@@ -536,13 +537,61 @@ def is_contig(t):
     return c
 
 
+INTERNAL_OVERLAP = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single "
+    "memory location. Please clone() the tensor before performing the operation."
+)
+
+
+# Ops that PyTorch 2.13 runs without the internal-overlap check (their kernels are
+# not TensorIterator ops that check, or reduce into out=) carry the tag
+# "unchecked-overlap": writing them through an expanded tensor is allowed there,
+# so it is here.  Checked with a zero-stride destination against torch in
+# tests/test_fuzz_overlap.py.
+# ... of which these warn that the use is deprecated (PyTorch's words)
+_OVERLAP_DEPRECATED = {
+    op: f"Use of {op} on expanded tensors is deprecated. Please clone() the tensor before "
+    f"performing this operation. This also applies to advanced indexing e.g. {example}"
+    for op, example in (
+        ("masked_fill_", "tensor[mask] = scalar"),
+        ("index_fill_", "tensor[mask] = scalar"),
+        ("index_put_", "tensor[indices] = tensor"),
+    )
+}
+
+
 def written(t, op):
-    """Every in-place write goes through here: it refuses read-only memory and
-    bumps the storage's version counter (seen by every view)."""
+    """Every in-place write goes through here, before any kernel runs: it refuses
+    read-only memory and tensors whose elements share memory, and bumps the
+    storage's version counter (seen by every view).
+
+    Note [Internal overlap]
+    A written-to tensor in which two elements are one memory location (an
+    expanded view, a zero stride from as_strided or a NumPy array) would have
+    its op applied once per element: x.expand(3, 4).add_(1) adds 3.  As in
+    PyTorch (has_internal_overlap), a dim of size > 1 with stride 0 is refused
+    (in a tensor with elements); other aliasing layouts are "too hard" to prove
+    and are accepted, as PyTorch does, and so are the ops PyTorch runs unchecked
+    (tagged "unchecked-overlap").  A tensor known to be contiguous cannot alias itself
+    (a 0 stride there is on a dim of size 1), so the common case costs one test.
+    """
     storage = t._storage
     if storage._readonly:
         raise RuntimeError(
             f"{op}: the tensor's memory is read-only (it views a non-writable NumPy array "
             "or DLPack capsule); copy it with .clone() first"
         )
+    if t._contig is not True and 0 in t._stride and t._numel > 1:
+        _check_internal_overlap(t, op)
     storage._version += 1
+
+
+def _check_internal_overlap(t, op):
+    for size, stride in zip(t._shape, t._stride):
+        if stride == 0 and size > 1:
+            entry = _dispatch.OPS.get(op)
+            if entry is None or "unchecked-overlap" not in entry.tags:
+                raise RuntimeError(INTERNAL_OVERLAP)
+            if op in _OVERLAP_DEPRECATED:
+                warnings.warn(_OVERLAP_DEPRECATED[op], UserWarning, stacklevel=4)
+            return

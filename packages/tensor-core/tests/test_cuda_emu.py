@@ -668,14 +668,9 @@ def test_two_devices_and_peer_copies():
 
 
 @needs_cxx
-@pytest.mark.xfail(
-    strict=True,
-    reason="found by the emulator: ember_core._cuda.memcpy copies between two GPUs on the "
-    "destination's current stream without waiting for the source device's current stream, "
-    "so a copy can read what a kernel queued on the source device has not written yet (a race "
-    "on GPUs, stale data every time here); PyTorch orders the copy after both streams",
-)
 def test_copy_between_devices_waits_for_the_source():
+    # found by the emulator: a copy between two GPUs ran on the destination's
+    # stream without waiting for the source device's stream (a race on GPUs)
     run_emulated(
         """
         import ember_core as ec, numpy as np

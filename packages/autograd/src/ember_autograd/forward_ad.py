@@ -242,7 +242,7 @@ def _owned(tangent, out, tangents):
     )
     if not shared:
         return tangent
-    fresh = ec.empty(tuple(out._shape), dtype=out._dtype)
+    fresh = ec.empty(tuple(out._shape), dtype=out._dtype, device=out._storage._device)
     fresh.copy_(tangent)  # broadcasts
     return fresh
 
@@ -255,7 +255,7 @@ def _write_tangent(out, new, lvl):
             if new is not old:
                 old.copy_(new)
         else:
-            fresh = ec.empty(tuple(out._shape), dtype=out._dtype)
+            fresh = ec.empty(tuple(out._shape), dtype=out._dtype, device=out._storage._device)
             fresh.copy_(new)
             _set_tangent(out, fresh, lvl)
         return

@@ -26,6 +26,24 @@ def _dev(device):
     return dev
 
 
+def _alloc(shape, dt, device, pin_memory=False):
+    """A fresh tensor on ``device`` (page-locked host memory with ``pin_memory``)."""
+    dev = _dev(device)
+    if pin_memory:
+        if dev.type != "cpu":
+            raise RuntimeError(f"pin_memory=True: only CPU memory can be pinned, not {dev}")
+        from ember_core import _cuda
+
+        if not _cuda.is_available():
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        return _cuda.pinned_empty(shape, dt)
+    return _empty(shape, dt, dev)
+
+
+def _pinned(t, pin_memory):
+    return t.pin_memory() if pin_memory else t
+
+
 def _finish(t, requires_grad):
     if requires_grad:
         t.requires_grad_(True)
@@ -72,7 +90,7 @@ def empty(
         from ember_core._copy import resize_
 
         return resize_(out, shape)
-    return _finish(_empty(shape, dt, _dev(device)), requires_grad)
+    return _finish(_alloc(shape, dt, device, pin_memory), requires_grad)
 
 
 def empty_like_class(cls, size, dtype=None, device=None, requires_grad=False):
@@ -127,12 +145,12 @@ def creation_out(op, out, shape, dtype):
     return out
 
 
-def _filled(op, size, value, dtype, device, requires_grad, out):
+def _filled(op, size, value, dtype, device, requires_grad, out, pin_memory=False):
     shape = _shape.as_shape(size, op)
     if out is not None:
         return fill_values(creation_out(op, out, shape, dtype), value)
     dt = D.to_dtype(dtype) or D.get_default_dtype()
-    t = _empty(shape, dt, _dev(device))
+    t = _alloc(shape, dt, device, pin_memory)
     if value == 0 and t._numel:
         # a float zero keeps its sign: full((), -0.0) is -0.0, as in PyTorch
         zero = value if isinstance(value, float) else 0.0
@@ -151,7 +169,7 @@ def _filled(op, size, value, dtype, device, requires_grad, out):
 )
 def zeros(size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None):
     """A tensor of zeros."""
-    return _filled("zeros", size, 0, dtype, device, requires_grad, out)
+    return _filled("zeros", size, 0, dtype, device, requires_grad, out, pin_memory)
 
 
 @defop(
@@ -162,7 +180,7 @@ def zeros(size, dtype=None, device=None, requires_grad=False, pin_memory=False, 
 )
 def ones(size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None):
     """A tensor of ones."""
-    return _filled("ones", size, 1, dtype, device, requires_grad, out)
+    return _filled("ones", size, 1, dtype, device, requires_grad, out, pin_memory)
 
 
 def _fill_dtype(value):
@@ -519,7 +537,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         from ember_core._copy import to_dtype_copy
 
         r = to_dtype_copy(data, dt or data._dtype, dev)
-        return _finish(r, requires_grad)
+        return _finish(_pinned(r, pin_memory), requires_grad)
     if (
         isinstance(data, bool)
         or isinstance(data, numbers.Number)
@@ -536,12 +554,12 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
             inferred = D.scalar_dtype(data)
         t = _empty((), dt or inferred, dev)
         fill_values(t, data)
-        return _finish(t, requires_grad)
+        return _finish(_pinned(t, pin_memory), requires_grad)
     arr, inferred = _infer_numpy(data)
     target = dt or inferred
     if arr.dtype.itemsize > 8:  # float128 and the like
         arr = arr.astype(np.float64)
-    return _finish(from_array(arr, target, dev), requires_grad)
+    return _finish(_pinned(from_array(arr, target, dev), pin_memory), requires_grad)
 
 
 @defop(method=False, differentiable=False)
@@ -668,7 +686,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     from ember_core._elementwise import pow as _pow
 
     dt = D.to_dtype(dtype) or D.get_default_dtype()
-    exps = linspace(start, end, steps, dtype=D.float64)
+    exps = linspace(start, end, steps, dtype=D.float64, device=device)
     r = _pow(float(base), exps)
     from ember_core._copy import to
 

@@ -1288,14 +1288,19 @@ def addcmul_(input, tensor1, tensor2, *, value=1):
 @defop(tags=("pointwise",))
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     """input + value * tensor1 / tensor2."""
+    _integer_addcdiv(tensor1, tensor2)
+    return ternary("addcdiv", lib.EC_T_ADDCDIV, input, tensor1, tensor2, out, float(value))
+
+
+def _integer_addcdiv(tensor1, tensor2):
     if D.result_type(tensor1, tensor2).category < 2:
         raise RuntimeError(
             "Integer division with addcdiv is no longer supported, and in a future release "
             "addcdiv will perform a true division of tensor1 and tensor2."
         )
-    return ternary("addcdiv", lib.EC_T_ADDCDIV, input, tensor1, tensor2, out, float(value))
 
 
 @defop(inplace_of="addcdiv", tags=("pointwise",))
 def addcdiv_(input, tensor1, tensor2, *, value=1):
+    _integer_addcdiv(tensor1, tensor2)
     return ternary("addcdiv_", lib.EC_T_ADDCDIV, input, tensor1, tensor2, input, float(value))

@@ -1,10 +1,18 @@
-# Metadata lives in pyproject.toml; setup.py wires in the cffi extension and
-# builds its C sources in parallel, recompiling only what changed.
+# Metadata lives in pyproject.toml; setup.py wires in the cffi extension,
+# builds its C sources in parallel, recompiling only what changed, and adds the
+# version, the pins between ember packages and the classifiers (Note [One
+# version], ember_release.py).
 import os
+import pathlib
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import ember_release  # noqa: E402
 
 
 class parallel_build_ext(build_ext):
@@ -54,4 +62,5 @@ class parallel_build_ext(build_ext):
 setup(
     cffi_modules=["csrc/build.py:ffibuilder"],
     cmdclass={"build_ext": parallel_build_ext},
+    **ember_release.setup_kwargs(HERE),
 )

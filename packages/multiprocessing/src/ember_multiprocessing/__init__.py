@@ -12,6 +12,7 @@ importing this package registers the tensor reductions (_reductions.py).
 
 import contextlib
 import multiprocessing as _mp
+from importlib import metadata as _metadata
 from multiprocessing import *  # noqa: F403 - the standard API, as torch.multiprocessing
 
 from ember_core import _storage as _core_storage
@@ -35,7 +36,8 @@ from ember_multiprocessing._spawn import (
     start_processes,
 )
 
-__version__ = "0.1.0"
+# the installed distribution's version (Note [One version], VERSION)
+__version__ = _metadata.version("ember-multiprocessing")
 
 init_reductions()
 

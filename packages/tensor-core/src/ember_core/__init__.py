@@ -8,6 +8,7 @@
 
 import builtins as _builtins
 import math as _math
+from importlib import metadata as _metadata
 
 # The modules that declare ops (their defop declarations fill the op table):
 # elementwise math, views and joining, creation, reductions and statistics,
@@ -124,7 +125,8 @@ from ember_core._storage import (
 from ember_core._tensor import Size, Tensor
 from ember_core._views import broadcast_shapes
 
-__version__ = "0.1.0"
+# the installed distribution's version (Note [One version], VERSION)
+__version__ = _metadata.version("ember-tensor-core")
 
 # PyTorch's dtype aliases
 bool = bool_  # noqa: A001 - the public name is torch.bool

@@ -2,9 +2,12 @@
 #
 #   make train    set up and run the main job (TRAIN_ARGS="--epochs 5 --model mlp" passes options)
 #   make test     set up, build every package's wheel once, run every package's tests
+#   make test-<package>   one package's tests (test-allocator, test-nn, ...), stale wheels rebuilt first
 #   make parity   tests marked `parity` against PyTorch (CPU build, test-only)
 #   make bench    benchmarks (ember vs PyTorch vs NumPy, ratios)
-#   make lint     ruff
+#   make lint     ruff (check + format), mypy, the import-cycle check (= pre-commit's hooks)
+#   make dist     manylinux wheels (auditwheel repair) and sdists of every package into dist/
+#   make dist-check   install each of them into a fresh venv and run a smoke test (slow)
 #   make compat   PyTorch scripts run under torch and as `import ember as torch` (compat/)
 #   make gpu-wheels   (here, with PyPI) the wheels a GPU machine without network lacks
 #   make gpu-check    (on a GPU machine) build, run every `cuda` test and the CUDA benchmark
@@ -29,6 +32,12 @@ STAMP := $(VENV)/.ember-dev-installed
 PIP := $(BIN)/python -m pip
 
 .PHONY: all venv wheels install test parity bench lint train clean compat gpu-wheels gpu-check
+.PHONY: dist dist-check
+
+# The one version of every package (Note [One version], tools/ember_release.py):
+# these files are part of every package, so a change to them rebuilds every wheel.
+VERSION := $(shell cat VERSION)
+RELEASE_FILES := VERSION LICENSE tools/ember_release.py
 
 all: test
 
@@ -45,7 +54,7 @@ venv: $(STAMP)
 # module, which would then ship in the wheel); build/temp* keeps the object files
 # of the incremental C build.
 define wheel_rule
-$(WHEELHOUSE)/.$(1).stamp: $(STAMP) $$(shell find packages/$(1) -type f \
+$(WHEELHOUSE)/.$(1).stamp: $(STAMP) $(RELEASE_FILES) $$(shell find packages/$(1) -type f \
 		-not -path '*/build/*' -not -path '*.egg-info*' -not -path '*/__pycache__/*' \
 		-not -name '*.so' -not -path '*/.pytest_cache/*' -not -path '*/.hypothesis/*' 2>/dev/null)
 	mkdir -p $(WHEELHOUSE)
@@ -65,6 +74,12 @@ install: wheels
 TEST_ENVS := $(PACKAGES) data-ember
 test: wheels
 	$(BIN)/tox run -e $(subst $(space),$(comma),$(TEST_ENVS))
+
+# One package's tests: `make test-nn`, `make test-data-ember ARGS="-k loader"`.
+# Each tox env also runs `make wheels` first (tox.ini), so `.venv/bin/tox run -e nn`
+# tests the code on disk too; this target only spells it shorter.
+$(addprefix test-,$(TEST_ENVS)): test-%: wheels
+	$(BIN)/tox run -e $* $(if $(ARGS),-- $(ARGS))
 
 # CUDA without a GPU: every test marked `cuda` of allocator, tensor-core and autograd
 # runs on a CPU emulation of the CUDA driver that builds ember's kernels with g++

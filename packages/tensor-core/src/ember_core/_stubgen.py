@@ -59,7 +59,9 @@ PARAM_TYPES = {
     "sorted": "builtins.bool",
 }
 TENSOR_TAGS = frozenset({"pointwise", "creation", "random", "linear", "reduction"})
-TENSOR_MODULES = frozenset({"ember_core._creation", "ember_core._random", "ember_core._random_dist"})
+TENSOR_MODULES = frozenset(
+    {"ember_core._creation", "ember_core._random", "ember_core._random_dist"}
+)
 # Ops whose result is a tuple or list of tensors, or depends on the arguments
 # (the named tuples of ember_core.return_types are found in that module).
 SEQUENCE_RESULTS = frozenset(
@@ -190,8 +192,10 @@ def module_stub(ec):
         if name in ("Size", "Tensor"):
             continue
         if isinstance(obj, types.ModuleType):
-            lines.append(f"from {obj.__name__.rpartition('.')[0]} import "
-                         f"{obj.__name__.rpartition('.')[2]} as {name}")
+            lines.append(
+                f"from {obj.__name__.rpartition('.')[0]} import "
+                f"{obj.__name__.rpartition('.')[2]} as {name}"
+            )
             continue
         if isinstance(obj, types.FunctionType) and obj.__module__ == "ember_core":
             defs.append(function_stub(name, obj, _op_of(name, obj, ops, aliases)))

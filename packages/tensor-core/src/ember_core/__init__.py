@@ -352,3 +352,12 @@ from ember_core import cuda  # noqa: E402
 # (`cuda` is a submodule: a star import of ember_core must not shadow the
 # importer's own, e.g. the umbrella's ember.cuda)
 __all__ = sorted({k for k, v in globals().items() if not k.startswith("_") and k != "cuda"})
+
+# Note [Generated docstrings] (_opdoc.py): every op's docstring in PyTorch's layout,
+# generated with the stubs when the wheel is built (absent from a source tree).
+try:
+    from ember_core._opdocs import DOCS as _DOCS
+except ImportError:
+    _DOCS = {}
+for _name, _doc in _DOCS.items():
+    _public[_name].__doc__ = _doc

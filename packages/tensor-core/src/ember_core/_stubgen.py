@@ -13,7 +13,9 @@ module on the freshly built package and ships what it writes in the wheel:
   defines it -- and ``__all__`` itself, so ``from ember_core import *`` (the
   umbrella ``ember``) passes the names on;
 - ``_tensor.pyi``: ``Size`` and ``Tensor`` with every method and property the
-  class has once the table is bound.
+  class has once the table is bound;
+- ``_opdocs.py``: every op's docstring (Note [Generated docstrings]), which the
+  stubs carry too.
 
 Types come from the declarations: parameters by their conventional names
 (``input``/``other``/``out`` tensors, ``dim``, ``dtype``, ``device``, flags) and
@@ -152,13 +154,29 @@ def _signature(fn):
         return None
 
 
-def function_stub(name, fn, op, method=False):
+def _returns_text(op):
+    """The result type as the signature line of a docstring writes it."""
+    return {"Tensor": "Tensor", "builtins.bool": "bool"}.get(result_type(op))
+
+
+def op_docstring(op):
+    from ember_core import _dispatch, _opdoc
+
+    return _opdoc.docstring(op, _dispatch.OPS, op.doc, _returns_text(op))
+
+
+def function_stub(name, fn, op, method=False, indent=""):
     sig = _signature(fn)
     if sig is None or (method and not sig.parameters):
         args = "self, *args: Any, **kwargs: Any" if method else "*args: Any, **kwargs: Any"
     else:
         args = _params(sig, method)
-    return f"def {name}({args}) -> {result_type(op)}: ..."
+    head = f"def {name}({args}) -> {result_type(op)}:"
+    if op is None or not op.public:
+        return f"{indent}{head} ..."
+    body = op_docstring(op).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    body = "\n".join(f"{indent}    {line}" if line else "" for line in body.splitlines())
+    return f'{indent}{head}\n{indent}    """\n{body}\n{indent}    """'
 
 
 def _op_of(name, fn, ops, aliases):
@@ -248,8 +266,13 @@ def tensor_stub(ec):
     members = {}
     for klass in reversed(ec.Tensor.__mro__[:-1]):
         members.update(vars(klass))
+    # the slots: private, but other ember packages read them (t._storage)
+    slots = {
+        n for k in ec.Tensor.__mro__ for n in getattr(k, "__slots__", ()) if n != "__weakref__"
+    }
+    lines += [f"    {name}: Any" for name in sorted(slots)]
     for name in sorted(members):
-        if name in seen or name in ec.Tensor.__slots__:
+        if name in seen or name in slots:
             continue
         obj = members[name]
         if isinstance(obj, property):
@@ -267,10 +290,18 @@ def tensor_stub(ec):
             lines.append("    " + function_stub(name, obj.__func__, None, method=True))
         elif callable(obj):
             op = _op_of(name, obj, ops, aliases)
-            lines.append("    " + function_stub(name, obj, op, method=True))
+            lines.append(function_stub(name, obj, op, method=True, indent="    "))
         else:
             lines.append(f"    {name}: Any")
     return "\n".join(lines) + "\n"
+
+
+def docs_module():
+    """_opdocs.py: Note [Generated docstrings], applied by ember_core at import."""
+    from ember_core import _dispatch
+
+    docs = {name: op_docstring(op) for name, op in _dispatch.OPS.items() if op.public}
+    return HEADER + "\nDOCS = " + repr(docs) + "\n"
 
 
 def write(outdir):
@@ -279,6 +310,7 @@ def write(outdir):
     outdir = pathlib.Path(outdir)
     (outdir / "__init__.pyi").write_text(module_stub(ec))
     (outdir / "_tensor.pyi").write_text(tensor_stub(ec))
+    (outdir / "_opdocs.py").write_text(docs_module())
 
 
 if __name__ == "__main__":

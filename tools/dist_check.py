@@ -12,7 +12,7 @@ For every package directory named: a new venv (no ember in it), then
    ``__version__`` against VERSION.
 ``--sdist`` installs from the sdists instead (``--no-binary`` for ember's
 packages: the C extensions compile, so a C compiler is needed; their build
-requirements come from PyPI first, as a build front end would fetch them).
+requirements come first, third-party ones from PyPI and ember's from DIST).
 Exit status 1 if any package failed; each failure's output is printed.
 """
 
@@ -156,6 +156,18 @@ def third_party(dist, name, extras=()):
     return out
 
 
+def build_requirements(package_dir):
+    """(third-party, ember) requirements of the package's [build-system]."""
+    pyproject = ROOT / "packages" / package_dir / "pyproject.toml"
+    third, ember = [], []
+    for text in tomllib.loads(pyproject.read_text())["build-system"]["requires"]:
+        req = Requirement(text)
+        if req.marker and not req.marker.evaluate():
+            continue
+        (ember if req.name.startswith("ember") else third).append(f"{req.name}{req.specifier}")
+    return third, ember
+
+
 def check(dist, package_dir, sdist, keep):
     name = dist_name(package_dir)
     tmp = pathlib.Path(tempfile.mkdtemp(prefix=f"dist-check-{package_dir}-"))
@@ -167,8 +179,14 @@ def check(dist, package_dir, sdist, keep):
     if deps:
         steps.append([*pip, *deps])
     if sdist:
-        build_reqs = ["setuptools>=77", "wheel", "cffi>=1.17", "scipy-openblas32>=0.3.27"]
-        steps.append([*pip, *build_reqs])
+        # the build requirements: third-party ones from PyPI, ember's from DIST
+        third, ember = build_requirements(package_dir)
+        steps.append([*pip, "setuptools>=77", "wheel", *third])
+        if ember:
+            steps.append(
+                [*pip, "--no-index", "--find-links", str(dist), "--no-build-isolation"]
+                + ["--no-binary", ":all:", *ember]
+            )
         steps.append(
             [*pip, "--no-index", "--find-links", str(dist), "--no-build-isolation"]
             + ["--no-binary", ":all:", name]

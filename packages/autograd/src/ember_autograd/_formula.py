@@ -18,7 +18,7 @@ import inspect
 
 import ember_core as ec
 from ember_autograd._grad_mode import state
-from ember_autograd._node import Node, SavedTensor, _capture_trace, _seq, named_node_class
+from ember_autograd._node import Node, SavedTensor, _capture_trace, named_node_class
 
 
 class OpTable(dict):
@@ -179,12 +179,11 @@ def sum_to(g, shape):
 class OpNode(Node):
     """A node built from a derivative-table formula."""
 
-    __slots__ = ("_formula", "_values", "_in_meta")
+    __slots__ = ()  # _formula, _values, _in_meta: C fields (Note [C nodes])
 
     def __init__(self, formula, next_functions, values, in_meta, n_outputs):
-        # Node.__init__, inlined: one node per recorded op
+        # Node.__init__, inlined (the handler's fast path makes these nodes in C)
         self.next_functions = next_functions
-        self._seq = next(_seq)
         self._n_outputs = n_outputs
         self._out_meta = None
         self._extra = _capture_trace() if state.anomaly else None

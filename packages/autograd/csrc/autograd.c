@@ -126,7 +126,9 @@ static PyTypeObject ThreadStateType = {
 /* Interned attribute names. */
 static PyObject *s__rg, *s_grad_fn, *s__output_nr, *s__base, *s__inference, *s__storage,
     *s__version, *s__shape, *s__dtype, *s__stride, *s__offset, *s__device,
-    *s_is_floating_point, *s__vv, *s__acc, *s_impl, *s_result, *s__unpack_slow;
+    *s_is_floating_point, *s__vv, *s__acc, *s_impl, *s_result, *s__unpack_slow, *s_fn,
+    *s_wants_needs, *s_multi_grad, *s_needs, *s_name, *s_to, *s_apply, *s_release, *s__ctx,
+    *s__hooks, *s__post_acc_hooks, *s__grad, *s_post_hooks;
 
 /* Set once by setup() (_handler.py): the Python side of the fast paths. */
 static PyTypeObject* TensorType;
@@ -144,6 +146,15 @@ static PyObject* call_impl;       /* ember_core's Op.call_impl (the end of the h
 static PyTypeObject* SavedCls;    /* _node.SavedTensor (a subclass of SavedTensorBase) */
 static PyTypeObject* AccCls;      /* _node.AccumulateGrad (a subclass of AccumulateGradBase) */
 static PyObject* no_edge;         /* (None, 0) */
+/* set by setup_engine() (_engine.py) */
+static PyTypeObject* OpNodeCls;   /* _formula.OpNode */
+static PyObject* py_sum_to;       /* _formula.sum_to(g, shape) */
+static PyObject* py_zeros_for_missing;
+static PyObject* py_pre_hooks;    /* _engine._pre_hooks(node, extra, grads) */
+static PyObject* py_post_hooks;   /* _engine._post_hooks(extra, result, grads_in) */
+static PyObject* py_accumulate;   /* _engine._accumulate(var, g, create_graph, owned) */
+static PyObject* py_post_accumulate; /* _engine._post_accumulate_hooks(var) */
+static PyObject* add_impl;        /* add_'s implementation: add_(input, other, alpha) */
 
 static inline int is_tensor(PyObject* o) {
     if (Py_TYPE(o) == TensorType) return 1;
@@ -244,63 +255,6 @@ static PyMemberDef node_members[] = {
     {"_values", T_OBJECT, offsetof(NodeObject, values), 0, NULL},
     {"_in_meta", T_OBJECT, offsetof(NodeObject, in_meta), 0, NULL},
     {NULL},
-};
-
-static PyTypeObject NodeType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ember_autograd._C.NodeBase",
-    .tp_basicsize = sizeof(NodeObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "The fields of a graph node (Note [C nodes]); _node.Node adds the behaviour.",
-    .tp_new = node_new,
-    .tp_dealloc = (destructor)node_dealloc,
-    .tp_traverse = (traverseproc)node_traverse,
-    .tp_clear = (inquiry)node_clear,
-    .tp_weaklistoffset = offsetof(NodeObject, weakreflist),
-    .tp_members = node_members,
-};
-
-/* The sink of a leaf (_node.AccumulateGrad): a node with the leaf tensor it
- * accumulates into.  A leaf holds its AccumulateGrad weakly (``_acc``), as in
- * PyTorch, so a new one is made for each graph that uses the leaf: cheaply, by
- * accumulator() below. */
-typedef struct {
-    NodeObject node;
-    PyObject* variable;
-} AccObject;
-
-static int acc_traverse(AccObject* n, visitproc visit, void* arg) {
-    Py_VISIT(n->variable);
-    return node_traverse(&n->node, visit, arg);
-}
-
-static int acc_clear(AccObject* n) {
-    Py_CLEAR(n->variable);
-    return node_clear(&n->node);
-}
-
-static void acc_dealloc(AccObject* n) {
-    PyObject_GC_UnTrack(n);
-    if (n->node.weakreflist != NULL) PyObject_ClearWeakRefs((PyObject*)n);
-    acc_clear(n);
-    Py_TYPE(n)->tp_free((PyObject*)n);
-}
-
-static PyMemberDef acc_members[] = {
-    {"variable", T_OBJECT, offsetof(AccObject, variable), 0, "the leaf tensor"},
-    {NULL},
-};
-
-static PyTypeObject AccType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ember_autograd._C.AccumulateGradBase",
-    .tp_basicsize = sizeof(AccObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "The fields of an AccumulateGrad node.",
-    .tp_base = &NodeType,
-    .tp_new = node_new,
-    .tp_dealloc = (destructor)acc_dealloc,
-    .tp_traverse = (traverseproc)acc_traverse,
-    .tp_clear = (inquiry)acc_clear,
-    .tp_members = acc_members,
 };
 
 /* -------------------------------------------------------- saved tensors */
@@ -412,6 +366,299 @@ static PyObject* make_saved(PyObject* t, PyObject* saved_by) {
     s->output_nr = -1;
     return (PyObject*)s;
 }
+
+/* ------------------------------------------------- derivative-table nodes */
+
+/* _formula.OpNode.apply(grads): the gradients of the node's inputs from those
+ * of its outputs -- the formula called with the values it saved, each
+ * gradient then summed to its input's shape and cast to its dtype (the
+ * reference is the docstring of _formula.py). */
+static PyObject* unpack_value(PyObject* v, PyObject* node) {
+    if (Py_TYPE(v) == SavedCls) return saved_unpack_impl((SavedObject*)v, node);
+    int is_list = PyList_CheckExact(v);
+    if ((is_list || PyTuple_CheckExact(v)) && PySequence_Fast_GET_SIZE(v) > 0) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+        int any = 0;
+        for (Py_ssize_t i = 0; i < n && !any; i++)
+            any = Py_TYPE(PySequence_Fast_GET_ITEM(v, i)) == SavedCls;
+        if (any) {
+            PyObject* out = is_list ? PyList_New(n) : PyTuple_New(n);
+            if (out == NULL) return NULL;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                PyObject* x = PySequence_Fast_GET_ITEM(v, i);
+                PyObject* u;
+                if (Py_TYPE(x) == SavedCls) {
+                    u = saved_unpack_impl((SavedObject*)x, node);
+                    if (u == NULL) {
+                        Py_DECREF(out);
+                        return NULL;
+                    }
+                } else {
+                    u = x;
+                    Py_INCREF(u);
+                }
+                if (is_list) PyList_SET_ITEM(out, i, u);
+                else PyTuple_SET_ITEM(out, i, u);
+            }
+            return out;
+        }
+    }
+    Py_INCREF(v);
+    return v;
+}
+
+static PyObject* node_error(PyObject* node, const char* what, const char* arg) {
+    PyObject* name = PyObject_CallMethodNoArgs(node, s_name);
+    if (name != NULL) {
+        PyErr_Format(PyExc_RuntimeError, what, name, arg);
+        Py_DECREF(name);
+    }
+    return NULL;
+}
+
+static PyObject* formula_apply(NodeObject* node, PyObject* grads) {
+    PyObject *f = node->formula, *values = node->values, *edges = node->next_functions;
+    if (f == NULL || values == NULL || edges == NULL || node->in_meta == NULL ||
+        !PyDict_Check(values) || !PyTuple_Check(edges)) {
+        PyErr_SetString(PyExc_RuntimeError, "apply: not a derivative-table node");
+        return NULL;
+    }
+    PyObject *kwargs = NULL, *fn = NULL, *gseq = NULL, *garg = NULL, *out = NULL, *result = NULL,
+             *metas = NULL;
+    kwargs = PyDict_New();
+    if (kwargs == NULL) return NULL;
+    Py_ssize_t pos = 0;
+    PyObject *name, *v;
+    while (PyDict_Next(values, &pos, &name, &v)) {
+        PyObject* u = unpack_value(v, (PyObject*)node);
+        if (u == NULL) goto done;
+        int rc = PyDict_SetItem(kwargs, name, u);
+        Py_DECREF(u);
+        if (rc < 0) goto done;
+    }
+    int wants = flag(f, s_wants_needs);
+    if (wants < 0) goto done;
+    if (wants) {
+        Py_ssize_t n = PyTuple_GET_SIZE(edges);
+        PyObject* needs = PyTuple_New(n);
+        if (needs == NULL) goto done;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject* e = PyTuple_GET_ITEM(edges, i);
+            PyObject* b = PyTuple_Check(e) && PyTuple_GET_SIZE(e) > 0 &&
+                                  PyTuple_GET_ITEM(e, 0) != Py_None
+                              ? Py_True
+                              : Py_False;
+            Py_INCREF(b);
+            PyTuple_SET_ITEM(needs, i, b);
+        }
+        int rc = PyDict_SetItem(kwargs, s_needs, needs);
+        Py_DECREF(needs);
+        if (rc < 0) goto done;
+    }
+    int multi = flag(f, s_multi_grad);
+    if (multi < 0) goto done;
+    gseq = PySequence_Tuple(grads);
+    if (gseq == NULL) goto done;
+    if (multi) {
+        garg = gseq;
+        Py_INCREF(garg);
+    } else {
+        if (PyTuple_GET_SIZE(gseq) < 1) {
+            PyErr_SetString(PyExc_IndexError, "apply: no gradient");
+            goto done;
+        }
+        garg = PyTuple_GET_ITEM(gseq, 0);
+        Py_INCREF(garg);
+    }
+    fn = PyObject_GetAttr(f, s_fn);
+    if (fn == NULL) goto done;
+    PyObject* pargs = PyTuple_Pack(1, garg);
+    if (pargs == NULL) goto done;
+    out = PyObject_Call(fn, pargs, kwargs);
+    Py_DECREF(pargs);
+    if (out == NULL) goto done;
+    if (!PyTuple_CheckExact(out)) Py_SETREF(out, PyTuple_Pack(1, out));
+    if (out == NULL) goto done;
+    Py_ssize_t n = PyTuple_GET_SIZE(edges);
+    if (PyTuple_GET_SIZE(out) != n) {
+        PyObject* counts = Py_BuildValue("(nn)", PyTuple_GET_SIZE(out), n);
+        if (counts != NULL) {
+            PyObject* name = PyObject_CallMethodNoArgs((PyObject*)node, s_name);
+            if (name != NULL)
+                PyErr_Format(PyExc_RuntimeError, "%S: formula returned %zd gradients for %zd inputs",
+                             name, PyTuple_GET_SIZE(out), n);
+            Py_XDECREF(name);
+            Py_DECREF(counts);
+        }
+        goto done;
+    }
+    metas = PySequence_Fast(node->in_meta, "in_meta");
+    if (metas == NULL) goto done;
+    if (PySequence_Fast_GET_SIZE(metas) < n) n = PySequence_Fast_GET_SIZE(metas); /* zip */
+    result = PyList_New(n);
+    if (result == NULL) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject* g = PyTuple_GET_ITEM(out, i);
+        PyObject* e = PyTuple_GET_ITEM(edges, i);
+        if (g == Py_None || PyTuple_GET_ITEM(e, 0) == Py_None) {
+            Py_INCREF(Py_None);
+            PyList_SET_ITEM(result, i, Py_None);
+            continue;
+        }
+        if (!is_tensor(g)) {
+            node_error((PyObject*)node, "%S: formula returned %s, not a Tensor",
+                       _PyType_Name(Py_TYPE(g)));
+            goto done;
+        }
+        PyObject* meta = PySequence_Fast_GET_ITEM(metas, i);
+        PyObject *shape = PyTuple_GET_ITEM(meta, 0), *dtype = PyTuple_GET_ITEM(meta, 1);
+        Py_INCREF(g);
+        PyObject* gs = PyObject_GetAttr(g, s__shape);
+        if (gs == NULL) {
+            Py_DECREF(g);
+            goto done;
+        }
+        int same = gs == shape ? 1 : PyObject_RichCompareBool(gs, shape, Py_EQ);
+        Py_DECREF(gs);
+        if (same < 0) {
+            Py_DECREF(g);
+            goto done;
+        }
+        if (!same) { /* undo broadcasting */
+            PyObject* a2[2] = {g, shape};
+            Py_SETREF(g, PyObject_Vectorcall(py_sum_to, a2, 2, NULL));
+            if (g == NULL) goto done;
+        }
+        PyObject* gd = PyObject_GetAttr(g, s__dtype);
+        if (gd == NULL) {
+            Py_DECREF(g);
+            goto done;
+        }
+        Py_DECREF(gd); /* dtypes are singletons: identity is the test */
+        if (gd != dtype) {
+            Py_SETREF(g, PyObject_CallMethodOneArg(g, s_to, dtype));
+            if (g == NULL) goto done;
+        }
+        PyList_SET_ITEM(result, i, g);
+    }
+    Py_DECREF(kwargs);
+    Py_XDECREF(fn);
+    Py_XDECREF(gseq);
+    Py_XDECREF(garg);
+    Py_XDECREF(out);
+    Py_XDECREF(metas);
+    return result;
+done:
+    Py_XDECREF(kwargs);
+    Py_XDECREF(fn);
+    Py_XDECREF(gseq);
+    Py_XDECREF(garg);
+    Py_XDECREF(out);
+    Py_XDECREF(metas);
+    Py_XDECREF(result);
+    return NULL;
+}
+
+static void saved_free(PyObject* v) {
+    SavedObject* s = (SavedObject*)v;
+    Py_INCREF(Py_None);
+    Py_XSETREF(s->t, Py_None);
+}
+
+/* _formula.OpNode.release(): free the saved tensors after a backward without
+ * retain_graph. */
+static int formula_release(NodeObject* node) {
+    PyObject* values = node->values;
+    if (values == NULL || !PyDict_Check(values)) return 0;
+    Py_ssize_t pos = 0;
+    PyObject *name, *v;
+    while (PyDict_Next(values, &pos, &name, &v)) {
+        if (PyObject_TypeCheck(v, &SavedType)) {
+            saved_free(v);
+        } else if (PyList_CheckExact(v) || PyTuple_CheckExact(v)) {
+            for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(v); i++) {
+                PyObject* x = PySequence_Fast_GET_ITEM(v, i);
+                if (PyObject_TypeCheck(x, &SavedType)) saved_free(x);
+            }
+        }
+    }
+    return 0;
+}
+
+static PyObject* node_apply_formula(NodeObject* node, PyObject* grads) {
+    return formula_apply(node, grads);
+}
+
+static PyObject* node_release_formula(NodeObject* node, PyObject* unused) {
+    formula_release(node);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef node_methods[] = {
+    {"_apply_formula", (PyCFunction)node_apply_formula, METH_O,
+     "OpNode.apply: the formula's gradients, summed to the inputs' shapes and dtypes"},
+    {"_release_formula", (PyCFunction)node_release_formula, METH_NOARGS,
+     "OpNode.release: free the saved tensors"},
+    {NULL},
+};
+
+static PyTypeObject NodeType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ember_autograd._C.NodeBase",
+    .tp_basicsize = sizeof(NodeObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The fields of a graph node (Note [C nodes]); _node.Node adds the behaviour.",
+    .tp_new = node_new,
+    .tp_dealloc = (destructor)node_dealloc,
+    .tp_traverse = (traverseproc)node_traverse,
+    .tp_clear = (inquiry)node_clear,
+    .tp_weaklistoffset = offsetof(NodeObject, weakreflist),
+    .tp_members = node_members,
+    .tp_methods = node_methods,
+};
+
+/* The sink of a leaf (_node.AccumulateGrad): a node with the leaf tensor it
+ * accumulates into.  A leaf holds its AccumulateGrad weakly (``_acc``), as in
+ * PyTorch, so a new one is made for each graph that uses the leaf: cheaply, by
+ * accumulator() below. */
+typedef struct {
+    NodeObject node;
+    PyObject* variable;
+} AccObject;
+
+static int acc_traverse(AccObject* n, visitproc visit, void* arg) {
+    Py_VISIT(n->variable);
+    return node_traverse(&n->node, visit, arg);
+}
+
+static int acc_clear(AccObject* n) {
+    Py_CLEAR(n->variable);
+    return node_clear(&n->node);
+}
+
+static void acc_dealloc(AccObject* n) {
+    PyObject_GC_UnTrack(n);
+    if (n->node.weakreflist != NULL) PyObject_ClearWeakRefs((PyObject*)n);
+    acc_clear(n);
+    Py_TYPE(n)->tp_free((PyObject*)n);
+}
+
+static PyMemberDef acc_members[] = {
+    {"variable", T_OBJECT, offsetof(AccObject, variable), 0, "the leaf tensor"},
+    {NULL},
+};
+
+static PyTypeObject AccType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ember_autograd._C.AccumulateGradBase",
+    .tp_basicsize = sizeof(AccObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The fields of an AccumulateGrad node.",
+    .tp_base = &NodeType,
+    .tp_new = node_new,
+    .tp_dealloc = (destructor)acc_dealloc,
+    .tp_traverse = (traverseproc)acc_traverse,
+    .tp_clear = (inquiry)acc_clear,
+    .tp_members = acc_members,
+};
 
 /* -------------------------------------------------------------- op infos */
 
@@ -963,6 +1210,447 @@ fail:
     goto done;
 }
 
+/* ---------------------------------------------------------------- engine */
+
+/* Note [C engine]
+ * _engine.run_backward's loop for a backward without ``inputs`` and outside
+ * anomaly mode (loss.backward(), with or without retain_graph/create_graph,
+ * hooks of every kind): the same steps in the same order (Note [Execution
+ * order]: a heap on the nodes' sequence numbers), with gradients waiting for
+ * their node in one dict, and the Python helpers of _engine.py called for
+ * what is rare (hooks, missing gradients, accumulation other than the steady
+ * state of training). */
+typedef struct {
+    long long seq;
+    PyObject* node;
+} HeapItem;
+
+typedef struct {
+    HeapItem* items;
+    Py_ssize_t n, cap;
+} Heap;
+
+static int heap_push(Heap* h, PyObject* node) {
+    if (h->n == h->cap) {
+        Py_ssize_t cap = h->cap ? 2 * h->cap : 64;
+        HeapItem* items = PyMem_Realloc(h->items, cap * sizeof(HeapItem));
+        if (items == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        h->items = items;
+        h->cap = cap;
+    }
+    long long seq = ((NodeObject*)node)->seq;
+    Py_ssize_t i = h->n++;
+    while (i > 0) { /* a max-heap: the newest node first */
+        Py_ssize_t parent = (i - 1) / 2;
+        if (h->items[parent].seq >= seq) break;
+        h->items[i] = h->items[parent];
+        i = parent;
+    }
+    Py_INCREF(node);
+    h->items[i].seq = seq;
+    h->items[i].node = node;
+    return 0;
+}
+
+static PyObject* heap_pop(Heap* h) { /* a new reference */
+    PyObject* top = h->items[0].node;
+    HeapItem last = h->items[--h->n];
+    Py_ssize_t i = 0;
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && h->items[c + 1].seq > h->items[c].seq) c++;
+        if (h->items[c].seq <= last.seq) break;
+        h->items[i] = h->items[c];
+        i = c;
+    }
+    if (h->n > 0) h->items[i] = last;
+    return top;
+}
+
+static void heap_free(Heap* h) {
+    for (Py_ssize_t i = 0; i < h->n; i++) Py_DECREF(h->items[i].node);
+    PyMem_Free(h->items);
+}
+
+typedef struct {
+    Heap heap;
+    PyObject* buffers; /* node -> list of gradients */
+    PyObject* placed;  /* ids of gradients handed to a leaf */
+    PyObject* shared;  /* ... handed to more than one (none may steal them) */
+    PyObject* foreign; /* ids of the caller's gradients and of those hooks saw */
+} Engine;
+
+static int set_add_id(PyObject* set, PyObject* o) {
+    PyObject* id = PyLong_FromVoidPtr(o);
+    if (id == NULL) return -1;
+    int rc = PySet_Add(set, id);
+    Py_DECREF(id);
+    return rc;
+}
+
+static int set_has_id(PyObject* set, PyObject* o) {
+    PyObject* id = PyLong_FromVoidPtr(o);
+    if (id == NULL) return -1;
+    int rc = PySet_Contains(set, id);
+    Py_DECREF(id);
+    return rc;
+}
+
+/* Gradients headed for leaves: one that reaches two may be stolen by neither. */
+static int track(Engine* e, PyObject* g) {
+    int in = set_has_id(e->placed, g);
+    if (in < 0) return -1;
+    return set_add_id(in ? e->shared : e->placed, g);
+}
+
+/* Hand gradient g to input nr of node, summing with what is there; queue the
+ * node with its first gradient. */
+static int put(Engine* e, PyObject* node, Py_ssize_t nr, PyObject* g) {
+    PyObject* buf = PyDict_GetItemWithError(e->buffers, node); /* borrowed */
+    if (buf == NULL) {
+        if (PyErr_Occurred()) return -1;
+        Py_ssize_t n = ((NodeObject*)node)->n_outputs;
+        if (n < nr + 1) n = nr + 1;
+        buf = PyList_New(n);
+        if (buf == NULL) return -1;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_INCREF(Py_None);
+            PyList_SET_ITEM(buf, i, Py_None);
+        }
+        int rc = PyDict_SetItem(e->buffers, node, buf);
+        Py_DECREF(buf); /* the dict holds it */
+        if (rc < 0 || heap_push(&e->heap, node) < 0) return -1;
+    }
+    while (PyList_GET_SIZE(buf) <= nr)
+        if (PyList_Append(buf, Py_None) < 0) return -1;
+    PyObject* old = PyList_GET_ITEM(buf, nr);
+    if (old != Py_None) {
+        g = PyNumber_Add(old, g);
+        if (g == NULL) return -1;
+    } else {
+        Py_INCREF(g);
+    }
+    PyList_SetItem(buf, nr, g); /* steals g */
+    if (Py_TYPE(node) == AccCls && track(e, g) < 0) return -1;
+    return 0;
+}
+
+/* var.grad += g in the steady state of training (in place, unrecorded);
+ * _engine._accumulate for everything else. */
+static int accumulate(PyObject* var, PyObject* g, int create_graph, int owned) {
+    int rg = flag(var, s__rg);
+    if (rg <= 0) return rg; /* frozen after the graph was built: nothing */
+    PyObject* old = PyObject_GetAttr(var, s__grad);
+    if (old == NULL) return -1;
+    int steady = 0;
+    if (old != Py_None && !create_graph) {
+        int org = flag(old, s__rg);
+        if (org < 0) goto fail;
+        if (!org) {
+            PyObject *gs = PyObject_GetAttr(g, s__shape), *vs = PyObject_GetAttr(var, s__shape);
+            PyObject *gd = PyObject_GetAttr(g, s__dtype), *vd = PyObject_GetAttr(var, s__dtype);
+            int same = gs && vs && gd && vd
+                           ? (gs == vs ? 1 : PyObject_RichCompareBool(gs, vs, Py_EQ))
+                           : -1;
+            steady = same > 0 && gd == vd;
+            Py_XDECREF(gs);
+            Py_XDECREF(vs);
+            Py_XDECREF(gd);
+            Py_XDECREF(vd);
+            if (same < 0) goto fail;
+        }
+    }
+    if (!steady) {
+        Py_DECREF(old);
+        PyObject* a[4] = {var, g, create_graph ? Py_True : Py_False, owned ? Py_True : Py_False};
+        PyObject* r = PyObject_Vectorcall(py_accumulate, a, 4, NULL);
+        Py_XDECREF(r);
+        return r == NULL ? -1 : 0;
+    }
+    PyObject* one = PyLong_FromLong(1);
+    PyObject* a[3] = {old, g, one};
+    PyObject* r = one ? PyObject_Vectorcall(add_impl, a, 3, NULL) : NULL;
+    Py_XDECREF(one);
+    Py_DECREF(old);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    PyObject* d = PyObject_GenericGetDict(var, NULL);
+    if (d == NULL) return -1;
+    PyObject* hooks = PyDict_GetItemWithError(d, s__post_acc_hooks);
+    int has = hooks ? PyObject_IsTrue(hooks) : (PyErr_Occurred() ? -1 : 0);
+    Py_DECREF(d);
+    if (has <= 0) return has;
+    r = PyObject_CallOneArg(py_post_accumulate, var);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+fail:
+    Py_DECREF(old);
+    return -1;
+}
+
+/* Does the leaf tensor var have gradient hooks (Tensor.register_hook)? */
+static int leaf_hooks(PyObject* var) {
+    PyObject* d = PyObject_GenericGetDict(var, NULL);
+    if (d == NULL) return -1;
+    PyObject* hooks = PyDict_GetItemWithError(d, s__hooks);
+    int has = hooks ? PyObject_IsTrue(hooks) : (PyErr_Occurred() ? -1 : 0);
+    Py_DECREF(d);
+    return has;
+}
+
+/* extra.post_hooks is not empty (extra is not None). */
+static int has_post_hooks(PyObject* extra) {
+    PyObject* h = PyObject_GetAttr(extra, s_post_hooks);
+    if (h == NULL) return -1;
+    int r = PyObject_IsTrue(h);
+    Py_DECREF(h);
+    return r;
+}
+
+static PyObject* apply_descr;   /* NodeBase._apply_formula */
+static PyObject* release_descr; /* NodeBase._release_formula */
+
+/* Is the class attribute `name` of node's type the method descriptor d? */
+static int type_attr_is(PyObject* node, PyObject* name, PyObject* d) {
+    PyObject* v = PyObject_GetAttr((PyObject*)Py_TYPE(node), name);
+    if (v == NULL) return -1;
+    Py_DECREF(v);
+    return v == d;
+}
+
+/* One node off the heap: hooks, its backward (or the accumulation of a leaf),
+ * its gradients handed on. */
+static int run_node(Engine* e, PyObject* node, int retain_graph, int create_graph) {
+    NodeObject* nd = (NodeObject*)node;
+    PyObject* grads = PyDict_GetItemWithError(e->buffers, node);
+    if (grads == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "engine: a node without buffer");
+        return -1;
+    }
+    Py_INCREF(grads);
+    if (PyDict_DelItem(e->buffers, node) < 0) {
+        Py_DECREF(grads);
+        return -1;
+    }
+    PyObject* result = NULL;
+    int rc = -1;
+    PyObject* extra = nd->extra != NULL && nd->extra != Py_None ? nd->extra : NULL;
+    int is_leaf = Py_TYPE(node) == AccCls;
+    int hooked = extra != NULL;
+    if (!hooked && is_leaf) {
+        PyObject* var = ((AccObject*)node)->variable;
+        hooked = var != NULL && var != Py_None ? leaf_hooks(var) : 0;
+        if (hooked < 0) goto out;
+    }
+    if (hooked) {
+        PyObject* a[3] = {node, extra ? extra : Py_None, grads};
+        Py_SETREF(grads, PyObject_Vectorcall(py_pre_hooks, a, 3, NULL));
+        if (grads == NULL) goto out;
+        PyObject* seq = PySequence_Fast(grads, "hooks' gradients");
+        if (seq == NULL) goto out;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) /* a hook may keep them */
+            if (set_add_id(e->foreign, PySequence_Fast_GET_ITEM(seq, i)) < 0) {
+                Py_DECREF(seq);
+                goto out;
+            }
+        Py_DECREF(seq);
+    }
+    if (is_leaf) {
+        PyObject* g = PySequence_GetItem(grads, 0);
+        if (g == NULL) goto out;
+        if (g != Py_None) {
+            int sh = set_has_id(e->shared, g), fo = sh ? 0 : set_has_id(e->foreign, g);
+            int r = sh < 0 || fo < 0
+                        ? -1
+                        : accumulate(((AccObject*)node)->variable, g, create_graph, !sh && !fo);
+            if (r < 0) {
+                Py_DECREF(g);
+                goto out;
+            }
+        }
+        Py_DECREF(g);
+        if (extra != NULL) {
+            int ph = has_post_hooks(extra);
+            if (ph < 0) goto out;
+            if (ph) {
+                PyObject* empty = PyTuple_New(0);
+                PyObject* a[3] = {extra, empty, grads};
+                PyObject* r = empty ? PyObject_Vectorcall(py_post_hooks, a, 3, NULL) : NULL;
+                Py_XDECREF(empty);
+                if (r == NULL) goto out;
+                Py_DECREF(r);
+            }
+        }
+        rc = 0;
+        goto out;
+    }
+    if (nd->out_meta != NULL && nd->out_meta != Py_None) {
+        PyObject* ctx = PyObject_GetAttr(node, s__ctx);
+        if (ctx == NULL) goto out;
+        Py_DECREF(ctx);
+        if (ctx == Py_None) {
+            int missing = 0;
+            for (Py_ssize_t i = 0; i < PySequence_Size(grads) && !missing; i++) {
+                PyObject* g = PySequence_GetItem(grads, i);
+                if (g == NULL) goto out;
+                missing = g == Py_None;
+                Py_DECREF(g);
+            }
+            if (missing) { /* derivative-table formulas always get tensors */
+                PyObject* a[2] = {node, grads};
+                Py_SETREF(grads, PyObject_Vectorcall(py_zeros_for_missing, a, 2, NULL));
+                if (grads == NULL) goto out;
+            }
+        }
+    }
+    int is_op = PyObject_TypeCheck(node, OpNodeCls);
+    int own_apply = is_op ? type_attr_is(node, s_apply, apply_descr) : 0;
+    if (own_apply < 0) goto out;
+    if (!create_graph && is_op) {
+        /* our own formulas, nothing recorded: their ops skip the handler */
+        ThreadVars* t = tv();
+        t->below = 1;
+        result = own_apply ? formula_apply(nd, grads)
+                           : PyObject_CallMethodOneArg(node, s_apply, grads);
+        t->below = 0;
+    } else {
+        result = own_apply ? formula_apply(nd, grads)
+                           : PyObject_CallMethodOneArg(node, s_apply, grads);
+    }
+    if (result == NULL) goto out;
+    if (extra != NULL) {
+        int ph = has_post_hooks(extra);
+        if (ph < 0) goto out;
+        if (ph) {
+            PyObject* a[3] = {extra, result, grads};
+            Py_SETREF(result, PyObject_Vectorcall(py_post_hooks, a, 3, NULL));
+            if (result == NULL) goto out;
+        }
+    }
+    if (!retain_graph) {
+        int own_release = is_op ? type_attr_is(node, s_release, release_descr) : 0;
+        if (own_release < 0) goto out;
+        if (own_release) {
+            formula_release(nd);
+        } else {
+            PyObject* r = PyObject_CallMethodNoArgs(node, s_release);
+            if (r == NULL) goto out;
+            Py_DECREF(r);
+        }
+    }
+    PyObject* edges = nd->next_functions;
+    PyObject* res = PySequence_Fast(result, "a node's gradients");
+    if (res == NULL) goto out;
+    Py_SETREF(result, res);
+    Py_ssize_t n = edges != NULL && PyTuple_Check(edges) ? PyTuple_GET_SIZE(edges) : 0;
+    if (PySequence_Fast_GET_SIZE(result) < n) n = PySequence_Fast_GET_SIZE(result);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject* g = PySequence_Fast_GET_ITEM(result, i);
+        PyObject* edge = PyTuple_GET_ITEM(edges, i);
+        if (g == Py_None || !PyTuple_Check(edge) || PyTuple_GET_SIZE(edge) != 2) continue;
+        PyObject* child = PyTuple_GET_ITEM(edge, 0);
+        if (child == Py_None) continue;
+        if (!PyObject_TypeCheck(child, &NodeType)) {
+            PyErr_SetString(PyExc_TypeError, "engine: next_functions holds a non-node");
+            goto out;
+        }
+        Py_ssize_t nr = PyLong_AsSsize_t(PyTuple_GET_ITEM(edge, 1));
+        if (nr < 0) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "engine: negative input_nr");
+            goto out;
+        }
+        if (put(e, child, nr, g) < 0) goto out;
+    }
+    rc = 0;
+out:
+    Py_XDECREF(grads);
+    Py_XDECREF(result);
+    return rc;
+}
+
+/* execute(root_edges, grads, retain_graph, create_graph): Note [C engine].
+ * root_edges: [(node, nr)]; grads: [(gradient or None, owned)]. */
+static PyObject* execute(PyObject* self, PyObject* const* a, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyList_Check(a[0]) || !PyList_Check(a[1])) {
+        PyErr_SetString(PyExc_TypeError, "execute(root_edges, grads, retain_graph, create_graph)");
+        return NULL;
+    }
+    int retain_graph = PyObject_IsTrue(a[2]), create_graph = PyObject_IsTrue(a[3]);
+    if (retain_graph < 0 || create_graph < 0) return NULL;
+    Engine e = {{NULL, 0, 0}, PyDict_New(), PySet_New(NULL), PySet_New(NULL), PySet_New(NULL)};
+    int rc = -1;
+    if (!e.buffers || !e.placed || !e.shared || !e.foreign) goto out;
+    Py_ssize_t n = PyList_GET_SIZE(a[0]);
+    if (PyList_GET_SIZE(a[1]) < n) n = PyList_GET_SIZE(a[1]);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *edge = PyList_GET_ITEM(a[0], i), *go = PyList_GET_ITEM(a[1], i);
+        if (!PyTuple_Check(edge) || PyTuple_GET_SIZE(edge) != 2 || !PyTuple_Check(go) ||
+            PyTuple_GET_SIZE(go) != 2 || !PyObject_TypeCheck(PyTuple_GET_ITEM(edge, 0), &NodeType)) {
+            PyErr_SetString(PyExc_TypeError, "execute: bad root edge or gradient");
+            goto out;
+        }
+        PyObject* g = PyTuple_GET_ITEM(go, 0);
+        if (g == Py_None) continue;
+        Py_ssize_t nr = PyLong_AsSsize_t(PyTuple_GET_ITEM(edge, 1));
+        if (nr < 0 && PyErr_Occurred()) goto out;
+        if (put(&e, PyTuple_GET_ITEM(edge, 0), nr, g) < 0) goto out;
+        int owned = PyObject_IsTrue(PyTuple_GET_ITEM(go, 1));
+        if (owned < 0 || (!owned && set_add_id(e.foreign, g) < 0)) goto out;
+    }
+    while (e.heap.n > 0) {
+        PyObject* node = heap_pop(&e.heap);
+        int r = run_node(&e, node, retain_graph, create_graph);
+        Py_DECREF(node);
+        if (r < 0) goto out;
+    }
+    rc = 0;
+out:
+    heap_free(&e.heap);
+    Py_XDECREF(e.buffers);
+    Py_XDECREF(e.placed);
+    Py_XDECREF(e.shared);
+    Py_XDECREF(e.foreign);
+    if (rc < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject** const engine_slots[] = {
+    (PyObject**)&OpNodeCls, &py_sum_to, &py_zeros_for_missing, &py_pre_hooks, &py_post_hooks,
+    &py_accumulate, &py_post_accumulate, &add_impl,
+};
+static const char* const engine_names[] = {
+    "OpNode", "sum_to", "zeros_for_missing", "pre_hooks", "post_hooks", "accumulate",
+    "post_accumulate", "add_impl",
+};
+
+static PyObject* setup_engine(PyObject* self, PyObject* args, PyObject* kw) {
+    size_t n = sizeof engine_names / sizeof engine_names[0];
+    if (PyTuple_GET_SIZE(args) || kw == NULL) {
+        PyErr_SetString(PyExc_TypeError, "setup_engine(**objects): keywords only");
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (PyDict_GetItemString(kw, engine_names[i]) == NULL) {
+            PyErr_Format(PyExc_TypeError, "setup_engine: missing %s", engine_names[i]);
+            return NULL;
+        }
+    PyObject* cls = PyDict_GetItemString(kw, "OpNode");
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject*)cls, &NodeType)) {
+        PyErr_SetString(PyExc_TypeError, "setup_engine: OpNode is not a node class");
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        PyObject* v = PyDict_GetItemString(kw, engine_names[i]);
+        Py_INCREF(v);
+        Py_XSETREF(*engine_slots[i], v);
+    }
+    Py_RETURN_NONE;
+}
+
 /* ---------------------------------------------------------------- setup */
 
 static PyObject** const setup_slots[] = {
@@ -1010,6 +1698,10 @@ static PyObject* setup(PyObject* self, PyObject* args, PyObject* kw) {
 static PyMethodDef functions[] = {
     {"setup", (PyCFunction)(void (*)(void))setup, METH_VARARGS | METH_KEYWORDS,
      "setup(**objects): the Python side of the fast paths (_handler.py)"},
+    {"setup_engine", (PyCFunction)(void (*)(void))setup_engine, METH_VARARGS | METH_KEYWORDS,
+     "setup_engine(**objects): the Python side of the engine's loop (_engine.py)"},
+    {"execute", (PyCFunction)(void (*)(void))execute, METH_FASTCALL,
+     "execute(root_edges, grads, retain_graph, create_graph): the engine's loop (Note [C engine])"},
     {"accumulator", (PyCFunction)accumulator_fn, METH_O,
      "accumulator(t): the (shared) AccumulateGrad node of leaf t"},
     {"handle", (PyCFunction)(void (*)(void))handle, METH_FASTCALL,
@@ -1043,7 +1735,12 @@ static int install(void) {
         intern(&s__offset, "_offset") || intern(&s__device, "_device") ||
         intern(&s_is_floating_point, "is_floating_point") || intern(&s__vv, "_vv") ||
         intern(&s__acc, "_acc") || intern(&s_impl, "impl") || intern(&s_result, "result") ||
-        intern(&s__unpack_slow, "_unpack_slow"))
+        intern(&s__unpack_slow, "_unpack_slow") || intern(&s_fn, "fn") ||
+        intern(&s_wants_needs, "wants_needs") || intern(&s_multi_grad, "multi_grad") ||
+        intern(&s_needs, "needs") || intern(&s_name, "name") || intern(&s_to, "to") ||
+        intern(&s_apply, "apply") || intern(&s_release, "release") || intern(&s__ctx, "_ctx") ||
+        intern(&s__hooks, "_hooks") || intern(&s__post_acc_hooks, "_post_acc_hooks") ||
+        intern(&s__grad, "_grad") || intern(&s_post_hooks, "post_hooks"))
         return -1;
     no_edge = Py_BuildValue("(Oi)", Py_None, 0);
     if (no_edge == NULL) return -1;
@@ -1054,6 +1751,11 @@ static int install(void) {
         add_type(m, &AccType, "AccumulateGradBase") ||
         add_type(m, &SavedType, "SavedTensorBase") || add_type(m, &InfoType, "OpInfo"))
         goto out;
+    apply_descr = PyDict_GetItemString(NodeType.tp_dict, "_apply_formula");
+    release_descr = PyDict_GetItemString(NodeType.tp_dict, "_release_formula");
+    if (apply_descr == NULL || release_descr == NULL) goto out;
+    Py_INCREF(apply_descr);
+    Py_INCREF(release_descr);
     PyObject* modname = PyModule_GetNameObject(m);
     if (modname == NULL) goto out;
     for (PyMethodDef* f = functions; f->ml_name != NULL; f++) {

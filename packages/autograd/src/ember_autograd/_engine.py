@@ -20,8 +20,8 @@ accumulation and its post-accumulate-grad hooks), Node post-hooks.
 import heapq
 
 import ember_core as ec
-from ember_autograd import _anomaly, _grad_mode
-from ember_autograd._formula import OpNode
+from ember_autograd import _anomaly, _grad_mode, _native
+from ember_autograd._formula import OpNode, sum_to
 from ember_autograd._handler import _edge
 from ember_autograd._node import AccumulateGrad, accumulator
 from ember_core import _creation as _core_creation
@@ -155,6 +155,20 @@ def current_task():
 def run_backward(outputs, grads, retain_graph, create_graph, inputs=None, accumulate=True):
     """Backpropagate; returns the gradients captured for ``inputs`` (in order)."""
     root_edges = [_root_edge(t, i) for i, t in enumerate(outputs)]
+    if inputs is None and accumulate and not state.anomaly:
+        # loss.backward() and its variants: the loop below, in C (Note [C engine])
+        prev = (state.enabled, state.below)
+        state.enabled, state.below = create_graph, 0
+        task = GraphTask([n for n, _ in root_edges], None)
+        tasks.append(task)
+        try:
+            _native.execute(root_edges, grads, retain_graph, create_graph)
+            for cb in task.callbacks:  # Variable._execution_engine.queue_callback's
+                cb()
+        finally:
+            tasks.pop()
+            state.enabled, state.below = prev
+        return []
     targets = needed = input_nodes = None
     if inputs is not None:
         targets = {}  # (node, nr) -> indices into inputs
@@ -357,10 +371,7 @@ def _accumulate(var, g, create_graph, owned):
         and g._dtype is var._dtype
     ):
         _add_(old, g, 1)  # the steady state of training: in place, unrecorded
-        hooks = var.__dict__.get("_post_acc_hooks")
-        if hooks:
-            for hook in list(hooks.values()):
-                hook(var)
+        _post_accumulate_hooks(var)
         return
     if g._shape != var._shape:
         g = g.reshape(var._shape) if g._numel == var._numel else g.expand(var._shape)
@@ -382,6 +393,10 @@ def _accumulate(var, g, create_graph, owned):
         var._grad = old + g
     else:
         _add_(old, g, 1)  # in place, unrecorded: straight to the implementation
+    _post_accumulate_hooks(var)
+
+
+def _post_accumulate_hooks(var):
     hooks = var.__dict__.get("_post_acc_hooks")
     if hooks:
         for hook in list(hooks.values()):
@@ -407,3 +422,15 @@ def _dense(t):
             return False
         expected *= sz
     return True
+
+
+_native.setup_engine(
+    OpNode=OpNode,
+    sum_to=sum_to,
+    zeros_for_missing=_zeros_for_missing,
+    pre_hooks=_pre_hooks,
+    post_hooks=_post_hooks,
+    accumulate=_accumulate,
+    post_accumulate=_post_accumulate_hooks,
+    add_impl=_add_,
+)

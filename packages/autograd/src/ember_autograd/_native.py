@@ -14,3 +14,5 @@ SavedTensorBase = _C.SavedTensorBase
 OpInfo = _C.OpInfo
 handle = _C.handle  # the dispatch handler (_handler.py)
 setup = _C.setup
+setup_engine = _C.setup_engine
+execute = _C.execute  # Note [C engine]

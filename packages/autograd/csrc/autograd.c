@@ -13,6 +13,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <string.h>
 #include <structmember.h>
 
 #include "ember_autograd.h"
@@ -146,6 +147,11 @@ static PyObject* call_impl;       /* ember_core's Op.call_impl (the end of the h
 static PyTypeObject* SavedCls;    /* _node.SavedTensor (a subclass of SavedTensorBase) */
 static PyTypeObject* AccCls;      /* _node.AccumulateGrad (a subclass of AccumulateGradBase) */
 static PyObject* no_edge;         /* (None, 0) */
+static PyObject* one;             /* 1 */
+static PyObject* last_write;      /* _node.last_write: storage -> (version, op name, location) */
+static PyObject* last_write_data; /* its dict (weak references -> records) */
+static char** own_dirs;           /* ember's package directories (Note [Write notes]) */
+static Py_ssize_t n_own_dirs;
 /* set by setup_engine() (_engine.py) */
 static PyTypeObject* OpNodeCls;   /* _formula.OpNode */
 static PyObject* py_sum_to;       /* _formula.sum_to(g, shape) */
@@ -813,6 +819,118 @@ static int requires(InfoObject* info, PyObject* args) {
     return 0;
 }
 
+/* Note [Write notes]
+ * Every in-place write notes, for the error of a stale saved tensor, which op
+ * wrote into the storage and from which source line (the first frame outside
+ * ember's packages): _node.last_write[storage] = (version after the write,
+ * op name, (file, line)).  last_write is a WeakKeyDictionary; a storage
+ * written before keeps its entry, whose value is replaced without making a
+ * new weak reference. */
+static PyObject* location(void) {
+    PyFrameObject* f = PyEval_GetFrame(); /* borrowed */
+    Py_XINCREF(f);
+    while (f != NULL) {
+        PyCodeObject* code = PyFrame_GetCode(f);
+        const char* file = PyUnicode_AsUTF8(code->co_filename);
+        int own = 0;
+        for (Py_ssize_t i = 0; file != NULL && i < n_own_dirs && !own; i++)
+            own = strncmp(file, own_dirs[i], strlen(own_dirs[i])) == 0;
+        if (file == NULL) {
+            Py_DECREF(code);
+            Py_DECREF(f);
+            return NULL;
+        }
+        if (!own) {
+            PyObject* r = Py_BuildValue("(Oi)", code->co_filename, PyFrame_GetLineNumber(f));
+            Py_DECREF(code);
+            Py_DECREF(f);
+            return r;
+        }
+        Py_DECREF(code);
+        PyFrameObject* back = PyFrame_GetBack(f);
+        Py_DECREF(f);
+        f = back;
+    }
+    Py_RETURN_NONE;
+}
+
+static int note_write(PyObject* op_name, PyObject* t) {
+    PyObject* storage = PyObject_GetAttr(t, s__storage);
+    if (storage == NULL) return -1;
+    PyObject *v = NULL, *next = NULL, *where = NULL, *rec = NULL, *ref = NULL;
+    int rc = -1;
+    v = PyObject_GetAttr(storage, s__version);
+    if (v == NULL) goto out;
+    next = PyNumber_Add(v, one);
+    if (next == NULL) goto out;
+    where = location();
+    if (where == NULL) goto out;
+    rec = PyTuple_Pack(3, next, op_name, where);
+    if (rec == NULL) goto out;
+    ref = PyWeakref_NewRef(storage, NULL);
+    if (ref == NULL) goto out;
+    int known = PyDict_Contains(last_write_data, ref);
+    if (known < 0) goto out;
+    /* a known storage keeps its key (the weak reference with the dict's
+     * callback); a new one goes through WeakKeyDictionary.__setitem__ */
+    rc = known ? PyDict_SetItem(last_write_data, ref, rec)
+               : PyObject_SetItem(last_write, storage, rec);
+out:
+    Py_DECREF(storage);
+    Py_XDECREF(v);
+    Py_XDECREF(next);
+    Py_XDECREF(where);
+    Py_XDECREF(rec);
+    Py_XDECREF(ref);
+    return rc;
+}
+
+static PyObject* note_write_fn(PyObject* self, PyObject* const* a, Py_ssize_t n) {
+    if (n != 2) {
+        PyErr_SetString(PyExc_TypeError, "note_write(op, tensor)");
+        return NULL;
+    }
+    PyObject* name = PyObject_GetAttr(a[0], s_name);
+    if (name == NULL) return NULL;
+    int rc = note_write(name, a[1]);
+    Py_DECREF(name);
+    if (rc < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* _handler._handle_inplace for the writes autograd does not record: to a
+ * tensor that neither requires grad nor views one that does, from inputs that
+ * do not require grad, or under no_grad.  The rest (errors, detach_, the
+ * recorded writes) is the Python function's. */
+static PyObject* handle_inplace(PyObject* op, InfoObject* info, PyObject* args, PyObject* call) {
+    ThreadVars* t = tv();
+    PyObject* target = PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : NULL;
+    if (target == NULL || !is_tensor(target)) return call_below(op, call, args);
+    int inf = flag(target, s__inference);
+    if (inf < 0) return NULL;
+    int plain = !(inf && !t->inference) && !info->detach;
+    if (plain && t->enabled) {
+        int r = requires(info, args);
+        if (r < 0) return NULL;
+        if (!r) r = flag(target, s__rg);
+        if (r < 0) return NULL;
+        if (!r) {
+            PyObject* base = PyObject_GetAttr(target, s__base);
+            if (base == NULL) return NULL;
+            r = base != Py_None ? flag(base, s__rg) : 0;
+            Py_DECREF(base);
+            if (r < 0) return NULL;
+        }
+        plain = !r;
+    }
+    if (!plain) {
+        PyObject* v[4] = {op, (PyObject*)info, args, call};
+        return PyObject_Vectorcall(py_handle_inplace, v, 4, NULL);
+    }
+    if (note_write(info->name, target) < 0) return NULL;
+    return t->enabled ? call_below(op, call, args) : call_down(op, call, args, Py_None);
+}
+
 static PyObject* record(PyObject* op, InfoObject* info, PyObject* args, PyObject* call);
 
 /* Note [Dispatch] in ember_core: handle(op, args, kwargs, call), the handler
@@ -841,8 +959,7 @@ static PyObject* handle(PyObject* self, PyObject* const* a, Py_ssize_t n) {
     InfoObject* inf = (InfoObject*)info;
     PyObject* result;
     if (inf->inplace) {
-        PyObject* v[4] = {op, info, args, call};
-        result = PyObject_Vectorcall(py_handle_inplace, v, 4, NULL);
+        result = handle_inplace(op, inf, args, call);
         Py_XDECREF(owned);
         return result;
     }
@@ -1656,12 +1773,12 @@ static PyObject* setup_engine(PyObject* self, PyObject* args, PyObject* kw) {
 static PyObject** const setup_slots[] = {
     (PyObject**)&TensorType, &infos, &py_info, &py_record, &py_record_checked,
     &py_handle_inplace, &py_edge, &py_accumulator, &py_alias, &py_saved_result,
-    &hooks_stack, &call_impl, (PyObject**)&SavedCls, (PyObject**)&AccCls,
+    &hooks_stack, &call_impl, (PyObject**)&SavedCls, (PyObject**)&AccCls, &last_write,
 };
 static const char* const setup_names[] = {
     "Tensor", "infos", "info", "record", "record_checked", "handle_inplace", "edge",
     "accumulator", "alias", "saved_result", "hooks_stack", "call_impl", "SavedTensor",
-    "AccumulateGrad",
+    "AccumulateGrad", "last_write",
 };
 #define N_SETUP (sizeof setup_names / sizeof setup_names[0])
 
@@ -1687,6 +1804,40 @@ static PyObject* setup(PyObject* self, PyObject* args, PyObject* kw) {
         PyErr_SetString(PyExc_TypeError, "setup: wrong kinds of objects");
         return NULL;
     }
+    PyObject* dirs = PyDict_GetItemString(kw, "own_dirs");
+    if (dirs == NULL || !PyTuple_Check(dirs)) {
+        PyErr_SetString(PyExc_TypeError, "setup: own_dirs must be a tuple of str");
+        return NULL;
+    }
+    PyObject* data = PyObject_GetAttrString(PyDict_GetItemString(kw, "last_write"), "data");
+    if (data == NULL) return NULL;
+    if (!PyDict_Check(data)) {
+        Py_DECREF(data);
+        PyErr_SetString(PyExc_TypeError, "setup: last_write must be a WeakKeyDictionary");
+        return NULL;
+    }
+    Py_ssize_t nd = PyTuple_GET_SIZE(dirs);
+    char** copies = PyMem_Calloc(nd ? nd : 1, sizeof(char*));
+    if (copies == NULL) {
+        Py_DECREF(data);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < nd; i++) {
+        const char* d = PyUnicode_AsUTF8(PyTuple_GET_ITEM(dirs, i));
+        copies[i] = d ? PyMem_Malloc(strlen(d) + 1) : NULL;
+        if (copies[i] == NULL) {
+            for (Py_ssize_t j = 0; j < i; j++) PyMem_Free(copies[j]);
+            PyMem_Free(copies);
+            Py_DECREF(data);
+            return d ? PyErr_NoMemory() : NULL;
+        }
+        strcpy(copies[i], d);
+    }
+    for (Py_ssize_t i = 0; i < n_own_dirs; i++) PyMem_Free(own_dirs[i]);
+    PyMem_Free(own_dirs);
+    own_dirs = copies;
+    n_own_dirs = nd;
+    Py_XSETREF(last_write_data, data);
     for (size_t i = 0; i < N_SETUP; i++) {
         PyObject* v = PyDict_GetItemString(kw, setup_names[i]);
         Py_INCREF(v);
@@ -1702,6 +1853,8 @@ static PyMethodDef functions[] = {
      "setup_engine(**objects): the Python side of the engine's loop (_engine.py)"},
     {"execute", (PyCFunction)(void (*)(void))execute, METH_FASTCALL,
      "execute(root_edges, grads, retain_graph, create_graph): the engine's loop (Note [C engine])"},
+    {"note_write", (PyCFunction)(void (*)(void))note_write_fn, METH_FASTCALL,
+     "note_write(op, tensor): note an in-place write into tensor's storage (Note [Write notes])"},
     {"accumulator", (PyCFunction)accumulator_fn, METH_O,
      "accumulator(t): the (shared) AccumulateGrad node of leaf t"},
     {"handle", (PyCFunction)(void (*)(void))handle, METH_FASTCALL,
@@ -1742,6 +1895,8 @@ static int install(void) {
         intern(&s__hooks, "_hooks") || intern(&s__post_acc_hooks, "_post_acc_hooks") ||
         intern(&s__grad, "_grad") || intern(&s_post_hooks, "post_hooks"))
         return -1;
+    one = PyLong_FromLong(1);
+    if (one == NULL) return -1;
     no_edge = Py_BuildValue("(Oi)", Py_None, 0);
     if (no_edge == NULL) return -1;
     PyObject* m = PyImport_ImportModule("ember_autograd._C");

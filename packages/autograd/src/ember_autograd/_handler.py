@@ -102,15 +102,6 @@ def _info(op):
     return info
 
 
-def _location():
-    """(file, line) of the first frame outside ember's packages (formatted only
-    if an error needs it)."""
-    f = sys._getframe(2)
-    while f is not None and f.f_code.co_filename.startswith(_OWN_DIRS):
-        f = f.f_back
-    return (f.f_code.co_filename, f.f_lineno) if f is not None else None
-
-
 def _requires(args, candidates):
     for i in candidates:
         a = args[i]
@@ -152,19 +143,11 @@ def _record_checked(op, info, args, call):
     return _record(op, info, args, call)
 
 
-def _mark_inference(result):
-    if isinstance(result, Tensor):
-        result._inference = True
-    elif isinstance(result, tuple):
-        for r in result:
-            if isinstance(r, Tensor):
-                r._inference = True
-
-
 # ------------------------------------------------------------- in place
 
 
 def _handle_inplace(op, info, args, call):
+    """An in-place op (C's handler takes the writes it does not record itself)."""
     target = args[0]
     if not isinstance(target, Tensor):
         return _run_below(call, args)
@@ -190,11 +173,10 @@ def _handle_inplace(op, info, args, call):
     return _record(op, info, args, call)  # notes the write after saving its inputs
 
 
-def _note_write(op, t):
-    """Remember who writes into a storage (and from which source line), for the
-    error of a stale saved tensor (Note [Saved tensors])."""
-    s = t._storage
-    last_write[s] = (s._version + 1, op.name, _location())
+# _note_write(op, t): remember who writes into t's storage (and from which
+# source line), for the error of a stale saved tensor (Note [Write notes] in
+# csrc/autograd.c).
+_note_write = _native.note_write
 
 
 def _check_inplace(op, t):
@@ -563,4 +545,6 @@ _native.setup(
     call_impl=ec._dispatch.Op.call_impl,
     SavedTensor=SavedTensor,
     AccumulateGrad=AccumulateGrad,
+    last_write=last_write,
+    own_dirs=_OWN_DIRS,
 )

@@ -10,6 +10,7 @@ ThreadState = _C.ThreadState  # Note [Thread state]
 NodeBase = _C.NodeBase  # Note [C nodes]
 AccumulateGradBase = _C.AccumulateGradBase
 accumulator = _C.accumulator
+note_write = _C.note_write  # Note [Write notes]
 SavedTensorBase = _C.SavedTensorBase
 OpInfo = _C.OpInfo
 handle = _C.handle  # the dispatch handler (_handler.py)

@@ -998,6 +998,24 @@ done:
 
 /* ------------------------------------------------------------ recording */
 
+/* _handler._holds_tensors: a list/tuple argument that holds tensors (an index
+ * tuple may start with None); 1, 0 or -1 on error. */
+static int holds_tensors(PyObject* a) {
+    if (!(PyList_Check(a) || PyTuple_Check(a))) return 0;
+    PyObject* seq = PySequence_Fast(a, "");
+    if (seq == NULL) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    int r = 0;
+    if (n > 0) {
+        PyObject* first = PySequence_Fast_GET_ITEM(seq, 0);
+        if (is_tensor(first)) r = 1;
+        else if (first == Py_None)
+            for (Py_ssize_t i = 1; i < n && !r; i++) r = is_tensor(PySequence_Fast_GET_ITEM(seq, i));
+    }
+    Py_DECREF(seq);
+    return r;
+}
+
 /* Can record() take this call?  Everything that makes it hand over to the
  * Python _record is checked here, before anything happens: tensor lists,
  * inference tensors to save, shapes asked of non-tensors. */
@@ -1007,17 +1025,29 @@ static int fast_case(InfoObject* info, PyObject* args) {
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(idx); k++) {
         Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(idx, k));
         if (i < 0 || i >= nargs) return 0;
-        PyObject* a = PyTuple_GET_ITEM(args, i);
-        if (PyList_Check(a) || PyTuple_Check(a)) return 0;
     }
     PyObject* uses = info->uses;
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(uses); k++) {
         Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(PyTuple_GET_ITEM(uses, k), 1));
         if (i < 0 || i >= nargs) return 0;
         PyObject* a = PyTuple_GET_ITEM(args, i);
-        if (PyList_Check(a) || PyTuple_Check(a)) return 0;
         if (is_tensor(a)) {
-            int r = flag(a, s__inference);
+            int r = flag(a, s__inference); /* _record refuses to save it */
+            if (r != 0) return r < 0 ? -1 : 0;
+        } else if (PyList_Check(a) || PyTuple_Check(a)) {
+            int h = holds_tensors(a);
+            if (h <= 0) {
+                if (h < 0) return -1;
+                continue;
+            }
+            PyObject* seq = PySequence_Fast(a, "");
+            if (seq == NULL) return -1;
+            int r = 0;
+            for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(seq) && r == 0; j++) {
+                PyObject* x = PySequence_Fast_GET_ITEM(seq, j);
+                if (is_tensor(x)) r = flag(x, s__inference);
+            }
+            Py_DECREF(seq);
             if (r != 0) return r < 0 ? -1 : 0;
         }
     }
@@ -1025,8 +1055,18 @@ static int fast_case(InfoObject* info, PyObject* args) {
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(su); k++) {
         PyObject* e = PyTuple_GET_ITEM(su, k);
         Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(e, 1));
-        if (i < 0 || i >= nargs || !is_tensor(PyTuple_GET_ITEM(args, i))) return 0;
-        if (PyLong_AsLong(PyTuple_GET_ITEM(e, 2)) > 2) return 0;
+        if (i < 0 || i >= nargs) return 0;
+        PyObject* a = PyTuple_GET_ITEM(args, i);
+        long kind = PyLong_AsLong(PyTuple_GET_ITEM(e, 2));
+        if (is_tensor(a)) continue;
+        if (kind == 1 || kind == 2 || !(PyList_Check(a) || PyTuple_Check(a))) return 0;
+        PyObject* seq = PySequence_Fast(a, ""); /* shapes of a tensor list */
+        if (seq == NULL) return -1;
+        int all = 1;
+        for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(seq) && all; j++)
+            all = is_tensor(PySequence_Fast_GET_ITEM(seq, j));
+        Py_DECREF(seq);
+        if (!all) return 0;
     }
     return 1;
 }
@@ -1116,7 +1156,20 @@ static PyObject* meta_of(PyObject* a) {
 }
 
 static PyObject* shape_value(PyObject* a, long kind) {
-    if (kind == 0) return PyObject_GetAttr(a, s__shape);
+    if (kind == 0 || kind == 3) {
+        if (is_tensor(a)) return PyObject_GetAttr(a, s__shape);
+        PyObject* seq = PySequence_Fast(a, "");
+        if (seq == NULL) return NULL;
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+        PyObject* out = PyList_New(n);
+        for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+            PyObject* v = PyObject_GetAttr(PySequence_Fast_GET_ITEM(seq, i), s__shape);
+            if (v == NULL) Py_CLEAR(out);
+            else PyList_SET_ITEM(out, i, v);
+        }
+        Py_DECREF(seq);
+        return out;
+    }
     if (kind == 2) {
         PyObject* st = PyObject_GetAttr(a, s__storage);
         if (st == NULL) return NULL;
@@ -1133,6 +1186,82 @@ static PyObject* shape_value(PyObject* a, long kind) {
     Py_XDECREF(stride);
     Py_XDECREF(offset);
     return r;
+}
+
+/* Append input a's gradient edge(s) and metadata: one for a tensor, one per
+ * element for a tensor list (None holes get no edge), none-edges otherwise. */
+static int add_one(PyObject* edges, PyObject* metas, PyObject* a) {
+    PyObject *e, *m;
+    if (is_tensor(a)) {
+        int rg = flag(a, s__rg);
+        if (rg < 0) return -1;
+        if (rg) {
+            e = input_edge(a);
+            if (e == NULL) return -1;
+        } else {
+            e = no_edge;
+            Py_INCREF(e);
+        }
+        m = meta_of(a);
+        if (m == NULL) {
+            Py_DECREF(e);
+            return -1;
+        }
+    } else {
+        e = no_edge;
+        Py_INCREF(e);
+        m = Py_None;
+        Py_INCREF(m);
+    }
+    int rc = PyList_Append(edges, e) < 0 || PyList_Append(metas, m) < 0 ? -1 : 0;
+    Py_DECREF(e);
+    Py_DECREF(m);
+    return rc;
+}
+
+static int add_input(PyObject* edges, PyObject* metas, PyObject* a) {
+    int h = is_tensor(a) ? 0 : holds_tensors(a);
+    if (h < 0) return -1;
+    if (!h) return add_one(edges, metas, a);
+    PyObject* seq = PySequence_Fast(a, "");
+    if (seq == NULL) return -1;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++)
+        if (add_one(edges, metas, PySequence_Fast_GET_ITEM(seq, i)) < 0) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    Py_DECREF(seq);
+    return 0;
+}
+
+/* What the node keeps of parameter value a: a SavedTensor for a tensor, a
+ * list (tuple) with the tensors saved for a tensor list, a as it is otherwise. */
+static PyObject* saved_value(PyObject* a, PyObject* saved_by) {
+    if (is_tensor(a)) return make_saved(a, saved_by);
+    int h = holds_tensors(a);
+    if (h <= 0) {
+        if (h == 0) Py_INCREF(a);
+        return h == 0 ? a : NULL;
+    }
+    PyObject* seq = PySequence_Fast(a, "");
+    if (seq == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject* out = PyList_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        PyObject* x = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject* v;
+        if (is_tensor(x)) {
+            v = make_saved(x, saved_by);
+        } else {
+            v = x;
+            Py_INCREF(v);
+        }
+        if (v == NULL) Py_CLEAR(out);
+        else PyList_SET_ITEM(out, i, v);
+    }
+    Py_DECREF(seq);
+    if (out != NULL && !PyList_CheckExact(a)) Py_SETREF(out, PyList_AsTuple(out));
+    return out;
 }
 
 /* Is o a floating tensor? 1, 0, -1 on error. */
@@ -1163,37 +1292,23 @@ static PyObject* record(PyObject* op, InfoObject* info, PyObject* args, PyObject
     PyObject *edges = NULL, *metas = NULL, *values = NULL, *result = NULL, *node = NULL;
     PyObject* idx = info->in_idx;
     Py_ssize_t nin = PyTuple_GET_SIZE(idx);
-    edges = PyTuple_New(nin);
-    metas = PyList_New(nin);
+    PyObject* elist = PyList_New(0);
+    metas = PyList_New(0);
     values = PyDict_New();
-    if (edges == NULL || metas == NULL || values == NULL) goto fail;
+    if (elist == NULL || metas == NULL || values == NULL) {
+        Py_XDECREF(elist);
+        goto fail;
+    }
     for (Py_ssize_t k = 0; k < nin; k++) {
         PyObject* a = PyTuple_GET_ITEM(args, PyLong_AsSsize_t(PyTuple_GET_ITEM(idx, k)));
-        PyObject *e, *m;
-        if (is_tensor(a)) {
-            int rg = flag(a, s__rg);
-            if (rg < 0) goto fail;
-            if (rg) {
-                e = input_edge(a);
-                if (e == NULL) goto fail;
-            } else {
-                e = no_edge;
-                Py_INCREF(e);
-            }
-            m = meta_of(a);
-            if (m == NULL) {
-                Py_DECREF(e);
-                goto fail;
-            }
-        } else {
-            e = no_edge;
-            Py_INCREF(e);
-            m = Py_None;
-            Py_INCREF(m);
+        if (add_input(elist, metas, a) < 0) { /* (a tensor list: one edge each) */
+            Py_DECREF(elist);
+            goto fail;
         }
-        PyTuple_SET_ITEM(edges, k, e);
-        PyList_SET_ITEM(metas, k, m);
     }
+    edges = PyList_AsTuple(elist);
+    Py_DECREF(elist);
+    if (edges == NULL) goto fail;
     PyObject* uses = info->uses;
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(uses); k++) {
         PyObject* u = PyTuple_GET_ITEM(uses, k);
@@ -1205,20 +1320,16 @@ static PyObject* record(PyObject* op, InfoObject* info, PyObject* args, PyObject
             int needed = 0;
             for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(needers) && !needed; j++) {
                 Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(needers, j));
-                needed = PyTuple_GET_ITEM(PyTuple_GET_ITEM(edges, i), 0) != Py_None;
+                needed = i < PyTuple_GET_SIZE(edges) &&
+                         PyTuple_GET_ITEM(PyTuple_GET_ITEM(edges, i), 0) != Py_None;
             }
-            if (!needed) {  /* no gradient that reads it will be computed */
+            if (!needed) { /* no gradient that reads it will be computed */
                 if (PyDict_SetItem(values, name, Py_None) < 0) goto fail;
                 continue;
             }
         }
-        if (is_tensor(a)) {
-            v = make_saved(a, info->name);
-            if (v == NULL) goto fail;
-        } else {
-            v = a;
-            Py_INCREF(v);
-        }
+        v = saved_value(a, info->name);
+        if (v == NULL) goto fail;
         int rc = PyDict_SetItem(values, name, v);
         Py_DECREF(v);
         if (rc < 0) goto fail;

@@ -161,6 +161,7 @@ static PyObject* py_post_hooks;   /* _engine._post_hooks(extra, result, grads_in
 static PyObject* py_accumulate;   /* _engine._accumulate(var, g, create_graph, owned) */
 static PyObject* py_post_accumulate; /* _engine._post_accumulate_hooks(var) */
 static PyObject* add_impl;        /* add_'s implementation: add_(input, other, alpha) */
+static PyObject* py_run_node;     /* _anomaly.run_node(node, grads): apply, checked */
 
 static inline int is_tensor(PyObject* o) {
     if (Py_TYPE(o) == TensorType) return 1;
@@ -1441,13 +1442,19 @@ fail:
 /* ---------------------------------------------------------------- engine */
 
 /* Note [C engine]
- * _engine.run_backward's loop for a backward without ``inputs`` and outside
- * anomaly mode (loss.backward(), with or without retain_graph/create_graph,
- * hooks of every kind): the same steps in the same order (Note [Execution
- * order]: a heap on the nodes' sequence numbers), with gradients waiting for
- * their node in one dict, and the Python helpers of _engine.py called for
- * what is rare (hooks, missing gradients, accumulation other than the steady
- * state of training). */
+ * The backward engine's loop (_engine.run_backward sets it up): nodes run in
+ * decreasing sequence number (Note [Execution order] in _engine.py) off a
+ * heap; gradients wait for their node in one dict, summed as they arrive.  Per
+ * node, in PyTorch's order: tensor hooks, retain_grad and Node pre-hooks
+ * (_engine._pre_hooks), with ``inputs`` the capture of the gradients reaching
+ * them, then the backward function -- for a leaf the accumulation into .grad
+ * (here for the steady state of training, _engine._accumulate otherwise) --,
+ * Node post-hooks, and the release of the saved tensors unless retain_graph.
+ * A gradient that reaches one leaf only, was never shown to a hook and is not
+ * the caller's own tensor may become that leaf's .grad without a copy;
+ * ``shared`` and ``foreign`` say which may not.  With ``inputs`` only the nodes
+ * on a path from the roots to an input run; in anomaly mode each backward
+ * function runs through _anomaly.run_node. */
 typedef struct {
     long long seq;
     PyObject* node;
@@ -1510,7 +1517,77 @@ typedef struct {
     PyObject* placed;  /* ids of gradients handed to a leaf */
     PyObject* shared;  /* ... handed to more than one (none may steal them) */
     PyObject* foreign; /* ids of the caller's gradients and of those hooks saw */
+    int retain_graph, create_graph, anomaly, accumulate;
+    /* with ``inputs`` (grad(), backward(inputs=...)), else NULL: */
+    PyObject* targets;     /* (node, nr) -> indices into inputs */
+    PyObject* needed;      /* the nodes on a path from the roots to an input */
+    PyObject* input_nodes; /* the inputs' nodes */
+    PyObject* inputs;      /* the input tensors */
+    PyObject* captured;    /* list: the gradient reaching each input */
 } Engine;
+
+/* Is node among the needed ones (always, without inputs)?  1, 0, -1. */
+static inline int is_needed(Engine* e, PyObject* node) {
+    return e->needed == NULL ? 1 : PySet_Contains(e->needed, node);
+}
+
+/* With inputs: keep the gradients that reach an input's (node, nr); a non-leaf
+ * input given to backward(inputs=...) accumulates it into its .grad. */
+static int capture(Engine* e, PyObject* node, PyObject* grads) {
+    PyObject* seq = PySequence_Fast(grads, "gradients");
+    if (seq == NULL) return -1;
+    int rc = -1;
+    for (Py_ssize_t nr = 0; nr < PySequence_Fast_GET_SIZE(seq); nr++) {
+        PyObject* g = PySequence_Fast_GET_ITEM(seq, nr);
+        PyObject* key = Py_BuildValue("(On)", node, nr);
+        if (key == NULL) goto out;
+        PyObject* idxs = PyDict_GetItemWithError(e->targets, key); /* borrowed */
+        Py_DECREF(key);
+        if (idxs == NULL) {
+            if (PyErr_Occurred()) goto out;
+            continue;
+        }
+        PyObject* iseq = PySequence_Fast(idxs, "indices");
+        if (iseq == NULL) goto out;
+        for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(iseq); j++) {
+            Py_ssize_t i = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(iseq, j));
+            if (i < 0 || i >= PyList_GET_SIZE(e->captured)) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "capture: bad index");
+                Py_DECREF(iseq);
+                goto out;
+            }
+            Py_INCREF(g);
+            PyList_SetItem(e->captured, i, g);
+            if (!e->accumulate || g == Py_None) continue;
+            PyObject* t = PySequence_GetItem(e->inputs, i);
+            if (t == NULL) {
+                Py_DECREF(iseq);
+                goto out;
+            }
+            PyObject* fn = PyObject_GetAttr(t, s_grad_fn);
+            PyObject* r = NULL;
+            if (fn != NULL && fn != Py_None) { /* backward(inputs=[non-leaf]): into its .grad */
+                PyObject* a[4] = {t, g, e->create_graph ? Py_True : Py_False, Py_False};
+                r = PyObject_Vectorcall(py_accumulate, a, 4, NULL);
+            } else if (fn != NULL) {
+                r = Py_None;
+                Py_INCREF(r);
+            }
+            Py_XDECREF(fn);
+            Py_DECREF(t);
+            if (r == NULL) {
+                Py_DECREF(iseq);
+                goto out;
+            }
+            Py_DECREF(r);
+        }
+        Py_DECREF(iseq);
+    }
+    rc = 0;
+out:
+    Py_DECREF(seq);
+    return rc;
+}
 
 static int set_add_id(PyObject* set, PyObject* o) {
     PyObject* id = PyLong_FromVoidPtr(o);
@@ -1652,7 +1729,8 @@ static int type_attr_is(PyObject* node, PyObject* name, PyObject* d) {
 
 /* One node off the heap: hooks, its backward (or the accumulation of a leaf),
  * its gradients handed on. */
-static int run_node(Engine* e, PyObject* node, int retain_graph, int create_graph) {
+static int run_node(Engine* e, PyObject* node) {
+    int retain_graph = e->retain_graph, create_graph = e->create_graph;
     NodeObject* nd = (NodeObject*)node;
     PyObject* grads = PyDict_GetItemWithError(e->buffers, node);
     if (grads == NULL) {
@@ -1687,10 +1765,17 @@ static int run_node(Engine* e, PyObject* node, int retain_graph, int create_grap
             }
         Py_DECREF(seq);
     }
+    if (e->targets != NULL && capture(e, node, grads) < 0) goto out;
     if (is_leaf) {
         PyObject* g = PySequence_GetItem(grads, 0);
         if (g == NULL) goto out;
-        if (g != Py_None) {
+        int wanted = e->accumulate && g != Py_None;
+        if (wanted && e->input_nodes != NULL) wanted = PySet_Contains(e->input_nodes, node);
+        if (wanted < 0) {
+            Py_DECREF(g);
+            goto out;
+        }
+        if (wanted) {
             int sh = set_has_id(e->shared, g), fo = sh ? 0 : set_has_id(e->foreign, g);
             int r = sh < 0 || fo < 0
                         ? -1
@@ -1716,6 +1801,20 @@ static int run_node(Engine* e, PyObject* node, int retain_graph, int create_grap
         rc = 0;
         goto out;
     }
+    if (e->input_nodes != NULL) { /* an input's own node: is anything beyond it needed? */
+        PyObject* edges = nd->next_functions;
+        int any = 0;
+        for (Py_ssize_t i = 0; edges != NULL && PyTuple_Check(edges) && i < PyTuple_GET_SIZE(edges) && !any; i++) {
+            PyObject* edge = PyTuple_GET_ITEM(edges, i);
+            if (PyTuple_Check(edge) && PyTuple_GET_SIZE(edge) > 0)
+                any = PySet_Contains(e->needed, PyTuple_GET_ITEM(edge, 0));
+        }
+        if (any < 0) goto out;
+        if (!any) {
+            rc = 0;
+            goto out;
+        }
+    }
     if (nd->out_meta != NULL && nd->out_meta != Py_None) {
         PyObject* ctx = PyObject_GetAttr(node, s__ctx);
         if (ctx == NULL) goto out;
@@ -1738,7 +1837,10 @@ static int run_node(Engine* e, PyObject* node, int retain_graph, int create_grap
     int is_op = PyObject_TypeCheck(node, OpNodeCls);
     int own_apply = is_op ? type_attr_is(node, s_apply, apply_descr) : 0;
     if (own_apply < 0) goto out;
-    if (!create_graph && is_op) {
+    if (e->anomaly) {
+        PyObject* a[2] = {node, grads};
+        result = PyObject_Vectorcall(py_run_node, a, 2, NULL);
+    } else if (!create_graph && is_op) {
         /* our own formulas, nothing recorded: their ops skip the handler */
         ThreadVars* t = tv();
         t->below = 1;
@@ -1791,7 +1893,9 @@ static int run_node(Engine* e, PyObject* node, int retain_graph, int create_grap
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "engine: negative input_nr");
             goto out;
         }
-        if (put(e, child, nr, g) < 0) goto out;
+        int need = is_needed(e, child);
+        if (need < 0) goto out;
+        if (need && put(e, child, nr, g) < 0) goto out;
     }
     rc = 0;
 out:
@@ -1800,18 +1904,37 @@ out:
     return rc;
 }
 
-/* execute(root_edges, grads, retain_graph, create_graph): Note [C engine].
- * root_edges: [(node, nr)]; grads: [(gradient or None, owned)]. */
+/* execute(root_edges, grads, retain_graph, create_graph, anomaly, accumulate,
+ *         targets, needed, input_nodes, inputs, captured): Note [C engine].
+ * root_edges: [(node, nr)]; grads: [(gradient or None, owned)]; the last five
+ * are None without inputs. */
 static PyObject* execute(PyObject* self, PyObject* const* a, Py_ssize_t nargs) {
-    if (nargs != 4 || !PyList_Check(a[0]) || !PyList_Check(a[1])) {
-        PyErr_SetString(PyExc_TypeError, "execute(root_edges, grads, retain_graph, create_graph)");
+    if (nargs != 11 || !PyList_Check(a[0]) || !PyList_Check(a[1]) ||
+        (a[6] != Py_None && !PyDict_Check(a[6])) || (a[7] != Py_None && !PyAnySet_Check(a[7])) ||
+        (a[8] != Py_None && !PyAnySet_Check(a[8])) || (a[10] != Py_None && !PyList_Check(a[10])) ||
+        (a[6] == Py_None) != (a[7] == Py_None) || (a[6] == Py_None) != (a[8] == Py_None) ||
+        (a[6] == Py_None) != (a[10] == Py_None)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "execute(root_edges, grads, retain_graph, create_graph, anomaly, accumulate, "
+                        "targets, needed, input_nodes, inputs, captured)");
         return NULL;
     }
-    int retain_graph = PyObject_IsTrue(a[2]), create_graph = PyObject_IsTrue(a[3]);
-    if (retain_graph < 0 || create_graph < 0) return NULL;
-    Engine e = {{NULL, 0, 0}, PyDict_New(), PySet_New(NULL), PySet_New(NULL), PySet_New(NULL)};
+    Engine e = {.buffers = PyDict_New(),
+                .placed = PySet_New(NULL),
+                .shared = PySet_New(NULL),
+                .foreign = PySet_New(NULL)};
     int rc = -1;
     if (!e.buffers || !e.placed || !e.shared || !e.foreign) goto out;
+    if ((e.retain_graph = PyObject_IsTrue(a[2])) < 0 || (e.create_graph = PyObject_IsTrue(a[3])) < 0 ||
+        (e.anomaly = PyObject_IsTrue(a[4])) < 0 || (e.accumulate = PyObject_IsTrue(a[5])) < 0)
+        goto out;
+    if (a[6] != Py_None) {
+        e.targets = a[6];
+        e.needed = a[7];
+        e.input_nodes = a[8];
+        e.inputs = a[9];
+        e.captured = a[10];
+    }
     Py_ssize_t n = PyList_GET_SIZE(a[0]);
     if (PyList_GET_SIZE(a[1]) < n) n = PyList_GET_SIZE(a[1]);
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -1821,17 +1944,20 @@ static PyObject* execute(PyObject* self, PyObject* const* a, Py_ssize_t nargs) {
             PyErr_SetString(PyExc_TypeError, "execute: bad root edge or gradient");
             goto out;
         }
-        PyObject* g = PyTuple_GET_ITEM(go, 0);
+        PyObject *g = PyTuple_GET_ITEM(go, 0), *node = PyTuple_GET_ITEM(edge, 0);
         if (g == Py_None) continue;
+        int need = is_needed(&e, node);
+        if (need < 0) goto out;
+        if (!need) continue;
         Py_ssize_t nr = PyLong_AsSsize_t(PyTuple_GET_ITEM(edge, 1));
         if (nr < 0 && PyErr_Occurred()) goto out;
-        if (put(&e, PyTuple_GET_ITEM(edge, 0), nr, g) < 0) goto out;
+        if (put(&e, node, nr, g) < 0) goto out;
         int owned = PyObject_IsTrue(PyTuple_GET_ITEM(go, 1));
         if (owned < 0 || (!owned && set_add_id(e.foreign, g) < 0)) goto out;
     }
     while (e.heap.n > 0) {
         PyObject* node = heap_pop(&e.heap);
-        int r = run_node(&e, node, retain_graph, create_graph);
+        int r = run_node(&e, node);
         Py_DECREF(node);
         if (r < 0) goto out;
     }
@@ -1848,11 +1974,11 @@ out:
 
 static PyObject** const engine_slots[] = {
     (PyObject**)&OpNodeCls, &py_sum_to, &py_zeros_for_missing, &py_pre_hooks, &py_post_hooks,
-    &py_accumulate, &py_post_accumulate, &add_impl,
+    &py_accumulate, &py_post_accumulate, &add_impl, &py_run_node,
 };
 static const char* const engine_names[] = {
     "OpNode", "sum_to", "zeros_for_missing", "pre_hooks", "post_hooks", "accumulate",
-    "post_accumulate", "add_impl",
+    "post_accumulate", "add_impl", "run_node",
 };
 
 static PyObject* setup_engine(PyObject* self, PyObject* args, PyObject* kw) {
@@ -1963,7 +2089,7 @@ static PyMethodDef functions[] = {
     {"setup_engine", (PyCFunction)(void (*)(void))setup_engine, METH_VARARGS | METH_KEYWORDS,
      "setup_engine(**objects): the Python side of the engine's loop (_engine.py)"},
     {"execute", (PyCFunction)(void (*)(void))execute, METH_FASTCALL,
-     "execute(root_edges, grads, retain_graph, create_graph): the engine's loop (Note [C engine])"},
+     "execute(root_edges, grads, ...): the engine's loop (Note [C engine])"},
     {"note_write", (PyCFunction)(void (*)(void))note_write_fn, METH_FASTCALL,
      "note_write(op, tensor): note an in-place write into tensor's storage (Note [Write notes])"},
     {"accumulator", (PyCFunction)accumulator_fn, METH_O,

@@ -129,7 +129,7 @@ static PyObject *s__rg, *s_grad_fn, *s__output_nr, *s__base, *s__inference, *s__
     *s__version, *s__shape, *s__dtype, *s__stride, *s__offset, *s__device,
     *s_is_floating_point, *s__vv, *s__acc, *s_impl, *s_result, *s__unpack_slow, *s_fn,
     *s_wants_needs, *s_multi_grad, *s_needs, *s_name, *s_to, *s_apply, *s_release, *s__ctx,
-    *s__hooks, *s__post_acc_hooks, *s__grad, *s_post_hooks;
+    *s__hooks, *s__post_acc_hooks, *s__grad, *s_post_hooks, *s_clone, *s__custom_view;
 
 /* Set once by setup() (_handler.py): the Python side of the fast paths. */
 static PyTypeObject* TensorType;
@@ -899,6 +899,36 @@ static PyObject* note_write_fn(PyObject* self, PyObject* const* a, Py_ssize_t n)
     Py_RETURN_NONE;
 }
 
+static PyObject* record(PyObject* op, InfoObject* info, PyObject* args, PyObject* call);
+
+/* A recorded in-place write record() takes (1, 0, -1 on error): with a
+ * formula of one output, into a tensor that is not a view, nor a leaf that
+ * requires grad, nor a custom Function's output view (those errors and the
+ * views' rebasing are _handler._handle_inplace's), in grad mode, outside
+ * inference-tensor errors. */
+static int simple_inplace(InfoObject* info, PyObject* target) {
+    ThreadVars* t = tv();
+    if (!t->enabled || info->detach || info->formula == NULL || info->formula == Py_None ||
+        !info->fast || info->out0 != 0)
+        return 0;
+    int inf = flag(target, s__inference);
+    if (inf != 0) return inf < 0 ? -1 : 0;
+    PyObject* base = PyObject_GetAttr(target, s__base);
+    if (base == NULL) return -1;
+    Py_DECREF(base);
+    if (base != Py_None) return 0;
+    PyObject* cv = PyObject_GetAttr(target, s__custom_view);
+    if (cv == NULL) return -1;
+    Py_DECREF(cv);
+    if (cv != Py_None) return 0;
+    int rg = flag(target, s__rg);
+    if (rg <= 0) return rg < 0 ? -1 : 1;
+    PyObject* fn = PyObject_GetAttr(target, s_grad_fn);
+    if (fn == NULL) return -1;
+    Py_DECREF(fn);
+    return fn != Py_None; /* a leaf that requires grad: an error */
+}
+
 /* _handler._handle_inplace for the writes autograd does not record: to a
  * tensor that neither requires grad nor views one that does, from inputs that
  * do not require grad, or under no_grad.  The rest (errors, detach_, the
@@ -925,6 +955,9 @@ static PyObject* handle_inplace(PyObject* op, InfoObject* info, PyObject* args, 
         plain = !r;
     }
     if (!plain) {
+        int simple = simple_inplace(info, target);
+        if (simple < 0) return NULL;
+        if (simple) return record(op, info, args, call);
         PyObject* v[4] = {op, (PyObject*)info, args, call};
         return PyObject_Vectorcall(py_handle_inplace, v, 4, NULL);
     }
@@ -1281,6 +1314,7 @@ static int floating_tensor(PyObject* o) {
  * to _handler._record, the reference. */
 static PyObject* record(PyObject* op, InfoObject* info, PyObject* args, PyObject* call) {
     ThreadVars* tvs = tv();
+    int inplace = info->inplace;
     int fast = info->fast && !tvs->anomaly && PyList_GET_SIZE(hooks_stack) == 0;
     if (fast) {
         fast = fast_case(info, args);
@@ -1329,7 +1363,16 @@ static PyObject* record(PyObject* op, InfoObject* info, PyObject* args, PyObject
                 continue;
             }
         }
-        v = saved_value(a, info->name);
+        if (inplace && is_tensor(a) && PyLong_AsSsize_t(PyTuple_GET_ITEM(u, 1)) == 0) {
+            /* the value before the write, itself recorded so that double
+             * backward reaches the target's old history */
+            PyObject* c = PyObject_CallMethodNoArgs(a, s_clone);
+            if (c == NULL) goto fail;
+            v = make_saved(c, info->name);
+            Py_DECREF(c);
+        } else {
+            v = saved_value(a, info->name);
+        }
         if (v == NULL) goto fail;
         int rc = PyDict_SetItem(values, name, v);
         Py_DECREF(v);
@@ -1346,10 +1389,60 @@ static PyObject* record(PyObject* op, InfoObject* info, PyObject* args, PyObject
         if (rc < 0) goto fail;
     }
 
+    PyObject* first = PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : NULL;
+    if (inplace && note_write(info->name, first) < 0) goto fail;
     result = call_below(op, call, args);
     if (result == NULL) goto fail;
-
-    PyObject* first = PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : NULL;
+    if (inplace) {
+        int fl = floating_tensor(first);
+        if (fl < 0) goto fail;
+        if (!fl) goto done;
+        if (!PyType_Check(info->node_cls) ||
+            !PyType_IsSubtype((PyTypeObject*)info->node_cls, &NodeType)) {
+            PyErr_SetString(PyExc_TypeError, "record: the node class is not a Node");
+            goto fail;
+        }
+        node = node_new((PyTypeObject*)info->node_cls, NULL, NULL);
+        if (node == NULL) goto fail;
+        NodeObject* nd = (NodeObject*)node;
+        nd->next_functions = edges;
+        edges = NULL;
+        Py_INCREF(info->formula);
+        nd->formula = info->formula;
+        Py_INCREF(values);
+        nd->values = values;
+        nd->in_meta = metas;
+        metas = NULL;
+        PyObject* m = meta_of(first);
+        if (m == NULL) goto fail;
+        nd->out_meta = PyList_New(1);
+        if (nd->out_meta == NULL) {
+            Py_DECREF(m);
+            goto fail;
+        }
+        PyList_SET_ITEM(nd->out_meta, 0, m);
+        if (info->uses_result) {
+            PyObject* al = PyObject_CallOneArg(py_alias, first);
+            if (al == NULL) goto fail;
+            PyObject* sr = make_saved(first, info->name);
+            if (sr == NULL) {
+                Py_DECREF(al);
+                goto fail;
+            }
+            Py_SETREF(((SavedObject*)sr)->t, al);
+            ((SavedObject*)sr)->output_nr = 0;
+            int rc = PyDict_SetItem(values, s_result, sr);
+            Py_DECREF(sr);
+            if (rc < 0) goto fail;
+        }
+        PyObject* zero = PyLong_FromLong(0);
+        int rc = zero == NULL || PyObject_SetAttr(first, s__rg, Py_True) < 0 ||
+                 PyObject_SetAttr(first, s_grad_fn, node) < 0 ||
+                 PyObject_SetAttr(first, s__output_nr, zero) < 0;
+        Py_XDECREF(zero);
+        if (rc) goto fail;
+        goto done;
+    }
     PyObject* o = result;
     if (PyTuple_Check(result)) {
         if (info->out0 >= PyTuple_GET_SIZE(result)) {
@@ -2130,7 +2223,8 @@ static int install(void) {
         intern(&s_needs, "needs") || intern(&s_name, "name") || intern(&s_to, "to") ||
         intern(&s_apply, "apply") || intern(&s_release, "release") || intern(&s__ctx, "_ctx") ||
         intern(&s__hooks, "_hooks") || intern(&s__post_acc_hooks, "_post_acc_hooks") ||
-        intern(&s__grad, "_grad") || intern(&s_post_hooks, "post_hooks"))
+        intern(&s__grad, "_grad") || intern(&s_post_hooks, "post_hooks") ||
+        intern(&s_clone, "clone") || intern(&s__custom_view, "_custom_view"))
         return -1;
     one = PyLong_FromLong(1);
     if (one == NULL) return -1;

@@ -59,10 +59,10 @@ _OWN_DIRS = tuple(
 # inputs get edges, which values the formula reads (and for which gradients),
 # which shapes/geometries/devices, and which node class the op's node gets.
 # The handler (C's handle, Note [C extension]) follows the plan for the common
-# case: one differentiable output, not in place, no tensor lists, no
-# saved-tensor hooks, no anomaly mode.  Every other case comes to _record
-# below, which follows the same plan in Python and is the reference for what
-# recording does.
+# case: one differentiable output, no saved-tensor hooks, no anomaly mode, and
+# for an in-place op a target that is not a view.  Every other case comes to
+# _record below, which follows the same plan in Python and is the reference
+# for what recording does.
 _SHAPE_KINDS = {"_shape": 0, "_geometry": 1, "_device": 2, "_shapes": 3}
 
 
@@ -97,7 +97,7 @@ def _info(op):
         info.uses_result = f.uses_result
         info.saved_outputs = f.saved_outputs
         info.out0 = f.outputs[0]
-        info.fast = not f.multi_grad and not info.inplace
+        info.fast = not f.multi_grad
     _infos[op] = info
     return info
 

@@ -6,6 +6,8 @@
 #   make bench    benchmarks (ember vs PyTorch vs NumPy, ratios)
 #   make lint     ruff
 #   make compat   PyTorch scripts run under torch and as `import ember as torch` (compat/)
+#   make gpu-wheels   (here, with PyPI) the wheels a GPU machine without network lacks
+#   make gpu-check    (on a GPU machine) build, run every `cuda` test and the CUDA benchmark
 #
 # Packages are built once into wheelhouse/ and tox envs install them from there
 # (--find-links), so C code compiles once per change, not once per env.
@@ -25,7 +27,7 @@ PACKAGES += ember
 STAMP := $(VENV)/.ember-dev-installed
 PIP := $(BIN)/python -m pip
 
-.PHONY: all venv wheels install test parity bench lint train clean compat
+.PHONY: all venv wheels install test parity bench lint train clean compat gpu-wheels gpu-check
 
 all: test
 
@@ -95,3 +97,26 @@ space := $(empty) $(empty)
 compat: install $(TRAIN_STAMP)
 	$(PIP) install -q torch==2.13.0
 	$(BIN)/python compat/run_scripts.py $(COMPAT_ARGS)
+
+# GPU check (issue 15).  `make gpu-wheels` downloads, where PyPI is reachable, the
+# cp312 wheels that the GPU machine (Python 3.12 with torch, cupy, numpy, pytest,
+# hypothesis; no network, no .venv) lacks to build ember, into .gpu/wheels/
+# (gitignored; carry it with the checkout).  `make gpu-check` there builds ember
+# into a private directory, runs every test marked `cuda` in every package
+# (parity ones against torch's CUDA results included) and benchmarks/cuda_ops.py,
+# and writes logs and a summary to $OUT or gpu-check-logs/ (tools/gpu_check.py).
+GPU_WHEELS := .gpu/wheels
+GPU_PYTHON ?= python3
+GPU_PLATFORM := --only-binary=:all: --python-version 3.12 --implementation cp --abi cp312 \
+	--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+	--platform manylinux2014_x86_64
+gpu-wheels:
+	rm -rf $(GPU_WHEELS) && mkdir -p $(GPU_WHEELS)
+	$(PYTHON) -m pip download -q --no-deps $(GPU_PLATFORM) -d $(GPU_WHEELS) "cffi>=1.17" \
+		"scipy-openblas32>=0.3.27"
+	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: -d $(GPU_WHEELS) \
+		pycparser "setuptools>=77" wheel
+	ls -l $(GPU_WHEELS); du -sh $(GPU_WHEELS)
+
+gpu-check:
+	$(GPU_PYTHON) -u tools/gpu_check.py $(GPU_CHECK_ARGS)

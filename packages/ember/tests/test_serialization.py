@@ -313,6 +313,11 @@ def test_tampered_header(good_file):
     header["t0"]["shape"] = [8, 16]  # claims fewer bytes than stored
     text = json.dumps(header).encode()
     good_file.write_bytes(struct.pack("<Q", len(text)) + text + data[8 + n :])
+    with pytest.raises(CheckpointError, match="checksum"):  # it covers the header too
+        ember.load(good_file)
+    del header["__metadata__"]  # a plain safetensors file: no checksum, still checked
+    text = json.dumps(header).encode()
+    good_file.write_bytes(struct.pack("<Q", len(text)) + text + data[8 + n :])
     with pytest.raises(CheckpointError, match="altered|bytes"):
         ember.load(good_file)
     good_file.write_bytes(data[:8] + b"{not json" + data[17:])

@@ -108,3 +108,10 @@ def send_and_exit(q):
 def send_then_wait(q, ack):
     q.put(ec.arange(3.0))
     ack.get()
+
+
+def send_many_then_wait(q, ack, n):
+    """Send n small tensors (in this process's shared segments), then wait."""
+    for i in range(n):
+        q.put(ec.full((64,), float(i)))
+    ack.get()

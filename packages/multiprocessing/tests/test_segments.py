@@ -1,6 +1,7 @@
 """The default strategy's descriptor economy: one descriptor per segment and
 receiving process, whatever the number of tensors."""
 
+import gc
 import os
 import subprocess
 import sys
@@ -118,3 +119,53 @@ def test_child_killed_mid_transfer_leaks_nothing(strategy_name):
         time.sleep(0.1)
         after = {n for n in os.listdir("/dev/shm") if n.startswith("ember_")}
     assert after - before == set()
+
+
+def _mapped_from(pid):
+    return [m for m in mp._segments._mapped.values() if m.origin == pid]
+
+
+def test_segments_of_retired_senders_are_not_kept_idle(no_leaks):
+    # Note [Segment sharing]: idle segments stay mapped for the sender's next
+    # tensors; once the sender is retired (a DataLoader's workers after its
+    # iterator shut down) they go at once, and in-use ones when they die
+    ctx = mp.get_context("fork")
+    q, ack = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=helpers.send_many_then_wait, args=(q, ack, 50))
+    p.start()
+    got = [q.get(timeout=60) for _ in range(50)]
+    kept = got[-1]
+    del got
+    gc.collect()
+    assert _mapped_from(p.pid), "the sender's segment is mapped here"
+    mp._segments.retire([p.pid])
+    in_use = _mapped_from(p.pid)
+    assert in_use and all(m.users for m in in_use), "only segments still in use stay"
+    assert not [m for m in mp._segments._idle.values() if m.origin == p.pid]
+    assert kept.sum().item() == 64 * 49.0
+    del kept
+    gc.collect()
+    assert _mapped_from(p.pid) == []
+    assert p.pid not in mp._segments._retired, "nothing left to retire: the pid is forgotten"
+    ack.put(None)
+    p.join(60)
+
+
+def test_retiring_unmaps_idle_segments_of_that_sender_only(no_leaks):
+    ctx = mp.get_context("fork")
+    q, ack = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=helpers.send_many_then_wait, args=(q, ack, 3))
+    p.start()
+    got = [q.get(timeout=60) for _ in range(3)]
+    del got
+    gc.collect()
+    idle_before = [m for m in mp._segments._idle.values() if m.origin == p.pid]
+    assert idle_before, "a dropped tensor's small segment is kept idle"
+    mp._segments.retire([p.pid + 1_000_000])  # some other process
+    assert [m for m in mp._segments._idle.values() if m.origin == p.pid] == idle_before
+    fds = set(open_fds())
+    mp._segments.retire([p.pid])  # now its own: its idle segments are unmapped, closed
+    assert _mapped_from(p.pid) == []
+    assert len(fds - set(open_fds())) == len(idle_before)
+    ack.put(None)
+    p.join(60)

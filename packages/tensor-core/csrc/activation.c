@@ -9,7 +9,7 @@
 /* F(KIND, forward expression in x) */
 #define ACT_FORWARD_LIST(F)                                  \
     F(HARDSHRINK, (x >= -P0 && x <= P0) ? (CT)0 : x)         \
-    F(SOFTSHRINK, x > P0 ? x - P0 : (x < -P0 ? x + P0 : (CT)0))
+    F(SOFTSHRINK, x > P0 ? x - P0 : (x < -P0 ? x + P0 : x * (CT)0)) /* NaN stays NaN */
 
 /* B(KIND, gradient expression in g and x) */
 #define ACT_BACKWARD_LIST(B)                                               \

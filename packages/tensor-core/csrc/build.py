@@ -57,12 +57,22 @@ SOURCES += ["special_fn.c", "linalg_qr.c"]
 # the CUDA backend's host side: driver runtime and launchers (no CUDA headers
 # or libraries are needed to build them: libcuda is opened with dlopen)
 SOURCES += ["cuda/runtime.c", "cuda/elementwise_launch.c"]
+# matrix products on cuBLAS (opened with dlopen at first use, Note [cuBLAS])
+SOURCES += ["cuda/blas_launch.c"]
+# reductions, scans, softmax, random numbers and sequences (cudared)
+SOURCES += [
+    "cuda/reduce_launch.c",
+    "cuda/softmax_launch.c",
+    "cuda/random_launch.c",
+    "cuda/sequence_launch.c",
+]
 
 # Note [Embedded kernel sources]: the CUDA kernels are compiled by NVRTC at
 # run time from sources built into the extension, so the kernels always match
 # the launchers.  These are every csrc/cuda/*.cuh plus the headers the CPU
 # kernels share with them.
 CUDA_SHARED_HEADERS = ["ember_codes.h", "dtype_lists.h", "special.h", "elementwise_ops.h"]
+CUDA_SHARED_HEADERS += ["philox.h"]  # random numbers (Note [Bit-identical random numbers])
 CUDA_SOURCES_C = CSRC / "cuda" / "_kernel_sources.c"
 
 
@@ -133,10 +143,14 @@ ffibuilder.cdef(read_cdef(CODES_HEADER))
 ffibuilder.cdef(read_cdef(HEADER))
 ffibuilder.cdef(read_cdef(CUDA_HEADER))
 # The CUDA runtime calls back into Python to compile a kernel it lacks (see
-# ember_core/_cuda.py), and Python reads the embedded kernel sources.
+# ember_core/_cuda.py) and to allocate cuBLAS's workspaces (_cuda_blas.py), and
+# Python reads the embedded kernel sources.
 ffibuilder.cdef(
     """
-    extern "Python+C" int ecu_py_compile(int device, int family, int op, int dtype, int dtype2);
+    extern "Python+C" int ecu_py_compile(
+        int device, int family, int op, int dtype, int dtype2, int variant);
+    extern "Python+C" int ecu_py_blas_workspace(int device, uint64_t stream, uint64_t* ptr,
+                                                uint64_t* nbytes);
     const char* ecu_source(const char* name);
     const char* ecu_source_name(int i);
     """

@@ -23,7 +23,6 @@
 
 /* ----------------------------------------------------------- DLPack ABI */
 
-enum { kDLCPU = 1 };
 enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6 };
 
 typedef struct { int32_t device_type, device_id; } DLDevice;
@@ -123,7 +122,7 @@ static PyObject* none_with(int* status, int st) {
 
 PyObject* ec_dlpack_to_capsule(PyObject* owner, ec_ptr data, int ndim, const int64_t* shape,
                                const int64_t* strides, int dtype, int versioned, uint64_t flags,
-                               int* status) {
+                               int device_type, int device_id, int* status) {
     *status = EC_OK;
     if (!ec_valid_dtype(dtype) || ndim < 0 || ndim > EC_MAX_DIMS)
         return none_with(status, ec_fail(EC_ERR_INVALID, "bad dtype %d or ndim %d", dtype, ndim));
@@ -138,8 +137,8 @@ PyObject* ec_dlpack_to_capsule(PyObject* owner, ec_ptr data, int ndim, const int
     }
     DLTensor* t = versioned ? &b->m.versioned.dl_tensor : &b->m.legacy.dl_tensor;
     t->data = (void*)data;
-    t->device.device_type = kDLCPU;
-    t->device.device_id = 0;
+    t->device.device_type = device_type; /* kDLCPU, or kDLCUDA with the GPU's ordinal */
+    t->device.device_id = device_id;
     t->ndim = ndim;
     t->dtype.code = (uint8_t)DTYPE_TO_DL[dtype].code;
     t->dtype.bits = (uint8_t)DTYPE_TO_DL[dtype].bits;

@@ -11,11 +11,12 @@
 #include "ember_core.h"
 
 /* A new DLPack capsule ("dltensor_versioned" or legacy "dltensor") over `data`
- * (strides in elements, any sign), holding a reference to `owner` until the
- * consumer's deleter runs.  On failure: None and *status set. */
+ * (strides in elements, any sign) on DLPack device (device_type, device_id),
+ * holding a reference to `owner` until the consumer's deleter runs.  On
+ * failure: None and *status set. */
 PyObject* ec_dlpack_to_capsule(PyObject* owner, ec_ptr data, int ndim, const int64_t* shape,
                                const int64_t* strides, int dtype, int versioned, uint64_t flags,
-                               int* status);
+                               int device_type, int device_id, int* status);
 
 /* Consume a producer's capsule: fill info[EC_DLPACK_INFO_SIZE] (indices
  * EC_DLPACK_*), shape and strides (EC_MAX_DIMS each), rename the capsule as used

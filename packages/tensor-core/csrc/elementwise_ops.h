@@ -107,7 +107,7 @@
     D(SELU, DC, sfx, T, C, T, sfx,                                                       \
       (C)1.0507009873554804934193349852946 *                                              \
           (x > 0 ? x : (C)1.6732632423543772848170429916717 * expm1(x)))                  \
-    D(THRESHOLD, DC, sfx, T, C, T, sfx, x > P0 ? x : P1)                                 \
+    D(THRESHOLD, DC, sfx, T, C, T, sfx, x <= P0 ? P1 : x) /* NaN: x, as PyTorch */        \
     D(SINC, DC, sfx, T, C, T, sfx, ec_sinc_##C(x))                                       \
     D(DEG2RAD, DC, sfx, T, C, T, sfx, x * (C)0.017453292519943295769236907684886)       \
     D(RAD2DEG, DC, sfx, T, C, T, sfx, x * (C)57.295779513082320876798154814105)         \
@@ -185,8 +185,8 @@
     D(NEXTAFTER, DC, sfx, T, C, T, sfx, nextafter(a, b))                                 \
     D(SIGMOID_BACKWARD, DC, sfx, T, C, T, sfx, a * b * ((C)1 - b))                       \
     D(TANH_BACKWARD, DC, sfx, T, C, T, sfx, a * ((C)1 - b * b))                          \
-    D(RELU_BACKWARD, DC, sfx, T, C, T, sfx, b > 0 ? a : (C)0)                            \
-    D(THRESHOLD_BACKWARD, DC, sfx, T, C, T, sfx, b > P0 ? a : (C)0)
+    D(RELU_BACKWARD, DC, sfx, T, C, T, sfx, b <= 0 ? (C)0 : a)                           \
+    D(THRESHOLD_BACKWARD, DC, sfx, T, C, T, sfx, b <= P0 ? (C)0 : a)
 
 
 #define BINARY_INT_LIST(D, DC, sfx, T, C)                                                \

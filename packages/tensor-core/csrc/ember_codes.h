@@ -85,7 +85,7 @@ enum ec_unary_op {
     EC_U_ISFINITE,           /* -> bool */
     EC_U_LOGICAL_NOT,        /* -> bool */
     EC_U_BITWISE_NOT,
-    EC_U_CLAMP,              /* p0: min, p1: max (NaN = unbounded) */
+    EC_U_CLAMP,              /* p0: min, p1: max (+-inf = unbounded; a NaN bound gives NaN) */
     EC_U_POW_SCALAR,         /* x ** p0 */
     EC_U_RPOW_SCALAR,        /* p0 ** x */
     EC_U_LEAKY_RELU,         /* p0: negative slope */

@@ -29,9 +29,34 @@ enum ecu_family {
     ECU_FAM_TERNARY = 2,
     ECU_FAM_CAST = 3,
     ECU_FAM_FILL = 4,
-    ECU_NUM_FAMILIES = 5
+    ECU_FAM_REDUCE = 5,   /* op: EC_R_*, dtype: the input's */
+    ECU_FAM_SCAN = 6,     /* op: EC_S_*, dtype: the input's */
+    ECU_FAM_SOFTMAX = 7,  /* op: 0 forward, 1 backward; dtype: float32/float64 */
+    ECU_FAM_RANDOM = 8,   /* op: EC_RNG_* (dtype 0) or ECU_RNG_* below */
+    ECU_FAM_SEQUENCE = 9, /* op: ECU_SEQ_*; triangle: dtype of the item size */
+    ECU_NUM_FAMILIES = 10
 };
 enum ecu_variant { ECU_VAR_C = 0, ECU_VAR_S32 = 1, ECU_VAR_S64 = 2 };
+/* Reduction and scan kernels (Note [CUDA reductions] in cuda/reduce_launch.c). */
+enum ecu_reduce_variant { ECU_RED_INNER = 0, ECU_RED_OUTER = 1, ECU_RED_FINAL = 2 };
+enum ecu_scan_variant { ECU_SCAN_SEQ = 0, ECU_SCAN_LINE = 1 };
+/* softmax kernels */
+enum ecu_softmax_variant { ECU_SM_ROWS = 0, ECU_SM_COLS = 1 };
+/* random-family ops besides the EC_RNG_* kinds (dtype: of p, or of x) */
+enum ecu_random_op {
+    ECU_RNG_BERNOULLI_P = 16,
+    ECU_RNG_DROPOUT = 17,
+    ECU_RNG_MASKED_SCALE = 18,
+    ECU_RNG_RANDPERM = 19
+};
+enum ecu_randperm_variant { ECU_RNG_IOTA = 0, ECU_RNG_SHUFFLE = 1 };
+enum ecu_sequence_op { ECU_SEQ_ARANGE = 0, ECU_SEQ_LINSPACE = 1, ECU_SEQ_TRIANGLE = 2 };
+/* Reductions of fewer elements never split (and never need a workspace);
+ * partial states take ECU_RED_SLOT bytes each; scan blocks have
+ * ECU_SCAN_BLOCK threads. */
+#define ECU_RED_SPLIT_MIN 16384
+#define ECU_RED_SLOT 32
+#define ECU_SCAN_BLOCK 256
 
 /* --- runtime ------------------------------------------------------------ */
 
@@ -84,6 +109,24 @@ int ecu_register(int family, int op, int dtype, int dtype2, int variant, uint64_
 
 /* --- launchers (Note [Kernel interface per device]) ---------------------- */
 
+/* Note [Reduction workspace] (cuda/reduce_launch.c): the bytes of device
+ * scratch a reduction or scan launch will need (0: none), and the workspace
+ * for this thread's next such launch. */
+uint64_t ecu_reduce_workspace(int op, int dtype, int out_dtype, int ndim_out, int ndim_red,
+                              const int64_t* layout);
+uint64_t ecu_scan_workspace(int op, int dtype, int out_dtype, int ndim, int dim,
+                            const int64_t* layout);
+void ecu_set_workspace(ec_ptr ptr, uint64_t nbytes);
+/* The launch plans for a GPU of `sms` multiprocessors (no GPU needed; for tests):
+ * reduce: kind, block x, block y, grid x, grid y, chunk, shared bytes, workspace
+ * bytes; scan: kind, splits, chunk, workspace bytes.  Tuning: the threads per
+ * multiprocessor a launch aims to fill (default 1024). */
+int ecu_reduce_plan(int dtype, int out_dtype, int ndim_out, int ndim_red, const int64_t* layout,
+                    int sms, int64_t* plan);
+int ecu_scan_plan(int dtype, int out_dtype, int ndim, int dim, const int64_t* layout, int sms,
+                  int64_t* plan);
+void ecu_reduce_tuning(int threads_per_sm);
+
 int ecu_copy(int ndim, const int64_t* layout, ec_ptr dst, int dst_dtype, ec_ptr src,
              int src_dtype);
 int ecu_copy_contig(int64_t n, ec_ptr dst, int dst_dtype, ec_ptr src, int src_dtype);
@@ -101,11 +144,82 @@ int ecu_binary_scalar_contig(int op, int dtype, int64_t n, ec_ptr out, ec_ptr a,
                              int64_t si, int scalar_first, double p0);
 int ecu_ternary(int op, int dtype, int ndim, const int64_t* layout, ec_ptr out, ec_ptr a,
                 ec_ptr b, ec_ptr c, double p0);
+int ecu_reduce(int op, int dtype, int out_dtype, int ndim_out, int ndim_red, const int64_t* layout,
+               ec_ptr out, ec_ptr idx, ec_ptr x, double p0);
+int ecu_scan(int op, int dtype, int out_dtype, int ndim, int dim, const int64_t* layout,
+             ec_ptr out, ec_ptr idx, ec_ptr x);
+int ecu_softmax(int dtype, int log, int64_t outer, int64_t dim, int64_t inner, ec_ptr out,
+                ec_ptr x);
+int ecu_softmax_backward(int dtype, int log, int64_t outer, int64_t dim, int64_t inner,
+                         ec_ptr grad_in, ec_ptr grad, ec_ptr y);
+int ecu_random(int kind, int dtype, int64_t n, ec_ptr out, uint64_t seed, uint64_t offset,
+               double p0, double p1, int64_t i0, int64_t i1);
+int ecu_bernoulli_tensor(int dtype, int p_dtype, int64_t n, ec_ptr out, ec_ptr p, uint64_t seed,
+                         uint64_t offset);
+int ecu_dropout(int dtype, int64_t n, double p, ec_ptr out, ec_ptr keep, ec_ptr x, uint64_t seed,
+                uint64_t offset);
+int ecu_masked_scale(int dtype, int ndim, const int64_t* layout, ec_ptr out, ec_ptr x, ec_ptr keep,
+                     double scale);
+int ecu_randperm(int64_t n, ec_ptr out, uint64_t seed, uint64_t offset);
+int ecu_arange(int dtype, int64_t n, ec_ptr out, double start, double step, int64_t istart,
+               int64_t istep);
+int ecu_linspace(int dtype, int64_t n, ec_ptr out, double start, double end);
+int ecu_triangle(int dtype, int ndim, const int64_t* layout, ec_ptr out, ec_ptr x,
+                 int64_t diagonal, int upper);
+
+/* --- matrix products on cuBLAS (Note [cuBLAS], cuda/blas_launch.c) ------- */
+
+/* Note [GEMM plan]: how C[b] = alpha A[b] B[b] + beta C[b], with ec_matmul's
+ * row and column strides (elements), maps onto one column-major cuBLAS GEMM.
+ * A matrix with a unit column stride is the transpose of a column-major matrix
+ * whose leading dimension is its row stride; one with a unit row stride is
+ * column-major with its column stride as leading dimension.  When C is
+ * row-major cuBLAS computes C^T = B^T A^T (swap: its first operand is ember's
+ * B), else C = A B.  `copy` names the operands neither form fits (a zero,
+ * negative or too small stride): the caller passes dense row-major copies of
+ * those (batch stride rows*cols, or 0 for an operand broadcast over the batch)
+ * and asks again.  transa/transb: 1 = CUBLAS_OP_T.  loop: C's batch stride is
+ * 0, so the products run one after another (as on the CPU). */
+enum ecu_gemm_copy { ECU_GEMM_COPY_A = 1, ECU_GEMM_COPY_B = 2, ECU_GEMM_COPY_C = 4 };
+typedef struct ecu_gemm_plan {
+    int copy, swap, transa, transb, loop;
+    int64_t m, n, k, lda, ldb, ldc;
+    int64_t stride_a, stride_b, stride_c; /* batch strides of cuBLAS's A, B and C */
+} ecu_gemm_plan;
+int ecu_gemm_plan_make(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t a_bs,
+                       int64_t a_rs, int64_t a_cs, int64_t b_bs, int64_t b_rs, int64_t b_cs,
+                       int64_t c_bs, int64_t c_rs, int64_t c_cs, ecu_gemm_plan* plan);
+/* Just the copy bits of the plan (the per-call check of the Python side). */
+int ecu_gemm_copies(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t a_bs, int64_t a_rs,
+                    int64_t a_cs, int64_t b_bs, int64_t b_rs, int64_t b_cs, int64_t c_bs,
+                    int64_t c_rs, int64_t c_cs);
+
+/* Open libcublas (`path`, or by soname when NULL or empty); EC_OK when loaded. */
+int ecu_blas_load(const char* path);
+int ecu_blas_loaded(void);
+
+/* ember.backends.cuda.matmul's switches (PyTorch's defaults: TF32 off,
+ * reduced-precision reductions allowed for float16 and bfloat16). */
+enum ecu_blas_flag {
+    ECU_BLAS_ALLOW_TF32 = 1,
+    ECU_BLAS_ALLOW_FP16_REDUCED = 2,
+    ECU_BLAS_ALLOW_BF16_REDUCED = 4
+};
+void ecu_blas_set_flags(int flags);
+int ecu_blas_get_flags(void);
+
+int ecu_matmul(int dtype, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+               ec_ptr a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+               ec_ptr b, int64_t b_bs, int64_t b_rs, int64_t b_cs, double beta,
+               ec_ptr c, int64_t c_bs, int64_t c_rs, int64_t c_cs);
 
 /* cdef:end */
 
 /* Implemented by the Python side (cffi extern "Python+C", ember_core/_cuda.py):
- * compile and register every variant of (family, op, dtype, dtype2) on `device`. */
-int ecu_py_compile(int device, int family, int op, int dtype, int dtype2);
+ * compile and register the kernel (family, op, dtype, dtype2, variant) on `device`. */
+int ecu_py_compile(int device, int family, int op, int dtype, int dtype2, int variant);
+/* Allocate cuBLAS's workspace for (device, stream) from ember_allocator (Note
+ * [cuBLAS], ember_core/_cuda_blas.py); *nbytes 0 leaves cuBLAS its own. */
+int ecu_py_blas_workspace(int device, uint64_t stream, uint64_t* ptr, uint64_t* nbytes);
 
 #endif

@@ -4,6 +4,19 @@
  * Windows follow PyTorch's CPU kernels exactly (which element wins a tie, how
  * NaN propagates, what a window counts), so values and indices match. */
 
+/* The taps e in [*lo, *hi) of a window of k taps (dilation d, padding p) that
+ * reach a row of `in` elements for some of its `out` outputs (stride s): the
+ * others read nothing, and a huge kernel must not cost a pass per tap. */
+static inline void F(tap_span)(int64_t k, int64_t d, int64_t p, int64_t s, int64_t in,
+                               int64_t out, int64_t* lo, int64_t* hi) {
+    int64_t first = p - (out - 1) * s; /* e * d must reach this */
+    int64_t l = first <= 0 ? 0 : (first + d - 1) / d;
+    int64_t h = in + p <= 0 ? 0 : (in - 1 + p) / d + 1;
+    if (h > k) h = k;
+    *lo = l;
+    *hi = h > l ? h : l;
+}
+
 /* Max pooling of planes' output rows [r0, r1) (a row = one (plane, od, oh)).
  * The index is the flat position in the input plane; NaN wins (the last NaN
  * of the window); a window starts at its first element inside the input.
@@ -32,11 +45,13 @@ EC_VEC_CLONES static void F(max_pool_rows)(const ec_geom* g, const T* x, T* y, i
             yr[ow] = -INFINITY;
             ir[ow] = (d0 * IH + h0) * IW + w0;
         }
+        int64_t e_lo, e_hi;
+        F(tap_span)(g->k[2], dw, pw, sw, IW, OW, &e_lo, &e_hi);
         for (int64_t id = d0; id < d1; id += g->d[0])
             for (int64_t ih = h0; ih < h1; ih += g->d[1]) {
                 const int64_t row = (id * IH + ih) * IW;
                 const T* xr = xp + row;
-                for (int64_t e = 0; e < g->k[2]; e++) {
+                for (int64_t e = e_lo; e < e_hi; e++) {
                     int64_t off = e * dw - pw, lo, hi;
                     ec_tap_range(off, sw, IW, OW, &lo, &hi);
                     for (int64_t ow = lo; ow < hi; ow++) {
@@ -129,10 +144,12 @@ EC_VEC_CLONES static void F(avg_pool_row)(const ec_geom* g, int count_include_pa
     F(avg_window)(od, g->s[0], g->p[0], g->k[0], ID, &d0, &d1, &pd);
     F(avg_window)(oh, g->s[1], g->p[1], g->k[1], IH, &h0, &h1, &ph);
     for (int64_t ow = 0; ow < OW; ow++) yr[ow] = 0;
+    int64_t e_lo, e_hi;
+    F(tap_span)(g->k[2], 1, pw, sw, IW, OW, &e_lo, &e_hi);
     for (int64_t id = d0; id < d1; id++)
         for (int64_t ih = h0; ih < h1; ih++) {
             const T* xr = xp + (id * IH + ih) * IW;
-            for (int64_t e = 0; e < g->k[2]; e++) {
+            for (int64_t e = e_lo; e < e_hi; e++) {
                 int64_t off = e - pw, lo, hi;
                 ec_tap_range(off, sw, IW, OW, &lo, &hi);
                 for (int64_t ow = lo; ow < hi; ow++) yr[ow] += xr[ow * sw + off];

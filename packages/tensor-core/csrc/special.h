@@ -31,10 +31,13 @@ static inline uint64_t ec_double_bits(double x) {
 #endif
 
 #define EC_FLOAT_HELPERS(C, SUF)                                                       \
-    EC_FN C ec_clamp_##C(C x, C lo, C hi) {                                    \
+    /* NaN in x or in a bound gives NaN, as PyTorch; no bound is +-inf */             \
+    EC_FN C ec_clamp_##C(C x, C lo, C hi) {                                            \
         if (x != x) return x;                                                          \
-        if (lo == lo && x < lo) x = lo;                                                \
-        if (hi == hi && x > hi) x = hi;                                                \
+        if (lo != lo) return lo;                                                       \
+        if (hi != hi) return hi;                                                       \
+        if (x < lo) x = lo;                                                            \
+        if (x > hi) x = hi;                                                            \
         return x;                                                                      \
     }                                                                                  \
     EC_FN C ec_softplus_##C(C x) { return x > 20 ? x : log1p##SUF(exp##SUF(x)); } \

@@ -434,6 +434,40 @@ static double poly(int op, double x, double nd) {
     }
     double p0 = 1, p1;
     if (n == 0) return 1;
+    /* Closed forms where the recurrence would take n steps over bounded values
+     * (a huge n must not hang): at x = +-1, and inside (-1, 1) for the Chebyshev
+     * kinds, as PyTorch computes them. */
+    double sign = (n & 1) ? -1.0 : 1.0, dn = (double)n;
+    if (x == 1 || x == -1) {
+        int neg = x < 0;
+        switch (op) {
+            case EC_SP_CHEBYSHEV_T:
+            case EC_SP_LEGENDRE_P:
+                return neg ? sign : 1;
+            case EC_SP_CHEBYSHEV_U:
+                return neg ? sign * (dn + 1) : dn + 1;
+            case EC_SP_CHEBYSHEV_V:
+                return neg ? sign * (2 * dn + 1) : 1;
+            case EC_SP_CHEBYSHEV_W:
+                return neg ? sign : 2 * dn + 1;
+            default:
+                break;
+        }
+    }
+    if (x > -1 && x < 1 && op >= EC_SP_CHEBYSHEV_T && op <= EC_SP_CHEBYSHEV_W &&
+        n > (op == EC_SP_CHEBYSHEV_T ? 6 : 8)) {
+        double t = acos(x);
+        switch (op) {
+            case EC_SP_CHEBYSHEV_T:
+                return cos(dn * t);
+            case EC_SP_CHEBYSHEV_U:
+                return sin(t) != 0 ? sin((dn + 1) * t) / sin(t) : (dn + 1) * cos((dn + 1) * t) / x;
+            case EC_SP_CHEBYSHEV_V:
+                return sin(t / 2) != 1 ? cos((dn + 0.5) * t) / cos(t / 2) : sign * (2 * dn + 1);
+            default: /* W */
+                return cos(t / 2) != 1 ? sin((dn + 0.5) * t) / sin(t / 2) : 2 * dn + 1;
+        }
+    }
     switch (op) {
         case EC_SP_CHEBYSHEV_T:
             p1 = x;
@@ -479,6 +513,7 @@ static double poly(int op, double x, double nd) {
                 p2 = 2 * x * p1 - p0;
                 break;
         }
+        if (p2 != p2) return p2; /* NaN (after an overflow) stays NaN */
         p0 = p1;
         p1 = p2;
     }

@@ -1,6 +1,9 @@
 """Shared helpers: dtype lists, NumPy references for every dtype (bfloat16 via
 float32), tensors in several memory layouts, and dtype-aware comparisons."""
 
+# CUDA tests (marked `cuda`) skip without a usable GPU, or fail where one is
+# expected (EMBER_EXPECT_CUDA=1, set by `make gpu-check`): see cuda_helpers.py.
+import cuda_helpers
 import numpy as np
 import pytest
 
@@ -123,3 +126,8 @@ def assert_close(actual, expected, dtype=None, rtol=None, atol=None, equal_nan=T
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("cuda") is not None:
+        cuda_helpers.require_cuda(item)

@@ -109,9 +109,11 @@ def run(fn):
 
 
 def ref_cast(values, dtype):
-    """Values as a NumPy array of the dtype ember computes in (float64 for floats)."""
+    """Values as a NumPy array of the dtype ember computes in (float64 for floats,
+    rounded to ``dtype`` first, as promotion does: an int32 of 1505919583 is inf in
+    float16)."""
     if dtype.is_floating_point:
-        return values.astype(np.float64)
+        return as_dtype_np(values.astype(np.float64), dtype).astype(np.float64)
     return values.astype(dtype.numpy)
 
 

@@ -340,23 +340,24 @@ def _(grad, input):
 
 @derivative("clamp", inputs=("input", "min", "max"))
 def _(grad, input, min, max):
+    # As PyTorch (clamp_backward_min_max): input's gradient flows where
+    # min <= input <= max, so not at a NaN input nor through a NaN bound; a tensor
+    # bound gets it where it is the result (min also needs min < max; max wins
+    # wherever max < min).
     lo_t, hi_t = isinstance(min, ec.Tensor), isinstance(max, ec.Tensor)
     keep = ec.ones(input.shape, dtype=ec.bool)
-    g_min = g_max = None
     if min is not None:
-        below = input < min
-        keep = keep & ~below
-        if lo_t:
-            g_min = _masked(below, grad)
+        keep = keep & (input >= min)
     if max is not None:
+        keep = keep & (input <= max)
+    g_min = g_max = None
+    if lo_t:
+        below = input < min
+        g_min = _masked(below & (min < max) if max is not None else below, grad)
+    if hi_t:
         above = input > max
-        if lo_t and min is not None:
-            above = above & ~(input < min)
-        keep = keep & ~above
-        if hi_t:
-            g_max = _masked(above, grad)
-    # NaN inputs keep their gradient
-    return _masked(keep | input.isnan(), grad), g_min, g_max
+        g_max = _masked(above | (max < min) if min is not None else above, grad)
+    return _masked(keep, grad), g_min, g_max
 
 
 @derivative("nan_to_num")

@@ -33,6 +33,11 @@ Note [Worker shutdown protocol]
    its socket at once, and reported with its id, pid and exit code or signal.
    An exception raised by the dataset in a worker does not shut anything down:
    it is re-raised in the main process and the iterator goes on, as PyTorch's.
+5. Once its workers are joined, the iterator tells the transport hook
+   (workers_exited, Note [Transport hook]): ember_multiprocessing keeps idle
+   segments mapped for the next batches, and now releases those of these
+   workers at once (and the others as their last tensor dies).  Leaving a loop
+   early (break) and dropping the iterator leaves no shared-memory descriptor.
 """
 
 import atexit
@@ -53,7 +58,7 @@ from ember_data._utils import worker as _worker
 from ember_data._utils.collate import default_collate, default_convert
 from ember_data._utils.exceptions import ExceptionWrapper
 from ember_data._utils.fetch import _IterableDatasetFetcher, _MapDatasetFetcher
-from ember_data._utils.transport import Channel
+from ember_data._utils.transport import Channel, transport_hook
 from ember_data._utils.worker import get_worker_info
 from ember_data.dataset import IterableDataset
 from ember_data.sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
@@ -770,6 +775,9 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             if w.is_alive():
                 w.kill()
                 w.join()
+        exited = getattr(transport_hook(), "workers_exited", None)  # step 5
+        if exited is not None:
+            exited([w.pid for w in self._workers if w.pid is not None])
 
     def __del__(self):
         with contextlib.suppress(Exception):

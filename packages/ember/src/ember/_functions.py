@@ -6,6 +6,7 @@ device switches PyTorch scripts set."""
 import warnings
 
 import ember_core as ec
+from ember_core import _cuda_blas
 from ember_core import array_api as _xp
 
 __all__ = [
@@ -211,17 +212,23 @@ def is_deterministic_algorithms_warn_only_enabled():
 
 
 def set_float32_matmul_precision(precision):
-    """'highest', 'high' or 'medium'.  ember's float32 matmuls always run in full
-    float32 (BLAS sgemm); the setting is kept for get_float32_matmul_precision."""
+    """'highest', 'high' or 'medium'.  On CUDA 'high' and 'medium' let float32
+    products use TF32 (``ember.backends.cuda.matmul.allow_tf32``, which this
+    sets, as PyTorch does); CPU float32 products always run in full float32."""
     if precision not in ("highest", "high", "medium"):
         raise RuntimeError(
             f"Invalid precision {precision!r}: expected 'highest', 'high' or 'medium'"
         )
     _matmul_precision[0] = precision
+    _cuda_blas.matmul.allow_tf32 = precision != "highest"
 
 
 def get_float32_matmul_precision():
-    return _matmul_precision[0]
+    # allow_tf32 set directly counts too (PyTorch keeps the two in step)
+    tf32 = _cuda_blas.matmul.allow_tf32
+    if tf32 == (_matmul_precision[0] != "highest"):
+        return _matmul_precision[0]
+    return "high" if tf32 else "highest"
 
 
 def set_num_interop_threads(n):

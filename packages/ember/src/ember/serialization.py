@@ -13,11 +13,18 @@ File format (readable by any safetensors reader):
     "ember.structure": JSON         the saved object, with tensors replaced by
                                     {"$tensor": name} and other values tagged
                                     (tuples, int-keyed dicts, dtypes, devices...)
-    "ember.sha256": hex digest      of the data region, so tampering is detected
+    "ember.file_sha256": hex digest of the whole file (length, header and data)
+                                    with these 64 digits read as "0"s, so that any
+                                    altered byte is detected (Note [Checkpoint
+                                    integrity]; format 1 files carried
+                                    "ember.sha256", of the data region only)
 
 Loading parses JSON and copies bytes: it never executes code from the file.
 Saving to a path writes a temporary file in the same directory and renames it
-over the target, so a crash never leaves a half-written checkpoint behind.
+over the target, so a crash never leaves a half-written checkpoint behind
+(Note [Save temporaries]: a save killed before the rename leaves
+``.<target name>.ember-save-<random>.tmp``, which the next save to that target
+removes).
 
 Values the layout cannot hold (an argparse.Namespace, a whole model) are pickled
 into the structure as {"$pickle": base64, "type": "module.qualname"}, with their
@@ -31,6 +38,7 @@ of tensors, state_dicts and plain values (see _torch_checkpoint.py).
 
 import base64
 import collections
+import glob
 import hashlib
 import io
 import json
@@ -39,6 +47,11 @@ import os
 import pickle
 import struct
 import tempfile
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: stale temporaries are not recognised (Note [Save temporaries])
+    fcntl = None
 
 import numpy as np
 
@@ -58,7 +71,7 @@ __all__ = [
     "save",
 ]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _DTYPE_CODES = {
     ec.bool: "BOOL",
     ec.uint8: "U8",
@@ -195,16 +208,70 @@ def _serialize(obj, pickle_module=None, pickle_protocol=None):
         }
         chunks.append(data)
         offset += len(data)
-    blob = b"".join(chunks)
     header["__metadata__"] = {
         "format": "ember",
         "ember.version": str(FORMAT_VERSION),
         "ember.structure": json.dumps(structure, separators=(",", ":")),
-        "ember.sha256": hashlib.sha256(blob).hexdigest(),
+        _DIGEST_KEY: _DIGEST_BLANK,
     }
     text = json.dumps(header, separators=(",", ":")).encode("utf-8")
     text += b" " * (-len(text) % 8)  # align the data region to 8 bytes
-    return struct.pack("<Q", len(text)) + text + blob
+    head = bytearray(struct.pack("<Q", len(text)) + text)
+    h = hashlib.sha256(head)
+    for chunk in chunks:
+        h.update(chunk)
+    at = head.index(_DIGEST_FIELD) + len(_DIGEST_FIELD)
+    head[at : at + 64] = h.hexdigest().encode()
+    return b"".join([head, *chunks])
+
+
+# Note [Checkpoint integrity]
+# The digest covers every byte of the file: the 8-byte length, the JSON header
+# (names, dtypes, shapes, offsets, the structure with its hyperparameters) and
+# the data.  It lives in the header it covers, so it is computed with its own 64
+# hex digits written as "0"s; the loader finds the field in the raw header bytes,
+# blanks it the same way and compares.  A file whose metadata is ember's must
+# carry the digest; one flipped byte in the digest's key, the length, the
+# padding or anywhere else fails the check (tests/test_fuzz_checkpoint.py flips
+# every byte of a checkpoint).  Plain safetensors files from other writers carry
+# no digest and load as a dict of tensors, checked for consistency only.
+_DIGEST_KEY = "ember.file_sha256"
+_DIGEST_BLANK = "0" * 64
+_DIGEST_FIELD = b'"ember.file_sha256":"'
+_LEGACY_DIGEST_KEY = "ember.sha256"  # format 1: of the data region only
+
+
+def _check_digest(data, n, meta, source):
+    """Verify an ember file's digest (Note [Checkpoint integrity])."""
+    digest = meta.get(_DIGEST_KEY)
+    if digest is None:
+        legacy = meta.get(_LEGACY_DIGEST_KEY)
+        if legacy is not None and meta.get("ember.version", "1") == "1":
+            if hashlib.sha256(data[8 + n :]).hexdigest() != legacy:
+                _fail(
+                    source,
+                    "the tensor data does not match its checksum: the file was modified or damaged",
+                )
+            return
+        if meta.get("format") == "ember" or any(str(k).startswith("ember.") for k in meta):
+            _fail(source, "the checkpoint's checksum is missing: the file was modified or damaged")
+        return
+    at = data.find(_DIGEST_FIELD + str(digest).encode("utf-8", "replace") + b'"', 8, 8 + n)
+    ok = (
+        isinstance(digest, str)
+        and len(digest) == 64
+        and at >= 0
+        and data.find(_DIGEST_FIELD, at + 1, 8 + n) < 0
+    )
+    if ok:
+        start = at + len(_DIGEST_FIELD)
+        view = memoryview(data)
+        h = hashlib.sha256(view[:start])
+        h.update(_DIGEST_BLANK.encode())
+        h.update(view[start + 64 :])
+        ok = h.hexdigest() == digest
+    if not ok:
+        _fail(source, "the file does not match its checksum: it was modified or damaged")
 
 
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
@@ -214,20 +281,76 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
     data = _serialize(obj, pickle_module, pickle_protocol)
     if isinstance(f, (str, os.PathLike)):
         path = os.fspath(f)
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".ember-save-", dir=directory)
+        _remove_stale_temporaries(path)
+        fd, tmp = _temporary_for(path)
         try:
             with os.fdopen(fd, "wb") as out:
                 out.write(data)
                 out.flush()
                 os.fsync(out.fileno())
-            os.replace(tmp, path)
+                os.replace(tmp, path)  # before closing, which releases the lock
         except BaseException:
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
     else:
         f.write(data)
+
+
+# Note [Save temporaries]
+# save(obj, "dir/ckpt.pt") writes "dir/.ckpt.pt.ember-save-<random>.tmp" and
+# renames it over the target.  A process killed before the rename leaves that file
+# (as large as the checkpoint); the next save to the same target removes every
+# such file that no live save is writing.  A writer holds an exclusive flock on
+# its temporary until the rename, and the kernel drops the lock when the process
+# dies, so "lockable" means "abandoned".  A writer checks that its fresh file
+# was not removed between its creation and its lock (by a cleaner that locked it
+# first), and starts again if it was.  Without fcntl (not POSIX) nothing is removed.
+
+
+def _temporary_prefix(path):
+    base = os.path.basename(path)
+    if len(base.encode()) > 200:  # keep the temporary's name within NAME_MAX
+        base = base.encode()[:200].decode(errors="ignore")
+    return os.path.join(os.path.dirname(os.path.abspath(path)), f".{base}.ember-save-")
+
+
+def _temporary_for(path):
+    """(fd, name) of a new locked temporary next to path."""
+    prefix = _temporary_prefix(path)
+    while True:
+        fd, tmp = tempfile.mkstemp(
+            prefix=os.path.basename(prefix), suffix=".tmp", dir=os.path.dirname(prefix)
+        )
+        if fcntl is None:
+            return fd, tmp
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if os.fstat(fd).st_nlink:
+            return fd, tmp
+        os.close(fd)  # a cleaner took it for abandoned before we locked it
+
+
+def _remove_stale_temporaries(path):
+    """Remove the temporaries of earlier saves to path that were killed before their
+    rename (Note [Save temporaries])."""
+    if fcntl is None:
+        return
+    for name in glob.glob(glob.escape(_temporary_prefix(path)) + "*.tmp"):
+        try:
+            fd = os.open(name, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)  # a live save is writing it
+            continue
+        try:
+            os.unlink(name)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 # ------------------------------------------------------------------ decoding
@@ -259,6 +382,9 @@ def _parse(data, source):
     if not isinstance(header, dict):
         _fail(source, "the header is not a JSON object")
     meta = header.pop("__metadata__", {}) or {}
+    if not isinstance(meta, dict):
+        _fail(source, "the header's __metadata__ is not a JSON object")
+    _check_digest(data, n, meta, source)
     body = data[8 + n :]
     expected_end = 0
     entries = []
@@ -287,11 +413,6 @@ def _parse(data, source):
             source,
             f"the data region is {len(body)} bytes but the tensors describe {expected_end} "
             "(truncated or padded file)",
-        )
-    digest = meta.get("ember.sha256")
-    if digest is not None and hashlib.sha256(body).hexdigest() != digest:
-        _fail(
-            source, "the tensor data does not match its checksum: the file was modified or damaged"
         )
     return meta, {
         name: (dtype, shape, body[begin:end]) for begin, end, name, dtype, shape in entries

@@ -15,7 +15,7 @@ import multiprocessing as _mp
 from multiprocessing import *  # noqa: F403 - the standard API, as torch.multiprocessing
 
 from ember_core import _storage as _core_storage
-from ember_multiprocessing import _reductions, _shared_memory
+from ember_multiprocessing import _reductions, _segments, _shared_memory
 from ember_multiprocessing._reductions import (
     get_all_sharing_strategies,
     get_sharing_strategy,
@@ -76,6 +76,11 @@ class _DataLoaderTransport:
 
     def worker_setup(self):
         use_shared_memory(True)
+
+    def workers_exited(self, pids):
+        """The DataLoader's workers ``pids`` are gone: release the segments of
+        theirs this process keeps mapped for reuse (its Note [Transport hook])."""
+        _segments.retire(pids)
 
     def reducer_override(self, obj):
         if isinstance(obj, _reductions.Tensor):

@@ -16,6 +16,9 @@ flight.  A small segment no storage uses any more stays mapped for a while
 (at most IDLE_MAX of them, least recently used first out): a receiver that
 drops each tensor before the next arrives would otherwise fetch and map the
 same segment again for every tensor.  Large segments are unmapped at once.
+When the processes that allocated segments are known to be done (a
+DataLoader's workers, once its iterator shuts down), retire() unmaps their idle
+segments and keeps no more of theirs idle: nothing will send them again.
 
 Servers listed: first the process that allocated the segment (it keeps the
 segment while any handle to it is unreceived, because the handle holds a
@@ -43,14 +46,15 @@ class Mapping:
     over it (counted under _lock rather than with finalisers: a finaliser could
     unmap memory another thread has just found through the cache)."""
 
-    __slots__ = ("ino", "addr", "size", "fd", "users")
+    __slots__ = ("ino", "addr", "size", "fd", "users", "origin")
 
-    def __init__(self, ino, fd, size):
+    def __init__(self, ino, fd, size, origin=None):
         self.addr = _lib.map_fd(fd, size, "a shared segment")
         self.ino = ino
         self.size = size
         self.fd = fd  # kept: this process serves the segment to others in turn
         self.users = 0
+        self.origin = origin  # pid of the process that allocated the segment
 
 
 IDLE_MAX = 32  # unused small segments kept mapped
@@ -59,6 +63,7 @@ IDLE_SEGMENT_MAX = 2 << 20  # ember_allocator's small-block segments
 _local = {}  # inode -> (base, size, fd): this process's own segments it has sent
 _mapped = {}  # inode -> Mapping: other processes' segments mapped here (idle ones too)
 _idle = collections.OrderedDict()  # inode -> Mapping without users, oldest first
+_retired = set()  # pids whose segments are not kept idle (retire())
 _lock = threading.Lock()
 
 
@@ -160,6 +165,7 @@ def _after_fork_in_child():
     _server_lock = threading.Lock()
     _local.clear()
     _idle.clear()  # (still mapped here, but never unmapped: cheap, and fork-safe)
+    _retired.clear()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -188,7 +194,7 @@ def acquire(ino, size, servers):
             return m
     fd = _fetch(ino, servers)
     try:
-        fresh = Mapping(ino, fd, size)
+        fresh = Mapping(ino, fd, size, _server_pid(servers[0]))
     except OSError:
         os.close(fd)
         raise
@@ -210,14 +216,45 @@ def release(m):
         m.users -= 1
         if m.users > 0:
             return
-        if m.size <= IDLE_SEGMENT_MAX and _mapped.get(m.ino) is m:
+        if m.size <= IDLE_SEGMENT_MAX and _mapped.get(m.ino) is m and m.origin not in _retired:
             _idle[m.ino] = m
             if len(_idle) <= IDLE_MAX:
                 return
             _, m = _idle.popitem(last=False)
         if _mapped.get(m.ino) is m:
             del _mapped[m.ino]
+        _forget_retired()
     _unmap(m)
+
+
+def retire(pids):
+    """The processes ``pids`` will send nothing more (they exited): unmap their
+    segments that no storage uses, and unmap the others as their last storage
+    dies instead of keeping them idle."""
+    with _lock:
+        _retired.update(pids)
+        idle = [m for m in _idle.values() if m.origin in _retired]
+        for m in idle:
+            del _idle[m.ino]
+            del _mapped[m.ino]
+        _forget_retired()
+    for m in idle:
+        _unmap(m)
+
+
+def _forget_retired():
+    # (under _lock) a retired pid none of whose segments is mapped any more needs
+    # no entry: the set stays as small as the mappings, and a reused pid is free
+    if _retired:
+        _retired.intersection_update(m.origin for m in _mapped.values())
+
+
+def _server_pid(address):
+    """The pid in a server address (Note [Segment sharing]), or None."""
+    try:
+        return int(address.split("-")[2])
+    except (IndexError, ValueError):
+        return None
 
 
 def drop_idle():

@@ -48,23 +48,11 @@
         }                                                                            \
     };
 
-#define ECU_FLOAT_LISTS(DC, sfx, T, C, K)                                            \
-    UNARY_FLOAT_LIST(ECU_UNARY_FUNCTOR, DC, sfx, T, C)                               \
-    BINARY_FLOAT_LIST(ECU_BINARY_FUNCTOR, DC, sfx, T, C)                             \
-    TERNARY_FLOAT_LIST(ECU_TERNARY_FUNCTOR, DC, sfx, T, C)
-#define ECU_INT_LISTS(DC, sfx, T, C, K)                                              \
-    UNARY_INT_LIST(ECU_UNARY_FUNCTOR, DC, sfx, T, C)                                 \
-    BINARY_INT_LIST(ECU_BINARY_FUNCTOR, DC, sfx, T, C)                               \
-    TERNARY_INT_LIST(ECU_TERNARY_FUNCTOR, DC, sfx, T, C)
-#define ECU_BOOL_LISTS(DC, sfx, T, C, K)                                             \
-    UNARY_BOOL_LIST(ECU_UNARY_FUNCTOR, DC, sfx, T, C)                                \
-    BINARY_BOOL_LIST(ECU_BINARY_FUNCTOR, DC, sfx, T, C)
+/* A compile group expands the list of its own dtype only (its source is made by
+ * ember_core/_cuda_kernels.py, e.g. UNARY_FLOAT_LIST(ECU_UNARY_FUNCTOR, EC_FLOAT32,
+ * f32, float, float)): NVRTC then parses tens of functors, not a thousand. */
 
-EC_FLOAT_DTYPES(ECU_FLOAT_LISTS)
-EC_INT_DTYPES(ECU_INT_LISTS)
-EC_BOOL_DTYPE(ECU_BOOL_LISTS)
-
-/* where(cond, a, b): a select on storage values, for every dtype. */
+/* where(cond, a, b): a select on storage values. */
 #define ECU_WHERE_FUNCTOR(DC, sfx, T, C, K)                                          \
     struct T_WHERE_##sfx {                                                           \
         typedef T out_t;                                                             \
@@ -72,9 +60,8 @@ EC_BOOL_DTYPE(ECU_BOOL_LISTS)
             return c ? a : b;                                                        \
         }                                                                            \
     };
-EC_ALL_DTYPES(ECU_WHERE_FUNCTOR)
 
-/* Casts: dst <- src for every pair, as the CPU's copy.c converts. */
+/* Casts: dst <- src, as the CPU's copy.c converts. */
 #define ECU_CAST_FUNCTOR(DC, ds, DT, DCT, DK, SC, ss, ST, SCT, SK)                   \
     struct CAST_##ds##_##ss {                                                        \
         typedef ST in_t;                                                             \
@@ -83,18 +70,7 @@ EC_ALL_DTYPES(ECU_WHERE_FUNCTOR)
             return EC_STORE_##ds(EC_CONV_##DK##_##SK(EC_LOAD_##ss(v)));              \
         }                                                                            \
     };
-#define ECU_CAST_FOR_DST(DC, ds, DT, DCT, DK)                                        \
-    ECU_CAST_FUNCTOR(DC, ds, DT, DCT, DK, EC_BOOL, b, uint8_t, int, B)               \
-    ECU_CAST_FUNCTOR(DC, ds, DT, DCT, DK, EC_UINT8, u8, uint8_t, uint8_t, I)         \
-    ECU_CAST_FUNCTOR(DC, ds, DT, DCT, DK, EC_INT8, i8, int8_t, int8_t, I)            \
-    ECU_CAST_FUNCTOR(DC, ds, DT, DCT, DK, EC_INT16, i16, int16_t, int16_t, I)        \
-    ECU_CAST_FUNCTOR(DC, ds, DT, DCT, DK, EC_INT32, i32, int32_t, int32_t, I)        \
-    ECU_CAST_FUNCTOR(DC, ds, DT, DCT, DK, EC_INT64, i64, int64_t, int64_t, I)        \
-    ECU_CAST_FUNCTOR(DC, ds, DT, DCT, DK, EC_FLOAT16, f16, ec_f16, float, F)         \
-    ECU_CAST_FUNCTOR(DC, ds, DT, DCT, DK, EC_BFLOAT16, bf16, ec_bf16, float, F)      \
-    ECU_CAST_FUNCTOR(DC, ds, DT, DCT, DK, EC_FLOAT32, f32, float, float, F)          \
-    ECU_CAST_FUNCTOR(DC, ds, DT, DCT, DK, EC_FLOAT64, f64, double, double, F)
-EC_ALL_DTYPES(ECU_CAST_FOR_DST)
+
 
 /* ------------------------------------------------------------ index spaces */
 

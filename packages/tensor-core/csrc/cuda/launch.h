@@ -28,6 +28,9 @@ typedef struct ecu_geo {
     int64_t stride[ECU_MAX_OPERANDS][ECU_MAX_DIMS]; /* bytes */
 } ecu_geo;
 
+/* The fast 32-bit divisor of d (used by the geometry helpers). */
+void ecu_make_divisor(ecu_div* v, uint32_t d);
+
 /* Build the geometry of an ember layout (shape, then each operand's element
  * strides): size-1 dims dropped, contiguous neighbours merged.  Sets *i32 when
  * 32-bit index math covers it. */
@@ -50,6 +53,9 @@ int ecu_launch(ecu_CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned
 ecu_CUstream ecu_stream(void);
 int ecu_device(void);
 ecu_CUdeviceptr ecu_error_word(void);
+
+/* Whether every launch waits for its work (EMBER_LAUNCH_BLOCKING=1). */
+int ecu_launch_is_blocking(void);
 
 /* Turn a driver result into a status (with a message) */
 int ecu_check(ecu_CUresult r, const char* what);

@@ -317,6 +317,7 @@ int ecu_synchronize(int device) {
 }
 
 void ecu_set_launch_blocking(int on) { rt.blocking = on; }
+int ecu_launch_is_blocking(void) { return rt.blocking; }
 
 /* ------------------------------------------------------- streams, events */
 
@@ -469,8 +470,10 @@ int ecu_pointer_device(ec_ptr ptr, int* device) {
 /* Note [Kernel table]
  * Loaded kernels are found by a 64-bit key (family, op, dtype, dtype2,
  * variant) in one open-addressing table per device.  A miss asks the Python
- * side to compile the whole (family, op, dtypes) group and register it; the
- * lock covers the table because compiling releases the GIL. */
+ * side to compile that kernel of its (family, op, dtypes) group and register
+ * it (only the variants a program uses get compiled: a strided variant costs
+ * ptxas several times a contiguous one); the lock covers the table because
+ * compiling releases the GIL. */
 typedef struct {
     uint64_t* keys;
     ecu_CUfunction* fns;
@@ -561,7 +564,7 @@ int ecu_get_function(int family, int op, int dtype, int dtype2, int variant, ecu
     *f = table_find(&tables[dev], key);
     pthread_mutex_unlock(&rt.lock);
     if (*f) return EC_OK;
-    int st = ecu_py_compile(dev, family, op, dtype, dtype2);
+    int st = ecu_py_compile(dev, family, op, dtype, dtype2, variant);
     if (st != EC_OK) return st;
     pthread_mutex_lock(&rt.lock);
     *f = table_find(&tables[dev], key);
@@ -594,7 +597,7 @@ int ecu_launch_elements(ecu_CUfunction f, int64_t work, void** args) {
 
 /* -------------------------------------------------------------- geometry */
 
-static void make_divisor(ecu_div* v, uint32_t d) {
+void ecu_make_divisor(ecu_div* v, uint32_t d) {
     uint32_t shift = 0;
     while (shift < 32 && (1ull << shift) < d) shift++;
     uint64_t one = 1;
@@ -650,7 +653,7 @@ int ecu_geometry(int nops, int ndim, const int64_t* layout, const int* itemsizes
     *i32 = g->numel < (1ll << 31);
     for (int d = 0; d < m; d++) {
         g->size[d] = shape[d];
-        make_divisor(&g->div[d], shape[d] < (1ll << 31) ? (uint32_t)shape[d] : 1u);
+        ecu_make_divisor(&g->div[d], shape[d] < (1ll << 31) ? (uint32_t)shape[d] : 1u);
         for (int k = 0; k < nops; k++) g->stride[k][d] = st[k][d];
     }
     return EC_OK;

@@ -483,7 +483,7 @@ def index_put(t, key, value):
             return
     view, indices = apply_key(t, key)
     if not indices:
-        written(t, "__setitem__")
+        written(view, "__setitem__")
         if isinstance(value, Tensor):
             copy_into(view, value)
         else:
@@ -503,7 +503,7 @@ def index_put(t, key, value):
     else:
         value = _value_tensor(value, t._dtype, t._storage._device)
     p = plan(view, indices)
-    written(t, "__setitem__")
+    written(t, "index_put_")
     put_plan(view, p, value, lib.EC_INDEX_PUT, "index_put_")
 
 

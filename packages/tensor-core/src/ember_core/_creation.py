@@ -12,7 +12,7 @@ from ember_core._device import CPU, to_device
 from ember_core._dispatch import defop
 from ember_core._elementwise import layout
 from ember_core._lib import check
-from ember_core._tensor import Tensor, make
+from ember_core._tensor import Tensor, make, written
 from ember_core._tensor import empty as _empty
 
 
@@ -93,6 +93,11 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
         raise RuntimeError(
             f"empty_strided: size {list(shape)} and stride {list(stride)} differ in length"
         )
+    if any(st < 0 for st in stride):  # the tensor would reach before its storage
+        raise RuntimeError(
+            f"empty_strided(): Storage size calculation overflowed with sizes={list(shape)} "
+            f"and strides={list(stride)} (strides must be non-negative)"
+        )
     dt = D.to_dtype(dtype) or D.get_default_dtype()
     extent = 1 + sum((s - 1) * st for s, st in zip(shape, stride)) if all(shape) else 0
     storage = _storage.allocate(max(extent, 0) * dt.itemsize, _dev(device))
@@ -100,13 +105,31 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
     return _finish(t, requires_grad)
 
 
-def _filled(op, size, value, dtype, device, requires_grad, out):
-    shape = _shape.as_shape(size, op)
-    if out is not None:
+def creation_out(op, out, shape, dtype):
+    """The caller's ``out=`` of a factory (zeros, arange, rand...), announced as
+    written and resized to ``shape``: the values are made in out's dtype, and a
+    ``dtype`` given as well must be that one (as in PyTorch)."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    dt = D.to_dtype(dtype)
+    if dt is not None and dt is not out._dtype:
+        from ember_core._elementwise import _tname
+
+        raise RuntimeError(
+            f"{op}: dtype {_tname(dt)} does not match dtype of out parameter ({_tname(out._dtype)})"
+        )
+    written(out, op)
+    if out._shape != shape:
         from ember_core._copy import resize_
 
         resize_(out, shape)
-        return fill_values(out, value)
+    return out
+
+
+def _filled(op, size, value, dtype, device, requires_grad, out):
+    shape = _shape.as_shape(size, op)
+    if out is not None:
+        return fill_values(creation_out(op, out, shape, dtype), value)
     dt = D.to_dtype(dtype) or D.get_default_dtype()
     t = _empty(shape, dt, _dev(device))
     if value == 0 and t._numel:
@@ -253,6 +276,9 @@ def _infer_numpy(data):
         arr = np.asarray(data)
     except ValueError as e:
         raise ValueError(f"tensor(): could not build a tensor from the given data: {e}") from None
+    from ember_core._interop import check_byte_order
+
+    check_byte_order(arr, "tensor")
     if arr.dtype == object:
         if any(isinstance(v, int) and not D.int64.min <= v <= D.int64.max for v in _flat(data)):
             raise ValueError(_OVERFLOW)
@@ -352,6 +378,26 @@ def from_array(arr, dtype, dev):
     return out
 
 
+def _cuda_array(data, op):
+    """A tensor over the memory of an object with a __cuda_array_interface__, or
+    the object itself when its property declines (a CPU PyTorch tensor's).
+    CUDA objects that speak DLPack too come through DLPack: exact dtypes (the
+    interface has no bfloat16; PyTorch calls its bfloat16 "<f2") and the
+    stream contract."""
+    from ember_core._dlpack import cuda_array_desc, from_cuda_array_interface, from_dlpack
+
+    where = getattr(data, "__dlpack_device__", None)
+    if where is not None and hasattr(data, "__dlpack__"):
+        try:
+            kind = int(where()[0])
+        except Exception:  # a broken or declining producer: try the interface instead
+            kind = None
+        if kind == 2:  # kDLCUDA
+            return from_dlpack(data)
+    desc = cuda_array_desc(data)
+    return data if desc is None else from_cuda_array_interface(data, desc, op)
+
+
 @defop(
     method=False,
     differentiable=False,
@@ -365,6 +411,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     """
     dev = _dev(device)
     dt = D.to_dtype(dtype)
+    if not isinstance(data, Tensor) and hasattr(type(data), "__cuda_array_interface__"):
+        data = _cuda_array(data, "tensor")  # CuPy, Numba, ...: copied on their device
     if isinstance(data, Tensor):
         from ember_core._copy import to_dtype_copy
 
@@ -396,8 +444,11 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
 
 @defop(method=False, differentiable=False)
 def as_tensor(data, dtype=None, device=None):
-    """Like tensor(), but shares memory with a tensor or NumPy array when it can."""
+    """Like tensor(), but shares memory with a tensor, a NumPy array or a CUDA
+    array (``__cuda_array_interface__``: CuPy, Numba) when it can."""
     dt = D.to_dtype(dtype)
+    if not isinstance(data, Tensor) and hasattr(type(data), "__cuda_array_interface__"):
+        data = _cuda_array(data, "as_tensor")
     if isinstance(data, Tensor):
         from ember_core._copy import to
 
@@ -409,7 +460,7 @@ def as_tensor(data, dtype=None, device=None):
             return tensor(data, dtype=dt, device=device)
         try:
             t = wrap_numpy(data)
-        except TypeError:
+        except TypeError:  # a dtype ember lacks: tensor() converts or refuses it
             return tensor(data, dtype=dt, device=device)
         if dt is not None and dt is not t._dtype:
             from ember_core._copy import to
@@ -457,26 +508,34 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
     if (step > 0 and start > end) or (step < 0 and start < end):
         raise RuntimeError("arange: upper bound and larger bound inconsistent with step sign")
     is_float = any(isinstance(v, float) for v in (start, end, step))
-    dt = D.to_dtype(dtype) or (D.get_default_dtype() if is_float else D.int64)
+    dt = D.to_dtype(dtype) or getattr(out, "_dtype", None)
+    dt = dt or (D.get_default_dtype() if is_float else D.int64)
     if is_float or dt.category == 2:
         n = math.ceil((float(end) - float(start)) / float(step))
     else:
         n = -((int(start) - int(end)) // int(step))
     n = max(n, 0)
-    t = _empty((n,), dt, _dev(device)) if out is None else _resize(out, (n,))
+    t = _empty((n,), dt, _dev(device)) if out is None else _contig_out("arange", out, n, dtype)
     int_start = int(start) if not isinstance(start, float) else 0
     int_step = int(step) if not isinstance(step, float) else 0
     k = t._storage._device._k
     check(k.ec_arange(dt.code, n, t._ptr, float(start), float(step), int_start, int_step), "arange")
-    return _finish(t, requires_grad)
+    return _finish(t if out is None else _copy_back(out, t), requires_grad)
 
 
-def _resize(out, shape):
-    from ember_core._copy import resize_
+def _contig_out(op, out, n, dtype):
+    """A 1-d contiguous tensor for a factory kernel to fill: ``out`` itself (checked
+    and resized, see creation_out) when it is contiguous, else a temporary."""
+    creation_out(op, out, (n,), dtype)
+    return out if out.is_contiguous() else _empty((n,), out._dtype, out._storage._device)
 
-    if not out.is_contiguous():
-        raise RuntimeError("out= must be contiguous")
-    return resize_(out, shape)
+
+def _copy_back(out, t):
+    if t is not out:
+        from ember_core._copy import copy_into
+
+        copy_into(out, t)
+    return out
 
 
 @defop(
@@ -490,9 +549,12 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
     if steps < 0:
         raise RuntimeError("linspace: number of steps must be non-negative")
     dt = D.to_dtype(dtype) or D.get_default_dtype()
-    t = _empty((steps,), dt, _dev(device)) if out is None else _resize(out, (steps,))
-    check(t._storage._device._k.ec_linspace(dt.code, steps, t._ptr, start, end), "linspace")
-    return _finish(t, requires_grad)
+    if out is None:
+        t = _empty((steps,), dt, _dev(device))
+    else:
+        t = _contig_out("linspace", out, steps, dtype)
+    check(t._storage._device._k.ec_linspace(t._dtype.code, steps, t._ptr, start, end), "linspace")
+    return _finish(t if out is None else _copy_back(out, t), requires_grad)
 
 
 @defop(
@@ -531,8 +593,6 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
 @defop(inplace_of="fill", differentiable=True)
 def fill_(input, value):
     """Set every element to value (a number or a one-element tensor)."""
-    from ember_core._tensor import written
-
     if isinstance(value, Tensor):
         if value._shape:
             raise RuntimeError(
@@ -546,7 +606,5 @@ def fill_(input, value):
 @defop(inplace_of="zero", differentiable=True)
 def zero_(input):
     """Set every element to zero."""
-    from ember_core._tensor import written
-
     written(input, "zero_")
     return fill_values(input, 0)

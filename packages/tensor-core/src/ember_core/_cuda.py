@@ -188,9 +188,10 @@ def _on_compile_error(exc_type, exc, tb):
 
 
 @ffi.def_extern(onerror=_on_compile_error)
-def ecu_py_compile(device, family, op, dtype, dtype2):
-    """Called by the C launchers on a kernel-table miss (Note [Kernel table])."""
-    group = _cuda_kernels.group(family, op, dtype, dtype2)
+def ecu_py_compile(device, family, op, dtype, dtype2, variant):
+    """Called by the C launchers on a kernel-table miss (Note [Kernel table]):
+    compiles the asked variant of its group."""
+    group = _cuda_kernels.group(family, op, dtype, dtype2).variant(variant)
     image, lowered = _cuda_compile.compile_group(group, _cuda_compile.arch_of(device))
     module = ffi.new("uint64_t*")
     buf = ffi.from_buffer(image)
@@ -201,6 +202,29 @@ def ecu_py_compile(device, family, op, dtype, dtype2):
             f"loading CUDA kernel {expr}",
         )
     return 0
+
+
+def compile_all(threads=None, device=0):
+    """Compile every kernel the launchers can ask for (every variant of every
+    group) for ``device``'s architecture into the disk cache, on ``threads``
+    threads (NVRTC releases the GIL).  Returns (kernels compiled, [(name,
+    error)]).  Later processes then load kernels instead of compiling them."""
+    import concurrent.futures
+
+    arch = _cuda_compile.arch_of(device)
+    jobs = [g.variant(v) for g in _cuda_kernels.all_groups() for v, _ in g.kernels]
+    failed = []
+
+    def one(g):
+        try:
+            _cuda_compile.compile_group(g, arch)
+        except Exception as e:  # reported, not raised: compile what can be compiled
+            failed.append((g.name, f"{type(e).__name__}: {e}"))
+
+    workers = threads or os.cpu_count() or 4
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        list(pool.map(one, jobs))
+    return len(jobs) - len(failed), failed
 
 
 def take_pending_error():

@@ -1,9 +1,10 @@
 """Which CUDA kernels make up a compile group, and from which sources.
 
-A launcher that misses in the kernel table asks for one group: (family, op,
-dtype, dtype2).  A group is one NVRTC program -- a small source that includes
-the embedded headers (Note [Embedded kernel sources]) -- and the name
-expressions of its kernel templates, one per launch variant.  Everything here
+A launcher that misses in the kernel table asks for one kernel: (family, op,
+dtype, dtype2, variant).  Its group is one NVRTC program -- a small source that
+includes the embedded headers (Note [Embedded kernel sources]) and expands the
+op list of its dtype only -- and the name expressions of its kernel templates,
+one per launch variant; the variant asked for is compiled.  Everything here
 is plain Python (no GPU needed), so it is unit-tested on any machine, and the
 compile test (tests/test_cuda_compile.py) walks ``all_groups()``.
 """
@@ -13,21 +14,25 @@ import re
 
 from ember_core._lib import ffi, lib
 
-# dtype code -> (suffix, device storage type), as in csrc/dtype_lists.h
-DTYPES = {
-    lib.EC_BOOL: ("b", "uint8_t"),
-    lib.EC_UINT8: ("u8", "uint8_t"),
-    lib.EC_INT8: ("i8", "int8_t"),
-    lib.EC_INT16: ("i16", "int16_t"),
-    lib.EC_INT32: ("i32", "int32_t"),
-    lib.EC_INT64: ("i64", "int64_t"),
-    lib.EC_FLOAT16: ("f16", "ec_f16"),
-    lib.EC_BFLOAT16: ("bf16", "ec_bf16"),
-    lib.EC_FLOAT32: ("f32", "float"),
-    lib.EC_FLOAT64: ("f64", "double"),
-}
-FLOATS = (lib.EC_FLOAT16, lib.EC_BFLOAT16, lib.EC_FLOAT32, lib.EC_FLOAT64)
-INTS = (lib.EC_UINT8, lib.EC_INT8, lib.EC_INT16, lib.EC_INT32, lib.EC_INT64)
+
+def _header_text(name):
+    text = lib.ecu_source(name.encode())
+    if text == ffi.NULL:
+        raise RuntimeError(f"the CUDA kernel source {name!r} is not built into ember_core._C")
+    return ffi.string(text).decode()
+
+
+def _dtype_table():
+    """dtype code -> (code name, suffix, storage type, compute type, kind B/I/F), read
+    from the X-macro lists of csrc/dtype_lists.h (the embedded copy)."""
+    rows = re.findall(r"X\((EC_\w+), (\w+), (\w+), (\w+), ([BIF])\)", _header_text("dtype_lists.h"))
+    return {getattr(lib, r[0]): r for r in rows}
+
+
+DTYPES = _dtype_table()
+FLOATS = tuple(c for c, r in DTYPES.items() if r[4] == "F")
+INTS = tuple(c for c, r in DTYPES.items() if r[4] == "I")
+_KIND_LIST = {"F": "FLOAT", "I": "INT", "B": "BOOL"}
 
 C, S32, S64 = lib.ECU_VAR_C, lib.ECU_VAR_S32, lib.ECU_VAR_S64
 
@@ -44,13 +49,8 @@ def _codes(prefix, count_name):
 UNARY = _codes("EC_U_", "EC_U_NUM")
 BINARY = _codes("EC_B_", "EC_B_NUM")
 TERNARY = _codes("EC_T_", "EC_T_NUM")
-
-
-def _header_text(name):
-    text = lib.ecu_source(name.encode())
-    if text == ffi.NULL:
-        raise RuntimeError(f"the CUDA kernel source {name!r} is not built into ember_core._C")
-    return ffi.string(text).decode()
+REDUCE = _codes("EC_R_", "EC_R_NUM")
+SCAN = _codes("EC_S_", "EC_S_NUM")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +67,13 @@ class Group:
     def header_texts(self):
         return {h: _header_text(h) for h in self.headers}
 
+    def variant(self, variant):
+        """The group reduced to one launch variant's kernel (what a launcher asked for)."""
+        kernels = tuple(k for k in self.kernels if k[0] == variant)
+        if not kernels:
+            raise RuntimeError(f"CUDA kernel group {self.name} has no variant {variant}")
+        return dataclasses.replace(self, kernels=kernels)
+
 
 _ELEMENTWISE_HEADERS = (
     "prelude.cuh",
@@ -76,7 +83,18 @@ _ELEMENTWISE_HEADERS = (
     "elementwise_ops.h",
     "elementwise.cuh",
 )
-_ELEMENTWISE_SOURCE = "".join(f'#include "{h}"\n' for h in _ELEMENTWISE_HEADERS)
+_ELEMENTWISE_INCLUDES = "".join(f'#include "{h}"\n' for h in _ELEMENTWISE_HEADERS)
+
+
+def _dtype_args(dtype):
+    """The X-macro arguments of a dtype: 'EC_FLOAT32, f32, float, float'."""
+    return ", ".join(DTYPES[dtype][:4])
+
+
+def _list(family, dtype, functor):
+    """One dtype's expansion of a shared op list (csrc/elementwise_ops.h)."""
+    kind = _KIND_LIST[DTYPES[dtype][4]]
+    return f"{family}_{kind}_LIST({functor}, {_dtype_args(dtype)})\n"
 
 
 def _strided(template, functor, extra=""):
@@ -86,37 +104,171 @@ def _strided(template, functor, extra=""):
     )
 
 
-def _elementwise(name, kernels):
-    return Group(name, _ELEMENTWISE_SOURCE, _ELEMENTWISE_HEADERS, tuple(kernels))
+def _elementwise(name, expansion, kernels):
+    return Group(name, _ELEMENTWISE_INCLUDES + expansion, _ELEMENTWISE_HEADERS, tuple(kernels))
 
 
 def _unary(op, dtype, dtype2):
-    f = f"U_{UNARY[op]}_{DTYPES[dtype][0]}"
-    return _elementwise(f, ((C, f"ecu_unary_c<{f}>"), *_strided("ecu_unary_s", f)))
+    f = f"U_{UNARY[op]}_{DTYPES[dtype][1]}"
+    kernels = ((C, f"ecu_unary_c<{f}>"), *_strided("ecu_unary_s", f))
+    return _elementwise(f, _list("UNARY", dtype, "ECU_UNARY_FUNCTOR"), kernels)
 
 
 def _binary(op, dtype, dtype2):
-    f = f"B_{BINARY[op]}_{DTYPES[dtype][0]}"
-    return _elementwise(f, ((C, f"ecu_binary_c<{f}>"), *_strided("ecu_binary_s", f)))
+    f = f"B_{BINARY[op]}_{DTYPES[dtype][1]}"
+    kernels = ((C, f"ecu_binary_c<{f}>"), *_strided("ecu_binary_s", f))
+    return _elementwise(f, _list("BINARY", dtype, "ECU_BINARY_FUNCTOR"), kernels)
 
 
 def _ternary(op, dtype, dtype2):
-    sfx, storage = DTYPES[dtype]
+    _, sfx, storage, _, kind = DTYPES[dtype]
     f = f"T_{TERNARY[op]}_{sfx}"
-    a = "uint8_t" if op == lib.EC_T_WHERE else storage
-    return _elementwise(f, _strided("ecu_ternary_s", f, f", {a}, {storage}"))
+    if op == lib.EC_T_WHERE:
+        expansion = f"ECU_WHERE_FUNCTOR({_dtype_args(dtype)}, {kind})\n"
+        a = "uint8_t"
+    else:
+        expansion = _list("TERNARY", dtype, "ECU_TERNARY_FUNCTOR")
+        a = storage
+    return _elementwise(f, expansion, _strided("ecu_ternary_s", f, f", {a}, {storage}"))
 
 
 def _cast(op, dtype, dtype2):
-    f = f"CAST_{DTYPES[dtype][0]}_{DTYPES[dtype2][0]}"
-    return _elementwise(f, ((C, f"ecu_unary_c<{f}>"), *_strided("ecu_unary_s", f)))
+    f = f"CAST_{DTYPES[dtype][1]}_{DTYPES[dtype2][1]}"
+    d, s = DTYPES[dtype], DTYPES[dtype2]
+    expansion = f"ECU_CAST_FUNCTOR({', '.join(d)}, {', '.join(s)})\n"
+    kernels = ((C, f"ecu_unary_c<{f}>"), *_strided("ecu_unary_s", f))
+    return _elementwise(f, expansion, kernels)
 
 
 def _fill(op, dtype, dtype2):
-    t = DTYPES[dtype][1]
-    return _elementwise(
-        f"FILL_{DTYPES[dtype][0]}", ((C, f"ecu_fill_c<{t}>"), *_strided("ecu_fill_s", t))
+    t = DTYPES[dtype][2]
+    kernels = ((C, f"ecu_fill_c<{t}>"), *_strided("ecu_fill_s", t))
+    return _elementwise(f"FILL_{DTYPES[dtype][1]}", "", kernels)
+
+
+# ----------------------------------------- reductions and scans (reduce.cuh)
+
+_REDUCE_HEADERS = ("prelude.cuh", "ember_codes.h", "dtype_lists.h", "store.cuh", "reduce.cuh")
+_REDUCE_SOURCE = "".join(f'#include "{h}"\n' for h in _REDUCE_HEADERS)
+
+# Reductions and scans that take floating-point inputs only (Python casts
+# integers first; the launchers refuse them).
+REDUCE_FLOAT_ONLY = ("MEAN", "NANSUM", "VAR", "STD", "NORM", "LOGSUMEXP")
+SCAN_FLOAT_ONLY = ("LOGCUMSUMEXP",)
+
+
+def _reduce_dtypes(name, float_only):
+    return FLOATS if name in float_only else tuple(DTYPES)
+
+
+def _reduce(op, dtype, dtype2):
+    name, sfx = REDUCE[op], DTYPES[dtype][1]
+    if dtype not in _reduce_dtypes(name, REDUCE_FLOAT_ONLY):
+        raise RuntimeError(f"no CUDA reduction {name} for dtype code {dtype}")
+    f = f"R_{name}<ecu_dt_{sfx}> "
+    # the outer kernel first: it uses every part of the op (the compile test
+    # builds each group's first kernel)
+    kernels = (
+        (lib.ECU_RED_OUTER, f"ecu_red_outer<{f}>"),
+        (lib.ECU_RED_INNER, f"ecu_red_inner<{f}>"),
+        (lib.ECU_RED_FINAL, f"ecu_red_final<{f}>"),
     )
+    return Group(f"RED_{name}_{sfx}", _REDUCE_SOURCE, _REDUCE_HEADERS, kernels)
+
+
+def _scan(op, dtype, dtype2):
+    name, sfx = SCAN[op], DTYPES[dtype][1]
+    if dtype not in _reduce_dtypes(name, SCAN_FLOAT_ONLY):
+        raise RuntimeError(f"no CUDA scan {name} for dtype code {dtype}")
+    f = f"S_{name}<ecu_dt_{sfx}> "
+    kernels = ((lib.ECU_SCAN_SEQ, f"ecu_scan_seq<{f}>"), (lib.ECU_SCAN_LINE, f"ecu_scan_line<{f}>"))
+    return Group(f"SCAN_{name}_{sfx}", _REDUCE_SOURCE, _REDUCE_HEADERS, kernels)
+
+
+# ------------------------------------------------------ softmax (softmax.cuh)
+
+_SOFTMAX_HEADERS = ("prelude.cuh", "ember_codes.h", "softmax.cuh")
+_SOFTMAX_SOURCE = "".join(f'#include "{h}"\n' for h in _SOFTMAX_HEADERS)
+_NN_FLOATS = (lib.EC_FLOAT32, lib.EC_FLOAT64)
+
+
+def _softmax(op, dtype, dtype2):
+    if op not in (0, 1) or dtype not in _NN_FLOATS:
+        raise RuntimeError(f"no CUDA softmax kernel {op} for dtype code {dtype}")
+    t, bwd = DTYPES[dtype][2], "true" if op else "false"
+    kernels = (
+        (lib.ECU_SM_ROWS, f"ecu_softmax_rows<{t}, {bwd}>"),
+        (lib.ECU_SM_COLS, f"ecu_softmax_cols<{t}, {bwd}>"),
+    )
+    name = ("SOFTMAX_BWD_" if op else "SOFTMAX_") + DTYPES[dtype][1]
+    return Group(name, _SOFTMAX_SOURCE, _SOFTMAX_HEADERS, kernels)
+
+
+# ------------------------------------ random numbers (philox.h, random.cuh)
+
+_RANDOM_HEADERS = (
+    "prelude.cuh",
+    "ember_codes.h",
+    "dtype_lists.h",
+    "store.cuh",
+    "philox.h",
+    "random.cuh",
+)
+_RANDOM_SOURCE = "".join(f'#include "{h}"\n' for h in _RANDOM_HEADERS)
+# Note [Bit-identical random numbers]: no fused multiply-adds, as on the CPU
+_NO_FMA = ("--fmad=false",)
+RNG_KINDS = {
+    getattr(lib, n): n[len("EC_RNG_") :]
+    for n in dir(lib)
+    if n.startswith("EC_RNG_") and isinstance(getattr(lib, n), int)
+}
+
+
+def _random(op, dtype, dtype2):
+    def group(name, kernels):
+        return Group(name, _RANDOM_SOURCE, _RANDOM_HEADERS, tuple(kernels), _NO_FMA)
+
+    if op in RNG_KINDS:
+        return group(f"RNG_{RNG_KINDS[op]}", ((0, f"ecu_random_k<{op}>"),))
+    _, sfx, t = DTYPES[dtype][:3]
+    if op == lib.ECU_RNG_BERNOULLI_P and dtype in FLOATS:
+        return group(f"RNG_BERNOULLI_P_{sfx}", ((0, f"ecu_bernoulli_p<ecu_dt_{sfx}>"),))
+    if op == lib.ECU_RNG_DROPOUT and dtype in _NN_FLOATS:
+        return group(f"RNG_DROPOUT_{sfx}", ((0, f"ecu_dropout_k<{t}>"),))
+    if op == lib.ECU_RNG_MASKED_SCALE and dtype in _NN_FLOATS:
+        return group(f"RNG_MASKED_SCALE_{sfx}", _strided("ecu_masked_scale_k", t))
+    if op == lib.ECU_RNG_RANDPERM and dtype == lib.EC_INT64:
+        kernels = ((lib.ECU_RNG_IOTA, "ecu_iota_k"), (lib.ECU_RNG_SHUFFLE, "ecu_randperm_k"))
+        return group("RNG_RANDPERM", kernels)
+    raise RuntimeError(f"no CUDA random kernel {op} for dtype code {dtype}")
+
+
+# --------------------------------- arange, linspace, triangles (sequence.cuh)
+
+_SEQUENCE_HEADERS = ("prelude.cuh", "ember_codes.h", "dtype_lists.h", "store.cuh", "sequence.cuh")
+_SEQUENCE_SOURCE = "".join(f'#include "{h}"\n' for h in _SEQUENCE_HEADERS)
+# the triangle kernels copy bits: one per item size (the launcher asks with
+# the dtype of each size below)
+_TRIANGLE_DTYPES = {
+    lib.EC_UINT8: "uint8_t",
+    lib.EC_INT16: "uint16_t",
+    lib.EC_INT32: "uint32_t",
+    lib.EC_INT64: "uint64_t",
+}
+
+
+def _sequence(op, dtype, dtype2):
+    def group(name, kernels):
+        return Group(name, _SEQUENCE_SOURCE, _SEQUENCE_HEADERS, tuple(kernels), _NO_FMA)
+
+    if op == lib.ECU_SEQ_ARANGE:
+        return group("SEQ_ARANGE", ((0, "ecu_arange_k"),))
+    if op == lib.ECU_SEQ_LINSPACE:
+        return group("SEQ_LINSPACE", ((0, "ecu_linspace_k"),))
+    if op == lib.ECU_SEQ_TRIANGLE and dtype in _TRIANGLE_DTYPES:
+        t = _TRIANGLE_DTYPES[dtype]
+        return group(f"SEQ_TRIANGLE_{t}", _strided("ecu_triangle_k", t))
+    raise RuntimeError(f"no CUDA sequence kernel {op} for dtype code {dtype}")
 
 
 FAMILIES = {
@@ -125,6 +277,11 @@ FAMILIES = {
     lib.ECU_FAM_TERNARY: _ternary,
     lib.ECU_FAM_CAST: _cast,
     lib.ECU_FAM_FILL: _fill,
+    lib.ECU_FAM_REDUCE: _reduce,
+    lib.ECU_FAM_SCAN: _scan,
+    lib.ECU_FAM_SOFTMAX: _softmax,
+    lib.ECU_FAM_RANDOM: _random,
+    lib.ECU_FAM_SEQUENCE: _sequence,
 }
 
 
@@ -169,4 +326,33 @@ def all_groups():
     out += [group(lib.ECU_FAM_TERNARY, lib.EC_T_WHERE, dt, 0) for dt in DTYPES]
     out += [group(lib.ECU_FAM_CAST, 0, d, s) for d in DTYPES for s in DTYPES]
     out += [group(lib.ECU_FAM_FILL, 0, dt, 0) for dt in DTYPES]
+    out += reduction_groups()
+    out += [group(lib.ECU_FAM_SOFTMAX, op, dt, 0) for op in (0, 1) for dt in _NN_FLOATS]
+    out += random_groups()
+    out += [
+        group(lib.ECU_FAM_SEQUENCE, op, 0, 0) for op in (lib.ECU_SEQ_ARANGE, lib.ECU_SEQ_LINSPACE)
+    ]
+    out += [group(lib.ECU_FAM_SEQUENCE, lib.ECU_SEQ_TRIANGLE, dt, 0) for dt in _TRIANGLE_DTYPES]
+    return out
+
+
+def random_groups():
+    """Every random-number group (csrc/cuda/random.cuh)."""
+    out = [group(lib.ECU_FAM_RANDOM, kind, 0, 0) for kind in sorted(RNG_KINDS)]
+    out += [group(lib.ECU_FAM_RANDOM, lib.ECU_RNG_BERNOULLI_P, dt, 0) for dt in FLOATS]
+    for op in (lib.ECU_RNG_DROPOUT, lib.ECU_RNG_MASKED_SCALE):
+        out += [group(lib.ECU_FAM_RANDOM, op, dt, 0) for dt in _NN_FLOATS]
+    out.append(group(lib.ECU_FAM_RANDOM, lib.ECU_RNG_RANDPERM, lib.EC_INT64, 0))
+    return out
+
+
+def reduction_groups():
+    """Every reduction and scan group (csrc/cuda/reduce.cuh)."""
+    out = []
+    for table, family, float_only in (
+        (REDUCE, lib.ECU_FAM_REDUCE, REDUCE_FLOAT_ONLY),
+        (SCAN, lib.ECU_FAM_SCAN, SCAN_FLOAT_ONLY),
+    ):
+        for op, name in sorted(table.items()):
+            out += [group(family, op, dt, 0) for dt in _reduce_dtypes(name, float_only)]
     return out

@@ -63,6 +63,16 @@ _ns = {"_h": False, "inf": float("inf"), "nan": float("nan")}
 # Autocast (Note [Autocast] in _autocast.py): `_ac` is up while a region is active.
 _ns["_ac"] = False
 _ns["_autocast_call"] = None  # set by _autocast.py, which uses this module
+
+
+def _bad_argument(op, args, exc):
+    """Note [Argument errors] (in _argcheck.py, imported only when one happens)."""
+    from ember_core import _argcheck
+
+    _argcheck.bad_argument(op, args, exc)
+
+
+_ns["_bad_argument"] = _bad_argument
 _handlers = []
 _lock = threading.Lock()
 
@@ -176,16 +186,64 @@ def _source(name, sig, op_var, impl_var, star_kw):
             f"def {name}{str(sig)[:-1]}, **_kw):\n"
             f"    if _kw:\n"
             f"        {star} = _star_keyword({name!r}, {star}, _kw)\n"
-            f"    if _h:\n"
-            f"        return _dispatch({op_var}, {tuple_src})\n"
-            f"    return {impl_var}({call_src})\n"
+            f"    try:\n"
+            f"        if _h:\n"
+            f"            return _dispatch({op_var}, {tuple_src})\n"
+            f"        return {impl_var}({call_src})\n"
+            f"{_argument_handler(op_var, tuple_src)}"
         )
     return (
         f"def {name}{sig}:\n"
-        f"    if _h:\n"
-        f"        return _dispatch({op_var}, {tuple_src})\n"
-        f"    return {impl_var}({call_src})\n"
+        f"    try:\n"
+        f"        if _h:\n"
+        f"            return _dispatch({op_var}, {tuple_src})\n"
+        f"        return {impl_var}({call_src})\n"
+        f"{_argument_handler(op_var, tuple_src)}"
     )
+
+
+def _argument_handler(op_var, tuple_src):
+    # Note [Argument errors]: free unless something is raised
+    return (
+        "    except (AttributeError, KeyError, OverflowError) as _e:\n"
+        f"        _bad_argument({op_var}, {tuple_src}, _e)\n"
+        "        raise\n"
+    )
+
+
+def _composite_function(name, impl, op_var):
+    """A composite's public function: its implementation, called the way it is
+    declared (its own ``def`` line), behind Note [Argument errors]."""
+    sig = inspect.signature(impl)
+    params, call, names = [], [], []
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            params.append(f"*{p.name}")
+            call.append(f"*{p.name}")
+            names.append(p.name)
+        elif p.kind is p.VAR_KEYWORD:
+            params.append(f"**{p.name}")
+            call.append(f"**{p.name}")
+        else:
+            if p.kind is p.KEYWORD_ONLY and not any(s.startswith("*") for s in params):
+                params.append("*")
+            # defaults are copied from impl below (their reprs need not be source)
+            params.append(p.name if p.default is p.empty else f"{p.name}=None")
+            call.append(p.name if p.kind is not p.KEYWORD_ONLY else f"{p.name}={p.name}")
+            names.append(p.name)
+    orig_var = f"_composite_{name}"
+    _ns[orig_var] = impl
+    tuple_src = "(" + "".join(f"{n}, " for n in names) + ")"
+    source = (
+        f"def {name}({', '.join(params)}):\n"
+        f"    try:\n"
+        f"        return {orig_var}({', '.join(call)})\n"
+        f"{_argument_handler(op_var, tuple_src)}"
+    )
+    exec(compile(source, _GENERATED, "exec"), _ns)  # noqa: S102 - generated from the table
+    fn = _ns[name]
+    fn.__defaults__, fn.__kwdefaults__ = impl.__defaults__, impl.__kwdefaults__
+    return fn
 
 
 def _autocast_source(name, sig, op_var, impl_var):
@@ -198,9 +256,11 @@ def _autocast_source(name, sig, op_var, impl_var):
     tuple_src = "(" + "".join(f"{n}, " for n in names) + ")"
     return (
         f"def {name}{sig}:\n"
-        f"    if _ac:\n"
-        f"        return _autocast_call({op_var}, {tuple_src})\n"
-        f"    return {impl_var}({', '.join(names)})\n"
+        f"    try:\n"
+        f"        if _ac:\n"
+        f"            return _autocast_call({op_var}, {tuple_src})\n"
+        f"        return {impl_var}({', '.join(names)})\n"
+        f"{_argument_handler(op_var, tuple_src)}"
     )
 
 
@@ -321,8 +381,10 @@ def defop(
         op_var, impl_var = f"_op_{name}", f"_impl_{name}"
         _ns[op_var] = op
         _ns[impl_var] = positional
-        if composite and autocast is None:
-            fn = impl  # composites call public ops; nothing to intercept here
+        plain_composite = composite and autocast is None
+        if plain_composite:
+            # composites call public ops: nothing to intercept, only argument errors
+            fn = _composite_function(name, impl, op_var)
         else:
             if composite:
                 code = _autocast_source(name, sig, op_var, impl_var)
@@ -330,14 +392,15 @@ def defop(
                 code = _source(name, sig, op_var, impl_var, star_keyword)
             exec(compile(code, _GENERATED, "exec"), _ns)  # noqa: S102 - generated from the table
             fn = _ns[name]
-            fn.__qualname__ = name
-            fn.__module__ = "ember_core"
+        fn.__qualname__ = name
+        fn.__module__ = "ember_core"
         fn.__doc__ = op.doc
         OPS[name] = op
         _ns.setdefault("__public__", {})[name] = fn
         for alias in op.aliases:
             _add_alias(alias, name)
-        return fn
+        # a plain composite's own module keeps calling its implementation directly
+        return impl if plain_composite else fn
 
     return register
 

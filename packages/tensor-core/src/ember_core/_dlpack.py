@@ -1,5 +1,6 @@
-"""DLPack interop: ``Tensor.__dlpack__``, ``Tensor.__dlpack_device__`` and
-``from_dlpack``, zero-copy both ways.
+"""DLPack and CUDA Array Interface interop: ``Tensor.__dlpack__``,
+``Tensor.__dlpack_device__``, ``from_dlpack``, ``Tensor.__cuda_array_interface__``
+and tensors over objects that have one, zero-copy both ways, CPU and CUDA.
 
 Note [DLPack]
 A producer hands out a PyCapsule around a managed tensor (data pointer, shape,
@@ -11,6 +12,19 @@ the legacy "dltensor" capsule otherwise.  Strides are exported as they are
 (negative, zero and size-1 ones included).  The capsule machinery lives in
 csrc/dlpack.c (it must hold the GIL and keep in-flight exceptions in deleters);
 it takes Python objects, so it is reached through ctypes.PyDLL rather than cffi.
+
+Note [DLPack streams]
+CUDA memory comes with a stream contract.  The consumer passes its stream to
+``__dlpack__(stream=...)`` (1: the legacy default stream, 2: the per-thread
+default stream, another integer: a stream handle, None: the legacy default,
+-1: no ordering wanted); the producer makes that stream wait for the work it
+queued on its own current stream (an event recorded on one, waited for by the
+other) before handing out the capsule.  ember does so as a producer, and as a
+consumer passes the current stream of the producer's device (1 for ember's
+default stream, which is the legacy one).  The CUDA Array Interface (v3) turns
+this around: the producer names its stream in the ``stream`` entry and the
+consumer waits for it; ember exports its current stream and, importing, makes
+its current stream wait for the one named.
 """
 
 import ctypes
@@ -19,7 +33,7 @@ import enum
 from ember_core import _C, _storage
 from ember_core import _dtype as D
 from ember_core._device import CPU, to_device
-from ember_core._lib import last_message, lib
+from ember_core._lib import ffi, last_message, lib
 from ember_core._tensor import Tensor, make
 
 
@@ -75,6 +89,8 @@ _to_capsule.argtypes = [
     ctypes.c_int,
     ctypes.c_int,
     ctypes.c_uint64,
+    ctypes.c_int,
+    ctypes.c_int,
     ctypes.POINTER(ctypes.c_int),
 ]
 _to_capsule.restype = ctypes.py_object
@@ -95,37 +111,103 @@ def dlpack_device(t):
     return (DLDeviceType.kDLCUDA, dev.index or 0)
 
 
+def _stream_handle(stream):
+    """A DLPack/CAI stream number as a driver handle: the legacy default stream
+    (1) is ember's stream 0; 2 (per-thread default) and handles stay as they are."""
+    return 0 if stream in (None, 0, 1) else int(stream)
+
+
+def stream_wait(index, waiter, producer):
+    """Make later work on stream ``waiter`` wait for the work queued on stream
+    ``producer`` so far (both of cuda:index; an event between them)."""
+    if waiter == producer:
+        return
+    from ember_core import _cuda
+
+    prev = lib.ecu_get_device()
+    if prev != index:
+        _cuda.check(lib.ecu_set_device(index), "stream ordering")
+    try:
+        event = ffi.new("uint64_t*")
+        _cuda.check(lib.ecu_event_create(0, event), "stream ordering")
+        try:
+            _cuda.check(lib.ecu_event_record(event[0], producer), "stream ordering")
+            _cuda.check(lib.ecu_stream_wait_event(waiter, event[0]), "stream ordering")
+        finally:
+            lib.ecu_event_destroy(event[0])  # the wait keeps what it needs
+    finally:
+        if prev != index:
+            lib.ecu_set_device(prev)
+
+
+def _require_cuda(index, op, what):
+    """BufferError (the protocol's error) when CUDA device ``index`` is unusable."""
+    from ember_core import _cuda
+
+    why = _cuda._why_unavailable()
+    if why is None and not 0 <= index < _cuda.device_count():
+        why = f"there is no CUDA device {index} ({_cuda.device_count()} present)"
+    if why is not None:
+        raise BufferError(f"{op}: {what} is CUDA memory, and CUDA is not available: {why}")
+
+
+def _moved_for_export(t, dl_device, copy):
+    """``t`` on the DLPack device the consumer asked for (a copy when that is not
+    where it lives), and whether it was copied."""
+    kind, index = (int(x) for x in dl_device)
+    if (kind, index) == tuple(dlpack_device(t)):
+        return t, False
+    if copy is False:
+        raise BufferError(
+            f"__dlpack__: the tensor is on {t._storage._device}, DLPack device "
+            f"{tuple(dlpack_device(t))}; device {(kind, index)} needs a copy, and copy=False"
+        )
+    if kind == DLDeviceType.kDLCPU and index == 0:
+        target = CPU
+    elif kind == DLDeviceType.kDLCUDA:
+        from ember_core._device import device
+
+        _require_cuda(index, "__dlpack__", f"DLPack device {(kind, index)}")
+        target = device("cuda", index)
+    else:
+        raise BufferError(
+            f"__dlpack__: ember cannot export to DLPack device {(kind, index)}; it exports to "
+            "the CPU (1, 0) and to CUDA devices (2, index)"
+        )
+    from ember_core._copy import to_dtype_copy
+
+    return to_dtype_copy(t, t._dtype, target), True
+
+
 def to_dlpack(t, *, stream=None, max_version=None, dl_device=None, copy=None):
     """A DLPack capsule over ``t``'s memory (see Note [DLPack]).
 
     ``max_version`` (major, minor) of 1.x or more gives a versioned capsule,
     None a legacy one.  ``copy=True`` exports a fresh copy, ``copy=False``
-    refuses anything that would need one.  Raises BufferError when the export
-    is impossible."""
+    refuses anything that would need one.  For a CUDA tensor ``stream`` is the
+    consumer's (Note [DLPack streams]).  Raises BufferError when the export is
+    impossible."""
     if not isinstance(t, Tensor):
         raise TypeError(f"__dlpack__: expected a Tensor, got {type(t).__name__}")
     if t._rg:
         raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
     if stream is not None and not isinstance(stream, int):
         raise TypeError(f"__dlpack__: stream must be an int or None, got {type(stream).__name__}")
-    if t._storage._device.type != "cpu":
-        raise BufferError(f"__dlpack__: ember cannot export memory on {t._storage._device} yet")
-    if dl_device is not None:
-        kind, index = (int(x) for x in dl_device)
-        if (kind, index) != (DLDeviceType.kDLCPU, 0):
-            raise BufferError(
-                f"__dlpack__: cannot export a cpu tensor to DLPack device {tuple(dl_device)}; "
-                "ember only exports to the CPU (device (1, 0))"
-            )
+    if t._storage._device.type not in ("cpu", "cuda"):
+        raise BufferError(f"__dlpack__: ember cannot export memory on {t._storage._device}")
     if copy is not None and not isinstance(copy, bool):
         raise TypeError(f"__dlpack__: copy must be True, False or None, got {copy!r}")
     versioned = max_version is not None and int(max_version[0]) >= 1
     readonly = t._storage._readonly
     flags = 0
-    if copy:
+    moved = False
+    if dl_device is not None:
+        t, moved = _moved_for_export(t, dl_device, copy)
+    if copy and not moved:
         from ember_core._copy import to_dtype_copy
 
         t = to_dtype_copy(t, t._dtype)
+    if copy or moved:
         readonly = False
         flags |= lib.EC_DLPACK_FLAG_IS_COPIED
     elif readonly and not versioned:
@@ -135,6 +217,11 @@ def to_dlpack(t, *, stream=None, max_version=None, dl_device=None, copy=None):
         )
     if readonly:
         flags |= lib.EC_DLPACK_FLAG_READ_ONLY
+    dev = t._storage._device
+    kind, index = dlpack_device(t)
+    if dev.type == "cuda" and stream != -1:
+        # the consumer's stream waits for ember's work on the tensor (Note [DLPack streams])
+        stream_wait(index, _stream_handle(stream), lib.ecu_current_stream(index))
     storage = t._storage
     _storage.exported.add(storage)  # share_memory_ must keep this memory alive
     n = len(t._shape)
@@ -150,6 +237,8 @@ def to_dlpack(t, *, stream=None, max_version=None, dl_device=None, copy=None):
         t._dtype.code,
         int(versioned),
         flags,
+        int(kind),
+        int(index),
         ctypes.byref(status),
     )
     if status.value:
@@ -157,32 +246,42 @@ def to_dlpack(t, *, stream=None, max_version=None, dl_device=None, copy=None):
     return capsule
 
 
+def _device_name(kind, index):
+    name = DLDeviceType(kind).name if kind in DLDeviceType._value2member_map_ else kind
+    return f"{name}:{index}"
+
+
 def _capsule_of(ext, copy):
-    """The capsule an object hands out, asking for DLPack 1.x first."""
+    """The capsule an object hands out, asking for DLPack 1.x first; for CUDA
+    memory it passes ember's current stream (Note [DLPack streams])."""
     if not hasattr(ext, "__dlpack__"):
         raise TypeError(
             f"from_dlpack: expected an object with __dlpack__ or a DLPack capsule, got "
             f"{type(ext).__name__}"
         )
+    kwargs = {}
     if hasattr(ext, "__dlpack_device__"):
-        kind, index = ext.__dlpack_device__()
-        if int(kind) != DLDeviceType.kDLCPU:
-            name = (
-                DLDeviceType(int(kind)).name
-                if int(kind) in DLDeviceType._value2member_map_
-                else kind
+        kind, index = (int(x) for x in ext.__dlpack_device__())
+        if kind == DLDeviceType.kDLCUDA:
+            _require_cuda(
+                index, "from_dlpack", f"the producer's memory ({_device_name(kind, index)})"
             )
+            current = lib.ecu_current_stream(index)
+            kwargs["stream"] = 1 if current == 0 else current
+        elif kind not in (DLDeviceType.kDLCPU, DLDeviceType.kDLCUDAHost):
             raise BufferError(
-                f"from_dlpack: the producer's memory is on DLPack device {name}:{index}; ember "
-                "was built without its CUDA backend and can only import CPU memory"
+                f"from_dlpack: the producer's memory is on DLPack device "
+                f"{_device_name(kind, index)}; ember imports CPU and CUDA memory"
             )
-    kwargs = {"max_version": (lib.EC_DLPACK_MAJOR, lib.EC_DLPACK_MINOR)}
+    kwargs["max_version"] = (lib.EC_DLPACK_MAJOR, lib.EC_DLPACK_MINOR)
     if copy is not None:
         kwargs["copy"] = copy
     try:
         return ext.__dlpack__(**kwargs)
     except TypeError:
-        # a producer predating DLPack 1.0 takes no keywords (the stream at most)
+        # a producer predating DLPack 1.0 takes no keywords but the stream
+        if "stream" in kwargs:
+            return ext.__dlpack__(stream=kwargs["stream"])
         return ext.__dlpack__()
 
 
@@ -196,10 +295,6 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
     >>> a = np.arange(3.0); t = from_dlpack(a); a[0] = 5; t.tolist()
     [5.0, 1.0, 2.0]
     """
-    if device is not None and to_device(device).type != "cpu":
-        from ember_core import _cuda
-
-        _cuda.unavailable("from_dlpack", to_device(device))
     if copy is not None and not isinstance(copy, bool):
         raise TypeError(f"from_dlpack: copy must be True, False or None, got {copy!r}")
     capsule = ext_tensor if _is_capsule(ext_tensor) else _capsule_of(ext_tensor, copy)
@@ -213,10 +308,18 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
     if status.value:
         raise BufferError(f"from_dlpack: {last_message()}")
     # From here the memory is ours: dropping `owner` on an error returns it.
-    if info[lib.EC_DLPACK_DEVICE_TYPE] != DLDeviceType.kDLCPU:
+    kind, index = info[lib.EC_DLPACK_DEVICE_TYPE], info[lib.EC_DLPACK_DEVICE_ID]
+    if kind in (DLDeviceType.kDLCPU, DLDeviceType.kDLCUDAHost):  # host memory either way
+        dev = CPU
+    elif kind == DLDeviceType.kDLCUDA:
+        from ember_core._device import device as _device
+
+        _require_cuda(index, "from_dlpack", f"the capsule's memory ({_device_name(kind, index)})")
+        dev = _device("cuda", index)
+    else:
         raise BufferError(
-            f"from_dlpack: the capsule's memory is on DLPack device type "
-            f"{info[lib.EC_DLPACK_DEVICE_TYPE]}; ember can only import CPU memory"
+            f"from_dlpack: the capsule's memory is on DLPack device "
+            f"{_device_name(kind, index)}; ember imports CPU and CUDA memory"
         )
     code, bits, lanes = (
         info[lib.EC_DLPACK_CODE],
@@ -253,12 +356,175 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
         (info[lib.EC_DLPACK_DATA] & 0xFFFFFFFFFFFFFFFF) + low * isz,
         (high - low + 1) * isz,
         owner,
-        CPU,
+        dev,
         readonly=bool(flags & lib.EC_DLPACK_FLAG_READ_ONLY),
     )
     t = make(storage, shape, stride, -low, dt, numel, None)
-    if copy and not flags & lib.EC_DLPACK_FLAG_IS_COPIED:
+    return _placed(t, device, copy, bool(flags & lib.EC_DLPACK_FLAG_IS_COPIED), "from_dlpack")
+
+
+def _placed(t, device, copy, copied, op):
+    """An imported tensor on the ``device`` asked for (None: where it is), copied
+    when ``copy`` is True (unless the producer copied already) or when it must
+    move (BufferError with copy=False)."""
+    target = to_device(device)
+    if target is not None and target.index is None and target.type == "cuda":
+        from ember_core import _cuda
+
+        target = to_device(f"cuda:{_cuda.current_device()}")
+    if target is not None and target != t._storage._device:
+        if copy is False:
+            raise BufferError(
+                f"{op}: the memory is on {t._storage._device}; device={target} needs a copy, "
+                "and copy=False"
+            )
+        from ember_core._copy import to_dtype_copy
+
+        return to_dtype_copy(t, t._dtype, target)
+    if copy and not copied:
         from ember_core._copy import clone
 
-        t = clone(t)
+        return clone(t)
     return t
+
+
+# ------------------------------------------------- CUDA Array Interface
+
+_TYPESTR = {
+    D.bool_: "|b1",
+    D.uint8: "|u1",
+    D.int8: "|i1",
+    D.int16: "<i2",
+    D.int32: "<i4",
+    D.int64: "<i8",
+    D.float16: "<f2",
+    D.float32: "<f4",
+    D.float64: "<f8",
+}
+
+
+def cuda_array_interface(t):
+    """``Tensor.__cuda_array_interface__`` (version 3): the tensor's device
+    memory for CuPy, Numba and the like, with ember's current stream as the
+    one to wait for (Note [DLPack streams]).  Strides are None when the tensor
+    is contiguous, as PyTorch reports them."""
+    dev = t._storage._device
+    if dev.type != "cuda":
+        from ember_core._copy import type_
+
+        raise AttributeError(
+            f"Can't get __cuda_array_interface__ on non-CUDA tensor type: {type_(t)} If CUDA "
+            "data is required use tensor.cuda() to copy tensor to device memory."
+        )
+    if t._rg:
+        raise RuntimeError(
+            "Can't get __cuda_array_interface__ on Variable that requires grad. If gradients "
+            "aren't required, use var.detach() to get Variable that doesn't require grad."
+        )
+    typestr = _TYPESTR.get(t._dtype)
+    if typestr is None:
+        raise TypeError(
+            f"__cuda_array_interface__: dtype {t._dtype} has no type string in the CUDA Array "
+            "Interface (export it through DLPack instead)"
+        )
+    itemsize = t._dtype.itemsize
+    strides = None if t.is_contiguous() else tuple(s * itemsize for s in t._stride)
+    stream = lib.ecu_current_stream(dev.index or 0)
+    return {
+        "shape": tuple(t._shape),
+        "typestr": typestr,
+        "descr": [("", typestr)],
+        "data": (t._ptr if t._numel else 0, bool(t._storage._readonly)),
+        "strides": strides,
+        "version": 3,
+        # 0 would be ambiguous (the spec disallows it): ember's default stream is the legacy one
+        "stream": 1 if stream == 0 else stream,
+    }
+
+
+def cuda_array_desc(obj):
+    """``obj.__cuda_array_interface__``, or None when ``obj`` has none (a CPU
+    PyTorch tensor's property raises AttributeError)."""
+    if not hasattr(type(obj), "__cuda_array_interface__"):
+        return None
+    try:
+        return obj.__cuda_array_interface__
+    except AttributeError:
+        return None
+
+
+def from_cuda_array_interface(obj, desc=None, op="as_tensor"):
+    """A CUDA tensor over the memory an object describes with the CUDA Array
+    Interface (versions 0-3), keeping the object alive; ember's current stream
+    waits for the producer's ``stream`` (v3)."""
+    import numpy as np
+
+    from ember_core import _cuda
+
+    if desc is None:
+        desc = obj.__cuda_array_interface__
+    if desc.get("mask") is not None:
+        raise TypeError(
+            f"{op}: masked CUDA arrays (a __cuda_array_interface__ mask) are not supported"
+        )
+    typestr = desc["typestr"]
+    try:
+        npdt = np.dtype(typestr)
+    except TypeError:
+        npdt = None
+    dt = D.NUMPY_TO_DTYPE.get(npdt) if npdt is not None and npdt.isnative else None
+    if dt is None:
+        raise TypeError(f"{op}: the CUDA array's type {typestr!r} has no ember dtype")
+    shape = tuple(int(s) for s in desc["shape"])
+    if any(s < 0 for s in shape):
+        raise ValueError(f"{op}: the CUDA array has a negative size in its shape {list(shape)}")
+    ptr, readonly = desc["data"]
+    ptr = int(ptr or 0)
+    isz = dt.itemsize
+    byte_strides = desc.get("strides")
+    if byte_strides is None:
+        from ember_core._tensor import contiguous_strides
+
+        stride = contiguous_strides(shape)
+    else:
+        if any(int(s) % isz for s in byte_strides):
+            raise ValueError(
+                f"{op}: the CUDA array's strides {tuple(byte_strides)} are not multiples of "
+                f"its element size {isz}"
+            )
+        stride = tuple(int(s) // isz for s in byte_strides)
+    numel = 1
+    for s in shape:
+        numel *= s
+    stream = desc.get("stream") if desc.get("version", 0) >= 3 else None
+    if stream is not None and int(stream) == 0:
+        raise ValueError(
+            f"{op}: __cuda_array_interface__ stream 0 is disallowed (the spec asks for None, 1 "
+            "or 2 instead)"
+        )
+    _cuda.require(0, op)
+    if numel == 0 or ptr == 0:
+        index = _cuda.current_device()
+    else:
+        where = ffi.new("int*")
+        _cuda.check(lib.ecu_pointer_device(ptr, where), op)
+        if where[0] < 0:
+            raise TypeError(
+                f"{op}: the __cuda_array_interface__ pointer 0x{ptr:x} is not CUDA device "
+                "memory ember can use"
+            )
+        index = where[0]
+    if stream is not None:  # ember's current stream waits for the producer's
+        stream_wait(index, lib.ecu_current_stream(index), _stream_handle(int(stream)))
+    low = sum((s - 1) * st for s, st in zip(shape, stride) if st < 0) if numel else 0
+    high = sum((s - 1) * st for s, st in zip(shape, stride) if st > 0) if numel else -1
+    from ember_core._device import device as _device
+
+    storage = _storage.external(
+        ptr + low * isz,
+        (high - low + 1) * isz,
+        obj,
+        _device("cuda", index),
+        readonly=bool(readonly),
+    )
+    return make(storage, shape, stride, -low, dt, numel, None)

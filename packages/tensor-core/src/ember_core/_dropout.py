@@ -10,7 +10,7 @@ from ember_core import _nnutil as U
 from ember_core._dispatch import defop
 from ember_core._elementwise import layout
 from ember_core._lib import check, lib
-from ember_core._random import default_generator
+from ember_core._random import default_generator_for
 from ember_core._tensor import Tensor, empty
 
 _ALPHA = 1.7580993408473766  # SELU's -scale * alpha: where alpha dropout sends dropped units
@@ -37,7 +37,7 @@ def native_dropout(input, p, train):
     out = empty(x._shape, x._dtype, dev)
     keep = empty(x._shape, D.bool_, dev)
     n = x._numel
-    seed, offset = default_generator.take(
+    seed, offset = default_generator_for(dev).take(
         lib.ec_random_counters(lib.EC_RNG_BERNOULLI, lib.EC_BOOL, n)
     )
     kernel = U.fn("ec_dropout", n * x._dtype.itemsize, out._storage._device)

@@ -378,8 +378,15 @@ def round(input, *, decimals=0, out=None):
     """Round half to even; ``decimals`` rounds to that many decimal places."""
     if decimals == 0:
         return unary("round", lib.EC_U_ROUND, SAME, input, out)
-    scale = 10.0**decimals
-    return mul(unary("round", lib.EC_U_ROUND, SAME, mul(input, scale), None), 1.0 / scale, out=out)
+    scale, inverse = _pow10(decimals), _pow10(-decimals)
+    return mul(unary("round", lib.EC_U_ROUND, SAME, mul(input, scale), None), inverse, out=out)
+
+
+def _pow10(k):
+    try:
+        return 10.0**k
+    except OverflowError:  # as PyTorch's pow: inf (a huge |decimals| gives NaN, as there)
+        return math.inf
 
 
 @defop(inplace_of="round", tags=("pointwise",))
@@ -407,8 +414,9 @@ def _clamp_bounds(op, min, max, dtype):
         lo = -math.inf if min is None else float(_wrap_int(min, dtype))
         hi = math.inf if max is None else float(_wrap_int(max, dtype))
         return lo, hi
-    lo = math.nan if min is None else float(min)
-    hi = math.nan if max is None else float(max)
+    # a NaN bound makes every element NaN, as in PyTorch (the kernel sees to it)
+    lo = -math.inf if min is None else float(min)
+    hi = math.inf if max is None else float(max)
     return lo, hi
 
 
@@ -432,6 +440,12 @@ def clamp(input, min=None, max=None, *, out=None):
 def clamp_(input, min=None, max=None):
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return input.copy_(_clamp_tensor(input, min, max, None))
+    dt = _clamp_dtype(input, min, max)
+    if dt is not input._dtype and not D.can_cast(dt, input._dtype):
+        raise RuntimeError(
+            f"clamp_: result type {_tname(dt)} can't be cast to the desired output type "
+            f"{_tname(input._dtype)}"
+        )
     lo, hi = _clamp_bounds("clamp_", min, max, input._dtype)
     return unary_("clamp_", lib.EC_U_CLAMP, SAME, input, lo, hi)
 

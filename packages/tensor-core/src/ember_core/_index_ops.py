@@ -109,8 +109,10 @@ def _check_index_vector(op, index):
 
 
 def _refuse_negative(op, index, x, d):
-    """index_select, index_add, index_copy and gather take indices in [0, size): unlike
-    x[idx], PyTorch refuses negative ones (the kernels would wrap them)."""
+    """index_select, index_add, index_copy, gather and the scatters take indices in
+    [0, size): unlike x[idx] (and index_fill, index_put_, put_, take), PyTorch
+    refuses negative ones, which the kernels would wrap.  Indices past the end are
+    refused by the kernels themselves."""
     if index._numel and index.min().item() < 0:
         size = x._shape[d] if x._shape else 1
         raise IndexRuntimeError(
@@ -275,6 +277,7 @@ def scatter_into(op, self, dim, index, values, mode, check_src=True):
     _check_gather_shapes(op, self, d, index, values if (check_src and values._shape) else None)
     if index._numel == 0:
         return self
+    _refuse_negative(op, index, self, d)
     x = self
     idx = index if index._storage is not self._storage else _clone(index)
     if not self._shape:
@@ -455,7 +458,7 @@ def index_into(op, self, dim, index, values, mode, alpha=1.0):
     if values._shape and values._shape != shape:
         values = values.reshape(shape)
     p = _dim_plan(x, dim, index, shape)
-    put_plan(x, p, values, mode, op, alpha)
+    put_plan(x, p, values, mode, op, alpha, runtime_error=True)  # both, as in PyTorch
     return self
 
 
@@ -779,6 +782,20 @@ def take_along_dim(input, indices, dim=None, *, out=None):
     ishape = b[:d] + (indices._shape[d],) + b[d + 1 :]
     x = input.expand(xshape) if input._shape != xshape else input
     idx = indices.expand(ishape) if indices._shape != ishape else indices
+    if idx._numel:
+        # indices in [-size, 0) count from the end, as in PyTorch; others raise
+        # (PyTorch 2.13 wraps any index modulo the size, pytorch#196106)
+        size = input._shape[d]
+        lo, hi = idx.min().item(), idx.max().item()
+        if lo < -size or hi >= size:
+            raise IndexRuntimeError(
+                f"{op}(): index {lo if lo < -size else hi} is out of bounds for dimension {d} "
+                f"with size {size}"
+            )
+        if lo < 0:
+            from ember_core._elementwise import add, lt, mul
+
+            idx = add(idx, mul(lt(idx, 0), size))
     return _finish_out(op, gather(x, d, idx), out)
 
 

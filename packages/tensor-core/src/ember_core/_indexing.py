@@ -172,7 +172,7 @@ def _setitem(input, key, value):
         _advanced_index.index_put(input, key, value)
         return None
     target = basic_index(input, _expand_key(keyt, len(input._shape)))
-    written(input, "__setitem__")
+    written(target, "__setitem__")
     if isinstance(value, Tensor):
         copy_into(target, value)
     else:

@@ -39,16 +39,24 @@ def from_numpy(ndarray):
     return wrap_numpy(ndarray)
 
 
+def check_byte_order(arr, op):
+    """PyTorch's ValueError for an array in the other byte order (tensor,
+    as_tensor, from_numpy)."""
+    if not arr.dtype.isnative:
+        raise ValueError(
+            f"{op}(): given numpy array has byte order different from the native byte order "
+            f"({arr.dtype}). Conversion between byte orders is currently not supported; "
+            "convert it first with arr.astype(arr.dtype.newbyteorder('='))"
+        )
+
+
 def wrap_numpy(arr):
     """from_numpy without its PyTorch restrictions: any strides (negative ones
     included, which ember's tensors support), no warning.  ember's own code uses it
     to view arrays it made."""
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
-    if not arr.dtype.isnative:
-        raise TypeError(
-            f"from_numpy: byte-swapped arrays ({arr.dtype}) are not supported; use arr.astype(arr.dtype.newbyteorder('='))"  # noqa: E501 - one string, as PyTorch spells it
-        )
+    check_byte_order(arr, "from_numpy")
     dt = D.NUMPY_TO_DTYPE.get(arr.dtype)
     if dt is None:
         raise TypeError(

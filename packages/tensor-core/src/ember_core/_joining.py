@@ -179,6 +179,13 @@ def tensor_split(input, indices_or_sections, dim=0):
     size = input._shape[d]
     if isinstance(indices_or_sections, int):
         n = indices_or_sections
+        if n <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {n}")
+        if n > max(size, 1 << 20):  # PyTorch fails to allocate the result list
+            raise RuntimeError(
+                f"tensor_split(): {n} sections of a dimension of size {size} would be mostly "
+                "empty tensors, too many to return"
+            )
         base, extra = divmod(size, n)
         bounds, pos = [], 0
         for i in range(n - 1):
@@ -271,6 +278,15 @@ def repeat(input, sizes):
             "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"  # noqa: E501 - one string, as PyTorch spells it
         )
     lead = len(sizes) - len(input._shape)
+    if any(r < 0 for r in sizes):  # an error unless it repeats an empty dim (as PyTorch)
+        shape = [r * s for r, s in zip(sizes, (1,) * lead + input._shape)]
+        bad = [d for d in shape if d < 0]
+        if bad:
+            raise RuntimeError(
+                f"repeat(): Trying to create tensor with negative dimension {bad[0]}: {shape} "
+                f"(repeats {list(sizes)})"
+            )
+        return empty(tuple(shape), input._dtype, input._storage._device)
     src_shape = (1,) * lead + input._shape
     src = input.reshape(src_shape)
     # expand to (r0, s0, r1, s1, ...) then flatten pairs

@@ -1,11 +1,12 @@
 """Matrix products: matmul (NumPy/PyTorch batching and broadcasting), mm, bmm,
-addmm, baddbmm, mv, dot, outer and friends, through ec_matmul (BLAS)."""
+addmm, baddbmm, mv, dot, outer and friends, through ec_matmul (BLAS on the
+CPU, cuBLAS on CUDA: Note [cuBLAS] in csrc/cuda/blas_launch.c)."""
 
+from ember_core import _cuda_blas, _shape
 from ember_core import _dtype as D
-from ember_core import _shape
 from ember_core._dispatch import defop
 from ember_core._elementwise import _tname, check_device
-from ember_core._lib import NOGIL_THRESHOLD, check
+from ember_core._lib import NOGIL_THRESHOLD, check, lib
 from ember_core._tensor import Tensor, empty, view_of, written
 
 
@@ -16,15 +17,17 @@ def _same_dtype(op, a, b):
             f"{_tname(b._dtype)}"
         )
     if a._dtype is D.bool_:
-        raise NotImplementedError(f"\"addmm_impl_cpu_\" not implemented for 'Bool' ({op})")
+        kernel = "addmm_cuda" if a._storage._device.type == "cuda" else "addmm_impl_cpu_"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool' ({op})")
 
 
 def _gemm(op, a, b, c, batch, m, n, k, a_st, b_st, c_st, alpha=1.0, beta=0.0):
     """c[i] = alpha * a[i] @ b[i] + beta * c[i]; *_st are (batch, row, col) strides."""
+    dev = a._storage._device
+    if dev.type == "cuda":
+        return _gemm_cuda(op, dev, a, b, c, batch, m, n, k, a_st, b_st, c_st, alpha, beta)
     flops = batch * m * n * k
-    fn = (
-        a._storage._device._kn if flops > NOGIL_THRESHOLD * 16 else a._storage._device._k
-    ).ec_matmul
+    fn = (dev._kn if flops > NOGIL_THRESHOLD * 16 else dev._k).ec_matmul
     check(
         fn(
             a._dtype.code,
@@ -49,6 +52,55 @@ def _gemm(op, a, b, c, batch, m, n, k, a_st, b_st, c_st, alpha=1.0, beta=0.0):
         ),
         op,
     )
+
+
+def _dense_operand(t, batch, rows, cols, st, fill):
+    """A fresh dense row-major copy of operand ``t`` seen as (batch, rows, cols)
+    with strides ``st`` (one matrix when its batch stride is 0), and the copy's
+    strides.  ``fill`` False leaves it uninitialised (an output read with beta 0)."""
+    if st[0] == 0 or batch == 1:
+        shape, view_st, dense_st = (rows, cols), st[1:], (0, cols, 1)
+    else:
+        shape, view_st, dense_st = (batch, rows, cols), st, (rows * cols, cols, 1)
+    view = view_of(t, shape, tuple(view_st), t._offset)
+    d = empty(shape, t._dtype, t._storage._device)
+    if fill:
+        from ember_core._copy import copy_into
+
+        copy_into(d, view)
+    return d, dense_st, view
+
+
+def _gemm_cuda(op, dev, a, b, c, batch, m, n, k, a_st, b_st, c_st, alpha, beta):
+    """_gemm on CUDA: cuBLAS through the launcher ecu_matmul, after dense copies
+    of the operands cuBLAS cannot address in place (Note [GEMM plan])."""
+    if not a._dtype.is_floating_point:
+        kernel = "bmm_cuda" if batch > 1 else "addmm_cuda"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_tname(a._dtype)}'")
+    if not _cuda_blas.loaded:
+        _cuda_blas.load()
+    copies = lib.ecu_gemm_copies(batch, m, n, k, *a_st, *b_st, *c_st)
+    target = None
+    if copies:
+        if copies & lib.ECU_GEMM_COPY_A:
+            a, a_st, _ = _dense_operand(a, batch, m, k, a_st, True)
+        if copies & lib.ECU_GEMM_COPY_B:
+            b, b_st, _ = _dense_operand(b, batch, k, n, b_st, True)
+        if copies & lib.ECU_GEMM_COPY_C:
+            c, c_st, target = _dense_operand(c, batch, m, n, c_st, beta != 0)
+    check(
+        dev._k.ec_matmul(
+            a._dtype.code, batch, m, n, k, alpha,
+            a._ptr, a_st[0], a_st[1], a_st[2],
+            b._ptr, b_st[0], b_st[1], b_st[2],
+            beta, c._ptr, c_st[0], c_st[1], c_st[2],
+        ),
+        op,
+    )  # fmt: skip
+    if target is not None:
+        from ember_core._copy import copy_into
+
+        copy_into(target, c)
 
 
 def _flat_batch(t, batch_shape):
@@ -333,8 +385,17 @@ def baddbmm_(input, batch1, batch2, *, beta=1, alpha=1):
     return input.copy_(baddbmm(input, batch1, batch2, beta=beta, alpha=alpha))
 
 
+def _require_tensors(op, **tensors):
+    # (composites that start with Python arithmetic: an int input times a tuple
+    # beta would build a huge tuple before any Tensor method is reached)
+    for name, t in tensors.items():
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(t).__name__}")
+
+
 @defop(composite=True)
 def addmv(input, mat, vec, *, beta=1, alpha=1):
+    _require_tensors("addmv", input=input, mat=mat, vec=vec)
     return input * beta + mv(mat, vec) * alpha if beta != 0 else mv(mat, vec) * alpha
 
 
@@ -350,12 +411,16 @@ def addr_(input, vec1, vec2, *, beta=1, alpha=1):
 
 @defop(composite=True)
 def addr(input, vec1, vec2, *, beta=1, alpha=1):
+    _require_tensors("addr", input=input, vec1=vec1, vec2=vec2)
     return input * beta + outer(vec1, vec2) * alpha if beta != 0 else outer(vec1, vec2) * alpha
 
 
 @defop(composite=True, method=False)
 def tensordot(a, b, dims=2):
     """Contract the last ``dims`` dims of a with the first of b (or explicit lists)."""
+    _require_tensors("tensordot", a=a, b=b)
+    if isinstance(dims, int) and not 0 <= dims <= min(len(a._shape), len(b._shape)):
+        raise RuntimeError(f"tensordot expects 0 <= dims <= ndim_a and ndim_b, but got dims={dims}")
     if isinstance(dims, int):
         da = list(range(len(a._shape) - dims, len(a._shape)))
         db = list(range(dims))

@@ -27,6 +27,10 @@ def _ec():
 def _out(r, out):
     if out is None:
         return r
+    if not isinstance(out, (tuple, list)) or not all(isinstance(o, Tensor) for o in out):
+        raise TypeError(
+            f"argument 'out' must be a tuple of {len(r)} Tensors, not {type(out).__name__}"
+        )
     for o, t in zip(out, r, strict=True):
         o.resize_(t.shape).copy_(t)
     return out

@@ -120,6 +120,16 @@ def ldexp_(input, other):
 _frexp = return_type("frexp", ["mantissa", "exponent"])
 
 
+def _pair_out(op, out):
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(f"{op}(): argument 'out' must be a tuple of 2 Tensors, not {out!r}")
+    for o in out:
+        if not isinstance(o, Tensor):
+            raise TypeError(
+                f"{op}(): argument 'out' must be a tuple of 2 Tensors, not {type(o).__name__}"
+            )
+
+
 @defop(composite=True)
 def frexp(input, *, out=None):
     """(mantissa, exponent) with input = mantissa * 2**exponent, 0.5 <= |mantissa| < 1
@@ -136,6 +146,7 @@ def frexp(input, *, out=None):
     scale_b = _pub("exp2")((half - exponent).to(input.dtype))
     mantissa = input * scale_a * scale_b
     if out is not None:
+        _pair_out("frexp", out)
         out[0].copy_(mantissa)
         out[1].copy_(exponent)
         return _frexp(out[0], out[1])
@@ -417,6 +428,14 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
             f"index_reduce_(): Number of indices ({index.numel()}) should be equal to "
             f"source.size(dim) ({source.shape[d]})"
         )
+    size = input.shape[d] if input.dim() else 1
+    lo, hi = (int(index.min()), int(index.max())) if index.numel() else (0, 0)
+    if lo < 0 or hi >= size:
+        bad = lo if lo < 0 else hi
+        raise IndexError(
+            f"index_reduce(): index out of range in self (index {bad} is out of bounds for "
+            f"dimension {d} with size {size})"
+        )
     shape = [-1 if i == d else 1 for i in range(source.dim())]
     idx = index.reshape(shape).expand(tuple(source.shape))
     return input.scatter_reduce(d, idx, source, reduce, include_self=include_self)
@@ -456,6 +475,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
         from_numpy(np.ascontiguousarray(edges)).to(dt),
     )
     if out is not None:
+        _pair_out("histogram", out)
         out[0].resize_(tuple(r.hist.shape)).copy_(r.hist)
         out[1].resize_(tuple(r.bin_edges.shape)).copy_(r.bin_edges)
         return _histogram(out[0], out[1])

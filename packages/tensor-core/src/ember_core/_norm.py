@@ -3,6 +3,8 @@
 way (csrc/norm.c) and return the statistics their backward ops reuse; the
 public ops are thin composites over them, as in PyTorch."""
 
+import operator
+
 from ember_core import _dtype as D
 from ember_core import _nnutil as U
 from ember_core._copy import copy_into
@@ -407,10 +409,21 @@ def _native_batch_norm_backward(
 # ------------------------------------------------------------- group norm
 
 
+def _index(op, name, v):
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"{op}(): argument '{name}' must be int, not {type(v).__name__}") from None
+
+
 @defop(method=False)
 def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     """(output, mean, rstd) of group norm; mean/rstd are (N, group)."""
     x = _input("group_norm", input)
+    N, C, HxW, group = (
+        _index("native_group_norm", name, v)
+        for name, v in (("N", N), ("C", C), ("HxW", HxW), ("group", group))
+    )
     if N * C * HxW != x._numel:
         raise RuntimeError(
             f"group_norm: N={N}, C={C}, HxW={HxW} do not match an input of shape "

@@ -5,6 +5,16 @@ bernoulli, multinomial and the in-place samplers).
 A generator's state is (seed, offset): each call uses the counters offset,
 offset+1, ... and advances offset past them, so a draw depends only on the seed
 and the position in the stream, never on the number of threads.
+
+Note [Generators per device]
+As in PyTorch, every device has its default generator: the CPU's is
+``default_generator``, each CUDA device's is made at its first use
+(``default_generator_for``), and a random op on a tensor takes its (seed,
+offset) from the generator of the tensor's device (an explicit ``generator=``
+must be of that device type).  ``manual_seed`` seeds all of them with the same
+seed and offset 0, and every generator's offset advances by the same counters
+for the same call, so one sequence of calls gives the same numbers on the CPU
+and on a GPU, bit for bit (Note [Bit-identical random numbers], csrc/philox.h).
 """
 
 import os
@@ -15,6 +25,7 @@ import time
 from ember_core import _dtype as D
 from ember_core import _shape
 from ember_core._device import CPU
+from ember_core._device import device as _device
 from ember_core._dispatch import defop
 from ember_core._lib import check, lib
 from ember_core._tensor import Tensor, is_contig, written
@@ -27,7 +38,7 @@ class Generator:
     """A stream of random numbers: ``Generator().manual_seed(0)``."""
 
     def __init__(self, device="cpu"):
-        self.device = CPU if str(device) == "cpu" else device
+        self.device = CPU if str(device) == "cpu" else _device(device)
         self._seed = _DEFAULT_SEED
         self._offset = 0
         self._lock = threading.Lock()
@@ -70,7 +81,10 @@ class Generator:
         """Reserve ``counters`` Philox counters: returns (seed, first offset)."""
         with self._lock:
             offset = self._offset
-            self._offset += counters
+            # a uint64 counter, as Philox's: wraps instead of growing past what the
+            # kernels take (a huge request that then fails to allocate must not
+            # leave the generator unusable)
+            self._offset = (offset + counters) & 0xFFFFFFFFFFFFFFFF
         return self._seed, offset
 
     def __getstate__(self):
@@ -85,15 +99,52 @@ class Generator:
 
 
 default_generator = Generator()
+_cuda_generators = {}  # device index -> that device's default generator
+_cuda_seed = [_DEFAULT_SEED]  # what a CUDA default generator starts from
+
+
+def default_generator_for(dev):
+    """The default generator of device ``dev`` (Note [Generators per device])."""
+    if dev.type == "cpu":
+        return default_generator
+    if dev.type != "cuda":
+        raise NotImplementedError(f"random numbers: no generator for device type '{dev.type}'")
+    index = dev.index if dev.index is not None else 0
+    g = _cuda_generators.get(index)
+    if g is None:
+        with default_generator._lock:
+            g = _cuda_generators.get(index)
+            if g is None:
+                g = Generator(f"cuda:{index}").manual_seed(_cuda_seed[0])
+                _cuda_generators[index] = g
+    return g
 
 
 def manual_seed(seed):
-    """Seed the default generator (and return it)."""
-    return default_generator.manual_seed(seed)
+    """Seed the default generator of every device (and return the CPU's)."""
+    g = default_generator.manual_seed(seed)
+    manual_seed_cuda(seed, all_devices=True)
+    return g
+
+
+def manual_seed_cuda(seed, all_devices=False):
+    """Seed the current CUDA device's default generator, or every CUDA device's
+    (those made later too)."""
+    seed = int(Generator().manual_seed(seed)._seed)  # the same checks and wrapping
+    if all_devices:
+        _cuda_seed[0] = seed
+        for g in list(_cuda_generators.values()):
+            g.manual_seed(seed)
+        return
+    from ember_core import _cuda
+
+    default_generator_for(_device("cuda", _cuda.current_device())).manual_seed(seed)
 
 
 def seed():
-    return default_generator.seed()
+    s = default_generator.seed()
+    manual_seed_cuda(s, all_devices=True)
+    return s
 
 
 def initial_seed():
@@ -108,17 +159,23 @@ def set_rng_state(state):
     default_generator.set_state(state)
 
 
-def _gen(generator):
+def _gen(generator, dev=None):
+    """The generator a random op on device ``dev`` (the CPU by default) draws from."""
     if generator is None:
-        return default_generator
+        return default_generator if dev is None else default_generator_for(dev)
     if not isinstance(generator, Generator):
         raise TypeError(f"generator must be an ember Generator, got {type(generator).__name__}")
+    kind = "cpu" if dev is None else dev.type
+    if generator.device.type != kind:
+        raise RuntimeError(
+            f"Expected a '{kind}' device type for generator but found '{generator.device.type}'"
+        )
     return generator
 
 
 def _fill_random(t, kind, generator, p0=0.0, p1=0.0, i0=0, i1=0, op="random"):
     """Fill tensor t (any layout) from the generator's stream."""
-    g = _gen(generator)
+    g = _gen(generator, t._storage._device)
     n = t._numel
     seed, offset = g.take(lib.ec_random_counters(kind, t._dtype.code, n))
     if is_contig(t):
@@ -152,6 +209,26 @@ def _new(op, size, dtype, device, requires_grad, float_only=True):
     return _empty(shape, dt, _dev(device)), requires_grad
 
 
+def _into_out(op, size, out, dtype, requires_grad):
+    """rand/randn/normal(..., out=t): t itself (checked, resized), floating point only."""
+    from ember_core._creation import creation_out
+
+    t = creation_out(op, out, _shape.as_shape(size, op), dtype)
+    if t._dtype.category < 2:
+        raise RuntimeError(
+            f"\"{op}\" not implemented for '{t._dtype.name}' (use a floating point dtype)"
+        )
+    return t, requires_grad
+
+
+def _int_arg(op, name, v):
+    """int(v) for a bound or count (a float with an integral value too)."""
+    try:
+        return int(v)
+    except (OverflowError, ValueError):  # inf, nan
+        raise TypeError(f"{op}(): argument '{name}' must be int, not {v!r}") from None
+
+
 def _done(t, requires_grad):
     if requires_grad:
         t.requires_grad_(True)
@@ -165,7 +242,10 @@ def _done(t, requires_grad):
 )
 def rand(size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Uniform samples in [0, 1)."""
-    t, rg = _new("rand", size, dtype, device, requires_grad)
+    if out is None:
+        t, rg = _new("rand", size, dtype, device, requires_grad)
+    else:
+        t, rg = _into_out("rand", size, out, dtype, requires_grad)
     return _done(_fill_random(t, lib.EC_RNG_UNIFORM, generator, 0.0, 1.0, op="rand"), rg)
 
 
@@ -176,7 +256,10 @@ def rand(size, generator=None, dtype=None, device=None, requires_grad=False, out
 )
 def randn(size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Standard normal samples."""
-    t, rg = _new("randn", size, dtype, device, requires_grad)
+    if out is None:
+        t, rg = _new("randn", size, dtype, device, requires_grad)
+    else:
+        t, rg = _into_out("randn", size, out, dtype, requires_grad)
     return _done(_fill_random(t, lib.EC_RNG_NORMAL, generator, 0.0, 1.0, op="randn"), rg)
 
 
@@ -194,7 +277,7 @@ def randint(
         low, high, size = 0, low, high
     elif high is None:
         low, high = 0, low
-    low, high = int(low), int(high)
+    low, high = _int_arg("randint", "low", low), _int_arg("randint", "high", high)
     if low >= high:
         raise RuntimeError(
             f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
@@ -214,14 +297,14 @@ def randint(
 )
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     """A random permutation of 0..n-1."""
-    n = int(n)
+    n = _int_arg("randperm", "n", n)
     if n < 0:
         raise RuntimeError(f"n must be non-negative, got{n}")
     from ember_core._creation import _dev
 
-    g = _gen(generator)
-    seed, offset = g.take((n + 1) // 2)
-    idx = _empty((n,), D.int64, _dev(device))
+    dev = _dev(device)
+    seed, offset = _gen(generator, dev).take((n + 1) // 2)
+    idx = _empty((n,), D.int64, dev)
     check(idx._storage._device._k.ec_randperm(n, idx._ptr, seed, offset), "randperm")
     dt = D.to_dtype(dtype) or D.int64
     if dt is not D.int64:
@@ -262,7 +345,10 @@ def normal(
         raise TypeError("normal(): with numbers for mean and std, size is required")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    t, rg = _new("normal", (size,), dtype, device, requires_grad)
+    if out is None:
+        t, rg = _new("normal", (size,), dtype, device, requires_grad)
+    else:
+        t, rg = _into_out("normal", (size,), out, dtype, requires_grad)
     return _done(
         _fill_random(t, lib.EC_RNG_NORMAL, generator, float(mean), float(std), op="normal"), rg
     )
@@ -280,7 +366,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
 
     probs = contiguous(input)
     t = _empty(input._shape, input._dtype, input._storage._device)
-    g = _gen(generator)
+    g = _gen(generator, t._storage._device)
     seed, offset = g.take((input._numel + 3) // 4)
     check(
         t._storage._device._k.ec_bernoulli_tensor(
@@ -314,7 +400,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     w = contiguous(input)
     rows = 1 if len(input._shape) == 1 else input._shape[0]
     out = _empty((rows, num_samples), D.int64, input._storage._device)
-    g = _gen(generator)
+    g = _gen(generator, out._storage._device)
     seed, offset = g.take(rows * num_samples)
     check(
         w._storage._device._k.ec_multinomial(

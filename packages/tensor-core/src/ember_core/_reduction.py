@@ -94,6 +94,11 @@ def reduce(op, code, x, dims, keepdim, out_dtype, p0=0.0, want_idx=False, out=No
         out_shape, lay, n_out, n_red = plan
         r = empty(out_shape, out_dtype, dev)
         idx = empty(out_shape, D.int64, dev) if want_idx else None
+    ws = None
+    if dev.type != "cpu" and x._numel >= lib.ECU_RED_SPLIT_MIN:
+        ws = _workspace(
+            dev, dev._k.ec_reduce_workspace(code, x._dtype.code, out_dtype.code, n_out, n_red, lay)
+        )
     st = fn(
         code,
         x._dtype.code,
@@ -106,6 +111,7 @@ def reduce(op, code, x, dims, keepdim, out_dtype, p0=0.0, want_idx=False, out=No
         x._ptr,
         p0,
     )
+    del ws  # the kernels are queued: the stream-ordered pool keeps the memory from reuse
     if st:
         check(st, op)
     if keepdim:
@@ -118,6 +124,17 @@ def reduce(op, code, x, dims, keepdim, out_dtype, p0=0.0, want_idx=False, out=No
             return write_out(values_out, r, op), write_out(idx_out, idx, op)
         return write_out(out, r, op)
     return (r, idx) if want_idx else r
+
+
+def _workspace(dev, nbytes):
+    """Note [Reduction workspace] (csrc/cuda/reduce_launch.c): device scratch
+    of ``nbytes`` for the next reduction or scan launch of this thread (None
+    when it needs none); the caller keeps it alive until the launch is queued."""
+    if not nbytes:
+        return None
+    ws = empty((nbytes,), D.uint8, dev)
+    dev._k.ec_set_workspace(ws._ptr, nbytes)
+    return ws
 
 
 def _dims(x, dim, op):
@@ -414,6 +431,12 @@ def scan(op, code, x, dim, out_dtype, want_idx=False, out=None):
         + list(x._stride)
         + list(idx._stride if idx is not None else r._stride),
     )
+    ws = None
+    if dev.type != "cpu" and x._numel >= lib.ECU_RED_SPLIT_MIN:
+        nbytes = dev._k.ec_scan_workspace(
+            code, x._dtype.code, out_dtype.code, len(x._shape), d, lay
+        )
+        ws = _workspace(dev, nbytes)
     check(
         r._storage._device._k.ec_scan(
             code,
@@ -428,6 +451,7 @@ def scan(op, code, x, dim, out_dtype, want_idx=False, out=None):
         ),
         op,
     )
+    del ws  # queued: the stream-ordered pool keeps the memory from reuse
     if nd == 0:
         r = r.reshape(())
         idx = idx.reshape(()) if idx is not None else None

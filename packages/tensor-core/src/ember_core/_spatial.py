@@ -54,12 +54,18 @@ def pool_param(value, n, op, name):
     if isinstance(value, (list, tuple)):
         vals = tuple(as_int(v, op, name) for v in value)
         if len(vals) == 1:
-            return vals * n
+            vals = vals * n
         if len(vals) != n:
             words = {1: "a single int", 2: "a tuple of two ints", 3: "a tuple of three ints"}
             raise RuntimeError(f"{op}: {name} must either be a single int, or {words[n]}")
-        return vals
-    return (as_int(value, op, name),) * n
+    else:
+        vals = (as_int(value, op, name),) * n
+    for v in vals:  # PyTorch's pooling takes C ints (and so window sizes stay small)
+        if not -(1 << 31) <= v < 1 << 31:
+            raise RuntimeError(
+                f"{op}: {name}={v}: value cannot be converted to type int without overflow"
+            )
+    return vals
 
 
 def pad3(sizes, fill=1):

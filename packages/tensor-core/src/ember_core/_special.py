@@ -161,8 +161,22 @@ def _make_unary(name, code):
     return impl
 
 
+# Legendre's and Laguerre's recurrences run n steps over values that stay finite
+# (the others overflow to NaN, or have closed forms, csrc/special_fn.c): a degree
+# past this would take minutes per element (PyTorch's loop runs on), so it raises.
+MAX_RECURRENCE_DEGREE = 1 << 24
+_LONG_RECURRENCES = (S.EC_SP_LEGENDRE_P, S.EC_SP_LAGUERRE_L)
+
+
 def _make_poly(name, code):
     def impl(input, n, out=None):
+        if code in _LONG_RECURRENCES:
+            top = n.max().item() if isinstance(n, Tensor) and n._numel else n
+            if isinstance(top, (int, float)) and top > MAX_RECURRENCE_DEGREE:
+                raise ValueError(
+                    f"{name}(): degree n={top} is too large: the polynomial is evaluated by "
+                    f"its recurrence, in n steps, for n up to {MAX_RECURRENCE_DEGREE}"
+                )
         return special_binary(name, code, input, n, out)
 
     impl.__name__ = name
@@ -287,10 +301,10 @@ def mvlgamma(input, p, *, out=None):
     if not input.dtype.is_floating_point:
         input = input.to(D.get_default_dtype())
     # no domain check: PyTorch 2.13 computes outside (p-1)/2 too (lgamma of
-    # negative arguments), and a check would cost a device sync
-    r = input.lgamma()
-    for j in range(1, p):
-        r = r + (input - 0.5 * j).lgamma()
+    # negative arguments), and a check would cost a device sync.  One broadcast
+    # over j (as PyTorch: a huge p fails to allocate rather than loop for ever)
+    j = _pub("arange")(-(p - 1) / 2.0, 0.5, 0.5, dtype=input.dtype, device=input.device)
+    r = (input.unsqueeze(-1) + j).lgamma().sum(-1)
     r = r + p * (p - 1) / 4.0 * math.log(math.pi)
     if out is not None:
         return out.copy_(r)

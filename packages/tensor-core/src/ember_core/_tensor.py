@@ -6,6 +6,7 @@ Computations are not defined here: they are ops declared in the op table
 """
 
 import operator
+import warnings
 
 from ember_core import _dtype, _shape, _storage
 from ember_core._device import CPU
@@ -222,7 +223,8 @@ class Tensor:
         dev = self._storage._device
         if dev.type != "cuda":
             raise RuntimeError("record_stream: expected a CUDA tensor")
-        if self._storage._ptr:
+        # memory of another library (DLPack, CUDA arrays) is not the pool's: as PyTorch, no-op
+        if self._storage._ptr and isinstance(self._storage, _storage._CudaStorage):
             from ember_core import _cuda
 
             _cuda.allocator(dev.index).record_stream(self._storage._ptr, stream.cuda_stream)
@@ -391,6 +393,14 @@ class Tensor:
 
         return _dlpack.dlpack_device(self)
 
+    @property
+    def __cuda_array_interface__(self):
+        """CUDA tensors' memory for CuPy, Numba, ... (CUDA Array Interface v3);
+        AttributeError on other devices."""
+        from ember_core import _dlpack
+
+        return _dlpack.cuda_array_interface(self)
+
     def __array_namespace__(self, /, *, api_version=None):
         """The array API standard's namespace for ember (``ember_core.array_api``);
         api_version, when given, must be one it supports (ValueError otherwise)."""
@@ -527,13 +537,69 @@ def is_contig(t):
     return c
 
 
+INTERNAL_OVERLAP = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single "
+    "memory location. Please clone() the tensor before performing the operation."
+)
+
+
+# Ops that PyTorch 2.13 runs without the internal-overlap check (their kernels are
+# not TensorIterator ops that check, or reduce into out=): writing them through an
+# expanded tensor is allowed there, so it is here.  Checked with a zero-stride
+# destination against torch in tests/test_fuzz_overlap.py.
+# fmt: off
+OVERLAP_UNCHECKED = frozenset((
+    # fills and index fills: the result is the same however often an element is written
+    "fill_", "zero_", "zeros", "ones", "full", "masked_fill_", "index_fill_", "index_put_",
+    "tril_", "triu_", "tril", "triu", "threshold_", "embedding_renorm_", "batch_norm",
+    # reductions into out=
+    "sum", "prod", "amax", "amin", "argmax", "argmin", "all", "any", "var", "std",
+    "vector_norm", "count_nonzero", "histc",
+))
+# fmt: on
+# ... of which these warn that the use is deprecated (PyTorch's words)
+_OVERLAP_DEPRECATED = {
+    op: f"Use of {op} on expanded tensors is deprecated. Please clone() the tensor before "
+    f"performing this operation. This also applies to advanced indexing e.g. {example}"
+    for op, example in (
+        ("masked_fill_", "tensor[mask] = scalar"),
+        ("index_fill_", "tensor[mask] = scalar"),
+        ("index_put_", "tensor[indices] = tensor"),
+    )
+}
+
+
 def written(t, op):
-    """Every in-place write goes through here: it refuses read-only memory and
-    bumps the storage's version counter (seen by every view)."""
+    """Every in-place write goes through here, before any kernel runs: it refuses
+    read-only memory and tensors whose elements share memory, and bumps the
+    storage's version counter (seen by every view).
+
+    Note [Internal overlap]
+    A written-to tensor in which two elements are one memory location (an
+    expanded view, a zero stride from as_strided or a NumPy array) would have
+    its op applied once per element: x.expand(3, 4).add_(1) adds 3.  As in
+    PyTorch (has_internal_overlap), a dim of size > 1 with stride 0 is refused
+    (in a tensor with elements); other aliasing layouts are "too hard" to prove
+    and are accepted, as PyTorch does, and so are the ops PyTorch runs unchecked
+    (OVERLAP_UNCHECKED).  A tensor known to be contiguous cannot alias itself
+    (a 0 stride there is on a dim of size 1), so the common case costs one test.
+    """
     storage = t._storage
     if storage._readonly:
         raise RuntimeError(
             f"{op}: the tensor's memory is read-only (it views a non-writable NumPy array "
             "or DLPack capsule); copy it with .clone() first"
         )
+    if t._contig is not True and 0 in t._stride and t._numel > 1:
+        _check_internal_overlap(t, op)
     storage._version += 1
+
+
+def _check_internal_overlap(t, op):
+    for size, stride in zip(t._shape, t._stride):
+        if stride == 0 and size > 1:
+            if op not in OVERLAP_UNCHECKED:
+                raise RuntimeError(INTERNAL_OVERLAP)
+            if op in _OVERLAP_DEPRECATED:
+                warnings.warn(_OVERLAP_DEPRECATED[op], UserWarning, stacklevel=4)
+            return

@@ -699,7 +699,7 @@ def inv(A, *, out=None):
     return _out(_linalg_inv_ex(A, True)[0], out)
 
 
-def _out(r, out):
+def _out(r, out, op="linalg"):
     """Copy a result (or tuple of results) into out= tensors."""
     if out is None:
         return r
@@ -709,9 +709,9 @@ def _out(r, out):
         if not isinstance(out, (tuple, list)) or len(out) != len(r):
             raise TypeError(f"out must be a tuple of {len(r)} tensors")
         for o, x in zip(out, r):
-            write_out(o, x, "linalg")
+            write_out(o, x, op)
         return type(r)(*out) if hasattr(r, "_fields") else tuple(out)
-    return write_out(out, r, "linalg")
+    return write_out(out, r, op)
 
 
 def solve(A, B, *, left=True, out=None):
@@ -903,7 +903,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
 
     if isinstance(ord, str):
         raise RuntimeError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
-    return _out(_vn(x, ord, dim, keepdim, dtype=dtype), out)
+    return _out(_vn(x, ord, dim, keepdim, dtype=dtype), out, "vector_norm")
 
 
 def _matrix_dims(op, A, dim):

@@ -26,6 +26,9 @@ if it defines ``dataloader_transport()`` returning an object with
   instance to make new tensors live in its shared memory), and
 - ``reducer_override(obj)``: as ``pickle.Pickler.reducer_override``: a reduce
   tuple for the objects it moves itself, ``NotImplemented`` for the rest,
+- optionally ``workers_exited(pids)``: called in the main process once an
+  iterator's workers are gone (Note [Worker shutdown protocol]), so that memory
+  it keeps mapped for their next batches is released,
 
 then workers call ``worker_setup()`` and every message is pickled with its
 ``reducer_override`` consulted first.  Without it (or without that function),

@@ -1,11 +1,12 @@
 """ember.backends: the switches PyTorch scripts set on their backends
-(``torch.backends.cudnn.benchmark = True``).  This build is CPU only: cuDNN,
-CUDA and MPS report themselves unavailable, and their flags are plain settings
+(``torch.backends.cudnn.benchmark = True``).  ``cuda.matmul`` is ember_core's
+(its switches decide how cuBLAS runs float products); cuDNN and MPS are not
+built into ember and report themselves unavailable, their flags plain settings
 with PyTorch's defaults."""
 
 import types
 
-from ember_core import _cuda
+from ember_core import _cuda, _cuda_blas
 
 
 def _flag_module(name, doc, **flags):
@@ -35,11 +36,7 @@ cuda = _flag_module(
     "cuda",
     "CUDA: see ember.cuda.",
     is_built=lambda: _cuda.is_available(),
-    matmul=types.SimpleNamespace(
-        allow_tf32=False,
-        allow_fp16_reduced_precision_reduction=True,
-        allow_bf16_reduced_precision_reduction=True,
-    ),
+    matmul=_cuda_blas.matmul,
 )
 mha = _flag_module("mha", "MultiheadAttention fast path (ember has one path).")
 _mha_fastpath = [True]

@@ -4,25 +4,8 @@ under PyTorch's layout, plus the deprecated ``ember.cuda.amp`` spellings.
 On a machine without a usable GPU ``is_available()`` is False, the memory
 statistics read 0, and calls that need a GPU raise a RuntimeError saying why."""
 
+from ember.cuda import amp  # noqa: E402,F401 - torch.cuda.amp
 from ember_core.cuda import *  # noqa: F403 - the public CUDA API
 from ember_core.cuda import __all__ as _core_all
 
-
-def manual_seed(seed):
-    """Seed the CUDA generator of the current device (ember seeds every device's
-    generator from ember.manual_seed as well)."""
-    import ember_core
-
-    ember_core.manual_seed(seed)
-
-
-def manual_seed_all(seed):
-    """Seed the CUDA generators of all devices."""
-    import ember_core
-
-    ember_core.manual_seed(seed)
-
-
-from ember.cuda import amp  # noqa: E402,F401 - torch.cuda.amp
-
-__all__ = [*_core_all, "amp", "manual_seed", "manual_seed_all"]
+__all__ = [*_core_all, "amp"]

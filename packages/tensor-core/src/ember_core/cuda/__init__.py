@@ -14,6 +14,7 @@ needs one raises a RuntimeError saying why.
 """
 
 from ember_core._cuda import OutOfMemoryError
+from ember_core._cuda import compile_all as _compile_all  # noqa: F401 - gpu-check, benchmarks
 from ember_core.cuda._devices import (
     current_device,
     device,
@@ -45,6 +46,7 @@ from ember_core.cuda._memory import (
     reset_peak_memory_stats,
     set_per_process_memory_fraction,
 )
+from ember_core.cuda._random import initial_seed, manual_seed, manual_seed_all, seed, seed_all
 from ember_core.cuda._streams import (
     Event,
     ExternalStream,
@@ -74,9 +76,12 @@ __all__ = [
     "get_device_name",
     "get_device_properties",
     "init",
+    "initial_seed",
     "is_available",
     "is_bf16_supported",
     "is_initialized",
+    "manual_seed",
+    "manual_seed_all",
     "max_memory_allocated",
     "max_memory_reserved",
     "mem_get_info",
@@ -88,6 +93,8 @@ __all__ = [
     "reset_accumulated_memory_stats",
     "reset_max_memory_allocated",
     "reset_peak_memory_stats",
+    "seed",
+    "seed_all",
     "set_per_process_memory_fraction",
     "set_device",
     "set_stream",

@@ -148,6 +148,7 @@ static PyTypeObject* SavedCls;    /* _node.SavedTensor (a subclass of SavedTenso
 static PyTypeObject* AccCls;      /* _node.AccumulateGrad (a subclass of AccumulateGradBase) */
 static PyObject* no_edge;         /* (None, 0) */
 static PyObject* one;             /* 1 */
+static PyObject* no_kwargs;       /* {} (handlers get an empty kwargs dict) */
 static PyObject* last_write;      /* _node.last_write: storage -> (version, op name, location) */
 static PyObject* last_write_data; /* its dict (weak references -> records) */
 static char** own_dirs;           /* ember's package directories (Note [Write notes]) */
@@ -759,8 +760,8 @@ static PyTypeObject InfoType = {
 /* call(args, kwargs): the next handler down, or -- when it is the end of the
  * chain, op.call_impl -- the implementation itself, without the extra frame. */
 static PyObject* call_down(PyObject* op, PyObject* call, PyObject* args, PyObject* kwargs) {
-    if (PyMethod_Check(call) && PyMethod_GET_FUNCTION(call) == call_impl &&
-        PyMethod_GET_SELF(call) == op && PyTuple_CheckExact(args)) {
+    if (call == NULL || (PyMethod_Check(call) && PyMethod_GET_FUNCTION(call) == call_impl &&
+                         PyMethod_GET_SELF(call) == op && PyTuple_CheckExact(args))) {
         PyObject* impl = PyObject_GetAttr(op, s_impl);
         if (impl == NULL) return NULL;
         PyObject* r = PyObject_Call(impl, args, NULL);
@@ -769,6 +770,18 @@ static PyObject* call_down(PyObject* op, PyObject* call, PyObject* args, PyObjec
     }
     PyObject* a[2] = {args, kwargs};
     return PyObject_Vectorcall(call, a, 2, NULL);
+}
+
+/* f(op, info, args, call) for a Python part of the handler; call NULL stands
+ * for op.call_impl (the handler called through dispatch(), below). */
+static PyObject* to_python(PyObject* f, PyObject* op, PyObject* info, PyObject* args,
+                           PyObject* call) {
+    PyObject* bound = call == NULL ? PyMethod_New(call_impl, op) : NULL;
+    if (call == NULL && bound == NULL) return NULL;
+    PyObject* v[4] = {op, info, args, call ? call : bound};
+    PyObject* r = PyObject_Vectorcall(f, v, 4, NULL);
+    Py_XDECREF(bound);
+    return r;
 }
 
 static PyObject* call_below(PyObject* op, PyObject* call, PyObject* args) {
@@ -958,8 +971,7 @@ static PyObject* handle_inplace(PyObject* op, InfoObject* info, PyObject* args, 
         int simple = simple_inplace(info, target);
         if (simple < 0) return NULL;
         if (simple) return record(op, info, args, call);
-        PyObject* v[4] = {op, (PyObject*)info, args, call};
-        return PyObject_Vectorcall(py_handle_inplace, v, 4, NULL);
+        return to_python(py_handle_inplace, op, (PyObject*)info, args, call);
     }
     if (note_write(info->name, target) < 0) return NULL;
     return t->enabled ? call_below(op, call, args) : call_down(op, call, args, Py_None);
@@ -970,12 +982,7 @@ static PyObject* record(PyObject* op, InfoObject* info, PyObject* args, PyObject
 /* Note [Dispatch] in ember_core: handle(op, args, kwargs, call), the handler
  * autograd registers.  The same steps as its Python description in
  * _handler.py, which keeps the rare cases. */
-static PyObject* handle(PyObject* self, PyObject* const* a, Py_ssize_t n) {
-    if (n != 4) {
-        PyErr_SetString(PyExc_TypeError, "handle(op, args, kwargs, call)");
-        return NULL;
-    }
-    PyObject *op = a[0], *args = a[1], *kwargs = a[2], *call = a[3];
+static PyObject* handle_impl(PyObject* op, PyObject* args, PyObject* kwargs, PyObject* call) {
     ThreadVars* t = tv();
     if (t->below) return call_down(op, call, args, kwargs);
     PyObject* info = PyDict_GetItemWithError(infos, op); /* borrowed */
@@ -1007,8 +1014,7 @@ static PyObject* handle(PyObject* self, PyObject* const* a, Py_ssize_t n) {
             if ((inf->out_idx >= 0 && inf->out_idx < PyTuple_GET_SIZE(args) &&
                  PyTuple_GET_ITEM(args, inf->out_idx) != Py_None) ||
                 !inf->differentiable) {
-                PyObject* v[4] = {op, info, args, call};
-                result = PyObject_Vectorcall(py_record_checked, v, 4, NULL);
+                result = to_python(py_record_checked, op, info, args, call);
             } else {
                 result = record(op, inf, args, call);
             }
@@ -1028,6 +1034,25 @@ static PyObject* handle(PyObject* self, PyObject* const* a, Py_ssize_t n) {
 done:
     Py_XDECREF(owned);
     return result;
+}
+
+static PyObject* handle(PyObject* self, PyObject* const* a, Py_ssize_t n) {
+    if (n != 4) {
+        PyErr_SetString(PyExc_TypeError, "handle(op, args, kwargs, call)");
+        return NULL;
+    }
+    return handle_impl(a[0], a[1], a[2], a[3]);
+}
+
+/* dispatch(op, args): what ember_core's dispatch() does while this handler is
+ * the only one -- handle(op, args, {}, op.call_impl) -- without its Python
+ * frame (ember_core binds it with register_handler(..., sole_dispatch=)). */
+static PyObject* dispatch(PyObject* self, PyObject* const* a, Py_ssize_t n) {
+    if (n != 2) {
+        PyErr_SetString(PyExc_TypeError, "dispatch(op, args)");
+        return NULL;
+    }
+    return handle_impl(a[0], a[1], no_kwargs, NULL);
 }
 
 /* ------------------------------------------------------------ recording */
@@ -1321,8 +1346,7 @@ static PyObject* record(PyObject* op, InfoObject* info, PyObject* args, PyObject
         if (fast < 0) return NULL;
     }
     if (!fast) {
-        PyObject* v[4] = {op, (PyObject*)info, args, call};
-        return PyObject_Vectorcall(py_record, v, 4, NULL);
+        return to_python(py_record, op, (PyObject*)info, args, call);
     }
     PyObject *edges = NULL, *metas = NULL, *values = NULL, *result = NULL, *node = NULL;
     PyObject* idx = info->in_idx;
@@ -2187,6 +2211,8 @@ static PyMethodDef functions[] = {
      "note_write(op, tensor): note an in-place write into tensor's storage (Note [Write notes])"},
     {"accumulator", (PyCFunction)accumulator_fn, METH_O,
      "accumulator(t): the (shared) AccumulateGrad node of leaf t"},
+    {"dispatch", (PyCFunction)(void (*)(void))dispatch, METH_FASTCALL,
+     "dispatch(op, args): handle(op, args, {}, op.call_impl), for ember_core's generated functions"},
     {"handle", (PyCFunction)(void (*)(void))handle, METH_FASTCALL,
      "handle(op, args, kwargs, call): autograd's dispatch handler (Note [Dispatch])"},
     {NULL},
@@ -2227,7 +2253,8 @@ static int install(void) {
         intern(&s_clone, "clone") || intern(&s__custom_view, "_custom_view"))
         return -1;
     one = PyLong_FromLong(1);
-    if (one == NULL) return -1;
+    no_kwargs = PyDict_New();
+    if (one == NULL || no_kwargs == NULL) return -1;
     no_edge = Py_BuildValue("(Oi)", Py_None, 0);
     if (no_edge == NULL) return -1;
     PyObject* m = PyImport_ImportModule("ember_autograd._C");

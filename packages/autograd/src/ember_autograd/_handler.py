@@ -130,6 +130,7 @@ def _run_below(call, args):
 # _handle_inplace, ops with an out= or not differentiable to _record_checked,
 # and records the rest (Note [Recording plan]).
 handle = _native.handle
+sole_dispatch = _native.dispatch  # handle(op, args, {}, op.call_impl)
 
 
 def _record_checked(op, info, args, call):

@@ -14,6 +14,7 @@ note_write = _C.note_write  # Note [Write notes]
 SavedTensorBase = _C.SavedTensorBase
 OpInfo = _C.OpInfo
 handle = _C.handle  # the dispatch handler (_handler.py)
+dispatch = _C.dispatch
 setup = _C.setup
 setup_engine = _C.setup_engine
 execute = _C.execute  # Note [C engine]

@@ -415,6 +415,12 @@ static PyObject* unpack_value(PyObject* v, PyObject* node) {
     return v;
 }
 
+/* A type's __name__ (tp_name without a module prefix). */
+static const char* short_name(PyTypeObject* t) {
+    const char* dot = strrchr(t->tp_name, '.');
+    return dot ? dot + 1 : t->tp_name;
+}
+
 static PyObject* node_error(PyObject* node, const char* what, const char* arg) {
     PyObject* name = PyObject_CallMethodNoArgs(node, s_name);
     if (name != NULL) {
@@ -515,7 +521,7 @@ static PyObject* formula_apply(NodeObject* node, PyObject* grads) {
         }
         if (!is_tensor(g)) {
             node_error((PyObject*)node, "%S: formula returned %s, not a Tensor",
-                       _PyType_Name(Py_TYPE(g)));
+                       short_name(Py_TYPE(g)));
             goto done;
         }
         PyObject* meta = PySequence_Fast_GET_ITEM(metas, i);

@@ -4,8 +4,9 @@ ember_core calls ``handle(op, args, kwargs, call)`` for every op.  When grad
 mode is on and an input requires grad, the handler saves what the op's formula
 needs, runs the op "below" autograd (so public ops its implementation calls are
 not recorded again) and gives the outputs a node.  This is the hot path of
-every op while ember_autograd is imported: keep it lean (one dict lookup for the
-op's facts, a flag or two, a loop over the inputs that may carry gradients).
+every op while ember_autograd is imported, so the handler itself and the
+recording of the common cases are C's (csrc/autograd.c, Note [Recording
+plan] below); this module holds the plan, the rare cases and the reference.
 
 Note [In-place ops and views]
 Every in-place write, recorded or not, notes which op wrote (and from which

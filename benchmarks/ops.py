@@ -168,7 +168,7 @@ def broadcast_rows():
     return [case(name, *fs) for name, *fs in zip(names, e, t, n)]
 
 
-# ----------------------------------------------- indexing and sorting (tc-index)
+# ---------------------------------------------------------- indexing and sorting
 
 
 def indexing_rows():
@@ -209,7 +209,7 @@ def indexing_rows():
 
 
 # ------------------------------------------ NN kernels: convolution and pooling
-# (issue 5, nn-conv).  Targets on the 2-core machine: conv2d forward+backward
+# (issue 5).  Targets on the 2-core machine: conv2d forward+backward
 # (batch 32, 64 -> 64 channels, 32x32, 3x3, padding 1) within 1.25x of
 # PyTorch's time; depthwise conv2d and max_pool2d forward+backward at least as
 # fast as PyTorch.  These calls take tens of milliseconds on a shared machine,
@@ -464,7 +464,7 @@ def nn_main():
     print("ratios > 1 mean ember is faster")
 
 
-# ---------------------------------------------------------------- nngaps: nn extras
+# ----------------- nn extras: fractional pooling, anti-aliased resizing, Adafactor
 
 
 def nn_extras_main():
@@ -524,7 +524,7 @@ def nn_extras_main():
 
 # `python benchmarks/ops.py [core|conv|nn] [THREADS]`: one section, or all of them.
 SECTIONS = {"core": lambda: main(), "conv": lambda: nn_conv_kernels(), "nn": lambda: nn_main()}
-SECTIONS["extras"] = lambda: nn_extras_main()  # nngaps
+SECTIONS["extras"] = lambda: nn_extras_main()
 
 if __name__ == "__main__":
     chosen = [a for a in sys.argv[1:] if a in SECTIONS] or list(SECTIONS)

@@ -1206,7 +1206,9 @@ static PyObject* input_edge(PyObject* a) {
     return e;
 }
 
-static PyObject* meta_of(PyObject* a) {
+/* An input's meta, (shape, dtype); an output's, (shape, dtype, device): the
+ * engine makes a missing output gradient's zeros on the output's device. */
+static PyObject* meta_of(PyObject* a, int with_device) {
     PyObject* shape = PyObject_GetAttr(a, s__shape);
     if (shape == NULL) return NULL;
     PyObject* dtype = PyObject_GetAttr(a, s__dtype);
@@ -1214,7 +1216,18 @@ static PyObject* meta_of(PyObject* a) {
         Py_DECREF(shape);
         return NULL;
     }
-    PyObject* m = PyTuple_Pack(2, shape, dtype);
+    PyObject *m = NULL, *device = NULL;
+    if (with_device) {
+        PyObject* st = PyObject_GetAttr(a, s__storage);
+        if (st != NULL) {
+            device = PyObject_GetAttr(st, s__device);
+            Py_DECREF(st);
+        }
+        if (device != NULL) m = PyTuple_Pack(3, shape, dtype, device);
+        Py_XDECREF(device);
+    } else {
+        m = PyTuple_Pack(2, shape, dtype);
+    }
     Py_DECREF(shape);
     Py_DECREF(dtype);
     return m;
@@ -1267,7 +1280,7 @@ static int add_one(PyObject* edges, PyObject* metas, PyObject* a) {
             e = no_edge;
             Py_INCREF(e);
         }
-        m = meta_of(a);
+        m = meta_of(a, 0);
         if (m == NULL) {
             Py_DECREF(e);
             return -1;
@@ -1443,7 +1456,7 @@ static PyObject* record(PyObject* op, InfoObject* info, PyObject* args, PyObject
         nd->values = values;
         nd->in_meta = metas;
         metas = NULL;
-        PyObject* m = meta_of(first);
+        PyObject* m = meta_of(first, 1);
         if (m == NULL) goto fail;
         nd->out_meta = PyList_New(1);
         if (nd->out_meta == NULL) {

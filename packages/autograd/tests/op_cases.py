@@ -239,7 +239,7 @@ unary("deg2rad")
 unary("rad2deg")
 unary("sinc", NZ)
 unary("mish", functional=True)
-# gelu and softplus are functions, not Tensor methods (as in PyTorch) -- tc-core
+# gelu and softplus are functions, not Tensor methods (as in PyTorch)
 _GELU_SPECS = (
     (T(lo=-3.0, hi=3.0), ""),
     (T(lo=-3.0, hi=3.0, noncontig=True), "-noncontig"),

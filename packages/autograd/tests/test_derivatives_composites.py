@@ -1,6 +1,7 @@
-"""Gradients of tensor-core's composite ops (_rearrange.py, _math_extra.py): they
-have no formula of their own, so finite differences (gradcheck, float64) check
-that the ops they are built from give the right gradients."""
+"""Gradients of tensor-core's composite ops (_rearrange.py and the composites
+of the other families): they have no formula of their own, so finite
+differences (gradcheck, float64) check that the ops they are built from give
+the right gradients."""
 
 import numpy as np
 import pytest

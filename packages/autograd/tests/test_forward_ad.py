@@ -10,19 +10,21 @@ import ember_autograd as ag
 import ember_core as ec
 from ember_autograd import forward_ad as fwAD
 
+# ops with a forward rule: explicit (JVPS) or derived from the declaration's tags
 POINTWISE = {op.name for op in ec.ops_tagged("pointwise")}
-FORWARD_OPS = set(fwAD.JVPS.names()) | POINTWISE
+LINEAR = {op.name for op in ec.ops_tagged("linear") if not op.composite}
+FORWARD_OPS = set(fwAD.JVPS.names()) | POINTWISE | LINEAR
 FORWARD = [c for c in CASES if c.op in FORWARD_OPS and c.gradcheck]
 
 # the float32 cases (_to_copy, dtype mixes) warn by design
 FLOAT32_WARNING = "ignore:Input #.* requires gradient and is not a double precision"
 
 
-def test_elementwise_and_matmul_ops_all_have_forward_rules():
-    needed = {"matmul", "mm", "bmm", "mv", "dot", "outer", "addmm", "baddbmm"}
-    needed |= {n for n in ag.DERIVATIVES.names() if n in POINTWISE}
-    assert needed <= FORWARD_OPS
-    assert {c.op for c in FORWARD} == {c.op for c in CASES if c.op in FORWARD_OPS}
+def test_every_op_with_a_forward_rule_is_checked_where_it_has_a_case():
+    # the pointwise and linear ops with a formula all have a (derived) rule
+    assert {n for n in ag.DERIVATIVES.names() if n in POINTWISE | LINEAR} <= FORWARD_OPS
+    assert {c.op for c in FORWARD} == {c.op for c in CASES if c.op in FORWARD_OPS and c.gradcheck}
+    assert POINTWISE & {c.op for c in FORWARD}  # the check runs over the pointwise cases
 
 
 @pytest.mark.filterwarnings(FLOAT32_WARNING)

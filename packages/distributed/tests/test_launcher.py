@@ -15,23 +15,27 @@ from ember_distributed import run as launcher
 SCRIPT = os.path.join(WORKERS, "launched.py")
 
 
-def _envs(out):
+def _envs(env_dir):
+    """What each rank of launched.py reported (one file per rank)."""
     return sorted(
-        (json.loads(line[4:]) for line in out.splitlines() if line.startswith("ENV ")),
-        key=lambda e: e["rank"],
+        (json.loads(p.read_text()) for p in env_dir.glob("rank*.json")), key=lambda e: e["rank"]
     )
 
 
-def _launch(*args, timeout=90):
-    return run([sys.executable, "-m", "ember_distributed.run", *args], timeout)
+def _launch(env_dir, *args, timeout=90):
+    return run(
+        [sys.executable, "-m", "ember_distributed.run", *args],
+        timeout,
+        EMBER_TEST_ENV_DIR=str(env_dir),
+    )
 
 
 @pytest.mark.parametrize("mode", ["mpiexec", "processes"])
-def test_environment_and_exit_code(mode):
+def test_environment_and_exit_code(mode, tmp_path):
     need_mpi()
-    res = _launch("--nproc-per-node", "2", "--launcher", mode, SCRIPT, "a", "--b")
+    res = _launch(tmp_path, "--nproc-per-node", "2", "--launcher", mode, SCRIPT, "a", "--b")
     assert res.returncode == 0, res
-    envs = _envs(res.out)
+    envs = _envs(tmp_path)
     assert [e["RANK"] for e in envs] == ["0", "1"], res
     assert [e["LOCAL_RANK"] for e in envs] == ["0", "1"]
     for e in envs:
@@ -41,15 +45,15 @@ def test_environment_and_exit_code(mode):
         assert e["sum"] == 3.0 and e["argv"] == ["a", "--b"]
 
 
-def test_a_failing_worker_stops_the_others():
+def test_a_failing_worker_stops_the_others(tmp_path):
     need_mpi()
-    res = _launch("--nproc-per-node", "2", SCRIPT, "--fail")
+    res = _launch(tmp_path, "--nproc-per-node", "2", SCRIPT, "--fail")
     assert res.returncode != 0, res
     assert "exited with code" in res.out, res
     assert res.elapsed < 30, res
 
 
-def test_two_nodes_on_this_machine():
+def test_two_nodes_on_this_machine(tmp_path):
     """--nnodes 2: two launchers (one MPI job each) meet through the TCP store."""
     need_mpi()
     with socket.socket() as s:
@@ -62,17 +66,21 @@ def test_two_nodes_on_this_machine():
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env=env(),
+        env=env(EMBER_TEST_ENV_DIR=str(tmp_path)),
         start_new_session=True,
     )
     try:
-        res = run([*cmd, *common, "--node-rank", "0", SCRIPT], timeout=90)
+        res = run(
+            [*cmd, *common, "--node-rank", "0", SCRIPT],
+            timeout=90,
+            EMBER_TEST_ENV_DIR=str(tmp_path),
+        )
         out1, _ = other.communicate(timeout=60)
     finally:
         if other.poll() is None:
             os.killpg(other.pid, 9)
     assert res.returncode == 0 and other.returncode == 0, (res, out1)
-    envs = _envs(res.out + out1)
+    envs = _envs(tmp_path)
     assert [e["RANK"] for e in envs] == ["0", "1"], (res, out1)
     assert [e["GROUP_RANK"] for e in envs] == ["0", "1"]
     assert all(e["sum"] == 3.0 and e["WORLD_SIZE"] == "2" for e in envs)

@@ -348,3 +348,47 @@ def test_record_function_labels_without_effect():
         return x + 1
 
     assert f(torch.zeros(1)).tolist() == [1.0]
+
+
+# ------------------------------------------------ the umbrella only re-exports
+
+_UMBRELLA_IMPORT = """
+import ember_autograd, ember_core, ember_data, ember_multiprocessing, ember_nn
+Tensor = ember_core.Tensor
+names, attrs, n_ops = set(dir(Tensor)), dict(vars(Tensor)), len(ember_core.OPS)
+import ember
+assert set(dir(Tensor)) == names, sorted(set(dir(Tensor)) ^ names)
+changed = sorted(k for k, v in vars(Tensor).items() if attrs.get(k) is not v)
+assert not changed, changed
+assert len(ember_core.OPS) == n_ops, sorted(ember_core.OPS)[n_ops:]
+print("unchanged")
+"""
+
+
+def test_importing_ember_changes_neither_tensor_nor_the_op_table():
+    # a fresh process: ember_core and every package ember builds on, then ember
+    import subprocess
+
+    r = subprocess.run(
+        [sys.executable, "-c", _UMBRELLA_IMPORT], capture_output=True, text=True, timeout=300
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "unchanged"
+
+
+def test_the_umbrella_declares_no_ops_and_reexports_ember_core():
+    import pathlib
+
+    import ember_core
+
+    for op in ember_core.OPS.values():
+        assert op.module.startswith("ember_core"), (op.name, op.module)
+    umbrella = pathlib.Path(ember.__file__).parent
+    declaring = [p.name for p in umbrella.glob("*.py") if "defop" in p.read_text()]
+    assert declaring == []
+    for name in ember_core.__all__:
+        assert getattr(ember, name) is getattr(ember_core, name), name
+    # the functions once written here are ops of the table now
+    for name in ("quantile", "renorm", "slice_scatter", "hann_window", "asarray", "isclose"):
+        assert name in ember_core.OPS and getattr(ember, name) is getattr(ember_core, name)
+    assert ember.margin_ranking_loss is ember_core.margin_ranking_loss

@@ -606,7 +606,7 @@ def nn_ns():
     return NS
 
 
-# ---------------------------------------------------------------- nngaps: set_submodule, to_empty
+# ------------------------------------------------------------------ set_submodule, to_empty
 
 
 def test_set_submodule_and_to_empty():

@@ -26,10 +26,10 @@ SOURCES = [
     "blas.c",
     "random.c",
     "shape.c",
-    # indexing, sorting and counting (tc-index)
+    # indexing, sorting and counting
     "index.c",
     "sort.c",
-    # nn-conv: convolution, pooling, padding and resampling
+    # convolution, pooling, padding and resampling
     "conv.c",
     "pool.c",
     "resample.c",
@@ -44,15 +44,15 @@ SOURCES += [
     "embedding.c",
     "rnn.c",
 ]
-# tc-core: DLPack capsules (uses the Python C API, see dlpack.c)
+# DLPack capsules (uses the Python C API, see dlpack.c)
 SOURCES += ["dlpack.c"]
-# linalg: LAPACK-backed factorizations and solvers
+# LAPACK-backed factorizations and solvers
 SOURCES += ["linalg.c"]
-# nnk: grid_sample and the CTC loss
+# grid_sample and the CTC loss
 SOURCES += ["sampling.c"]
-# dist: gamma, Poisson and binomial samplers
+# gamma, Poisson and binomial samplers
 SOURCES += ["random_dist.c"]
-# surface: torch.special's functions; geqrf and LDL^T (sytrf/sytrs)
+# torch.special's functions; geqrf and LDL^T (sytrf/sytrs)
 SOURCES += ["special_fn.c", "linalg_qr.c"]
 # the CUDA backend's host side: driver runtime and launchers (no CUDA headers
 # or libraries are needed to build them: libcuda is opened with dlopen)

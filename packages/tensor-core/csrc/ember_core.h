@@ -203,7 +203,7 @@ int ec_bincount(int64_t n, ec_ptr x, ec_ptr w, int w_dtype, ec_ptr out, int out_
  * contiguous, x's dtype); values outside (and NaN) are ignored. */
 int ec_histc(int dtype, int64_t n, ec_ptr x, ec_ptr out, int64_t bins, double lo, double hi);
 /* ------------------------------------------------------------------------
- * nn-conv: convolution, pooling, padding and resampling (conv.c, pool.c,
+ * convolution, pooling, padding and resampling (conv.c, pool.c,
  * resample.c).  Note [Spatial geometry] (csrc/spatial.h): 1 to 3 spatial dims are
  * seen as (D, H, W), leading ones of size 1.  `geom` is int64[EC_GEOM_LEN]:
  * input size[3], kernel[3], output size[3], stride[3], padding[3],
@@ -514,7 +514,7 @@ int ec_linalg_lstsq(int dtype, int64_t batch, int64_t m, int64_t n, int64_t nrhs
                     double rcond, ec_ptr a, ec_ptr b, ec_ptr s, ec_ptr rank, ec_ptr info);
 
 /* ------------------------------------------------------------------------
- * nnk: grid sampling and the CTC loss (csrc/sampling.c).  float32/float64,
+ * grid sampling and the CTC loss (csrc/sampling.c).  float32/float64,
  * contiguous arrays.
  * ------------------------------------------------------------------------ */
 
@@ -551,7 +551,7 @@ int ec_ctc_loss_backward(int dtype, int64_t tmax, int64_t n, int64_t c, int64_t 
                          int64_t blank, ec_ptr log_alpha, ec_ptr nll, ec_ptr grad_out,
                          int64_t grad_stride, int zero_infinity, ec_ptr grad);
 
-/* dist: samplers with per-element parameters (random_dist.c).  Contiguous
+/* samplers with per-element parameters (random_dist.c).  Contiguous
  * float32/float64 operands of n elements, all of one dtype; element i draws from
  * its own Philox stream (Note [Per-element random streams]), so a call consumes
  * n counters.  _standard_gamma_grad: d sample / d alpha (no randomness). */
@@ -562,7 +562,7 @@ int ec_poisson(int dtype, int64_t n, ec_ptr rate, ec_ptr out, uint64_t seed, uin
 int ec_binomial(int dtype, int64_t n, ec_ptr count, ec_ptr prob, ec_ptr out, uint64_t seed,
                 uint64_t offset);
 
-/* surface: torch.special's functions (csrc/special_fn.c).  Contiguous operands of
+/* torch.special's functions (csrc/special_fn.c).  Contiguous operands of
  * one dtype (float32 or float64) and, for binary ops, one length n
  * (Note [Special kernels are contiguous]).  Unary ops first, then binary:
  * f(input, other); the polynomials take (x, n). */
@@ -611,11 +611,11 @@ enum ec_special_op {
 int ec_special_unary(int op, int dtype, int64_t n, ec_ptr out, ec_ptr x);
 int ec_special_binary(int op, int dtype, int64_t n, ec_ptr out, ec_ptr x, ec_ptr y);
 
-/* surface: geqrf alone (csrc/linalg_qr.c), for torch.geqrf; layout as
+/* geqrf alone (csrc/linalg_qr.c), for torch.geqrf; layout as
  * Note [LAPACK layout]; a (batch of m x n) overwritten, tau (batch, min(m, n)). */
 int ec_linalg_geqrf(int dtype, int64_t batch, int64_t m, int64_t n, ec_ptr a, ec_ptr tau,
                     ec_ptr info);
-/* surface: LDL^T of symmetric matrices (sytrf, lower) and its solve (sytrs), same
+/* LDL^T of symmetric matrices (sytrf, lower) and its solve (sytrs), same
  * layout; ipiv (batch, n) int32, LAPACK's; x (batch of n x nrhs) overwritten. */
 int ec_linalg_ldl_factor(int dtype, int64_t batch, int64_t n, ec_ptr a, ec_ptr ipiv,
                          ec_ptr info);

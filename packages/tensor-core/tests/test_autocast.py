@@ -174,20 +174,3 @@ def test_state_functions():
         _autocast.is_autocast_enabled("tpu")
     with pytest.raises(TypeError, match="set_autocast_dtype"):
         _autocast.set_autocast_dtype("cpu", "bfloat16")
-
-
-def test_autocast_function_applies_a_policy_to_python_functions():
-    @_autocast.autocast_function(_autocast.FP32)
-    def sq_err(x, y):
-        return ((x - y) * (x - y)).sum()
-
-    x = ec.tensor(_rand(5)).bfloat16()
-    y = ec.tensor(_rand(5, seed=1)).bfloat16()
-    assert sq_err(x, y).dtype is ec.bfloat16  # outside a region: as called
-    with region():
-        out = sq_err(x, y=y)
-    assert out.dtype is ec.float32
-    ref = ((to_np(x).astype(np.float64) - to_np(y)) ** 2).sum()
-    np.testing.assert_allclose(out.item(), ref, rtol=1e-5)
-    with pytest.raises(ValueError, match="policy"):
-        _autocast.autocast_function("fp64")

@@ -16,6 +16,7 @@ import contextlib
 
 import numpy as np
 import pytest
+import test_cuda_composites as CO
 import test_cuda_copy as CP
 import test_cuda_elementwise as EW
 import test_cuda_indexing as IX
@@ -63,6 +64,10 @@ BACKWARD_BY_AUTOGRAD = {
 NOT_COVERED = {
     "_max_pool_double_backward": "double backward of max pooling: no CUDA double-backward test",
     "_standard_gamma_grad": "reparameterised gamma gradient (distributions): no CUDA test yet",
+    "frombuffer": "a tensor over a Python buffer's host memory: CPU only, as in PyTorch",
+    "apply_": "calls a Python function per element: CPU tensors only, as in PyTorch",
+    "map_": "calls a Python function per element: CPU tensors only, as in PyTorch",
+    "map2_": "calls a Python function per element: CPU tensors only, as in PyTorch",
 }
 
 TABLES = [
@@ -74,6 +79,7 @@ TABLES = [
     LI.linalg_cases,
     NN.nn_cases,
     EW.inplace_cases,
+    CO.composite_cases,
 ]
 
 
@@ -95,22 +101,29 @@ def _traced():
 
     patched = []
 
-    def wrap(holder, name):
-        orig = holder.__dict__[name] if isinstance(holder, type) else getattr(holder, name)
+    def wrap(holder, attr, name):
+        orig = holder.__dict__[attr] if isinstance(holder, type) else getattr(holder, attr)
 
         def wrapper(*a, _f=orig, _n=name, **k):
             seen.add(_n)
             return _f(*a, **k)
 
-        patched.append((holder, name, orig))
-        setattr(holder, name, wrapper)
+        patched.append((holder, attr, orig))
+        setattr(holder, attr, wrapper)
 
+    # composites are not dispatched: their functions are wrapped wherever they are
+    # bound (ember_core, Tensor, the linalg namespace; under aliases too)
+    composite = {}
     for name, op in _dispatch.OPS.items():
         if op.composite:
-            if callable(getattr(ec, name, None)):
-                wrap(ec, name)
-            if callable(ec.Tensor.__dict__.get(name)):
-                wrap(ec.Tensor, name)
+            composite[id(_dispatch.public_function(name))] = name
+            if callable(op.method):
+                composite[id(op.method)] = name
+    for holder in (ec, ec.Tensor, ec.linalg):
+        for attr, value in list(vars(holder).items()):
+            name = composite.get(id(value))
+            if name is not None and callable(value):
+                wrap(holder, attr, name)
     _dispatch.register_handler(record)
     try:
         for dtype in (ec.float32, ec.int64, ec.float64):

@@ -134,6 +134,7 @@ def _poly(name, n):
 
 
 PARAM_UNARY = [
+    *(Unary(n, out=False) for n in ("isneginf", "isposinf", "isreal", "positive")),
     Unary("gelu"),
     Unary("gelu", {"approximate": "tanh"}),
     Unary("softplus", {"beta": 2.0, "threshold": 5.0}),
@@ -358,12 +359,15 @@ BINARY_CASES = [Binary(n) for n in BINARY] + [
     Binary("pow"),
     Binary("float_power"),
     Binary("heaviside"),
+    Binary("isclose", {"rtol": 0.5, "atol": 0.1}),
 ]
 for _c in BINARY_CASES:
     if _c.op == "div":
         _c.other = dict(nonzero=True)
     if _c.op == "heaviside":
         _c.out = True
+    if _c.op == "isclose":
+        _c.out = False  # (no out= parameter)
 
 
 def _promote_dtype(dtype):

@@ -102,8 +102,9 @@ def test_table_entries_and_generated_functions():
     assert ec.add.__doc__
     for name, entry in ec.OPS.items():
         if entry.public:
-            assert hasattr(ec, name), name
-        if entry.method and entry.public and not name.startswith("_") and name != "where":
-            assert hasattr(ec.Tensor, name), name
+            assert hasattr(ec, name) == entry.function, name
+        if entry.method and entry.public and not name.startswith("_"):
+            method = entry.method if callable(entry.method) else ec.Tensor.__dict__[name]
+            assert ec.Tensor.__dict__[name] is method, name
     with pytest.raises(ValueError, match="declared twice"):
         ec.defop("add(input, other)")(lambda input, other: None)

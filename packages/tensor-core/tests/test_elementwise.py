@@ -90,37 +90,8 @@ BOOL_UNARY = {
     "signbit": np.signbit,
     "logical_not": np.logical_not,
 }
-# ops PyTorch computes in the default float dtype for integer inputs
-FLOAT_RESULT = {
-    "reciprocal",
-    "sqrt",
-    "rsqrt",
-    "exp",
-    "exp2",
-    "expm1",
-    "log",
-    "log2",
-    "log10",
-    "log1p",
-    "sin",
-    "cos",
-    "tan",
-    "asin",
-    "acos",
-    "atan",
-    "sinh",
-    "cosh",
-    "tanh",
-    "asinh",
-    "acosh",
-    "atanh",
-    "sigmoid",
-    "erf",
-    "erfc",
-    "lgamma",
-    "deg2rad",
-    "rad2deg",
-}
+# ops PyTorch computes in the default float dtype for integer inputs (a declaration fact)
+FLOAT_RESULT = {op.name for op in ec.ops_tagged("float-result")}
 FLOAT_ONLY = {"silu", "frac"}
 
 

@@ -21,6 +21,9 @@ from ember_core import _dispatch
 
 ALLOWED = (TypeError, ValueError, RuntimeError, IndexError)
 CALLS = int(os.environ.get("EMBER_FUZZ_ARGS", 6))
+# the default run (CI) draws the same calls every time, so it cannot flake;
+# EMBER_FUZZ_ARGS=N explores new ones
+DERANDOMIZE = "EMBER_FUZZ_ARGS" not in os.environ
 SECONDS = 10  # a call taking longer counts as a hang
 
 TENSORS = [
@@ -180,6 +183,7 @@ def _rng_and_alarm():
 def test_every_op_rejects_bad_arguments_clearly(name):
     @settings(
         max_examples=CALLS,
+        derandomize=DERANDOMIZE,
         deadline=None,
         database=None,
         suppress_health_check=list(HealthCheck),

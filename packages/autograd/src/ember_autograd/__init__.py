@@ -16,11 +16,11 @@ from ember_autograd import _derivatives as _derivatives  # noqa: F401 - fills th
 from ember_autograd import _derivatives_conv as _derivatives_conv  # noqa: F401 - conv/pool/pad/resample
 from ember_autograd import _derivatives_indexing as _derivatives_indexing  # noqa: F401 - indexing, sorting
 from ember_autograd import _derivatives_linalg as _derivatives_linalg  # noqa: F401 - linalg
-from ember_autograd import _derivatives_lu as _derivatives_lu  # noqa: F401 - surface: lu_factor
+from ember_autograd import _derivatives_lu as _derivatives_lu  # noqa: F401 - lu_factor
 from ember_autograd import _derivatives_nn as _derivatives_nn  # noqa: F401 - nn ops' formulas
-from ember_autograd import _derivatives_random_dist as _derivatives_random_dist  # noqa: F401, E501 - dist: gamma rsample
-from ember_autograd import _derivatives_sampling as _derivatives_sampling  # noqa: F401 - nnk: grid_sample, CTC
-from ember_autograd import _derivatives_special as _derivatives_special  # noqa: F401 - surface: special
+from ember_autograd import _derivatives_random_dist as _derivatives_random_dist  # noqa: F401, E501 - gamma rsample
+from ember_autograd import _derivatives_sampling as _derivatives_sampling  # noqa: F401 - grid_sample, CTC
+from ember_autograd import _derivatives_special as _derivatives_special  # noqa: F401 - special
 from ember_autograd import _handler, _tensor_api
 from ember_autograd import forward_ad as forward_ad
 from ember_autograd import function as function
@@ -31,6 +31,7 @@ from ember_autograd._anomaly import (
     detect_anomaly,
     is_anomaly_check_nan_enabled,
     is_anomaly_enabled,
+    set_anomaly_enabled,
     set_detect_anomaly,
 )
 from ember_autograd._api import backward, grad
@@ -48,6 +49,7 @@ from ember_autograd._grad_mode import (
 )
 from ember_autograd._gradcheck import GradcheckError, gradcheck, gradgradcheck
 from ember_autograd._node import Node, RemovableHandle
+from ember_autograd._tensor_api import is_inference
 from ember_autograd.variable import Variable
 
 __version__ = "0.1.0"
@@ -81,10 +83,12 @@ __all__ = [
     "is_anomaly_check_nan_enabled",
     "is_anomaly_enabled",
     "is_grad_enabled",
+    "is_inference",
     "is_inference_mode_enabled",
     "is_multithreading_enabled",
     "no_grad",
     "once_differentiable",
+    "set_anomaly_enabled",
     "set_detect_anomaly",
     "set_grad_enabled",
     "set_multithreading_enabled",

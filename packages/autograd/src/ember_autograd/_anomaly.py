@@ -90,6 +90,12 @@ class set_detect_anomaly(_DecoratorContextManager):
         return self.__class__(self.mode, self.check_nan)
 
 
+def set_anomaly_enabled(enabled, check_nan=True):
+    """torch.set_anomaly_enabled: turn anomaly detection on or off (the process
+    switch; set_detect_anomaly is its context-manager form)."""
+    state.anomaly, state.anomaly_check_nan = bool(enabled), check_nan
+
+
 def _where(node):
     if node._trace:
         return (

@@ -345,7 +345,7 @@ def _(grad, input, min, max):
     # bound gets it where it is the result (min also needs min < max; max wins
     # wherever max < min).
     lo_t, hi_t = isinstance(min, ec.Tensor), isinstance(max, ec.Tensor)
-    keep = ec.ones(input.shape, dtype=ec.bool)
+    keep = ec.ones(input.shape, dtype=ec.bool, device=input.device)
     if min is not None:
         keep = keep & (input >= min)
     if max is not None:
@@ -615,7 +615,7 @@ def _(grad, input_shape):
 
 
 def _scatter_into_zeros(grad, input_shape, view_fn):
-    z = ec.zeros(input_shape, dtype=grad.dtype)
+    z = ec.zeros(input_shape, dtype=grad.dtype, device=grad.device)
     view_fn(z).copy_(grad)
     return z
 
@@ -662,7 +662,7 @@ def _(grad, input_geometry, size, stride, storage_offset):
 
 @derivative("unfold")
 def _(grad, input_shape, dimension, size, step):
-    z = ec.zeros(input_shape, dtype=grad.dtype)
+    z = ec.zeros(input_shape, dtype=grad.dtype, device=grad.device)
     nd = len(input_shape)
     d = dimension % nd if nd else 0
     if nd == 0:
@@ -686,7 +686,7 @@ def _(grad, tensors_shapes, dim):
     out, pos = [], 0
     for s in tensors_shapes:
         if len(s) == 1 and s[0] == 0:
-            out.append(ec.zeros(s, dtype=grad.dtype))
+            out.append(ec.zeros(s, dtype=grad.dtype, device=grad.device))
             continue
         out.append(grad.narrow(d, pos, s[d]))
         pos += s[d]
@@ -894,7 +894,7 @@ def _prod_others(x, d):
     n = x.shape[d]
     ones_shape = list(x.shape)
     ones_shape[d] = 1
-    one = ec.ones(ones_shape, dtype=x.dtype)
+    one = ec.ones(ones_shape, dtype=x.dtype, device=x.device)
     left = ec.cat([one, x.narrow(d, 0, n - 1).cumprod(d)], d) if n > 1 else one
     rx = x.flip((d,))
     right = ec.cat([one, rx.narrow(d, 0, n - 1).cumprod(d)], d).flip((d,)) if n > 1 else one
@@ -917,7 +917,7 @@ def _minmax_dim(grads, input, dim, keepdim, result):
         indices = indices.unsqueeze(d)
     shape = [1] * input.dim()
     shape[d] = input.shape[d]
-    positions = ec.arange(input.shape[d]).reshape(shape)
+    positions = ec.arange(input.shape[d], device=input.device).reshape(shape)
     return _masked(positions == indices, grad.expand(input.shape))
 
 
@@ -1079,7 +1079,7 @@ def _cum_extreme_grad(grad, input, dim, indices):
     idx = indices.unsqueeze(-1)  # (..., n_j, ..., 1)
     shape = [1] * (input.dim() + 1)
     shape[-1] = n
-    positions = ec.arange(n).reshape(shape)  # (..., 1, ..., n_i)
+    positions = ec.arange(n, device=input.device).reshape(shape)  # (..., 1, ..., n_i)
     mask = idx == positions  # j along d, i along the last dim
     g = _masked(mask, grad.unsqueeze(-1).expand(mask.shape)).sum(d)  # (..., n_i) in the last dim
     return g.movedim(-1, d)

@@ -19,7 +19,7 @@ from ember_autograd._formula import derivative
 
 
 def _eye(n, like):
-    return ec.eye(n, dtype=like.dtype)
+    return ec.eye(n, dtype=like.dtype, device=like.device)
 
 
 def _all_zero(g):

@@ -341,7 +341,7 @@ def _(grad, weight_shape, indices, padding_idx, scale_grad_by_freq):
 def _counts_at(indices, num_weights, dtype):
     """How often each element of indices occurs among them (shape indices + (1,))."""
     flat = indices.reshape(-1)
-    ones = ec.ones((flat.numel(), 1), dtype=dtype)
+    ones = ec.ones((flat.numel(), 1), dtype=dtype, device=indices.device)
     return ec.embedding(ec._embedding_dense_backward(ones, flat, num_weights, -1, False), indices)
 
 

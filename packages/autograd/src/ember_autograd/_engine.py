@@ -76,7 +76,7 @@ def make_grads(outputs, grads):
                 )
             out.append((g, False))
         else:
-            out.append((ec.full(t._shape, g, dtype=t._dtype), True))
+            out.append((ec.full(t._shape, g, dtype=t._dtype, device=t._storage._device), True))
     return out
 
 
@@ -196,7 +196,9 @@ def run_backward(outputs, grads, retain_graph, create_graph, inputs=None, accumu
 def _zeros_for_missing(node, grads_in):
     meta = node._out_meta
     return [
-        ec.zeros(meta[i][0], dtype=meta[i][1]) if g is None and i < len(meta) and meta[i] else g
+        ec.zeros(meta[i][0], dtype=meta[i][1], device=meta[i][2])
+        if g is None and i < len(meta) and meta[i]
+        else g
         for i, g in enumerate(grads_in)
     ]
 

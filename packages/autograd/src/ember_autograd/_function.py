@@ -96,8 +96,8 @@ class BackwardCFunction(Node):
         if ctx.materialize_grads and self._out_meta:
             for i, g in enumerate(grads):
                 if g is None and i < len(self._out_meta) and self._out_meta[i] is not None:
-                    shape, dtype = self._out_meta[i]
-                    grads[i] = ec.zeros(shape, dtype=dtype)
+                    shape, dtype, device = self._out_meta[i]
+                    grads[i] = ec.zeros(shape, dtype=dtype, device=device)
         result = self._cls.backward(ctx, *grads)
         if not isinstance(result, tuple):
             result = (result,)
@@ -216,7 +216,7 @@ def _connect(cls, ctx, args, outputs):
         if not isinstance(o, Tensor):
             metas.append(None)
             continue
-        metas.append((o._shape, o._dtype))
+        metas.append((o._shape, o._dtype, o._storage._device))
         if id(o) in non_diff or not o._dtype.is_floating_point:
             continue
         if id(o) in inputs and id(o) not in dirty:

@@ -390,7 +390,7 @@ def _record(op, info, args, call):
     # differentiable (an integer one, a None one) has no meta
     out_meta = [None] * len(f.outputs)
     for k, o in diff:
-        out_meta[k] = (o._shape, o._dtype)
+        out_meta[k] = (o._shape, o._dtype, o._storage._device)
     node._out_meta = out_meta
     if f.uses_result:
         values["result"] = _saved_result(

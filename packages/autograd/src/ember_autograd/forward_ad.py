@@ -130,7 +130,9 @@ def unpack_dual(tensor, *, level=None):
 
 # The forward-mode table: op -> jvp rule ``rule(tangents, values, result)``.
 # Ops tagged "pointwise" in their declaration (Note [Op table]) need no rule:
-# their backward formula, fed the tangent as the incoming gradient, gives it.
+# their backward formula, fed the tangent as the incoming gradient, gives it;
+# nor do ops tagged "linear": the op applied to the tangent gives it
+# (``linear_rule``).
 JVPS = OpTable()
 
 
@@ -168,6 +170,10 @@ def _handle(op, args, kwargs, call):
         return call(args, kwargs)
     name = op.name
     rule = JVPS.get(op) or (JVPS.get(op.inplace_of) if op.inplace_of else None)
+    if rule is None:
+        linear = op if "linear" in op.tags else ec.OPS.get(op.inplace_of)
+        if linear is not None and "linear" in linear.tags:
+            rule = linear_rule(linear)
     formula = DERIVATIVES.get(op) or (DERIVATIVES.get(op.inplace_of) if op.inplace_of else None)
     if not op.differentiable:
         return call(args, kwargs)
@@ -236,7 +242,7 @@ def _owned(tangent, out, tangents):
     )
     if not shared:
         return tangent
-    fresh = ec.empty(tuple(out._shape), dtype=out._dtype)
+    fresh = ec.empty(tuple(out._shape), dtype=out._dtype, device=out._storage._device)
     fresh.copy_(tangent)  # broadcasts
     return fresh
 
@@ -249,7 +255,7 @@ def _write_tangent(out, new, lvl):
             if new is not old:
                 old.copy_(new)
         else:
-            fresh = ec.empty(tuple(out._shape), dtype=out._dtype)
+            fresh = ec.empty(tuple(out._shape), dtype=out._dtype, device=out._storage._device)
             fresh.copy_(new)
             _set_tangent(out, fresh, lvl)
         return
@@ -360,31 +366,16 @@ def _linear_first(opname):
     return rule
 
 
-for _name in (
-    "sum",
-    "mean",
-    "view",
-    "transpose",
-    "permute",
-    "expand",
-    "squeeze",
-    "unsqueeze",
-    "narrow",
-    "select",
-    "diagonal",
-    "unfold",
-    "alias",
-    "clone",
-    "contiguous",
-    "flip",
-    "roll",
-    "repeat",
-    "tril",
-    "triu",
-    "cumsum",
-    "nansum",
-):
-    JVPS[_name] = _linear_first(_name)
+def linear_rule(op):
+    """The forward-mode rule of an op tagged "linear" in its declaration (Note
+    [Op table]): the op applied to its first input's tangent (an explicit JVPS
+    entry takes precedence)."""
+    if op not in _derived:
+        _derived[op] = _linear_first(op.name)
+    return _derived[op]
+
+
+_derived = OpTable()
 
 
 @jvp_rule("__getitem__")

@@ -21,19 +21,18 @@ keys = (
     "MASTER_PORT",
     "TORCHELASTIC_RUN_ID",
 )
-print(
-    "ENV "
-    + json.dumps(
-        {
-            **{k: os.environ.get(k) for k in keys},
-            "sum": t.item(),
-            "rank": r,
-            "argv": sys.argv[1:],
-            "launched": dist.is_torchelastic_launched(),
-        }
-    ),
-    flush=True,
+line = json.dumps(
+    {
+        **{k: os.environ.get(k) for k in keys},
+        "sum": t.item(),
+        "rank": r,
+        "argv": sys.argv[1:],
+        "launched": dist.is_torchelastic_launched(),
+    }
 )
+# one file per rank: the ranks' stdout lines may interleave through mpiexec
+with open(os.path.join(os.environ["EMBER_TEST_ENV_DIR"], f"rank{r}.json"), "w") as f:
+    f.write(line)
 if "--fail" in sys.argv and r == int(os.environ["WORLD_SIZE"]) - 1:
     sys.exit(3)
 dist.barrier()

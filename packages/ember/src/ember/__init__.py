@@ -22,13 +22,18 @@ from ember_core import *  # noqa: F403 - the tensor namespace, as torch
 from ember_core import Size, Tensor  # noqa: F401
 from ember_core import __all__ as _core_all
 
-# Grad modes live in ember_autograd; PyTorch exposes them at the top level.
+# Grad modes and anomaly detection live in ember_autograd; PyTorch exposes them
+# at the top level.
 no_grad = _autograd.no_grad
 enable_grad = _autograd.enable_grad
 set_grad_enabled = _autograd.set_grad_enabled
 inference_mode = _autograd.inference_mode
 is_grad_enabled = _autograd.is_grad_enabled
 is_inference_mode_enabled = _autograd.is_inference_mode_enabled
+is_inference = _autograd.is_inference
+set_anomaly_enabled = _autograd.set_anomaly_enabled
+is_anomaly_enabled = _autograd.is_anomaly_enabled
+is_anomaly_check_nan_enabled = _autograd.is_anomaly_check_nan_enabled
 
 import ember.utils.data  # noqa: E402,F401 - ember.utils.data as an attribute path
 from ember import (  # noqa: E402
@@ -38,21 +43,17 @@ from ember import (  # noqa: E402
     nn,
     optim,
     random,
-    special,  # surface: torch.special
+    special,  # torch.special
     testing,
     utils,
 )
-from ember._functions import *  # noqa: E402,F403
-from ember._functions import __all__ as _functions_all  # noqa: E402
 from ember._legacy import *  # noqa: E402,F403 - FloatTensor, LongTensor, ...
 from ember._legacy import __all__ as _legacy_all  # noqa: E402
-from ember._surface import *  # noqa: E402,F403 - surface: constants, the remaining top-level functions
-from ember._surface import __all__ as _surface_all  # noqa: E402
 
 autocast = amp.autocast
 is_autocast_enabled = amp.is_autocast_enabled
 get_autocast_dtype = amp.get_autocast_dtype
-# amp: the rest of PyTorch's autocast state functions, and torch.cpu(.amp)
+# the rest of PyTorch's autocast state functions, and torch.cpu(.amp)
 from ember import cpu  # noqa: E402
 
 # torch.linalg is ember_core.linalg (``import ember.linalg`` works too)
@@ -77,12 +78,22 @@ linalg = _alias_module("ember.linalg", "ember_core.linalg")
 with contextlib.suppress(ImportError):  # a dependency; tolerate a partial install
     from ember import multiprocessing  # noqa: E402
 
-# func: torch.func / torch.vmap, and torch.jit for scripts written for TorchScript
+# torch.func / torch.vmap, and torch.jit for scripts written for TorchScript
 from ember import func, jit  # noqa: E402
 
 vmap = func.vmap
 
 __version__ = "0.1.0"
+
+
+def compiled_with_cxx11_abi():
+    """How this build's C++ is compiled (PyTorch's question about its libtorch):
+    ember has no C++ ABI to mix with, so True, as PyTorch's own wheels answer."""
+    return True
+
+
+def is_vulkan_available():
+    return False
 
 
 def compile(
@@ -104,9 +115,7 @@ def compile(
 
 __all__ = sorted(
     set(_core_all)
-    | set(_functions_all)
     | set(_legacy_all)
-    | set(_surface_all)
     | {"special"}
     | {
         "CheckpointError",
@@ -115,6 +124,7 @@ __all__ = sorted(
         "autograd",
         "backends",
         "compile",
+        "compiled_with_cxx11_abi",
         "cuda",
         "enable_grad",
         "func",
@@ -124,20 +134,25 @@ __all__ = sorted(
         "is_autocast_enabled",
         "inference_mode",
         "is_grad_enabled",
+        "is_anomaly_check_nan_enabled",
+        "is_anomaly_enabled",
+        "is_inference",
         "is_inference_mode_enabled",
+        "is_vulkan_available",
         "load",
         "nn",
         "no_grad",
         "optim",
         "random",
         "save",
+        "set_anomaly_enabled",
         "set_grad_enabled",
         "testing",
         "utils",
     }
 )
 
-# dist: torch.distributions, and the private samplers PyTorch exposes at the top level
+# torch.distributions, and the private samplers PyTorch exposes at the top level
 _standard_gamma = _core._standard_gamma
 _standard_gamma_grad = _core._standard_gamma_grad
 _sample_dirichlet = _core._sample_dirichlet
@@ -145,7 +160,7 @@ from ember import distributions  # noqa: E402 - needs the namespace above comple
 
 __all__.append("distributions")
 
-# --- profiler, distributed, tensorboard and small namespaces (task misc) ---
+# --- profiler, distributed, tensorboard and small namespaces ---
 from ember import accelerator, distributed, mps, profiler, version  # noqa: E402
 from ember.utils import hooks as _utils_hooks  # noqa: E402,F401 - ember.utils.hooks
 

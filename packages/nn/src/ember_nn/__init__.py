@@ -8,7 +8,7 @@ learning-rate schedulers for ember tensors (ember.nn / ember.optim).
 
 # ruff: noqa: F401 - this module re-exports names
 
-from ember_nn import (  # nngaps: torch.nn.attention, torch.nn.grad
+from ember_nn import (  # torch.nn.attention, torch.nn.grad
     attention,
     functional,
     grad,

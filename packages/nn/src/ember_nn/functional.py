@@ -1,14 +1,72 @@
 """ember.nn.functional: the functional forms of layers, activations and losses.
 
-Most functions are ember_core ops (C kernels with derivative formulas); the
-rest are short compositions of ops.  Names and semantics follow
-torch.nn.functional.
+Most functions are ember_core ops (C kernels with derivative formulas, or
+composites declared in ember_core's op table), re-exported here as they are;
+the functions defined here are the ones torch.nn.functional writes in Python
+itself: argument handling in front of an op (legacy ``size_average``/``reduce``,
+``inplace=``, size warnings) and short compositions of ops.  Names and semantics
+follow torch.nn.functional.
 """
 
 import math
 import warnings
 
 import ember_core as ec
+from ember_core import (  # noqa: F401 - re-exported: ember_core's ops are these functions
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool3d,
+    bilinear,
+    celu_,
+    channel_shuffle,
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_tbc,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+    cosine_similarity,
+    elu_,
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+    gelu,
+    glu,
+    hardshrink,
+    hardtanh_,
+    interpolate,
+    leaky_relu_,
+    logsigmoid,
+    max_pool1d,
+    max_pool2d,
+    max_pool3d,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
+    native_channel_shuffle,
+    one_hot,
+    pad,
+    pairwise_distance,
+    pdist,
+    pixel_shuffle,
+    pixel_unshuffle,
+    prelu,
+    relu_,
+    rms_norm,
+    rrelu_,
+    selu_,
+    sigmoid,
+    softplus,
+    softshrink,
+    softsign,
+    tanh,
+    threshold_,
+)
 
 Tensor = ec.Tensor
 
@@ -30,82 +88,8 @@ def linear(input, weight, bias=None):
     return out + bias if bias is not None else out
 
 
-def bilinear(input1, input2, weight, bias=None):
-    """y_k = x1^T W_k x2 + b_k."""
-    out = (
-        ec.einsum("...i,kij,...j->...k", input1, weight, input2)
-        if hasattr(ec, "einsum")
-        else _bilinear(input1, input2, weight)
-    )
-    return out + bias if bias is not None else out
-
-
-def _bilinear(x1, x2, w):
-    lead = x1.shape[:-1]
-    a = x1.reshape(-1, x1.shape[-1])
-    b = x2.reshape(-1, x2.shape[-1])
-    # (n, i) x (k, i, j) -> (n, k, j), then contract j with x2
-    t = ec.matmul(a.unsqueeze(1).unsqueeze(1), w.unsqueeze(0)).squeeze(2)
-    out = ec.matmul(t, b.unsqueeze(-1)).squeeze(-1)
-    return out.reshape(tuple(lead) + (w.shape[0],))
-
-
 # -------------------------------------------------------- convolution/pool
-# ember_core ops (C kernels, derivative formulas in ember_autograd).
-
-
-def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    return ec.conv1d(input, weight, bias, stride, padding, dilation, groups)
-
-
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    return ec.conv2d(input, weight, bias, stride, padding, dilation, groups)
-
-
-def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    return ec.conv3d(input, weight, bias, stride, padding, dilation, groups)
-
-
-def conv_transpose1d(
-    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
-):
-    return ec.conv_transpose1d(
-        input, weight, bias, stride, padding, output_padding, groups, dilation
-    )
-
-
-def conv_transpose2d(
-    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
-):
-    return ec.conv_transpose2d(
-        input, weight, bias, stride, padding, output_padding, groups, dilation
-    )
-
-
-def conv_transpose3d(
-    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
-):
-    return ec.conv_transpose3d(
-        input, weight, bias, stride, padding, output_padding, groups, dilation
-    )
-
-
-def max_pool1d(
-    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
-):
-    return ec.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
-
-
-def max_pool2d(
-    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
-):
-    return ec.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
-
-
-def max_pool3d(
-    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
-):
-    return ec.max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+# ember_core ops (C kernels, derivative formulas in ember_autograd), re-exported.
 
 
 def max_pool1d_with_indices(
@@ -124,50 +108,6 @@ def max_pool3d_with_indices(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
 ):
     return ec.max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
-
-
-def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-    return ec.avg_pool1d(input, kernel_size, stride, padding, ceil_mode, count_include_pad)
-
-
-def avg_pool2d(
-    input,
-    kernel_size,
-    stride=None,
-    padding=0,
-    ceil_mode=False,
-    count_include_pad=True,
-    divisor_override=None,
-):
-    return ec.avg_pool2d(
-        input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
-    )
-
-
-def avg_pool3d(
-    input,
-    kernel_size,
-    stride=None,
-    padding=0,
-    ceil_mode=False,
-    count_include_pad=True,
-    divisor_override=None,
-):
-    return ec.avg_pool3d(
-        input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
-    )
-
-
-def adaptive_avg_pool1d(input, output_size):
-    return ec.adaptive_avg_pool1d(input, output_size)
-
-
-def adaptive_avg_pool2d(input, output_size):
-    return ec.adaptive_avg_pool2d(input, output_size)
-
-
-def adaptive_avg_pool3d(input, output_size):
-    return ec.adaptive_avg_pool3d(input, output_size)
 
 
 # ec.adaptive_max_poolNd return (values, indices), as torch.adaptive_max_pool1d does.
@@ -228,10 +168,6 @@ def relu(input, inplace=False):
     return input.relu_() if inplace else input.relu()
 
 
-def relu_(input):
-    return input.relu_()
-
-
 def relu6(input, inplace=False):
     return hardtanh(input, 0.0, 6.0, inplace)
 
@@ -266,10 +202,6 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     )
 
 
-def prelu(input, weight):
-    return ec.prelu(input, weight)
-
-
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     return (
         ec.rrelu_(input, lower, upper, training)
@@ -278,36 +210,8 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     )
 
 
-def glu(input, dim=-1):
-    return ec.glu(input, dim)
-
-
-def gelu(input, approximate="none"):
-    return ec.gelu(input, approximate=approximate)
-
-
-def logsigmoid(input):
-    return input.logsigmoid()
-
-
-def hardshrink(input, lambd=0.5):
-    return ec.hardshrink(input, lambd)
-
-
-def softshrink(input, lambd=0.5):
-    return ec.softshrink(input, lambd)
-
-
 def tanhshrink(input):
     return input - input.tanh()
-
-
-def softsign(input):
-    return input.softsign()
-
-
-def softplus(input, beta=1.0, threshold=20.0):
-    return ec.softplus(input, beta, threshold)
 
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
@@ -349,14 +253,6 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
         y_hard = (positions == index).to(y.dtype)
         return y_hard - y.detach() + y
     return y
-
-
-def tanh(input):
-    return input.tanh()
-
-
-def sigmoid(input):
-    return input.sigmoid()
 
 
 def hardsigmoid(input, inplace=False):
@@ -442,12 +338,6 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         [input.size(0) * input.size(1) // num_groups, num_groups] + list(input.size()[2:])
     )
     return ec.group_norm(input, num_groups, weight, bias, eps)
-
-
-def rms_norm(input, normalized_shape, weight=None, eps=None):
-    if isinstance(normalized_shape, int):
-        normalized_shape = (normalized_shape,)
-    return ec.rms_norm(input, tuple(normalized_shape), weight, eps)
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
@@ -707,42 +597,10 @@ def embedding_bag(
     return ret
 
 
-def one_hot(tensor, num_classes=-1):
-    return ec.one_hot(tensor, num_classes)
-
-
 # ------------------------------------------------------------ distances
 
 
-def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
-    return (x1 - x2 + eps).norm(p, -1, keepdim=keepdim)
-
-
-def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    """sum(x1 / ||x1|| * x2 / ||x2||) along dim, after broadcasting x1 and x2 (as PyTorch)."""
-    if tuple(x1.shape) != tuple(x2.shape):
-        a, b = tuple(x1.shape), tuple(x2.shape)
-        n = max(len(a), len(b))
-        a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
-        shape = tuple(max(i, j) if 1 in (i, j) else i for i, j in zip(a, b))
-        x1, x2 = x1.expand(shape), x2.expand(shape)
-    n1 = x1.norm(2, dim, keepdim=True).clamp_min(eps)
-    n2 = x2.norm(2, dim, keepdim=True).clamp_min(eps)
-    return ((x1 / n1) * (x2 / n2)).sum(dim)
-
-
-def pdist(input, p=2):
-    n = input.shape[0]
-    diffs = input.unsqueeze(1) - input.unsqueeze(0)
-    d = diffs.norm(p, -1)
-    rows, cols = [], []
-    for i in range(n):
-        for j in range(i + 1, n):
-            rows.append(i)
-            cols.append(j)
-    if not rows:
-        return ec.empty(0, dtype=input.dtype)
-    return d[ec.tensor(rows), ec.tensor(cols)]
+# pairwise_distance, cosine_similarity and pdist are ember_core ops (re-exported)
 
 
 # ------------------------------------------------------------------ losses
@@ -930,14 +788,9 @@ def poisson_nll_loss(
     reduce=None,
     reduction="mean",
 ):
-    if log_input:
-        loss = input.exp() - target * input
-    else:
-        loss = input - target * (input + eps).log()
-    if full:
-        stirling = target * target.log() - target + (2 * math.pi * target).log() * 0.5
-        loss = loss + ec.where(target > 1, stirling, ec.zeros((), dtype=loss.dtype))
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return ec.poisson_nll_loss(
+        input, target, log_input, full, eps, _reduction(size_average, reduce, reduction)
+    )
 
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
@@ -949,36 +802,31 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    return _reduce((-target * input).exp().log1p(), _reduction(size_average, reduce, reduction))
+    return ec.soft_margin_loss(input, target, _reduction(size_average, reduce, reduction))
 
 
 def margin_ranking_loss(
     input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"
 ):
-    return _reduce(
-        (-target * (input1 - input2) + margin).clamp_min(0),
-        _reduction(size_average, reduce, reduction),
+    return ec.margin_ranking_loss(
+        input1, input2, target, margin, _reduction(size_average, reduce, reduction)
     )
 
 
 def hinge_embedding_loss(
     input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"
 ):
-    # as PyTorch: a target that is not -1 keeps the input, one that is not 1 adds the
-    # margin term (so targets other than +-1 get both)
-    zero = ec.zeros((), dtype=input.dtype)
-    pos = ec.where(target != -1, input, zero)
-    neg = ec.where(target != 1, (margin - input).clamp_min(0), zero)
-    return _reduce(pos + neg, _reduction(size_average, reduce, reduction))
+    return ec.hinge_embedding_loss(
+        input, target, margin, _reduction(size_average, reduce, reduction)
+    )
 
 
 def cosine_embedding_loss(
     input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"
 ):
-    cos = cosine_similarity(input1, input2, dim=-1)
-    zero = ec.zeros((), dtype=cos.dtype)
-    loss = ec.where(target == 1, 1 - cos, ec.where(target == -1, (cos - margin).clamp_min(0), zero))
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return ec.cosine_embedding_loss(
+        input1, input2, target, margin, _reduction(size_average, reduce, reduction)
+    )
 
 
 def triplet_margin_loss(
@@ -993,12 +841,15 @@ def triplet_margin_loss(
     reduce=None,
     reduction="mean",
 ):
-    d_pos = pairwise_distance(anchor, positive, p, eps)
-    d_neg = pairwise_distance(anchor, negative, p, eps)
-    if swap:
-        d_neg = ec.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
-    return _reduce(
-        (d_pos - d_neg + margin).clamp_min(0), _reduction(size_average, reduce, reduction)
+    return ec.triplet_margin_loss(
+        anchor,
+        positive,
+        negative,
+        margin,
+        p,
+        eps,
+        swap,
+        _reduction(size_average, reduce, reduction),
     )
 
 
@@ -1015,37 +866,16 @@ def multilabel_soft_margin_loss(
 def multi_margin_loss(
     input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"
 ):
-    n, c = input.shape
-    x_y = input.gather(1, target.unsqueeze(1))
-    loss = (margin - x_y + input).clamp_min(0)
-    if p == 2:
-        loss = loss * loss
-    if weight is not None:
-        loss = loss * weight[target].unsqueeze(1)
-    mask = ec.ones_like(loss).scatter_(1, target.unsqueeze(1), 0.0)
-    loss = (loss * mask).sum(1) / c
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return ec.multi_margin_loss(
+        input, target, p, margin, weight, _reduction(size_average, reduce, reduction)
+    )
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    return ec.multilabel_margin_loss(input, target, _reduction(size_average, reduce, reduction))
 
 
 # ----------------------------------------------------- shape and resampling
-
-
-def pad(input, pad, mode="constant", value=None):
-    return ec.pad(input, tuple(pad), mode, value)
-
-
-def interpolate(
-    input,
-    size=None,
-    scale_factor=None,
-    mode="nearest",
-    align_corners=None,
-    recompute_scale_factor=None,
-    antialias=False,
-):
-    return ec.interpolate(
-        input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias
-    )
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
@@ -1058,14 +888,6 @@ def upsample_nearest(input, size=None, scale_factor=None):
 
 def upsample_bilinear(input, size=None, scale_factor=None):
     return interpolate(input, size, scale_factor, "bilinear", align_corners=True)
-
-
-def pixel_shuffle(input, upscale_factor):
-    return ec.pixel_shuffle(input, upscale_factor)
-
-
-def pixel_unshuffle(input, downscale_factor):
-    return ec.pixel_unshuffle(input, downscale_factor)
 
 
 def scaled_dot_product_attention(
@@ -1088,73 +910,6 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     return ec.col2im(input, output_size, kernel_size, dilation, padding, stride)
 
 
-# ------------------------------------------------ in-place forms and more (nn)
-# torch.nn.functional's in-place spellings and the few losses/shuffles built
-# from other ops.
-
-
-def elu_(input, alpha=1.0):
-    return ec.elu_(input, alpha)
-
-
-def celu_(input, alpha=1.0):
-    return ec.celu_(input, alpha)
-
-
-def selu_(input):
-    return ec.selu_(input)
-
-
-def hardtanh_(input, min_val=-1.0, max_val=1.0):
-    return ec.hardtanh_(input, min_val, max_val)
-
-
-def leaky_relu_(input, negative_slope=0.01):
-    return ec.leaky_relu_(input, negative_slope)
-
-
-def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
-    return ec.rrelu_(input, lower, upper, training)
-
-
-def threshold_(input, threshold, value):
-    return ec.threshold_(input, threshold, value)
-
-
-def channel_shuffle(input, groups):
-    """(N, C, *) with its C channels shuffled in `groups` groups."""
-    n, c = input.shape[0], input.shape[1]
-    if c % groups:
-        raise RuntimeError(
-            f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups."
-        )
-    rest = tuple(input.shape[2:])
-    return input.reshape((n, groups, c // groups) + rest).transpose(1, 2).reshape(input.shape)
-
-
-native_channel_shuffle = channel_shuffle
-
-
-def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    """sum over targets j and non-targets i of max(0, 1 - (x[y_j] - x[i])) / C; target
-    lists class indices, ended by the first -1."""
-    squeeze = input.dim() == 1
-    x = input.unsqueeze(0) if squeeze else input
-    y = target.unsqueeze(0) if squeeze else target
-    n, c = x.shape
-    # targets before the first -1 count
-    valid = (y >= 0).to(ec.int64).cumprod(1).to(ec.bool)
-    idx = ec.where(valid, y, ec.zeros((), dtype=y.dtype))
-    is_target = ec.zeros((n, c), dtype=x.dtype).scatter_add_(1, idx, valid.to(x.dtype)).clamp_max(1)
-    x_t = x.gather(1, idx)  # (n, c): the score of each listed target
-    margins = (1 - x_t.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0)  # (n, target j, class i)
-    margins = margins * valid.to(x.dtype).unsqueeze(2) * (1 - is_target).unsqueeze(1)
-    loss = margins.sum((1, 2)) / c
-    if squeeze:
-        loss = loss.squeeze(0)
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
-
-
 def triplet_margin_with_distance_loss(
     anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False, reduction="mean"
 ):
@@ -1168,12 +923,9 @@ def triplet_margin_with_distance_loss(
     return _reduce(loss, reduction)
 
 
-# ------------------------------------------------------------ attention (nn)
-# MultiheadAttention as a function, with PyTorch's mask handling (ember_nn._attention).
-
-
-# ------------------------------------- sampling, unpooling and CTC loss (nnk)
-# ember_core ops (grid_sampler and _ctc_loss are C kernels both ways).
+# ------------------------------------------------------- sampling and CTC loss
+# argument checks in front of ember_core ops (grid_sampler and _ctc_loss are C
+# kernels both ways).
 
 _ALIGN_CORNERS_WARNING = (
     "Default {} behavior has changed to align_corners=False since 1.3.0. Please specify "
@@ -1246,65 +998,6 @@ def affine_grid(theta, size, align_corners=None):
     return ec.affine_grid_generator(theta, size, align_corners)
 
 
-def _unpool_output_size(input, kernel_size, stride, padding, output_size):
-    input_size = input.shape
-    k = len(kernel_size)
-    default_size = [
-        (input_size[-k + d] - 1) * stride[d] + kernel_size[d] - 2 * padding[d] for d in range(k)
-    ]
-    if output_size is None:
-        return default_size
-    output_size = list(output_size)
-    if len(output_size) == k + 2:
-        output_size = output_size[2:]
-    if len(output_size) != k:
-        raise ValueError(
-            f"output_size should be a sequence containing {k} or {k + 2} elements, but it has a "
-            f"length of '{len(output_size)}'"
-        )
-    for d in range(k):
-        min_size, max_size = default_size[d] - stride[d], default_size[d] + stride[d]
-        if not (min_size < output_size[d] < max_size):
-            raise ValueError(
-                f'invalid output_size "{output_size}" (dim {d} must be between {min_size} and '
-                f"{max_size})"
-            )
-    return [int(s) for s in output_size]
-
-
-def _ntuple_arg(v, k):
-    if isinstance(v, (list, tuple)):
-        v = tuple(v)
-        return v * k if len(v) == 1 else v
-    return (v,) * k
-
-
-def _max_unpool(k, input, indices, kernel_size, stride, padding, output_size):
-    kernel_size = _ntuple_arg(kernel_size, k)
-    stride = kernel_size if stride is None else _ntuple_arg(stride, k)
-    padding = _ntuple_arg(padding, k)
-    out = _unpool_output_size(input, kernel_size, stride, padding, output_size)
-    return ec.max_unpool(input, indices, tuple(out))
-
-
-def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
-    """The partial inverse of max_pool1d: values placed at their indices (from
-    return_indices=True), zeros elsewhere."""
-    return _max_unpool(1, input, indices, kernel_size, stride, padding, output_size)
-
-
-def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
-    """The partial inverse of max_pool2d: values placed at their indices (from
-    return_indices=True), zeros elsewhere."""
-    return _max_unpool(2, input, indices, kernel_size, stride, padding, output_size)
-
-
-def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
-    """The partial inverse of max_pool3d: values placed at their indices (from
-    return_indices=True), zeros elsewhere."""
-    return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
-
-
 def ctc_loss(
     log_probs,
     targets,
@@ -1324,34 +1017,10 @@ def ctc_loss(
     )
 
 
-# ------------------------------------------------- nngaps: fractional pooling, conv_tbc, MHA
+# ------------------------------------------------------------ attention
+# MultiheadAttention as a function, with PyTorch's mask handling (ember_nn._attention).
 from ember_nn import _attention as _mha  # noqa: E402
 from ember_nn import attention as _sdpa_backends  # noqa: E402
 from ember_nn import grad  # noqa: E402, F401 - torch.nn.functional.grad is torch.nn.grad
-from ember_nn._fractional import (  # noqa: E402, F401
-    fractional_max_pool2d,
-    fractional_max_pool2d_with_indices,
-    fractional_max_pool3d,
-    fractional_max_pool3d_with_indices,
-)
 
 multi_head_attention_forward = _mha.multi_head_attention_forward
-
-
-def conv_tbc(input, weight, bias, pad=0):
-    """1-d convolution over (time, batch, channels) input with a (kernel, in, out)
-    weight: conv1d on the (batch, channels, time) view, as PyTorch's conv_tbc."""
-    if input.dim() != 3:
-        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
-    if weight.dim() != 3:
-        raise RuntimeError(
-            "Weight tensor must have 3 dims: kernel_width, in_channels, out_channels."
-        )
-    if bias.dim() != 1:
-        raise RuntimeError("Bias must be 1-D")
-    if input.size(2) != weight.size(1):
-        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
-    if weight.size(2) != bias.size(0):
-        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
-    out = ec.conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, 1, pad)
-    return out.permute(2, 0, 1)

@@ -32,6 +32,11 @@ typedef unsigned long long uint64_t;
 typedef uint16_t ec_f16;  /* IEEE half, converted by the hardware */
 typedef uint16_t ec_bf16; /* bfloat16, converted by bits exactly as the CPU does */
 
+#ifdef EMBER_CUDA_EMULATION /* the CPU emulator (tensor-core tests/cuda_emu): no PTX */
+static __device__ __forceinline__ float ec_h2f(ec_f16 h) { return ember_emu_half_to_float(h); }
+static __device__ __forceinline__ ec_f16 ec_f2h(float f) { return ember_emu_float_to_half(f); }
+static __device__ __forceinline__ ec_f16 ec_f2h(double d) { return ember_emu_double_to_half(d); }
+#else
 static __device__ __forceinline__ float ec_h2f(ec_f16 h) {
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
@@ -47,6 +52,7 @@ static __device__ __forceinline__ ec_f16 ec_f2h(double d) {
     asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d));
     return h;
 }
+#endif
 /* integers round to half directly, as the CPU's conversion does (through
  * double, which holds every integer that does not overflow half anyway) */
 template <class I>

@@ -6,34 +6,44 @@
 52.0
 """
 
-# nn-conv: convolution, pooling, padding and resampling ops
-# nn ops: softmax, normalization, losses, activations, dropout, embedding,
-# attention, recurrent cells
-# fixes: more shape builders and math (composites of the ops above)
-# linalg: torch.linalg (LAPACK) as ember_core.linalg, and the legacy det, svd, qr... ops
-# nnk: grid_sample/affine_grid, max_unpool and the CTC loss
-from ember_core import (  # noqa: F401 - they fill the op table  # noqa: F401 - register their ops  # noqa: F401 - they fill the op table
+import builtins as _builtins
+import math as _math
+
+# The modules that declare ops (their defop declarations fill the op table):
+# elementwise math, views and joining, creation, reductions and statistics,
+# indexing and sorting, linear algebra, and the nn ops (convolution, pooling,
+# resampling, normalization, losses, activations, dropout, embedding,
+# attention, recurrent cells).
+from ember_core import (  # noqa: F401 - they fill the op table
     _activation,
     _attention,
+    _calculus,
     _conv,
     _copy,
     _creation,
     _dispatch,
+    _distance,
     _dropout,
     _embedding,
     _interop,
+    _linalg_lu,
     _loss,
-    _math_extra,
     _norm,
+    _pointwise_composites,
     _pool,
+    _predicates,
     _rearrange,
     _resample,
     _rnn,
-    _sampling,  # noqa: E402, F401 - they fill the op table
+    _sampling,
+    _settings,
     _softmax,
-    _special,  # surface: torch.special's kernels, i0/polygamma/igamma/mvlgamma
+    _special,
+    _statistics,
+    _storage,
     _views,
-    linalg,  # noqa: E402, F401 - public submodule
+    _windows,
+    linalg,
 )
 
 # Indexing, sorting and set ops (advanced indexing, index/scatter/gather family, sort...).
@@ -44,10 +54,20 @@ from ember_core import _indexing as _idx
 from ember_core import _joining as _joining
 from ember_core import _linalg as _linalg
 from ember_core import _random as _random
-from ember_core import _random_dist as _random_dist  # dist: gamma, poisson, binomial samplers
+from ember_core import _random_dist as _random_dist  # gamma, poisson, binomial samplers
 from ember_core import _reduction as _reduction
 from ember_core import _sorting as _sorting
-from ember_core._device import device
+from ember_core._copy import set_default_tensor_type, typename
+from ember_core._device import (
+    are_deterministic_algorithms_enabled,
+    device,
+    get_default_device,
+    get_deterministic_debug_mode,
+    is_deterministic_algorithms_warn_only_enabled,
+    set_default_device,
+    set_deterministic_debug_mode,
+    use_deterministic_algorithms,
+)
 from ember_core._dispatch import OPS, Op, defop, ops_tagged, register_handler, remove_handler
 from ember_core._dlpack import from_dlpack, to_dlpack  # noqa: F401 - public
 from ember_core._dtype import (
@@ -55,10 +75,12 @@ from ember_core._dtype import (
     bool_,
     can_cast,
     dtype,
+    finfo,
     float16,
     float32,
     float64,
     get_default_dtype,
+    iinfo,
     int8,
     int16,
     int32,
@@ -70,7 +92,7 @@ from ember_core._dtype import (
 )
 from ember_core._interop import from_numpy, is_tensor
 from ember_core._lib import lib as _lib_c
-from ember_core._math_extra import is_signed
+from ember_core._linalg import get_float32_matmul_precision, set_float32_matmul_precision
 from ember_core._printing import set_printoptions
 from ember_core._random import (
     Generator,
@@ -82,8 +104,25 @@ from ember_core._random import (
     set_rng_state,
 )
 from ember_core._reduction import return_types
-from ember_core._storage import UntypedStorage, get_allocator, set_allocator
+from ember_core._settings import (
+    get_num_interop_threads,
+    get_num_threads,
+    init_num_threads,
+    is_warn_always_enabled,
+    set_flush_denormal,
+    set_num_interop_threads,
+    set_num_threads,
+    set_warn_always,
+)
+from ember_core._storage import (
+    TypedStorage,
+    UntypedStorage,
+    get_allocator,
+    is_storage,
+    set_allocator,
+)
 from ember_core._tensor import Size, Tensor
+from ember_core._views import broadcast_shapes
 
 __version__ = "0.1.0"
 
@@ -96,52 +135,45 @@ long = int64
 int = int32  # noqa: A001
 short = int16
 
+# math constants, and NumPy's newaxis
+pi = _math.pi
+e = _math.e
+inf = _math.inf
+nan = _math.nan
+newaxis = None
+
 # --------------------------------------------------------- public functions
 
+
+def _bound_function(op):
+    return op.public and op.function
+
+
 _public = _dispatch.public_functions()
-globals().update({k: v for k, v in _public.items() if _dispatch.OPS[k].public})
+globals().update({k: v for k, v in _public.items() if _bound_function(_dispatch.OPS[k])})
 # Other names of ops (their declarations' ``aliases``, Note [Op table]): the
 # function, and below the method and the in-place form, under each alias.
 _dispatch.bind_aliases()
 for _alias, _target in _dispatch.ALIASES.items():
-    if _dispatch.OPS[_target].public:
+    if _bound_function(_dispatch.OPS[_target]):
         globals()[_alias] = _public[_target]
-
-
-def set_num_threads(n):
-    """Threads used by ember's kernels, OpenMP and BLAS alike."""
-    _lib_c.ec_set_num_threads(builtins_int(n))
-
-
-def get_num_threads():
-    return _lib_c.ec_get_num_threads()
 
 
 def numel(input):
     return input.numel()
 
 
-import builtins as _builtins  # noqa: E402
-
-builtins_int = _builtins.int
-
 # ------------------------------------------------------------ Tensor methods
 
-_SKIP_METHODS = {"where"}
 for _name, _op in OPS.items():
-    if _op.method and _op.public and _name not in _SKIP_METHODS and not _name.startswith("_"):
-        setattr(Tensor, _name, _public[_name])
+    if _op.method and _op.public and not _name.startswith("_"):
+        # the declared method, where PyTorch's takes the parameters in another order
+        setattr(Tensor, _name, _op.method if callable(_op.method) else _public[_name])
 
 for _alias, _target in _dispatch.ALIASES.items():
     if hasattr(Tensor, _target) and _dispatch.OPS[_target].method:
         setattr(Tensor, _alias, getattr(Tensor, _target))
 
-
-def _where_method(self, condition, other):
-    return _ew.where(condition, self, other)
-
-
-Tensor.where = _where_method
 Tensor.numpy = _interop.numpy
 Tensor.item = _interop.item
 Tensor.tolist = _interop.tolist
@@ -157,12 +189,23 @@ Tensor.new_zeros = _creation.new_zeros
 Tensor.new_ones = _creation.new_ones
 Tensor.new_full = _creation.new_full
 Tensor.new_tensor = _creation.new_tensor
+Tensor.new_empty_strided = _creation.new_empty_strided
+Tensor.new = _creation.new
 Tensor.T = property(_views.T)
 Tensor.mT = property(_views.mT)
 Tensor.H = property(_views.T)
 Tensor.mH = property(_views.mT)
+Tensor.real = property(_views.real)
+Tensor.imag = property(_views.imag)
+Tensor.is_nested = property(lambda self: False)
+Tensor.is_sparse_csr = property(lambda self: False)
 Tensor.__getitem__ = _idx.getitem
 Tensor.__setitem__ = _idx.setitem
+Tensor.const_data_ptr = Tensor.data_ptr
+Tensor.dim_order = _copy.dim_order
+Tensor.is_set_to = _copy.is_set_to
+Tensor.__deepcopy__ = _copy.deepcopy
+Tensor.storage = _storage.typed_storage
 
 
 # ----------------------------------------------------------------- operators
@@ -228,6 +271,9 @@ Tensor.__ilshift__ = _public["bitwise_left_shift_"]
 Tensor.__rshift__ = _public["bitwise_right_shift"]
 Tensor.__rrshift__ = _reflected(_public["bitwise_right_shift"])
 Tensor.__irshift__ = _public["bitwise_right_shift_"]
+Tensor.__div__ = Tensor.__truediv__  # Python 2's names, which PyTorch keeps
+Tensor.__rdiv__ = Tensor.__rtruediv__
+Tensor.__idiv__ = Tensor.__itruediv__
 Tensor.__invert__ = _public["bitwise_not"]
 Tensor.__neg__ = _public["neg"]
 Tensor.__pos__ = _public["positive"]
@@ -252,18 +298,17 @@ def _contains(self, element):
 
 Tensor.__contains__ = _contains
 
-# ---------------------------------------------------------------- predicates
+
+def _reversed(self):
+    return self if self.dim() == 0 else self.flip(0)
 
 
-def is_floating_point(input):
-    return input.is_floating_point()
+Tensor.__reversed__ = _reversed
+Tensor.__long__ = Tensor.__int__
+Tensor.__nonzero__ = Tensor.__bool__
 
 
-def is_complex(input):
-    return False
-
-
-# ----------------------------------------------------- memory formats (tc-core)
+# ------------------------------------------------------------ memory formats
 from ember_core._copy import (  # noqa: E402, F401 - public
     channels_last,
     channels_last_3d,
@@ -284,21 +329,8 @@ def _to_device(self, dev, /, *, stream=None):
 Tensor.to_device = _to_device
 
 
-# surface: Tensor.polygamma(n) and polygamma_(n) take the order after self
-def _polygamma_method(self, n):
-    return _special.polygamma(n, self)
-
-
-def _polygamma_inplace_method(self, n):
-    return _special.polygamma_(self, n)
-
-
-Tensor.polygamma = _polygamma_method
-Tensor.polygamma_ = _polygamma_inplace_method
-
-# surface: the LU family of torch.linalg (composites over lu_factor)
-from ember_core import _linalg_lu  # noqa: E402
-
+# the LU family of torch.linalg (composites over lu_factor), householder_product,
+# the tensor inverse/solve and LDL^T: functions of the linalg namespace
 for _name in (
     "lu",
     "lu_unpack",
@@ -311,18 +343,10 @@ for _name in (
     "ldl_solve",
 ):
     setattr(linalg, _name, getattr(_linalg_lu, _name))
-geqrf = _linalg_lu.geqrf
-orgqr = _linalg_lu.householder_product
-ormqr = _linalg_lu.ormqr
-Tensor.geqrf = _linalg_lu.geqrf
-Tensor.orgqr = _linalg_lu.householder_product
-Tensor.ormqr = _linalg_lu.ormqr
 
 # CUDA devices, streams, events and memory (ember.cuda re-exports it)
 from ember_core import cuda  # noqa: E402
 
 # (`cuda` is a submodule: a star import of ember_core must not shadow the
 # importer's own, e.g. the umbrella's ember.cuda)
-__all__ = sorted(
-    {k for k, v in globals().items() if not k.startswith("_") and k not in ("builtins_int", "cuda")}
-)
+__all__ = sorted({k for k, v in globals().items() if not k.startswith("_") and k != "cuda"})

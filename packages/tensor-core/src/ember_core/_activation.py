@@ -125,7 +125,7 @@ def threshold(input, threshold, value):
     return E.where(E.gt(input, threshold), input, E.cast(_scalar_like(value, input), input._dtype))
 
 
-@defop(method=False, inplace_of="threshold")
+@defop(method=False, inplace_of="threshold", tags=("unchecked-overlap",))
 def threshold_(input, threshold, value):
     if input._dtype.is_floating_point:
         return E.unary_(

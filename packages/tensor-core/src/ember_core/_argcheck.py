@@ -87,3 +87,29 @@ def bad_argument(op, args, exc):
                         f"{where} must be a sequence of {expected or 'supported values'}, but "
                         f"item {i} is {_type_name(obj)}"
                     ) from None
+    if wants_tensor and not isinstance(obj, Tensor):
+        _first_non_tensor(op, args)
+
+
+_PLAIN = (int, float, complex, str, bytes)
+
+
+def _first_non_tensor(op, args):
+    """A Tensor attribute was asked of a value computed from the arguments (a
+    composite doing ``x1 - x2`` on numbers, say): the leading tensor arguments
+    are the ones it uses as tensors, so the first of them that is a plain value
+    (or a sequence of plain values) is the culprit."""
+    for position, (name, value) in enumerate(zip(op.params, args), 1):
+        if isinstance(value, Tensor):
+            continue
+        where = f"{op.name}(): argument '{name}' (position {position})"
+        if isinstance(value, _PLAIN) or type(value).__module__ == "numpy":
+            raise TypeError(f"{where} must be Tensor, not {_type_name(value)}") from None
+        if isinstance(value, (list, tuple)):
+            for i, item in enumerate(value):
+                if not isinstance(item, Tensor):
+                    raise TypeError(
+                        f"{where} must be a sequence of Tensor, but item {i} is {_type_name(item)}"
+                    ) from None
+            continue
+        return

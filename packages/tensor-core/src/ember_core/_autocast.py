@@ -254,37 +254,4 @@ def call_composite(op, args):
         st.excluded = False
 
 
-def autocast_function(policy):
-    """Decorator: run a Python function (not an op of the table) under ``policy``
-    inside autocast regions, e.g. a loss written as a composition in ember_nn."""
-    if policy not in (LOWER, FP32, PROMOTE):
-        raise ValueError(f"autocast_function: unknown policy {policy!r}")
-
-    def wrap(fn):
-        import functools
-
-        ns = _dispatch._ns
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            if not ns["_ac"]:
-                return fn(*args, **kwargs)
-            st = _state
-            if st.excluded or not st.enabled["cpu"]:
-                return fn(*args, **kwargs)
-            args = cast_args(policy, args, st)
-            if kwargs:
-                keys = tuple(kwargs)
-                kwargs = dict(zip(keys, cast_args(policy, tuple(kwargs.values()), st)))
-            st.excluded = True
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                st.excluded = False
-
-        return wrapper
-
-    return wrap
-
-
 _dispatch._ns["_autocast_call"] = call_composite

@@ -1,6 +1,6 @@
 """Convolutions: conv1d/2d/3d, conv_transpose1d/2d/3d, their one core op
-``convolution`` with its backward ``convolution_backward``, and im2col/col2im
-(F.unfold/F.fold).
+``convolution`` with its backward ``convolution_backward``, im2col/col2im
+(F.unfold/F.fold) and conv_tbc (conv1d over time-major input).
 
 Note [Plain convolution]
 Every convolution here is a "plain" one between an image side (ci channels,
@@ -702,3 +702,23 @@ def col2im(input, output_size, kernel_size, dilation, padding, stride):
     check(fn(cd.code, n, c, geom, xc._ptr, img._ptr), op)
     img = S.finish(img, dtype)
     return img if nd == 3 else img.squeeze(0)
+
+
+@defop(composite=True, method=False, autocast="lower_precision_fp")
+def conv_tbc(input, weight, bias, pad=0):
+    """1-d convolution over (time, batch, channels) input with a (kernel, in, out)
+    weight: conv1d on the (batch, channels, time) view, as PyTorch's conv_tbc."""
+    if input.dim() != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.dim() != 3:
+        raise RuntimeError(
+            "Weight tensor must have 3 dims: kernel_width, in_channels, out_channels."
+        )
+    if bias.dim() != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if input.size(2) != weight.size(1):
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if weight.size(2) != bias.size(0):
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, 1, pad)
+    return out.permute(2, 0, 1)

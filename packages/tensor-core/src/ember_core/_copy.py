@@ -1,6 +1,8 @@
-"""Copies and conversions: copy_, clone, contiguous, to(), dtype conversions and
-resizing of out= tensors."""
+"""Copies and conversions: copy_, clone, contiguous, to(), dtype conversions,
+resizing of out= tensors, memory formats, the legacy tensor type names
+(type(), typename, set_default_tensor_type) and deep copies."""
 
+import copy as pycopy
 import warnings
 
 from ember_core import _dtype as D
@@ -179,7 +181,7 @@ def _alloc_like(input, stride):
     return make(storage, input._shape, stride, 0, input._dtype, input._numel, None)
 
 
-@defop
+@defop(tags=("linear",))
 def clone(input, *, memory_format=None):
     """A copy with its own memory; dense layouts (e.g. permuted) keep their
     strides unless ``memory_format`` asks for another one."""
@@ -198,7 +200,7 @@ def clone(input, *, memory_format=None):
     return r
 
 
-@defop
+@defop(tags=("linear",))
 def contiguous(input, memory_format=None):
     """This tensor if already contiguous (row-major, or in ``memory_format``), else
     a copy that is."""
@@ -404,3 +406,93 @@ def cuda(self, device=None, non_blocking=False, memory_format=None):
     if dev.type != "cuda":
         raise RuntimeError(f"cuda(): Invalid device, must be cuda device, got {dev}")
     return to(self, dev, non_blocking=non_blocking)
+
+
+# ------------------------------------------------------------ tensor type names
+
+
+def typename(obj):
+    """'torch.FloatTensor' for a tensor, else the object's module.qualname."""
+    if isinstance(obj, Tensor):
+        return type_(obj)
+    module, name = "", ""
+    if hasattr(obj, "__module__"):
+        module = obj.__module__ + "."
+    if hasattr(obj, "__qualname__"):
+        name = obj.__qualname__
+    elif hasattr(obj, "__name__"):
+        name = obj.__name__
+    else:
+        module = obj.__class__.__module__
+        module = "" if module in (None, "builtins") else module + "."
+        name = obj.__class__.__qualname__
+    return module + name
+
+
+_DEFAULT_TENSOR_TYPES = ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor")
+
+
+def set_default_tensor_type(t):
+    """Deprecated: sets the default floating dtype from a tensor type (a name such
+    as 'torch.DoubleTensor', or a legacy tensor type class)."""
+    warnings.warn(
+        "torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+        "torch.set_default_dtype() and torch.set_default_device() as alternatives.",
+        UserWarning,
+        stacklevel=2,
+    )
+    name = t if isinstance(t, str) else getattr(t, "__name__", str(t))
+    short = name.rsplit(".", 1)[-1]
+    if short not in _DEFAULT_TENSOR_TYPES:
+        raise TypeError(f"invalid type: '{name}'")
+    D.set_default_dtype(_TYPE_OF_NAME[short])
+
+
+# ------------------------------------------------------ memory layout, deep copies
+
+
+def dim_order(self, *, ambiguity_check=False):
+    """Tensor.dim_order: dimensions from outermost to innermost in memory (stride order)."""
+    strides = self._stride
+    return tuple(sorted(range(len(self._shape)), key=lambda d: (-strides[d], d)))
+
+
+def is_set_to(self, tensor):
+    """Tensor.is_set_to: whether both tensors view the same memory the same way."""
+    return (
+        self._storage is tensor._storage
+        and self._offset == tensor._offset
+        and self._shape == tensor._shape
+        and self._stride == tensor._stride
+    )
+
+
+def deepcopy(self, memo):
+    """Tensor.__deepcopy__: views of one storage stay views of one copied storage (as
+    PyTorch), with requires_grad and .grad; only graph leaves can be copied."""
+    if not self.is_leaf:
+        raise RuntimeError(
+            "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+            "protocol at the moment.  If you were attempting to deepcopy a module, this may be "
+            "because of a torch.nn.utils.weight_norm usage, see "
+            "https://github.com/pytorch/pytorch/pull/103001"
+        )
+    if id(self) in memo:
+        return memo[id(self)]
+    if type(self) is not Tensor:  # subclasses (Parameter...) keep their own protocol
+        rv = self.__reduce_ex__(4)
+        return pycopy._reconstruct(self, memo, *rv)
+    storage = self._storage
+    key = ("ember.storage", id(storage))
+    flat = memo.get(key)
+    if flat is None:  # the whole storage, copied once (detached: nothing is recorded)
+        n = storage.nbytes() // self.element_size()
+        flat = clone(self.detach().as_strided((n,), (1,), 0))
+        memo[key] = flat
+        memo.setdefault(id(memo), []).append(storage)  # keep the id valid
+    r = flat.as_strided(self._shape, self._stride, self._offset)
+    r.requires_grad_(self.requires_grad)
+    if self.grad is not None:
+        r.grad = pycopy.deepcopy(self.grad, memo)
+    memo[id(self)] = r
+    return r

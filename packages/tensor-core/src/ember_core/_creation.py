@@ -1,5 +1,6 @@
-"""Tensor creation: tensor/as_tensor, empty/zeros/ones/full, *_like, arange,
-linspace, logspace, eye."""
+"""Tensor creation: tensor/as_tensor, empty/zeros/ones/full, *_like, new_* (the
+Tensor methods), arange, linspace, logspace, eye, the deprecated inclusive range,
+empty_permuted and fill (fill_ out of place)."""
 
 import math
 import numbers
@@ -23,6 +24,24 @@ def _dev(device):
 
         return _resolve(dev)
     return dev
+
+
+def _alloc(shape, dt, device, pin_memory=False):
+    """A fresh tensor on ``device`` (page-locked host memory with ``pin_memory``)."""
+    dev = _dev(device)
+    if pin_memory:
+        if dev.type != "cpu":
+            raise RuntimeError(f"pin_memory=True: only CPU memory can be pinned, not {dev}")
+        from ember_core import _cuda
+
+        if not _cuda.is_available():
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        return _cuda.pinned_empty(shape, dt)
+    return _empty(shape, dt, dev)
+
+
+def _pinned(t, pin_memory):
+    return t.pin_memory() if pin_memory else t
 
 
 def _finish(t, requires_grad):
@@ -71,7 +90,7 @@ def empty(
         from ember_core._copy import resize_
 
         return resize_(out, shape)
-    return _finish(_empty(shape, dt, _dev(device)), requires_grad)
+    return _finish(_alloc(shape, dt, device, pin_memory), requires_grad)
 
 
 def empty_like_class(cls, size, dtype=None, device=None, requires_grad=False):
@@ -126,12 +145,12 @@ def creation_out(op, out, shape, dtype):
     return out
 
 
-def _filled(op, size, value, dtype, device, requires_grad, out):
+def _filled(op, size, value, dtype, device, requires_grad, out, pin_memory=False):
     shape = _shape.as_shape(size, op)
     if out is not None:
         return fill_values(creation_out(op, out, shape, dtype), value)
     dt = D.to_dtype(dtype) or D.get_default_dtype()
-    t = _empty(shape, dt, _dev(device))
+    t = _alloc(shape, dt, device, pin_memory)
     if value == 0 and t._numel:
         # a float zero keeps its sign: full((), -0.0) is -0.0, as in PyTorch
         zero = value if isinstance(value, float) else 0.0
@@ -146,20 +165,22 @@ def _filled(op, size, value, dtype, device, requires_grad, out):
     "zeros(*size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None)",
     method=False,
     differentiable=False,
+    tags=("unchecked-overlap",),
 )
 def zeros(size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None):
     """A tensor of zeros."""
-    return _filled("zeros", size, 0, dtype, device, requires_grad, out)
+    return _filled("zeros", size, 0, dtype, device, requires_grad, out, pin_memory)
 
 
 @defop(
     "ones(*size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None)",
     method=False,
     differentiable=False,
+    tags=("unchecked-overlap",),
 )
 def ones(size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None):
     """A tensor of ones."""
-    return _filled("ones", size, 1, dtype, device, requires_grad, out)
+    return _filled("ones", size, 1, dtype, device, requires_grad, out, pin_memory)
 
 
 def _fill_dtype(value):
@@ -168,10 +189,7 @@ def _fill_dtype(value):
     return D.scalar_dtype(value)
 
 
-@defop(
-    method=False,
-    differentiable=False,
-)
+@defop(method=False, differentiable=False, tags=("unchecked-overlap",))
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None):
     """A tensor filled with ``fill_value`` (its dtype inferred from the value)."""
     if isinstance(fill_value, Tensor):
@@ -263,6 +281,108 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
         device=device or self._storage._device,
         requires_grad=requires_grad,
     )
+
+
+def new_empty_strided(
+    self,
+    size,
+    stride,
+    *,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    layout=None,
+    pin_memory=False,
+):
+    return empty_strided(
+        size,
+        stride,
+        dtype=dtype or self._dtype,
+        device=device or self._storage._device,
+        requires_grad=requires_grad,
+    )
+
+
+def new(self, *args, device=None):
+    """Tensor.new, the legacy constructor: an uninitialized tensor of self's dtype
+    (on self's device unless given) of the given size, or holding the given data,
+    or (given a tensor) a view of that tensor."""
+    from ember_core._tensor import Size
+
+    device = device or self._storage._device
+    if not args:
+        return empty(0, dtype=self._dtype, device=device)
+    if len(args) == 1 and isinstance(args[0], Size):
+        return empty(tuple(args[0]), dtype=self._dtype, device=device)
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        return args[0].view(args[0].shape)
+    if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        return empty(args, dtype=self._dtype, device=device)
+    if len(args) == 1:
+        return tensor(args[0], dtype=self._dtype, device=device)
+    raise TypeError("new(): invalid arguments")
+
+
+# ------------------------------------------- written with the ops of this module
+
+
+@defop(
+    "range(start, end, step=1, *, dtype=None, device=None, requires_grad=False)",
+    method=False,
+    composite=True,
+    differentiable=False,
+    tags=("creation",),
+)
+def _range(start, end, step=1, dtype=None, device=None, requires_grad=False):
+    """Deprecated: values from start to end *inclusive*, in the default float dtype."""
+    import warnings
+
+    warnings.warn(
+        "torch.range is deprecated and will be removed in a future release because its "
+        "behavior is inconsistent with Python's range builtin. Instead, use torch.arange, "
+        "which produces values in [start, end).",
+        UserWarning,
+        stacklevel=2,
+    )
+    if step == 0:
+        raise RuntimeError("range: step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    n = int(math.floor((end - start) / step)) + 1
+    values = start + step * np.arange(n, dtype=np.float64)
+    r = tensor(values, dtype=dtype or D.get_default_dtype(), device=device)
+    return r.requires_grad_(True) if requires_grad else r
+
+
+@defop(method=False, composite=True, differentiable=False, tags=("creation",))
+def empty_permuted(
+    size,
+    physical_layout,
+    *,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad=False,
+    pin_memory=False,
+):
+    """An uninitialized tensor of ``size`` whose memory holds its dimensions in the
+    order ``physical_layout`` (outermost first)."""
+    size, order = tuple(size), tuple(physical_layout)
+    if sorted(order) != list(range(len(size))):
+        raise RuntimeError(
+            f"Number of dimensions in size does not match the length of the physical_layout; "
+            f"i.e. len(size) = {len(size)} is not equal to len(physical_layout) = {len(order)}"
+        )
+    phys = empty([size[d] for d in order], dtype=dtype, device=device)
+    inverse = [order.index(d) for d in range(len(size))]
+    r = phys.permute(inverse)
+    return r.requires_grad_(True) if requires_grad else r
+
+
+@defop(method=False, composite=True)
+def fill(input, value):
+    """A new tensor shaped like input, filled with value (fill_ out of place)."""
+    return input.clone().fill_(value)
 
 
 # ----------------------------------------------------------- from data
@@ -417,7 +537,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         from ember_core._copy import to_dtype_copy
 
         r = to_dtype_copy(data, dt or data._dtype, dev)
-        return _finish(r, requires_grad)
+        return _finish(_pinned(r, pin_memory), requires_grad)
     if (
         isinstance(data, bool)
         or isinstance(data, numbers.Number)
@@ -434,12 +554,12 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
             inferred = D.scalar_dtype(data)
         t = _empty((), dt or inferred, dev)
         fill_values(t, data)
-        return _finish(t, requires_grad)
+        return _finish(_pinned(t, pin_memory), requires_grad)
     arr, inferred = _infer_numpy(data)
     target = dt or inferred
     if arr.dtype.itemsize > 8:  # float128 and the like
         arr = arr.astype(np.float64)
-    return _finish(from_array(arr, target, dev), requires_grad)
+    return _finish(_pinned(from_array(arr, target, dev), pin_memory), requires_grad)
 
 
 @defop(method=False, differentiable=False)
@@ -566,7 +686,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     from ember_core._elementwise import pow as _pow
 
     dt = D.to_dtype(dtype) or D.get_default_dtype()
-    exps = linspace(start, end, steps, dtype=D.float64)
+    exps = linspace(start, end, steps, dtype=D.float64, device=device)
     r = _pow(float(base), exps)
     from ember_core._copy import to
 
@@ -590,7 +710,7 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     return _finish(t, requires_grad)
 
 
-@defop(inplace_of="fill", differentiable=True)
+@defop(inplace_of="fill", differentiable=True, tags=("unchecked-overlap",))
 def fill_(input, value):
     """Set every element to value (a number or a one-element tensor)."""
     if isinstance(value, Tensor):
@@ -603,7 +723,7 @@ def fill_(input, value):
     return fill_values(input, value)
 
 
-@defop(inplace_of="zero", differentiable=True)
+@defop(inplace_of="zero", differentiable=True, tags=("unchecked-overlap",))
 def zero_(input):
     """Set every element to zero."""
     written(input, "zero_")

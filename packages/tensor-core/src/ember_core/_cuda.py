@@ -292,6 +292,10 @@ def memcpy(dst, src, nbytes, non_blocking=False):
     gpu = dd if dd.type == "cuda" else sd
     index = gpu.index or 0
     prev = lib.ecu_get_device()
+    if sd.type == "cuda" and dd.type == "cuda" and sd.index != dd.index:
+        # GPU to GPU: the copy runs on the destination's stream, which must first
+        # wait for the work queued on the source's stream (that wrote src)
+        _order_after(sd.index or 0, index, prev)
     if prev != index:
         check(lib.ecu_set_device(index), "copy")
     try:
@@ -305,6 +309,21 @@ def memcpy(dst, src, nbytes, non_blocking=False):
     finally:
         if prev != index:
             lib.ecu_set_device(prev)
+
+
+def _order_after(src_index, dst_index, prev):
+    """Make dst_index's current stream wait for src_index's current stream."""
+    event = ffi.new("uint64_t*")
+    try:
+        check(lib.ecu_set_device(src_index), "copy")
+        check(lib.ecu_event_create(0, event), "copy")
+        check(lib.ecu_event_record(event[0], lib.ecu_current_stream(src_index)), "copy")
+        check(lib.ecu_set_device(dst_index), "copy")
+        check(lib.ecu_stream_wait_event(lib.ecu_current_stream(dst_index), event[0]), "copy")
+    finally:
+        if event[0]:
+            lib.ecu_event_destroy(event[0])  # released once the wait is done
+        lib.ecu_set_device(prev)
 
 
 def synchronize(index):

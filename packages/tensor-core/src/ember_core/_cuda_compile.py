@@ -147,6 +147,8 @@ def cache_key(group, arch, nvrtc=None):
 def compile_group(group, arch):
     """(image, {name expression: lowered name}) of a group for ``arch``, from the
     process's memo, the disk cache, or NVRTC."""
+    if os.environ.get("EMBER_CUDA_EMULATE") == "1":
+        return _emulation().compile_group(group, arch)
     key = cache_key(group, arch)
     hit = _memo.get(key)
     if hit is not None:
@@ -158,6 +160,20 @@ def compile_group(group, arch):
             _write_cache(key, *hit)
         _memo[key] = hit
     return hit
+
+
+def _emulation():
+    """Test-only: under EMBER_CUDA_EMULATE=1 the kernels are built for the CPU
+    emulation of the CUDA driver (packages/tensor-core/tests/cuda_emu, which
+    the emulated test environment puts on the path), not by NVRTC."""
+    try:
+        import ember_cuda_emu
+    except ImportError as e:
+        raise RuntimeError(
+            "EMBER_CUDA_EMULATE=1, but the CUDA emulator (packages/tensor-core/tests/cuda_emu) "
+            "is not on the path; run through tests/cuda_emu/ember_cuda_emu.py"
+        ) from e
+    return ember_cuda_emu
 
 
 def compile_source(group, arch, kind=None):

@@ -1,4 +1,5 @@
-"""Devices: where a tensor's memory lives and which kernels run on it.
+"""Devices: where a tensor's memory lives and which kernels run on it; the
+default device and the deterministic-algorithms switch.
 
 Note [Kernel interface per device]
 Every device carries the namespace of kernels that run on its memory: ``_k``
@@ -115,3 +116,66 @@ def require_cpu(dev, op):
             f"{op}: not implemented for device '{dev}' (ember runs it on the CPU only); "
             "move the tensors to the CPU with .cpu()"
         )
+
+
+# ------------------------------------------------------------ default device
+
+
+def set_default_device(device_):
+    """The device factory functions use by default.  Only the CPU can be the
+    default here: 'cpu' or None are accepted."""
+    if device_ is not None and device(device_).type != "cpu":
+        from ember_core import _cuda
+
+        _cuda.unavailable(f"ember.set_default_device({device_!r})")
+
+
+def get_default_device():
+    return CPU
+
+
+# ------------------------------------------------------ deterministic algorithms
+# PyTorch's switch between a device's fast and its deterministic kernels.  Every
+# ember kernel is deterministic already (fixed reduction orders; index puts apply
+# duplicates in order), so the request is recorded and changes nothing.
+
+_deterministic = {"enabled": False, "warn_only": False}
+_DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
+
+
+def use_deterministic_algorithms(mode, *, warn_only=False):
+    if not isinstance(mode, bool):
+        raise RuntimeError(
+            f"use_deterministic_algorithms expects a bool, but got {type(mode).__name__}"
+        )
+    _deterministic["enabled"], _deterministic["warn_only"] = mode, warn_only
+
+
+def are_deterministic_algorithms_enabled():
+    return _deterministic["enabled"]
+
+
+def is_deterministic_algorithms_warn_only_enabled():
+    return _deterministic["warn_only"]
+
+
+def set_deterministic_debug_mode(debug_mode):
+    """The same switch as a level: 0 ('default') off, 1 ('warn') warn only, 2 ('error')."""
+    if isinstance(debug_mode, str):
+        if debug_mode not in _DEBUG_MODES:
+            raise RuntimeError(
+                "invalid value of debug_mode, expected one of `default`, `warn`, `error`, "
+                f"but got {debug_mode}"
+            )
+        debug_mode = _DEBUG_MODES[debug_mode]
+    if debug_mode not in (0, 1, 2):
+        raise RuntimeError(
+            f"invalid value of debug_mode, expected 0, 1, or 2, but got {debug_mode}"
+        )
+    use_deterministic_algorithms(debug_mode > 0, warn_only=debug_mode == 1)
+
+
+def get_deterministic_debug_mode():
+    if not _deterministic["enabled"]:
+        return 0
+    return 1 if _deterministic["warn_only"] else 2

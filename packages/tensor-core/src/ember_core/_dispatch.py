@@ -4,7 +4,8 @@ Note [Op table]
 Every public op is declared once with ``defop`` on its implementation, and the
 declaration holds every fact about the op: its signature (the implementation's
 own ``def`` line; a string only where the public form differs, e.g. ``*size``),
-whether it is a Tensor method too, its in-place form (``inplace_of``), whether
+whether it is a Tensor method too (or only a method: ``function=False``), its
+in-place form (``inplace_of``), whether
 it returns a view, whether it is differentiable, whether it is a composite of
 other ops, its other names (``aliases``: the function, the method and the
 in-place form are bound under each), its ``tags`` (``pointwise``,
@@ -51,11 +52,16 @@ TAGS = frozenset(
     {
         "pointwise",  # elementwise with broadcasting: out[i] = f(in[i], ...)
         "reduction",  # reduces over dims
-        "linear",  # linear in its tensor input(s) (views, sums, matmul...)
+        "linear",  # linear in its first tensor input, the others not differentiable
+        # (views, sums, copies): applied to a tangent, the op gives the output's
+        # tangent (forward_ad derives its rule from this)
         "float-result",  # integer inputs give a floating result
         "creation",  # makes a new tensor from sizes/values, no tensor inputs
         "random",  # draws from a generator
         "nondeterministic-output-shape",  # nonzero, unique, masked_select...
+        # PyTorch writes it without its internal-overlap check (fills, index fills,
+        # reductions into out=): writing through an expanded tensor is allowed
+        "unchecked-overlap",
     }
 )
 # Autocast policies (Note [Autocast] in _autocast.py).
@@ -88,6 +94,7 @@ class Op:
         "params",
         "impl",
         "method",
+        "function",
         "inplace_of",
         "view",
         "differentiable",
@@ -304,10 +311,11 @@ def _positional_twin(fn):
     kwonly = code.co_varnames[code.co_argcount : code.co_argcount + code.co_kwonlyargcount]
     kwdefaults = fn.__kwdefaults__ or {}
     defaults = fn.__defaults__ or ()
-    if len(kwdefaults) != len(kwonly) and (defaults or kwdefaults):
+    # the positional form's defaults must be a suffix of its parameters
+    first = len(kwonly) - len(kwdefaults)
+    if set(kwonly[first:]) != set(kwdefaults) or (first and defaults):
         return None  # a required keyword-only after defaulted ones: no positional form
-    if len(kwdefaults) == len(kwonly):
-        defaults = defaults + tuple(kwdefaults[k] for k in kwonly)
+    defaults = defaults + tuple(kwdefaults[k] for k in kwonly[first:])
     twin = types.FunctionType(
         code.replace(co_argcount=code.co_argcount + code.co_kwonlyargcount, co_kwonlyargcount=0),
         fn.__globals__,
@@ -324,6 +332,7 @@ def defop(
     signature=None,
     *,
     method=True,
+    function=True,
     inplace_of=None,
     view=False,
     differentiable=True,
@@ -345,9 +354,13 @@ def defop(
     signature: the public signature as "name(params)" when it differs from the
     implementation's (``*size`` packed into one parameter); the implementation
     then takes every parameter positionally in that order.
-    method: also a Tensor method.  inplace_of: the op this is the in-place form
-    of.  view: returns a view of its first input.  composite: written with other
-    public ops (handlers see those instead).  public: bound as ember_core.<name>.
+    method: also a Tensor method; or the method itself, where PyTorch's takes
+    the op's parameters in another order (``Tensor.where(condition, other)``).
+    function: bound as a function of ember_core
+    (False for ops PyTorch has only as Tensor methods, e.g. ``sum_to_size``).
+    inplace_of: the op this is the in-place form of.  view: returns a view of
+    its first input.  composite: written with other public ops (handlers see
+    those instead).  public: bound as ember_core.<name>.
     aliases: other names; each is bound like the op (function, method), and for
     an op with an in-place form ``<alias>_`` names that form.  tags: from TAGS.
     autocast: the policy under autocast ("lower_precision_fp", "fp32",
@@ -374,6 +387,8 @@ def defop(
                 )
         if name in OPS:
             raise ValueError(f"op {name!r} declared twice")
+        if not (method or function):
+            raise ValueError(f"defop {name}: neither a function nor a method")
         bad = set(tags) - TAGS
         if bad:
             raise ValueError(f"defop {name}: unknown tags {sorted(bad)} (known: {sorted(TAGS)})")
@@ -384,6 +399,7 @@ def defop(
         op.params = tuple(sig.parameters)
         op.impl = positional
         op.method = method
+        op.function = function
         op.inplace_of = inplace_of
         op.view = view
         op.differentiable = differentiable

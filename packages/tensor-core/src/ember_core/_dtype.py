@@ -1,4 +1,7 @@
-"""dtypes and PyTorch's type promotion rules."""
+"""dtypes, PyTorch's type promotion rules, the default dtype and machine limits
+(finfo, iinfo)."""
+
+import math
 
 import numpy as np
 
@@ -254,3 +257,70 @@ def to_dtype(value):
     if text.startswith("torch."):
         return to_dtype(text)
     raise TypeError(f"cannot interpret {value!r} as an ember dtype")
+
+
+# ------------------------------------------------------------- machine limits
+
+# bfloat16's limits (NumPy has no bfloat16): 8 exponent bits as float32, 7 mantissa bits
+BFLOAT16_LIMITS = dict(
+    bits=16,
+    eps=2.0**-7,
+    max=3.3895313892515355e38,
+    min=-3.3895313892515355e38,
+    smallest_normal=2.0**-126,
+)
+
+
+class finfo:
+    """Machine limits of a floating dtype (the default dtype when none is given).
+
+    >>> finfo(float32).eps
+    1.1920928955078125e-07
+    """
+
+    def __init__(self, type=None):
+        dt = type if type is not None else get_default_dtype()
+        if not isinstance(dt, dtype) or not dt.is_floating_point:
+            raise TypeError(f"finfo(): argument 'type' must be a floating point dtype, not {dt}")
+        if dt is bfloat16:
+            info = BFLOAT16_LIMITS
+        else:
+            f = np.finfo(dt.numpy)
+            info = dict(
+                bits=int(f.bits),
+                eps=float(f.eps),
+                max=float(f.max),
+                min=float(f.min),
+                smallest_normal=float(f.smallest_normal),
+            )
+        self.dtype = dt
+        self.bits = info["bits"]
+        self.eps = info["eps"]
+        self.max = info["max"]
+        self.min = info["min"]
+        self.smallest_normal = info["smallest_normal"]
+        self.tiny = self.smallest_normal
+        # PyTorch: 10 ** -floor(precision in decimal digits)
+        self.resolution = 10.0 ** -int(math.floor(-math.log10(self.eps)))
+
+    def __repr__(self):
+        return (
+            f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+            f"eps={self.eps:g}, "
+            f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, "
+            f"dtype={self.dtype.name})"
+        )
+
+
+class iinfo:
+    """Limits of an integer dtype."""
+
+    def __init__(self, type):
+        if not isinstance(type, dtype) or type.is_floating_point or type is bool_:
+            raise TypeError(f"iinfo(): argument 'type' must be an integer dtype, not {type}")
+        info = np.iinfo(type.numpy)
+        self.dtype, self.bits = type, int(info.bits)
+        self.max, self.min = int(info.max), int(info.min)
+
+    def __repr__(self):
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype.name})"

@@ -513,24 +513,24 @@ def nan_to_num_(input, nan=0.0, posinf=None, neginf=None):
     return input.copy_(nan_to_num(input, nan, posinf, neginf))
 
 
-@defop(composite=True)
+@defop(composite=True, tags=("pointwise",))
 def isneginf(input):
     return logical_and(isinf(input), signbit(input))
 
 
-@defop(composite=True)
+@defop(composite=True, tags=("pointwise",))
 def isposinf(input):
     return logical_and(isinf(input), logical_not(signbit(input)))
 
 
-@defop(composite=True)
+@defop(composite=True, tags=("pointwise",))
 def isreal(input):
     from ember_core._creation import ones_like
 
     return ones_like(input, dtype=_bool)
 
 
-@defop(composite=True)
+@defop(composite=True, tags=("pointwise",))
 def positive(input):
     if input._dtype is _bool:
         raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
@@ -1216,7 +1216,12 @@ def ternary(op, code, a, b, c, out=None, p0=1.0, cond=False):
     return finish_out(out, target, needs_copy, op)
 
 
-@defop(tags=("pointwise",))
+def _where_method(self, condition, other):
+    """Tensor.where(condition, other): self where condition holds, else other."""
+    return where(condition, self, other)
+
+
+@defop(method=_where_method, tags=("pointwise",))
 def where(condition, input=None, other=None, *, out=None):
     """Elements of input where condition is true, else of other.  With only a
     condition, the indices of its non-zero elements (like nonzero(as_tuple=True))."""
@@ -1283,14 +1288,19 @@ def addcmul_(input, tensor1, tensor2, *, value=1):
 @defop(tags=("pointwise",))
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     """input + value * tensor1 / tensor2."""
+    _integer_addcdiv(tensor1, tensor2)
+    return ternary("addcdiv", lib.EC_T_ADDCDIV, input, tensor1, tensor2, out, float(value))
+
+
+def _integer_addcdiv(tensor1, tensor2):
     if D.result_type(tensor1, tensor2).category < 2:
         raise RuntimeError(
             "Integer division with addcdiv is no longer supported, and in a future release "
             "addcdiv will perform a true division of tensor1 and tensor2."
         )
-    return ternary("addcdiv", lib.EC_T_ADDCDIV, input, tensor1, tensor2, out, float(value))
 
 
 @defop(inplace_of="addcdiv", tags=("pointwise",))
 def addcdiv_(input, tensor1, tensor2, *, value=1):
+    _integer_addcdiv(tensor1, tensor2)
     return ternary("addcdiv_", lib.EC_T_ADDCDIV, input, tensor1, tensor2, input, float(value))

@@ -100,7 +100,7 @@ def _embedding_dense_backward(grad_output, indices, num_weights, padding_idx, sc
     return U.restore(gw, grad_output._dtype)
 
 
-@defop(method=False, differentiable=False)
+@defop(method=False, differentiable=False, tags=("unchecked-overlap",))
 def embedding_renorm_(weight, indices, max_norm, norm_type):
     """Rescale in place every row referenced by ``indices`` whose norm_type-norm
     exceeds max_norm to norm max_norm (each row once)."""

@@ -1,5 +1,6 @@
 """Index ops: index_select, gather, scatter (and its reductions), index_add/copy/
-fill/put, masked_fill/select/scatter, take, take_along_dim, put, nonzero, argwhere.
+fill/put, masked_fill/select/scatter, take, take_along_dim, put, nonzero, argwhere,
+nonzero_static, and index_reduce (a scatter_reduce along one dim).
 
 All of them are one kernel, ec_index (Note [Index iteration] in csrc/index.c),
 run over a Plan from _advanced_index: the iteration shape, x's strides over it
@@ -20,8 +21,10 @@ from ember_core._advanced_index import (
     plan,
     put_plan,
 )
+from ember_core._creation import full
 from ember_core._dispatch import defop
 from ember_core._elementwise import _tname, layout, ternary
+from ember_core._joining import cat
 from ember_core._lib import check, lib
 from ember_core._tensor import Tensor, empty, is_contig, view_of, written
 
@@ -516,7 +519,7 @@ def index_fill(input, dim, index, value):
     return index_into("index_fill", _clone(input), d, index, v, L.EC_INDEX_PUT)
 
 
-@defop(inplace_of="index_fill")
+@defop(inplace_of="index_fill", tags=("unchecked-overlap",))
 def index_fill_(input, dim, index, value):
     d, index = _index_dim_args("index_fill_", input, dim, index)
     v = _fill_value("index_fill_", input, value)
@@ -578,7 +581,7 @@ def index_put(input, indices, values, accumulate=False):
     return index_put_into("index_put", _clone(input), indices, values, accumulate)
 
 
-@defop(inplace_of="index_put")
+@defop(inplace_of="index_put", tags=("unchecked-overlap",))
 def index_put_(input, indices, values, accumulate=False):
     """input[indices] = values in place; indices is a tuple of index tensors (or
     None for a whole dim).  With accumulate, duplicates add up."""
@@ -646,7 +649,7 @@ def masked_fill(input, mask, value):
     return ternary("masked_fill", L.EC_T_WHERE, mask, v, r, out=r, cond=True)
 
 
-@defop(inplace_of="masked_fill")
+@defop(inplace_of="masked_fill", tags=("unchecked-overlap",))
 def masked_fill_(input, mask, value):
     mask = _bool_mask("masked_fill_", mask)
     _mask_to("masked_fill_", mask, input._shape)
@@ -654,7 +657,7 @@ def masked_fill_(input, mask, value):
     return ternary("masked_fill_", L.EC_T_WHERE, mask, v, input, out=input, cond=True)
 
 
-@defop
+@defop(tags=("nondeterministic-output-shape",))
 def masked_select(input, mask, *, out=None):
     """The elements of input (broadcast with mask) where mask is True, as a 1-d tensor."""
     op = "masked_select"
@@ -854,7 +857,7 @@ def put(input, index, source, accumulate=False):
 # --------------------------------------------------------------- nonzero
 
 
-@defop(differentiable=False)
+@defop(differentiable=False, tags=("nondeterministic-output-shape",))
 def nonzero(input, *, out=None, as_tuple=False):
     """Indices of the non-zero elements: an (n, ndim) int64 tensor, or with
     as_tuple one 1-d tensor per dim (a 0-d input counts as 1-d).
@@ -874,7 +877,65 @@ def nonzero(input, *, out=None, as_tuple=False):
     return _finish_out("nonzero", r, out)
 
 
-@defop(differentiable=False)
+@defop(differentiable=False, tags=("nondeterministic-output-shape",))
 def argwhere(input):
     """Indices of the non-zero elements, (n, ndim) (nonzero())."""
     return nonzero_matrix(_tensor_arg("argwhere", "input", input))
+
+
+# ------------------------------------------------------------------ reductions by index
+
+
+_INDEX_REDUCE = ("prod", "mean", "amax", "amin")
+
+
+@defop(composite=True)
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    """Reduce source's slices into input's slices index[i] along dim (prod, mean, amax, amin)."""
+    if reduce not in _INDEX_REDUCE:
+        raise RuntimeError(
+            f"index_reduce(): Expected reduce to be one of prod, mean, "
+            f"amax or amin but got {reduce}."
+        )
+    d = _shape.normalize_dim(dim, max(input.dim(), 1), "index_reduce")
+    if index.dim() > 1:
+        raise IndexError("index_reduce_(): Index is supposed to be a vector")
+    if source.dim() and index.numel() != source.shape[d]:
+        raise IndexError(
+            f"index_reduce_(): Number of indices ({index.numel()}) should be equal to "
+            f"source.size(dim) ({source.shape[d]})"
+        )
+    size = input.shape[d] if input.dim() else 1
+    lo, hi = (int(index.min()), int(index.max())) if index.numel() else (0, 0)
+    if lo < 0 or hi >= size:
+        bad = lo if lo < 0 else hi
+        raise IndexError(
+            f"index_reduce(): index out of range in self (index {bad} is out of bounds for "
+            f"dimension {d} with size {size})"
+        )
+    shape = [-1 if i == d else 1 for i in range(source.dim())]
+    idx = index.reshape(shape).expand(tuple(source.shape))
+    return input.scatter_reduce(d, idx, source, reduce, include_self=include_self)
+
+
+@defop(composite=True, inplace_of="index_reduce")
+def index_reduce_(input, dim, index, source, reduce, *, include_self=True):
+    return input.copy_(index_reduce(input, dim, index, source, reduce, include_self=include_self))
+
+
+# ------------------------------------------------------------------ nonzero, padded
+
+
+@defop(composite=True, differentiable=False)
+def nonzero_static(input, *, size, fill_value=-1):
+    """nonzero() padded with fill_value (or truncated) to exactly ``size`` rows."""
+    if size < 0:
+        raise RuntimeError(
+            f"nonzero_static: 'size' must be an non-negative integer, but got {size}"
+        )
+    nz = nonzero(input)
+    k = nz.shape[0]
+    if k >= size:
+        return nz[:size].contiguous()
+    pad = full((size - k, input.dim()), fill_value, dtype=D.int64, device=input.device)
+    return cat([nz, pad], 0)

@@ -1,5 +1,6 @@
 """Zero-copy interop with NumPy (from_numpy, .numpy(), __array__), Python values
-(item, tolist) and pickling (which copies the data)."""
+(item, tolist) and pickling (which copies the data); asarray (the array API's
+copy semantics) and frombuffer (a tensor over a Python buffer's memory)."""
 
 import warnings
 
@@ -7,7 +8,10 @@ import numpy as np
 
 from ember_core import _dtype as D
 from ember_core import _storage
-from ember_core._device import CPU
+from ember_core._creation import tensor
+from ember_core._device import CPU, to_device
+from ember_core._dispatch import defop
+from ember_core._dlpack import from_dlpack
 from ember_core._lib import ffi
 from ember_core._tensor import Tensor, empty, is_contig, make
 
@@ -200,3 +204,86 @@ def reduce_tensor(t, protocol):
 
 def is_tensor(obj):
     return isinstance(obj, Tensor)
+
+
+# ------------------------------------------------- tensors over existing memory
+
+
+@defop(method=False, composite=True, differentiable=False, tags=("creation",))
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """A tensor from ``obj`` (array API semantics): shares memory with a tensor or
+    a NumPy array when dtype and device allow and ``copy`` is not True; copies
+    when it must (``copy=False`` then raises)."""
+    if isinstance(obj, Tensor):
+        t = obj
+    elif isinstance(obj, np.ndarray) and obj.dtype != object:
+        t = from_numpy(obj) if obj.dtype.kind in "biuf" and obj.dtype.byteorder in "=|<" else None
+        if t is None:
+            if copy is False:
+                raise ValueError(f"asarray(): can't alias a NumPy array of dtype {obj.dtype}")
+            t = tensor(obj)
+            copy = None  # already a copy
+    elif hasattr(obj, "__dlpack__") and not isinstance(obj, (list, tuple)):
+        t = from_dlpack(obj)
+    else:
+        if copy is False:
+            raise ValueError(f"can't alias Python sequence without copying: {type(obj).__name__}")
+        t = tensor(obj, dtype=dtype, device=device)
+        copy = None
+    needs_conversion = (dtype is not None and t.dtype != dtype) or (
+        device is not None and t.device != to_device(device)
+    )
+    if needs_conversion:
+        if copy is False:
+            raise ValueError(
+                f"asarray(): can't satisfy dtype={dtype}, device={device} without copying"
+            )
+        t = t.to(dtype=dtype or t.dtype, device=device or t.device, copy=True)
+    elif copy:
+        t = t.clone()
+    if requires_grad:
+        if isinstance(obj, Tensor) and t is obj:
+            t = t.detach()
+        t.requires_grad_(True)
+    return t
+
+
+@defop(method=False, composite=True, differentiable=False, tags=("creation",))
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """A 1-D tensor over the memory of a Python buffer (shared, not copied)."""
+    dt = D.to_dtype(dtype)
+    # a dtype NumPy lacks (bfloat16) is read as the integers of its size, then viewed
+    np_dtype = np.dtype(dt.numpy if dt.numpy is not None else f"i{dt.itemsize}")
+    mem = memoryview(buffer)
+    nbytes = mem.nbytes
+    if nbytes == 0:
+        raise ValueError("both buffer length (0) and count (-1) must not be 0")
+    if offset < 0 or offset >= nbytes:
+        raise ValueError(
+            f"offset ({offset} bytes) must be non-negative and no greater than buffer length "
+            f"({nbytes} bytes) minus 1"
+        )
+    if count <= 0 and (nbytes - offset) % np_dtype.itemsize:
+        raise ValueError(
+            f"buffer length ({nbytes - offset} bytes) after offset ({offset} bytes) must be a "
+            f"multiple of element size ({np_dtype.itemsize})"
+        )
+    if mem.readonly:
+        warnings.warn(
+            "The given buffer is not writable, and PyTorch does not support non-writable "
+            "tensors. This means you can write to the underlying (supposedly non-writable) "
+            "buffer using the tensor. You may want to copy the buffer to protect its data or "
+            "make it writable before converting it to a tensor. This type of warning will be "
+            "suppressed for the rest of this program.",
+            UserWarning,
+            stacklevel=2,
+        )
+    arr = np.frombuffer(mem, dtype=np_dtype, count=count, offset=offset)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PyTorch's warning above is the one to see
+        t = from_numpy(arr)  # shared; a read-only buffer gives a read-only tensor
+    if dt.numpy is None:
+        t = t.view(dt)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t

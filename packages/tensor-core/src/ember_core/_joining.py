@@ -125,7 +125,7 @@ def column_stack(tensors):
     )
 
 
-@defop(composite=True)
+@defop(composite=True, aliases=("unsafe_split",))
 def split(input, split_size_or_sections, dim=0):
     """Views of consecutive pieces: of one size (the last may be smaller) or of the
     given sizes."""
@@ -157,12 +157,12 @@ def split(input, split_size_or_sections, dim=0):
     return tuple(out)
 
 
-@defop(composite=True)
+@defop(composite=True, aliases=("unsafe_split_with_sizes",))
 def split_with_sizes(input, split_sizes, dim=0):
     return split(input, list(split_sizes), dim)
 
 
-@defop(composite=True)
+@defop(composite=True, aliases=("unsafe_chunk",))
 def chunk(input, chunks, dim=0):
     """Split into ``chunks`` pieces of ceil(size / chunks) (fewer if they run out)."""
     if chunks <= 0:
@@ -209,7 +209,7 @@ def _out(out, r, op):
     return write_out(out, r, op)
 
 
-@defop("flip(input, *dims, out=None)", star_keyword="dims")
+@defop("flip(input, *dims, out=None)", star_keyword="dims", tags=("linear",))
 def flip(input, dims, out=None):
     """A copy with the order of elements along dims reversed (x.flip(0, 1),
     x.flip((0, 1)) and x.flip(dims=[0, 1]) alike)."""
@@ -240,7 +240,7 @@ def flipud(input):
     return flip(input, (0,))
 
 
-@defop
+@defop(tags=("linear",))
 def roll(input, shifts, dims=None, *, out=None):
     """Rotate elements along dims by shifts (flattened when dims is None)."""
     if out is not None:
@@ -266,7 +266,7 @@ def roll(input, shifts, dims=None, *, out=None):
     return r if r is not input else input.clone()
 
 
-@defop("repeat(input, *sizes)", star_keyword="repeats")
+@defop("repeat(input, *sizes)", star_keyword="repeats", tags=("linear",))
 def repeat(input, sizes):
     """Tile the tensor: repeat(2, 3) makes each dim that many times as long."""
     sizes = tuple(
@@ -326,19 +326,19 @@ def _triangle(op, input, diagonal, upper, out=None):
     return r
 
 
-@defop
+@defop(tags=("linear", "unchecked-overlap"))
 def tril(input, diagonal=0, *, out=None):
     """The lower triangle of the last two dims (others zeroed)."""
     return _out(out, _triangle("tril", input, diagonal, 0), "tril")
 
 
-@defop
+@defop(tags=("linear", "unchecked-overlap"))
 def triu(input, diagonal=0, *, out=None):
     """The upper triangle of the last two dims (others zeroed)."""
     return _out(out, _triangle("triu", input, diagonal, 1), "triu")
 
 
-@defop(inplace_of="tril")
+@defop(inplace_of="tril", tags=("unchecked-overlap",))
 def tril_(input, diagonal=0):
     from ember_core._tensor import written
 
@@ -346,7 +346,7 @@ def tril_(input, diagonal=0):
     return _triangle("tril_", input, diagonal, 0, input)
 
 
-@defop(inplace_of="triu")
+@defop(inplace_of="triu", tags=("unchecked-overlap",))
 def triu_(input, diagonal=0):
     from ember_core._tensor import written
 

@@ -1,13 +1,21 @@
 """Matrix products: matmul (NumPy/PyTorch batching and broadcasting), mm, bmm,
 addmm, baddbmm, mv, dot, outer and friends, through ec_matmul (BLAS on the
-CPU, cuBLAS on CUDA: Note [cuBLAS] in csrc/cuda/blas_launch.c)."""
+CPU, cuBLAS on CUDA: Note [cuBLAS] in csrc/cuda/blas_launch.c); einsum and
+tensordot; the products written with them (addbmm, cross, chain_matmul,
+bilinear); and the float32 matmul precision switch."""
+
+import functools
+import warnings
 
 from ember_core import _cuda_blas, _shape
 from ember_core import _dtype as D
 from ember_core._dispatch import defop
 from ember_core._elementwise import _tname, check_device
+from ember_core._joining import stack as _stack
 from ember_core._lib import NOGIL_THRESHOLD, check, lib
+from ember_core._shape import normalize_dim
 from ember_core._tensor import Tensor, empty, view_of, written
+from ember_core._views import broadcast_to as _broadcast_to
 
 
 def _same_dtype(op, a, b):
@@ -689,3 +697,119 @@ def einsum(equation, *operands):
             r = r.unsqueeze(-1)
             lr = lr + [lab]
     return r.permute(*[lr.index(lab) for lab in out])
+
+
+# ------------------------------------------- more products, written with the above
+
+
+@defop(composite=True, autocast="lower_precision_fp")
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * sum_i batch1[i] @ batch2[i] (one matrix product)."""
+    if batch1.dim() != 3 or batch2.dim() != 3:
+        raise RuntimeError(
+            f"batch1 and batch2 must be 3D tensors, got {batch1.dim()}D and {batch2.dim()}D"
+        )
+    b, n, m = batch1.shape
+    if batch2.shape[0] != b or batch2.shape[1] != m:
+        raise RuntimeError(
+            f"addbmm: batch1 {list(batch1.shape)} and batch2 {list(batch2.shape)} do not "
+            "multiply (expected equal batch sizes and batch1.size(2) == batch2.size(1))"
+        )
+    p = batch2.shape[2]
+    # the sum over the batch of products is one (n, b*m) x (b*m, p) product
+    left = batch1.permute(1, 0, 2).reshape(n, b * m)
+    right = batch2.reshape(b * m, p)
+    r = addmm(input, left, right, beta=beta, alpha=alpha)
+    return out.copy_(r) if out is not None else r
+
+
+@defop(composite=True, inplace_of="addbmm")
+def addbmm_(input, batch1, batch2, *, beta=1, alpha=1):
+    return input.copy_(addbmm(input, batch1, batch2, beta=beta, alpha=alpha))
+
+
+@defop(composite=True)
+def cross(input, other, dim=None, *, out=None):
+    """Cross product of 3-vectors along dim (default: the first dim of size 3)."""
+    if input.dim() != other.dim():
+        raise RuntimeError(
+            f"linalg.cross: inputs must have the same number of dimensions, got {input.dim()} "
+            f"and {other.dim()}"
+        )
+    shape = _broadcast_shape(input, other)
+    a, b = _broadcast_to(input, shape), _broadcast_to(other, shape)
+    if dim is None:
+        sizes = list(a.shape)
+        if 3 not in sizes:
+            raise RuntimeError(
+                f"no dimension of size 3 in input (shapes {list(input.shape)} "
+                f"and {list(other.shape)})"
+            )
+        d = sizes.index(3)
+    else:
+        d = normalize_dim(dim, a.dim(), "cross")
+        if a.shape[d] != 3:
+            raise RuntimeError(
+                f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[d]} "
+                f"and {other.shape[d]}"
+            )
+    a0, a1, a2 = (a.select(d, i) for i in range(3))
+    b0, b1, b2 = (b.select(d, i) for i in range(3))
+    r = _stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], d)
+    return out.copy_(r) if out is not None else r
+
+
+def _broadcast_shape(a, b):
+    return _shape.broadcast_shapes(tuple(a.shape), tuple(b.shape), op="cross")
+
+
+@defop(method=False, composite=True)
+def chain_matmul(*matrices, out=None):
+    """Deprecated: the product of the matrices, left to right."""
+    warnings.warn(
+        "torch.chain_matmul is deprecated and will be removed in a future PyTorch release. "
+        "Use torch.linalg.multi_dot instead, which accepts a list of two or more tensors "
+        "rather than multiple parameters.",
+        UserWarning,
+        stacklevel=2,
+    )
+    if not matrices:
+        raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    for m in matrices:
+        if m.dim() != 2:
+            raise RuntimeError(f"Tensor dimension is {m.dim()}, expected 2 instead.")
+    r = matrices[0].clone() if len(matrices) == 1 else functools.reduce(mm, matrices)
+    return out.copy_(r) if out is not None else r
+
+
+@defop(method=False, composite=True)
+def bilinear(input1, input2, weight, bias=None):
+    """y_k = x1^T W_k x2 + b_k."""
+    out = einsum("...i,kij,...j->...k", input1, weight, input2)
+    return out + bias if bias is not None else out
+
+
+# ------------------------------------------------ float32 matmul precision
+# PyTorch's switch for TF32 in float32 matmuls.  On CUDA 'high' and 'medium' let
+# float32 products use TF32 (``ember.backends.cuda.matmul.allow_tf32``, which
+# this sets, as PyTorch does); CPU float32 products always run in full float32.
+
+_matmul_precision = ["highest"]
+
+
+def set_float32_matmul_precision(precision):
+    """'highest', 'high' or 'medium' (TF32 on CUDA for the last two)."""
+    if precision not in ("highest", "high", "medium"):
+        raise RuntimeError(
+            f"Invalid precision {precision!r}: expected 'highest', 'high' or 'medium'"
+        )
+    _matmul_precision[0] = precision
+    _cuda_blas.matmul.allow_tf32 = precision != "highest"
+
+
+def get_float32_matmul_precision():
+    # allow_tf32 set directly counts too (PyTorch keeps the two in step)
+    tf32 = _cuda_blas.matmul.allow_tf32
+    if tf32 == (_matmul_precision[0] != "highest"):
+        return _matmul_precision[0]
+    return "high" if tf32 else "highest"

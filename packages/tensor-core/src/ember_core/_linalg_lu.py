@@ -1,6 +1,7 @@
 """torch.linalg's LU family built on the packed LU factorization (getrf, in
 linalg.py): lu, lu_unpack, lu_solve (left/right, adjoint), and the tensor
-inverse/solve and Householder product.  All are composites of differentiable
+inverse/solve and Householder product; geqrf, orgqr and ormqr; the legacy
+torch.lu/torch.lu_solve; and LDL^T.  All are composites of differentiable
 ops (triangular solves, tril/triu, matmul), so their gradients come from those
 ops and from lu_factor's formula; pivots and permutations are integer data.
 """
@@ -57,6 +58,7 @@ def _permutation(pivots, m, dtype, device):
     return _ec().tensor(P.reshape(batch + (m, m)), dtype=dtype, device=device)
 
 
+@defop(method=False, composite=True)
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
     """(P, L, U) from lu_factor's packed LU and pivots."""
     ec = _ec()
@@ -130,7 +132,14 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     return out.resize_(X.shape).copy_(X) if out is not None else X
 
 
-def tensorinv(A, ind=2, *, out=None):
+@defop(
+    "linalg_tensorinv(A, ind=2, *, out=None)",
+    method=False,
+    public=False,
+    composite=True,
+    autocast="fp32",
+)
+def tensorinv(A, ind=2, out=None):
     """The inverse of A seen as a map from its last dims to its first ``ind`` dims."""
     ec = _ec()
     if ind <= 0:
@@ -146,7 +155,14 @@ def tensorinv(A, ind=2, *, out=None):
     return out.resize_(r.shape).copy_(r) if out is not None else r
 
 
-def tensorsolve(A, B, dims=None, *, out=None):
+@defop(
+    "linalg_tensorsolve(A, B, dims=None, *, out=None)",
+    method=False,
+    public=False,
+    composite=True,
+    autocast="fp32",
+)
+def tensorsolve(A, B, dims=None, out=None):
     """X with tensordot(A, X, X.ndim) == B."""
     ec = _ec()
     if dims is not None:
@@ -166,7 +182,14 @@ def tensorsolve(A, B, dims=None, *, out=None):
     return out.resize_(x.shape).copy_(x) if out is not None else x
 
 
-def householder_product(A, tau, *, out=None):
+@defop(
+    "linalg_householder_product(A, tau, *, out=None)",
+    method=False,
+    public=False,
+    composite=True,
+    autocast="fp32",
+)
+def householder_product(A, tau, out=None):
     """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^H, with v_i the
     i-th column of A below the diagonal and a unit diagonal (LAPACK's orgqr)."""
     ec = _ec()
@@ -229,6 +252,13 @@ def _reflectors(A, k):
     return [V[..., :, i : i + 1] for i in range(k)]
 
 
+@defop(composite=True, autocast="fp32")
+def orgqr(input, tau):
+    """The Q of a geqrf result (linalg.householder_product)."""
+    return householder_product(input, tau)
+
+
+@defop(composite=True, autocast="fp32")
 def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     """other multiplied by Q (or Q^T) of a geqrf result, from the left or the
     right, without forming Q: Q = H_1 ... H_k, H_i = I - tau_i v_i v_i^T."""
@@ -256,6 +286,26 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
 
 
 geqrf = defop("geqrf(input, *, out=None)", differentiable=False, autocast="fp32")(_geqrf_impl)
+
+
+# ------------------------------------------------ legacy LU (torch.lu & co.)
+
+
+@defop("lu(A, pivot=True, get_infos=False, out=None)", composite=True, autocast="fp32")
+def _legacy_lu(A, pivot=True, get_infos=False, out=None):
+    """torch.lu: (LU, pivots[, infos]) of the packed factorization."""
+    L = _ec().linalg
+    LU, piv, info = L.lu_factor_ex(A, pivot=pivot)
+    if not get_infos and bool((info != 0).any()):
+        L.lu_factor(A, pivot=pivot)  # raises PyTorch's singular-matrix error
+    r = (LU, piv, info) if get_infos else (LU, piv)
+    return r if out is None else _out(r, out)
+
+
+@defop("lu_solve(b, LU_data, LU_pivots, *, out=None)", composite=True, autocast="fp32")
+def _legacy_lu_solve(b, LU_data, LU_pivots, out=None):
+    """torch.lu_solve: linalg.lu_solve with b first."""
+    return lu_solve(LU_data, LU_pivots, b, out=out)
 
 
 # ------------------------------------------------------------- LDL^T

@@ -1,6 +1,8 @@
 """Losses: nll_loss (a C kernel each way, csrc/loss.c), cross_entropy
 (log_softmax + nll_loss, or class probabilities), binary_cross_entropy(_with_logits)
-with PyTorch's gradients, and the pointwise losses as compositions.
+with PyTorch's gradients, the pointwise losses as compositions, and the margin and
+ranking losses (margin_ranking, hinge_embedding, cosine_embedding, triplet_margin,
+soft_margin, multi_margin, multilabel_margin) and poisson_nll as compositions.
 
 ``reduction`` is 'none', 'mean' or 'sum' (or PyTorch's enum values 0, 1, 2, as
 torch.kl_div and torch.binary_cross_entropy_with_logits take).  Argument
@@ -8,10 +10,14 @@ checking that torch.nn.functional does in Python (size warnings, legacy
 size_average/reduce, 'batchmean') lives in ember_nn.functional.
 """
 
+import math
+
 from ember_core import _dtype as D
 from ember_core import _nnutil as U
+from ember_core._creation import ones_like, zeros
 from ember_core._dispatch import defop
-from ember_core._elementwise import _tname, where
+from ember_core._distance import cosine_similarity, pairwise_distance
+from ember_core._elementwise import _tname, minimum, where
 from ember_core._embedding import embedding
 from ember_core._lib import check
 from ember_core._softmax import log_softmax
@@ -401,4 +407,115 @@ def kl_div(input, target, reduction="mean", log_target=False):
         loss = target.exp() * (target - input)
     else:
         loss = target.xlogy(target) - target * input
+    return _reduce(loss, code)
+
+
+# -------------------------------------------------------- margins and ranking
+# PyTorch's aten forms (torch.margin_ranking_loss, torch._C._nn.soft_margin_loss...):
+# reduction is 'none', 'mean', 'sum' or their enum values and, as observed in
+# PyTorch 2.13, defaults to no reduction.  torch.nn.functional resolves the
+# legacy size_average/reduce arguments and passes it explicitly.
+
+
+@defop(method=False, composite=True, autocast="fp32")
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=0):
+    """max(0, -target * (input1 - input2) + margin), reduced."""
+    code = U.reduction_code(reduction, "margin_ranking_loss")
+    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), code)
+
+
+@defop(method=False, composite=True, autocast="fp32")
+def hinge_embedding_loss(input, target, margin=1.0, reduction=0):
+    """input where target is 1, max(0, margin - input) where it is -1, reduced."""
+    code = U.reduction_code(reduction, "hinge_embedding_loss")
+    # as PyTorch: a target that is not -1 keeps the input, one that is not 1 adds the
+    # margin term (so targets other than +-1 get both)
+    zero = zeros((), dtype=input.dtype)
+    pos = where(target != -1, input, zero)
+    neg = where(target != 1, (margin - input).clamp_min(0), zero)
+    return _reduce(pos + neg, code)
+
+
+@defop(method=False, composite=True, autocast="fp32")
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=0):
+    """1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where it is -1."""
+    code = U.reduction_code(reduction, "cosine_embedding_loss")
+    cos = cosine_similarity(input1, input2, -1)
+    zero = zeros((), dtype=cos.dtype)
+    loss = where(target == 1, 1 - cos, where(target == -1, (cos - margin).clamp_min(0), zero))
+    return _reduce(loss, code)
+
+
+@defop(method=False, composite=True, autocast="fp32")
+def triplet_margin_loss(
+    anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, reduction=0
+):
+    """max(0, d(anchor, positive) - d(anchor, negative) + margin), d the pairwise
+    p-norm distance (with ``swap``, d(anchor, negative) is the smaller of it and
+    d(positive, negative))."""
+    code = U.reduction_code(reduction, "triplet_margin_loss")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce((d_pos - d_neg + margin).clamp_min(0), code)
+
+
+@defop(method=False, composite=True, autocast="fp32")
+def soft_margin_loss(input, target, reduction=0):
+    """log(1 + exp(-target * input)), reduced."""
+    code = U.reduction_code(reduction, "soft_margin_loss")
+    return _reduce((-target * input).exp().log1p(), code)
+
+
+@defop(method=False, composite=True, autocast="fp32")
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, reduction=0):
+    """Multi-class hinge loss of (N, C) scores: sum over i != y of
+    max(0, margin - x[y] + x[i]) ** p (weighted by weight[y]) / C."""
+    code = U.reduction_code(reduction, "multi_margin_loss")
+    n, c = input.shape
+    x_y = input.gather(1, target.unsqueeze(1))
+    loss = (margin - x_y + input).clamp_min(0)
+    if p == 2:
+        loss = loss * loss
+    if weight is not None:
+        loss = loss * weight[target].unsqueeze(1)
+    mask = ones_like(loss).scatter_(1, target.unsqueeze(1), 0.0)
+    return _reduce((loss * mask).sum(1) / c, code)
+
+
+@defop(method=False, composite=True, autocast="fp32")
+def multilabel_margin_loss(input, target, reduction=0):
+    """sum over targets j and non-targets i of max(0, 1 - (x[y_j] - x[i])) / C; target
+    lists class indices, ended by the first -1."""
+    code = U.reduction_code(reduction, "multilabel_margin_loss")
+    squeeze = input.dim() == 1
+    x = input.unsqueeze(0) if squeeze else input
+    y = target.unsqueeze(0) if squeeze else target
+    n, c = x.shape
+    # targets before the first -1 count
+    valid = (y >= 0).to(D.int64).cumprod(1).to(D.bool_)
+    idx = where(valid, y, zeros((), dtype=y.dtype))
+    is_target = zeros((n, c), dtype=x.dtype).scatter_add_(1, idx, valid.to(x.dtype)).clamp_max(1)
+    x_t = x.gather(1, idx)  # (n, c): the score of each listed target
+    margins = (1 - x_t.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0)  # (n, target j, class i)
+    margins = margins * valid.to(x.dtype).unsqueeze(2) * (1 - is_target).unsqueeze(1)
+    loss = margins.sum((1, 2)) / c
+    if squeeze:
+        loss = loss.squeeze(0)
+    return _reduce(loss, code)
+
+
+@defop(method=False, composite=True, autocast="fp32")
+def poisson_nll_loss(input, target, log_input, full, eps, reduction):
+    """exp(input) - target * input (log_input), else input - target * log(input + eps);
+    with ``full`` the Stirling term of target > 1 added."""
+    code = U.reduction_code(reduction, "poisson_nll_loss")
+    if log_input:
+        loss = input.exp() - target * input
+    else:
+        loss = input - target * (input + eps).log()
+    if full:
+        stirling = target * target.log() - target + (2 * math.pi * target).log() * 0.5
+        loss = loss + where(target > 1, stirling, zeros((), dtype=loss.dtype))
     return _reduce(loss, code)

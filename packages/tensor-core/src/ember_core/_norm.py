@@ -347,10 +347,7 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     return U.restore(y, input._dtype), U.restore(save_mean, sd), U.restore(save_invstd, sd)
 
 
-@defop(
-    method=False,
-    composite=True,
-)
+@defop(method=False, composite=True, tags=("unchecked-overlap",))
 def batch_norm(
     input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled=True
 ):

@@ -156,11 +156,8 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
             raise RuntimeError(f"repeats has to be Long or Int tensor, but got {repeats.dtype}")
         if repeats.dim() > 1:
             raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
-        counts = (
-            np.broadcast_to(repeats.detach().numpy().astype(np.int64).reshape(-1), (size,))
-            if repeats.numel() == 1
-            else repeats.detach().numpy().astype(np.int64)
-        )
+        values = repeats.detach().cpu().numpy().astype(np.int64)  # sizes are read on the host
+        counts = np.broadcast_to(values.reshape(-1), (size,)) if repeats.numel() == 1 else values
     else:
         counts = np.full(size, operator.index(repeats), dtype=np.int64)
     if counts.shape[0] != size:

@@ -149,7 +149,7 @@ def _sum_dtype(x, dtype):
     return D.int64 if x._dtype.category < 2 else x._dtype
 
 
-@defop
+@defop(tags=("reduction", "linear", "unchecked-overlap"))
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum over dim(s) (all by default); integers and bools sum to int64."""
     od = _sum_dtype(input, dtype)
@@ -157,7 +157,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     return reduce("sum", R.EC_R_SUM, x, _dims(input, dim, "sum"), keepdim, od, out=out)
 
 
-@defop
+@defop(tags=("reduction", "linear"))
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
     od = _sum_dtype(input, dtype)
     if input._dtype.category < 2:
@@ -181,7 +181,7 @@ def _torch_name(d):
     return _tname(d)
 
 
-@defop
+@defop(tags=("reduction", "linear"))
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean over dim(s); floating point inputs only (or give dtype)."""
     od = _float_only("mean", input, dtype)
@@ -189,7 +189,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     return reduce("mean", R.EC_R_MEAN, x, _dims(input, dim, "mean"), keepdim, od, out=out)
 
 
-@defop(composite=True)
+@defop(composite=True, tags=("reduction",))
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     from ember_core._elementwise import div, isnan, logical_not
 
@@ -202,7 +202,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     return div(nansum(input, dim, keepdim, dtype=dtype), sum(notnan, dim, keepdim))
 
 
-@defop(autocast="fp32")
+@defop(autocast="fp32", tags=("reduction", "unchecked-overlap"))
 def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Product over one dim (or all)."""
     od = _sum_dtype(input, dtype)
@@ -238,7 +238,7 @@ def _minmax(op, code, input, dim, keepdim, out):
     return getattr(return_types, op)(values, indices)
 
 
-@defop
+@defop(tags=("reduction",))
 def max(input, dim=None, keepdim=False, *, out=None):
     """The largest element; with dim, (values, indices) along it; with a tensor as
     second argument, the elementwise maximum.  NaN propagates."""
@@ -247,7 +247,7 @@ def max(input, dim=None, keepdim=False, *, out=None):
     return _minmax("max", R.EC_R_MAX, input, dim, keepdim, out)
 
 
-@defop
+@defop(tags=("reduction",))
 def min(input, dim=None, keepdim=False, *, out=None):
     """The smallest element; see max."""
     if isinstance(dim, Tensor):
@@ -255,7 +255,7 @@ def min(input, dim=None, keepdim=False, *, out=None):
     return _minmax("min", R.EC_R_MIN, input, dim, keepdim, out)
 
 
-@defop
+@defop(tags=("reduction", "unchecked-overlap"))
 def amax(input, dim=(), keepdim=False, *, out=None):
     """The largest values over dim(s) (all by default)."""
     dims = _dims(input, dim, "amax")
@@ -263,14 +263,14 @@ def amax(input, dim=(), keepdim=False, *, out=None):
     return reduce("amax", R.EC_R_MAX, input, dims, keepdim, input._dtype, out=out)
 
 
-@defop
+@defop(tags=("reduction", "unchecked-overlap"))
 def amin(input, dim=(), keepdim=False, *, out=None):
     dims = _dims(input, dim, "amin")
     _nonempty("amin", input, dims)
     return reduce("amin", R.EC_R_MIN, input, dims, keepdim, input._dtype, out=out)
 
 
-@defop(composite=True)
+@defop(composite=True, tags=("reduction",))
 def aminmax(input, *, dim=None, keepdim=False):
     dims = () if dim is None else dim
     return return_types.aminmax(amin(input, dims, keepdim), amax(input, dims, keepdim))
@@ -297,13 +297,13 @@ def _arg_index(op, code, input, dim, keepdim):
     return idx
 
 
-@defop(differentiable=False)
+@defop(differentiable=False, tags=("reduction", "unchecked-overlap"))
 def argmax(input, dim=None, keepdim=False, *, out=None):
     """Index of the largest value (of the flattened tensor when dim is None)."""
     return _arg("argmax", R.EC_R_MAX, input, dim, keepdim, out)
 
 
-@defop(differentiable=False)
+@defop(differentiable=False, tags=("reduction", "unchecked-overlap"))
 def argmin(input, dim=None, keepdim=False, *, out=None):
     return _arg("argmin", R.EC_R_MIN, input, dim, keepdim, out)
 
@@ -323,7 +323,7 @@ def _var_args(dim, unbiased):
     return dim, unbiased
 
 
-@defop
+@defop(tags=("reduction", "unchecked-overlap"))
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """Variance over dim(s) with Bessel's correction by default (correction=1)."""
     dim, unbiased = _var_args(dim, unbiased)
@@ -332,7 +332,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     return reduce("var", R.EC_R_VAR, input, _dims(input, dim, "var"), keepdim, dt, c, out=out)
 
 
-@defop
+@defop(tags=("reduction", "unchecked-overlap"))
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """Standard deviation (see var)."""
     dim, unbiased = _var_args(dim, unbiased)
@@ -341,7 +341,7 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     return reduce("std", R.EC_R_STD, input, _dims(input, dim, "std"), keepdim, dt, c, out=out)
 
 
-@defop(composite=True)
+@defop(composite=True, tags=("reduction",))
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return (
         var(input, dim, unbiased, keepdim, correction=correction),
@@ -349,7 +349,7 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     )
 
 
-@defop(composite=True)
+@defop(composite=True, tags=("reduction",))
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return (
         std(input, dim, unbiased, keepdim, correction=correction),
@@ -357,7 +357,7 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     )
 
 
-@defop(composite=True)
+@defop(composite=True, tags=("reduction",))
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None, *, out=None):
     """torch.norm: a vector norm (p a number, or 'fro' over at most two dims) or
     a matrix norm ('nuc'); see ember_core.linalg.torch_norm."""
@@ -366,7 +366,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None, *, out=None):
     return linalg.torch_norm(input, p, dim, keepdim, dtype, out)
 
 
-@defop(method=False)
+@defop(method=False, tags=("reduction", "unchecked-overlap"))
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """linalg.vector_norm: the ord-norm of the flattened dims."""
     dt = _float_only("linalg.vector_norm", x, dtype)
@@ -376,7 +376,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     )
 
 
-@defop
+@defop(tags=("reduction",))
 def logsumexp(input, dim, keepdim=False, *, out=None):
     """log(sum(exp(input))) over dim(s), computed stably."""
     dt = input._dtype if input._dtype.category == 2 else D.get_default_dtype()
@@ -390,7 +390,7 @@ def _bool_out(x):
     return D.uint8 if x._dtype is D.uint8 else D.bool_
 
 
-@defop(differentiable=False)
+@defop(differentiable=False, tags=("reduction", "unchecked-overlap"))
 def all(input, dim=None, keepdim=False, *, out=None):
     """Whether every element (along dim) is non-zero."""
     return reduce(
@@ -398,7 +398,7 @@ def all(input, dim=None, keepdim=False, *, out=None):
     )
 
 
-@defop(differentiable=False)
+@defop(differentiable=False, tags=("reduction", "unchecked-overlap"))
 def any(input, dim=None, keepdim=False, *, out=None):
     """Whether any element (along dim) is non-zero."""
     return reduce(
@@ -406,7 +406,7 @@ def any(input, dim=None, keepdim=False, *, out=None):
     )
 
 
-@defop(differentiable=False)
+@defop(differentiable=False, tags=("reduction", "unchecked-overlap"))
 def count_nonzero(input, dim=None, *, out=None):
     """The number of non-zero elements (along dim(s))."""
     dims = _dims(input, dim, "count_nonzero")
@@ -460,7 +460,7 @@ def scan(op, code, x, dim, out_dtype, want_idx=False, out=None):
     return (r, idx) if want_idx else r
 
 
-@defop
+@defop(tags=("linear",))
 def cumsum(input, dim, *, dtype=None, out=None):
     """Cumulative sum along dim (integers accumulate in int64)."""
     od = _sum_dtype(input, dtype)
@@ -507,9 +507,37 @@ def logcumsumexp(input, dim):
     return scan("logcumsumexp", R.EC_S_LOGCUMSUMEXP, cast(input, dt), dim, dt)
 
 
-@defop(composite=True, autocast="fp32")
+@defop(composite=True, autocast="fp32", tags=("reduction", "linear"))
 def trace(input):
     """Sum of the main diagonal of a matrix."""
     if len(input._shape) != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {len(input._shape)}")
     return sum(input.diagonal())
+
+
+# ------------------------------------------------ the sum undoing a broadcast
+
+
+@defop(composite=True, function=False, tags=("reduction", "linear"))
+def sum_to_size(input, *size):
+    """The sum of input over the dimensions that broadcasting ``size`` to it expands."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    shape = tuple(input._shape)
+    lead = len(shape) - len(size)
+    # (written out: this module's own all/any are ops)
+    ok = lead >= 0
+    for i, s in enumerate(size):
+        ok = ok and (s == 1 or s == shape[lead + i])
+    if not ok:
+        raise RuntimeError(
+            f"size {{{', '.join(map(str, size))}}} is not expandable to size "
+            f"{{{', '.join(map(str, shape))}}}."
+        )
+    r = input
+    if lead:
+        r = sum(r, tuple(range(lead)))
+    dims = tuple(i for i, s in enumerate(size) if s == 1 and r.shape[i] != 1)
+    if dims:
+        r = sum(r, dims, keepdim=True)
+    return r

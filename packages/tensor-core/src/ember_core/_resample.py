@@ -695,3 +695,24 @@ def pixel_unshuffle(input, downscale_factor):
     x = input.reshape(lead + (c, h // r, r, w // r, r))
     x = x.permute(*range(b), b, b + 2, b + 4, b + 1, b + 3)
     return x.reshape(lead + (c * r * r, h // r, w // r))
+
+
+@defop(composite=True, method=False, aliases=("native_channel_shuffle",))
+def channel_shuffle(input, groups):
+    """(N, C, *) with its C channels shuffled in ``groups`` groups."""
+    if groups <= 0:
+        raise RuntimeError(
+            f"Number of groups to divide channels in must be positive. Value of groups:{groups}"
+        )
+    if input.dim() <= 2:
+        raise RuntimeError(
+            f"channel_shuffle expects input with > 2 dims, but got input with sizes "
+            f"{list(input.shape)}"
+        )
+    n, c = input.shape[0], input.shape[1]
+    if c % groups:
+        raise RuntimeError(
+            f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups."
+        )
+    rest = tuple(input.shape[2:])
+    return input.reshape((n, groups, c // groups) + rest).transpose(1, 2).reshape(input.shape)

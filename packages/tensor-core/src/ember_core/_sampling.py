@@ -1,6 +1,7 @@
 """Sampling ops: grid_sampler (bilinear, nearest, bicubic; C kernels both ways,
 csrc/sampling.c), affine_grid_generator (a composite of matmuls), max_unpool
-(a composite scatter) and the CTC loss (forward-backward in log space in C).
+(a composite scatter; max_unpool1d/2d/3d take the pooling's geometry) and the
+CTC loss (forward-backward in log space in C).
 
 The core ops ``grid_sampler`` and ``_ctc_loss`` have backward ops
 (``_grid_sampler_backward``, ``_ctc_loss_backward``) that, as in PyTorch, are
@@ -285,6 +286,71 @@ def max_unpool(input, indices, output_size):
     out = zeros(lead + (vol,), dtype=input._dtype, device=input._storage._device)
     out = out.scatter(-1, flat_idx, input.reshape(lead + (-1,)))
     return out.reshape(lead + out_sp)
+
+
+# torch.nn.functional's forms: the output size from the pooling's geometry
+
+
+def _unpool_output_size(input, kernel_size, stride, padding, output_size):
+    input_size = input.shape
+    k = len(kernel_size)
+    default_size = [
+        (input_size[-k + d] - 1) * stride[d] + kernel_size[d] - 2 * padding[d] for d in range(k)
+    ]
+    if output_size is None:
+        return default_size
+    output_size = list(output_size)
+    if len(output_size) == k + 2:
+        output_size = output_size[2:]
+    if len(output_size) != k:
+        raise ValueError(
+            f"output_size should be a sequence containing {k} or {k + 2} elements, but it has a "
+            f"length of '{len(output_size)}'"
+        )
+    for d in range(k):
+        min_size, max_size = default_size[d] - stride[d], default_size[d] + stride[d]
+        if not (min_size < output_size[d] < max_size):
+            raise ValueError(
+                f'invalid output_size "{output_size}" (dim {d} must be between {min_size} and '
+                f"{max_size})"
+            )
+    return [int(s) for s in output_size]
+
+
+def _ntuple_arg(v, k):
+    if isinstance(v, (list, tuple)):
+        v = tuple(v)
+        return v * k if len(v) == 1 else v
+    return (v,) * k
+
+
+def _max_unpool_nd(k, input, indices, kernel_size, stride, padding, output_size):
+    kernel_size = _ntuple_arg(kernel_size, k)
+    stride = kernel_size if stride is None else _ntuple_arg(stride, k)
+    padding = _ntuple_arg(padding, k)
+    out = _unpool_output_size(input, kernel_size, stride, padding, output_size)
+    return max_unpool(input, indices, tuple(out))
+
+
+@defop(composite=True, method=False)
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool1d: values placed at their indices (from
+    return_indices=True), zeros elsewhere."""
+    return _max_unpool_nd(1, input, indices, kernel_size, stride, padding, output_size)
+
+
+@defop(composite=True, method=False, autocast="fp32")
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool2d: values placed at their indices (from
+    return_indices=True), zeros elsewhere."""
+    return _max_unpool_nd(2, input, indices, kernel_size, stride, padding, output_size)
+
+
+@defop(composite=True, method=False, autocast="fp32")
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool3d: values placed at their indices (from
+    return_indices=True), zeros elsewhere."""
+    return _max_unpool_nd(3, input, indices, kernel_size, stride, padding, output_size)
 
 
 # ------------------------------------------------------------------- CTC loss

@@ -1,5 +1,5 @@
 """Sorting and selection (sort, argsort, msort, topk, kthvalue, median, nanmedian,
-mode), set ops (unique, unique_consecutive), binary search (searchsorted,
+mode), set ops (unique, unique_consecutive, isin), binary search (searchsorted,
 bucketize) and counting (bincount, histc).
 
 The kernels (csrc/sort.c) work on "lines" along one dim; Note [Sort keys] there
@@ -8,9 +8,14 @@ says how elements are ordered: stably, NaN as the largest value.
 
 import math
 
+import numpy as np
+
 from ember_core import _dtype as D
 from ember_core import _shape
+from ember_core._creation import tensor
 from ember_core._dispatch import defop
+from ember_core._interop import from_numpy
+from ember_core._interop import numpy as _as_numpy
 from ember_core._lib import NOGIL_THRESHOLD, check, ffi, lib
 from ember_core._reduction import return_types
 from ember_core._return_types import return_type
@@ -400,9 +405,7 @@ def _lexsort_rows(rows):
     return perm
 
 
-@defop(
-    differentiable=False,
-)
+@defop(differentiable=False, tags=("nondeterministic-output-shape",))
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """The distinct values of input (sorted), and optionally the inverse indices
     (where each element went) and the counts; with dim, the distinct slices.
@@ -415,9 +418,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     return _consecutive("unique", input, True, return_inverse, return_counts, dim)
 
 
-@defop(
-    differentiable=False,
-)
+@defop(differentiable=False, tags=("nondeterministic-output-shape",))
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     """input with each run of equal consecutive values (or slices along dim) kept once."""
     _tensor_arg("unique_consecutive", input)
@@ -588,7 +589,7 @@ def bincount(input, weights=None, minlength=0):
     return r
 
 
-@defop(differentiable=False)
+@defop(differentiable=False, tags=("unchecked-overlap",))
 def histc(input, bins=100, min=0, max=0, *, out=None):
     """Histogram of input in ``bins`` equal bins over [min, max] (the data's range
     when both are 0); elements outside are ignored."""
@@ -626,3 +627,22 @@ def _tname(d):
     from ember_core._elementwise import _tname as tn
 
     return tn(d)
+
+
+# ------------------------------------------------------------------ membership
+
+
+@defop(method=False, composite=True, differentiable=False)
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Whether each element of elements is in test_elements (a bool tensor of elements' shape)."""
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        raise TypeError("isin(): at least one of elements and test_elements must be a Tensor")
+    e = elements if isinstance(elements, Tensor) else tensor(elements)
+    t = test_elements if isinstance(test_elements, Tensor) else tensor(test_elements)
+
+    def values(x):
+        x = x.cpu() if x._storage._device.type != "cpu" else x
+        return _as_numpy(x.to(D.float32) if x._dtype is D.bfloat16 else x, force=True)
+
+    r = np.isin(values(e), values(t).reshape(-1), assume_unique=assume_unique, invert=invert)
+    return from_numpy(np.ascontiguousarray(r)).reshape(tuple(e.shape)).to(e.device)

@@ -238,7 +238,12 @@ def _check_n(op, n):
     return n
 
 
-@defop(method=False)
+def _polygamma_method(self, n):
+    """Tensor.polygamma(n): the order after self."""
+    return polygamma(n, self)
+
+
+@defop(method=_polygamma_method)
 def polygamma(n, input, *, out=None):
     """The n-th derivative of digamma: psi^(n)(input)."""
     n = _check_n("polygamma", n)
@@ -250,7 +255,7 @@ def polygamma(n, input, *, out=None):
     return special_binary("polygamma", lib.EC_SP_POLYGAMMA, float(n), input, out, dtype=dt)
 
 
-@defop(inplace_of="polygamma", method=False)
+@defop(inplace_of="polygamma")
 def polygamma_(input, n):
     return _inplace("polygamma_", input, polygamma(n, input))
 

@@ -4,13 +4,16 @@ Every tensor points at a storage; views share one.  A storage's ``_version``
 counts in-place writes to it (through any view): autograd compares it with the
 version a saved tensor had.  Memory goes back to its owner when the last tensor
 (and so the storage) goes: CPU memory comes from ember_allocator's default host
-allocator unless another allocator was installed with ``set_allocator``.
+allocator unless another allocator was installed with ``set_allocator``.  The
+legacy typed view of a storage (``Tensor.storage()``, TypedStorage) is here too.
 """
 
 import sys
+import warnings
 import weakref
 
 import ember_allocator
+from ember_core import _settings
 from ember_core._device import CPU, device
 
 _host_malloc, _host_free = ember_allocator.host_fast_path()
@@ -325,3 +328,116 @@ def _retarget_views(storage):
     for ref in gc.get_referrers(storage):
         if isinstance(ref, Tensor) and ref._storage is storage:
             ref._ptr = storage._ptr + ref._offset * ref._dtype.itemsize
+
+
+# ------------------------------------------------------- typed storages (legacy)
+# Tensor.storage(): PyTorch's (deprecated) TypedStorage, a typed 1-D view of a
+# tensor's whole storage.  It is a thin wrapper over a flat tensor that shares
+# the memory, so reads and writes go through ordinary ops.
+
+_warned = [False]
+
+
+def _warn_once():
+    if not _warned[0] or _settings.is_warn_always_enabled():
+        _warned[0] = True
+        warnings.warn(
+            "TypedStorage is deprecated. It will be removed in the future and UntypedStorage "
+            "will be the only storage class. This should only matter to you if you are using "
+            "storages directly.  To access UntypedStorage directly, use "
+            "tensor.untyped_storage() instead of tensor.storage()",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+class TypedStorage:
+    """A typed view of a storage: ``len`` elements of ``dtype`` on ``device``."""
+
+    is_sparse = False
+
+    def __init__(self, tensor):
+        untyped = tensor.untyped_storage()
+        n = untyped.nbytes() // tensor.element_size()
+        self._flat = tensor.detach().as_strided((n,), (1,), 0)  # detached: nothing recorded
+        self._untyped = untyped
+
+    @property
+    def dtype(self):
+        return self._flat.dtype
+
+    @property
+    def device(self):
+        return self._flat.device
+
+    def size(self):
+        return self._flat.numel()
+
+    def __len__(self):
+        return self._flat.numel()
+
+    def nbytes(self):
+        return self._flat.numel() * self._flat.element_size()
+
+    def element_size(self):
+        return self._flat.element_size()
+
+    def data_ptr(self):
+        return self._flat.data_ptr()
+
+    def untyped(self):
+        return self._untyped
+
+    def _untyped_storage(self):
+        return self._untyped
+
+    def tolist(self):
+        return self._flat.tolist()
+
+    def __iter__(self):
+        return iter(self.tolist())
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return self._flat[idx].clone().storage()
+        return self._flat[idx].item()
+
+    def __setitem__(self, idx, value):
+        self._flat[idx] = value
+
+    def fill_(self, value):
+        self._flat.fill_(value)
+        return self
+
+    def copy_(self, source, non_blocking=None):
+        src = source._flat if isinstance(source, TypedStorage) else source
+        self._flat.copy_(src)
+        return self
+
+    def clone(self):
+        return TypedStorage(self._flat.clone())
+
+    def cpu(self):
+        return self if self.device.type == "cpu" else TypedStorage(self._flat.cpu())
+
+    def is_shared(self):
+        return self._untyped.is_shared() if hasattr(self._untyped, "is_shared") else False
+
+    def type(self):
+        return "torch." + self._flat.type().rsplit(".", 1)[-1].replace("Tensor", "Storage")
+
+    def __repr__(self):
+        body = "\n".join(f" {v}" for v in self.tolist())
+        kind = f"torch.storage.TypedStorage(dtype={self.dtype}, device={self.device})"
+        return f"{body}\n[{kind} of size {len(self)}]"
+
+
+def typed_storage(self):
+    """Tensor.storage(): this tensor's storage as a TypedStorage (deprecated in PyTorch)."""
+    _warn_once()
+    return TypedStorage(self)
+
+
+def is_storage(obj):
+    """Whether obj is a storage (untyped, or a legacy TypedStorage)."""
+    return isinstance(obj, (UntypedStorage, TypedStorage))

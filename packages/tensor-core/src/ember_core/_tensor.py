@@ -8,7 +8,7 @@ Computations are not defined here: they are ops declared in the op table
 import operator
 import warnings
 
-from ember_core import _dtype, _shape, _storage
+from ember_core import _dispatch, _dtype, _shape, _storage
 from ember_core._device import CPU
 
 _new = object.__new__
@@ -544,19 +544,10 @@ INTERNAL_OVERLAP = (
 
 
 # Ops that PyTorch 2.13 runs without the internal-overlap check (their kernels are
-# not TensorIterator ops that check, or reduce into out=): writing them through an
-# expanded tensor is allowed there, so it is here.  Checked with a zero-stride
-# destination against torch in tests/test_fuzz_overlap.py.
-# fmt: off
-OVERLAP_UNCHECKED = frozenset((
-    # fills and index fills: the result is the same however often an element is written
-    "fill_", "zero_", "zeros", "ones", "full", "masked_fill_", "index_fill_", "index_put_",
-    "tril_", "triu_", "tril", "triu", "threshold_", "embedding_renorm_", "batch_norm",
-    # reductions into out=
-    "sum", "prod", "amax", "amin", "argmax", "argmin", "all", "any", "var", "std",
-    "vector_norm", "count_nonzero", "histc",
-))
-# fmt: on
+# not TensorIterator ops that check, or reduce into out=) carry the tag
+# "unchecked-overlap": writing them through an expanded tensor is allowed there,
+# so it is here.  Checked with a zero-stride destination against torch in
+# tests/test_fuzz_overlap.py.
 # ... of which these warn that the use is deprecated (PyTorch's words)
 _OVERLAP_DEPRECATED = {
     op: f"Use of {op} on expanded tensors is deprecated. Please clone() the tensor before "
@@ -581,7 +572,7 @@ def written(t, op):
     PyTorch (has_internal_overlap), a dim of size > 1 with stride 0 is refused
     (in a tensor with elements); other aliasing layouts are "too hard" to prove
     and are accepted, as PyTorch does, and so are the ops PyTorch runs unchecked
-    (OVERLAP_UNCHECKED).  A tensor known to be contiguous cannot alias itself
+    (tagged "unchecked-overlap").  A tensor known to be contiguous cannot alias itself
     (a 0 stride there is on a dim of size 1), so the common case costs one test.
     """
     storage = t._storage
@@ -598,7 +589,8 @@ def written(t, op):
 def _check_internal_overlap(t, op):
     for size, stride in zip(t._shape, t._stride):
         if stride == 0 and size > 1:
-            if op not in OVERLAP_UNCHECKED:
+            entry = _dispatch.OPS.get(op)
+            if entry is None or "unchecked-overlap" not in entry.tags:
                 raise RuntimeError(INTERNAL_OVERLAP)
             if op in _OVERLAP_DEPRECATED:
                 warnings.warn(_OVERLAP_DEPRECATED[op], UserWarning, stacklevel=4)

@@ -1,10 +1,15 @@
 """View ops: new shape/strides/offset over the same storage, nothing copied.
 
-Every op here is declared ``view=True``: its result shares its input's storage and
-version counter, and records the input (or the input's own base) as ``_base``.
+Every primitive op here is declared ``view=True``: its result shares its input's
+storage and version counter, and records the input (or the input's own base) as
+``_base``.  Also here, written with them: broadcasting (broadcast_tensors,
+meshgrid), the copying forms of the views (``*_copy``: a fresh tensor), the
+``*_scatter`` ops (a copy of the input with one view of it replaced), and the
+complex-number API on real tensors (conj, adjoint, real, resolve_conj...).
 """
 
 import operator
+import warnings
 
 from ember_core import _dtype as D
 from ember_core import _shape, _tensor
@@ -89,7 +94,7 @@ def _as_sizes(args, op):
         raise TypeError(f"{op}(): size must be a sequence of ints, got {args!r}") from None
 
 
-@defop("view(input, *shape)", view=True, star_keyword="size")
+@defop("view(input, *shape)", view=True, star_keyword="size", tags=("linear",))
 def view(input, shape):
     """The same elements in another shape, sharing memory; raises if the strides
     do not allow it (use reshape).  ``view(dtype)`` reinterprets the bytes."""
@@ -160,7 +165,7 @@ def reshape_as(input, other):
     return reshape(input, other._shape)
 
 
-@defop(view=True)
+@defop(view=True, tags=("linear",))
 def transpose(input, dim0, dim1):
     """Swap two dims (a view)."""
     n = len(input._shape)
@@ -195,7 +200,7 @@ def t(input):
     return transpose(input, 0, -1) if len(input._shape) == 2 else input.view(input._shape)
 
 
-@defop("permute(input, *dims)", view=True, star_keyword="dims")
+@defop("permute(input, *dims)", view=True, star_keyword="dims", tags=("linear",))
 def permute(input, dims):
     """Reorder the dims (a view)."""
     dims = _as_sizes(dims, "permute")
@@ -236,7 +241,7 @@ def movedim(input, source, destination):
 moveaxis = movedim
 
 
-@defop("expand(input, *sizes)", view=True, star_keyword="size")
+@defop("expand(input, *sizes)", view=True, star_keyword="size", tags=("linear",))
 def expand(input, sizes):
     """Broadcast size-1 dims to larger sizes (stride 0, no copy); -1 keeps a size."""
     sizes = _as_sizes(sizes, "expand")
@@ -289,7 +294,7 @@ def broadcast_to(input, size):
     return expand(input, tuple(size))
 
 
-@defop(view=True)
+@defop(view=True, tags=("linear",))
 def squeeze(input, dim=None):
     """Drop size-1 dims (all, or the given dim(s) when they have size 1)."""
     n = len(input._shape)
@@ -303,7 +308,7 @@ def squeeze(input, dim=None):
     return view_of(input, shape, stride, input._offset, input._numel, input._contig)
 
 
-@defop(view=True)
+@defop(view=True, tags=("linear",))
 def unsqueeze(input, dim):
     """Insert a size-1 dim at ``dim``."""
     n = len(input._shape)
@@ -340,7 +345,7 @@ def unflatten(input, dim, sizes):
     return input.view(input._shape[:d] + sizes + input._shape[d + 1 :])
 
 
-@defop(view=True)
+@defop(view=True, tags=("linear",))
 def narrow(input, dim, start, length):
     """Elements start..start+length of dim (a view)."""
     n = len(input._shape)
@@ -364,7 +369,7 @@ def narrow(input, dim, start, length):
     return view_of(input, shape, input._stride, input._offset + start * input._stride[d])
 
 
-@defop(view=True)
+@defop(view=True, tags=("linear",))
 def select(input, dim, index):
     """The slice at ``index`` along dim, with that dim removed (a view)."""
     n = len(input._shape)
@@ -416,7 +421,7 @@ def as_strided(input, size, stride, storage_offset=None):
     return view_of(input, shape, stride, offset)
 
 
-@defop(view=True)
+@defop(view=True, tags=("linear",))
 def diagonal(input, offset=0, dim1=0, dim2=1):
     """The diagonal of dims (dim1, dim2) as a last dim (a view)."""
     n = len(input._shape)
@@ -436,7 +441,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     return view_of(input, shape, stride, input._offset + start)
 
 
-@defop(view=True)
+@defop(view=True, tags=("linear",))
 def unfold(input, dimension, size, step):
     """All windows of ``size`` elements, ``step`` apart, along dimension, as a new
     last dim (a view)."""
@@ -474,7 +479,7 @@ def detach_(input):
     return input
 
 
-@defop(view=True)
+@defop(view=True, tags=("linear",))
 def alias(input):
     return view_of(input, input._shape, input._stride, input._offset, input._numel, input._contig)
 
@@ -603,3 +608,295 @@ def unsqueeze_(input, dim):
 @defop(inplace_of="as_strided")
 def as_strided_(input, size, stride, storage_offset=None):
     return _restride_(input, as_strided(input, size, stride, storage_offset))
+
+
+# ------------------------------------------------------------------ broadcasting
+
+
+def broadcast_shapes(*shapes):
+    """The shape tensors of these shapes broadcast to (a shape may be an int)."""
+    shapes = [(s,) if isinstance(s, int) else tuple(s) for s in shapes]
+    n = max((len(s) for s in shapes), default=0)
+    out = [1] * n
+    for s in shapes:
+        for i, d in enumerate((1,) * (n - len(s)) + s):
+            if d == 1:
+                continue
+            if out[i] != 1 and out[i] != d:
+                raise RuntimeError(
+                    f"Shape mismatch: objects cannot be broadcast to a single shape.  Mismatch is "
+                    f"between {tuple(out)} and {s}"
+                )
+            out[i] = d
+    return _tensor.Size(out)
+
+
+@defop("broadcast_tensors(*tensors)", method=False, composite=True, tags=("linear",))
+def broadcast_tensors(*tensors):
+    """Views of the tensors expanded to their common shape."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    shape = broadcast_shapes(*(t.shape for t in tensors))
+    return tuple(expand(t, shape) for t in tensors)
+
+
+@defop(method=False, composite=True, tags=("linear",))
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids (views) from 1-D tensors; indexing 'ij' (default) or 'xy'."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        warnings.warn(
+            "torch.meshgrid: in an upcoming release, it will be required to pass the indexing "
+            "argument.",
+            UserWarning,
+            stacklevel=2,
+        )
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(
+            f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}'
+        )
+    for t in tensors:
+        if t.dim() > 1:
+            raise RuntimeError(
+                f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t.dim()}D"
+            )
+    flat = [t.reshape(-1) for t in tensors]
+    shape = tuple(t.shape[0] for t in flat)
+    n = len(flat)
+    grids = [
+        expand(t.reshape(tuple(-1 if j == i else 1 for j in range(n))), shape)
+        for i, t in enumerate(flat)
+    ]
+    if indexing == "xy" and n >= 2:  # Cartesian indexing: the first two dims swap places
+        grids = [g.transpose(0, 1) for g in grids]
+    return tuple(grids)
+
+
+# ------------------------------------------------------- views made copies: *_copy
+
+
+def _slice(t, dim, start, end, step):
+    idx = [slice(None)] * t.dim()
+    idx[dim] = slice(start, end, step)
+    return t[tuple(idx)]
+
+
+def _fresh(t):
+    """A contiguous copy (never an alias), as the *_copy ops return."""
+    return t.contiguous() if not t.is_contiguous() else t.clone()
+
+
+def _copied(r, out):
+    """The *_copy result: fresh tensors, written into ``out`` when given."""
+    if isinstance(r, (tuple, list)):
+        r = tuple(_fresh(t) for t in r)
+        if out is None:
+            return r
+        for o, t in zip(out, r, strict=True):
+            o.resize_(t.shape).copy_(t)
+        return out
+    r = _fresh(r)
+    return r if out is None else out.resize_(r.shape).copy_(r)
+
+
+@defop(method=False, composite=True, tags=("linear",))
+def alias_copy(input, *, out=None):
+    """alias, returning a new tensor instead of a view."""
+    return _copied(view(input, tuple(input.shape)), out)
+
+
+@defop(method=False, composite=True, tags=("linear",))
+def as_strided_copy(input, size, stride, storage_offset=None, *, out=None):
+    """as_strided, returning a new tensor instead of a view."""
+    return _copied(as_strided(input, size, stride, storage_offset), out)
+
+
+@defop(method=False, composite=True, differentiable=False)
+def detach_copy(input, *, out=None):
+    """detach, returning a new tensor instead of a view."""
+    return _copied(detach(input), out)
+
+
+@defop(method=False, composite=True, tags=("linear",))
+def diagonal_copy(input, offset=0, dim1=0, dim2=1, *, out=None):
+    """diagonal, returning a new tensor instead of a view."""
+    return _copied(diagonal(input, offset, dim1, dim2), out)
+
+
+@defop(method=False, composite=True, tags=("linear",))
+def expand_copy(input, size, *, implicit=False, out=None):
+    """expand, returning a new tensor instead of a view."""
+    return _copied(expand(input, tuple(size)), out)
+
+
+@defop(composite=True, tags=("linear",))
+def narrow_copy(input, dim, start, length, *, out=None):
+    """narrow, returning a new tensor instead of a view."""
+    return _copied(narrow(input, dim, start, length), out)
+
+
+@defop(method=False, composite=True, tags=("linear",))
+def permute_copy(input, dims, *, out=None):
+    """permute, returning a new tensor instead of a view."""
+    return _copied(permute(input, *dims), out)
+
+
+@defop(method=False, composite=True, tags=("linear",))
+def select_copy(input, dim, index, *, out=None):
+    """select, returning a new tensor instead of a view."""
+    return _copied(select(input, dim, index), out)
+
+
+@defop(method=False, composite=True, tags=("linear",))
+def slice_copy(input, dim=0, start=None, end=None, step=1, *, out=None):
+    """input[..., start:end:step, ...] along dim, as a new tensor."""
+    return _copied(_slice(input, dim, start, end, step), out)
+
+
+@defop(method=False, composite=True, tags=("linear",))
+def split_copy(input, split_size, dim=0, *, out=None):
+    """split, returning new tensors instead of views."""
+    return _copied(input.split(split_size, dim), out)
+
+
+@defop(method=False, composite=True, tags=("linear",))
+def split_with_sizes_copy(input, split_sizes, dim=0, *, out=None):
+    """split_with_sizes, returning new tensors instead of views."""
+    return _copied(input.split(list(split_sizes), dim), out)
+
+
+@defop(method=False, composite=True, tags=("linear",))
+def squeeze_copy(input, dim=None, *, out=None):
+    """squeeze, returning a new tensor instead of a view."""
+    return _copied(squeeze(input, dim), out)
+
+
+@defop(method=False, composite=True, tags=("linear",))
+def t_copy(input, *, out=None):
+    """t, returning a new tensor instead of a view."""
+    return _copied(t(input), out)
+
+
+@defop(method=False, composite=True, tags=("linear",))
+def transpose_copy(input, dim0, dim1, *, out=None):
+    """transpose, returning a new tensor instead of a view."""
+    return _copied(transpose(input, dim0, dim1), out)
+
+
+@defop(method=False, composite=True, tags=("linear",))
+def unbind_copy(input, dim=0, *, out=None):
+    """unbind, returning new tensors instead of views."""
+    return _copied(unbind(input, dim), out)
+
+
+@defop(method=False, composite=True, tags=("linear",))
+def unfold_copy(input, dimension, size, step, *, out=None):
+    """unfold, returning a new tensor instead of a view."""
+    return _copied(unfold(input, dimension, size, step), out)
+
+
+@defop(method=False, composite=True, tags=("linear",))
+def unsqueeze_copy(input, dim, *, out=None):
+    """unsqueeze, returning a new tensor instead of a view."""
+    return _copied(unsqueeze(input, dim), out)
+
+
+@defop(method=False, composite=True, tags=("linear",))
+def view_copy(input, size, *, out=None):
+    """view, returning a new tensor instead of a view."""
+    return _copied(input.view(size), out)
+
+
+# ------------------------------------------------ a view replaced: *_scatter
+
+
+def _scatter_into(input, src, view_of_copy):
+    r = input.clone()
+    v = view_of_copy(r)
+    if tuple(v.shape) != tuple(src.shape):
+        raise RuntimeError(
+            f"expected src to have a size equal to the slice of self. src size = "
+            f"{list(src.shape)}, slice size = {list(v.shape)}"
+        )
+    v.copy_(src)
+    return r
+
+
+@defop(composite=True, tags=("linear",))
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """input with input[..., start:end:step, ...] (along dim) replaced by src."""
+    return _scatter_into(input, src, lambda r: _slice(r, dim, start, end, step))
+
+
+@defop(composite=True, tags=("linear",))
+def select_scatter(input, src, dim, index):
+    """input with input.select(dim, index) replaced by src."""
+    return _scatter_into(input, src, lambda r: select(r, dim, index))
+
+
+@defop(composite=True, tags=("linear",))
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """input with input.diagonal(offset, dim1, dim2) replaced by src."""
+    return _scatter_into(input, src, lambda r: diagonal(r, offset, dim1, dim2))
+
+
+@defop(composite=True, tags=("linear",))
+def as_strided_scatter(input, src, size, stride, storage_offset=None):
+    """input with input.as_strided(size, stride, storage_offset) replaced by src."""
+    return _scatter_into(input, src, lambda r: as_strided(r, size, stride, storage_offset))
+
+
+# ------------------------------------------------ complex API on real tensors
+# ember has no complex dtypes: a real tensor is its own conjugate and real part.
+
+
+@defop(composite=True, tags=("linear",))
+def adjoint(input):
+    """The conjugate transpose of the last two dims (a view)."""
+    if input.dim() == 0:  # PyTorch returns a 0-d tensor itself, with a deprecation warning
+        warnings.warn(
+            "adjoint() is deprecated on 0-D tensors. Consider using x.conj().",
+            UserWarning,
+            stacklevel=2,
+        )
+        return input
+    return transpose(input, -2, -1)
+
+
+@defop(composite=True)
+def conj(input):
+    """Real tensors are their own conjugate (the very tensor, as PyTorch)."""
+    return input
+
+
+@defop(composite=True)
+def conj_physical(input, *, out=None):
+    return out.copy_(input) if out is not None else input
+
+
+@defop(composite=True, inplace_of="conj_physical")
+def conj_physical_(input):
+    return input
+
+
+@defop(composite=True)
+def resolve_conj(input):
+    return input
+
+
+@defop(composite=True)
+def resolve_neg(input):
+    return input
+
+
+@defop(method=False, composite=True)
+def real(input):
+    """The real part: a real tensor itself (Tensor.real is a property)."""
+    return input
+
+
+def imag(self):
+    """Tensor.imag: real tensors have no imaginary part (PyTorch raises too)."""
+    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")

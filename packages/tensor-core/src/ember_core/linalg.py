@@ -683,13 +683,27 @@ def _linalg_lstsq(A, B, rcond=None, driver=None):
 # --------------------------------------------------- the torch.linalg namespace
 
 
-def inv_ex(A, *, check_errors=False, out=None):
+@defop(
+    "linalg_inv_ex(A, *, check_errors=False, out=None)",
+    method=False,
+    public=False,
+    composite=True,
+    autocast="fp32",
+)
+def inv_ex(A, check_errors=False, out=None):
     """(inverse, info) of square matrices; info is non-zero for singular ones."""
     inv_, info = _linalg_inv_ex(A, check_errors)
     return _out(R.linalg_inv_ex(inv_, info), out)
 
 
-def inv(A, *, out=None):
+@defop(
+    "linalg_inv(A, *, out=None)",
+    method=False,
+    public=False,
+    composite=True,
+    autocast="fp32",
+)
+def inv(A, out=None):
     """The inverse of square matrices (LinAlgError if one is singular).
 
     >>> import ember_core as ec
@@ -714,7 +728,14 @@ def _out(r, out, op="linalg"):
     return write_out(out, r, op)
 
 
-def solve(A, B, *, left=True, out=None):
+@defop(
+    "linalg_solve(A, B, *, left=True, out=None)",
+    method=False,
+    public=False,
+    composite=True,
+    autocast="fp32",
+)
+def solve(A, B, left=True, out=None):
     """X with A X = B (X A = B when left=False); B may be a (batch of) vector(s),
     batch dims broadcast."""
     op = "linalg.solve"
@@ -750,13 +771,27 @@ def slogdet(A, *, out=None):
     return _out(R.linalg_slogdet(*_linalg_slogdet(A)), out)
 
 
-def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+@defop(
+    "linalg_cholesky_ex(A, *, upper=False, check_errors=False, out=None)",
+    method=False,
+    public=False,
+    composite=True,
+    autocast="fp32",
+)
+def cholesky_ex(A, upper=False, check_errors=False, out=None):
     """(L, info): the Cholesky factor; info > 0 names the leading minor that is
     not positive-definite."""
     return _out(R.linalg_cholesky_ex(*_linalg_cholesky_ex(A, upper, check_errors)), out)
 
 
-def cholesky(A, *, upper=False, out=None):
+@defop(
+    "linalg_cholesky(A, *, upper=False, out=None)",
+    method=False,
+    public=False,
+    composite=True,
+    autocast="fp32",
+)
+def cholesky(A, upper=False, out=None):
     """The lower (upper) Cholesky factor of symmetric positive-definite matrices;
     LinAlgError when one is not positive-definite."""
     return _out(_linalg_cholesky_ex(A, upper, True)[0], out)
@@ -784,19 +819,40 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     return _out(_linalg_solve_triangular(A.mT, B.mT, not upper, unitriangular).mT, out)
 
 
-def qr(A, mode="reduced", *, out=None):
+@defop(
+    'linalg_qr(A, mode="reduced", *, out=None)',
+    method=False,
+    public=False,
+    composite=True,
+    autocast="fp32",
+)
+def qr(A, mode="reduced", out=None):
     """(Q, R) with A = Q R: mode 'reduced' (Q m x k), 'complete' (Q m x m) or
     'r' (R only, Q empty)."""
     return _out(R.linalg_qr(*_linalg_qr(A, mode)), out)
 
 
-def eigh(A, UPLO="L", *, out=None):
+@defop(
+    'linalg_eigh(A, UPLO="L", *, out=None)',
+    method=False,
+    public=False,
+    composite=True,
+    autocast="fp32",
+)
+def eigh(A, UPLO="L", out=None):
     """(eigenvalues ascending, eigenvectors as columns) of symmetric matrices,
     read from the lower (UPLO='L') or upper triangle."""
     return _out(R.linalg_eigh(*_linalg_eigh(A, UPLO, True)), out)
 
 
-def eigvalsh(A, UPLO="L", *, out=None):
+@defop(
+    'linalg_eigvalsh(A, UPLO="L", *, out=None)',
+    method=False,
+    public=False,
+    composite=True,
+    autocast="fp32",
+)
+def eigvalsh(A, UPLO="L", out=None):
     """Eigenvalues (ascending) of symmetric matrices."""
     return _out(_linalg_eigh(A, UPLO, _wants_grad(A))[0], out)
 
@@ -806,12 +862,26 @@ def _wants_grad(A):
     return bool(getattr(A, "requires_grad", False))
 
 
-def svd(A, full_matrices=True, *, driver=None, out=None):
+@defop(
+    "linalg_svd(A, full_matrices=True, *, driver=None, out=None)",
+    method=False,
+    public=False,
+    composite=True,
+    autocast="fp32",
+)
+def svd(A, full_matrices=True, driver=None, out=None):
     """(U, S, Vh) with A = U diag(S) Vh, S descending."""
     return _out(R.linalg_svd(*_linalg_svd(A, full_matrices, True)), out)
 
 
-def svdvals(A, *, driver=None, out=None):
+@defop(
+    "linalg_svdvals(A, *, driver=None, out=None)",
+    method=False,
+    public=False,
+    composite=True,
+    autocast="fp32",
+)
+def svdvals(A, driver=None, out=None):
     """Singular values, descending."""
     return _out(_linalg_svd(A, False, _wants_grad(A))[1], out)
 
@@ -824,7 +894,14 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None, rcond=None):
     return _out(_linalg_pinv(A, atol, rtol, hermitian), out)
 
 
-def lstsq(A, B, rcond=None, *, driver=None):
+@defop(
+    "linalg_lstsq(A, B, rcond=None, *, driver=None)",
+    method=False,
+    public=False,
+    composite=True,
+    autocast="fp32",
+)
+def lstsq(A, B, rcond=None, driver=None):
     """(solution, residuals, rank, singular_values) of the least-squares problem
     min ||A X - B|| (see _linalg_lstsq for which fields are filled)."""
     op = "torch.linalg.lstsq"
@@ -851,7 +928,14 @@ def lstsq(A, B, rcond=None, *, driver=None):
     return R.linalg_lstsq(sol, res, rank, sv)
 
 
-def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None, tol=None):
+@defop(
+    "linalg_matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None, tol=None)",
+    method=False,
+    public=False,
+    composite=True,
+    autocast="fp32",
+)
+def matrix_rank(A, atol=None, rtol=None, hermitian=False, out=None, tol=None):
     """The number of singular values above max(atol, rtol * largest)."""
     op = "linalg.matrix_rank"
     _require_tensor(op, A)
@@ -869,7 +953,14 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None, tol=None)
     return _out((sv > tol_).sum(-1), out)
 
 
-def cond(A, p=None, *, out=None):
+@defop(
+    "linalg_cond(A, p=None, *, out=None)",
+    method=False,
+    public=False,
+    composite=True,
+    autocast="fp32",
+)
+def cond(A, p=None, out=None):
     """The condition number ||A|| * ||A^-1|| in the p norm (2 by default: the
     ratio of the extreme singular values)."""
     if p is None or p in (2, -2):
@@ -1024,7 +1115,14 @@ def cross(input, other, *, dim=-1, out=None):
     return _out(r, out)
 
 
-def vecdot(x, y, *, dim=-1, out=None):
+@defop(
+    "linalg_vecdot(x, y, *, dim=-1, out=None)",
+    method=False,
+    public=False,
+    composite=True,
+    autocast="lower_precision_fp",
+)
+def vecdot(x, y, dim=-1, out=None):
     """Dot products of vectors along dim (batch dims broadcast)."""
     return _out((x * y).sum(dim), out)
 

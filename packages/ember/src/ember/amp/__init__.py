@@ -393,7 +393,7 @@ autocast_increment_nesting = _ac.autocast_increment_nesting
 autocast_decrement_nesting = _ac.autocast_decrement_nesting
 
 
-# func: autocast for custom autograd Functions
+# autocast for custom autograd Functions
 from ember.amp._custom import custom_bwd, custom_fwd  # noqa: E402
 
 __all__ += ["custom_bwd", "custom_fwd"]

@@ -40,7 +40,7 @@ class autocast(_amp.autocast):
         super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
 
-# func: the deprecated CUDA spellings of ember.amp.custom_fwd / custom_bwd
+# the deprecated CUDA spellings of ember.amp.custom_fwd / custom_bwd
 def custom_fwd(fwd=None, *, cast_inputs=None):
     warnings.warn(
         "`torch.cuda.amp.custom_fwd(args...)` is deprecated. Please use "

@@ -1,6 +1,6 @@
 from numbers import Number, Real
 
-import ember as torch
+from ember.distributions import _torch as torch
 from ember.distributions import constraints
 from ember.distributions.dirichlet import Dirichlet
 from ember.distributions.exp_family import ExponentialFamily

@@ -1,4 +1,4 @@
-import ember as torch
+from ember.distributions import _torch as torch
 from ember.distributions import constraints
 from ember.distributions.distribution import Distribution
 from ember.distributions.utils import (

@@ -5,7 +5,7 @@ A constraint answers ``check(value)`` with a boolean tensor over the batch (its
 ``biject_to``/``transform_to`` (constraint_registry.py) map unconstrained reals onto it.
 """
 
-import ember as torch
+from ember.distributions import _torch as torch
 
 __all__ = [
     "Constraint",

@@ -1,8 +1,8 @@
 import math
 from numbers import Number
 
-import ember as torch
 import ember.nn.functional as F
+from ember.distributions import _torch as torch
 from ember.distributions import constraints
 from ember.distributions.exp_family import ExponentialFamily
 from ember.distributions.utils import (

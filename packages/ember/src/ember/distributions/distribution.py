@@ -2,7 +2,7 @@
 
 import warnings
 
-import ember as torch
+from ember.distributions import _torch as torch
 from ember.distributions import constraints
 from ember.distributions.utils import lazy_property
 

@@ -1,7 +1,7 @@
 """``ExponentialFamily``: densities p(x; t) = exp(<t, T(x)> - F(t) + k(x)); the
 entropy follows from the log normalizer F by automatic differentiation (Bregman)."""
 
-import ember as torch
+from ember.distributions import _torch as torch
 from ember.distributions.distribution import Distribution
 
 __all__ = ["ExponentialFamily"]

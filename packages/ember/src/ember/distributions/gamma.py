@@ -1,6 +1,6 @@
 from numbers import Number
 
-import ember as torch
+from ember.distributions import _torch as torch
 from ember.distributions import constraints
 from ember.distributions.exp_family import ExponentialFamily
 from ember.distributions.utils import broadcast_all

@@ -1,7 +1,7 @@
 import math
 from numbers import Number, Real
 
-import ember as torch
+from ember.distributions import _torch as torch
 from ember.distributions import constraints
 from ember.distributions.distribution import Distribution
 from ember.distributions.utils import broadcast_all

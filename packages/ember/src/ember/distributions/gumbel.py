@@ -1,7 +1,7 @@
 import math
 from numbers import Number
 
-import ember as torch
+from ember.distributions import _torch as torch
 from ember.distributions import constraints
 from ember.distributions.transformed_distribution import TransformedDistribution
 from ember.distributions.transforms import AffineTransform, ExpTransform

@@ -1,6 +1,6 @@
 import math
 
-import ember as torch
+from ember.distributions import _torch as torch
 from ember.distributions import constraints
 from ember.distributions.cauchy import Cauchy
 from ember.distributions.transformed_distribution import TransformedDistribution

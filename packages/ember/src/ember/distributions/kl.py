@@ -7,8 +7,8 @@ import math
 import warnings
 from functools import total_ordering
 
-import ember as torch
 import ember.nn.functional as F
+from ember.distributions import _torch as torch
 from ember.distributions.bernoulli import Bernoulli
 from ember.distributions.beta import Beta
 from ember.distributions.binomial import Binomial

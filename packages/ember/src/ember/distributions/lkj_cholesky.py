@@ -1,6 +1,6 @@
 import math
 
-import ember as torch
+from ember.distributions import _torch as torch
 from ember.distributions import constraints
 from ember.distributions.beta import Beta
 from ember.distributions.distribution import Distribution

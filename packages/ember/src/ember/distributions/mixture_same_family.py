@@ -1,5 +1,6 @@
-import ember as torch
-from ember.distributions import Categorical, constraints
+from ember.distributions import _torch as torch
+from ember.distributions import constraints
+from ember.distributions.categorical import Categorical
 from ember.distributions.distribution import Distribution
 
 __all__ = ["MixtureSameFamily"]

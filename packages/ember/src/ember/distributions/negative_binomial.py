@@ -1,5 +1,5 @@
-import ember as torch
 import ember.nn.functional as F
+from ember.distributions import _torch as torch
 from ember.distributions import constraints
 from ember.distributions.distribution import Distribution
 from ember.distributions.utils import (

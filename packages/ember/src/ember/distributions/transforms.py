@@ -7,8 +7,8 @@ import math
 import operator
 import weakref
 
-import ember as torch
 import ember.nn.functional as F
+from ember.distributions import _torch as torch
 from ember.distributions import constraints
 from ember.distributions.utils import (
     _sum_rightmost,

@@ -4,8 +4,8 @@ lazily computed properties, and packing lower triangles into vectors."""
 from functools import update_wrapper
 from numbers import Number
 
-import ember as torch
 import ember.nn.functional as F
+from ember.distributions import _torch as torch
 
 __all__ = [
     "broadcast_all",

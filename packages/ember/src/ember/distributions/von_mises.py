@@ -1,6 +1,6 @@
 import math
 
-import ember as torch
+from ember.distributions import _torch as torch
 from ember.distributions import constraints
 from ember.distributions.distribution import Distribution
 from ember.distributions.utils import broadcast_all, lazy_property

@@ -1,4 +1,4 @@
-import ember as torch
+from ember.distributions import _torch as torch
 from ember.distributions import constraints
 from ember.distributions.exponential import Exponential
 from ember.distributions.transformed_distribution import TransformedDistribution

@@ -2,7 +2,7 @@ import math
 import warnings
 from numbers import Number
 
-import ember as torch
+from ember.distributions import _torch as torch
 from ember.distributions import constraints
 from ember.distributions.chi2 import Chi2
 from ember.distributions.exp_family import ExponentialFamily

@@ -18,7 +18,7 @@ alias("ember.nn.utils.init", "ember_nn.utils.init")
 alias("ember.nn.utils.stateless", "ember_nn.utils.stateless")
 alias("ember.nn.modules", "ember_nn.modules")
 alias("ember.nn.parameter", "ember_nn.parameter")
-# nngaps
+# torch.nn.attention, torch.nn.grad
 alias("ember.nn.attention", "ember_nn.attention")
 alias("ember.nn.grad", "ember_nn.grad")
 # torch.nn.parallel: DataParallel (ember_nn) and DistributedDataParallel (ember._ddp)

@@ -11,5 +11,5 @@ alias("ember.optim.swa_utils", "ember_nn.optim.swa_utils")
 alias("ember.optim.lbfgs", "ember_nn.optim.lbfgs")
 alias("ember.optim.rprop", "ember_nn.optim.rprop")
 alias("ember.optim.asgd", "ember_nn.optim.asgd")
-alias("ember.optim.adafactor", "ember_nn.optim.adafactor")  # nngaps
+alias("ember.optim.adafactor", "ember_nn.optim.adafactor")
 sys.modules[__name__] = ember_nn.optim

@@ -33,7 +33,7 @@ from ember_nn.modules.activation import (
     Threshold,
 )
 
-# nngaps: adaptive softmax, fractional pooling, SyncBatchNorm, legacy layers
+# adaptive softmax, fractional pooling, SyncBatchNorm, legacy layers
 from ember_nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss
 from ember_nn.modules.container import (
     ModuleDict,
@@ -69,7 +69,7 @@ from ember_nn.modules.lazy import LazyModuleMixin
 from ember_nn.modules.legacy import Container, CrossMapLRN2d
 from ember_nn.modules.linear import Bilinear, Identity, LazyLinear, Linear
 
-# nnk: unpooling and the CTC loss
+# unpooling and the CTC loss
 from ember_nn.modules.loss import (
     BCELoss,
     BCEWithLogitsLoss,

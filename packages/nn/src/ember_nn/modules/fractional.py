@@ -1,7 +1,7 @@
 """FractionalMaxPool2d / FractionalMaxPool3d (torch.nn's arguments, errors and the
 `_random_samples` buffer)."""
 
-from ember_nn import _fractional
+import ember_core as ec
 from ember_nn.modules.module import Module
 
 
@@ -35,11 +35,7 @@ class _FractionalMaxPoolNd(Module):
             raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
 
     def forward(self, input):
-        fn = (
-            _fractional.fractional_max_pool2d
-            if self._nd == 2
-            else _fractional.fractional_max_pool3d
-        )
+        fn = ec.fractional_max_pool2d if self._nd == 2 else ec.fractional_max_pool3d
         return fn(
             input,
             self.kernel_size,

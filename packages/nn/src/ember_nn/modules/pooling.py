@@ -225,7 +225,14 @@ class LPPool3d(_LPPoolNd):
         )
 
 
-# ---------------------------------------------------------- unpooling (nnk)
+# ---------------------------------------------------------------- unpooling
+
+
+def _ntuple(v, k):
+    if isinstance(v, (list, tuple)):
+        v = tuple(v)
+        return v * k if len(v) == 1 else v
+    return (v,) * k
 
 
 class _MaxUnpoolNd(Module):
@@ -234,17 +241,16 @@ class _MaxUnpoolNd(Module):
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
         k = self._k
-        self.kernel_size = F._ntuple_arg(kernel_size, k)
-        self.stride = F._ntuple_arg(stride if stride is not None else kernel_size, k)
-        self.padding = F._ntuple_arg(padding, k)
+        self.kernel_size = _ntuple(kernel_size, k)
+        self.stride = _ntuple(stride if stride is not None else kernel_size, k)
+        self.padding = _ntuple(padding, k)
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
     def forward(self, input, indices, output_size=None):
-        return F._max_unpool(
-            self._k, input, indices, self.kernel_size, self.stride, self.padding, output_size
-        )
+        unpool = (F.max_unpool1d, F.max_unpool2d, F.max_unpool3d)[self._k - 1]
+        return unpool(input, indices, self.kernel_size, self.stride, self.padding, output_size)
 
 
 class MaxUnpool1d(_MaxUnpoolNd):

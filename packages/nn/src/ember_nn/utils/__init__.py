@@ -6,7 +6,7 @@ from ember_nn.utils import (
     parametrizations,
     parametrize,
     rnn,
-    stateless,  # func: functional_call
+    stateless,  # functional_call
 )
 from ember_nn.utils.clip_grad import (
     clip_grad_norm,
@@ -24,7 +24,7 @@ from ember_nn.utils.fusion import (
 )
 from ember_nn.utils.init import skip_init
 
-# nngaps: the hook-based spectral norm, memory-format conversion
+# the hook-based spectral norm, memory-format conversion
 from ember_nn.utils.memory_format import (
     convert_conv2d_weight_memory_format,
     convert_conv3d_weight_memory_format,

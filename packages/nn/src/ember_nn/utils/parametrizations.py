@@ -123,5 +123,5 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
     return module
 
 
-# nngaps: the orthogonal parametrization lives in its own module
+# the orthogonal parametrization lives in its own module
 from ember_nn.utils.parametrizations_orthogonal import orthogonal  # noqa: E402

@@ -71,13 +71,7 @@ class iinfo_object:
     dtype: D.dtype
 
 
-_BFLOAT16 = dict(
-    bits=16,
-    eps=2.0**-7,
-    max=3.3895313892515355e38,
-    min=-3.3895313892515355e38,
-    smallest_normal=2.0**-126,
-)
+_BFLOAT16 = D.BFLOAT16_LIMITS
 
 
 def finfo(type, /):

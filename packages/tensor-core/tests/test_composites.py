@@ -1,4 +1,4 @@
-"""_math_extra.py against NumPy: logit, heaviside, gcd/lcm, ldexp, frexp, logaddexp2,
+"""Composite ops against NumPy: logit, heaviside, gcd/lcm, ldexp, frexp, logaddexp2,
 isin, trapezoid/cumulative_trapezoid, cov/corrcoef, cross, cdist, addbmm,
 index_reduce, histogram, predicates."""
 

@@ -1,5 +1,5 @@
-"""nngaps additions to ember.nn.functional: conv_tbc against a NumPy loop and
-PyTorch, multi_head_attention_forward exported (and used by MultiheadAttention),
+"""ember.nn.functional's conv_tbc against a NumPy loop and PyTorch,
+multi_head_attention_forward exported (and used by MultiheadAttention), and
 anti-aliased interpolate through F (PyTorch parity of values and gradients)."""
 
 import numpy as np

@@ -1,5 +1,8 @@
-"""The top-level additions of _surface.py and ember.special against NumPy
-(values) and, marked parity, against PyTorch (values, shapes, dtypes)."""
+"""torch-level functions, Tensor methods and process switches reached through
+the umbrella (ember_core's composites: quantile, windows, asarray, the scatter
+and copy families, renorm, gradient, the LU/QR extras, deepcopy, storage()...)
+and ember.special, against NumPy (values) and, marked parity, against PyTorch
+(values, shapes, dtypes)."""
 
 import copy
 import warnings
@@ -280,7 +283,7 @@ def test_geqrf_orgqr_ormqr_against_numpy():
     )
 
 
-def test_storage_and_small_tensor_surface():
+def test_storage_and_small_tensor_methods():
     t = ember.arange(4.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -1,5 +1,6 @@
-"""Gradients of the ops tc-core added to ember_core (gelu, softplus, einsum,
-outer as a product, in-place view ops) against finite differences (float64)."""
+"""Gradients of gelu and softplus (first and second derivatives, in place),
+einsum through its primitives, outer with promotion and the in-place view ops
+against finite differences (float64)."""
 
 import numpy as np
 import pytest

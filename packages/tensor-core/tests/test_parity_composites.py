@@ -1,6 +1,7 @@
-"""PyTorch parity of the ops added by the fixes branch (_rearrange.py,
-_math_extra.py), of reductions over empty dims, and of random_()'s ranges:
-values, shapes and dtypes, or the same exception type."""
+"""PyTorch parity of the composite ops (the shape builders of _rearrange.py;
+the pointwise, statistics, calculus, distance, product and index composites),
+of reductions over empty dims, and of random_()'s ranges: values, shapes and
+dtypes, or the same exception type."""
 
 import warnings
 
@@ -108,7 +109,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_new_ops_match_torch(name):
+def test_composite_ops_match_torch(name):
     compare(run(CASES[name], ec), run(CASES[name], torch))
 
 

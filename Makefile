@@ -36,7 +36,6 @@ PIP := $(BIN)/python -m pip
 
 # The one version of every package (Note [One version], tools/ember_release.py):
 # these files are part of every package, so a change to them rebuilds every wheel.
-VERSION := $(shell cat VERSION)
 RELEASE_FILES := VERSION LICENSE tools/ember_release.py
 
 all: test
@@ -78,6 +77,7 @@ test: wheels
 # One package's tests: `make test-nn`, `make test-data-ember ARGS="-k loader"`.
 # Each tox env also runs `make wheels` first (tox.ini), so `.venv/bin/tox run -e nn`
 # tests the code on disk too; this target only spells it shorter.
+.PHONY: $(addprefix test-,$(TEST_ENVS))
 $(addprefix test-,$(TEST_ENVS)): test-%: wheels
 	$(BIN)/tox run -e $* $(if $(ARGS),-- $(ARGS))
 

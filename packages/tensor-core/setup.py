@@ -75,6 +75,8 @@ class build_ext_with_stubs(parallel_build_ext):
         build_lib = pathlib.Path(self.build_lib).resolve()
         paths = [str(build_lib)]
         paths += glob.glob(str(HERE.parent / "allocator" / "build" / "lib.*"))
+        if os.environ.get("PYTHONPATH"):  # e.g. gpu-check's private site directory
+            paths.append(os.environ["PYTHONPATH"])
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
         out = build_lib / "ember_core"
         result = subprocess.run(

@@ -39,8 +39,12 @@ from ember_allocator._lib import (
     format_bytes,
 )
 
-# the installed distribution's version (Note [One version], VERSION)
-__version__ = _metadata.version("ember-allocator")
+# the installed distribution's version (Note [One version], VERSION); none while
+# tensor-core's build imports the package from its build directory (Note [Stubs])
+try:
+    __version__ = _metadata.version("ember-allocator")
+except _metadata.PackageNotFoundError:
+    __version__ = "0+unknown"
 
 __all__ = [
     "AllocatorError",

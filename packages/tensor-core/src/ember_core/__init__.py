@@ -125,8 +125,12 @@ from ember_core._storage import (
 from ember_core._tensor import Size, Tensor
 from ember_core._views import broadcast_shapes
 
-# the installed distribution's version (Note [One version], VERSION)
-__version__ = _metadata.version("ember-tensor-core")
+# the installed distribution's version (Note [One version], VERSION); none while
+# tensor-core's build imports the package from its build directory (Note [Stubs])
+try:
+    __version__ = _metadata.version("ember-tensor-core")
+except _metadata.PackageNotFoundError:
+    __version__ = "0+unknown"
 
 # PyTorch's dtype aliases
 bool = bool_  # noqa: A001 - the public name is torch.bool

@@ -71,5 +71,5 @@ def test_signatures_and_result_types_follow_the_table():
 def test_generator_is_deterministic(tmp_path):
     _stubgen.write(tmp_path)
     shipped = importlib.resources.files("ember_core")
-    for name in ("__init__.pyi", "_tensor.pyi", "_opdocs.py"):
+    for name in ("__init__.pyi", "_tensor.pyi", "_opdocs.json"):
         assert (tmp_path / name).read_text() == (shipped / name).read_text()

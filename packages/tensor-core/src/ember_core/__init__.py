@@ -357,11 +357,18 @@ from ember_core import cuda  # noqa: E402
 # importer's own, e.g. the umbrella's ember.cuda)
 __all__ = sorted({k for k, v in globals().items() if not k.startswith("_") and k != "cuda"})
 
+
 # Note [Generated docstrings] (_opdoc.py): every op's docstring in PyTorch's layout,
 # generated with the stubs when the wheel is built (absent from a source tree).
-try:
-    from ember_core._opdocs import DOCS as _DOCS
-except ImportError:
-    _DOCS = {}
-for _name, _doc in _DOCS.items():
-    _public[_name].__doc__ = _doc
+def _apply_generated_docstrings():
+    import json
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), "_opdocs.json")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            for name, doc in json.load(f).items():
+                _public[name].__doc__ = doc
+
+
+_apply_generated_docstrings()

@@ -4,7 +4,7 @@ Note [Generated docstrings]
 Every op's public function carries a docstring in PyTorch's layout, built from
 its declaration (Note [Op table]) where the implementation's own says less.
 They are made when the wheel is built, with the stubs (Note [Stubs]): _stubgen
-writes them into the stubs (for editors) and into ``_opdocs.py``, which
+writes them into the stubs (for editors) and into ``_opdocs.json``, which
 ``ember_core/__init__.py`` applies at import (building them at import would
 cost ~0.1 s).  The layout:
 

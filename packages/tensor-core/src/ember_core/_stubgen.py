@@ -14,7 +14,7 @@ module on the freshly built package and ships what it writes in the wheel:
   umbrella ``ember``) passes the names on;
 - ``_tensor.pyi``: ``Size`` and ``Tensor`` with every method and property the
   class has once the table is bound;
-- ``_opdocs.py``: every op's docstring (Note [Generated docstrings]), which the
+- ``_opdocs.json``: every op's docstring (Note [Generated docstrings]), which the
   stubs carry too.
 
 Types come from the declarations: parameters by their conventional names
@@ -28,6 +28,7 @@ written with ``builtins.`` because ember_core's own ``bool``, ``int`` and
 
 import builtins
 import inspect
+import json
 import pathlib
 import sys
 import types
@@ -296,12 +297,13 @@ def tensor_stub(ec):
     return "\n".join(lines) + "\n"
 
 
-def docs_module():
-    """_opdocs.py: Note [Generated docstrings], applied by ember_core at import."""
+def docs_json():
+    """_opdocs.json: Note [Generated docstrings], applied by ember_core at import
+    (data, not a module: no Python file keyed by op names beside the table)."""
     from ember_core import _dispatch
 
     docs = {name: op_docstring(op) for name, op in _dispatch.OPS.items() if op.public}
-    return HEADER + "\nDOCS = " + repr(docs) + "\n"
+    return json.dumps(docs, indent=0, sort_keys=True) + "\n"
 
 
 def write(outdir):
@@ -310,7 +312,7 @@ def write(outdir):
     outdir = pathlib.Path(outdir)
     (outdir / "__init__.pyi").write_text(module_stub(ec))
     (outdir / "_tensor.pyi").write_text(tensor_stub(ec))
-    (outdir / "_opdocs.py").write_text(docs_module())
+    (outdir / "_opdocs.json").write_text(docs_json())
 
 
 if __name__ == "__main__":

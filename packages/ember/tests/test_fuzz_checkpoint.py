@@ -103,6 +103,36 @@ def test_a_file_of_ember_without_its_seal_raises():
         _load(unsealed)
 
 
+def _unsealed_zip():
+    """A zip checkpoint as torch.save writes it (no ember seal): records and a pickle."""
+    import pickle
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as archive:
+        archive.writestr("archive/data.pkl", pickle.dumps({"epoch": 3, "lr": 0.5}, protocol=2))
+        archive.writestr("archive/byteorder", b"little")
+        archive.writestr("archive/version", b"3\n")
+    return buf.getvalue()
+
+
+def test_flipped_bytes_of_a_foreign_zip_load_unchanged_or_raise_checkpoint_error():
+    # without ember's seal only the zip's own checks (CRC-32s, structure) apply: a flip
+    # in an unchecked field (a timestamp) loads the same object; anything else must be
+    # a CheckpointError, never another exception or other values
+    data = _unsealed_zip()
+    assert _load(data) == {"epoch": 3, "lr": 0.5}
+    for pos in range(len(data)):
+        for bit in (0, 7):
+            damaged = bytearray(data)
+            damaged[pos] ^= 1 << bit
+            try:
+                back = _load(damaged)
+            except CheckpointError:
+                continue
+            assert back == {"epoch": 3, "lr": 0.5}, pos
+
+
 def test_format_1_files_still_load_and_check_their_data():
     # format 1 carried "ember.sha256" of the data region only
     n, header = _header(FORMAT_2)

@@ -585,3 +585,13 @@ def test_numpy_arrays_saved_by_torch_load_as_numpy_arrays(tmp_path):
     ember.save({"x": np.arange(3.0)}, tmp_path / "e.pt")
     back = torch.load(tmp_path / "e.pt", weights_only=False)
     assert type(back["x"]) is np.ndarray and back["x"].tolist() == [0.0, 1.0, 2.0]
+
+
+@pytest.mark.parametrize("protocol", [2, 3, 4, 5])
+def test_pickle_protocols(tmp_path, protocol):
+    x = ember.randn(30, 30)
+    obj = {"x": x, "v": x[5:, ::2], "n": np.arange(3.0), "s": {1}, "b": b"\x01"}
+    ember.save(obj, tmp_path / "p.pt", pickle_protocol=protocol)
+    back = ember.load(tmp_path / "p.pt")
+    assert back["v"].tolist() == x[5:, ::2].tolist() and back["v"].data_ptr() > 0
+    assert type(back["n"]) is np.ndarray and back["s"] == {1} and back["b"] == b"\x01"

@@ -12,7 +12,7 @@ ember's formats 1-2 kept the saved object's structure in ``__metadata__``
 ("ember.structure": JSON with tensors as {"$tensor": name} and other values tagged)
 and a digest ("ember.file_sha256": SHA-256 of the whole file with its own 64 digits
 read as "0"s; format 1: "ember.sha256", of the data region only).  ember.load
-still reads them, digest checked (Note [Checkpoint integrity] in serialization.py);
+still reads them, digest checked (Note [Digest of formats 1-2]);
 ``ember.utils.safetensors`` writes plain files (tensors named by their keys) with
 ``serialize``.  Reading parses JSON and copies bytes: it never runs code from the
 file, except a value pickled into a format-2 structure, which goes through the
@@ -103,7 +103,7 @@ def contiguous_bytes(t):
     return bytes(_interop.ffi.buffer(_interop.ffi.cast("char*", t.data_ptr()), n))
 
 
-# Note [Checkpoint integrity] (formats 1-2; the zip format's part is in serialization.py)
+# Note [Digest of formats 1-2] (the zip format's seal: Note [Checkpoint integrity])
 # The digest covers every byte of the file: the 8-byte length, the JSON header
 # (names, dtypes, shapes, offsets, the structure with its hyperparameters) and
 # the data.  It lives in the header it covers, so it is computed with its own 64
@@ -120,7 +120,7 @@ _LEGACY_DIGEST_KEY = "ember.sha256"  # format 1: of the data region only
 
 
 def _check_digest(data, n, meta, source):
-    """Verify an ember file's digest (Note [Checkpoint integrity])."""
+    """Verify an ember format 1-2 file's digest (Note [Digest of formats 1-2])."""
     digest = meta.get(_DIGEST_KEY)
     if digest is None:
         legacy = meta.get(_LEGACY_DIGEST_KEY)

@@ -29,6 +29,7 @@ import io
 import pickle
 import struct
 import zipfile
+import zlib
 
 import ember_core as ec
 from ember_core import _interop
@@ -316,26 +317,43 @@ class _TorchUnpickler(_unpickling.Unpickler):
         return super().find_class(module, name)
 
 
-def load(data, source, weights_only):
-    """The object in a PyTorch zip checkpoint (``data``: the file's bytes)."""
+# What zipfile raises for a damaged archive (a flipped compression method is a
+# NotImplementedError, a flipped encryption flag a RuntimeError, a bad offset an
+# EOFError or struct.error, ...).
+_ZIP_ERRORS = (
+    RuntimeError,
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    NotImplementedError,
+    EOFError,
+    struct.error,
+    ValueError,
+    KeyError,
+    OSError,
+    zlib.error,
+)
+
+
+def _read(archive, name, source):
     try:
-        return _load(data, source, weights_only)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, struct.error) as exc:
+        return archive.read(name)
+    except _ZIP_ERRORS as exc:
         fail(source, f"a damaged zip archive ({type(exc).__name__}: {exc})")
 
 
-def _load(data, source, weights_only):
+def load(data, source, weights_only):
+    """The object in a PyTorch zip checkpoint (``data``: the file's bytes)."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         names = archive.namelist()
-    except (zipfile.BadZipFile, ValueError) as exc:
-        fail(source, f"a damaged zip archive ({exc})")
+    except _ZIP_ERRORS as exc:
+        fail(source, f"a damaged zip archive ({type(exc).__name__}: {exc})")
     pickles = [n for n in names if n.endswith("/data.pkl") and n.count("/") == 1]
     if not pickles:
         fail(source, "a zip archive without <name>/data.pkl: not a PyTorch checkpoint")
     prefix = pickles[0][: -len("data.pkl")]
     if prefix + "byteorder" in names:
-        order = archive.read(prefix + "byteorder").strip()
+        order = _read(archive, prefix + "byteorder", source).strip()
         if order != b"little":
             fail(source, f"the tensors are stored {order.decode(errors='replace')}-endian")
 
@@ -353,7 +371,7 @@ def _load(data, source, weights_only):
             member = f"{prefix}data/{key}"
             if member not in names:
                 fail(source, f"the storage {key!r} is missing from the archive")
-            raw = archive.read(member)
+            raw = _read(archive, member, source)
             nbytes = numel * kind.dtype.itemsize
             if len(raw) != nbytes:
                 fail(
@@ -364,5 +382,6 @@ def _load(data, source, weights_only):
             storages[key] = make_tensor(kind.dtype, (numel,), raw)
         return storages[key]
 
-    unpickler = _TorchUnpickler(io.BytesIO(archive.read(pickles[0])), storage, weights_only)
+    pickled = _read(archive, pickles[0], source)
+    unpickler = _TorchUnpickler(io.BytesIO(pickled), storage, weights_only)
     return unpickler.load()

@@ -41,6 +41,8 @@ _multiarray = getattr(np, "_core", None) or np.core
 for _module in ("numpy._core.multiarray", "numpy.core.multiarray"):
     _DEFAULT_SAFE[(_module, "_reconstruct")] = _multiarray.multiarray._reconstruct
     _DEFAULT_SAFE[(_module, "scalar")] = _multiarray.multiarray.scalar
+for _module in ("numpy._core.numeric", "numpy.core.numeric"):  # protocol 5's arrays
+    _DEFAULT_SAFE[(_module, "_frombuffer")] = _multiarray.numeric._frombuffer
 
 _user_safe = []  # [(object, "module.qualname")] in the order added
 _user_entries = []  # the same, as the user gave them

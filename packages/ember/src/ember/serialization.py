@@ -63,7 +63,7 @@ FORMAT_VERSION = 3  # 1-2: the safetensors layout; 3: PyTorch's zip format, seal
 # "<archive>/.data/ember_format"; one flipped byte cannot erase all three, so a
 # damaged ember file is never read as an unsealed PyTorch one.  Files from torch.save
 # have no seal: the zip records' CRC-32s are all that is checked.  Formats 1-2 carry
-# their digest in the safetensors header (_safetensors.py).
+# their digest in the safetensors header (Note [Digest of formats 1-2], _safetensors.py).
 _SEAL_PREFIX = b"ember-sha256:"
 _SEAL_LENGTH = len(_SEAL_PREFIX) + 64
 _SEAL_BLANK = _SEAL_PREFIX + b"0" * 64

@@ -29,10 +29,16 @@ def _load(path, name):
 
 def _like(a):
     """A new input of a's shape and dtype (so a graph that baked the traced values
-    in as constants fails the comparison)."""
+    in as constants fails the comparison); tuples of them alike."""
+    if isinstance(a, tuple):
+        return tuple(_like(x) for x in a)
     if a.dtype.is_floating_point:
         return ember.randn(*a.shape, dtype=a.dtype)
-    return ember.randint(0, int(a.max()) + 1, tuple(a.shape), dtype=a.dtype)
+    return ember.randint(0, max(int(a.max()) + 1, 2), tuple(a.shape), dtype=a.dtype)
+
+
+def _flat(args):
+    return [y for x in args for y in (_flat(x) if isinstance(x, tuple) else [x])]
 
 
 def _run(model, args, **export_kwargs):
@@ -43,10 +49,10 @@ def _run(model, args, **export_kwargs):
     proto = ember.onnx.export(model, args, buf, **export_kwargs)
     session = ort.InferenceSession(buf.getvalue())
     args = tuple(_like(a) for a in args)
-    feeds = {i.name: a.numpy() for i, a in zip(session.get_inputs(), args)}
+    feeds = {i.name: a.numpy() for i, a in zip(session.get_inputs(), _flat(args))}
     with ember.no_grad():
         want = model(*args)
-    want = [want] if isinstance(want, ember.Tensor) else list(want)
+    want = [want] if isinstance(want, ember.Tensor) else _flat(tuple(want))
     return session.run(None, feeds), [w.numpy() for w in want], proto
 
 
@@ -175,3 +181,40 @@ def test_every_mapping_is_keyed_by_an_op_of_the_table():
     from ember.onnx._mappings import MAPPINGS
 
     assert all(ember_core.OPS[op.name] is op for op in MAPPINGS)
+
+
+class _WordLM(nn.Module):
+    """The shape of PyTorch's word-language-model example (its export_onnx passes the
+    LSTM's hidden state as a tuple in args)."""
+
+    def __init__(self, ntoken=50, ninp=16, nhid=16, nlayers=2):
+        super().__init__()
+        self.encoder = nn.Embedding(ntoken, ninp)
+        self.rnn = nn.LSTM(ninp, nhid, nlayers, dropout=0.2)
+        self.decoder = nn.Linear(nhid, ntoken)
+        self.decoder.weight = self.encoder.weight  # tied weights
+        self.drop = nn.Dropout(0.2)
+        self.nlayers, self.nhid, self.ntoken = nlayers, nhid, ntoken
+
+    def forward(self, input, hidden):
+        output, hidden = self.rnn(self.drop(self.encoder(input)), hidden)
+        decoded = self.decoder(self.drop(output)).view(-1, self.ntoken)
+        return nn.functional.log_softmax(decoded, dim=1), hidden
+
+    def init_hidden(self, bsz):
+        return (
+            ember.zeros(self.nlayers, bsz, self.nhid),
+            ember.zeros(self.nlayers, bsz, self.nhid),
+        )
+
+
+def test_word_language_model_with_its_hidden_state_in_args():
+    ember.manual_seed(0)
+    model = _WordLM()
+    tokens = ember.zeros(5 * 3, dtype=ember.int64).view(-1, 3)
+    hidden = model.init_hidden(3)
+    got, want, proto = _run(model, (tokens, hidden))
+    assert [i.name for i in proto.graph.input] == ["input_0", "input_1", "input_2"]
+    assert len(got) == len(want) == 3  # log-probabilities, h_n, c_n
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)

@@ -69,13 +69,15 @@ def export(
         args = (args,)
     elif isinstance(args, list):
         args = tuple(args)
-    if not all(isinstance(a, ec.Tensor) for a in args):
+    if not isinstance(args, tuple):
         raise TypeError("ember.onnx.export: args must be a tensor or a tuple of tensors")
+    # the graph's inputs: every tensor in args, nested tuples (an LSTM's (h, c)) flattened
+    inputs = _flatten_outputs(args, "args")
     input_names = list(input_names or [])
-    input_names += [f"input_{i}" for i in range(len(input_names), len(args))]
+    input_names += [f"input_{i}" for i in range(len(input_names), len(inputs))]
 
     graph = Graph(onnx, opset)
-    for name, a in zip(input_names, args):
+    for name, a in zip(input_names, inputs):
         graph.bind(a, name)
     tracer = Tracer(graph, MAPPINGS)
     was_training = getattr(model, "training", False)
@@ -109,7 +111,7 @@ def export(
         onnx.helper.make_graph(
             graph.nodes,
             type(model).__name__,
-            [_value_info(onnx, n, a, dynamic) for n, a in zip(input_names, args)],
+            [_value_info(onnx, n, a, dynamic) for n, a in zip(input_names, inputs)],
             [_value_info(onnx, n, o, dynamic) for n, o in zip(output_names, outputs)],
             graph.initializers,
         ),
@@ -124,17 +126,17 @@ def export(
     return proto
 
 
-def _flatten_outputs(outputs):
+def _flatten_outputs(outputs, what="the model's outputs"):
     if isinstance(outputs, ec.Tensor):
         return [outputs]
     if isinstance(outputs, (list, tuple)):
         flat = []
         for o in outputs:
-            flat += _flatten_outputs(o)
+            flat += _flatten_outputs(o, what)
         return flat
     raise TypeError(
-        f"ember.onnx.export: the model returned a {type(outputs).__name__}; export needs "
-        "tensors, or (nested) tuples and lists of them"
+        f"ember.onnx.export: {what} hold a {type(outputs).__name__}; export needs tensors, "
+        "or (nested) tuples and lists of them"
     )
 
 

@@ -595,3 +595,14 @@ def test_pickle_protocols(tmp_path, protocol):
     back = ember.load(tmp_path / "p.pt")
     assert back["v"].tolist() == x[5:, ::2].tolist() and back["v"].data_ptr() > 0
     assert type(back["n"]) is np.ndarray and back["s"] == {1} and back["b"] == b"\x01"
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not ember.cuda.is_available(), reason="no CUDA device")
+def test_cuda_tensors_are_saved_with_their_location(tmp_path):
+    x = ember.arange(12.0, device="cuda").reshape(3, 4)
+    ember.save({"x": x, "col": x[:, 1]}, tmp_path / "c.pt")
+    raw = zipfile.ZipFile(tmp_path / "c.pt").read("c/data.pkl")
+    assert b"cuda:0" in raw  # the storage's location, as torch.save records it
+    back = ember.load(tmp_path / "c.pt")  # ember loads every tensor on the CPU
+    assert back["x"].tolist() == x.cpu().tolist() and back["col"].tolist() == [1.0, 5.0, 9.0]

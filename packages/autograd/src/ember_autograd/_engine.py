@@ -21,7 +21,7 @@ import heapq
 
 import ember_core as ec
 from ember_autograd import _anomaly, _grad_mode
-from ember_autograd._formula import OpNode
+from ember_autograd._formula import OpNode, real_grad
 from ember_autograd._handler import _edge
 from ember_autograd._node import AccumulateGrad, accumulator
 from ember_core import _creation as _core_creation
@@ -68,10 +68,7 @@ def make_grads(outputs, grads):
                         f"output[{i}] has a shape of {tuple(t._shape)}."
                     )
                 g = g.reshape(t._shape)
-            if (
-                g._dtype is not t._dtype
-                and g._dtype.is_floating_point != t._dtype.is_floating_point
-            ):
+            if g._dtype is not t._dtype and g._dtype.differentiable != t._dtype.differentiable:
                 raise RuntimeError(
                     f"Function backward: grad_output[{i}] has dtype {g.dtype}, but output[{i}] is "
                     f"{t.dtype}"
@@ -367,7 +364,7 @@ def _accumulate(var, g, create_graph, owned):
     if g._shape != var._shape:
         g = g.reshape(var._shape) if g._numel == var._numel else g.expand(var._shape)
     if g._dtype is not var._dtype:
-        g = g.to(var._dtype)
+        g = real_grad(g, var._dtype)
     if old is None:
         # a new .grad is laid out like its tensor (PyTorch's layout contract)
         # and never aliases a tensor someone else holds

@@ -102,7 +102,7 @@ def make_dual(tensor, tangent, *, level=None):
             f"make_dual: expected tangent to have the primal's shape {tuple(tensor.shape)}, got "
             f"{tuple(getattr(tangent, 'shape', ()))}"
         )
-    if not tensor.dtype.is_floating_point:
+    if not tensor.dtype.differentiable:
         raise ValueError("make_dual: the primal must be a floating point tensor")
     out = _alias(tensor)
     out._fw = {lvl: tangent}
@@ -180,6 +180,10 @@ def _handle(op, args, kwargs, call):
     if rule is None and (formula is None or not _pointwise(op)):
         raise RuntimeError(f"forward-mode AD is not implemented for '{name}' yet")
     values = dict(zip(op.params, args))
+    if rule is None and any(isinstance(v, Tensor) and v._dtype.is_complex for v in values.values()):
+        # a pointwise rule derived from the backward formula would be the
+        # conjugate tangent (Note [Complex gradients]): not for complex values
+        raise RuntimeError(f"forward-mode AD of '{name}' on complex tensors is not implemented yet")
     inplace = op.inplace_of is not None
     if inplace and formula is not None and "input" in values:
         _fw.below += 1
@@ -201,7 +205,7 @@ def _handle(op, args, kwargs, call):
             tangent = _from_formula(formula, tangents, values, out)
     finally:
         _fw.below -= 1
-    if tangent is None or not isinstance(out, Tensor) or not out._dtype.is_floating_point:
+    if tangent is None or not isinstance(out, Tensor) or not out._dtype.differentiable:
         return result
     _fw.below += 1
     try:

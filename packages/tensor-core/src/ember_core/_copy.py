@@ -28,6 +28,10 @@ def copy_into(dst, src, non_blocking=False):
                 f"copy_: the source of shape {list(src._shape)} must be broadcastable to the "
                 f"destination of shape {list(dst._shape)}"
             )
+    if src._dtype.is_complex and not dst._dtype.is_complex:
+        warnings.warn(
+            "Casting complex values to real discards the imaginary part", UserWarning, stacklevel=3
+        )
     if overlaps(dst, src):
         src = clone(src)
     n = dst._numel

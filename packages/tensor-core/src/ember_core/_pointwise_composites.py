@@ -8,12 +8,10 @@ the ops they call); the integer ones (gcd, lcm) and frexp's exponent run in
 NumPy on the tensor's memory and are not differentiable, as in PyTorch.
 """
 
-import math
-
 import numpy as np
 
 from ember_core import _dtype as D
-from ember_core._creation import full_like, tensor, zeros_like
+from ember_core._creation import tensor
 from ember_core._dispatch import defop
 from ember_core._elementwise import _tname, exp2, where
 from ember_core._interop import from_numpy
@@ -163,27 +161,6 @@ def frexp(input, *, out=None):
         out[1].copy_(exponent)
         return _frexp(out[0], out[1])
     return _frexp(mantissa, exponent)
-
-
-@defop(composite=True, tags=("pointwise",))
-def sgn(input, *, out=None):
-    """sign for real tensors (x / |x| for complex ones, which ember does not have)."""
-    return input.sign() if out is None else out.copy_(input.sign())
-
-
-@defop(composite=True, inplace_of="sgn", tags=("pointwise",))
-def sgn_(input):
-    return input.sign_()
-
-
-@defop(composite=True, tags=("pointwise", "float-result"))
-def angle(input, *, out=None):
-    """The argument of each element: for real input pi where negative, 0 elsewhere
-    (NaN kept)."""
-    x = _float_of(input)
-    r = where(x < 0, full_like(x, math.pi), zeros_like(x))
-    r = where(x.isnan(), x, r)
-    return out.copy_(r) if out is not None else r
 
 
 # ------------------------------------------------------------------ closeness

@@ -15,7 +15,7 @@
 #include "core.h"
 #include "elementwise_ops.h"
 #include "special.h"
-#include "complex_ops.h"
+#include "cpu_only_ops.h"
 
 /* ---------------------------------------------------------------- unary */
 
@@ -179,6 +179,9 @@ BINARY_INT_LIST(DEFINE_BINARY, EC_INT64, i64, int64_t, int64_t)
 BINARY_BOOL_LIST(DEFINE_BINARY, EC_BOOL, b, uint8_t, int)
 BINARY_COMPLEX_LIST(DEFINE_BINARY, EC_COMPLEX64, c64, ec_c64, ec_c64, float, f32)
 BINARY_COMPLEX_LIST(DEFINE_BINARY, EC_COMPLEX128, c128, ec_c128, ec_c128, double, f64)
+BINARY_WIDE_UINT_LIST(DEFINE_BINARY, EC_UINT16, u16, uint16_t, uint16_t)
+BINARY_WIDE_UINT_LIST(DEFINE_BINARY, EC_UINT32, u32, uint32_t, uint32_t)
+BINARY_WIDE_UINT_LIST(DEFINE_BINARY, EC_UINT64, u64, uint64_t, uint64_t)
 
 static const ec_loop binary_table[EC_NUM_BINARY][EC_NUM_DTYPES] = {
     BINARY_FLOAT_LIST(BINARY_ENTRY, EC_FLOAT16, f16, ec_f16, float)
@@ -193,6 +196,9 @@ static const ec_loop binary_table[EC_NUM_BINARY][EC_NUM_DTYPES] = {
     BINARY_BOOL_LIST(BINARY_ENTRY, EC_BOOL, b, uint8_t, int)
     BINARY_COMPLEX_LIST(BINARY_ENTRY, EC_COMPLEX64, c64, ec_c64, ec_c64, float, f32)
     BINARY_COMPLEX_LIST(BINARY_ENTRY, EC_COMPLEX128, c128, ec_c128, ec_c128, double, f64)
+    BINARY_WIDE_UINT_LIST(BINARY_ENTRY, EC_UINT16, u16, uint16_t, uint16_t)
+    BINARY_WIDE_UINT_LIST(BINARY_ENTRY, EC_UINT32, u32, uint32_t, uint32_t)
+    BINARY_WIDE_UINT_LIST(BINARY_ENTRY, EC_UINT64, u64, uint64_t, uint64_t)
 };
 
 int ec_binary_out_dtype(int op, int dtype) {

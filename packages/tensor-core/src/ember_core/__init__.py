@@ -41,6 +41,7 @@ from ember_core import (  # noqa: F401 - they fill the op table
     _softmax,
     _special,
     _statistics,
+    _stft,
     _storage,
     _views,
     _windows,

@@ -79,7 +79,7 @@ def view_as_real(input):
     return as_real_view(input)
 
 
-@defop(view=True, tags=("linear",))
+@defop(view=True, tags=("linear",), autocast="fp32")
 def view_as_complex(input):
     """A complex view of a real tensor whose last dim is (real, imaginary)."""
     if not isinstance(input, Tensor):
@@ -178,7 +178,7 @@ def complex(real, imag, *, out=None):
     return r
 
 
-@defop(method=False, composite=True)
+@defop(method=False, composite=True, autocast="fp32")
 def polar(abs, angle, *, out=None):
     """abs * (cos(angle) + i sin(angle))."""
     r = complex(abs * angle.cos(), abs * angle.sin())

@@ -189,7 +189,10 @@ def _promote_pair(a, b):
     if a is b:
         return a
     if a in WIDE_UINTS or b in WIDE_UINTS:
-        # PyTorch 2.3+ promotes the wide unsigned integers with nothing else
+        # PyTorch 2.3+ promotes the wide unsigned integers with the real floating
+        # dtypes only (to the float)
+        if a.category == 2 or b.category == 2:
+            return a if a.category == 2 else b
         return _PromotionError(
             RuntimeError(
                 "Promotion for uint16, uint32, uint64 types is not supported, attempted to "

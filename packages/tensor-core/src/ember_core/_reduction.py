@@ -191,6 +191,22 @@ def _complex_prod(x, dims, keepdim):
     return r
 
 
+def _complex_cumprod(x, dim, op):
+    """Running products of complex values: log2(n) rounds, each multiplying every
+    element by the one 2**k before it (Hillis-Steele)."""
+    from ember_core._joining import cat
+
+    if not x._shape:
+        return x.clone()
+    d = _shape.normalize_dim(dim, len(x._shape), op)
+    y = x.movedim(d, -1).contiguous()
+    n, k = y._shape[-1], 1
+    while k < n:
+        y = cat([y[..., :k], y[..., k:] * y[..., : n - k]], -1)
+        k *= 2
+    return y.movedim(-1, d).contiguous()
+
+
 def _workspace(dev, nbytes):
     """Note [Reduction workspace] (csrc/cuda/reduce_launch.c): device scratch
     of ``nbytes`` for the next reduction or scan launch of this thread (None
@@ -224,6 +240,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
 
 @defop(tags=("reduction", "linear"))
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    if input._dtype.is_complex:
+        raise RuntimeError("nansum on CPU does not support complex inputs")
     od = _sum_dtype(input, dtype)
     if input._dtype.category < 2:
         return sum(input, dim, keepdim, dtype=dtype)
@@ -492,6 +510,9 @@ def scan(op, code, x, dim, out_dtype, want_idx=False, out=None):
             xr = as_real_view(x if x._shape else x.reshape(1))
             r = as_complex_view(scan(op, code, xr, d, out_dtype.to_real()))
             r = r if x._shape else r.reshape(())
+            return write_out(out, r, op) if out is not None else r
+        if x._dtype.is_complex and code == R.EC_S_CUMPROD and out_dtype.is_complex:
+            r = _complex_cumprod(cast(x, out_dtype), dim, op)
             return write_out(out, r, op) if out is not None else r
         if not x._dtype.is_complex and code in (R.EC_S_CUMSUM, R.EC_S_CUMPROD):
             return scan(op, code, cast(x, D.int64), dim, out_dtype, want_idx, out)

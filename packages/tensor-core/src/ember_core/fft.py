@@ -249,8 +249,9 @@ def _c2c_1d(op, input, n, dim, norm, forward, out):
     method=False,
     composite=True,
     public=False,
+    autocast="fp32",
 )
-def fft(input, n=None, dim=-1, norm=None, *, out=None):
+def fft(input, n=None, dim=-1, norm=None, out=None):
     """The one-dimensional discrete Fourier transform (torch.fft.fft).
 
     >>> import ember_core as ec
@@ -265,8 +266,9 @@ def fft(input, n=None, dim=-1, norm=None, *, out=None):
     method=False,
     composite=True,
     public=False,
+    autocast="fp32",
 )
-def ifft(input, n=None, dim=-1, norm=None, *, out=None):
+def ifft(input, n=None, dim=-1, norm=None, out=None):
     """The inverse of fft."""
     return _c2c_1d("ifft", input, n, dim, norm, False, out)
 
@@ -276,8 +278,9 @@ def ifft(input, n=None, dim=-1, norm=None, *, out=None):
     method=False,
     composite=True,
     public=False,
+    autocast="fp32",
 )
-def rfft(input, n=None, dim=-1, norm=None, *, out=None):
+def rfft(input, n=None, dim=-1, norm=None, out=None):
     """The FFT of a real signal: the n // 2 + 1 non-negative frequencies."""
     x = _float_input("rfft", input, complex_ok=False)
     d, size = _one_dim("rfft", x, n, dim)
@@ -290,8 +293,9 @@ def rfft(input, n=None, dim=-1, norm=None, *, out=None):
     method=False,
     composite=True,
     public=False,
+    autocast="fp32",
 )
-def irfft(input, n=None, dim=-1, norm=None, *, out=None):
+def irfft(input, n=None, dim=-1, norm=None, out=None):
     """The inverse of rfft: a real signal of n points (2 * (m - 1) by default)."""
     x = _complex_input("irfft", input)
     d, m = _one_dim("irfft", x, None, dim)
@@ -307,8 +311,9 @@ def irfft(input, n=None, dim=-1, norm=None, *, out=None):
     method=False,
     composite=True,
     public=False,
+    autocast="fp32",
 )
-def hfft(input, n=None, dim=-1, norm=None, *, out=None):
+def hfft(input, n=None, dim=-1, norm=None, out=None):
     """The FFT of a Hermitian-symmetric signal given by its first half: real output."""
     x = _complex_input("hfft", input)
     d, m = _one_dim("hfft", x, None, dim)
@@ -324,8 +329,9 @@ def hfft(input, n=None, dim=-1, norm=None, *, out=None):
     method=False,
     composite=True,
     public=False,
+    autocast="fp32",
 )
-def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
+def ihfft(input, n=None, dim=-1, norm=None, out=None):
     """The inverse of hfft: the one-sided spectrum of a real signal, conjugated."""
     x = _float_input("ihfft", input, complex_ok=False)
     d, size = _one_dim("ihfft", x, n, dim)
@@ -372,8 +378,9 @@ def _c2r_nd(op, input, s, dim, norm, out):
     method=False,
     composite=True,
     public=False,
+    autocast="fp32",
 )
-def fftn(input, s=None, dim=None, norm=None, *, out=None):
+def fftn(input, s=None, dim=None, norm=None, out=None):
     """The n-dimensional FFT over ``dim`` (all dims, or the last len(s))."""
     return _c2c_nd("fftn", input, s, dim, norm, True, out)
 
@@ -383,8 +390,9 @@ def fftn(input, s=None, dim=None, norm=None, *, out=None):
     method=False,
     composite=True,
     public=False,
+    autocast="fp32",
 )
-def ifftn(input, s=None, dim=None, norm=None, *, out=None):
+def ifftn(input, s=None, dim=None, norm=None, out=None):
     return _c2c_nd("ifftn", input, s, dim, norm, False, out)
 
 
@@ -393,8 +401,9 @@ def ifftn(input, s=None, dim=None, norm=None, *, out=None):
     method=False,
     composite=True,
     public=False,
+    autocast="fp32",
 )
-def fft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+def fft2(input, s=None, dim=(-2, -1), norm=None, out=None):
     return _c2c_nd("fft2", input, s, dim, norm, True, out)
 
 
@@ -403,8 +412,9 @@ def fft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     method=False,
     composite=True,
     public=False,
+    autocast="fp32",
 )
-def ifft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+def ifft2(input, s=None, dim=(-2, -1), norm=None, out=None):
     return _c2c_nd("ifft2", input, s, dim, norm, False, out)
 
 
@@ -413,8 +423,9 @@ def ifft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     method=False,
     composite=True,
     public=False,
+    autocast="fp32",
 )
-def rfftn(input, s=None, dim=None, norm=None, *, out=None):
+def rfftn(input, s=None, dim=None, norm=None, out=None):
     return _r2c_nd("rfftn", input, s, dim, norm, out)
 
 
@@ -423,8 +434,9 @@ def rfftn(input, s=None, dim=None, norm=None, *, out=None):
     method=False,
     composite=True,
     public=False,
+    autocast="fp32",
 )
-def irfftn(input, s=None, dim=None, norm=None, *, out=None):
+def irfftn(input, s=None, dim=None, norm=None, out=None):
     return _c2r_nd("irfftn", input, s, dim, norm, out)
 
 
@@ -433,8 +445,9 @@ def irfftn(input, s=None, dim=None, norm=None, *, out=None):
     method=False,
     composite=True,
     public=False,
+    autocast="fp32",
 )
-def rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+def rfft2(input, s=None, dim=(-2, -1), norm=None, out=None):
     return _r2c_nd("rfft2", input, s, dim, norm, out)
 
 
@@ -443,8 +456,9 @@ def rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     method=False,
     composite=True,
     public=False,
+    autocast="fp32",
 )
-def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+def irfft2(input, s=None, dim=(-2, -1), norm=None, out=None):
     return _c2r_nd("irfft2", input, s, dim, norm, out)
 
 
@@ -458,7 +472,7 @@ def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     differentiable=False,
     public=False,
 )
-def fftfreq(n, d=1.0, *, dtype=None, device=None, requires_grad=False, out=None):
+def fftfreq(n, d=1.0, dtype=None, device=None, requires_grad=False, out=None):
     """The sample frequencies of an n-point FFT: [0, 1, ..., -1] / (d * n)."""
     from ember_core._creation import arange
 
@@ -476,7 +490,7 @@ def fftfreq(n, d=1.0, *, dtype=None, device=None, requires_grad=False, out=None)
     differentiable=False,
     public=False,
 )
-def rfftfreq(n, d=1.0, *, dtype=None, device=None, requires_grad=False, out=None):
+def rfftfreq(n, d=1.0, dtype=None, device=None, requires_grad=False, out=None):
     """The non-negative sample frequencies of an n-point rfft: [0, ..., n // 2] / (d * n)."""
     from ember_core._creation import arange
 

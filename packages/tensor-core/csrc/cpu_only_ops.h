@@ -1,7 +1,8 @@
-/* The elementwise ops of the complex dtypes (CPU only: Note [CPU-only dtypes]
- * in core.h), in the form of elementwise_ops.h's lists: D(OP, DC, sfx, T, C,
- * OT, osfx, EXPR), expanded by elementwise.c into the same dispatch tables.
- * R/rsfx name the matching real type (abs and angle return it).
+/* The elementwise ops of the CPU-only dtypes (Note [CPU-only dtypes] in
+ * core.h) -- complex64/complex128 and uint16/32/64 -- in the form of
+ * elementwise_ops.h's lists: D(OP, DC, sfx, T, C, OT, osfx, EXPR), expanded by
+ * elementwise.c into the same dispatch tables.  For the complex lists R/rsfx
+ * name the matching real type (abs and angle return it).
  *
  * elementwise.c includes <tgmath.h>: sqrt, log, asin, ... of a complex value
  * are C99's csqrtf/csqrt, clogf/clog, ... (float for complex64).
@@ -10,8 +11,8 @@
  * and log, outside [-1, 1] on the real axis for asin/acos/atanh, outside
  * [-i, i] on the imaginary axis for asinh/atan.  Functions C has no complex
  * form of are written here from those. */
-#ifndef EMBER_COMPLEX_OPS_H
-#define EMBER_COMPLEX_OPS_H
+#ifndef EMBER_CPU_ONLY_OPS_H
+#define EMBER_CPU_ONLY_OPS_H
 
 #include <complex.h>
 #undef I
@@ -127,5 +128,14 @@ EC_COMPLEX_HELPERS(ec_c128, double, c128)
     D(LOGICAL_AND, DC, sfx, T, C, uint8_t, b, a != 0 && b != 0)                         \
     D(LOGICAL_OR, DC, sfx, T, C, uint8_t, b, a != 0 || b != 0)                          \
     D(LOGICAL_XOR, DC, sfx, T, C, uint8_t, b, (a != 0) != (b != 0))
+
+/* The wide unsigned integers: the binary ops PyTorch 2.3+ has for them. */
+#define BINARY_WIDE_UINT_LIST(D, DC, sfx, T, C)                                         \
+    D(MUL, DC, sfx, T, C, T, sfx, a * b)                                                \
+    D(EQ, DC, sfx, T, C, uint8_t, b, a == b)                                            \
+    D(NE, DC, sfx, T, C, uint8_t, b, a != b)                                            \
+    D(BITWISE_AND, DC, sfx, T, C, T, sfx, a & b)                                        \
+    D(BITWISE_OR, DC, sfx, T, C, T, sfx, a | b)                                         \
+    D(BITWISE_XOR, DC, sfx, T, C, T, sfx, a ^ b)
 
 #endif

@@ -8,6 +8,7 @@ PyTorch runs its pocketfft or MKL build; scipy.fft runs pocketfft.
 Run: .venv/bin/python benchmarks/fft.py [--quick]
 """
 
+import importlib
 import os
 import statistics
 import sys
@@ -21,7 +22,7 @@ from _harness import fmt_time, median_time, table, try_import  # noqa: E402
 import ember_core as ec  # noqa: E402
 
 torch = try_import("torch")
-scipy_fft = try_import("scipy.fft")
+scipy_fft = importlib.import_module("scipy.fft") if try_import("scipy") else None
 
 
 def case(name, fns):
@@ -87,7 +88,7 @@ def main():
     rows = []
     for threads in sorted({1, os.cpu_count() or 1}):
         rows += rows_for(threads, quick)
-    print(table(rows, ["case", "ember", "torch", "scipy", "torch/ember", "scipy/ember"]))
+    table(rows, ["case", "ember", "torch", "scipy", "torch/ember", "scipy/ember"])
 
 
 if __name__ == "__main__":

@@ -424,7 +424,12 @@ def _infer_numpy(data):
     if kind == "b":
         inferred = D.bool_
     elif kind in "iu":
-        if arr.dtype == np.uint64 and arr.size and arr.max() > D.int64.max:
+        if (
+            arr.dtype == np.uint64
+            and _is_python_data(data)
+            and arr.size
+            and arr.max() > D.int64.max
+        ):
             raise ValueError(_OVERFLOW)
         inferred = (
             D.NUMPY_TO_DTYPE.get(arr.dtype, D.int64) if not _is_python_data(data) else D.int64

@@ -29,6 +29,8 @@ FUNCS = {
     "abs-angle": lambda ns, z, w: z.abs() * w.angle(),
     "conj-real-imag": lambda ns, z, w: z.conj() * w.real + w.imag,
     "sum-mean": lambda ns, z, w: (z * w).sum(1) + z.mean(1),
+    "prod-cumprod": lambda ns, z, w: z.prod(1) + (z * w).cumprod(1)[:, -1] + w.prod(),
+    "cumsum-var": lambda ns, z, w: z.cumsum(0) * w.var(),
     "view_as_real": lambda ns, z, w: ns.view_as_real(z * w),
     "fft": lambda ns, z, w: ns.fft.fft(z * w, n=5, norm="ortho"),
     "ifft2": lambda ns, z, w: ns.fft.ifft2(z) * w,

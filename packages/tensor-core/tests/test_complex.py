@@ -388,3 +388,29 @@ def test_pickle_round_trip():
     z = ec.tensor([1 + 2j, 3 - 4j], dtype=ec.complex128)
     back = pickle.loads(pickle.dumps(z))
     assert back.dtype is ec.complex128 and back.tolist() == z.tolist()
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dt", [ec.complex64, ec.complex128, ec.uint16, ec.uint64])
+def test_cpu_only_dtypes_refuse_cuda(dt):
+    # Note [CPU-only dtypes]: never a silent copy or a kernel without the dtype
+    with pytest.raises(NotImplementedError, match="cuda"):
+        ec.zeros(3, dtype=dt).to("cuda")
+    with pytest.raises(NotImplementedError, match="cuda"):
+        ec.ones(2, dtype=dt, device="cuda")
+    with pytest.raises(NotImplementedError, match="cuda"):
+        ec.fft.fft(ec.ones(4, device="cuda"))
+
+
+def test_composites_keep_complex_values():
+    z = ec.tensor([[1 + 2j, 3 - 1j, 0.5j], [2, -1j, 1 + 1j]])
+    assert ec.isclose(z, z + 1e-9).all() and not ec.isclose(z, z + 1e-3j).any()
+    assert ec.allclose(z, z.clone())
+    r = ec.zeros(2, 3, dtype=ec.complex64).index_add(1, ec.tensor([0, 0, 1]), z)
+    assert r.tolist() == [[4 + 1j, 0.5j, 0j], [2 - 1j, 1 + 1j, 0j]]
+    assert ec.vander(ec.tensor([1 + 1j, 2]), 3).tolist() == [[2j, 1 + 1j, 1], [4, 2, 1]]
+    assert ec.trapezoid(ec.tensor([1 + 1j, 2, 3j])).item() == 2.5 + 2j
+    n = ec.randn(20000, dtype=ec.complex128)
+    assert n.dtype is ec.complex128 and abs(n.abs().square().mean().item() - 1) < 0.05
+    u = ec.rand(1000, dtype=ec.complex64)
+    assert u.real.min().item() >= 0 and u.imag.max().item() < 1

@@ -903,14 +903,14 @@ def _(grad, input, dim, keepdim, result):
     r = _unsqueeze_to(result, input.shape, dims, keepdim)
     zeros = input == 0
     if not bool(zeros.any()):
-        return g * r / input
+        return g * _cj(r / input)
     # with zeros: the product of the other elements, computed directly
     if len(dims) == input.dim() and input.dim() > 1:
         flat = input.reshape(-1)
-        return _prod_others(flat, 0).reshape(input.shape) * g
+        return _cj(_prod_others(flat, 0).reshape(input.shape)) * g
     if len(dims) == 0:
         return g
-    return _prod_others(input, dims[0]) * g
+    return _cj(_prod_others(input, dims[0])) * g
 
 
 def _prod_others(x, d):
@@ -1072,7 +1072,7 @@ def _(grad, input, dim, result):
         return grad
     d = dim % input.dim()
     if not bool((input == 0).any()):
-        return _rev_cumsum(grad * result, d) / input
+        return _rev_cumsum(grad * _cj(result), d) / _cj(input)
     # zero-safe: d out_j / d x_i = prod_{k<=j, k!=i} x_k, summed with g_j over j >= i
     n = input.shape[d]
     pieces = []
@@ -1080,7 +1080,7 @@ def _(grad, input, dim, result):
         others = input.clone()
         others.select(d, i).fill_(1)
         cp = others.cumprod(d)
-        contrib = (grad * cp).narrow(d, i, n - i).sum(d)
+        contrib = (grad * _cj(cp)).narrow(d, i, n - i).sum(d)
         pieces.append(contrib)
     return ec.stack(pieces, d)
 

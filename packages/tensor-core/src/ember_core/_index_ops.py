@@ -460,6 +460,15 @@ def index_into(op, self, dim, index, values, mode, alpha=1.0):
         return self
     if values._shape and values._shape != shape:
         values = values.reshape(shape)
+    if mode == L.EC_INDEX_ADD and x._dtype.is_complex:
+        # complex sums are the parts' sums: the kernels add the real views
+        from ember_core._complex import as_real_view
+
+        values = values.to(x._dtype)
+        if isinstance(alpha, complex):
+            values, alpha = values * alpha, 1.0
+        values = values.expand(shape).contiguous()
+        x, values, shape = as_real_view(x), as_real_view(values), shape + (2,)
     p = _dim_plan(x, dim, index, shape)
     put_plan(x, p, values, mode, op, alpha, runtime_error=True)  # both, as in PyTorch
     return self

@@ -31,7 +31,7 @@ def _values(t):
 
 
 def _float_of(t):
-    return t if t.dtype.is_floating_point else t.to(D.get_default_dtype())
+    return t if t.dtype.category >= 2 else t.to(D.get_default_dtype())
 
 
 # ------------------------------------------------------------------ elementwise
@@ -173,7 +173,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         other = tensor(other, dtype=input.dtype)
     if input.dtype is not other.dtype:
         raise RuntimeError(f"{input.dtype} did not match {other.dtype}")
-    if not input.dtype.is_floating_point:
+    if input.dtype.category < 2:  # integers and bools: exact
         return input == other
     close = (input - other).abs() <= atol + rtol * other.abs()
     close = close | (input == other)  # equal infinities

@@ -7,11 +7,11 @@ dtype ember has, 0-d and empty arrays, broadcasting, nan/inf/-0.0) must match in
 value, dtype and shape; errors the standard requires must be raised.
 
 Skipped on purpose, each with its reason here (missing names: UNSUPPORTED):
-- the ``fft`` extension (not in the namespace yet); uint16/uint32/uint64 and
-  complex64/complex128 are checked by the data type functions (promotion,
+- uint16/uint32/uint64 and complex64/complex128 are checked by the data type functions (promotion,
   can_cast, isdtype, finfo/iinfo, the inspection namespace) only: the wide
   unsigned integers have PyTorch's few kernels, so the value tests below run
-  over the other dtypes;
+  over the other dtypes; the ``fft`` extension is checked against the
+  reference's values in test_fft_extension;
 - the array object's ``size`` attribute: ember's Tensor follows PyTorch, whose
   ``size`` is a method (``x.size()``);
 - where the array object (ember's PyTorch-compatible Tensor) follows PyTorch
@@ -44,9 +44,7 @@ API_VERSION = "2024.12"
 xp = ec.ones(1).__array_namespace__(api_version=API_VERSION)
 
 # name -> why ember cannot provide it
-UNSUPPORTED = {
-    "fft": "the fft extension is not in the namespace yet",
-}
+UNSUPPORTED = {}
 # array-api-strict's own helpers, not part of the standard
 STRICT_ONLY = {
     "ArrayAPIStrictFlags",
@@ -1240,3 +1238,39 @@ def test_getitem_setitem(data):
     check_same(e, r)
     with pytest.raises(IndexError):
         x[0][3]
+
+
+# --- the fft extension ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["fft", "ifft", "hfft", "irfft", "rfft", "ihfft"])
+@pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
+def test_fft_extension(name, norm):
+    rng = np.random.default_rng(0)
+    real = name in ("rfft", "ihfft")
+    a = rng.standard_normal((3, 8)) + (0 if real else 1j * rng.standard_normal((3, 8)))
+    got = getattr(xp.fft, name)(xp.asarray(a), n=6, axis=0 if name != "fft" else -1, norm=norm)
+    want = getattr(s.fft, name)(s.asarray(a), n=6, axis=0 if name != "fft" else -1, norm=norm)
+    np.testing.assert_allclose(np.asarray(got.numpy()), np.asarray(want), rtol=1e-10, atol=1e-12)
+    with pytest.raises(TypeError):  # the wrong kind of input, as the reference
+        getattr(xp.fft, name)(xp.asarray(a.real if not real else a + 1j))
+
+
+def test_fft_extension_n_dim_and_helpers():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((4, 6)) + 1j * rng.standard_normal((4, 6))
+    for name in ("fftn", "ifftn", "irfftn"):
+        got = getattr(xp.fft, name)(xp.asarray(a), s=(4, 6), axes=(0, 1))
+        want = getattr(s.fft, name)(s.asarray(a), s=(4, 6), axes=(0, 1))
+        np.testing.assert_allclose(got.numpy(), np.asarray(want), rtol=1e-10, atol=1e-12)
+    got = xp.fft.rfftn(xp.asarray(a.real))
+    np.testing.assert_allclose(got.numpy(), np.asarray(s.fft.rfftn(s.asarray(a.real))), atol=1e-12)
+    f = xp.fft.fftfreq(8, d=0.5, dtype=xp.float64)
+    np.testing.assert_allclose(f.numpy(), np.asarray(s.fft.fftfreq(8, d=0.5)))
+    np.testing.assert_allclose(
+        xp.fft.rfftfreq(9, dtype=xp.float64).numpy(), np.asarray(s.fft.rfftfreq(9))
+    )
+    x = xp.asarray(np.arange(12.0).reshape(3, 4))
+    y = s.asarray(np.arange(12.0).reshape(3, 4))
+    np.testing.assert_array_equal(xp.fft.fftshift(x, axes=1).numpy(), s.fft.fftshift(y, axes=1))
+    np.testing.assert_array_equal(xp.fft.ifftshift(x).numpy(), s.fft.ifftshift(y))

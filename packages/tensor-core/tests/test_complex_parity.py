@@ -126,6 +126,8 @@ def test_printing_matches_torch(values, dtype):
         lambda L, x: L.fft.irfft2(x, s=(4, -1)),
         lambda L, x: L.fft.rfftn(x.real, dim=(0,)),
         lambda L, x: L.fft.irfftn(x),
+        lambda L, x: L.fft.hfftn(x, s=(3, 7), norm="ortho"),
+        lambda L, x: L.fft.ihfft2(x.real, dim=(1, 0)),
         lambda L, x: L.fft.fftshift(L.fft.fftfreq(9, 0.1)),
         lambda L, x: L.fft.ifftshift(L.fft.rfftfreq(8)),
     ],

@@ -126,3 +126,29 @@ def test_large_transforms_use_threads():
         _close(ec.fft.fft(ec.from_numpy(x)), np.fft.fft(x).astype(np.complex64), 1e-2)
     finally:
         ec.set_num_threads(1)
+
+
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("s, dim", [(None, None), ((3, 7), None), (None, (0, 2))])
+def test_hermitian_n_dim(norm, s, dim):
+    x = _cplx((4, 5, 6), seed=11)
+    r = _real((4, 5, 6), seed=12)
+    axes = dim if dim is not None else (None if s is None else (1, 2))
+    # hfftn is irfftn of the conjugate with the forward transform's scaling;
+    # ihfftn is the conjugate of rfftn with the inverse's
+    swap = {None: "forward", "backward": "forward", "forward": "backward", "ortho": "ortho"}
+    _close(
+        ec.fft.hfftn(ec.from_numpy(x), s, dim, norm),
+        np.fft.irfftn(np.conj(x), s, axes, swap[norm]),
+    )
+    _close(
+        ec.fft.ihfftn(ec.from_numpy(r), s, dim, norm),
+        np.conj(np.fft.rfftn(r, s, axes, swap[norm])),
+    )
+    if dim is None and s is None:
+        _close(
+            ec.fft.hfft2(ec.from_numpy(x), norm=norm), np.fft.irfft2(np.conj(x), norm=swap[norm])
+        )
+        _close(
+            ec.fft.ihfft2(ec.from_numpy(r), norm=norm), np.conj(np.fft.rfft2(r, norm=swap[norm]))
+        )

@@ -347,6 +347,8 @@ TYPE_METHODS = {
     "char": D.int8,
     "byte": D.uint8,
     "bool": D.bool_,
+    "cfloat": D.complex64,
+    "cdouble": D.complex128,
 }
 
 _TYPE_NAMES = {
@@ -360,6 +362,8 @@ _TYPE_NAMES = {
     D.int8: "CharTensor",
     D.uint8: "ByteTensor",
     D.bool_: "BoolTensor",
+    D.complex64: "ComplexFloatTensor",
+    D.complex128: "ComplexDoubleTensor",
 }
 
 

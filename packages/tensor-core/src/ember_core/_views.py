@@ -792,6 +792,22 @@ def unbind_copy(input, dim=0, *, out=None):
 
 
 @defop(method=False, composite=True, tags=("linear",))
+def view_as_real_copy(input, *, out=None):
+    """view_as_real, returning a new tensor instead of a view."""
+    from ember_core._complex import view_as_real
+
+    return _copied(view_as_real(input), out)
+
+
+@defop(method=False, composite=True, tags=("linear",))
+def view_as_complex_copy(input, *, out=None):
+    """view_as_complex, returning a new tensor instead of a view."""
+    from ember_core._complex import view_as_complex
+
+    return _copied(view_as_complex(input), out)
+
+
+@defop(method=False, composite=True, tags=("linear",))
 def unfold_copy(input, dimension, size, step, *, out=None):
     """unfold, returning a new tensor instead of a view."""
     return _copied(unfold(input, dimension, size, step), out)

@@ -39,6 +39,10 @@ __all__ = [
     "irfftn",
     "hfft",
     "ihfft",
+    "hfft2",
+    "ihfft2",
+    "hfftn",
+    "ihfftn",
     "fftfreq",
     "rfftfreq",
     "fftshift",
@@ -460,6 +464,83 @@ def rfft2(input, s=None, dim=(-2, -1), norm=None, out=None):
 )
 def irfft2(input, s=None, dim=(-2, -1), norm=None, out=None):
     return _c2r_nd("irfft2", input, s, dim, norm, out)
+
+
+def _hermitian_nd(op, input, s, dim, norm, out):
+    # PyTorch's fft_hfftn: c2c over all but the last dim, then c2r of the conjugate
+    x = _complex_input(op, input)
+    dims, sizes = _shape_and_dims(op, x, s, dim)
+    if not dims:
+        raise RuntimeError(f"{op} must transform at least one axis")
+    last = 2 * (x._shape[dims[-1]] - 1) if s is None or s[-1] == -1 else sizes[-1]
+    if last < 1:
+        raise RuntimeError(f"{op}: Invalid number of data points ({last}) specified")
+    x = _resize(x, dims, sizes[:-1] + [last // 2 + 1], op)
+    mode = _norm_mode(norm, True, op)
+    if len(dims) > 1:
+        x = _fft_c2c(x, dims[:-1], mode, True)
+    return _finish(_fft_c2r(x.conj(), [dims[-1]], mode, last), out)
+
+
+def _inverse_hermitian_nd(op, input, s, dim, norm, out):
+    # conj(rfftn(x)) normalised as an inverse: r2c of the last dim, conjugated, then
+    # the inverse c2c over the rest
+    x = _float_input(op, input, complex_ok=False)
+    dims, sizes = _shape_and_dims(op, x, s, dim)
+    if not dims:
+        raise RuntimeError(f"{op} must transform at least one axis")
+    x = _resize(x, dims, sizes, op)
+    mode = _norm_mode(norm, False, op)
+    r = _fft_r2c(x, [dims[-1]], mode, True).conj()
+    if len(dims) > 1:  # conj(forward DFT) of the rest = inverse DFT of the conjugate
+        r = _fft_c2c(r, dims[:-1], mode, False)
+    return _finish(r, out)
+
+
+@defop(
+    "fft_hfftn(input, s=None, dim=None, norm=None, *, out=None)",
+    method=False,
+    composite=True,
+    public=False,
+    autocast="fp32",
+)
+def hfftn(input, s=None, dim=None, norm=None, out=None):
+    """The n-dimensional FFT of a Hermitian-symmetric signal given by its half."""
+    return _hermitian_nd("hfftn", input, s, dim, norm, out)
+
+
+@defop(
+    "fft_hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None)",
+    method=False,
+    composite=True,
+    public=False,
+    autocast="fp32",
+)
+def hfft2(input, s=None, dim=(-2, -1), norm=None, out=None):
+    return _hermitian_nd("hfft2", input, s, dim, norm, out)
+
+
+@defop(
+    "fft_ihfftn(input, s=None, dim=None, norm=None, *, out=None)",
+    method=False,
+    composite=True,
+    public=False,
+    autocast="fp32",
+)
+def ihfftn(input, s=None, dim=None, norm=None, out=None):
+    """The inverse of hfftn: the one-sided spectrum of a real signal, conjugated."""
+    return _inverse_hermitian_nd("ihfftn", input, s, dim, norm, out)
+
+
+@defop(
+    "fft_ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None)",
+    method=False,
+    composite=True,
+    public=False,
+    autocast="fp32",
+)
+def ihfft2(input, s=None, dim=(-2, -1), norm=None, out=None):
+    return _inverse_hermitian_nd("ihfft2", input, s, dim, norm, out)
 
 
 # ------------------------------------------------------------------- helpers

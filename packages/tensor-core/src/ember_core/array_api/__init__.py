@@ -12,8 +12,8 @@ tests/test_array_api_conformance.py.  What cannot conform:
 
 - complex64/complex128 and uint16/32/64 are there; the wide unsigned integers
   have the few kernels PyTorch has for them (mul, ==, !=, bitwise and/or/xor,
-  sort), so most arithmetic on them raises; no ``fft`` extension yet; the
-  ``linalg`` extension covers real floating dtypes;
+  sort), so most arithmetic on them raises; the ``fft`` extension is
+  ember_core.fft's; the ``linalg`` extension covers real floating dtypes;
 - the array object is ember's PyTorch-compatible Tensor, so where PyTorch
   and the standard part ways it follows PyTorch: ``size`` is a method rather
   than an attribute; an operator between an array and a 0-d array of another
@@ -26,6 +26,7 @@ tests/test_array_api_conformance.py.  What cannot conform:
 import math as _math
 
 from ember_core import _dtype as _D
+from ember_core.array_api import fft as fft
 from ember_core.array_api import linalg as linalg
 from ember_core.array_api._creation import *  # noqa: F403
 from ember_core.array_api._creation import __all__ as _creation
@@ -93,6 +94,7 @@ __all__ = sorted(
         "nan",
         "pi",
         "newaxis",
+        "fft",
         "linalg",
     ]
     + _creation

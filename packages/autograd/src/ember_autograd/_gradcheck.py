@@ -171,19 +171,19 @@ def forward_jacobian(func, inputs):
             jac.append(None)
             continue
         cols = None
-        for j in range(t.numel()):
-            tangent = ec.zeros(t.shape, dtype=t.dtype)
-            tangent.view(-1)[j] = 1.0
+        for j in range(_numel(t)):
+            # a complex input's real components: 1 for a real part, 1j for an imaginary one
+            tangent = _unit_grad(t, j)
             with forward_ad.dual_level():
                 args = list(inputs)
                 args[i] = forward_ad.make_dual(t.detach(), tangent)
                 outs = _differentiable_outputs(func(*args))
                 if cols is None:
-                    cols = [np.zeros((o.numel(), t.numel())) for o in outs]
+                    cols = [np.zeros((_numel(o), _numel(t))) for o in outs]
                 for col, o in zip(cols, outs):
                     tan = forward_ad.unpack_dual(o).tangent
                     if tan is not None:
-                        col[:, j] = np.asarray(tan.detach().to(ec.float64).numpy()).reshape(-1)
+                        col[:, j] = _real_numpy(tan).astype(np.float64).reshape(-1)
         jac.append(cols if cols is not None else [])
     return jac
 

@@ -31,6 +31,10 @@ FUNCS = {
     "sum-mean": lambda ns, z, w: (z * w).sum(1) + z.mean(1),
     "prod-cumprod": lambda ns, z, w: z.prod(1) + (z * w).cumprod(1)[:, -1] + w.prod(),
     "cumsum-var": lambda ns, z, w: z.cumsum(0) * w.var(),
+    "lerp-addcmul-addcdiv": lambda ns, z, w: (
+        ns.lerp(z, w, 0.3) + ns.addcmul(z, z, w, value=2) + ns.addcdiv(w, z, w, value=0.5)
+    ),
+    "logaddexp-sinc": lambda ns, z, w: ns.logaddexp(z, w) * ns.sinc(z * 0.3),
     "view_as_real": lambda ns, z, w: ns.view_as_real(z * w),
     "fft": lambda ns, z, w: ns.fft.fft(z * w, n=5, norm="ortho"),
     "ifft2": lambda ns, z, w: ns.fft.ifft2(z) * w,

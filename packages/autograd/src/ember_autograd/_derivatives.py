@@ -309,7 +309,7 @@ def _(grad):
 def _(grad, input):
     px = input * math.pi
     d = (px.cos() * px - px.sin()) / (px * input)
-    return grad * ec.where(input == 0, _zero(input), d)
+    return grad * _cj(ec.where(input == 0, _zero(input), d))
 
 
 @derivative("mish")
@@ -524,7 +524,7 @@ def _(grad, input, other):
 
 @derivative("logaddexp", inputs=("input", "other"))
 def _(grad, input, other, result):
-    return grad * (input - result).exp(), grad * (other - result).exp()
+    return grad * _cj((input - result).exp()), grad * _cj((other - result).exp())
 
 
 @derivative("logaddexp2", inputs=("input", "other"))
@@ -544,18 +544,18 @@ def _(grad, condition):
 @derivative("lerp", inputs=("input", "end", "weight"))
 def _(grad, input, end, weight):
     if isinstance(weight, ec.Tensor):
-        return grad * (1 - weight), grad * weight, grad * (end - input)
-    return grad * (1 - weight), grad * weight, None
+        return grad * _cj(1 - weight), grad * _cj(weight), grad * _cj(end - input)
+    return grad * _cj_any(1 - weight), grad * _cj_any(weight), None
 
 
 @derivative("addcmul", inputs=("input", "tensor1", "tensor2"))
 def _(grad, tensor1, tensor2, value):
-    return grad, grad * tensor2 * value, grad * tensor1 * value
+    return grad, grad * _cj(tensor2 * value), grad * _cj(tensor1 * value)
 
 
 @derivative("addcdiv", inputs=("input", "tensor1", "tensor2"))
 def _(grad, tensor1, tensor2, value):
-    return grad, grad * value / tensor2, -grad * value * tensor1 / (tensor2 * tensor2)
+    return grad, grad * _cj(value / tensor2), -grad * _cj(value * tensor1 / (tensor2 * tensor2))
 
 
 # ------------------------------------------------------------ copies/fills

@@ -35,6 +35,12 @@ FUNCS = {
         ns.lerp(z, w, 0.3) + ns.addcmul(z, z, w, value=2) + ns.addcdiv(w, z, w, value=0.5)
     ),
     "logaddexp-sinc": lambda ns, z, w: ns.logaddexp(z, w) * ns.sinc(z * 0.3),
+    "indexing": lambda ns, z, w: (
+        z[ns.tensor([0, 2, 0])][:, :3] * w[:, ns.tensor([1, 1, 3])]
+        + z.gather(1, ns.tensor([[0, 0, 2]] * 3))
+        + z.take(ns.tensor([5, 5, -1]))
+        + w[z.real > 1].sum()
+    ),
     "view_as_real": lambda ns, z, w: ns.view_as_real(z * w),
     "fft": lambda ns, z, w: ns.fft.fft(z * w, n=5, norm="ortho"),
     "ifft2": lambda ns, z, w: ns.fft.ifft2(z) * w,

@@ -364,6 +364,9 @@ _TYPE_NAMES = {
     D.bool_: "BoolTensor",
     D.complex64: "ComplexFloatTensor",
     D.complex128: "ComplexDoubleTensor",
+    D.uint16: "UInt16Tensor",
+    D.uint32: "UInt32Tensor",
+    D.uint64: "UInt64Tensor",
 }
 
 

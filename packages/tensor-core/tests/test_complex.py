@@ -414,3 +414,11 @@ def test_composites_keep_complex_values():
     assert n.dtype is ec.complex128 and abs(n.abs().square().mean().item() - 1) < 0.05
     u = ec.rand(1000, dtype=ec.complex64)
     assert u.real.min().item() >= 0 and u.imag.max().item() < 1
+
+
+def test_complex_linalg_is_refused_clearly():
+    z = ec.tensor([[1 + 1j, 2], [3, 4j]])
+    with pytest.raises(NotImplementedError, match="complex matrices"):
+        ec.linalg.inv(z)
+    with pytest.raises(NotImplementedError, match="complex matrices"):
+        ec.linalg.svd(z)

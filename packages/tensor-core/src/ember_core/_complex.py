@@ -192,8 +192,10 @@ def angle(input, *, out=None):
     if input._dtype.is_complex:
         r = _angle(input)
     else:
+        from ember_core._creation import full_like, zeros_like
+
         x = input if input._dtype.is_floating_point else input.to(D.get_default_dtype())
-        r = where(x < 0, math.pi, 0.0).to(x._dtype)
+        r = where(x < 0, full_like(x, math.pi), zeros_like(x))  # pi in x's own precision
         r = where(x.isnan(), x, r)
     return out.copy_(r) if out is not None else r
 

@@ -5,7 +5,8 @@
 First installs each package with its declared dependencies (siblings from the
 wheelhouse, everything else from PyPI), which proves the package installs on its
 own; then force-reinstalls the ember wheels without dependencies, so a rebuilt
-wheel with an unchanged version number still replaces the installed one.
+wheel with an unchanged version number still replaces the installed one, and
+installs any dependency the rebuilt wheels declare that is still missing.
 """
 
 import pathlib
@@ -54,6 +55,9 @@ def main(argv):
             *ember,
         ]
     )
+    # A rebuilt wheel may declare a new dependency under the same version number
+    # (ducc0 came that way): install what the refreshed metadata now asks for.
+    subprocess.check_call([*pip, "--find-links", str(wheelhouse), *ember])
 
 
 if __name__ == "__main__":

@@ -66,6 +66,9 @@ SOURCES += [
     "cuda/random_launch.c",
     "cuda/sequence_launch.c",
 ]
+# the nn kernels on CUDA (losses, norms, pooling, embedding, optimizer steps)
+# and mixed precision's gradient check (both devices)
+SOURCES += ["amp.c", "cuda/nn_launch.c"]
 
 # Note [Embedded kernel sources]: the CUDA kernels are compiled by NVRTC at
 # run time from sources built into the extension, so the kernels always match
@@ -73,6 +76,8 @@ SOURCES += [
 # kernels share with them.
 CUDA_SHARED_HEADERS = ["ember_codes.h", "dtype_lists.h", "special.h", "elementwise_ops.h"]
 CUDA_SHARED_HEADERS += ["philox.h"]  # random numbers (Note [Bit-identical random numbers])
+CUDA_SHARED_HEADERS += ["activation_ops.h"]  # the activation family (cuda/nn_act.cuh)
+CUDA_SHARED_HEADERS += ["index_map.h"]  # padding and nearest maps (cuda/nn_resample.cuh)
 CUDA_SOURCES_C = CSRC / "cuda" / "_kernel_sources.c"
 
 

@@ -211,7 +211,13 @@ enum ecu_nn_op {
     ECU_NN_MAP_GATHER = 36, /* dtype: of the item size */
     ECU_NN_MAP_SCATTER_ADD = 37,
     ECU_NN_UPSAMPLE_LINEAR = 38,
-    ECU_NN_UPSAMPLE_LINEAR_BWD = 39
+    ECU_NN_UPSAMPLE_LINEAR_BWD = 39,
+    ECU_NN_UPSAMPLE_BICUBIC = 40,
+    ECU_NN_UPSAMPLE_BICUBIC_BWD = 41,
+    ECU_NN_EMBEDDING_BAG = 42,
+    ECU_NN_EMBEDDING_BAG_BWD = 43,
+    ECU_NN_EMBEDDING_BAG_PSW = 44,
+    ECU_NN_EMBEDDING_RENORM = 45
 };
 int ecu_embedding(int dtype, int64_t num, int64_t dim, ec_ptr out, ec_ptr weight, int64_t w_rs,
                   ec_ptr idx, int idx_is_i32, int64_t n);
@@ -219,6 +225,21 @@ int ecu_embedding(int dtype, int64_t num, int64_t dim, ec_ptr out, ec_ptr weight
 int ecu_embedding_backward(int dtype, int64_t num, int64_t dim, ec_ptr grad_weight, ec_ptr grad,
                            ec_ptr idx, int idx_is_i32, int64_t n, int64_t padding_idx,
                            int scale_by_freq);
+/* Bags: bad indices and offsets are reported at the next synchronisation;
+ * scale_grad_by_freq is refused. */
+int ecu_embedding_bag(int dtype, int64_t num, int64_t dim, int mode, ec_ptr out,
+                      ec_ptr offset2bag, ec_ptr bag_size, ec_ptr max_idx, ec_ptr weight,
+                      int64_t w_rs, ec_ptr idx, int64_t n, ec_ptr offsets, int64_t bags,
+                      ec_ptr psw, int64_t padding_idx);
+int ecu_embedding_bag_backward(int dtype, int64_t num, int64_t dim, int mode, ec_ptr grad_weight,
+                               ec_ptr grad_psw, ec_ptr grad, ec_ptr weight, int64_t w_rs,
+                               ec_ptr idx, int64_t n, ec_ptr offset2bag, ec_ptr bag_size,
+                               ec_ptr max_idx, int64_t bags, ec_ptr psw, int64_t padding_idx,
+                               int scale_by_freq);
+/* float32/float64 weights. */
+int ecu_embedding_renorm(int dtype, int64_t num, int64_t dim, ec_ptr weight, int64_t w_rs,
+                         ec_ptr idx, int idx_is_i32, int64_t n, double max_norm,
+                         double norm_type);
 int ecu_row_norm(int dtype, int rms, int64_t rows, int64_t cols, double eps, ec_ptr out,
                  ec_ptr mean, ec_ptr rstd, ec_ptr x, ec_ptr weight, ec_ptr bias);
 int ecu_row_norm_backward(int dtype, int rms, int64_t rows, int64_t cols, ec_ptr grad_in,
@@ -316,6 +337,9 @@ int ecu_map_scatter_add(int dtype, int64_t planes, const int64_t* in3, const int
 int ecu_upsample_linear(int dtype, int backward, int64_t planes, const int64_t* in3,
                         const int64_t* out3, int align_corners, const double* scales, ec_ptr src,
                         ec_ptr dst);
+int ecu_upsample_bicubic(int dtype, int backward, int64_t planes, const int64_t* in3,
+                         const int64_t* out3, int align_corners, const double* scales, ec_ptr src,
+                         ec_ptr dst);
 
 /* --- matrix products on cuBLAS (Note [cuBLAS], cuda/blas_launch.c) ------- */
 

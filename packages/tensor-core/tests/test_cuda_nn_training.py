@@ -2,8 +2,10 @@
 backward (the backward ops called directly, so the tensor core's tests need no
 autograd): cross entropy / nll (ignore_index, class weights, label smoothing,
 every reduction), the activation family's backward, embedding (padding_idx,
-out-of-range indices), layer/RMS/batch/group norm, and mixed precision's
-inf/NaN check and scale update (csrc/cuda/nn_*.cuh, nn_launch.c)."""
+out-of-range indices), bags and max_norm, layer/RMS/batch/group norm, the
+backward ops of pooling, convolution, padding and interpolation (their
+forwards are in test_cuda_nn.py's table), and mixed precision's inf/NaN check
+and scale update (csrc/cuda/nn_*.cuh, nn_launch.c)."""
 
 import zlib
 
@@ -218,6 +220,97 @@ def _cases(dt, rng):
             maker(S(2, 6, 20), S(2, 6, 20), S(6)),
             "_native_group_norm_backward",
         ),
+        # bags and max_norm
+        (
+            "embedding_bag backward sum+weights / mean / max",
+            lambda g, w, i, o, ps: tuple(
+                ec._embedding_bag_backward(
+                    g,
+                    w,
+                    i,
+                    *ec.embedding_bag(w, i, o, False, m, False, p, False, 5)[1:],
+                    m,
+                    p,
+                    5,
+                    False,
+                    (True, p is not None),
+                )
+                for m, p in ((0, ps), (1, None), (2, None))
+            ),
+            maker(S(4, 8), S(20, 8), idx([1, 5, 19, 5, 7, 7, 0]), idx([0, 2, 2, 5]), S(7)),
+            "_embedding_bag_backward",
+        ),
+        (
+            "embedding_renorm_ (repeated rows, norms 2 and inf)",
+            lambda w, i: (
+                ec.embedding_renorm_(w.clone(), i, 1.0, 2.0),
+                ec.embedding_renorm_(w.clone(), i, 0.5, float("inf")),
+            ),
+            maker(S(20, 8), idx([1, 5, 5, 19, 1])),
+            "embedding_renorm_",
+        ),
+        # pooling, convolution and resampling backward ops
+        (
+            "max pool backward and double backward",
+            lambda g, x: (
+                ec._max_pool_backward(
+                    g, ec._max_pool(x, (3, 3), (2, 2), (1, 1), (1, 1), True)[1], x.shape
+                ),
+                ec._max_pool_double_backward(
+                    x, ec._max_pool(x, (3, 3), (2, 2), (1, 1), (1, 1), True)[1]
+                ),
+            ),
+            maker(S(2, 3, 5, 6), S(2, 3, 9, 10, low=-100, high=100)),
+            "_max_pool_backward",
+        ),
+        (
+            "avg pool backward (padding, ceil, divisor)",
+            lambda g: (
+                ec._avg_pool_backward(g, (2, 3, 9, 10), (3, 3), (2, 2), (1, 1), True, False, None),
+                ec._avg_pool_backward(g, (2, 3, 9, 10), (3, 3), (2, 2), (1, 1), True, True, 4),
+            ),
+            maker(S(2, 3, 5, 6)),
+            "_avg_pool_backward",
+        ),
+        (
+            "adaptive avg pool backward",
+            lambda g: ec._adaptive_avg_pool_backward(g, (2, 3, 9, 10)),
+            maker(S(2, 3, 4, 3)),
+            "_adaptive_avg_pool_backward",
+        ),
+        (
+            "convolution backward (stride, padding, dilation, groups, bias)",
+            lambda g, x, w: ec.convolution_backward(
+                g, x, w, (4,), (2, 1), (1, 2), (1, 2), False, (0, 0), 2, (True, True, True)
+            ),
+            maker(S(2, 4, 4, 10), S(2, 6, 8, 10), S(4, 3, 3, 3)),
+            "convolution_backward",
+        ),
+        (
+            "convolution backward depthwise / pointwise",
+            lambda g, gp, x, wd, wp: (
+                ec.convolution_backward(
+                    g, x, wd, None, (1, 1), (1, 1), (1, 1), False, (0, 0), 3, (True, True, False)
+                ),
+                ec.convolution_backward(
+                    gp, x, wp, (4,), (1, 1), (0, 0), (1, 1), False, (0, 0), 1, (True, True, True)
+                ),
+            ),
+            maker(S(2, 6, 5, 6), S(2, 4, 5, 6), S(2, 3, 5, 6), S(6, 1, 3, 3), S(4, 3, 1, 1)),
+            "convolution_backward",
+        ),
+        (
+            "pad and interpolate backward",
+            lambda g, gi, gc: (
+                ec._pad_mode_backward(g, (2, 3, 4, 5), (2, 1, 1, 2), "reflect"),
+                ec._pad_mode_backward(g, (2, 3, 4, 5), (2, 1, 1, 2), "circular"),
+                ec._upsample_nearest_backward(gi, (2, 3, 4, 5), (7, 8), None, False),
+                ec._upsample_linear_backward(gi, (2, 3, 4, 5), (7, 8), False, None),
+                ec._upsample_bicubic_backward(gc, (2, 3, 4, 5), (6, 9), True, None),
+            ),
+            maker(S(2, 3, 7, 8), S(2, 3, 7, 8), S(2, 3, 6, 9)),
+            "_pad_mode_backward",
+        ),
     ]
 
 
@@ -272,7 +365,7 @@ def test_amp_update_scale_on_the_device():
     tracker = ec.zeros((), dtype=ec.int32, device=CUDA)
     found = ec.zeros((), device=CUDA)
     seen = []
-    for step, inf in enumerate([0, 0, 1, 0, 0, 0]):
+    for inf in [0, 0, 1, 0, 0, 0]:
         found.fill_(float(inf))
         ec._amp_update_scale_(scale, tracker, found, 2.0, 0.5, 2)
         seen.append((scale.item(), int(tracker.item())))

@@ -917,3 +917,78 @@ int ecu_upsample_linear(int dtype, int backward, int64_t planes, const int64_t* 
     return nn_elements(backward ? ECU_NN_UPSAMPLE_LINEAR_BWD : ECU_NN_UPSAMPLE_LINEAR, dtype,
                        planes * vol3(o3.v), args);
 }
+
+int ecu_upsample_bicubic(int dtype, int backward, int64_t planes, const int64_t* in3,
+                         const int64_t* out3, int align_corners, const double* scales, ec_ptr src,
+                         ec_ptr dst) {
+    int st = nn_dtype_ok(dtype, "interpolate (bicubic)");
+    if (st != EC_OK) return st;
+    dims3 i3, o3;
+    if ((st = rs_dims(planes, in3, out3, &i3, &o3, 1, "interpolate (bicubic)")) != EC_OK) return st;
+    int64_t IH = in3[1], IW = in3[2], OH = out3[1], OW = out3[2];
+    double hs = scales[1], ws = scales[2];
+    if (backward) {
+        st = ecu_memset(dst, 0, (uint64_t)(planes * IH * IW) * (uint64_t)ec_itemsize[dtype]);
+        if (st != EC_OK) return st;
+    }
+    void* args[] = {&planes, &IH, &IW, &OH, &OW, &align_corners, &hs, &ws, &src, &dst};
+    return nn_elements(backward ? ECU_NN_UPSAMPLE_BICUBIC_BWD : ECU_NN_UPSAMPLE_BICUBIC, dtype,
+                       planes * OH * OW, args);
+}
+
+/* ---------------------------------------------- embedding bags and max_norm */
+
+int ecu_embedding_bag(int dtype, int64_t num, int64_t dim, int mode, ec_ptr out,
+                      ec_ptr offset2bag, ec_ptr bag_size, ec_ptr max_idx, ec_ptr weight,
+                      int64_t w_rs, ec_ptr idx, int64_t n, ec_ptr offsets, int64_t bags,
+                      ec_ptr psw, int64_t padding_idx) {
+    if (num < 0 || dim < 0 || n < 0 || bags < 0 || mode < 0 || mode > 2)
+        return ec_fail(EC_ERR_INVALID, "embedding_bag: bad arguments");
+    int st = nn_dtype_ok(dtype, "embedding_bag");
+    if (st != EC_OK || (st = ecu_ready()) != EC_OK) return st;
+    /* indices outside every bag keep offset2bag -1, as on the CPU */
+    if ((st = ecu_memset(offset2bag, 0xff, (uint64_t)n * 8)) != EC_OK) return st;
+    if (bags == 0) return EC_OK;
+    ecu_CUdeviceptr err = ecu_error_word();
+    void* args[] = {&num, &dim, &mode, &out, &offset2bag, &bag_size, &max_idx, &weight, &w_rs,
+                    &idx, &n, &offsets, &bags, &psw, &padding_idx, &err};
+    return nn_elements(ECU_NN_EMBEDDING_BAG, dtype, bags * (dim ? dim : 1), args);
+}
+
+int ecu_embedding_bag_backward(int dtype, int64_t num, int64_t dim, int mode, ec_ptr grad_weight,
+                               ec_ptr grad_psw, ec_ptr grad, ec_ptr weight, int64_t w_rs,
+                               ec_ptr idx, int64_t n, ec_ptr offset2bag, ec_ptr bag_size,
+                               ec_ptr max_idx, int64_t bags, ec_ptr psw, int64_t padding_idx,
+                               int scale_by_freq) {
+    if (num < 0 || dim < 0 || n < 0 || bags < 0 || mode < 0 || mode > 2)
+        return ec_fail(EC_ERR_INVALID, "embedding_bag backward: bad arguments");
+    if (scale_by_freq && mode != 2)
+        return ec_fail(EC_ERR_INVALID,
+                       "embedding_bag backward: scale_grad_by_freq has no CUDA kernel yet");
+    int st = nn_dtype_ok(dtype, "embedding_bag backward");
+    if (st != EC_OK || (st = ecu_ready()) != EC_OK) return st;
+    st = ecu_memset(grad_weight, 0, (uint64_t)(num * dim) * (uint64_t)ec_itemsize[dtype]);
+    if (st != EC_OK) return st;
+    ecu_CUdeviceptr err = ecu_error_word();
+    void* args[] = {&num, &dim, &mode, &grad_weight, &grad, &idx, &n, &offset2bag, &bag_size,
+                    &max_idx, &bags, &psw, &padding_idx, &err};
+    st = nn_elements(ECU_NN_EMBEDDING_BAG_BWD, dtype, (mode == 2 ? bags : n) * dim, args);
+    if (st != EC_OK || !grad_psw) return st;
+    void* pargs[] = {&num, &dim, &grad_psw, &grad, &weight, &w_rs, &idx, &n, &offset2bag,
+                     &padding_idx};
+    return nn_elements(ECU_NN_EMBEDDING_BAG_PSW, dtype, n, pargs);
+}
+
+int ecu_embedding_renorm(int dtype, int64_t num, int64_t dim, ec_ptr weight, int64_t w_rs,
+                         ec_ptr idx, int idx_is_i32, int64_t n, double max_norm,
+                         double norm_type) {
+    if (num < 0 || dim < 0 || n < 0) return ec_fail(EC_ERR_INVALID, "embedding_renorm_: bad sizes");
+    int st = nn_dtype_ok(dtype, "embedding_renorm_");
+    if (st != EC_OK || n == 0 || (st = ecu_ready()) != EC_OK) return st;
+    if (n > 0x7fffffffLL) return ec_fail(EC_ERR_INVALID, "embedding_renorm_: too many indices");
+    ecu_CUfunction f;
+    if ((st = nn_function(ECU_NN_EMBEDDING_RENORM, dtype, &f)) != EC_OK) return st;
+    ecu_CUdeviceptr err = ecu_error_word();
+    void* args[] = {&num, &dim, &weight, &w_rs, &idx, &idx_is_i32, &n, &max_norm, &norm_type, &err};
+    return ecu_launch(f, (unsigned)n, 1, 1, segment_threads(dim), 1, 1, 32 * sizeof(double), args);
+}

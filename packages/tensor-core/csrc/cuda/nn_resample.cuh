@@ -119,4 +119,67 @@ __global__ void ecu_upsample_linear_k(int64_t planes, ecu_rs3 in3, ecu_rs3 out3,
     }
 }
 
+/* Bicubic (2-D) at output o of one dim: 4 clamped source positions and
+ * their Keys weights (A = -0.75), as resample_tmpl.h's upsample_bicubic. */
+template <class T>
+static __device__ __forceinline__ void ecu_cubic_at(int64_t in, int64_t out, int align_corners,
+                                                    double scale, int64_t o, int64_t* idx, T* c) {
+    T s = align_corners ? (out > 1 ? (T)(in - 1) / (T)(out - 1) : (T)0)
+                        : (scale > 0 ? (T)(1.0 / scale) : (T)in / (T)out);
+    T real = align_corners ? s * (T)o : s * ((T)o + (T)0.5) - (T)0.5;
+    int64_t i = (int64_t)floor((double)real);
+    if (i > in - 1) i = in - 1;
+    T t = real - (T)i;
+    if (t < 0) t = 0;
+    if (t > 1) t = 1;
+    const T A = (T)-0.75;
+    T x1 = t, x2 = (T)1 - t;
+#define ECU_CC1(x) ((((A + 2) * (x) - (A + 3)) * (x) * (x)) + 1)
+#define ECU_CC2(x) ((((A * (x)) - 5 * A) * (x) + 8 * A) * (x) - 4 * A)
+    c[0] = ECU_CC2(x1 + 1);
+    c[1] = ECU_CC1(x1);
+    c[2] = ECU_CC1(x2);
+    c[3] = ECU_CC2(x2 + 1);
+#undef ECU_CC1
+#undef ECU_CC2
+    for (int k = 0; k < 4; k++) {
+        int64_t v = i - 1 + k;
+        idx[k] = v < 0 ? 0 : (v > in - 1 ? in - 1 : v);
+    }
+}
+
+/* Forward: a thread per output; backward: dst = gx (zeroed by the launcher),
+ * atomics. */
+template <class T, bool BWD>
+__global__ void ecu_upsample_bicubic_k(int64_t planes, int64_t IH, int64_t IW, int64_t OH,
+                                       int64_t OW, int align_corners, double hscale,
+                                       double wscale, const T* src, T* dst) {
+    const int64_t ivol = IH * IW, ovol = OH * OW;
+    ECU_RS_LOOP(e, planes * ovol) {
+        int64_t pl = e / ovol, oh = (e / OW) % OH, ow = e % OW;
+        int64_t hi[4], wi[4];
+        T hc[4], wc[4];
+        ecu_cubic_at<T>(IH, OH, align_corners, hscale, oh, hi, hc);
+        ecu_cubic_at<T>(IW, OW, align_corners, wscale, ow, wi, wc);
+        if (!BWD) {
+            const T* x = src + pl * ivol;
+            T acc = 0;
+            for (int a = 0; a < 4; a++) {
+                const T* row = x + hi[a] * IW;
+                T r = 0;
+                for (int b = 0; b < 4; b++) r += wc[b] * row[wi[b]];
+                acc += hc[a] * r;
+            }
+            dst[e] = acc;
+        } else {
+            T* gx = dst + pl * ivol;
+            const T g = src[e];
+            for (int a = 0; a < 4; a++) {
+                T ga = g * hc[a];
+                for (int b = 0; b < 4; b++) atomicAdd(gx + hi[a] * IW + wi[b], ga * wc[b]);
+            }
+        }
+    }
+}
+
 #endif

@@ -43,6 +43,14 @@ KERNELS = {
         (lib.EC_UINT8, lib.EC_INT16, lib.EC_INT32, lib.EC_INT64),
     ),
     lib.ECU_NN_EMBEDDING_BWD: _single("ecu_embedding_bwd_k<{t}>", _BASE + ("nn_embed.cuh",)),
+    lib.ECU_NN_EMBEDDING_BAG: _single("ecu_embedding_bag_k<{t}>", _BASE + ("nn_embed.cuh",)),
+    lib.ECU_NN_EMBEDDING_BAG_BWD: _single(
+        "ecu_embedding_bag_bwd_k<{t}>", _BASE + ("nn_embed.cuh",)
+    ),
+    lib.ECU_NN_EMBEDDING_BAG_PSW: _single(
+        "ecu_embedding_bag_psw_k<{t}>", _BASE + ("nn_embed.cuh",)
+    ),
+    lib.ECU_NN_EMBEDDING_RENORM: _single("ecu_embedding_renorm_k<{t}>", _BASE + ("nn_embed.cuh",)),
     lib.ECU_NN_ROW_NORM: _single("ecu_row_norm_k<{t}>", _NORM),
     lib.ECU_NN_ROW_NORM_BWD: _single("ecu_row_norm_bwd_k<{t}>", _NORM),
     lib.ECU_NN_ROW_NORM_COLS: _single("ecu_row_norm_cols_k<{t}>", _NORM),
@@ -78,6 +86,8 @@ KERNELS[lib.ECU_NN_MAP_GATHER] = _single(
 KERNELS[lib.ECU_NN_MAP_SCATTER_ADD] = _single("ecu_map_scatter_add_k<{t}>", _RESAMPLE)
 KERNELS[lib.ECU_NN_UPSAMPLE_LINEAR] = _single("ecu_upsample_linear_k<{t}, false>", _RESAMPLE)
 KERNELS[lib.ECU_NN_UPSAMPLE_LINEAR_BWD] = _single("ecu_upsample_linear_k<{t}, true>", _RESAMPLE)
+KERNELS[lib.ECU_NN_UPSAMPLE_BICUBIC] = _single("ecu_upsample_bicubic_k<{t}, false>", _RESAMPLE)
+KERNELS[lib.ECU_NN_UPSAMPLE_BICUBIC_BWD] = _single("ecu_upsample_bicubic_k<{t}, true>", _RESAMPLE)
 
 _ACT_HEADERS = _BASE + ("activation_ops.h", "nn_act.cuh")
 

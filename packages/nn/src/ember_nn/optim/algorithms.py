@@ -9,12 +9,12 @@ from ember_nn._lib import check, ffi, lib
 from ember_nn.optim.optimizer import (
     Optimizer,
     addresses,
+    fused_step,
     grads_of,
     kernel_dtype,
     mark_written,
     numels,
     scalar_code,
-    fused_step,
     step_tensor,
 )
 

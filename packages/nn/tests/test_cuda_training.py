@@ -89,6 +89,40 @@ def test_training_in_float64_matches_closely():
         np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-9)
 
 
+class Recurrent(nn.Module):
+    def __init__(self, cell):
+        super().__init__()
+        self.rnn = cell(6, 10, num_layers=2, batch_first=True, bidirectional=True)
+        self.head = nn.Linear(20, 4)
+
+    def forward(self, x):
+        return self.head(self.rnn(x)[0][:, -1])
+
+
+@pytest.mark.parametrize("cell", [nn.LSTM, nn.GRU], ids=["LSTM", "GRU"])
+def test_recurrent_training_on_cuda_matches_the_cpu(cell):
+    # the fused cell kernels with their gate GEMMs on cuBLAS, both directions
+    rng = np.random.default_rng(2)
+    x = ec.from_numpy(rng.standard_normal((5, 7, 6)).astype(np.float32))
+    y = ec.from_numpy(rng.integers(0, 4, 5))
+    runs = []
+    for device in ("cpu", "cuda"):
+        ec.manual_seed(0)
+        model = Recurrent(cell).to(device)
+        opt = optim.Adam(model.parameters(), lr=1e-2)
+        losses = []
+        for _ in range(8):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x.to(device)), y.to(device))
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        runs.append((losses, [p.detach().cpu().numpy() for p in model.parameters()]))
+    np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=1e-4, atol=1e-5)
+    for got, want in zip(runs[1][1], runs[0][1]):
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
+
+
 def test_multi_tensor_step_spans_launches():
     # more tensors than one launch holds and a tensor larger than one launch's
     # chunks (Note [Multi-tensor launches]): every element is updated once

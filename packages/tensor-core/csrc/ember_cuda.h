@@ -217,7 +217,13 @@ enum ecu_nn_op {
     ECU_NN_EMBEDDING_BAG = 42,
     ECU_NN_EMBEDDING_BAG_BWD = 43,
     ECU_NN_EMBEDDING_BAG_PSW = 44,
-    ECU_NN_EMBEDDING_RENORM = 45
+    ECU_NN_EMBEDDING_RENORM = 45,
+    ECU_NN_RNN_BIAS = 46,
+    ECU_NN_RNN_COL_SUM = 47,
+    ECU_NN_LSTM_POINT = 48,
+    ECU_NN_LSTM_POINT_BWD = 49,
+    ECU_NN_GRU_POINT = 50,
+    ECU_NN_GRU_POINT_BWD = 51
 };
 int ecu_embedding(int dtype, int64_t num, int64_t dim, ec_ptr out, ec_ptr weight, int64_t w_rs,
                   ec_ptr idx, int idx_is_i32, int64_t n);
@@ -340,6 +346,27 @@ int ecu_upsample_linear(int dtype, int backward, int64_t planes, const int64_t* 
 int ecu_upsample_bicubic(int dtype, int backward, int64_t planes, const int64_t* in3,
                          const int64_t* out3, int align_corners, const double* scales, ec_ptr src,
                          ec_ptr dst);
+
+/* Recurrent cells (cuda/nn_rnn.cuh): gate GEMMs on cuBLAS, one fused gate
+ * kernel each way. */
+int ecu_lstm_cell(int dtype, int64_t b, int64_t i, int64_t h, ec_ptr hy, ec_ptr cy, ec_ptr ws,
+                  ec_ptr x, int64_t x_rs, ec_ptr hx, int64_t h_rs, ec_ptr cx, int64_t c_rs,
+                  ec_ptr w_ih, int64_t wih_rs, ec_ptr w_hh, int64_t whh_rs, ec_ptr b_ih,
+                  ec_ptr b_hh);
+int ecu_lstm_cell_backward(int dtype, int64_t b, int64_t i, int64_t h, ec_ptr grad_x,
+                           ec_ptr grad_hx, ec_ptr grad_cx, ec_ptr grad_w_ih, ec_ptr grad_w_hh,
+                           ec_ptr grad_b, ec_ptr dgates, ec_ptr grad_hy, ec_ptr grad_cy,
+                           ec_ptr ws, ec_ptr cx, int64_t c_rs, ec_ptr cy, ec_ptr x, int64_t x_rs,
+                           ec_ptr hx, int64_t h_rs, ec_ptr w_ih, int64_t wih_rs, ec_ptr w_hh,
+                           int64_t whh_rs);
+int ecu_gru_cell(int dtype, int64_t b, int64_t i, int64_t h, ec_ptr hy, ec_ptr ws, ec_ptr x,
+                 int64_t x_rs, ec_ptr hx, int64_t h_rs, ec_ptr w_ih, int64_t wih_rs, ec_ptr w_hh,
+                 int64_t whh_rs, ec_ptr b_ih, ec_ptr b_hh);
+int ecu_gru_cell_backward(int dtype, int64_t b, int64_t i, int64_t h, ec_ptr grad_x,
+                          ec_ptr grad_hx, ec_ptr grad_w_ih, ec_ptr grad_w_hh, ec_ptr grad_b_ih,
+                          ec_ptr grad_b_hh, ec_ptr dgates, ec_ptr grad_hy, ec_ptr ws, ec_ptr x,
+                          int64_t x_rs, ec_ptr hx, int64_t h_rs, ec_ptr w_ih, int64_t wih_rs,
+                          ec_ptr w_hh, int64_t whh_rs);
 
 /* --- matrix products on cuBLAS (Note [cuBLAS], cuda/blas_launch.c) ------- */
 

@@ -992,3 +992,123 @@ int ecu_embedding_renorm(int dtype, int64_t num, int64_t dim, ec_ptr weight, int
     void* args[] = {&num, &dim, &weight, &w_rs, &idx, &idx_is_i32, &n, &max_norm, &norm_type, &err};
     return ecu_launch(f, (unsigned)n, 1, 1, segment_threads(dim), 1, 1, 32 * sizeof(double), args);
 }
+
+/* ------------------------------------------------------------ RNN cells */
+
+static int rnn_check(int dtype, int64_t b, int64_t i, int64_t h, const char* op) {
+    int st = nn_dtype_ok(dtype, op);
+    if (st != EC_OK) return st;
+    if (b < 0 || i < 0 || h < 0) return ec_fail(EC_ERR_INVALID, "%s: negative size", op);
+    return ecu_ready();
+}
+
+/* out (b, w; row stride ld) += a (b, k; row stride a_rs) @ wt^T, wt (w, k) of
+ * row stride w_rs (rnn.inc's gemm_nt). */
+static int gemm_nt(int dtype, ec_ptr out, int64_t ld, int64_t b, int64_t w, int64_t k, ec_ptr a,
+                   int64_t a_rs, ec_ptr wt, int64_t w_rs) {
+    return ecu_matmul(dtype, 1, b, w, k, 1.0, a, 0, a_rs, 1, wt, 0, 1, w_rs, 1.0, out, 0, ld, 1);
+}
+
+/* rnn.inc's cell_gemm_back on cuBLAS. */
+static int cell_gemm_back(int dtype, int64_t b, int64_t in, int64_t h, int64_t gates, ec_ptr dg,
+                          ec_ptr dgh, int64_t ld, ec_ptr gx, ec_ptr gh, double beta_h,
+                          ec_ptr gwih, ec_ptr gwhh, ec_ptr x, int64_t x_rs, ec_ptr hx,
+                          int64_t h_rs, ec_ptr w_ih, int64_t wih_rs, ec_ptr w_hh,
+                          int64_t whh_rs) {
+    int64_t gw = gates * h;
+    int st = EC_OK;
+    if (gx)
+        st = ecu_matmul(dtype, 1, b, in, gw, 1.0, dg, 0, ld, 1, w_ih, 0, wih_rs, 1, 0.0, gx, 0, in,
+                        1);
+    if (st == EC_OK && gh)
+        st = ecu_matmul(dtype, 1, b, h, gw, 1.0, dgh, 0, ld, 1, w_hh, 0, whh_rs, 1, beta_h, gh, 0,
+                        h, 1);
+    if (st == EC_OK && gwih)
+        st = ecu_matmul(dtype, 1, gw, in, b, 1.0, dg, 0, 1, ld, x, 0, x_rs, 1, 0.0, gwih, 0, in, 1);
+    if (st == EC_OK && gwhh)
+        st = ecu_matmul(dtype, 1, gw, h, b, 1.0, dgh, 0, 1, ld, hx, 0, h_rs, 1, 0.0, gwhh, 0, h, 1);
+    return st;
+}
+
+static int col_sum(int dtype, ec_ptr db, ec_ptr d, int64_t b, int64_t w, int64_t ld) {
+    void* args[] = {&b, &w, &ld, &db, &d};
+    return nn_elements(ECU_NN_RNN_COL_SUM, dtype, w, args);
+}
+
+static int rnn_bias(int dtype, ec_ptr out, int64_t b, int64_t w, int64_t ld, ec_ptr b1,
+                    ec_ptr b2) {
+    void* args[] = {&b, &w, &ld, &out, &b1, &b2};
+    return nn_elements(ECU_NN_RNN_BIAS, dtype, b * w, args);
+}
+
+int ecu_lstm_cell(int dtype, int64_t b, int64_t i, int64_t h, ec_ptr hy, ec_ptr cy, ec_ptr ws,
+                  ec_ptr x, int64_t x_rs, ec_ptr hx, int64_t h_rs, ec_ptr cx, int64_t c_rs,
+                  ec_ptr w_ih, int64_t wih_rs, ec_ptr w_hh, int64_t whh_rs, ec_ptr b_ih,
+                  ec_ptr b_hh) {
+    int st = rnn_check(dtype, b, i, h, "lstm_cell");
+    if (st != EC_OK || b == 0 || h == 0) return st;
+    int64_t g4 = 4 * h;
+    if ((st = rnn_bias(dtype, ws, b, g4, g4, b_ih, b_hh)) != EC_OK) return st;
+    if ((st = gemm_nt(dtype, ws, g4, b, g4, i, x, x_rs, w_ih, wih_rs)) != EC_OK) return st;
+    if ((st = gemm_nt(dtype, ws, g4, b, g4, h, hx, h_rs, w_hh, whh_rs)) != EC_OK) return st;
+    void* args[] = {&b, &h, &ws, &hy, &cy, &cx, &c_rs};
+    return nn_elements(ECU_NN_LSTM_POINT, dtype, b * h, args);
+}
+
+int ecu_lstm_cell_backward(int dtype, int64_t b, int64_t i, int64_t h, ec_ptr grad_x,
+                           ec_ptr grad_hx, ec_ptr grad_cx, ec_ptr grad_w_ih, ec_ptr grad_w_hh,
+                           ec_ptr grad_b, ec_ptr dgates, ec_ptr grad_hy, ec_ptr grad_cy,
+                           ec_ptr ws, ec_ptr cx, int64_t c_rs, ec_ptr cy, ec_ptr x, int64_t x_rs,
+                           ec_ptr hx, int64_t h_rs, ec_ptr w_ih, int64_t wih_rs, ec_ptr w_hh,
+                           int64_t whh_rs) {
+    int st = rnn_check(dtype, b, i, h, "lstm_cell backward");
+    if (st != EC_OK) return st;
+    int64_t g4 = 4 * h;
+    void* args[] = {&b, &h, &dgates, &grad_cx, &ws, &grad_hy, &grad_cy, &cx, &c_rs, &cy};
+    if ((st = nn_elements(ECU_NN_LSTM_POINT_BWD, dtype, b * h, args)) != EC_OK) return st;
+    if (grad_b && (st = col_sum(dtype, grad_b, dgates, b, g4, g4)) != EC_OK) return st;
+    return cell_gemm_back(dtype, b, i, h, 4, dgates, dgates, g4, grad_x, grad_hx, 0.0, grad_w_ih,
+                          grad_w_hh, x, x_rs, hx, h_rs, w_ih, wih_rs, w_hh, whh_rs);
+}
+
+/* Note: the GRU's gates need the hidden GEMM's n part apart from the input's;
+ * ws (b, 4h) holds [r, z] pre-activations (both GEMMs added, both biases),
+ * the input part of n (+ b_ih), and the hidden part of n (+ b_hh), so no
+ * scratch beyond ws is needed. */
+int ecu_gru_cell(int dtype, int64_t b, int64_t i, int64_t h, ec_ptr hy, ec_ptr ws, ec_ptr x,
+                 int64_t x_rs, ec_ptr hx, int64_t h_rs, ec_ptr w_ih, int64_t wih_rs, ec_ptr w_hh,
+                 int64_t whh_rs, ec_ptr b_ih, ec_ptr b_hh) {
+    int st = rnn_check(dtype, b, i, h, "gru_cell");
+    if (st != EC_OK || b == 0 || h == 0) return st;
+    const int64_t g4 = 4 * h, isz = ec_itemsize[dtype];
+    const ec_ptr ws_n = ws + (ec_ptr)(2 * h * isz), ws_hn = ws + (ec_ptr)(3 * h * isz);
+    const ec_ptr whh_n = w_hh + (ec_ptr)(2 * h * whh_rs * isz);
+    /* [r, z]: b_ih + b_hh; n: b_ih; hn: b_hh */
+    if ((st = rnn_bias(dtype, ws, b, 2 * h, g4, b_ih, b_hh)) != EC_OK) return st;
+    if ((st = rnn_bias(dtype, ws_n, b, h, g4, b_ih ? b_ih + (ec_ptr)(2 * h * isz) : 0, 0)) != EC_OK)
+        return st;
+    if ((st = rnn_bias(dtype, ws_hn, b, h, g4, b_hh ? b_hh + (ec_ptr)(2 * h * isz) : 0, 0)) != EC_OK)
+        return st;
+    if ((st = gemm_nt(dtype, ws, g4, b, 3 * h, i, x, x_rs, w_ih, wih_rs)) != EC_OK) return st;
+    if ((st = gemm_nt(dtype, ws, g4, b, 2 * h, h, hx, h_rs, w_hh, whh_rs)) != EC_OK) return st;
+    if ((st = gemm_nt(dtype, ws_hn, g4, b, h, h, hx, h_rs, whh_n, whh_rs)) != EC_OK) return st;
+    void* args[] = {&b, &h, &ws, &hy, &hx, &h_rs};
+    return nn_elements(ECU_NN_GRU_POINT, dtype, b * h, args);
+}
+
+int ecu_gru_cell_backward(int dtype, int64_t b, int64_t i, int64_t h, ec_ptr grad_x,
+                          ec_ptr grad_hx, ec_ptr grad_w_ih, ec_ptr grad_w_hh, ec_ptr grad_b_ih,
+                          ec_ptr grad_b_hh, ec_ptr dgates, ec_ptr grad_hy, ec_ptr ws, ec_ptr x,
+                          int64_t x_rs, ec_ptr hx, int64_t h_rs, ec_ptr w_ih, int64_t wih_rs,
+                          ec_ptr w_hh, int64_t whh_rs) {
+    int st = rnn_check(dtype, b, i, h, "gru_cell backward");
+    if (st != EC_OK) return st;
+    const int64_t g6 = 6 * h, g3 = 3 * h, isz = ec_itemsize[dtype];
+    void* args[] = {&b, &h, &dgates, &grad_hx, &ws, &grad_hy, &hx, &h_rs};
+    if ((st = nn_elements(ECU_NN_GRU_POINT_BWD, dtype, b * h, args)) != EC_OK) return st;
+    const ec_ptr dgh = dgates + (ec_ptr)(g3 * isz);
+    if (grad_b_ih && (st = col_sum(dtype, grad_b_ih, dgates, b, g3, g6)) != EC_OK) return st;
+    if (grad_b_hh && (st = col_sum(dtype, grad_b_hh, dgh, b, g3, g6)) != EC_OK) return st;
+    return cell_gemm_back(dtype, b, i, h, 3, dgates, dgh, g6, grad_x, grad_hx, 1.0, grad_w_ih,
+                          grad_w_hh, x, x_rs, hx, h_rs, w_ih, wih_rs, w_hh, whh_rs);
+}

@@ -86,6 +86,16 @@ KERNELS[lib.ECU_NN_MAP_GATHER] = _single(
 KERNELS[lib.ECU_NN_MAP_SCATTER_ADD] = _single("ecu_map_scatter_add_k<{t}>", _RESAMPLE)
 KERNELS[lib.ECU_NN_UPSAMPLE_LINEAR] = _single("ecu_upsample_linear_k<{t}, false>", _RESAMPLE)
 KERNELS[lib.ECU_NN_UPSAMPLE_LINEAR_BWD] = _single("ecu_upsample_linear_k<{t}, true>", _RESAMPLE)
+_RNN = ("prelude.cuh", "ember_codes.h", "nn_rnn.cuh")
+for _op, _kernel in (
+    (lib.ECU_NN_RNN_BIAS, "ecu_rnn_bias_k"),
+    (lib.ECU_NN_RNN_COL_SUM, "ecu_rnn_col_sum_k"),
+    (lib.ECU_NN_LSTM_POINT, "ecu_lstm_point_k"),
+    (lib.ECU_NN_LSTM_POINT_BWD, "ecu_lstm_point_bwd_k"),
+    (lib.ECU_NN_GRU_POINT, "ecu_gru_point_k"),
+    (lib.ECU_NN_GRU_POINT_BWD, "ecu_gru_point_bwd_k"),
+):
+    KERNELS[_op] = _single(_kernel + "<{t}>", _RNN)
 KERNELS[lib.ECU_NN_UPSAMPLE_BICUBIC] = _single("ecu_upsample_bicubic_k<{t}, false>", _RESAMPLE)
 KERNELS[lib.ECU_NN_UPSAMPLE_BICUBIC_BWD] = _single("ecu_upsample_bicubic_k<{t}, true>", _RESAMPLE)
 

@@ -25,9 +25,14 @@ def _rng(*parts):
     return np.random.default_rng(zlib.crc32("/".join(map(str, parts)).encode()))
 
 
-def _cases(dt, rng):
+def training_cases(dt, rng):
+    """[(label, fn, make, op_name)] (test_cuda_coverage.py traces them too)."""
+
     def S(*shape, low=-2.0, high=2.0, layout="contiguous"):
         return Spec(values(shape, dt, rng, low, high), dt, layout)
+
+    def F32(v):  # a float32 scalar (mixed precision's found_inf, scales)
+        return Spec(np.array(v, dtype=np.float32), ec.float32)
 
     t8 = idx([0, 4, 1, 1, 3, 2, 0, 4])
     x85 = S(8, 5)
@@ -311,20 +316,44 @@ def _cases(dt, rng):
             maker(S(2, 3, 7, 8), S(2, 3, 7, 8), S(2, 3, 6, 9)),
             "_pad_mode_backward",
         ),
+        # mixed precision's ops (float32 scalars; the gradients of the table's dtype)
+        (
+            "_amp_foreach_non_finite_check_and_unscale_",
+            lambda a, b, found, inv: (
+                ec._amp_foreach_non_finite_check_and_unscale_([a, b], found, inv),
+                a,
+                b,
+                found,
+            )[1:],
+            maker(S(3, 4), S(70000), F32(0.0), F32(0.125)),
+            "_amp_foreach_non_finite_check_and_unscale_",
+        ),
+        (
+            "_amp_update_scale_",
+            lambda scale, tracker, found: (
+                ec._amp_update_scale_(scale, tracker, found, 2.0, 0.5, 1),
+                tracker,
+            ),
+            maker(F32(1024.0), Spec(np.array(0, dtype=np.int32), ec.int32), F32(0.0)),
+            "_amp_update_scale_",
+        ),
     ]
 
 
 @pytest.mark.parametrize("dtype", [ec.float32, ec.float64], ids=str)
 def test_nn_training_kernels(dtype):
     run_table(
-        f"nn training kernels on CUDA ({dtype})", _cases(dtype, _rng("train", dtype)), dtype, TOL
+        f"nn training kernels on CUDA ({dtype})",
+        training_cases(dtype, _rng("train", dtype)),
+        dtype,
+        TOL,
     )
 
 
 def test_nn_training_kernels_bfloat16():
     """bfloat16 operands compute in float32 on both devices."""
     names = {"cross_entropy", "native_layer_norm", "embedding", "batch_norm", "rms_norm"}
-    cases = [c for c in _cases(ec.bfloat16, _rng("train-bf16")) if c[3] in names]
+    cases = [c for c in training_cases(ec.bfloat16, _rng("train-bf16")) if c[3] in names]
     run_table("nn training kernels on CUDA (bfloat16)", cases, ec.bfloat16, TOL)
 
 

@@ -1,8 +1,15 @@
 /* CUDA launchers of ember's nn kernels (nn_*.cuh), with the CPU kernels'
- * parameters (Note [Kernel interface per device]): losses (loss.c), and the
+ * parameters (Note [Kernel interface per device]): losses (loss.c), the
  * multi-tensor optimizer steps whose CPU twins are ember_nn's fused steps
  * (packages/nn/csrc/optim.c; called as ec_optim_<name> through a CUDA
- * device's kernel namespace).  float32/float64 (Note [nn kernel dtypes]). */
+ * device's kernel namespace) and mixed precision's check (amp.c),
+ * activations (activation.c), embeddings (embedding.c), norms (norm.c),
+ * pooling and convolution (pool.c, conv.c), padding and interpolation
+ * (resample.c), recurrent cells (rnn.c).  float32/float64 compute (Note [nn
+ * kernel dtypes]); the kernels are compile groups of family ECU_FAM_NN
+ * (ember_core/_cuda_nn_kernels.py).  Kernels that gather use grid-stride
+ * loops; a launcher that needs a zeroed output clears it with an async memset
+ * on the current stream first. */
 #include <math.h>
 
 #include "launch.h"

@@ -74,6 +74,8 @@ from ember.amp import (  # noqa: E402
 )
 
 linalg = _alias_module("ember.linalg", "ember_core.linalg")
+# torch.fft is ember_core.fft (``import ember.fft`` works too)
+fft = _alias_module("ember.fft", "ember_core.fft")
 
 with contextlib.suppress(ImportError):  # a dependency; tolerate a partial install
     from ember import multiprocessing  # noqa: E402
@@ -161,8 +163,8 @@ from ember import distributions  # noqa: E402 - needs the namespace above comple
 __all__.append("distributions")
 
 # --- profiler, distributed, tensorboard and small namespaces ---
-from ember import accelerator, distributed, mps, profiler, version  # noqa: E402
+from ember import accelerator, distributed, mps, onnx, profiler, version  # noqa: E402
 from ember.utils import hooks as _utils_hooks  # noqa: E402,F401 - ember.utils.hooks
 
 __version__ = version.__version__  # compares with tuples, as torch's TorchVersion
-__all__ = sorted({*__all__, "accelerator", "distributed", "mps", "profiler", "version"})
+__all__ = sorted({*__all__, "accelerator", "distributed", "mps", "onnx", "profiler", "version"})

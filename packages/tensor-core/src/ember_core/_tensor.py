@@ -8,7 +8,7 @@ Computations are not defined here: they are ops declared in the op table
 import operator
 import warnings
 
-from ember_core import _dispatch, _dtype, _shape, _storage
+from ember_core import _autograd_loader, _dispatch, _dtype, _shape, _storage
 from ember_core._device import CPU
 
 _new = object.__new__
@@ -179,7 +179,7 @@ class Tensor:
         return self._dtype.is_floating_point
 
     def is_complex(self):
-        return False
+        return self._dtype.is_complex
 
     def is_signed(self):
         return self._dtype.is_signed
@@ -248,8 +248,12 @@ class Tensor:
         self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad=True):
+        # (ember_autograd replaces this method when it loads: Note [Autograd entry point])
         requires_grad = bool(requires_grad)
-        if requires_grad and not self._dtype.is_floating_point:
+        # (the first time only: ember_autograd's form calls this one afterwards)
+        if requires_grad and _autograd_loader.loads_now(Tensor, "requires_grad_"):
+            return self.requires_grad_(requires_grad)
+        if requires_grad and not self._dtype.differentiable:
             raise RuntimeError(
                 "only Tensors of floating point and complex dtype can require gradients"
             )
@@ -314,9 +318,12 @@ class Tensor:
             setattr(self, slot, getattr(other, slot))
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        # (ember_autograd replaces this method when it loads: Note [Autograd entry point])
+        if _autograd_loader.loads_now(Tensor, "backward"):
+            return self.backward(gradient, retain_graph, create_graph, inputs)
         raise RuntimeError(
-            "backward() needs ember_autograd, which registers gradients with ember_core: "
-            "`import ember_autograd` (or `import ember`) first"
+            "backward() needs ember_autograd, which records gradients for ember_core: "
+            "install it (pip install ember-autograd, or ember)"
         )
 
     # ------------------------------------------------------ python protocol
@@ -432,6 +439,9 @@ class Tensor:
         return t
 
 
+_autograd_loader.remember(Tensor, "requires_grad_", "backward")
+
+
 class Size(tuple):
     """A tensor's shape: a tuple of ints, printed as ``ember.Size([2, 3])``."""
 
@@ -479,6 +489,8 @@ def empty(shape, dtype, dev=CPU):
     n = 1
     for s in shape:
         n *= s
+    if dev is not CPU and not dtype.base:
+        _cpu_only_dtype(dtype, dev)
     storage = _storage.allocate(n * dtype.itemsize, dev)
     t = _new(Tensor)
     t._storage = storage
@@ -490,6 +502,15 @@ def empty(shape, dtype, dev=CPU):
     t._numel = n
     t._contig = True
     return t
+
+
+def _cpu_only_dtype(dtype, dev):
+    # Note [CPU-only dtypes]: no kernel of another device knows these dtypes, so
+    # no tensor of them is made there
+    raise NotImplementedError(
+        f"{dtype} tensors are not implemented for device '{dev}' yet (ember runs complex and "
+        "uint16/32/64 tensors on the CPU only); move the data with .cpu()"
+    )
 
 
 def view_of(base, shape, stride, offset, numel=None, contig=None):

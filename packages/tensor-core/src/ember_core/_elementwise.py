@@ -853,19 +853,23 @@ def _alpha(op, alpha, a, b):
 @defop(tags=("pointwise",))
 def add(input, other, *, alpha=1, out=None):
     """input + alpha * other, broadcast and promoted."""
-    return binary("add", lib.EC_B_ADD, ARITH, input, other, out, _alpha("add", alpha, input, other))
+    # alpha 1 (nearly every call) without _alpha's frame: it gives 1.0 then too
+    p0 = 1.0 if alpha == 1 else _alpha("add", alpha, input, other)
+    return binary("add", lib.EC_B_ADD, ARITH, input, other, out, p0)
 
 
 @defop(inplace_of="add", tags=("pointwise",))
 def add_(input, other, *, alpha=1):
-    return binary_("add_", lib.EC_B_ADD, ARITH, input, other, _alpha("add_", alpha, input, other))
+    p0 = 1.0 if alpha == 1 else _alpha("add_", alpha, input, other)
+    return binary_("add_", lib.EC_B_ADD, ARITH, input, other, p0)
 
 
 @defop(aliases=("subtract",), tags=("pointwise",))
 def sub(input, other, *, alpha=1, out=None):
     """input - alpha * other."""
     _no_bool_sub("sub", input, other)
-    return binary("sub", lib.EC_B_SUB, ARITH, input, other, out, _alpha("sub", alpha, input, other))
+    p0 = 1.0 if alpha == 1 else _alpha("sub", alpha, input, other)
+    return binary("sub", lib.EC_B_SUB, ARITH, input, other, out, p0)
 
 
 @defop(inplace_of="sub", tags=("pointwise",))

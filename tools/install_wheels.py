@@ -5,8 +5,10 @@
 First installs each package with its declared dependencies (siblings from the
 wheelhouse, everything else from PyPI), which proves the package installs on its
 own; then force-reinstalls the ember wheels without dependencies, so a rebuilt
-wheel with an unchanged version number still replaces the installed one, and
-installs any dependency the rebuilt wheels declare that is still missing.
+wheel with an unchanged version number still replaces the installed one; then
+resolves once more against the refreshed wheels' metadata, so a dependency added
+since the environment was made (pip saw the old wheel as already satisfied) is
+installed too.
 """
 
 import pathlib
@@ -55,9 +57,7 @@ def main(argv):
             *ember,
         ]
     )
-    # A rebuilt wheel may declare a new dependency under the same version number
-    # (ducc0 came that way): install what the refreshed metadata now asks for.
-    subprocess.check_call([*pip, "--find-links", str(wheelhouse), *ember])
+    subprocess.check_call([*pip, "--find-links", str(wheelhouse), *names])
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from importlib import metadata as _metadata
 # attention, recurrent cells).
 from ember_core import (  # noqa: F401 - they fill the op table
     _activation,
+    _amp,
     _attention,
     _calculus,
     _complex,

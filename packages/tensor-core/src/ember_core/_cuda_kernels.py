@@ -12,6 +12,7 @@ compile test (tests/test_cuda_compile.py) walks ``all_groups()``.
 import dataclasses
 import re
 
+from ember_core import _cuda_nn_kernels
 from ember_core._lib import ffi, lib
 
 
@@ -282,6 +283,7 @@ FAMILIES = {
     lib.ECU_FAM_SOFTMAX: _softmax,
     lib.ECU_FAM_RANDOM: _random,
     lib.ECU_FAM_SEQUENCE: _sequence,
+    lib.ECU_FAM_NN: _cuda_nn_kernels.nn_group,
 }
 
 
@@ -333,6 +335,7 @@ def all_groups():
         group(lib.ECU_FAM_SEQUENCE, op, 0, 0) for op in (lib.ECU_SEQ_ARANGE, lib.ECU_SEQ_LINSPACE)
     ]
     out += [group(lib.ECU_FAM_SEQUENCE, lib.ECU_SEQ_TRIANGLE, dt, 0) for dt in _TRIANGLE_DTYPES]
+    out += _cuda_nn_kernels.nn_groups()
     return out
 
 

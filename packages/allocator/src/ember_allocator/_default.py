@@ -90,7 +90,7 @@ def host_allocator() -> CachingAllocator:
     return get_allocator("cpu")
 
 
-def host_fast_path(addresses: bool = False) -> tuple[Any, Any]:
+def host_fast_path(addresses: bool = False) -> tuple[Any, ...]:
     """``(malloc, free)``: the default host allocator's one-argument C entry points,
     for hot paths such as tensor creation.  ``malloc(nbytes)`` returns an address
     (0 on failure: raise ``host_allocator().allocation_error(nbytes)``, the

@@ -315,6 +315,11 @@ def _run_script(body):
 
 
 SCRIPT = """
+    import faulthandler, signal
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # stacks, if it ever hangs
+    # Ctrl-C raises KeyboardInterrupt, as in a terminal, even when the tests run as a
+    # background job of a non-interactive shell (which starts them with SIGINT ignored)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     import sys, helpers
     from ember_data import DataLoader
     loader = DataLoader(helpers.Slow(0.05, n=10000), batch_size=1, num_workers=2)
@@ -326,6 +331,20 @@ SCRIPT = """
 """
 
 
+def _finish(p, timeout):
+    """p's stderr once it has exited; its threads' stacks in the failure if it does
+    not exit in time. communicate() drains both pipes while waiting, so a child
+    writing much to stderr cannot block on a full pipe."""
+    try:
+        return p.communicate(timeout=timeout)[1]
+    except subprocess.TimeoutExpired:
+        os.kill(p.pid, signal.SIGUSR1)
+        time.sleep(1)
+        os.killpg(p.pid, signal.SIGKILL)
+        err = p.communicate()[1]
+        pytest.fail(f"the script did not exit within {timeout} s; its stderr:\n{err[-8000:]}")
+
+
 def test_ctrl_c_leaves_no_process_behind():
     p = _run_script(SCRIPT)
     try:
@@ -333,8 +352,8 @@ def test_ctrl_c_leaves_no_process_behind():
         assert len(pids) == 2 and all(alive(x) for x in pids)
         os.killpg(p.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole group
         # ~0.2 s when idle; the bound is generous for a machine under heavy load
-        p.wait(timeout=60)
-        assert "KeyboardInterrupt" in p.stderr.read()
+        err = _finish(p, timeout=60)
+        assert "KeyboardInterrupt" in err
         assert wait_until(lambda: not any(alive(x) for x in pids), timeout=3)
     finally:
         if p.poll() is None:

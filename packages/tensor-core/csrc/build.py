@@ -66,6 +66,8 @@ SOURCES += [
     "cuda/random_launch.c",
     "cuda/sequence_launch.c",
 ]
+# indexing, masks, sorting, selection and counting (cudaidx)
+SOURCES += ["cuda/indexing_launch.c", "cuda/sort_launch.c"]
 
 # Note [Embedded kernel sources]: the CUDA kernels are compiled by NVRTC at
 # run time from sources built into the extension, so the kernels always match

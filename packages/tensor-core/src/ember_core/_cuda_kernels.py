@@ -271,6 +271,60 @@ def _sequence(op, dtype, dtype2):
     raise RuntimeError(f"no CUDA sequence kernel {op} for dtype code {dtype}")
 
 
+# ------------------- indexing, masks, sorting (indexing.cuh, sort.cuh; cudaidx)
+
+_INDEX_HEADERS = ("prelude.cuh", "ember_codes.h", "dtype_lists.h", "store.cuh", "indexing.cuh")
+_INDEX_SOURCE = "".join(f'#include "{h}"\n' for h in _INDEX_HEADERS)
+INDEX_MODES = tuple(range(lib.EC_INDEX_GET, lib.EC_INDEX_MIN + 1))
+_MASKED = {lib.ECU_IX_MASKED_SELECT: "false", lib.ECU_IX_MASKED_SCATTER: "true"}
+
+
+def _index(op, dtype, dtype2):
+    sfx = DTYPES[dtype][1]
+    if op in INDEX_MODES:
+        return Group(
+            f"INDEX_{op}_{sfx}",
+            _INDEX_SOURCE,
+            _INDEX_HEADERS,
+            _strided("ecu_index_k", f"ecu_dt_{sfx}", f", {op}"),
+        )
+    if op in _MASKED and dtype in _TRIANGLE_DTYPES:  # bits: one kernel per item size
+        t = _TRIANGLE_DTYPES[dtype]
+        return Group(
+            f"MASKED_{op}_{t}",
+            _INDEX_SOURCE,
+            _INDEX_HEADERS,
+            _strided("ecu_masked_k", t, f", {_MASKED[op]}"),
+        )
+    if op == lib.ECU_IX_NONZERO:
+        return Group(
+            f"NONZERO_{sfx}", _INDEX_SOURCE, _INDEX_HEADERS, ((0, f"ecu_nonzero_k<ecu_dt_{sfx}>"),)
+        )
+    raise RuntimeError(f"no CUDA index kernel {op} for dtype code {dtype}")
+
+
+_SORT_HEADERS = ("prelude.cuh", "ember_codes.h", "dtype_lists.h", "store.cuh", "sort.cuh")
+_SORT_SOURCE = "".join(f'#include "{h}"\n' for h in _SORT_HEADERS)
+# variants (cuda/sort_launch.c): one tile per line, tiles of long lines, a wide
+# step of a long line's merge, writing the results of long lines
+_SORT_KERNELS = ("ecu_sort_small_k", "ecu_sort_tiles_k", "ecu_sort_step_k", "ecu_sort_finish_k")
+
+
+def _sort(op, dtype, dtype2):
+    sfx = DTYPES[dtype][1]
+    kernels = tuple((v, f"{k}<ecu_dt_{sfx}>") for v, k in enumerate(_SORT_KERNELS))
+    return Group(f"SORT_{sfx}", _SORT_SOURCE, _SORT_HEADERS, kernels)
+
+
+def index_groups():
+    """Every indexing and sorting group (csrc/cuda/indexing.cuh, sort.cuh)."""
+    out = [group(lib.ECU_FAM_INDEX, m, dt, 0) for m in INDEX_MODES for dt in DTYPES]
+    out += [group(lib.ECU_FAM_INDEX, op, dt, 0) for op in _MASKED for dt in _TRIANGLE_DTYPES]
+    out += [group(lib.ECU_FAM_INDEX, lib.ECU_IX_NONZERO, dt, 0) for dt in DTYPES]
+    out += [group(lib.ECU_FAM_SORT, 0, dt, 0) for dt in DTYPES]
+    return out
+
+
 FAMILIES = {
     lib.ECU_FAM_UNARY: _unary,
     lib.ECU_FAM_BINARY: _binary,
@@ -282,6 +336,8 @@ FAMILIES = {
     lib.ECU_FAM_SOFTMAX: _softmax,
     lib.ECU_FAM_RANDOM: _random,
     lib.ECU_FAM_SEQUENCE: _sequence,
+    lib.ECU_FAM_INDEX: _index,
+    lib.ECU_FAM_SORT: _sort,
 }
 
 
@@ -333,6 +389,7 @@ def all_groups():
         group(lib.ECU_FAM_SEQUENCE, op, 0, 0) for op in (lib.ECU_SEQ_ARANGE, lib.ECU_SEQ_LINSPACE)
     ]
     out += [group(lib.ECU_FAM_SEQUENCE, lib.ECU_SEQ_TRIANGLE, dt, 0) for dt in _TRIANGLE_DTYPES]
+    out += index_groups()
     return out
 
 

@@ -198,6 +198,12 @@ int ecu_kthvalue(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t 
                  int64_t v_st, int64_t i_st, ec_ptr values, ec_ptr indices, ec_ptr x, int mode);
 int ecu_mode(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t x_st, int64_t v_st,
              int64_t i_st, ec_ptr values, ec_ptr indices, ec_ptr x);
+int ecu_searchsorted(int dtype, int64_t rows, int64_t nseq, ec_ptr seq, int64_t seq_rs,
+                     int64_t nval, ec_ptr vals, ec_ptr out, int out_int32, int right,
+                     ec_ptr sorter, int64_t sorter_rs);
+int ecu_bincount(int64_t n, ec_ptr x, ec_ptr w, int w_dtype, ec_ptr out, int out_dtype,
+                 int64_t nbins);
+int ecu_histc(int dtype, int64_t n, ec_ptr x, ec_ptr out, int64_t bins, double lo, double hi);
 
 /* --- matrix products on cuBLAS (Note [cuBLAS], cuda/blas_launch.c) ------- */
 

@@ -172,3 +172,58 @@ int ecu_mode(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t x_st
     return sort_lines("mode", OUT_MODE, dtype, ndim, layout, n, 0, x_st, v_st, i_st, values,
                       indices, x, 0, 0);
 }
+
+/* ------------------------------------------ searchsorted, bincount, histc */
+
+enum { OP_SEARCHSORTED = 1, OP_BINCOUNT = 2, OP_HISTC = 3 };
+
+int ecu_searchsorted(int dtype, int64_t rows, int64_t nseq, ec_ptr seq, int64_t seq_rs,
+                     int64_t nval, ec_ptr vals, ec_ptr out, int out_int32, int right,
+                     ec_ptr sorter, int64_t sorter_rs) {
+    if (!ec_valid_dtype(dtype) || rows < 0 || nseq < 0 || nval < 0)
+        return ec_fail(EC_ERR_INVALID, "searchsorted: bad arguments");
+    int st = ecu_ready();
+    if (st != EC_OK) return st;
+    if (rows * nval == 0) return EC_OK;
+    ecu_CUfunction f;
+    if ((st = ecu_get_function(ECU_FAM_SORT, OP_SEARCHSORTED, dtype, 0, 0, &f)) != EC_OK)
+        return st;
+    ecu_CUdeviceptr err = ecu_error_word();
+    if (!err) return ec_fail(EC_ERR_CUDA, "searchsorted: no device error word");
+    void* args[] = {&rows, &nseq, &seq, &seq_rs, &nval, &vals, &out, &out_int32, &right,
+                    &sorter, &sorter_rs, &err};
+    return ecu_launch_elements(f, rows * nval, args);
+}
+
+int ecu_bincount(int64_t n, ec_ptr x, ec_ptr w, int w_dtype, ec_ptr out, int out_dtype,
+                 int64_t nbins) {
+    if (n < 0 || nbins < 0 || (w && !ec_valid_dtype(w_dtype)) ||
+        (w ? (out_dtype != EC_FLOAT32 && out_dtype != EC_FLOAT64) : out_dtype != EC_INT64))
+        return ec_fail(EC_ERR_INVALID, "bincount: bad arguments");
+    int st = ecu_ready();
+    if (st != EC_OK) return st;
+    if (n == 0) return EC_OK;
+    ecu_CUfunction f;
+    if ((st = ecu_get_function(ECU_FAM_SORT, OP_BINCOUNT, out_dtype, w ? w_dtype : EC_BOOL, 0,
+                               &f)) != EC_OK)
+        return st;
+    void* args[] = {&n, &x, &w, &out, &nbins};
+    return ecu_launch_elements(f, n, args);
+}
+
+int ecu_histc(int dtype, int64_t n, ec_ptr x, ec_ptr out, int64_t bins, double lo, double hi) {
+    if (!ec_is_float(dtype) || n < 0 || bins < 1)
+        return ec_fail(EC_ERR_INVALID, "histc: bad arguments");
+    int st = ecu_ready();
+    if (st != EC_OK) return st;
+    int small = dtype == EC_FLOAT16 || dtype == EC_BFLOAT16;
+    ecu_CUfunction f;
+    if ((st = ecu_get_function(ECU_FAM_SORT, OP_HISTC, dtype, 0, small, &f)) != EC_OK) return st;
+    if (small) { /* counts rounded once: one block (search.cuh) */
+        void* args[] = {&n, &x, &out, &bins, &lo, &hi, &dtype};
+        return ecu_launch(f, 1, 1, 1, 1024, 1, 1, 0, args);
+    }
+    if (n == 0) return EC_OK;
+    void* args[] = {&n, &x, &out, &bins, &lo, &hi};
+    return ecu_launch_elements(f, n, args);
+}

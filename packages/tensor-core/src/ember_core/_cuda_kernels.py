@@ -310,10 +310,31 @@ _SORT_SOURCE = "".join(f'#include "{h}"\n' for h in _SORT_HEADERS)
 _SORT_KERNELS = ("ecu_sort_small_k", "ecu_sort_tiles_k", "ecu_sort_step_k", "ecu_sort_finish_k")
 
 
+_SEARCH_HEADERS = _INDEX_HEADERS + ("search.cuh",)
+_SEARCH_SOURCE = "".join(f'#include "{h}"\n' for h in _SEARCH_HEADERS)
+# ops of the sort family besides sorting (cuda/sort_launch.c)
+SORT_OPS = {"SORT": 0, "SEARCHSORTED": 1, "BINCOUNT": 2, "HISTC": 3}
+
+
 def _sort(op, dtype, dtype2):
     sfx = DTYPES[dtype][1]
-    kernels = tuple((v, f"{k}<ecu_dt_{sfx}>") for v, k in enumerate(_SORT_KERNELS))
-    return Group(f"SORT_{sfx}", _SORT_SOURCE, _SORT_HEADERS, kernels)
+    if op == SORT_OPS["SORT"]:
+        kernels = tuple((v, f"{k}<ecu_dt_{sfx}>") for v, k in enumerate(_SORT_KERNELS))
+        return Group(f"SORT_{sfx}", _SORT_SOURCE, _SORT_HEADERS, kernels)
+    if op == SORT_OPS["SEARCHSORTED"]:
+        kernels = ((0, f"ecu_searchsorted_k<ecu_dt_{sfx}>"),)
+        return Group(f"SEARCHSORTED_{sfx}", _SEARCH_SOURCE, _SEARCH_HEADERS, kernels)
+    if op == SORT_OPS["BINCOUNT"] and dtype2 in DTYPES and (
+        dtype in _NN_FLOATS or (dtype == lib.EC_INT64 and dtype2 == lib.EC_BOOL)
+    ):
+        w = DTYPES[dtype2][1]
+        kernels = ((0, f"ecu_bincount_k<ecu_dt_{sfx}, ecu_dt_{w}>"),)
+        return Group(f"BINCOUNT_{sfx}_{w}", _SEARCH_SOURCE, _SEARCH_HEADERS, kernels)
+    if op == SORT_OPS["HISTC"] and dtype in FLOATS:
+        k = "ecu_histc_small_k" if dtype in (lib.EC_FLOAT16, lib.EC_BFLOAT16) else "ecu_histc_k"
+        kernels = ((int(k == "ecu_histc_small_k"), f"{k}<ecu_dt_{sfx}>"),)
+        return Group(f"HISTC_{sfx}", _SEARCH_SOURCE, _SEARCH_HEADERS, kernels)
+    raise RuntimeError(f"no CUDA sort-family kernel {op} for dtype codes {dtype}/{dtype2}")
 
 
 def index_groups():
@@ -322,6 +343,12 @@ def index_groups():
     out += [group(lib.ECU_FAM_INDEX, op, dt, 0) for op in _MASKED for dt in _TRIANGLE_DTYPES]
     out += [group(lib.ECU_FAM_INDEX, lib.ECU_IX_NONZERO, dt, 0) for dt in DTYPES]
     out += [group(lib.ECU_FAM_SORT, 0, dt, 0) for dt in DTYPES]
+    out += [group(lib.ECU_FAM_SORT, SORT_OPS["SEARCHSORTED"], dt, 0) for dt in DTYPES]
+    out.append(group(lib.ECU_FAM_SORT, SORT_OPS["BINCOUNT"], lib.EC_INT64, lib.EC_BOOL))
+    out += [
+        group(lib.ECU_FAM_SORT, SORT_OPS["BINCOUNT"], o, w) for o in _NN_FLOATS for w in DTYPES
+    ]
+    out += [group(lib.ECU_FAM_SORT, SORT_OPS["HISTC"], dt, 0) for dt in FLOATS]
     return out
 
 

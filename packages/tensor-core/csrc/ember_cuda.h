@@ -204,6 +204,8 @@ int ecu_searchsorted(int dtype, int64_t rows, int64_t nseq, ec_ptr seq, int64_t 
 int ecu_bincount(int64_t n, ec_ptr x, ec_ptr w, int w_dtype, ec_ptr out, int out_dtype,
                  int64_t nbins);
 int ecu_histc(int dtype, int64_t n, ec_ptr x, ec_ptr out, int64_t bins, double lo, double hi);
+int ecu_multinomial(int dtype, int64_t rows, int64_t cats, ec_ptr weights, int64_t num_samples,
+                    int replacement, ec_ptr out, uint64_t seed, uint64_t offset);
 
 /* --- matrix products on cuBLAS (Note [cuBLAS], cuda/blas_launch.c) ------- */
 

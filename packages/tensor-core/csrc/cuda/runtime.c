@@ -302,6 +302,12 @@ static int device_errors(int dev) {
         return ec_fail(EC_ERR_CUDA,
                        "CUDA kernel error (reported at this synchronisation, by a kernel queued "
                        "earlier): index %lld is out of bounds for a dimension of size %lld", a, b);
+    if (code == EC_ERR_VALUE) /* e.g. multinomial's weights (detail: the row) */
+        return ec_fail(EC_ERR_CUDA,
+                       "CUDA kernel error (reported at this synchronisation, by a kernel queued "
+                       "earlier): invalid input values (multinomial: weights must be finite, "
+                       "non-negative and have a positive sum, and enough non-zero categories "
+                       "without replacement; row %lld)", a);
     return ec_fail(EC_ERR_CUDA, "CUDA kernel error (reported at this synchronisation, by a "
                                 "kernel queued earlier): code %d (%lld, %lld)", code, a, b);
 }

@@ -227,3 +227,24 @@ int ecu_histc(int dtype, int64_t n, ec_ptr x, ec_ptr out, int64_t bins, double l
     void* args[] = {&n, &x, &out, &bins, &lo, &hi};
     return ecu_launch_elements(f, n, args);
 }
+
+/* ------------------------------------------------------------ multinomial */
+
+enum { OP_MULTINOMIAL = 4 };
+
+int ecu_multinomial(int dtype, int64_t rows, int64_t cats, ec_ptr weights, int64_t num_samples,
+                    int replacement, ec_ptr out, uint64_t seed, uint64_t offset) {
+    if (!ec_is_float(dtype) || rows < 0 || cats <= 0 || num_samples < 0)
+        return ec_fail(EC_ERR_INVALID, "multinomial: bad arguments");
+    int st = ecu_ready();
+    if (st != EC_OK) return st;
+    if (rows == 0 || num_samples == 0) return EC_OK;
+    ecu_CUfunction f;
+    if ((st = ecu_get_function(ECU_FAM_SORT, OP_MULTINOMIAL, dtype, 0, 0, &f)) != EC_OK) return st;
+    ecu_CUdeviceptr err = ecu_error_word();
+    if (!err) return ec_fail(EC_ERR_CUDA, "multinomial: no device error word");
+    void* args[] = {&rows, &cats, &weights, &num_samples, &replacement, &out, &seed, &offset, &err};
+    /* one thread per row: small blocks spread the rows over the SMs */
+    unsigned blocks = (unsigned)((rows + 31) / 32 < 65535 ? (rows + 31) / 32 : 65535);
+    return ecu_launch(f, blocks, 1, 1, 32, 1, 1, 0, args);
+}

@@ -313,7 +313,10 @@ _SORT_KERNELS = ("ecu_sort_small_k", "ecu_sort_tiles_k", "ecu_sort_step_k", "ecu
 _SEARCH_HEADERS = _INDEX_HEADERS + ("search.cuh",)
 _SEARCH_SOURCE = "".join(f'#include "{h}"\n' for h in _SEARCH_HEADERS)
 # ops of the sort family besides sorting (cuda/sort_launch.c)
-SORT_OPS = {"SORT": 0, "SEARCHSORTED": 1, "BINCOUNT": 2, "HISTC": 3}
+SORT_OPS = {"SORT": 0, "SEARCHSORTED": 1, "BINCOUNT": 2, "HISTC": 3, "MULTINOMIAL": 4}
+# multinomial draws Philox numbers as the CPU does (Note [Bit-identical random numbers])
+_MULTINOMIAL_HEADERS = _INDEX_HEADERS + ("philox.h", "multinomial.cuh")
+_MULTINOMIAL_SOURCE = "".join(f'#include "{h}"\n' for h in _MULTINOMIAL_HEADERS)
 
 
 def _sort(op, dtype, dtype2):
@@ -334,6 +337,11 @@ def _sort(op, dtype, dtype2):
         k = "ecu_histc_small_k" if dtype in (lib.EC_FLOAT16, lib.EC_BFLOAT16) else "ecu_histc_k"
         kernels = ((int(k == "ecu_histc_small_k"), f"{k}<ecu_dt_{sfx}>"),)
         return Group(f"HISTC_{sfx}", _SEARCH_SOURCE, _SEARCH_HEADERS, kernels)
+    if op == SORT_OPS["MULTINOMIAL"] and dtype in FLOATS:
+        kernels = ((0, f"ecu_multinomial_k<ecu_dt_{sfx}>"),)
+        return Group(
+            f"MULTINOMIAL_{sfx}", _MULTINOMIAL_SOURCE, _MULTINOMIAL_HEADERS, kernels, _NO_FMA
+        )
     raise RuntimeError(f"no CUDA sort-family kernel {op} for dtype codes {dtype}/{dtype2}")
 
 
@@ -349,6 +357,7 @@ def index_groups():
         group(lib.ECU_FAM_SORT, SORT_OPS["BINCOUNT"], o, w) for o in _NN_FLOATS for w in DTYPES
     ]
     out += [group(lib.ECU_FAM_SORT, SORT_OPS["HISTC"], dt, 0) for dt in FLOATS]
+    out += [group(lib.ECU_FAM_SORT, SORT_OPS["MULTINOMIAL"], dt, 0) for dt in FLOATS]
     return out
 
 

@@ -2,7 +2,11 @@
 paper's throughput table, ember vs PyTorch in one run (samples/s, medians).
 
 Target (issue 6): every model at least 0.83x PyTorch's throughput (the paper's
-bar: within 17% of the fastest), the MLP and NCF at least 1.0x.
+bar: within 17% of the fastest), the MLP and NCF at least 1.0x.  Also small-op
+programs (issue 17: at least PyTorch's throughput on one thread), character-level
+models where what an op costs to issue counts more than its kernel: Bengio's MLP
+(`charmlp`), a GRU cell unrolled step by step (`chargru`), a 2-layer 128-wide GPT
+(`chargpt`, block 64, batch 12).
 
 The same model code runs on both libraries: it is written against a module `T`
 (ember or torch) with `T.nn`, so ember runs exactly what PyTorch runs.
@@ -140,6 +144,79 @@ def build(T, name):
         def forward(self, users, items):
             return self.mlp(T.cat([self.u(users), self.i(items)], 1)).squeeze(1)
 
+    # Small-op programs (issue 17): character-level models in the spirit of well-known
+    # minimal examples, where what an op costs to issue matters more than its kernel.
+    vocab = 65
+
+    class CharMLP(nn.Module):  # Bengio et al. 2003's model, as in makemore
+        def __init__(self, block=8, emb=24, hidden=256):
+            super().__init__()
+            self.emb = nn.Embedding(vocab, emb)
+            self.h = nn.Linear(block * emb, hidden)
+            self.ln = nn.LayerNorm(hidden)
+            self.out = nn.Linear(hidden, vocab)
+
+        def forward(self, idx):
+            return self.out(T.tanh(self.ln(self.h(self.emb(idx).flatten(1)))))
+
+    class CharGRU(nn.Module):  # a GRU cell unrolled over the block, one step at a time
+        def __init__(self, emb=32, hidden=128):
+            super().__init__()
+            self.emb = nn.Embedding(vocab, emb)
+            self.cell = nn.GRUCell(emb, hidden)
+            self.out = nn.Linear(hidden, vocab)
+            self.hidden = hidden
+
+        def forward(self, idx):
+            x = self.emb(idx)
+            h = T.zeros(idx.shape[0], self.hidden)
+            logits = []
+            for t in range(idx.shape[1]):
+                h = self.cell(x[:, t], h)
+                logits.append(self.out(h))
+            return T.stack(logits, 1)
+
+    class Attention(nn.Module):
+        def __init__(self, width, heads, block):
+            super().__init__()
+            self.qkv = nn.Linear(width, 3 * width)
+            self.proj = nn.Linear(width, width)
+            self.heads = heads
+            self.register_buffer("mask", T.tril(T.ones(block, block)).view(1, 1, block, block))
+
+        def forward(self, x):
+            b, t, c = x.shape
+            q, k, v = (
+                y.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+                for y in self.qkv(x).split(c, dim=2)
+            )
+            att = (q @ k.transpose(-2, -1)) * (1.0 / (c // self.heads) ** 0.5)
+            att = F.softmax(att.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf")), dim=-1)
+            return self.proj((att @ v).transpose(1, 2).contiguous().view(b, t, c))
+
+    class GPTBlock(nn.Module):
+        def __init__(self, width, heads, block):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(width), nn.LayerNorm(width)
+            self.attn = Attention(width, heads, block)
+            self.fc, self.fc2 = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
+
+        def forward(self, x):
+            x = x + self.attn(self.ln1(x))
+            return x + self.fc2(F.gelu(self.fc(self.ln2(x))))
+
+    class CharGPT(nn.Module):  # nanoGPT's model: 2 layers, 128 wide, block 64
+        def __init__(self, width=128, heads=4, layers=2, block=64):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(vocab, width), nn.Embedding(block, width)
+            self.blocks = nn.Sequential(*[GPTBlock(width, heads, block) for _ in range(layers)])
+            self.ln = nn.LayerNorm(width)
+            self.head = nn.Linear(width, vocab, bias=False)
+
+        def forward(self, idx):
+            x = self.tok(idx) + self.pos(T.arange(idx.shape[1]))
+            return self.head(self.ln(self.blocks(x)))
+
     T.manual_seed(0)
     if name == "mlp":
         model, batch = MLP(), 128
@@ -166,6 +243,14 @@ def build(T, name):
         u, i = T.randint(0, 10000, (batch,)), T.randint(0, 10000, (batch,))
         y = T.randint(0, 2, (batch,)).float()
         return model, batch, lambda: F.binary_cross_entropy_with_logits(model(u, i), y)
+    if name == "charmlp":
+        model, batch, block = CharMLP(), 32, 8
+        x, y = T.randint(0, vocab, (batch, block)), T.randint(0, vocab, (batch,))
+        return model, batch, lambda: F.cross_entropy(model(x), y)
+    if name in ("chargru", "chargpt"):
+        model, batch, block = (CharGRU(), 32, 16) if name == "chargru" else (CharGPT(), 12, 64)
+        x, y = T.randint(0, vocab, (batch, block)), T.randint(0, vocab, (batch * block,))
+        return model, batch, lambda: F.cross_entropy(model(x).view(-1, vocab), y)
     raise ValueError(name)
 
 
@@ -221,7 +306,9 @@ def _measure(library, name, repeat, threads):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--models", default="mlp,cnn,resnet18,mobilenet,lstm,ncf")
+    parser.add_argument(
+        "--models", default="mlp,cnn,resnet18,mobilenet,lstm,ncf,charmlp,chargru,chargpt"
+    )
     parser.add_argument("--repeat", type=int, default=10, help="timed steps per process (median)")
     parser.add_argument(
         "--rounds", type=int, default=3, help="alternating ember/torch processes per model"

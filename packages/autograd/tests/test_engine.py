@@ -473,8 +473,7 @@ def test_missing_grads_get_the_meta_of_their_own_output():
     g = leaf(rng.standard_normal(tuple(y.shape)))
     gw, gb = ag.grad(y, (w, b), g, create_graph=True)
     cpu = ec.device("cpu")
-    assert gw.grad_fn._out_meta == [
-        None, ((4, 3, 3, 3), ec.float64, cpu), ((4,), ec.float64, cpu)]
+    assert gw.grad_fn._out_meta == [None, ((4, 3, 3, 3), ec.float64, cpu), ((4,), ec.float64, cpu)]
     # d(sum(gb**2))/dg: gb[c] = sum of g over (n, h, w) of channel c
     (gg,) = ag.grad((gb * gb).sum(), g)
     gb_np = g.detach().numpy().sum(axis=(0, 2, 3))

@@ -47,6 +47,49 @@ def test_handlers_get_canonical_arguments_and_may_replace_results():
     assert (ec.ones(1) + ec.ones(1)).item() == 2
 
 
+def test_sole_dispatch_stands_in_for_the_chain_while_its_handler_is_alone():
+    seen = []
+
+    def handler(op, args, kwargs, call):
+        seen.append(("chain", op.name))
+        return call(args, kwargs)
+
+    def sole(op, args):
+        seen.append(("sole", op.name))
+        return op.call_impl(args)
+
+    def other(op, args, kwargs, call):
+        seen.append(("other", op.name))
+        return call(args, kwargs)
+
+    before = [(h, ec._dispatch._sole.get(h)) for h in ec._dispatch.handlers()]
+    for h, _ in before:  # (ember_autograd's, when a test imported it)
+        ec.remove_handler(h)
+    try:
+        ec.register_handler(handler, sole_dispatch=sole)
+        try:
+            assert (ec.ones(1) + 1).item() == 2
+            assert seen == [("sole", "ones"), ("sole", "add")]
+            seen.clear()
+            ec.register_handler(other)  # two handlers: the chain, newest first
+            try:
+                ec.ones(1)
+                assert seen == [("other", "ones"), ("chain", "ones")]
+            finally:
+                ec.remove_handler(other)
+            seen.clear()
+            ec.ones(1)
+            assert seen == [("sole", "ones")]
+        finally:
+            ec.remove_handler(handler)
+        seen.clear()
+        ec.ones(1)
+        assert seen == []
+    finally:
+        for h, sole_dispatch in before:
+            ec.register_handler(h, sole_dispatch=sole_dispatch)
+
+
 def test_table_entries_and_generated_functions():
     op = ec.OPS["add"]
     assert op.inplace_of is None and ec.OPS["add_"].inplace_of == "add"

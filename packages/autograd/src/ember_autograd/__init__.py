@@ -57,7 +57,9 @@ __version__ = "0.1.0"
 
 _tensor_api.install()
 if _handler.handle not in _ec._dispatch.handlers():
-    _ec.register_handler(_handler.handle)
+    # while it is the only handler, ember_core's generated functions call C's
+    # dispatch(op, args) (the same as handle(op, args, {}, op.call_impl)) directly
+    _ec.register_handler(_handler.handle, sole_dispatch=_handler.sole_dispatch)
 
 __all__ = [
     "DERIVATIVES",

@@ -17,11 +17,9 @@ Per node, in PyTorch's order: tensor hooks (``Tensor.register_hook``) and then
 accumulation and its post-accumulate-grad hooks), Node post-hooks.
 """
 
-import heapq
-
 import ember_core as ec
-from ember_autograd import _anomaly, _grad_mode
-from ember_autograd._formula import OpNode
+from ember_autograd import _anomaly, _grad_mode, _native
+from ember_autograd._formula import OpNode, sum_to
 from ember_autograd._handler import _edge
 from ember_autograd._node import AccumulateGrad, accumulator
 from ember_core import _creation as _core_creation
@@ -153,9 +151,10 @@ def current_task():
 
 
 def run_backward(outputs, grads, retain_graph, create_graph, inputs=None, accumulate=True):
-    """Backpropagate; returns the gradients captured for ``inputs`` (in order)."""
+    """Backpropagate; returns the gradients captured for ``inputs`` (in order).
+    The loop itself is C's (Note [C engine] in csrc/autograd.c)."""
     root_edges = [_root_edge(t, i) for i, t in enumerate(outputs)]
-    targets = needed = input_nodes = None
+    targets = needed = input_nodes = captured = None
     if inputs is not None:
         targets = {}  # (node, nr) -> indices into inputs
         for i, t in enumerate(inputs):
@@ -167,131 +166,31 @@ def run_backward(outputs, grads, retain_graph, create_graph, inputs=None, accumu
             targets.setdefault(edge, []).append(i)
         input_nodes = {node for node, _ in targets}
         needed = _needed([n for n, _ in root_edges], input_nodes)
-
-    # Gradients waiting for their node (queued on the heap when the first
-    # arrives).  A gradient that reaches one leaf only, was never shown to a hook
-    # and is not the caller's own tensor may become that leaf's .grad without a
-    # copy; ``shared`` and ``foreign`` say which may not.
-    buffers = {}
-    heap = []
-    placed, shared, foreign = set(), set(), set()
-    for (node, nr), (g, owned) in zip(root_edges, grads):
-        if g is not None and (needed is None or node in needed):
-            _put(buffers, heap, placed, shared, node, nr, g)
-            if not owned:
-                foreign.add(id(g))
-    captured = [None] * (len(inputs) if inputs is not None else 0)
-    heappop, heappush = heapq.heappop, heapq.heappush
-    anomaly = state.anomaly
-    fast = not create_graph
-
+        captured = [None] * len(inputs)
     prev = (state.enabled, state.below)
     state.enabled, state.below = create_graph, 0
     task = GraphTask([n for n, _ in root_edges], needed)
     tasks.append(task)
     try:
-        while heap:
-            node = heappop(heap)[2]
-            grads_in = buffers.pop(node)
-            extra = node._extra
-            is_leaf = node.__class__ is AccumulateGrad
-            if extra is not None or (is_leaf and node.variable.__dict__.get("_hooks")):
-                grads_in = _pre_hooks(node, extra, grads_in)
-                foreign.update(id(g) for g in grads_in)  # a hook may have kept them
-            if targets is not None:
-                for nr, g in enumerate(grads_in):
-                    idxs = targets.get((node, nr))
-                    if idxs:
-                        for i in idxs:
-                            captured[i] = g
-                            t = inputs[i]
-                            # backward(inputs=[non-leaf]) accumulates into its .grad
-                            if accumulate and t.grad_fn is not None and g is not None:
-                                _accumulate(t, g, create_graph, False)
-            if is_leaf:
-                g = grads_in[0]
-                if accumulate and g is not None and (input_nodes is None or node in input_nodes):
-                    i = id(g)
-                    _accumulate(
-                        node.variable, g, create_graph, i not in shared and i not in foreign
-                    )
-                if extra is not None and extra.post_hooks:
-                    _post_hooks(extra, (), grads_in)
-                continue
-            if input_nodes is not None and not any(c in needed for c, _ in node.next_functions):
-                continue  # an input's own node: nothing beyond it is needed
-
-            if node._ctx is None and node._out_meta is not None:
-                for g in grads_in:
-                    if g is None:  # derivative-table formulas always get tensors
-                        grads_in = _zeros_for_missing(node, grads_in)
-                        break
-            if anomaly:
-                result = _anomaly.run_node(node, grads_in)
-            elif fast and isinstance(node, OpNode):  # (one subclass per node name)
-                # our own formulas, nothing recorded: their ops skip the handler
-                state.below = 1
-                try:
-                    result = node.apply(grads_in)
-                finally:
-                    state.below = 0
-            else:
-                result = node.apply(grads_in)
-            if extra is not None and extra.post_hooks:
-                result = _post_hooks(extra, result, grads_in)
-            if not retain_graph:
-                node.release()
-
-            for (child, nr), g in zip(node.next_functions, result):
-                if g is None or child is None or (needed is not None and child not in needed):
-                    continue
-                buf = buffers.get(child)  # _put, inlined: this is the hot loop
-                if buf is None:
-                    if child._n_outputs == 1 and nr == 0:
-                        buffers[child] = [g]
-                        heappush(heap, (-child._seq, id(child), child))
-                        if child.__class__ is AccumulateGrad:
-                            _track(placed, shared, g)
-                        continue
-                    _put(buffers, heap, placed, shared, child, nr, g)
-                elif buf[nr] is None if nr < len(buf) else True:
-                    _put(buffers, heap, placed, shared, child, nr, g)
-                else:
-                    g = buf[nr] = buf[nr] + g
-                    if child.__class__ is AccumulateGrad:
-                        _track(placed, shared, g)
+        _native.execute(
+            root_edges,
+            grads,
+            retain_graph,
+            create_graph,
+            state.anomaly,
+            accumulate,
+            targets,
+            needed,
+            input_nodes,
+            inputs,
+            captured,
+        )
         for cb in task.callbacks:  # Variable._execution_engine.queue_callback's
             cb()
     finally:
         tasks.pop()
         state.enabled, state.below = prev
-    return captured
-
-
-def _put(buffers, heap, placed, shared, node, nr, g):
-    """Hand gradient g to input nr of node, summing with what is there; queue
-    the node with its first gradient (Note [Execution order])."""
-    buf = buffers.get(node)
-    if buf is None:
-        buf = buffers[node] = [None] * node._n_outputs
-        if nr >= len(buf):
-            buf.extend([None] * (nr + 1 - len(buf)))
-        heapq.heappush(heap, (-node._seq, id(node), node))
-    old = buf[nr]
-    if old is not None:
-        g = old + g
-    buf[nr] = g
-    if node.__class__ is AccumulateGrad:
-        _track(placed, shared, g)
-
-
-def _track(placed, shared, g):
-    """Gradients headed for leaves: one that reaches two may be stolen by neither."""
-    i = id(g)
-    if i in placed:
-        shared.add(i)
-    else:
-        placed.add(i)
+    return captured if captured is not None else []
 
 
 def _zeros_for_missing(node, grads_in):
@@ -359,10 +258,7 @@ def _accumulate(var, g, create_graph, owned):
         and g._dtype is var._dtype
     ):
         _add_(old, g, 1)  # the steady state of training: in place, unrecorded
-        hooks = var.__dict__.get("_post_acc_hooks")
-        if hooks:
-            for hook in list(hooks.values()):
-                hook(var)
+        _post_accumulate_hooks(var)
         return
     if g._shape != var._shape:
         g = g.reshape(var._shape) if g._numel == var._numel else g.expand(var._shape)
@@ -384,6 +280,10 @@ def _accumulate(var, g, create_graph, owned):
         var._grad = old + g
     else:
         _add_(old, g, 1)  # in place, unrecorded: straight to the implementation
+    _post_accumulate_hooks(var)
+
+
+def _post_accumulate_hooks(var):
     hooks = var.__dict__.get("_post_acc_hooks")
     if hooks:
         for hook in list(hooks.values()):
@@ -409,3 +309,16 @@ def _dense(t):
             return False
         expected *= sz
     return True
+
+
+_native.setup_engine(
+    OpNode=OpNode,
+    sum_to=sum_to,
+    zeros_for_missing=_zeros_for_missing,
+    pre_hooks=_pre_hooks,
+    post_hooks=_post_hooks,
+    accumulate=_accumulate,
+    post_accumulate=_post_accumulate_hooks,
+    add_impl=_add_,
+    run_node=_anomaly.run_node,
+)

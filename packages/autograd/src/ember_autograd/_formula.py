@@ -17,8 +17,9 @@ input's dtype, so formulas never deal with either.
 import inspect
 
 import ember_core as ec
+from ember_autograd import _native
 from ember_autograd._grad_mode import state
-from ember_autograd._node import Node, SavedTensor, _capture_trace, _seq, named_node_class
+from ember_autograd._node import Node, SavedTensor, _capture_trace, named_node_class
 
 
 class OpTable(dict):
@@ -179,12 +180,11 @@ def sum_to(g, shape):
 class OpNode(Node):
     """A node built from a derivative-table formula."""
 
-    __slots__ = ("_formula", "_values", "_in_meta")
+    __slots__ = ()  # _formula, _values, _in_meta: C fields (Note [C nodes])
 
     def __init__(self, formula, next_functions, values, in_meta, n_outputs):
-        # Node.__init__, inlined: one node per recorded op
+        # Node.__init__, inlined (the handler's fast path makes these nodes in C)
         self.next_functions = next_functions
-        self._seq = next(_seq)
         self._n_outputs = n_outputs
         self._out_meta = None
         self._extra = _capture_trace() if state.anomaly else None
@@ -195,52 +195,14 @@ class OpNode(Node):
     def name(self):
         return type(self).__name__  # the formula's node name, or one chosen per call
 
-    def apply(self, grads):
-        f = self._formula
-        kwargs = {}
-        for name, v in self._values.items():
-            cls = v.__class__
-            if cls is SavedTensor:
-                v = v.unpack(self)
-            elif (cls is list or cls is tuple) and v:
-                v = _unpack_sequence(v, self)
-            kwargs[name] = v
-        if f.wants_needs:
-            kwargs["needs"] = tuple(n is not None for n, _ in self.next_functions)
-        out = f.fn(tuple(grads) if f.multi_grad else grads[0], **kwargs)
-        if out.__class__ is not tuple:
-            out = (out,)
-        edges = self.next_functions
-        if len(out) != len(edges):
-            raise RuntimeError(
-                f"{self.name()}: formula returned {len(out)} gradients for {len(edges)} inputs"
-            )
-        result = []
-        for g, (node, _), meta in zip(out, edges, self._in_meta):
-            if g is None or node is None:
-                result.append(None)
-                continue
-            if not isinstance(g, ec.Tensor):
-                raise RuntimeError(
-                    f"{self.name()}: formula returned {type(g).__name__}, not a Tensor"
-                )
-            shape, dtype = meta
-            if g._shape != shape:  # undo broadcasting
-                g = sum_to(g, shape)
-            if g._dtype is not dtype:
-                g = g.to(dtype)
-            result.append(g)
-        return result
+    # The formula called with the values it saved, each gradient then summed to
+    # its input's shape and cast to its dtype (this module's docstring); a
+    # formula that returns the wrong number of gradients, or a non-tensor, is
+    # an error.  In C (Note [C nodes]): it runs once per node of every backward.
+    apply = _native.NodeBase._apply_formula
 
-    def release(self):
-        for v in self._values.values():
-            cls = v.__class__
-            if cls is SavedTensor:
-                v.release()
-            elif cls is list or cls is tuple:
-                for x in v:
-                    if x.__class__ is SavedTensor:
-                        x.release()
+    # Free the saved tensors (after a backward without retain_graph).
+    release = _native.NodeBase._release_formula
 
     @property
     def saved_tensors(self):

@@ -79,7 +79,7 @@ class FunctionCtx:
 class BackwardCFunction(Node):
     """The node of a custom Function call."""
 
-    __slots__ = ("_cls", "_ctx", "_in_meta")
+    __slots__ = ("_cls", "_ctx")  # and Node's _in_meta
 
     def __init__(self, cls, ctx, edges, in_meta, n_outputs):
         Node.__init__(self, edges, n_outputs)

@@ -6,21 +6,15 @@ Each mode works as a context manager and as a decorator.
 
 import functools
 import inspect
-import threading
 
+from ember_autograd import _native
 
-class _State(threading.local):
-    def __init__(self):
-        self.enabled = True  # record graphs
-        self.inference = False  # inference_mode: not even version tracking matters
-        self.below = 0  # > 0 while an op's implementation runs under the handler
-        self.anomaly = False
-        self.anomaly_check_nan = True
-        self.fw_level = -1  # forward-mode AD: the innermost open dual level
-        self.multithreading = True  # set_multithreading_enabled (recorded only)
-
-
-state = _State()
+# The calling thread's state (Note [Thread state] in csrc/autograd.c): enabled
+# (record graphs), inference (inference_mode), below (> 0 while an op's
+# implementation runs under the handler), anomaly, anomaly_check_nan, fw_level
+# (forward-mode AD's innermost dual level), multithreading
+# (set_multithreading_enabled, recorded only).
+state = _native.ThreadState()
 
 
 def is_grad_enabled():

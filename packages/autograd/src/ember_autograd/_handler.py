@@ -4,8 +4,9 @@ ember_core calls ``handle(op, args, kwargs, call)`` for every op.  When grad
 mode is on and an input requires grad, the handler saves what the op's formula
 needs, runs the op "below" autograd (so public ops its implementation calls are
 not recorded again) and gives the outputs a node.  This is the hot path of
-every op while ember_autograd is imported: keep it lean (one dict lookup for the
-op's facts, a flag or two, a loop over the inputs that may carry gradients).
+every op while ember_autograd is imported, so the handler itself and the
+recording of the common cases are C's (csrc/autograd.c, Note [Recording
+plan] below); this module holds the plan, the rare cases and the reference.
 
 Note [In-place ops and views]
 Every in-place write, recorded or not, notes which op wrote (and from which
@@ -29,13 +30,16 @@ import os
 import sys
 
 import ember_core as ec
-from ember_autograd import _grad_mode
+from ember_autograd import _grad_mode, _native
 from ember_autograd._formula import DERIVATIVES
 from ember_autograd._node import (
+    AccumulateGrad,
     Node,
     SavedTensor,
+    _accumulator,
     accumulator,
     gradient_edge,
+    hooks_stack,
     last_write,
     named_node_class,
 )
@@ -44,32 +48,30 @@ Tensor = ec.Tensor
 state = _grad_mode.state
 
 
-class _OpInfo:
-    """What the handler needs to know about an op, computed once per op."""
-
-    __slots__ = (
-        "formula",
-        "inplace",
-        "view",
-        "differentiable",
-        "candidates",
-        "out_idx",
-        "name",
-        "detach",
-    )
-
-
-_infos = {}
+_infos = {}  # op -> OpInfo (C's, read by the handler there)
 _OWN_DIRS = tuple(
     os.path.dirname(m.__file__) for m in (ec, sys.modules[__name__.rsplit(".", 1)[0]])
 )
+
+# Note [Recording plan]
+# Everything the handler needs to know about an op is worked out once, on its
+# first call, into an OpInfo (a C object): the op's kind, which parameters may
+# carry gradients and, for an op with a formula, the recording plan -- which
+# inputs get edges, which values the formula reads (and for which gradients),
+# which shapes/geometries/devices, and which node class the op's node gets.
+# The handler (C's handle, Note [C extension]) follows the plan for the common
+# case: one differentiable output, no saved-tensor hooks, no anomaly mode, and
+# for an in-place op a target that is not a view.  Every other case comes to
+# _record below, which follows the same plan in Python and is the reference
+# for what recording does.
+_SHAPE_KINDS = {"_shape": 0, "_geometry": 1, "_device": 2, "_shapes": 3}
 
 
 def _info(op):
     info = _infos.get(op)
     if info is not None:
         return info
-    info = _OpInfo()
+    info = _native.OpInfo()
     info.name = op.name
     info.inplace = op.inplace_of is not None
     info.view = op.view
@@ -78,23 +80,27 @@ def _info(op):
     key = op
     if info.inplace and op not in DERIVATIVES and op.inplace_of in DERIVATIVES:
         key = op.inplace_of  # add_ uses add's formula
-    info.formula = DERIVATIVES.get(key)
-    if info.formula is not None:
-        info.candidates = info.formula.input_idx
-    else:
-        info.candidates = tuple(range(len(op.params)))
+    f = info.formula = DERIVATIVES.get(key)
     info.out_idx = op.params.index("out") if "out" in op.params else -1
+    info.fast = False
+    if f is None:
+        info.candidates = tuple(range(len(op.params)))
+    else:
+        info.candidates = info.in_idx = f.input_idx
+        only_for = f.save_only_for or {}
+        info.uses = tuple((name, idx, only_for.get(name)) for name, idx in zip(f.uses, f.uses_idx))
+        info.shape_uses = tuple(
+            (name, idx, next(k for s, k in _SHAPE_KINDS.items() if name.endswith(s)))
+            for name, idx in f.shape_uses
+        )
+        info.node_cls = f.node_cls
+        info.node_cls_for = f.node_cls_for
+        info.uses_result = f.uses_result
+        info.saved_outputs = f.saved_outputs
+        info.out0 = f.outputs[0]
+        info.fast = not f.multi_grad
     _infos[op] = info
     return info
-
-
-def _location():
-    """(file, line) of the first frame outside ember's packages (formatted only
-    if an error needs it)."""
-    f = sys._getframe(2)
-    while f is not None and f.f_code.co_filename.startswith(_OWN_DIRS):
-        f = f.f_back
-    return (f.f_code.co_filename, f.f_lineno) if f is not None else None
 
 
 def _requires(args, candidates):
@@ -118,30 +124,14 @@ def _run_below(call, args):
         state.below -= 1
 
 
-def handle(op, args, kwargs, call):
-    st = state
-    if st.below:
-        return call(args, kwargs)
-    info = _infos.get(op) or _info(op)
-    if info.inplace:
-        return _handle_inplace(op, info, args, call)
-    if st.enabled:
-        for i in info.candidates:  # does an input require grad?
-            a = args[i]
-            if a.__class__ is Tensor or isinstance(a, Tensor):
-                if a._rg:
-                    return _record_checked(op, info, args, call)
-            elif isinstance(a, (list, tuple)):
-                for x in a:
-                    if isinstance(x, Tensor) and x._rg:
-                        return _record_checked(op, info, args, call)
-    # nothing to record: nested ops see inputs without grad, so no guard needed
-    result = call(args, kwargs)
-    if st.inference:
-        _mark_inference(result)
-    elif info.view and args[0]._inference:
-        result._inference = True
-    return result
+# Note [Dispatch] in ember_core: the handler autograd registers is C's
+# (_native.handle): it runs the op straight away while an op's implementation
+# runs under it (state.below) and when no input requires grad (marking results
+# made under inference_mode), and otherwise hands in-place ops to
+# _handle_inplace, ops with an out= or not differentiable to _record_checked,
+# and records the rest (Note [Recording plan]).
+handle = _native.handle
+sole_dispatch = _native.dispatch  # handle(op, args, {}, op.call_impl)
 
 
 def _record_checked(op, info, args, call):
@@ -155,19 +145,11 @@ def _record_checked(op, info, args, call):
     return _record(op, info, args, call)
 
 
-def _mark_inference(result):
-    if isinstance(result, Tensor):
-        result._inference = True
-    elif isinstance(result, tuple):
-        for r in result:
-            if isinstance(r, Tensor):
-                r._inference = True
-
-
 # ------------------------------------------------------------- in place
 
 
 def _handle_inplace(op, info, args, call):
+    """An in-place op (C's handler takes the writes it does not record itself)."""
     target = args[0]
     if not isinstance(target, Tensor):
         return _run_below(call, args)
@@ -193,11 +175,10 @@ def _handle_inplace(op, info, args, call):
     return _record(op, info, args, call)  # notes the write after saving its inputs
 
 
-def _note_write(op, t):
-    """Remember who writes into a storage (and from which source line), for the
-    error of a stale saved tensor (Note [Saved tensors])."""
-    s = t._storage
-    last_write[s] = (s._version + 1, op.name, _location())
+# _note_write(op, t): remember who writes into t's storage (and from which
+# source line), for the error of a stale saved tensor (Note [Write notes] in
+# csrc/autograd.c).
+_note_write = _native.note_write
 
 
 def _check_inplace(op, t):
@@ -549,3 +530,23 @@ def _rebase_view(view, node):
 def _regenerate_view(view, base):
     _attach(view, _AsStridedBackward0(gradient_edge(base), base, view), 0)
     view._vv = view._storage._version
+
+
+_native.setup(
+    Tensor=Tensor,
+    infos=_infos,
+    info=_info,
+    record=_record,
+    record_checked=_record_checked,
+    handle_inplace=_handle_inplace,
+    edge=_edge,
+    accumulator=_accumulator,
+    alias=ec._tensor.alias,
+    saved_result=_saved_result,
+    hooks_stack=hooks_stack,
+    call_impl=ec._dispatch.Op.call_impl,
+    SavedTensor=SavedTensor,
+    AccumulateGrad=AccumulateGrad,
+    last_write=last_write,
+    own_dirs=_OWN_DIRS,
+)

@@ -23,10 +23,9 @@ import itertools
 import linecache
 import weakref
 
-from ember_autograd import _grad_mode
+from ember_autograd import _grad_mode, _native
 from ember_core import _tensor as _core_tensor
 
-_seq = itertools.count()
 _alias = _core_tensor.alias
 state = _grad_mode.state
 
@@ -94,10 +93,14 @@ hooks_stack = []
 hooks_disabled = [None]
 
 
-class SavedTensor:
-    """A tensor saved for backward, with its version (Note [Saved tensors])."""
+class SavedTensor(_native.SavedTensorBase):
+    """A tensor saved for backward, with its version (Note [Saved tensors]).
 
-    __slots__ = ("_t", "_version", "_saved_by", "_output_nr", "_hooked")
+    The fields (``_t``, ``_version``, ``_saved_by``, ``_output_nr``,
+    ``_hooked``) and ``unpack(node)`` for the common case are C's
+    (Note [C extension]); the handler's fast path makes these objects in C."""
+
+    __slots__ = ()
 
     def __init__(self, t, saved_by, is_output=False, output_nr=0):
         self._version = t._storage._version
@@ -121,7 +124,9 @@ class SavedTensor:
         self._hooked = (unpack, weakref.ref(t._storage), leaf_acc, edge)
         self._t = (packed,)  # boxed: pack may return None, and _t None means freed
 
-    def unpack(self, node):
+    def _unpack_slow(self, node):
+        """unpack(node) in full: what C's unpack hands over (freed, hooked, or
+        modified since it was saved)."""
         t = self._t
         if t is None:
             raise RuntimeError(_FREED)
@@ -218,16 +223,19 @@ def _capture_trace():
     return extra
 
 
-class Node:
-    """A backward function in the graph (the ``grad_fn`` of a tensor)."""
+class Node(_native.NodeBase):
+    """A backward function in the graph (the ``grad_fn`` of a tensor).
 
-    __slots__ = ("next_functions", "_seq", "_n_outputs", "_out_meta", "_extra", "__weakref__")
+    Its fields are C's (Note [C nodes] in csrc/autograd.c): ``next_functions``,
+    ``_seq`` (given at allocation), ``_n_outputs``, ``_out_meta``, ``_extra``,
+    and the derivative-table node's ``_formula``, ``_values``, ``_in_meta``."""
+
+    __slots__ = ()
 
     _ctx = None  # a custom Function's ctx (BackwardCFunction)
 
     def __init__(self, next_functions, n_outputs=1):
         self.next_functions = next_functions
-        self._seq = next(_seq)
         self._n_outputs = n_outputs
         self._out_meta = None
         self._extra = _capture_trace() if state.anomaly else None
@@ -320,10 +328,10 @@ def named_node_class(base, name):
     return cls
 
 
-class AccumulateGrad(Node):
+class AccumulateGrad(Node, _native.AccumulateGradBase):
     """The sink of a leaf: adds incoming gradients into ``variable.grad``."""
 
-    __slots__ = ("variable",)
+    __slots__ = ()  # variable: a C field
 
     def __init__(self, variable):
         Node.__init__(self, (), 1)
@@ -333,14 +341,20 @@ class AccumulateGrad(Node):
         return "AccumulateGrad"
 
 
-def accumulator(t):
-    """The (shared) AccumulateGrad node of leaf t."""
+def _accumulator(t):
+    """accumulator(t) in Python: what C's does, with anomaly mode's trace."""
     ref = t.__dict__.get("_acc")
     node = ref() if ref is not None else None
     if node is None:
         node = AccumulateGrad(t)
         t._acc = weakref.ref(node)
     return node
+
+
+# accumulator(t): the (shared) AccumulateGrad node of leaf t, which t holds
+# weakly (as PyTorch does): C's, made without running Python (_accumulator in
+# anomaly mode).
+accumulator = _native.accumulator
 
 
 def gradient_edge(t):

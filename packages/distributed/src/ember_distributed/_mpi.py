@@ -37,6 +37,7 @@ import time
 import ember_autograd
 import ember_core as ec
 from ember_distributed._types import DistBackendError, ReduceOp
+from ember_distributed._work import CompletedWork, ThreadWork
 
 _MPI = None
 _broken_groups = []
@@ -222,11 +223,13 @@ class ProcessGroupMPI:
 
     def spec(self, t, count=None):
         """[buffer, count, datatype] of a contiguous CPU tensor, zero copy."""
-        mt = self.types[t.dtype]
+        dtype = t.dtype
+        mt = self.types[dtype]
         if mt is None:  # a half type MPI lacks: moved as 16-bit words
             mt = self.MPI.UINT16_T
-        n = t.numel() if count is None else count
-        return [self.MPI.buffer.fromaddress(t.data_ptr(), t.numel() * t.element_size()), n, mt]
+        numel = t.numel()
+        n = numel if count is None else count
+        return [self.MPI.buffer.fromaddress(t.data_ptr(), numel * dtype.itemsize), n, mt]
 
     def blocks(self, t):
         """[buffer, datatype] of a buffer of ``size`` equal blocks (MPI's count is per
@@ -280,8 +283,6 @@ class ProcessGroupMPI:
         """Run MPI calls [(name, args)] then finish(): now (polled, on ``comm``)
         or, with async_op, on the group's worker thread (blocking, on ``acomm``).
         Returns a Work."""
-        from ember_distributed._work import CompletedWork, ThreadWork
-
         self._check()
         if not async_op or not self.multiple:
             for name, args in calls:
@@ -363,8 +364,15 @@ class ProcessGroupMPI:
                     c.copy_(staged)
                 _write_back(t, c)
 
+        # the common case (a contiguous tensor of an MPI type, not AVG) needs no finish:
+        # small all-reduces are dominated by what runs around the MPI call
+        simple = op is not ReduceOp.AVG and staged is c and c is t
         return self.run(
-            "all_reduce", [("Allreduce", (self.MPI.IN_PLACE, spec, mop))], finish, async_op, (t, c)
+            "all_reduce",
+            [("Allreduce", (self.MPI.IN_PLACE, spec, mop))],
+            None if simple else finish,
+            async_op,
+            (t, c),
         )
 
     def broadcast(self, t, root, async_op):

@@ -675,7 +675,8 @@ def _fingerprint(g, backend, what, *tensors, extra=()):
     must agree; a mismatch is reported by name instead of a hang or garbage."""
     if not _World.debug or backend.name != "mpi":
         return
-    mine = (what, [(tuple(t.shape), t.dtype.name) for t in tensors], list(extra))
+    # extras are made strings here, not by the caller: off the hot path when not debugging
+    mine = (what, [(tuple(t.shape), t.dtype.name) for t in tensors], [str(e) for e in extra])
     every = backend.comm.allgather(mine)
     for r, other in enumerate(every):
         if other != mine:
@@ -714,7 +715,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
         return None
     b = g.backend_for(tensor, "all_reduce")
     _mpi.check_op(op, tensor.dtype, "all_reduce")
-    _fingerprint(g, b, "all_reduce", tensor, extra=(str(op),))
+    _fingerprint(g, b, "all_reduce", tensor, extra=(op,))
     return b.allreduce(tensor, op, async_op)
 
 
@@ -739,7 +740,7 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
     b = g.backend_for(tensor, "reduce")
     root = _root(g, "reduce", dst, group_dst, "dst")
     _mpi.check_op(op, tensor.dtype, "reduce")
-    _fingerprint(g, b, "reduce", tensor, extra=(root, str(op)))
+    _fingerprint(g, b, "reduce", tensor, extra=(root, op))
     return b.reduce(tensor, root, op, async_op)
 
 
@@ -861,7 +862,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     _length(input_list, g._size, "reduce_scatter", "input tensor list")
     _same(input_list, output, "reduce_scatter")
     _mpi.check_op(op, output.dtype, "reduce_scatter")
-    _fingerprint(g, b, "reduce_scatter", output, extra=(str(op),))
+    _fingerprint(g, b, "reduce_scatter", output, extra=(op,))
     return b.reduce_scatter_flat(output, _flat(input_list, output), op, async_op, "reduce_scatter")
 
 
@@ -886,7 +887,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
             f"{output.dtype}"
         )
     _mpi.check_op(op, output.dtype, "reduce_scatter_tensor")
-    _fingerprint(g, b, "reduce_scatter_tensor", output, extra=(str(op),))
+    _fingerprint(g, b, "reduce_scatter_tensor", output, extra=(op,))
     return b.reduce_scatter_flat(output, input.contiguous(), op, async_op, "reduce_scatter_tensor")
 
 

@@ -31,9 +31,12 @@ calls the implementation directly.  With handlers it calls
 handlers never need to bind a signature), ``kwargs`` is empty, and
 ``call(args, kwargs)`` runs the next handler down, and finally the
 implementation.  A handler may inspect or change the arguments, skip the call,
-or post-process the result.  Composite ops are not intercepted themselves: the
-public ops they call are.  (Composites on autocast's lists are the exception:
-their generated function checks the `_ac` flag; see Note [Autocast].)
+or post-process the result.  A handler may come with a ``sole_dispatch(op,
+args)`` that does what the chain does while it is the only handler (autograd's,
+in C): generated functions then call it directly.  Composite ops are not
+intercepted themselves: the public ops they call are.  (Composites on
+autocast's lists are the exception: their generated function checks the `_ac`
+flag; see Note [Autocast].)
 """
 
 import inspect
@@ -144,17 +147,34 @@ def dispatch(op, args):
 _ns["_dispatch"] = dispatch
 
 
-def register_handler(handler):
-    """Add ``handler(op, args, kwargs, call)`` to the chain (it runs first)."""
+_sole = {}  # handler -> its sole_dispatch
+
+
+def register_handler(handler, *, sole_dispatch=None):
+    """Add ``handler(op, args, kwargs, call)`` to the chain (it runs first).
+
+    sole_dispatch: optionally, ``sole_dispatch(op, args)`` doing exactly what
+    ``dispatch(op, args)`` does while ``handler`` is the only handler (a C fast
+    path: autograd's); generated functions then call it directly."""
     with _lock:
         _handlers.append(handler)
-        _ns["_h"] = True
+        if sole_dispatch is not None:
+            _sole[handler] = sole_dispatch
+        _bind_dispatch()
 
 
 def remove_handler(handler):
     with _lock:
         _handlers.remove(handler)
-        _ns["_h"] = bool(_handlers)
+        if handler not in _handlers:
+            _sole.pop(handler, None)
+        _bind_dispatch()
+
+
+def _bind_dispatch():
+    _ns["_h"] = bool(_handlers)
+    sole = _sole.get(_handlers[0]) if len(_handlers) == 1 else None
+    _ns["_dispatch"] = sole if sole is not None else dispatch
 
 
 def handlers():

@@ -327,8 +327,10 @@ def _sort(op, dtype, dtype2):
     if op == SORT_OPS["SEARCHSORTED"]:
         kernels = ((0, f"ecu_searchsorted_k<ecu_dt_{sfx}>"),)
         return Group(f"SEARCHSORTED_{sfx}", _SEARCH_SOURCE, _SEARCH_HEADERS, kernels)
-    if op == SORT_OPS["BINCOUNT"] and dtype2 in DTYPES and (
-        dtype in _NN_FLOATS or (dtype == lib.EC_INT64 and dtype2 == lib.EC_BOOL)
+    if (
+        op == SORT_OPS["BINCOUNT"]
+        and dtype2 in DTYPES
+        and (dtype in _NN_FLOATS or (dtype == lib.EC_INT64 and dtype2 == lib.EC_BOOL))
     ):
         w = DTYPES[dtype2][1]
         kernels = ((0, f"ecu_bincount_k<ecu_dt_{sfx}, ecu_dt_{w}>"),)
@@ -353,9 +355,7 @@ def index_groups():
     out += [group(lib.ECU_FAM_SORT, 0, dt, 0) for dt in DTYPES]
     out += [group(lib.ECU_FAM_SORT, SORT_OPS["SEARCHSORTED"], dt, 0) for dt in DTYPES]
     out.append(group(lib.ECU_FAM_SORT, SORT_OPS["BINCOUNT"], lib.EC_INT64, lib.EC_BOOL))
-    out += [
-        group(lib.ECU_FAM_SORT, SORT_OPS["BINCOUNT"], o, w) for o in _NN_FLOATS for w in DTYPES
-    ]
+    out += [group(lib.ECU_FAM_SORT, SORT_OPS["BINCOUNT"], o, w) for o in _NN_FLOATS for w in DTYPES]
     out += [group(lib.ECU_FAM_SORT, SORT_OPS["HISTC"], dt, 0) for dt in FLOATS]
     out += [group(lib.ECU_FAM_SORT, SORT_OPS["MULTINOMIAL"], dt, 0) for dt in FLOATS]
     return out

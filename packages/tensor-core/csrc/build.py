@@ -75,6 +75,7 @@ SOURCES += ["cuda/indexing_launch.c", "cuda/sort_launch.c"]
 # kernels share with them.
 CUDA_SHARED_HEADERS = ["ember_codes.h", "dtype_lists.h", "special.h", "elementwise_ops.h"]
 CUDA_SHARED_HEADERS += ["philox.h"]  # random numbers (Note [Bit-identical random numbers])
+CUDA_SHARED_HEADERS += ["random_dist.h"]  # the per-element samplers (cudaidx)
 CUDA_SOURCES_C = CSRC / "cuda" / "_kernel_sources.c"
 
 

@@ -248,3 +248,41 @@ int ecu_multinomial(int dtype, int64_t rows, int64_t cats, ec_ptr weights, int64
     unsigned blocks = (unsigned)((rows + 31) / 32 < 65535 ? (rows + 31) / 32 : 65535);
     return ecu_launch(f, blocks, 1, 1, 32, 1, 1, 0, args);
 }
+
+/* ------------------------------------- per-element samplers (random_dist.cuh) */
+
+enum { OP_RDIST = 5 };
+enum { RD_GAMMA, RD_GAMMA_GRAD, RD_POISSON, RD_BINOMIAL };
+
+static int rdist_launch(const char* op, int kind, int dtype, int64_t n, ec_ptr a, ec_ptr b,
+                        ec_ptr out, uint64_t seed, uint64_t offset) {
+    if (dtype != EC_FLOAT32 && dtype != EC_FLOAT64)
+        return ec_fail(EC_ERR_INVALID, "%s: float32 or float64 expected", op);
+    int st = ecu_ready();
+    if (st != EC_OK) return st;
+    if (n <= 0) return EC_OK;
+    ecu_CUfunction f;
+    if ((st = ecu_get_function(ECU_FAM_SORT, OP_RDIST, dtype, kind, 0, &f)) != EC_OK) return st;
+    /* the smallest normal of the dtype (FLT_MIN, DBL_MIN) */
+    double tiny = dtype == EC_FLOAT32 ? 1.1754943508222875e-38 : 2.2250738585072014e-308;
+    void* args[] = {&n, &a, &b, &out, &seed, &offset, &tiny};
+    return ecu_launch_elements(f, n, args);
+}
+
+int ecu_standard_gamma(int dtype, int64_t n, ec_ptr alpha, ec_ptr out, uint64_t seed,
+                       uint64_t offset) {
+    return rdist_launch("_standard_gamma", RD_GAMMA, dtype, n, alpha, 0, out, seed, offset);
+}
+
+int ecu_standard_gamma_grad(int dtype, int64_t n, ec_ptr alpha, ec_ptr x, ec_ptr out) {
+    return rdist_launch("_standard_gamma_grad", RD_GAMMA_GRAD, dtype, n, alpha, x, out, 0, 0);
+}
+
+int ecu_poisson(int dtype, int64_t n, ec_ptr rate, ec_ptr out, uint64_t seed, uint64_t offset) {
+    return rdist_launch("poisson", RD_POISSON, dtype, n, rate, 0, out, seed, offset);
+}
+
+int ecu_binomial(int dtype, int64_t n, ec_ptr count, ec_ptr prob, ec_ptr out, uint64_t seed,
+                 uint64_t offset) {
+    return rdist_launch("binomial", RD_BINOMIAL, dtype, n, count, prob, out, seed, offset);
+}

@@ -313,7 +313,11 @@ _SORT_KERNELS = ("ecu_sort_small_k", "ecu_sort_tiles_k", "ecu_sort_step_k", "ecu
 _SEARCH_HEADERS = _INDEX_HEADERS + ("search.cuh",)
 _SEARCH_SOURCE = "".join(f'#include "{h}"\n' for h in _SEARCH_HEADERS)
 # ops of the sort family besides sorting (cuda/sort_launch.c)
-SORT_OPS = {"SORT": 0, "SEARCHSORTED": 1, "BINCOUNT": 2, "HISTC": 3, "MULTINOMIAL": 4}
+SORT_OPS = {"SORT": 0, "SEARCHSORTED": 1, "BINCOUNT": 2, "HISTC": 3, "MULTINOMIAL": 4, "RDIST": 5}
+# the per-element samplers (random_dist.h): gamma, its derivative, poisson, binomial
+RDIST_KINDS = (0, 1, 2, 3)
+_RDIST_HEADERS = ("prelude.cuh", "ember_codes.h", "special.h", "random_dist.h", "random_dist.cuh")
+_RDIST_SOURCE = "".join(f'#include "{h}"\n' for h in _RDIST_HEADERS)
 # multinomial draws Philox numbers as the CPU does (Note [Bit-identical random numbers])
 _MULTINOMIAL_HEADERS = _INDEX_HEADERS + ("philox.h", "multinomial.cuh")
 _MULTINOMIAL_SOURCE = "".join(f'#include "{h}"\n' for h in _MULTINOMIAL_HEADERS)
@@ -344,6 +348,10 @@ def _sort(op, dtype, dtype2):
         return Group(
             f"MULTINOMIAL_{sfx}", _MULTINOMIAL_SOURCE, _MULTINOMIAL_HEADERS, kernels, _NO_FMA
         )
+    if op == SORT_OPS["RDIST"] and dtype in _NN_FLOATS and dtype2 in RDIST_KINDS:
+        t = DTYPES[dtype][2]
+        kernels = ((0, f"ecu_rdist_k<{dtype2}, {t}>"),)
+        return Group(f"RDIST_{dtype2}_{sfx}", _RDIST_SOURCE, _RDIST_HEADERS, kernels, _NO_FMA)
     raise RuntimeError(f"no CUDA sort-family kernel {op} for dtype codes {dtype}/{dtype2}")
 
 
@@ -358,6 +366,9 @@ def index_groups():
     out += [group(lib.ECU_FAM_SORT, SORT_OPS["BINCOUNT"], o, w) for o in _NN_FLOATS for w in DTYPES]
     out += [group(lib.ECU_FAM_SORT, SORT_OPS["HISTC"], dt, 0) for dt in FLOATS]
     out += [group(lib.ECU_FAM_SORT, SORT_OPS["MULTINOMIAL"], dt, 0) for dt in FLOATS]
+    out += [
+        group(lib.ECU_FAM_SORT, SORT_OPS["RDIST"], dt, k) for dt in _NN_FLOATS for k in RDIST_KINDS
+    ]
     return out
 
 

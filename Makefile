@@ -112,7 +112,7 @@ space := $(empty) $(empty)
 # and under ember as `import ember as torch`; their CHECK lines are compared
 # (compat/README.md). COMPAT_ARGS="-v -k s09" shows details for some scripts.
 compat: install $(TRAIN_STAMP)
-	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q torch==2.13.0 "onnx>=1.16" "onnxruntime>=1.17"
 	$(BIN)/python compat/run_scripts.py $(COMPAT_ARGS)
 
 # GPU check (issue 15).  `make gpu-wheels` downloads, where PyPI is reachable, the

@@ -6,8 +6,10 @@ PyTorch's.  Everything runs on the CPU in a couple of minutes:
     python examples/train_digits.py --epochs 15 --model cnn --out runs/digits
 
 It prints a progress bar with loss and throughput, the test accuracy after each
-epoch, and writes the checkpoint (model + optimizer state, safetensors layout)
-and a PNG of the loss/accuracy curves to --out.
+epoch, and writes to --out the model's weights (model.safetensors, each tensor
+named by its state_dict key, as safetensors.torch.save_model writes), the training
+checkpoint (checkpoint.pt: model + optimizer state, PyTorch's zip format, which
+torch.load reads) and a PNG of the loss/accuracy curves.
 """
 
 import argparse
@@ -24,6 +26,7 @@ from tqdm import tqdm  # noqa: E402
 import ember as torch  # noqa: E402
 import ember.nn as nn  # noqa: E402
 import ember.nn.functional as F  # noqa: E402
+from ember.utils import safetensors  # noqa: E402
 from ember.utils.data import DataLoader, random_split  # noqa: E402
 from ember.utils.data.datasets import Digits  # noqa: E402
 
@@ -170,21 +173,26 @@ def main(argv=None):
             "epoch": args.epochs,
             "model_kind": args.model,
         },
-        out / "checkpoint.safetensors",
+        out / "checkpoint.pt",
     )
+    safetensors.save_model(model, out / "model.safetensors")
     plot(history, out / "curves.png")
     (out / "history.json").write_text(json.dumps(history, indent=2))
     print(f"done in {elapsed:.1f}s: final test accuracy {history['test_acc'][-1] * 100:.2f}%")
-    print(f"wrote {out / 'checkpoint.safetensors'} and {out / 'curves.png'}")
+    print(f"wrote {out / 'model.safetensors'}, {out / 'checkpoint.pt'} and {out / 'curves.png'}")
 
-    # The checkpoint round-trips: a fresh model loaded from it scores the same.
-    restored = CNN() if args.model == "cnn" else MLP()
-    restored.load_state_dict(torch.load(out / "checkpoint.safetensors")["model"])
-    _, acc = evaluate(restored, test_loader)
-    if abs(acc - history["test_acc"][-1]) > 1e-9:
-        raise SystemExit(
-            f"checkpoint round trip changed the accuracy: {acc} != {history['test_acc'][-1]}"
-        )
+    # Both files round-trip: a fresh model loaded from either scores the same.
+    for name, state in [
+        ("model.safetensors", safetensors.load_file(out / "model.safetensors")),
+        ("checkpoint.pt", torch.load(out / "checkpoint.pt")["model"]),
+    ]:
+        restored = CNN() if args.model == "cnn" else MLP()
+        restored.load_state_dict(state)
+        _, acc = evaluate(restored, test_loader)
+        if abs(acc - history["test_acc"][-1]) > 1e-9:
+            raise SystemExit(
+                f"{name} round trip changed the accuracy: {acc} != {history['test_acc'][-1]}"
+            )
     return history
 
 

@@ -69,8 +69,8 @@ def main(argv=None):
     if rank == 0:
         out = pathlib.Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        torch.save({"model": model.module.state_dict()}, out / "checkpoint.safetensors")
-        print(f"final test accuracy {acc * 100:.2f}%; wrote {out / 'checkpoint.safetensors'}")
+        torch.save({"model": model.module.state_dict()}, out / "checkpoint.pt")
+        print(f"final test accuracy {acc * 100:.2f}%; wrote {out / 'checkpoint.pt'}")
     dist.barrier()  # the checkpoint exists before any process goes on
     dist.destroy_process_group()
 

@@ -169,3 +169,75 @@ def test_structure_and_dtypes_match_torch():
         return (type(x).__name__, x)
 
     assert describe(default_collate(batch)) == describe(torch_collate(batch))
+
+
+# ------------------------------------------------ the collate choice (Note [Collate choice])
+
+
+def test_default_collate_makes_ember_tensors_exactly_when_ember_core_is_installed():
+    out = default_collate([np.zeros(2, np.float32), np.ones(2, np.float32)])
+    assert type(out) is (EC.Tensor if EC is not None else np.ndarray)
+
+
+def test_numpy_collate_always_makes_numpy_arrays():
+    from ember_data import numpy_collate
+
+    batch = [
+        {"x": np.full(3, i, np.float32), "y": i, "w": float(i), "n": np.int16(i), "s": str(i)}
+        for i in range(4)
+    ]
+    out = numpy_collate(batch)
+    assert all(type(out[k]) is np.ndarray for k in "xywn")
+    np.testing.assert_array_equal(
+        out["x"], np.repeat(np.arange(4, dtype=np.float32), 3).reshape(4, 3)
+    )
+    assert out["y"].dtype == np.int64 and out["w"].dtype == np.float64
+    assert out["n"].dtype == np.int16 and out["s"] == ["0", "1", "2", "3"]
+    if EC is not None:  # ember tensors in the samples become arrays too
+        out = numpy_collate([(EC.ones(2), 1), (EC.zeros(2), 2)])
+        assert type(out[0]) is np.ndarray and out[0].tolist() == [[1, 1], [0, 0]]
+
+
+def test_numpy_collate_with_the_dataloader_and_workers():
+    from ember_data import DataLoader, TensorDataset, numpy_collate
+
+    ds = TensorDataset(np.arange(20, dtype=np.float32).reshape(10, 2), np.arange(10))
+    for workers in (0, 2):
+        loader = DataLoader(ds, batch_size=4, collate_fn=numpy_collate, num_workers=workers)
+        batches = list(loader)
+        assert all(type(x) is np.ndarray and type(y) is np.ndarray for x, y in batches)
+        np.testing.assert_array_equal(np.concatenate([y for _, y in batches]), np.arange(10))
+
+
+def test_torch_collate_without_torch_says_what_to_do(monkeypatch):
+    import sys
+
+    from ember_data import torch_collate
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch fails
+    with pytest.raises(ImportError, match="numpy_collate"):
+        torch_collate([1, 2])
+
+
+@pytest.mark.parity
+def test_torch_collate_and_default_collate_of_torch_tensors():
+    torch = pytest.importorskip("torch")
+    from ember_data import DataLoader, TensorDataset, torch_collate
+
+    out = torch_collate([(np.zeros(2, np.float32), 1, 0.5), (np.ones(2, np.float32), 2, 1.5)])
+    assert all(isinstance(t, torch.Tensor) for t in out)
+    assert out[0].dtype == torch.float32 and out[1].dtype == torch.int64
+    assert out[2].dtype == torch.float64 and out[1].tolist() == [1, 2]
+    # PyTorch tensors in the samples: default_collate stacks them with torch, as torch does
+    batch = [(torch.ones(3), torch.tensor(1)), (torch.zeros(3), torch.tensor(2))]
+    for fn in (default_collate, torch_collate):
+        x, y = fn(batch)
+        assert isinstance(x, torch.Tensor) and x.shape == (2, 3) and y.tolist() == [1, 2]
+    want = torch.utils.data.default_collate(batch)
+    assert torch.equal(default_collate(batch)[0], want[0])
+    ds = TensorDataset(np.arange(12, dtype=np.float32).reshape(6, 2), np.arange(6))
+    batches = list(DataLoader(ds, batch_size=4, collate_fn=torch_collate))
+    assert isinstance(batches[0][0], torch.Tensor) and batches[1][1].tolist() == [4, 5]
+    if EC is not None:
+        x, _ = torch_collate([(EC.ones(2), 0), (EC.zeros(2), 1)])
+        assert isinstance(x, torch.Tensor) and x.tolist() == [[1, 1], [0, 0]]

@@ -1,7 +1,8 @@
 """Fault probes of ember.save/ember.load: every altered byte of a checkpoint
-raises CheckpointError (Note [Checkpoint integrity]), and a save killed before its
-rename leaves a temporary that the next save to the same target removes (Note
-[Save temporaries])."""
+(PyTorch's zip format, sealed by ember; and ember's earlier format 2) raises
+CheckpointError (Note [Checkpoint integrity]), and a save killed before its rename
+leaves a temporary that the next save to the same target removes (Note [Save
+temporaries])."""
 
 import fcntl
 import glob
@@ -9,6 +10,7 @@ import hashlib
 import io
 import json
 import os
+import pathlib
 import random
 import signal
 import struct
@@ -38,6 +40,8 @@ def _training_checkpoint():
 
 
 CHECKPOINT = _training_checkpoint()
+# the same kind of checkpoint as ember.save wrote it before it wrote the zip format
+FORMAT_2 = (pathlib.Path(__file__).parent / "data" / "ember_format2.ckpt").read_bytes()
 
 
 def _load(data):
@@ -49,11 +53,12 @@ def _header(data):
     return n, data[8 : 8 + n]
 
 
-def test_every_single_bit_flip_raises():
+@pytest.mark.parametrize("checkpoint", [CHECKPOINT, FORMAT_2], ids=["zip", "format2"])
+def test_every_single_bit_flip_raises(checkpoint):
     rng = random.Random(20)
-    assert _load(CHECKPOINT)["epoch"] == 3
-    for pos in range(len(CHECKPOINT)):
-        data = bytearray(CHECKPOINT)
+    assert _load(checkpoint)["epoch"] == 3
+    for pos in range(len(checkpoint)):
+        data = bytearray(checkpoint)
         data[pos] ^= 1 << rng.randrange(8)
         with pytest.raises(CheckpointError):
             _load(data)
@@ -79,24 +84,61 @@ def test_any_altered_bytes_raise(changes):
     "old, new",
     [
         (b"exp_avg", b"vxp_avg"),  # a renamed optimizer-state key
-        (b'"dtype":"F32"', b'"dtype":"I32"'),  # weights read as int32 (values ~1e9)
-        (b'lr\\",0.001', b'lr\\",0.009'),  # a changed hyperparameter (in the structure)
+        (b"torch\nFloatStorage", b"torch\nLongStorage\n"),  # weights read as int64
+        (struct.pack(">d", 0.001), struct.pack(">d", 0.009)),  # a changed hyperparameter
     ],
 )
-def test_one_byte_header_edits_from_the_issue_raise(old, new):
-    n, header = _header(CHECKPOINT)
-    assert old in header, old
-    data = CHECKPOINT[:8] + header.replace(old, new, 1) + CHECKPOINT[8 + n :]
+def test_one_byte_edits_from_the_issue_raise(old, new):
+    assert len(old) == len(new) and old in CHECKPOINT, old
     with pytest.raises(CheckpointError, match="checksum"):
-        _load(data)
+        _load(CHECKPOINT.replace(old, new, 1))
+
+
+def test_a_file_of_ember_without_its_seal_raises():
+    # the seal (the zip comment) cut off, the archive's directory made to match
+    size = len(CHECKPOINT)
+    end = CHECKPOINT[size - 99 : size - 77]
+    unsealed = CHECKPOINT[: size - 99] + end[:20] + b"\x00\x00"
+    with pytest.raises(CheckpointError, match="checksum"):
+        _load(unsealed)
+
+
+def _unsealed_zip():
+    """A zip checkpoint as torch.save writes it (no ember seal): records and a pickle."""
+    import pickle
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as archive:
+        archive.writestr("archive/data.pkl", pickle.dumps({"epoch": 3, "lr": 0.5}, protocol=2))
+        archive.writestr("archive/byteorder", b"little")
+        archive.writestr("archive/version", b"3\n")
+    return buf.getvalue()
+
+
+def test_flipped_bytes_of_a_foreign_zip_load_unchanged_or_raise_checkpoint_error():
+    # without ember's seal only the zip's own checks (CRC-32s, structure) apply: a flip
+    # in an unchecked field (a timestamp) loads the same object; anything else must be
+    # a CheckpointError, never another exception or other values
+    data = _unsealed_zip()
+    assert _load(data) == {"epoch": 3, "lr": 0.5}
+    for pos in range(len(data)):
+        for bit in (0, 7):
+            damaged = bytearray(data)
+            damaged[pos] ^= 1 << bit
+            try:
+                back = _load(damaged)
+            except CheckpointError:
+                continue
+            assert back == {"epoch": 3, "lr": 0.5}, pos
 
 
 def test_format_1_files_still_load_and_check_their_data():
     # format 1 carried "ember.sha256" of the data region only
-    n, header = _header(CHECKPOINT)
+    n, header = _header(FORMAT_2)
     head = json.loads(header)
     meta = head["__metadata__"]
-    body = CHECKPOINT[8 + n :]
+    body = FORMAT_2[8 + n :]
     del meta["ember.file_sha256"]
     meta["ember.version"] = "1"
     meta["ember.sha256"] = hashlib.sha256(body).hexdigest()
@@ -110,13 +152,13 @@ def test_format_1_files_still_load_and_check_their_data():
         _load(damaged)
 
 
-def test_a_file_of_ember_without_its_checksum_raises():
-    n, header = _header(CHECKPOINT)
+def test_a_format_2_file_without_its_checksum_raises():
+    n, header = _header(FORMAT_2)
     head = json.loads(header)
     del head["__metadata__"]["ember.file_sha256"]
     text = json.dumps(head).encode()
     with pytest.raises(CheckpointError, match="checksum is missing"):
-        _load(struct.pack("<Q", len(text)) + text + CHECKPOINT[8 + n :])
+        _load(struct.pack("<Q", len(text)) + text + FORMAT_2[8 + n :])
 
 
 def test_plain_safetensors_files_without_a_checksum_load():

@@ -1,7 +1,8 @@
 """ember.save / ember.load: round trips of tensors, state dicts, optimizer states
-and nested containers; the safetensors layout (read back here by an
-independent parser); atomic writes; pickled values and the weights-only
-allowlist; PyTorch's zip checkpoints; and the bad files -- truncated, tampered,
+and nested containers; PyTorch's zip layout (read back here by zipfile and
+pickletools, and with -m parity by torch.load); atomic writes and the file mode;
+pickled values and the weights-only allowlist; ember's earlier safetensors-layout
+format and PyTorch's own zip checkpoints; and the bad files -- truncated, tampered,
 foreign, and pickles that would run code -- which must raise without executing
 anything."""
 
@@ -11,8 +12,11 @@ import io
 import json
 import math
 import os
+import pathlib
 import pickle
+import pickletools
 import struct
+import zipfile
 
 import numpy as np
 import pytest
@@ -29,7 +33,7 @@ def arr(t):
 
 
 def roundtrip(obj, tmp_path):
-    path = tmp_path / "ckpt.safetensors"
+    path = tmp_path / "ckpt.pt"
     ember.save(obj, path)
     return ember.load(path)
 
@@ -109,8 +113,10 @@ def test_optimizer_state_round_trip(tmp_path):
     assert opt2.param_groups[0]["lr"] == 0.01
 
 
+Point = collections.namedtuple("Point", ["x", "y"])
+
+
 def test_plain_values_and_nesting(tmp_path):
-    Point = collections.namedtuple("Point", ["x", "y"])
     obj = {
         "ints": [0, -1, 2**60, -(2**70)],
         "floats": [1.5, math.inf, -math.inf],
@@ -125,7 +131,6 @@ def test_plain_values_and_nesting(tmp_path):
         "dtype": ember.float16,
         "device": ember.device("cpu"),
         "size": ember.Size([2, 3]),
-        "point": Point(1, 2),
         "bytes": b"\x00\x01binary",
         "numpy": np.arange(4),
         "np_scalar": np.float32(2.5),
@@ -140,10 +145,39 @@ def test_plain_values_and_nesting(tmp_path):
     assert back["tuple_key"] == {(1, 2): "pair"} and back["set"] == {1, 2, 3}
     assert back["dtype"] is ember.float16 and back["device"] == ember.device("cpu")
     assert back["size"] == ember.Size([2, 3]) and isinstance(back["size"], ember.Size)
-    assert tuple(back["point"]) == (1, 2) and back["point"].x == 1
     assert back["bytes"] == b"\x00\x01binary" and back["$tensor"] == "not a tensor"
-    np.testing.assert_array_equal(arr(back["numpy"]), np.arange(4))
-    assert back["np_scalar"] == 2.5
+    assert type(back["numpy"]) is np.ndarray, "a NumPy array loads as a NumPy array"
+    np.testing.assert_array_equal(back["numpy"], np.arange(4))
+    assert type(back["np_scalar"]) is np.float32 and back["np_scalar"] == 2.5
+
+
+def test_numpy_arrays_come_back_as_numpy_arrays(tmp_path):
+    # a widely copied time-series example saves NumPy arrays with torch.save
+    data = {"series": np.linspace(0, 1, 12).reshape(3, 4), "ids": np.arange(3, dtype=np.int16)}
+    back = roundtrip(data, tmp_path)
+    assert all(type(v) is np.ndarray for v in back.values())
+    np.testing.assert_array_equal(back["series"], data["series"])
+    assert back["ids"].dtype == np.int16
+    back = roundtrip(np.eye(2, dtype=np.float32), tmp_path)
+    assert type(back) is np.ndarray and back.dtype == np.float32
+
+
+def test_namedtuples_are_pickled_and_need_trust(tmp_path):
+    ember.save({"point": Point(1, 2)}, tmp_path / "p.pt")
+    with pytest.raises(pickle.UnpicklingError, match="Point"):
+        ember.load(tmp_path / "p.pt")
+    with ember.serialization.safe_globals([Point]):
+        assert ember.load(tmp_path / "p.pt")["point"] == Point(1, 2)
+
+
+def test_protocol_2_pickles_naming_python_2_builtins_load(tmp_path):
+    # protocol 2 writes set as __builtin__.set, bytes through _codecs.encode;
+    # PyTorch 2.13 accepts both with weights_only=True, and so does ember
+    ember.save({"s": {1, 2}, "b": b"\xff\x00", "f": frozenset([3])}, tmp_path / "s.pt")
+    raw = zipfile.ZipFile(tmp_path / "s.pt").read("s/data.pkl")
+    globals_ = [arg for op, arg, _ in pickletools.genops(raw) if op.name == "GLOBAL"]
+    assert "__builtin__ set" in globals_ and "_codecs encode" in globals_
+    assert ember.load(tmp_path / "s.pt") == {"s": {1, 2}, "b": b"\xff\x00", "f": frozenset([3])}
 
 
 def test_parameters_and_requires_grad_survive(tmp_path):
@@ -189,13 +223,20 @@ def test_objects_the_layout_cannot_hold_are_pickled_and_need_trust(tmp_path):
     x = ember.randn(4, 2)
     np.testing.assert_array_equal(arr(back["model"](x)), arr(model(x)))
     assert back["w"] is back["model"].weight, "a tensor inside and outside the pickle is one"
-    # The tensors stay in the tensor table: the pickle holds only references.
-    header = json.loads(
-        (tmp_path / "m").read_bytes()[
-            8 : 8 + struct.unpack("<Q", (tmp_path / "m").read_bytes()[:8])[0]
-        ]
-    )
-    assert sum(1 for k in header if k != "__metadata__") == 2  # weight and bias
+    # The tensors' bytes are records of their own: the pickle holds only references.
+    names = zipfile.ZipFile(tmp_path / "m").namelist()
+    assert sorted(n for n in names if "/data/" in n) == ["m/data/0", "m/data/1"]
+
+
+def test_a_whole_model_saved_by_ember_loads_with_weights_only_false(tmp_path):
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.ReLU())
+    model(ember.randn(6, 3))
+    model.eval()
+    ember.save(model, tmp_path / "model.pt")
+    back = ember.load(tmp_path / "model.pt", weights_only=False)
+    assert isinstance(back, nn.Sequential) and isinstance(back[0].weight, nn.Parameter)
+    x = ember.randn(5, 3)
+    np.testing.assert_array_equal(arr(back(x)), arr(model(x)))
 
 
 def test_safe_globals_allowlist(tmp_path):
@@ -229,28 +270,54 @@ def test_a_pickled_value_that_would_run_code_is_refused(tmp_path):
     assert not marker.exists(), "a weights-only load must never execute code from the file"
 
 
-def test_layout_is_safetensors(tmp_path):
-    """An independent reader: 8-byte little-endian header length, JSON header
-    with dtype/shape/data_offsets, then the raw bytes."""
-    tensors = {
-        "w": ember.arange(6.0).reshape(2, 3),
-        "i": ember.tensor([1, 2, 3], dtype=ember.int32),
-    }
-    ember.save(tensors, tmp_path / "s.safetensors")
-    raw = (tmp_path / "s.safetensors").read_bytes()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8 : 8 + n])
-    meta = header.pop("__metadata__")
-    assert all(isinstance(v, str) for v in meta.values())
-    body = raw[8 + n :]
-    found = {}
-    for name, info in header.items():
-        b, e = info["data_offsets"]
-        np_dtype = {"F32": np.float32, "I32": np.int32}[info["dtype"]]
-        found[name] = np.frombuffer(body[b:e], dtype=np_dtype).reshape(info["shape"])
-    assert sorted(
-        map(str.tolist if False else (lambda a: a.tolist()), found.values()), key=str
-    ) == sorted([[[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]], [1, 2, 3]], key=str)
+def test_layout_is_pytorchs_zip(tmp_path):
+    """An independent reader (zipfile, pickletools): the records torch.save writes,
+    storages aligned to 64 bytes, torch's globals in data.pkl, views sharing one
+    storage record, and ember's seal in the archive comment."""
+    base = ember.arange(6.0).reshape(2, 3)
+    tensors = {"w": base, "row": base[1], "i": ember.tensor([1, 2, 3], dtype=ember.int32)}
+    ember.save(tensors, tmp_path / "s.pt")
+    raw = (tmp_path / "s.pt").read_bytes()
+    archive = zipfile.ZipFile(tmp_path / "s.pt")
+    names = archive.namelist()
+    assert names[0] == "s/data.pkl" and {"s/byteorder", "s/version"} <= set(names)
+    assert archive.read("s/byteorder") == b"little" and archive.read("s/version") == b"3\n"
+    assert len(archive.read("s/.data/serialization_id")) == 40
+    assert sorted(n for n in names if "/data/" in n) == ["s/data/0", "s/data/1"]
+    for info in archive.infolist():
+        assert info.compress_type == zipfile.ZIP_STORED
+        if "/data/" in info.filename:
+            n, m = struct.unpack("<HH", raw[info.header_offset + 26 : info.header_offset + 30])
+            assert (info.header_offset + 30 + n + m) % 64 == 0, info.filename
+    assert np.frombuffer(archive.read("s/data/0"), np.float32).tolist() == [0, 1, 2, 3, 4, 5]
+    assert np.frombuffer(archive.read("s/data/1"), np.int32).tolist() == [1, 2, 3]
+    ops = list(pickletools.genops(archive.read("s/data.pkl")))
+    globals_ = {arg for op, arg, _ in ops if op.name == "GLOBAL"}
+    assert {"torch._utils _rebuild_tensor_v2", "torch FloatStorage", "torch IntStorage"} <= (
+        globals_
+    )
+    assert archive.comment.startswith(b"ember-sha256:") and len(archive.comment) == 77
+
+
+def test_file_mode_follows_the_umask(tmp_path):
+    old = os.umask(0o027)
+    try:
+        ember.save({"x": 1}, tmp_path / "a.pt")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.pt").stat().st_mode & 0o777 == 0o640
+    os.umask(0o022)
+    try:
+        ember.save({"x": 1}, tmp_path / "b.pt")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "b.pt").stat().st_mode & 0o777 == 0o644
+
+
+def test_tensors_viewing_one_storage_as_two_dtypes_are_refused(tmp_path):
+    x = ember.zeros(4)
+    with pytest.raises(RuntimeError, match="same storage as different dtypes"):
+        ember.save([x, x.view(ember.int32)], tmp_path / "v.pt")
 
 
 def test_plain_safetensors_file_loads_as_dict(tmp_path):
@@ -294,35 +361,53 @@ def good_file(tmp_path):
 def test_truncated_file(good_file, cut):
     data = good_file.read_bytes()
     good_file.write_bytes(data[:cut])
-    with pytest.raises(CheckpointError, match="truncated|too short|header"):
+    with pytest.raises(CheckpointError, match="truncated|too short|header|checksum"):
         ember.load(good_file)
 
 
 def test_tampered_tensor_bytes(good_file):
     data = bytearray(good_file.read_bytes())
-    data[-10] ^= 0xFF
+    info = zipfile.ZipFile(good_file).getinfo("good/data/0")
+    data[info.header_offset + 200] ^= 0xFF  # inside the 1 KiB of the tensor's bytes
     good_file.write_bytes(bytes(data))
     with pytest.raises(CheckpointError, match="checksum"):
         ember.load(good_file)
 
 
-def test_tampered_header(good_file):
-    data = good_file.read_bytes()
+FORMAT_2 = pathlib.Path(__file__).parent / "data" / "ember_format2.ckpt"
+
+
+def test_ember_format_2_files_still_load():
+    # written by ember.save before it wrote PyTorch's zip format (the safetensors layout)
+    back = ember.load(FORMAT_2)
+    assert back["epoch"] == 3 and back["tags"] == ("a", 2) and back["dt"] is ember.float16
+    assert back["view"].tolist() == [3.0, 4.0, 5.0] and back["base"].shape == (2, 3)
+    assert list(back["model"]) == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    assert back["optimizer"]["param_groups"][0]["lr"] == 0.001
+    pickled = FORMAT_2.with_name("ember_format2_pickled.ckpt")
+    with pytest.raises(pickle.UnpicklingError, match="argparse"):
+        ember.load(pickled)
+    assert ember.load(pickled, weights_only=False)["args"].lr == 0.5
+
+
+def test_tampered_format_2_header(tmp_path):
+    data = FORMAT_2.read_bytes()
+    path = tmp_path / "old.ckpt"
     (n,) = struct.unpack("<Q", data[:8])
     header = json.loads(data[8 : 8 + n])
-    header["t0"]["shape"] = [8, 16]  # claims fewer bytes than stored
+    header["t0"]["shape"] = [1, 4]  # claims fewer bytes than stored
     text = json.dumps(header).encode()
-    good_file.write_bytes(struct.pack("<Q", len(text)) + text + data[8 + n :])
+    path.write_bytes(struct.pack("<Q", len(text)) + text + data[8 + n :])
     with pytest.raises(CheckpointError, match="checksum"):  # it covers the header too
-        ember.load(good_file)
+        ember.load(path)
     del header["__metadata__"]  # a plain safetensors file: no checksum, still checked
     text = json.dumps(header).encode()
-    good_file.write_bytes(struct.pack("<Q", len(text)) + text + data[8 + n :])
+    path.write_bytes(struct.pack("<Q", len(text)) + text + data[8 + n :])
     with pytest.raises(CheckpointError, match="altered|bytes"):
-        ember.load(good_file)
-    good_file.write_bytes(data[:8] + b"{not json" + data[17:])
+        ember.load(path)
+    path.write_bytes(data[:8] + b"{not json" + data[17:])
     with pytest.raises(CheckpointError, match="JSON"):
-        ember.load(good_file)
+        ember.load(path)
 
 
 def test_structure_with_unknown_tags_or_missing_tensors(tmp_path):
@@ -363,13 +448,15 @@ def test_a_pickle_that_would_run_code_is_refused(tmp_path):
 @pytest.mark.parametrize("magic, pads", [(b"\x80", range(300)), (b"PK", range(19000, 19400))])
 def test_header_lengths_that_look_like_pickle_or_zip_magic(magic, pads):
     # the 8-byte header length may begin with 0x80 (pickle's) or "PK" (zip's magic)
+    from ember.utils import safetensors
+
     for pad in pads:
-        data = ember.serialization.save_to_bytes({"name": "x" * pad, "t": ember.ones(2)})
+        data = safetensors.save({"t": ember.ones(2)}, metadata={"name": "x" * pad})
         if data.startswith(magic):
             break
     else:
         raise AssertionError(f"no padding gave a header length starting with {magic!r}")
-    assert ember.load(io.BytesIO(data))["name"] == "x" * pad
+    assert ember.load(io.BytesIO(data))["t"].tolist() == [1.0, 1.0]
 
 
 def test_garbage_and_empty_files(tmp_path):
@@ -432,3 +519,90 @@ def test_torch_pickled_modules_are_refused_clearly(tmp_path):
     torch.save({"w": torch.ones(2)}, tmp_path / "legacy.pt", _use_new_zipfile_serialization=False)
     with pytest.raises(CheckpointError, match="bare pickle"):
         ember.load(tmp_path / "legacy.pt")
+
+
+@pytest.mark.parity
+def test_torch_load_reads_embers_checkpoints_with_weights_only(tmp_path):
+    torch = pytest.importorskip("torch")
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    model(ember.randn(8, 3))
+    opt = ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    model(ember.randn(8, 3)).sum().backward()
+    opt.step()
+    base = ember.arange(12.0).reshape(3, 4)
+    obj = {
+        "model": model.state_dict(),
+        "optimizer": opt.state_dict(),
+        "base": base,
+        "view": base[:, 1::2],
+        "ints": ember.arange(5),
+        "half": ember.ones(2, dtype=ember.bfloat16),
+        "mask": ember.tensor([True, False]),
+        "empty": ember.zeros(0, 3),
+        "param": nn.Parameter(ember.ones(2)),
+        "dtype": ember.float16,
+        "size": ember.Size([2, 3]),
+        "device": ember.device("cpu"),
+        "epoch": 7,
+        "history": [0.5, 0.25],
+        "tags": {"a", "b"},
+        "blob": b"\x00\xff",
+        "pair": (1, "x"),
+    }
+    ember.save(obj, tmp_path / "e.pt")
+    back = torch.load(tmp_path / "e.pt", weights_only=True)
+    assert back["view"].tolist() == arr(base)[:, 1::2].tolist()
+    assert back["view"].untyped_storage().data_ptr() == back["base"].untyped_storage().data_ptr()
+    assert back["ints"].dtype == torch.int64 and back["half"].dtype == torch.bfloat16
+    assert back["mask"].tolist() == [True, False] and back["empty"].shape == (0, 3)
+    assert isinstance(back["param"], torch.nn.Parameter) and back["param"].requires_grad
+    assert back["dtype"] == torch.float16 and back["size"] == torch.Size([2, 3])
+    assert back["device"] == torch.device("cpu")
+    assert back["epoch"] == 7 and back["history"] == [0.5, 0.25] and back["tags"] == {"a", "b"}
+    assert back["blob"] == b"\x00\xff" and back["pair"] == (1, "x")
+    tmodel = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))
+    tmodel.load_state_dict(back["model"])
+    topt = torch.optim.SGD(tmodel.parameters(), lr=0.5, momentum=0.9)
+    topt.load_state_dict(back["optimizer"])
+    assert topt.param_groups[0]["lr"] == 0.1
+    model.eval(), tmodel.eval()
+    x = np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32)
+    np.testing.assert_allclose(
+        tmodel(torch.tensor(x)).detach().numpy(), arr(model(ember.tensor(x))), rtol=1e-6
+    )
+    # and back: torch saves what it loaded, ember reads it
+    torch.save(back, tmp_path / "t.pt")
+    again = ember.load(tmp_path / "t.pt")
+    assert again["view"].tolist() == back["view"].tolist() and again["tags"] == {"a", "b"}
+
+
+@pytest.mark.parity
+def test_numpy_arrays_saved_by_torch_load_as_numpy_arrays(tmp_path):
+    torch = pytest.importorskip("torch")
+    torch.save({"x": np.arange(3.0)}, tmp_path / "n.pt")
+    back = ember.load(tmp_path / "n.pt")
+    assert type(back["x"]) is np.ndarray and back["x"].tolist() == [0.0, 1.0, 2.0]
+    ember.save({"x": np.arange(3.0)}, tmp_path / "e.pt")
+    back = torch.load(tmp_path / "e.pt", weights_only=False)
+    assert type(back["x"]) is np.ndarray and back["x"].tolist() == [0.0, 1.0, 2.0]
+
+
+@pytest.mark.parametrize("protocol", [2, 3, 4, 5])
+def test_pickle_protocols(tmp_path, protocol):
+    x = ember.randn(30, 30)
+    obj = {"x": x, "v": x[5:, ::2], "n": np.arange(3.0), "s": {1}, "b": b"\x01"}
+    ember.save(obj, tmp_path / "p.pt", pickle_protocol=protocol)
+    back = ember.load(tmp_path / "p.pt")
+    assert back["v"].tolist() == x[5:, ::2].tolist() and back["v"].data_ptr() > 0
+    assert type(back["n"]) is np.ndarray and back["s"] == {1} and back["b"] == b"\x01"
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not ember.cuda.is_available(), reason="no CUDA device")
+def test_cuda_tensors_are_saved_with_their_location(tmp_path):
+    x = ember.arange(12.0, device="cuda").reshape(3, 4)
+    ember.save({"x": x, "col": x[:, 1]}, tmp_path / "c.pt")
+    raw = zipfile.ZipFile(tmp_path / "c.pt").read("c/data.pkl")
+    assert b"cuda:0" in raw  # the storage's location, as torch.save records it
+    back = ember.load(tmp_path / "c.pt")  # ember loads every tensor on the CPU
+    assert back["x"].tolist() == x.cpu().tolist() and back["col"].tolist() == [1.0, 5.0, 9.0]

@@ -10,6 +10,7 @@ ember_core is installed (``ember.utils.data`` is this package).
 """
 
 from ember_data import _utils, dataloader, dataset, distributed, sampler  # noqa: F401
+from ember_data._utils.collate import numpy_collate, torch_collate
 from ember_data.dataloader import (
     DataLoader,
     _DatasetKind,
@@ -58,6 +59,8 @@ __all__ = [
     "_DatasetKind",
     "default_collate",
     "default_convert",
+    "numpy_collate",
+    "torch_collate",
     "get_worker_info",
     "random_split",
 ]

@@ -161,8 +161,8 @@ from ember import distributions  # noqa: E402 - needs the namespace above comple
 __all__.append("distributions")
 
 # --- profiler, distributed, tensorboard and small namespaces ---
-from ember import accelerator, distributed, mps, profiler, version  # noqa: E402
+from ember import accelerator, distributed, mps, onnx, profiler, version  # noqa: E402
 from ember.utils import hooks as _utils_hooks  # noqa: E402,F401 - ember.utils.hooks
 
 __version__ = version.__version__  # compares with tuples, as torch's TorchVersion
-__all__ = sorted({*__all__, "accelerator", "distributed", "mps", "profiler", "version"})
+__all__ = sorted({*__all__, "accelerator", "distributed", "mps", "onnx", "profiler", "version"})

@@ -1,41 +1,259 @@
-"""Reading checkpoints written by PyTorch's ``torch.save`` (its zip format).
+"""PyTorch's zip checkpoint format (what ``torch.save`` writes since 1.6), both ways:
+ember.save writes it and ember.load reads it.
 
-A PyTorch checkpoint is a zip archive ``<name>/data.pkl`` + ``<name>/data/<key>``:
-the pickle describes the object, and each tensor in it is
-``torch._utils._rebuild_tensor_v2(storage, offset, size, stride, ...)`` over a
-storage that the pickle names by a persistent id ``('storage', torch.FloatStorage,
-key, location, numel)`` whose bytes are the archive member ``data/<key>``.
+Note [Torch zip checkpoints]
+A checkpoint is a zip archive of uncompressed records under one folder,
+``<archive>/``: ``data.pkl`` (the object, pickled), ``data/<key>`` (the raw bytes of
+each storage), ``byteorder`` ("little"), ``version`` ("3"), ``.format_version``,
+``.storage_alignment`` ("64": every storage's bytes start at a multiple of 64 in the
+file) and ``.data/serialization_id``.  In the pickle a tensor is
+``torch._utils._rebuild_tensor_v2(storage, offset, size, stride, requires_grad,
+OrderedDict())`` over a storage named by the persistent id ``('storage',
+torch.FloatStorage, key, location, numel)``; a Parameter is
+``torch._utils._rebuild_parameter(tensor, requires_grad, OrderedDict())``; dtypes,
+``torch.Size`` and ``torch.device`` are torch globals.  Tensors that share a storage
+(views) name one storage, so they load as views of one storage again.
 
-ember rebuilds those tensors over its own memory (views of one storage stay views
-of one ember tensor) and maps the handful of torch globals such a pickle needs
-(rebuild functions, storage classes, dtypes, Size, device) to ember's own.  These
-never run code from the file, so they are allowed with ``weights_only=True`` as in
-PyTorch; any other global goes through ember's weights-only allowlist.  Objects
-whose classes live in torch itself (a pickled ``nn.Module``, an optimizer) cannot
-be rebuilt as ember objects: save their ``state_dict()`` instead.
+ember has no torch objects to pickle, so its pickler (the standard library's
+pure-Python one) writes those globals by name; ember's unpickler maps the same
+names back to ember's own (rebuild functions, storage dtypes, Size, device).  These
+never run code from the file, so they are allowed with ``weights_only=True``, as in
+PyTorch; any other global goes through the weights-only allowlist (_unpickling.py).
+Objects whose classes live in torch itself (a pickled torch ``nn.Module``) cannot be
+rebuilt as ember objects: save their ``state_dict()`` instead.
 """
 
+import collections
+import hashlib
 import io
 import pickle
+import struct
 import zipfile
+import zlib
 
 import ember_core as ec
+from ember_core import _interop
 
 from . import _unpickling
+from ._checkpoint_errors import fail
+from ._safetensors import make_tensor
 
-_STORAGE_DTYPES = {
-    "FloatStorage": ec.float32,
-    "DoubleStorage": ec.float64,
-    "HalfStorage": ec.float16,
-    "BFloat16Storage": ec.bfloat16,
-    "LongStorage": ec.int64,
-    "IntStorage": ec.int32,
-    "ShortStorage": ec.int16,
-    "CharStorage": ec.int8,
-    "ByteStorage": ec.uint8,
-    "BoolStorage": ec.bool,
-    "UntypedStorage": ec.uint8,
-}
+# torch's storage class of each dtype (torch.FloatStorage, ...).
+_STORAGE_NAMES = [
+    ("FloatStorage", ec.float32),
+    ("DoubleStorage", ec.float64),
+    ("HalfStorage", ec.float16),
+    ("BFloat16Storage", ec.bfloat16),
+    ("LongStorage", ec.int64),
+    ("IntStorage", ec.int32),
+    ("ShortStorage", ec.int16),
+    ("CharStorage", ec.int8),
+    ("ByteStorage", ec.uint8),
+    ("BoolStorage", ec.bool),
+]
+_COMPLEX = [("ComplexFloatStorage", "complex64"), ("ComplexDoubleStorage", "complex128")]
+for _name, _dtype_name in _COMPLEX:
+    if isinstance(getattr(ec, _dtype_name, None), ec.dtype):  # where ember_core has them
+        _STORAGE_NAMES.append((_name, getattr(ec, _dtype_name)))
+_STORAGE_DTYPES = dict(_STORAGE_NAMES)
+_STORAGE_DTYPES["UntypedStorage"] = ec.uint8
+_STORAGE_OF_DTYPE = {dtype: name for name, dtype in _STORAGE_NAMES}
+
+ALIGNMENT = 64
+_RECORD_DATE = (1980, 1, 1, 0, 0, 0)  # fixed, so one object always gives the same bytes
+
+
+# ------------------------------------------------------------------ writing
+
+
+class _Global:
+    """A torch global, written into the pickle by its name."""
+
+    __slots__ = ("module", "name")
+
+    def __init__(self, module, name):
+        self.module, self.name = module, name
+
+    def __call__(self, *args):  # pickle wants a reduce function to be callable
+        raise TypeError(f"{self.module}.{self.name} is written into checkpoints, not called")
+
+
+_globals = {}
+
+
+def _torch(module, name):
+    key = (module, name)
+    if key not in _globals:
+        _globals[key] = _Global(module, name)
+    return _globals[key]
+
+
+class _StorageRef:
+    """A storage as the pickle refers to it: its persistent id."""
+
+    __slots__ = ("pid",)
+
+    def __init__(self, pid):
+        self.pid = pid
+
+
+class _Storages:
+    """The storages an object's tensors live in, each once, keyed "0", "1", ..."""
+
+    def __init__(self):
+        self.by_storage = {}  # id(storage) -> (key, dtype, numel, tensor keeping it alive, ref)
+
+    def ref(self, t):
+        storage = t._storage
+        entry = self.by_storage.get(id(storage))
+        if entry is not None:
+            if entry[1] is not t.dtype:
+                raise RuntimeError(
+                    "ember.save: cannot save tensors that view the same storage as different "
+                    f"dtypes ({entry[1]} and {t.dtype}), as in PyTorch; save a .clone() of one"
+                )
+            return entry[4]
+        name = _STORAGE_OF_DTYPE.get(t.dtype)
+        if name is None:
+            raise TypeError(f"ember.save: tensors of dtype {t.dtype} cannot be saved yet")
+        key = str(len(self.by_storage))
+        numel = storage.nbytes() // t.dtype.itemsize
+        ref = _StorageRef(("storage", _torch("torch", name), key, str(t.device), numel))
+        self.by_storage[id(storage)] = (key, t.dtype, numel, t, ref)
+        return ref
+
+    def records(self):
+        """(key, bytes-like) of each storage's whole memory, in key order."""
+        for key, dtype, numel, t, _ in self.by_storage.values():
+            nbytes = numel * dtype.itemsize
+            if nbytes == 0:
+                yield key, b""
+            elif t.device.type == "cpu":
+                ptr = _interop.ffi.cast("char*", t._storage.data_ptr())
+                yield key, _interop.ffi.buffer(ptr, nbytes)
+            else:  # copied to the host, the whole storage as in PyTorch
+                whole = t.detach().as_strided((numel,), (1,), 0).cpu()
+                ptr = _interop.ffi.cast("char*", whole.data_ptr())
+                yield key, bytes(_interop.ffi.buffer(ptr, nbytes))
+
+
+class _Pickler(pickle._Pickler):
+    """The standard pickler, with ember's tensors, dtypes, Size and device written as
+    PyTorch's (Note [Torch zip checkpoints]).  The pure-Python pickler is used for
+    its save_global, which lets torch's globals be written by name; the pickle holds
+    no tensor data, so it stays small."""
+
+    def __init__(self, file, protocol, storages):
+        super().__init__(file, protocol)
+        self.storages = storages
+
+    def persistent_id(self, obj):
+        return obj.pid if type(obj) is _StorageRef else None
+
+    def reducer_override(self, obj):
+        kind = type(obj)
+        if kind is _Global:
+            return obj.name  # a global: save_global below writes it
+        if isinstance(obj, ec.Tensor):
+            return self._reduce_tensor(obj)
+        if kind is ec.dtype:
+            return obj.name
+        if kind is ec.Size:
+            return (_torch("torch", "Size"), (tuple(obj),))
+        if kind is ec.device:
+            return (_torch("torch", "device"), (str(obj),))
+        return NotImplemented
+
+    def _reduce_tensor(self, t):
+        hooks = collections.OrderedDict()
+        if type(t).__name__ == "Parameter":
+            data = t.detach()
+            if type(data) is not ec.Tensor:
+                data = data.as_subclass(ec.Tensor)
+            return (_torch("torch._utils", "_rebuild_parameter"), (data, t.requires_grad, hooks))
+        args = (
+            self.storages.ref(t),
+            t.storage_offset(),
+            tuple(t.shape),
+            tuple(t.stride()),
+            bool(t.requires_grad),
+            hooks,
+        )
+        return (_torch("torch._utils", "_rebuild_tensor_v2"), args)
+
+    def save_global(self, obj, name=None):
+        if type(obj) is _Global:
+            module, name = obj.module, obj.name
+        elif type(obj) is ec.dtype:
+            module, name = "torch", obj.name
+        else:
+            return super().save_global(obj, name)
+        self.write(pickle.GLOBAL + f"{module}\n{name}\n".encode())
+        self.memoize(obj)
+
+
+def write(obj, out, archive_name="archive", protocol=2, comment=b"", extra_records=None):
+    """Write obj as a PyTorch zip checkpoint to ``out`` (a seekable binary file at
+    position 0); ``comment`` becomes the zip archive's comment, ``extra_records``
+    ({name: bytes}) more records in the archive's folder, which torch.load ignores."""
+    storages = _Storages()
+    buf = io.BytesIO()
+    try:
+        _Pickler(buf, protocol, storages).dump(obj)
+    except Exception as exc:
+        kind, where = _first_unpicklable(obj, "obj", protocol)
+        exc.add_note(f"ember.save: while pickling {kind} at {where}")
+        raise
+    pickled = buf.getvalue()
+    digest = hashlib.sha256(pickled)
+    prefix = f"{archive_name}/"
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as archive:
+        archive.comment = comment
+        _record(archive, prefix + "data.pkl", pickled)
+        _record(archive, prefix + ".format_version", b"1")
+        _record(archive, prefix + ".storage_alignment", str(ALIGNMENT).encode())
+        _record(archive, prefix + "byteorder", b"little")
+        for key, data in storages.records():
+            digest.update(data)
+            _record(archive, f"{prefix}data/{key}", data, aligned=True)
+        _record(archive, prefix + "version", b"3\n")
+        for name, data in (extra_records or {}).items():
+            _record(archive, prefix + name, data)
+        serialization_id = int(digest.hexdigest(), 16) % 10**40
+        _record(archive, prefix + ".data/serialization_id", f"{serialization_id:040d}".encode())
+
+
+def _first_unpicklable(obj, path, protocol):
+    """(type name, path) of the innermost value in obj's containers that fails to
+    pickle, for the error message."""
+    if isinstance(obj, dict):
+        items = [(f"{path}[{k!r}]", v) for k, v in obj.items()]
+    elif isinstance(obj, (list, tuple)):
+        items = [(f"{path}[{i}]", v) for i, v in enumerate(obj)]
+    else:
+        items = []
+    for where, value in items:
+        try:
+            _Pickler(io.BytesIO(), protocol, _Storages()).dump(value)
+        except Exception:
+            return _first_unpicklable(value, where, protocol)
+    return type(obj).__name__, path
+
+
+def _record(archive, name, data, aligned=False):
+    info = zipfile.ZipInfo(name, date_time=_RECORD_DATE)
+    info.compress_type = zipfile.ZIP_STORED
+    if aligned:  # pad the local header's extra field so the data starts aligned
+        size = len(data)
+        start = archive.fp.tell() + 30 + len(name.encode("utf-8")) + 4
+        if size * 1.05 > zipfile.ZIP64_LIMIT:
+            start += 20  # the zip64 extra field zipfile then adds
+        pad = -start % ALIGNMENT
+        info.extra = struct.pack("<HH", 0x4246, pad) + b"\0" * pad
+    archive.writestr(info, data)
+
+
+# ------------------------------------------------------------------ reading
 
 
 class _StorageType:
@@ -99,21 +317,43 @@ class _TorchUnpickler(_unpickling.Unpickler):
         return super().find_class(module, name)
 
 
-def load(data, source, weights_only, fail):
-    """The object in a PyTorch zip checkpoint (``data``: the file's bytes)."""
-    from .serialization import _make_tensor  # (serialization imports this module)
+# What zipfile raises for a damaged archive (a flipped compression method is a
+# NotImplementedError, a flipped encryption flag a RuntimeError, a bad offset an
+# EOFError or struct.error, ...).
+_ZIP_ERRORS = (
+    RuntimeError,
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    NotImplementedError,
+    EOFError,
+    struct.error,
+    ValueError,
+    KeyError,
+    OSError,
+    zlib.error,
+)
 
+
+def _read(archive, name, source):
+    try:
+        return archive.read(name)
+    except _ZIP_ERRORS as exc:
+        fail(source, f"a damaged zip archive ({type(exc).__name__}: {exc})")
+
+
+def load(data, source, weights_only):
+    """The object in a PyTorch zip checkpoint (``data``: the file's bytes)."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         names = archive.namelist()
-    except (zipfile.BadZipFile, ValueError) as exc:
-        fail(source, f"a damaged zip archive ({exc})")
+    except _ZIP_ERRORS as exc:
+        fail(source, f"a damaged zip archive ({type(exc).__name__}: {exc})")
     pickles = [n for n in names if n.endswith("/data.pkl") and n.count("/") == 1]
     if not pickles:
         fail(source, "a zip archive without <name>/data.pkl: not a PyTorch checkpoint")
     prefix = pickles[0][: -len("data.pkl")]
     if prefix + "byteorder" in names:
-        order = archive.read(prefix + "byteorder").strip()
+        order = _read(archive, prefix + "byteorder", source).strip()
         if order != b"little":
             fail(source, f"the tensors are stored {order.decode(errors='replace')}-endian")
 
@@ -125,11 +365,13 @@ def load(data, source, weights_only, fail):
         _, kind, key, _location, numel = pid
         if not isinstance(kind, _StorageType):
             fail(source, f"unexpected storage type {kind!r} in data.pkl")
+        if not isinstance(numel, int) or numel < 0:
+            fail(source, f"the storage {key!r} has an invalid size {numel!r}")
         if key not in storages:
             member = f"{prefix}data/{key}"
             if member not in names:
                 fail(source, f"the storage {key!r} is missing from the archive")
-            raw = archive.read(member)
+            raw = _read(archive, member, source)
             nbytes = numel * kind.dtype.itemsize
             if len(raw) != nbytes:
                 fail(
@@ -137,8 +379,9 @@ def load(data, source, weights_only, fail):
                     f"the storage {key!r} holds {len(raw)} bytes; {numel} {kind.name} elements "
                     f"need {nbytes}",
                 )
-            storages[key] = _make_tensor(kind.dtype, (numel,), raw)
+            storages[key] = make_tensor(kind.dtype, (numel,), raw)
         return storages[key]
 
-    unpickler = _TorchUnpickler(io.BytesIO(archive.read(pickles[0])), storage, weights_only)
+    pickled = _read(archive, pickles[0], source)
+    unpickler = _TorchUnpickler(io.BytesIO(pickled), storage, weights_only)
     return unpickler.load()

@@ -1,20 +1,29 @@
 """Unpicklers for ember.load: the weights-only allowlist and its public API.
 
-ember.save writes tensors and plain values in a safe (JSON + raw bytes) layout;
-only objects that layout cannot hold (an argparse.Namespace, a whole model) are
-pickled, with their tensors kept out of the pickle.  Loading such a pickle with
-``weights_only=True`` (the default, as in PyTorch since 2.6) resolves only
-allowlisted globals: the standard containers below plus what the user trusts
+A checkpoint's pickle holds the object's structure; tensor data lives apart (zip
+records, or a safetensors table).  Loading with ``weights_only=True`` (the default,
+as in PyTorch since 2.6) resolves only allowlisted globals: what PyTorch 2.13
+allows by default (the standard containers below, ``_codecs.encode`` that protocol-2
+pickles use for bytes, torch's tensor globals, mapped in _torch_checkpoint.py), a
+few more plain types, NumPy arrays, dtypes and scalars (which PyTorch asks users to
+allowlist; rebuilding them runs no code from the file), plus what the user trusts
 through ``add_safe_globals``/``safe_globals``.  Anything else raises
-``pickle.UnpicklingError`` naming the global and how to allow it.
+``pickle.UnpicklingError`` naming the global and how to allow it.  Python 2 names
+that protocol-2 pickles carry (``__builtin__.set``) are read as Python 3's, as the
+standard unpickler does.
 """
 
+import _compat_pickle
+import codecs
 import collections
 import contextlib
 import pickle
 import threading
 
+import numpy as np
+
 _DEFAULT_SAFE = {
+    ("_codecs", "encode"): codecs.encode,
     ("collections", "OrderedDict"): collections.OrderedDict,
     ("collections", "Counter"): collections.Counter,
     ("collections", "defaultdict"): collections.defaultdict,
@@ -24,7 +33,16 @@ _DEFAULT_SAFE = {
     ("builtins", "slice"): slice,
     ("builtins", "complex"): complex,
     ("builtins", "range"): range,
+    ("numpy", "ndarray"): np.ndarray,
+    ("numpy", "dtype"): np.dtype,
 }
+# NumPy's array and scalar rebuild functions, under NumPy 2's and NumPy 1's names.
+_multiarray = getattr(np, "_core", None) or np.core
+for _module in ("numpy._core.multiarray", "numpy.core.multiarray"):
+    _DEFAULT_SAFE[(_module, "_reconstruct")] = _multiarray.multiarray._reconstruct
+    _DEFAULT_SAFE[(_module, "scalar")] = _multiarray.multiarray.scalar
+for _module in ("numpy._core.numeric", "numpy.core.numeric"):  # protocol 5's arrays
+    _DEFAULT_SAFE[(_module, "_frombuffer")] = _multiarray.numeric._frombuffer
 
 _user_safe = []  # [(object, "module.qualname")] in the order added
 _user_entries = []  # the same, as the user gave them
@@ -107,6 +125,13 @@ def refusal(module, name):
     )
 
 
+def _python3_name(module, name):
+    """The Python 3 name of a global that a protocol-2 pickle names the Python 2 way."""
+    if (module, name) in _compat_pickle.NAME_MAPPING:
+        return _compat_pickle.NAME_MAPPING[(module, name)]
+    return _compat_pickle.IMPORT_MAPPING.get(module, module), name
+
+
 class Unpickler(pickle.Unpickler):
     """Resolves persistent ids with ``persistent`` and, when ``weights_only``, only
     allowlisted globals."""
@@ -122,6 +147,7 @@ class Unpickler(pickle.Unpickler):
     def find_class(self, module, name):
         if not self._weights_only:
             return super().find_class(module, name)
+        module, name = _python3_name(module, name)
         found = _allowed(module, name)
         if found is None:
             raise refusal(module, name)

@@ -8,7 +8,7 @@ Computations are not defined here: they are ops declared in the op table
 import operator
 import warnings
 
-from ember_core import _dispatch, _dtype, _shape, _storage
+from ember_core import _autograd_loader, _dispatch, _dtype, _shape, _storage
 from ember_core._device import CPU
 
 _new = object.__new__
@@ -248,7 +248,11 @@ class Tensor:
         self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad=True):
+        # (ember_autograd replaces this method when it loads: Note [Autograd entry point])
         requires_grad = bool(requires_grad)
+        # (the first time only: ember_autograd's form calls this one afterwards)
+        if requires_grad and _autograd_loader.loads_now(Tensor, "requires_grad_"):
+            return self.requires_grad_(requires_grad)
         if requires_grad and not self._dtype.is_floating_point:
             raise RuntimeError(
                 "only Tensors of floating point and complex dtype can require gradients"
@@ -314,9 +318,12 @@ class Tensor:
             setattr(self, slot, getattr(other, slot))
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        # (ember_autograd replaces this method when it loads: Note [Autograd entry point])
+        if _autograd_loader.loads_now(Tensor, "backward"):
+            return self.backward(gradient, retain_graph, create_graph, inputs)
         raise RuntimeError(
-            "backward() needs ember_autograd, which registers gradients with ember_core: "
-            "`import ember_autograd` (or `import ember`) first"
+            "backward() needs ember_autograd, which records gradients for ember_core: "
+            "install it (pip install ember-autograd, or ember)"
         )
 
     # ------------------------------------------------------ python protocol
@@ -430,6 +437,9 @@ class Tensor:
         ):
             setattr(t, slot, getattr(self, slot))
         return t
+
+
+_autograd_loader.remember(Tensor, "requires_grad_", "backward")
 
 
 class Size(tuple):

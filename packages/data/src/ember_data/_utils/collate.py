@@ -5,8 +5,18 @@ The rules follow PyTorch's ``default_collate`` exactly: arrays and tensors are
 stacked along a new first dimension, Python floats become a float64 batch and
 ints an int64 one (bools a bool one), strings and bytes stay a list, mappings,
 named tuples and sequences are collated field by field (tuples come back as
-lists).  With ember_core installed a batch is an ember tensor; without it, a
-NumPy array.
+lists).
+
+Note [Collate choice]
+What a batch's arrays become is chosen by the collate function, never silently by
+what else is installed:
+- ``default_collate``: ember tensors when ember_core is installed (ember's
+  DataLoader feeds ember models), NumPy arrays without it; PyTorch tensors in the
+  samples are stacked into a PyTorch tensor.
+- ``numpy_collate``: always NumPy arrays (tensors in the samples too), for a
+  NumPy-only pipeline whatever is installed.
+- ``torch_collate``: always PyTorch tensors (needs torch), so a PyTorch training
+  loop can use ember_data's DataLoader on purpose.
 
 Inside a DataLoader worker, large stacked batches are written straight into
 shared memory (``set_shared_allocator``), so handing them to the main process
@@ -16,6 +26,7 @@ copies nothing more.
 import collections
 import copy
 import re
+import sys
 
 import numpy as np
 
@@ -34,6 +45,10 @@ __all__ = [
     "default_collate_fn_map",
     "default_convert",
     "np_str_obj_array_pattern",
+    "numpy_collate",
+    "numpy_collate_fn_map",
+    "torch_collate",
+    "torch_collate_fn_map",
 ]
 
 _ec = _rng.ember_core()
@@ -272,11 +287,137 @@ default_collate_fn_map[str] = collate_str_fn
 default_collate_fn_map[bytes] = collate_str_fn
 
 
+def _torch():
+    """The torch module when it is already imported (a torch tensor in a sample means
+    it is), else None: ember_data never imports torch on its own."""
+    return sys.modules.get("torch")
+
+
+def collate_torch_tensor_fn(batch, *, collate_fn_map=None):
+    """Stack PyTorch tensors into a PyTorch tensor (as torch's default_collate)."""
+    return _torch().stack(list(batch), 0)
+
+
+def _with_torch_tensors(fn_map):
+    """fn_map, with torch.Tensor collated by torch.stack once torch is imported."""
+    torch = _torch()
+    if torch is not None and getattr(torch, "Tensor", None) is not None:
+        fn_map.setdefault(torch.Tensor, collate_torch_tensor_fn)
+    return fn_map
+
+
 def default_collate(batch):
     """Put each field of a list of samples into a batch with a new first
-    dimension (the DataLoader's collate_fn when batching).
+    dimension (the DataLoader's collate_fn when batching): ember tensors with
+    ember_core installed, NumPy arrays without it; PyTorch tensors stay PyTorch
+    tensors (Note [Collate choice]).
 
     >>> default_collate([(np.zeros(2), 1), (np.ones(2), 2)])  # doctest: +SKIP
     [tensor([[0., 0.], [1., 1.]], dtype=ember.float64), tensor([1, 2])]
     """
-    return collate(batch, collate_fn_map=default_collate_fn_map)
+    return collate(batch, collate_fn_map=_with_torch_tensors(default_collate_fn_map))
+
+
+# ---------------------------------------------------------------- NumPy batches
+
+
+def _tensor_to_numpy(t):
+    if _ec is not None and isinstance(t, _ec.Tensor):
+        t = t.detach()
+        if t.dtype.name == "bfloat16":
+            raise TypeError("numpy_collate: NumPy has no bfloat16; convert the samples first")
+        return t.cpu().numpy()
+    return t.detach().cpu().numpy()  # a PyTorch tensor
+
+
+def _numpy_array_fn(batch, *, collate_fn_map=None):
+    elem = batch[0]
+    if np_str_obj_array_pattern.search(elem.dtype.str) is not None:
+        raise TypeError(default_collate_err_msg_format.format(elem.dtype))
+    return _stack_arrays([np.asarray(b) for b in batch])
+
+
+def _numpy_tensor_fn(batch, *, collate_fn_map=None):
+    return _stack_arrays([_tensor_to_numpy(t) for t in batch])
+
+
+def _numpy_int_fn(batch, *, collate_fn_map=None):
+    a = np.array(batch)
+    return a if a.dtype == np.bool_ else a.astype(np.int64, copy=False)
+
+
+def _numpy_scalar_fn(batch, *, collate_fn_map=None):
+    return np.array(batch)
+
+
+def _numpy_float_fn(batch, *, collate_fn_map=None):
+    return np.array(batch, dtype=np.float64)
+
+
+numpy_collate_fn_map = {
+    np.ndarray: _numpy_array_fn,
+    (np.bool_, np.number, np.object_): _numpy_scalar_fn,
+    float: _numpy_float_fn,
+    int: _numpy_int_fn,
+    str: collate_str_fn,
+    bytes: collate_str_fn,
+}
+if _ec is not None:
+    numpy_collate_fn_map[_ec.Tensor] = _numpy_tensor_fn
+
+
+def numpy_collate(batch):
+    """default_collate's rules, with every batch a NumPy array whatever is installed
+    (ember and PyTorch tensors in the samples too).
+
+    >>> numpy_collate([(np.zeros(2), 1), (np.ones(2), 2)])
+    [array([[0., 0.],
+           [1., 1.]]), array([1, 2])]
+    """
+    torch = _torch()
+    if torch is not None and torch.Tensor not in numpy_collate_fn_map:
+        numpy_collate_fn_map[torch.Tensor] = _numpy_tensor_fn
+    return collate(batch, collate_fn_map=numpy_collate_fn_map)
+
+
+# ---------------------------------------------------------------- PyTorch batches
+
+
+def _import_torch():
+    try:
+        import torch
+    except ImportError as exc:
+        raise ImportError(
+            "torch_collate makes PyTorch tensors: install torch, or use default_collate "
+            "(ember tensors) or numpy_collate (NumPy arrays)"
+        ) from exc
+    return torch
+
+
+def torch_collate(batch):
+    """default_collate's rules, with every batch a PyTorch tensor (needs torch): for a
+    PyTorch pipeline that uses ember_data's DataLoader.  NumPy and ember batches
+    become PyTorch tensors over the same memory (torch.from_numpy).
+
+    >>> torch_collate([(np.zeros(2), 1), (np.ones(2), 2)])  # doctest: +SKIP
+    [tensor([[0., 0.], [1., 1.]], dtype=torch.float64), tensor([1, 2])]
+    """
+    torch = _import_torch()
+    if not torch_collate_fn_map:
+        for kind, fn in numpy_collate_fn_map.items():
+            if fn is not collate_str_fn:
+                torch_collate_fn_map[kind] = _to_torch(fn)
+            else:
+                torch_collate_fn_map[kind] = fn
+        torch_collate_fn_map[torch.Tensor] = collate_torch_tensor_fn
+    return collate(batch, collate_fn_map=torch_collate_fn_map)
+
+
+torch_collate_fn_map = {}  # filled on first use: torch is imported only then
+
+
+def _to_torch(numpy_fn):
+    def fn(batch, *, collate_fn_map=None):
+        return sys.modules["torch"].from_numpy(np.asarray(numpy_fn(batch)))
+
+    return fn

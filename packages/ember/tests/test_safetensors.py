@@ -1,0 +1,96 @@
+"""ember.utils.safetensors: files named by state_dict key, read back by ember and
+(with -m parity) by the safetensors package's NumPy and PyTorch readers."""
+
+import json
+import struct
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+from ember.utils import safetensors
+
+
+def _model():
+    ember.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.Flatten(), nn.Linear(8, 3))
+
+
+def test_tensors_are_named_by_their_keys(tmp_path):
+    model = _model()
+    safetensors.save_model(model, tmp_path / "m.safetensors")
+    raw = (tmp_path / "m.safetensors").read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8 : 8 + n])
+    assert header.pop("__metadata__") == {"format": "pt"}
+    assert list(header) == list(model.state_dict())
+    assert header["3.weight"]["dtype"] == "F32" and header["3.weight"]["shape"] == [3, 8]
+    assert header["1.num_batches_tracked"]["dtype"] == "I64"
+    assert (tmp_path / "m.safetensors").stat().st_mode & 0o022 == 0  # 0644 less the umask
+
+
+def test_round_trip_every_dtype_and_load_model(tmp_path):
+    tensors = {
+        str(d): (ember.arange(6) % 3).to(d).reshape(2, 3)
+        for d in (
+            ember.float32,
+            ember.float64,
+            ember.float16,
+            ember.bfloat16,
+            ember.int64,
+            ember.int32,
+            ember.int16,
+            ember.int8,
+            ember.uint8,
+            ember.bool,
+        )
+    }
+    tensors["strided"] = ember.arange(12.0).reshape(3, 4).t()
+    safetensors.save_file(tensors, tmp_path / "t.safetensors", metadata={"k": "v"})
+    back = safetensors.load_file(tmp_path / "t.safetensors")
+    assert list(back) == list(tensors)
+    for name, t in tensors.items():
+        assert back[name].dtype is t.dtype and back[name].float().tolist() == t.float().tolist()
+    assert safetensors.load(safetensors.save(tensors))["strided"].tolist() == (
+        tensors["strided"].tolist()
+    )
+    model, fresh = (
+        _model(),
+        nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.Flatten(), nn.Linear(8, 3)),
+    )
+    safetensors.save_model(model, tmp_path / "m.safetensors")
+    assert safetensors.load_model(fresh, tmp_path / "m.safetensors") == ([], [])
+    x = ember.randn(2, 1, 4, 4)
+    model.eval(), fresh.eval()
+    assert fresh(x).tolist() == model(x).tolist()
+
+
+def test_bad_input_is_refused_clearly(tmp_path):
+    with pytest.raises(TypeError, match="not a Tensor"):
+        safetensors.save({"a": [1, 2]})
+    with pytest.raises(TypeError, match="strings"):
+        safetensors.save({"a": ember.ones(1)}, metadata={"n": 1})
+    with pytest.raises(ember.CheckpointError, match="truncated|header"):
+        safetensors.load(b"\x10\x00\x00\x00\x00\x00\x00\x00{}")
+
+
+@pytest.mark.parity
+def test_the_safetensors_package_reads_ember_models_by_name(tmp_path):
+    st_numpy = pytest.importorskip("safetensors.numpy")
+    st_torch = pytest.importorskip("safetensors.torch")
+    torch = pytest.importorskip("torch")
+    model = _model()
+    safetensors.save_model(model, tmp_path / "m.safetensors")
+    arrays = st_numpy.load_file(str(tmp_path / "m.safetensors"))
+    assert list(arrays) == list(model.state_dict())
+    for name, t in model.state_dict().items():
+        np.testing.assert_array_equal(arrays[name], t.numpy(), err_msg=name)
+    tmodel = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 2, 3), torch.nn.BatchNorm2d(2), torch.nn.Flatten(), torch.nn.Linear(8, 3)
+    )
+    tmodel.load_state_dict(st_torch.load_file(str(tmp_path / "m.safetensors")))
+    tensors = {"b": torch.ones(2, dtype=torch.bfloat16), "w": torch.arange(4.0)}
+    st_torch.save_file(tensors, str(tmp_path / "t.safetensors"))
+    back = safetensors.load_file(tmp_path / "t.safetensors")
+    assert back["b"].dtype is ember.bfloat16 and back["w"].tolist() == [0, 1, 2, 3]

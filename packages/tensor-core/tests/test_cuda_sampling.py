@@ -1,8 +1,9 @@
 """multinomial on CUDA: the same samples as the CPU for the same seed, bit for
 bit (csrc/cuda/multinomial.cuh draws the CPU's Philox numbers and repeats its
 double arithmetic), and invalid weights raise by the next synchronisation; the
-per-element samplers (random_dist.h on both devices) follow the CPU; plus the device-side index errors of the indexing kernels, in process (the
-error word leaves the context usable)."""
+per-element samplers (random_dist.h on both devices) follow the CPU; plus the
+device-side index errors of the indexing kernels, in process (the error word
+leaves the context usable)."""
 
 import numpy as np
 import pytest

@@ -127,7 +127,7 @@ static PyTypeObject ThreadStateType = {
 /* Interned attribute names. */
 static PyObject *s__rg, *s_grad_fn, *s__output_nr, *s__base, *s__inference, *s__storage,
     *s__version, *s__shape, *s__dtype, *s__stride, *s__offset, *s__device,
-    *s_is_floating_point, *s__vv, *s__acc, *s_impl, *s_result, *s__unpack_slow, *s_fn,
+    *s_differentiable, *s__vv, *s__acc, *s_impl, *s_result, *s__unpack_slow, *s_fn,
     *s_wants_needs, *s_multi_grad, *s_needs, *s_name, *s_to, *s_apply, *s_release, *s__ctx,
     *s__hooks, *s__post_acc_hooks, *s__grad, *s_post_hooks, *s_clone, *s__custom_view;
 
@@ -156,6 +156,7 @@ static Py_ssize_t n_own_dirs;
 /* set by setup_engine() (_engine.py) */
 static PyTypeObject* OpNodeCls;   /* _formula.OpNode */
 static PyObject* py_sum_to;       /* _formula.sum_to(g, shape) */
+static PyObject* py_real_grad;    /* _formula.real_grad(g, dtype): Note [Complex gradients] */
 static PyObject* py_zeros_for_missing;
 static PyObject* py_pre_hooks;    /* _engine._pre_hooks(node, extra, grads) */
 static PyObject* py_post_hooks;   /* _engine._post_hooks(extra, result, grads_in) */
@@ -549,8 +550,9 @@ static PyObject* formula_apply(NodeObject* node, PyObject* grads) {
             goto done;
         }
         Py_DECREF(gd); /* dtypes are singletons: identity is the test */
-        if (gd != dtype) {
-            Py_SETREF(g, PyObject_CallMethodOneArg(g, s_to, dtype));
+        if (gd != dtype) { /* the input's dtype (a complex gradient of a real input: its real part) */
+            PyObject* a2[2] = {g, dtype};
+            Py_SETREF(g, PyObject_Vectorcall(py_real_grad, a2, 2, NULL));
             if (g == NULL) goto done;
         }
         PyList_SET_ITEM(result, i, g);
@@ -1342,12 +1344,12 @@ static PyObject* saved_value(PyObject* a, PyObject* saved_by) {
     return out;
 }
 
-/* Is o a floating tensor? 1, 0, -1 on error. */
+/* Is o a tensor of a differentiable dtype (floating or complex)? 1, 0, -1 on error. */
 static int floating_tensor(PyObject* o) {
     if (!is_tensor(o)) return 0;
     PyObject* dt = PyObject_GetAttr(o, s__dtype);
     if (dt == NULL) return -1;
-    int r = flag(dt, s_is_floating_point);
+    int r = flag(dt, s_differentiable);
     Py_DECREF(dt);
     return r;
 }
@@ -2109,12 +2111,12 @@ out:
 }
 
 static PyObject** const engine_slots[] = {
-    (PyObject**)&OpNodeCls, &py_sum_to, &py_zeros_for_missing, &py_pre_hooks, &py_post_hooks,
-    &py_accumulate, &py_post_accumulate, &add_impl, &py_run_node,
+    (PyObject**)&OpNodeCls, &py_sum_to, &py_real_grad, &py_zeros_for_missing, &py_pre_hooks,
+    &py_post_hooks, &py_accumulate, &py_post_accumulate, &add_impl, &py_run_node,
 };
 static const char* const engine_names[] = {
-    "OpNode", "sum_to", "zeros_for_missing", "pre_hooks", "post_hooks", "accumulate",
-    "post_accumulate", "add_impl", "run_node",
+    "OpNode", "sum_to", "real_grad", "zeros_for_missing", "pre_hooks", "post_hooks",
+    "accumulate", "post_accumulate", "add_impl", "run_node",
 };
 
 static PyObject* setup_engine(PyObject* self, PyObject* args, PyObject* kw) {
@@ -2261,7 +2263,7 @@ static int install(void) {
         intern(&s__version, "_version") || intern(&s__shape, "_shape") ||
         intern(&s__dtype, "_dtype") || intern(&s__stride, "_stride") ||
         intern(&s__offset, "_offset") || intern(&s__device, "_device") ||
-        intern(&s_is_floating_point, "is_floating_point") || intern(&s__vv, "_vv") ||
+        intern(&s_differentiable, "differentiable") || intern(&s__vv, "_vv") ||
         intern(&s__acc, "_acc") || intern(&s_impl, "impl") || intern(&s_result, "result") ||
         intern(&s__unpack_slow, "_unpack_slow") || intern(&s_fn, "fn") ||
         intern(&s_wants_needs, "wants_needs") || intern(&s_multi_grad, "multi_grad") ||

@@ -29,7 +29,7 @@ class T:
     shape: tuple = (2, 3)
     lo: float = -2.0
     hi: float = 2.0
-    dtype: str = "float64"  # or "float32", "int64", "bool"
+    dtype: str = "float64"  # or "float32", "complex128", "int64", "bool"
     grad: bool = True
     noncontig: bool = False
     away_from_zero: bool = False  # |x| >= lo-ish: keeps kinks at 0 out of reach
@@ -53,6 +53,7 @@ class Case:
     parity: bool = True
     gradcheck: bool = True  # False where finite differences are meaningless (ties)
     needs: str = None  # an ember_core module the forward needs (skip until it lands)
+    forward: bool = True  # False: forward mode refuses it (real results of complex values)
 
     def skip_reason(self):
         if self.needs and importlib.util.find_spec(f"ember_core.{self.needs}") is None:
@@ -79,11 +80,19 @@ def make_values(spec, rng):
     v = rng.uniform(spec.lo, spec.hi, size=spec.shape)
     if spec.away_from_zero:
         v = np.where(np.abs(v) < 0.2, np.sign(v + 1e-9) * 0.2 + v, v)
+    if spec.dtype == "complex128":  # the imaginary parts from the same range
+        v = v + 1j * rng.uniform(spec.lo, spec.hi, size=spec.shape)
     return np.asarray(v, dtype=_np_dtype(spec.dtype))
 
 
 def _np_dtype(name):
-    return {"float64": np.float64, "float32": np.float32, "int64": np.int64, "bool": np.bool_}[name]
+    return {
+        "float64": np.float64,
+        "float32": np.float32,
+        "complex128": np.complex128,
+        "int64": np.int64,
+        "bool": np.bool_,
+    }[name]
 
 
 def rng_for(case):
@@ -101,7 +110,7 @@ def build(ns, spec, values, requires_grad=True):
         assert not t.is_contiguous()
     else:
         t = ns.tensor(values, dtype=dtype)
-    if requires_grad and spec.grad and spec.dtype.startswith("float"):
+    if requires_grad and spec.grad and spec.dtype.startswith(("float", "complex")):
         t.requires_grad_(True)
     return t
 
@@ -912,3 +921,66 @@ add("sum", "f32", _method("sum", 1), [F32], gradcheck=False)
 add("exp", "f32-inplace", _inplace("exp"), [F32], gradcheck=False)
 add("where", "f32-f64", lambda ns, c, x, y: ns.where(c, x, y), [COND, F32, T()], gradcheck=False)
 add("cat", "f32-f64", lambda ns, a, b: ns.cat([a, b]), [F32, T()], gradcheck=False)
+
+# ------------------------------------------------ complex (Note [Complex gradients])
+# Complex inputs are checked as pairs of reals by gradcheck; parity with
+# PyTorch's complex gradients is in test_complex_grad.py.
+C = T(dtype="complex128")
+CNZ = C.with_(lo=0.5, hi=1.5)  # away from zero and from the branch cuts
+add("view_as_real", "plain", lambda ns, z: ns.view_as_real(z), [C], parity=False)
+add("view_as_complex", "plain", lambda ns, x: ns.view_as_complex(x), [T((3, 2))], parity=False)
+add("real", "complex", lambda ns, z: ns.real(z) * 1, [C], parity=False)
+add("imag", "complex", lambda ns, z: ns.imag(z) * 1, [C], parity=False)
+add("conj", "complex", lambda ns, z: ns.conj(z) * 1, [C], parity=False)
+add("complex", "plain", lambda ns, a, b: ns.complex(a, b), [T(), T()], parity=False)
+add("complex", "bcast", lambda ns, a, b: ns.complex(a, b), [T((3,)), T((2, 3))], parity=False)
+add(
+    "_angle",
+    "complex",
+    lambda ns, z: ns.angle(z),
+    [CNZ],
+    parity=False,
+    gradgrad=False,
+    forward=False,
+)
+for _name, _call in [
+    ("mul", lambda ns, a, b: a * b),
+    ("div", lambda ns, a, b: a / b),
+    ("matmul", lambda ns, a, b: a @ b.transpose(0, 1)),
+    ("add", lambda ns, a, b: ns.add(a, b, alpha=0.5 - 2j)),
+]:
+    add(_name, "complex", _call, [CNZ, CNZ], parity=False, gradgrad=False)
+add("mul", "complex-real", lambda ns, a, b: a * b, [C, T()], parity=False, gradgrad=False)
+for _name in ("exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "reciprocal", "asin"):
+    add(_name, "complex", _method(_name), [CNZ], parity=False, gradgrad=False)
+add("abs", "complex", _method("abs"), [CNZ], parity=False, gradgrad=False, forward=False)
+add("pow", "complex", lambda ns, z: z**3, [CNZ], parity=False, gradgrad=False)
+add("sum", "complex", lambda ns, z: z.sum(1), [C], parity=False)
+# the FFT primitives, through torch.fft's functions (odd and even lengths)
+add("_fft_c2c", "fft", lambda ns, z: ns.fft.fft(z), [C], parity=False)
+add("_fft_c2c", "ifft2-ortho", lambda ns, z: ns.fft.ifft2(z, norm="ortho"), [C], parity=False)
+add("_fft_r2c", "rfft-even", lambda ns, x: ns.fft.rfft(x), [T((2, 6))], parity=False)
+add("_fft_r2c", "rfft-odd-trim", lambda ns, x: ns.fft.rfft(x, n=5), [T((2, 7))], parity=False)
+# zero-padding goes through constant_pad_nd, which has no forward-mode rule yet
+add(
+    "_fft_r2c",
+    "rfft-odd-pad",
+    lambda ns, x: ns.fft.rfft(x, n=5),
+    [T((2, 4))],
+    parity=False,
+    forward=False,
+)
+add(
+    "_fft_c2r",
+    "irfft-even",
+    lambda ns, z: ns.fft.irfft(z, n=6),
+    [C.with_(shape=(2, 4))],
+    parity=False,
+)
+add(
+    "_fft_c2r",
+    "irfft-odd",
+    lambda ns, z: ns.fft.irfft(z, n=7, norm="forward"),
+    [C.with_(shape=(2, 4))],
+    parity=False,
+)

@@ -172,6 +172,17 @@ CASES = {
     "stack": lambda L, F, m: L.stack([m((2, 3), 0), m((2, 3), 1, "float32")]),
 }
 
+# torch.fft (fp32): complex results from the float32 computation
+_FFT_CASES = {
+    f"fft_{kind}": (lambda L, F, m, _k=kind: getattr(L.fft, _k)(m((4, 6), 0)))
+    for kind in ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft")
+    + ("rfft2", "irfft2", "rfftn", "irfftn", "hfft", "ihfft")
+}
+CASES.update(_FFT_CASES)
+CASES["polar"] = lambda L, F, m: L.polar(m((3,), 0), m((3,), 1))
+CASES["view_as_complex"] = lambda L, F, m: L.view_as_complex(m((3, 2), 0))
+CASES["stft"] = lambda L, F, m: L.stft(m((64,), 0), 16, window=m((16,), 1), return_complex=True)
+
 # aten ops on PyTorch's lists that ember has no form of: (a public name a script
 # would call, or None for internal ones no script calls; why)
 ABSENT = {
@@ -182,16 +193,8 @@ ABSENT = {
     "mkldnn_rnn_layer": (None, "internal: oneDNN's RNN layer"),
     "multilabel_margin_loss_forward": (None, "internal: multilabel_margin_loss's kernel"),
     "fake_quantize_per_tensor_affine": ("fake_quantize_per_tensor_affine", "no quantization"),
-    "linalg_eig": ("linalg.eig", "complex results: ember has no complex dtypes"),
-    "linalg_eigvals": ("linalg.eigvals", "complex results: ember has no complex dtypes"),
-    "polar": ("polar", "complex results: ember has no complex dtypes"),
-    "view_as_complex": ("view_as_complex", "complex results: ember has no complex dtypes"),
-    "stft": ("stft", "complex results: ember has no complex dtypes"),
-    **{
-        f"fft_{kind}": (f"fft.{kind}", "ember has no torch.fft")
-        for kind in ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft")
-        + ("rfft2", "irfft2", "rfftn", "irfftn", "hfft", "ihfft")
-    },
+    "linalg_eig": ("linalg.eig", "complex eigen-decomposition: not in ember yet"),
+    "linalg_eigvals": ("linalg.eigvals", "complex eigen-decomposition: not in ember yet"),
 }
 
 

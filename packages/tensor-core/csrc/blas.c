@@ -1,4 +1,5 @@
-/* Matrix products: BLAS (scipy-openblas32) for float32/float64, float32 BLAS on
+/* Matrix products: BLAS (scipy-openblas32) for float32/float64 and complex64/
+ * complex128 (sgemm/dgemm/cgemm/zgemm), float32 BLAS on
  * converted copies for float16/bfloat16, and C loops for integers.
  *
  * Strided operands are handed to BLAS as transposes where one of their strides
@@ -91,6 +92,8 @@ static int pack(int dtype, const char* src, int64_t rows, int64_t cols, int64_t 
     }
 SMALL_GEMM(float)
 SMALL_GEMM(double)
+SMALL_GEMM(ec_c64)
+SMALL_GEMM(ec_c128)
 
 /* Note [BLAS threads]: OpenBLAS runs single-threaded (its own pool is never used:
  * its waiting threads spin, and on a loaded machine a two-thread product stalls
@@ -105,7 +108,16 @@ SMALL_GEMM(double)
 static void blas_call(int dtype, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
                       const char* a, int64_t lda, const char* b, int64_t ldb, double beta, char* c,
                       int64_t ldc) {
-    if (dtype == EC_FLOAT32)
+    if (dtype == EC_COMPLEX64 || dtype == EC_COMPLEX128) {
+        /* cgemm/zgemm take alpha and beta by address, as complex numbers */
+        double al[2] = {alpha, 0}, be[2] = {beta, 0};
+        float alf[2] = {(float)alpha, 0}, bef[2] = {(float)beta, 0};
+        int c64 = dtype == EC_COMPLEX64;
+        (c64 ? scipy_cblas_cgemm : scipy_cblas_zgemm)(
+            CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+            (blasint)m, (blasint)n, (blasint)k, c64 ? (const void*)alf : (const void*)al, a,
+            (blasint)lda, b, (blasint)ldb, c64 ? (const void*)bef : (const void*)be, c, (blasint)ldc);
+    } else if (dtype == EC_FLOAT32)
         scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
                           tb ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n, (blasint)k,
                           (float)alpha, (const float*)a, (blasint)lda, (const float*)b,
@@ -168,7 +180,13 @@ static int gemm_float(int dtype, int64_t m, int64_t n, int64_t k, double alpha, 
                       int64_t a_rs, int64_t a_cs, const char* b, int64_t b_rs, int64_t b_cs,
                       double beta, char* c, int64_t c_rs, int64_t c_cs) {
     if (m * n * k <= SMALL_GEMM_MACS) {
-        if (dtype == EC_FLOAT32)
+        if (dtype == EC_COMPLEX64)
+            small_gemm_ec_c64(m, n, k, alpha, (const ec_c64*)a, a_rs, a_cs, (const ec_c64*)b, b_rs,
+                              b_cs, beta, (ec_c64*)c, c_rs, c_cs);
+        else if (dtype == EC_COMPLEX128)
+            small_gemm_ec_c128(m, n, k, alpha, (const ec_c128*)a, a_rs, a_cs, (const ec_c128*)b,
+                               b_rs, b_cs, beta, (ec_c128*)c, c_rs, c_cs);
+        else if (dtype == EC_FLOAT32)
             small_gemm_float(m, n, k, alpha, (const float*)a, a_rs, a_cs, (const float*)b, b_rs,
                              b_cs, beta, (float*)c, c_rs, c_cs);
         else
@@ -211,7 +229,7 @@ static int gemm_float(int dtype, int64_t m, int64_t n, int64_t k, double alpha, 
     if (k == 0) {
         /* BLAS with k == 0 scales C by beta; do it ourselves for clarity */
         int64_t layout[4] = {m, n, ldc, 1};
-        if (beta == 0) ec_fill(2, layout, (ec_ptr)cc, dtype, 0, 0);
+        if (beta == 0) ec_fill(2, layout, (ec_ptr)cc, dtype, 0, 0); /* complex too: 0 + 0i */
         else {
             int64_t l3[6] = {m, n, ldc, 1, ldc, 1};
             ec_binary_scalar(EC_B_MUL, dtype, 2, l3, (ec_ptr)cc, (ec_ptr)cc, beta, 0, 0, 1);
@@ -313,6 +331,8 @@ int ec_matmul(int dtype, int64_t batch, int64_t m, int64_t n, int64_t k, double 
     const void* b = (const void*)b_addr;
     void* c = (void*)c_addr;
     if (!ec_valid_dtype(dtype)) return ec_fail(EC_ERR_INVALID, "matmul: bad dtype %d", dtype);
+    if (!ec_base_dtype(dtype) && !ec_is_complex(dtype))
+        return ec_fail(EC_ERR_DTYPE, "matmul: no kernel for dtype code %d", dtype);
     if (batch < 0 || m < 0 || n < 0 || k < 0) return ec_fail(EC_ERR_INVALID, "matmul: negative size");
     if (m == 0 || n == 0) return EC_OK;
     int isz = ec_itemsize[dtype];
@@ -344,7 +364,7 @@ int ec_matmul(int dtype, int64_t batch, int64_t m, int64_t n, int64_t k, double 
         const char* bi = (const char*)b + i * b_bs * isz;
         char* ci = (char*)c + i * c_bs * isz;
         int st;
-        if (dtype == EC_FLOAT32 || dtype == EC_FLOAT64)
+        if (dtype == EC_FLOAT32 || dtype == EC_FLOAT64 || ec_is_complex(dtype))
             st = gemm_float(dtype, m, n, k, alpha, ai, a_rs, a_cs, bi, b_rs, b_cs, beta, ci, c_rs, c_cs);
         else if (dtype == EC_FLOAT16 || dtype == EC_BFLOAT16)
             st = gemm_half(dtype, m, n, k, alpha, ai, a_rs, a_cs, bi, b_rs, b_cs, beta, ci, c_rs, c_cs);

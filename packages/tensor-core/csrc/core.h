@@ -55,6 +55,45 @@ static inline ec_bf16 ec_f32_to_bf16(float f) {
 
 #include "dtype_lists.h"
 
+/* The dtypes only the CPU kernels have (Note [CPU-only dtypes]): the wide
+ * unsigned integers and the complex dtypes.  They are kept out of
+ * dtype_lists.h, whose lists the CUDA kernel sources expand; a CUDA tensor of
+ * these dtypes raises NotImplementedError in Python before any launcher runs.
+ * Complex values compute in C99's complex types; kind C. */
+#include <complex.h>
+#undef I /* the kind letter I of the X-macro lists, not the imaginary unit */
+typedef float _Complex ec_c64;
+typedef double _Complex ec_c128;
+#define EC_LOAD_u16(v) (v)
+#define EC_STORE_u16(x) ((uint16_t)(x))
+#define EC_LOAD_u32(v) (v)
+#define EC_STORE_u32(x) ((uint32_t)(x))
+#define EC_LOAD_u64(v) (v)
+#define EC_STORE_u64(x) ((uint64_t)(x))
+#define EC_LOAD_c64(v) (v)
+#define EC_STORE_c64(x) ((ec_c64)(x))
+#define EC_LOAD_c128(v) (v)
+#define EC_STORE_c128(x) ((ec_c128)(x))
+
+#define EC_WIDE_UINT_DTYPES(X)                 \
+    X(EC_UINT16, u16, uint16_t, uint16_t, I)   \
+    X(EC_UINT32, u32, uint32_t, uint32_t, I)   \
+    X(EC_UINT64, u64, uint64_t, uint64_t, I)
+#define EC_COMPLEX_DTYPES(X)                   \
+    X(EC_COMPLEX64, c64, ec_c64, ec_c64, C)    \
+    X(EC_COMPLEX128, c128, ec_c128, ec_c128, C)
+/* Every dtype the CPU kernels store (copies, fills, where, index kernels). */
+#define EC_CPU_DTYPES(X) EC_ALL_DTYPES(X) EC_WIDE_UINT_DTYPES(X) EC_COMPLEX_DTYPES(X)
+
+/* The ten dtypes every kernel family has; kernels whose loads fall back to a
+ * default case check it, so a CPU-only dtype never reaches them unnoticed. */
+static inline int ec_base_dtype(int d) { return d >= 0 && d <= EC_FLOAT64; }
+#define EC_REQUIRE_BASE_DTYPE(name, d)                                                 \
+    do {                                                                               \
+        if (!ec_base_dtype(d)) return ec_fail(EC_ERR_DTYPE, "%s: no kernel for dtype code %d", name, (int)(d)); \
+    } while (0)
+static inline int ec_is_complex(int d) { return d == EC_COMPLEX64 || d == EC_COMPLEX128; }
+
 /* Float to integer without undefined behaviour: NaN and values outside int64
  * become INT64_MIN (what x86 produces); narrower integers then wrap. */
 static inline int64_t ec_f2i64(double v) {

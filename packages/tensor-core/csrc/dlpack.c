@@ -23,7 +23,7 @@
 
 /* ----------------------------------------------------------- DLPack ABI */
 
-enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6 };
+enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLComplex = 5, kDLBool = 6 };
 
 typedef struct { int32_t device_type, device_id; } DLDevice;
 typedef struct { uint8_t code, bits; uint16_t lanes; } DLDataType;
@@ -75,6 +75,8 @@ static const struct { int code, bits; } DTYPE_TO_DL[EC_NUM_DTYPES] = {
     [EC_INT16] = {kDLInt, 16},    [EC_INT32] = {kDLInt, 32},    [EC_INT64] = {kDLInt, 64},
     [EC_FLOAT16] = {kDLFloat, 16}, [EC_BFLOAT16] = {kDLBfloat, 16},
     [EC_FLOAT32] = {kDLFloat, 32}, [EC_FLOAT64] = {kDLFloat, 64},
+    [EC_UINT16] = {kDLUInt, 16},  [EC_UINT32] = {kDLUInt, 32},  [EC_UINT64] = {kDLUInt, 64},
+    [EC_COMPLEX64] = {kDLComplex, 64}, [EC_COMPLEX128] = {kDLComplex, 128},
 };
 
 /* Drop the reference to the exporting tensor.  Deleters may be called from any

@@ -15,6 +15,7 @@
 #include "core.h"
 #include "elementwise_ops.h"
 #include "special.h"
+#include "cpu_only_ops.h"
 
 /* ---------------------------------------------------------------- unary */
 
@@ -49,6 +50,8 @@ UNARY_INT_LIST(DEFINE_UNARY, EC_INT16, i16, int16_t, int16_t)
 UNARY_INT_LIST(DEFINE_UNARY, EC_INT32, i32, int32_t, int32_t)
 UNARY_INT_LIST(DEFINE_UNARY, EC_INT64, i64, int64_t, int64_t)
 UNARY_BOOL_LIST(DEFINE_UNARY, EC_BOOL, b, uint8_t, int)
+UNARY_COMPLEX_LIST(DEFINE_UNARY, EC_COMPLEX64, c64, ec_c64, ec_c64, float, f32)
+UNARY_COMPLEX_LIST(DEFINE_UNARY, EC_COMPLEX128, c128, ec_c128, ec_c128, double, f64)
 
 static const ec_loop unary_table[EC_NUM_UNARY][EC_NUM_DTYPES] = {
     UNARY_FLOAT_LIST(UNARY_ENTRY, EC_FLOAT16, f16, ec_f16, float)
@@ -61,23 +64,29 @@ static const ec_loop unary_table[EC_NUM_UNARY][EC_NUM_DTYPES] = {
     UNARY_INT_LIST(UNARY_ENTRY, EC_INT32, i32, int32_t, int32_t)
     UNARY_INT_LIST(UNARY_ENTRY, EC_INT64, i64, int64_t, int64_t)
     UNARY_BOOL_LIST(UNARY_ENTRY, EC_BOOL, b, uint8_t, int)
+    UNARY_COMPLEX_LIST(UNARY_ENTRY, EC_COMPLEX64, c64, ec_c64, ec_c64, float, f32)
+    UNARY_COMPLEX_LIST(UNARY_ENTRY, EC_COMPLEX128, c128, ec_c128, ec_c128, double, f64)
     /* later initialisers replace the generic loops: Note [Fast float32 exp] */
     [EC_U_EXP][EC_FLOAT32] = ec_loop_exp_f32,
     [EC_U_SIGMOID][EC_FLOAT32] = ec_loop_sigmoid_f32,
     [EC_U_SILU][EC_FLOAT32] = ec_loop_silu_f32,
 };
 
-/* Ops whose output is bool whatever the input dtype. */
+/* The output dtype: bool for predicates, the real dtype for abs/angle of complex. */
 int ec_unary_out_dtype(int op, int dtype) {
     switch (op) {
         case EC_U_ISNAN: case EC_U_ISINF: case EC_U_ISFINITE: case EC_U_LOGICAL_NOT:
         case EC_U_SIGNBIT:
             return EC_BOOL;
-        case EC_U_BITWISE_NOT:
-            return dtype;
+        case EC_U_ABS: case EC_U_ANGLE:  /* complex -> its real dtype */
+            return dtype == EC_COMPLEX64 ? EC_FLOAT32 : dtype == EC_COMPLEX128 ? EC_FLOAT64 : dtype;
         default:
             return dtype;
     }
+}
+
+int ec_unary_has_kernel(int op, int dtype) {
+    return op >= 0 && op < EC_NUM_UNARY && ec_valid_dtype(dtype) && unary_table[op][dtype] != NULL;
 }
 
 static int unary_prepare(int op, int dtype, ec_loop* loop, int* out_dtype) {
@@ -168,6 +177,11 @@ BINARY_INT_LIST(DEFINE_BINARY, EC_INT16, i16, int16_t, int16_t)
 BINARY_INT_LIST(DEFINE_BINARY, EC_INT32, i32, int32_t, int32_t)
 BINARY_INT_LIST(DEFINE_BINARY, EC_INT64, i64, int64_t, int64_t)
 BINARY_BOOL_LIST(DEFINE_BINARY, EC_BOOL, b, uint8_t, int)
+BINARY_COMPLEX_LIST(DEFINE_BINARY, EC_COMPLEX64, c64, ec_c64, ec_c64, float, f32)
+BINARY_COMPLEX_LIST(DEFINE_BINARY, EC_COMPLEX128, c128, ec_c128, ec_c128, double, f64)
+BINARY_WIDE_UINT_LIST(DEFINE_BINARY, EC_UINT16, u16, uint16_t, uint16_t)
+BINARY_WIDE_UINT_LIST(DEFINE_BINARY, EC_UINT32, u32, uint32_t, uint32_t)
+BINARY_WIDE_UINT_LIST(DEFINE_BINARY, EC_UINT64, u64, uint64_t, uint64_t)
 
 static const ec_loop binary_table[EC_NUM_BINARY][EC_NUM_DTYPES] = {
     BINARY_FLOAT_LIST(BINARY_ENTRY, EC_FLOAT16, f16, ec_f16, float)
@@ -180,6 +194,11 @@ static const ec_loop binary_table[EC_NUM_BINARY][EC_NUM_DTYPES] = {
     BINARY_INT_LIST(BINARY_ENTRY, EC_INT32, i32, int32_t, int32_t)
     BINARY_INT_LIST(BINARY_ENTRY, EC_INT64, i64, int64_t, int64_t)
     BINARY_BOOL_LIST(BINARY_ENTRY, EC_BOOL, b, uint8_t, int)
+    BINARY_COMPLEX_LIST(BINARY_ENTRY, EC_COMPLEX64, c64, ec_c64, ec_c64, float, f32)
+    BINARY_COMPLEX_LIST(BINARY_ENTRY, EC_COMPLEX128, c128, ec_c128, ec_c128, double, f64)
+    BINARY_WIDE_UINT_LIST(BINARY_ENTRY, EC_UINT16, u16, uint16_t, uint16_t)
+    BINARY_WIDE_UINT_LIST(BINARY_ENTRY, EC_UINT32, u32, uint32_t, uint32_t)
+    BINARY_WIDE_UINT_LIST(BINARY_ENTRY, EC_UINT64, u64, uint64_t, uint64_t)
 };
 
 int ec_binary_out_dtype(int op, int dtype) {
@@ -191,6 +210,10 @@ static int binary_status(int st, int op) {
     if (st == EC_ERR_VALUE) return ec_fail(st, "integers to negative integer powers are not allowed");
     if (st != EC_OK) return ec_fail(st, "binary op %d failed", op);
     return EC_OK;
+}
+
+int ec_binary_has_kernel(int op, int dtype) {
+    return op >= 0 && op < EC_NUM_BINARY && ec_valid_dtype(dtype) && binary_table[op][dtype] != NULL;
 }
 
 static int binary_prepare(int op, int dtype, ec_loop* loop) {
@@ -325,7 +348,7 @@ int ec_binary_scalar_contig(int op, int dtype, int64_t n, ec_ptr out_addr, ec_pt
                                          ? *(const T*)(p[2] + i * s[2])                       \
                                          : *(const T*)(p[3] + i * s[3]);                      \
     }
-EC_ALL_DTYPES(DEFINE_WHERE)
+EC_CPU_DTYPES(DEFINE_WHERE)
 
 TERNARY_FLOAT_LIST(DEFINE_TERNARY, EC_FLOAT16, f16, ec_f16, float)
 TERNARY_FLOAT_LIST(DEFINE_TERNARY, EC_BFLOAT16, bf16, ec_bf16, float)
@@ -341,7 +364,7 @@ TERNARY_INT_LIST(DEFINE_TERNARY, EC_INT64, i64, int64_t, int64_t)
 #define TERNARY_ENTRY(OP, DC, sfx, T, C, OT, osfx, EXPR) [EC_T_##OP][DC] = t_##OP##_##sfx,
 
 static const ec_loop ternary_table[EC_NUM_TERNARY][EC_NUM_DTYPES] = {
-    EC_ALL_DTYPES(WHERE_ENTRY)
+    EC_CPU_DTYPES(WHERE_ENTRY)
     TERNARY_FLOAT_LIST(TERNARY_ENTRY, EC_FLOAT16, f16, ec_f16, float)
     TERNARY_FLOAT_LIST(TERNARY_ENTRY, EC_BFLOAT16, bf16, ec_bf16, float)
     TERNARY_FLOAT_LIST(TERNARY_ENTRY, EC_FLOAT32, f32, float, float)

@@ -35,6 +35,11 @@ enum ec_dtype_code {
     EC_BFLOAT16,
     EC_FLOAT32,
     EC_FLOAT64,
+    EC_UINT16,      /* the wide unsigned integers and the complex dtypes run on the CPU */
+    EC_UINT32,      /* kernels only (csrc/cpu_only_ops.h, core.h's EC_CPU_DTYPES); */
+    EC_UINT64,      /* the CUDA kernels' lists (dtype_lists.h) do not include them */
+    EC_COMPLEX64,
+    EC_COMPLEX128,
     EC_NUM_DTYPES
 };
 
@@ -107,6 +112,9 @@ enum ec_unary_op {
     EC_U_DEG2RAD,
     EC_U_RAD2DEG,
     EC_U_GELU_BACKWARD_COEF, /* d gelu / dx (p0 as GELU) */
+    EC_U_ANGLE,              /* complex only: arg(x) -> the real dtype */
+    EC_U_SGN,                /* complex only: x / |x|, 0 at 0 */
+    EC_U_CONJ,               /* complex only: conjugate */
     EC_NUM_UNARY,
 };
 

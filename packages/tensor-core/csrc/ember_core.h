@@ -48,10 +48,16 @@ int ec_copy_contig(int64_t n, ec_ptr dst, int dst_dtype, ec_ptr src, int src_dty
 /* Fill: every element = value (given as double and as int64 for exactness). */
 int ec_fill(int ndim, const int64_t* layout, ec_ptr dst, int dtype, double value,
             int64_t ivalue);
+/* Fill with a complex value (complex dtypes only; CPU only). */
+int ec_fill_complex(int ndim, const int64_t* layout, ec_ptr dst, int dtype, double re, double im);
 
 /* Elementwise.  `dtype` is the inputs' dtype; the output has `dtype` too except
  * for ops documented as -> bool.  Scalar forms take the scalar as double and
  * int64 (whichever the dtype needs); `scalar_first` puts it on the left. */
+/* Whether the CPU has a loop for (op, dtype): Python asks before running an op
+ * on a CPU-only dtype (Note [CPU-only dtypes]) so that the error names the op. */
+int ec_unary_has_kernel(int op, int dtype);
+int ec_binary_has_kernel(int op, int dtype);
 int ec_unary(int op, int dtype, int ndim, const int64_t* layout, ec_ptr out, ec_ptr x,
              double p0, double p1);
 int ec_unary_contig(int op, int dtype, int64_t n, ec_ptr out, ec_ptr x, double p0, double p1);

@@ -185,7 +185,8 @@ static void run_get(void* ctx, int64_t n, const int64_t* off, const int64_t* st)
             case 1: GET1(uint8_t); return;
             case 2: GET1(uint16_t); return;
             case 4: GET1(uint32_t); return;
-            default: GET1(uint64_t); return;
+            case 8: GET1(uint64_t); return;
+            default: break; /* complex128: the copy loop below */
         }
     }
     int isz = c->isz;
@@ -279,7 +280,8 @@ static int put1_fast(ixctx* c, int64_t n, const int64_t* off, const int64_t* st)
             case 1: PUT1(uint8_t, *dst = src); return 1;
             case 2: PUT1(uint16_t, *dst = src); return 1;
             case 4: PUT1(uint32_t, *dst = src); return 1;
-            default: PUT1(uint64_t, *dst = src); return 1;
+            case 8: PUT1(uint64_t, *dst = src); return 1;
+            default: return 0; /* complex128: write_point's copy */
         }
     }
     if (c->mode != EC_INDEX_ADD) return 0;
@@ -313,6 +315,7 @@ int ec_index(int mode, int dtype, int ndim, const int64_t* layout, ec_ptr values
     if (!ec_valid_dtype(dtype) || ndim < 0 || ndim > EC_MAX_DIMS || nidx < 1 || nidx > EC_MAX_DIMS ||
         mode < EC_INDEX_GET || mode > EC_INDEX_MIN)
         return ec_fail(EC_ERR_INVALID, "index: bad arguments (%d dims, %d indices)", ndim, nidx);
+    if (mode != EC_INDEX_GET && mode != EC_INDEX_PUT) EC_REQUIRE_BASE_DTYPE("index reduction", dtype);
     const int64_t* strides[IX_MAX_OPS];
     for (int k = 0; k < 2 + nidx; k++) strides[k] = layout + ndim * (1 + k);
     ixspace s;
@@ -447,6 +450,11 @@ static inline int nonzero_at(int dtype, const char* p) {
         case EC_FLOAT16: return (float)*(const ec_f16*)p != 0.0f;
         case EC_BFLOAT16: return ec_bf16_to_f32(*(const ec_bf16*)p) != 0.0f;
         case EC_FLOAT32: return *(const float*)p != 0.0f;
+        case EC_UINT16: return *(const uint16_t*)p != 0;
+        case EC_UINT32: return *(const uint32_t*)p != 0;
+        case EC_UINT64: return *(const uint64_t*)p != 0;
+        case EC_COMPLEX64: return *(const ec_c64*)p != 0;
+        case EC_COMPLEX128: return *(const ec_c128*)p != 0;
         default: return *(const double*)p != 0.0;
     }
 }

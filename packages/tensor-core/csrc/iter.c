@@ -9,7 +9,7 @@
 
 #include "core.h"
 
-const int ec_itemsize[EC_NUM_DTYPES] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
+const int ec_itemsize[EC_NUM_DTYPES] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 2, 4, 8, 8, 16};
 
 /* ------------------------------------------------------------------ errors */
 

@@ -58,6 +58,7 @@ static void store_i(int dtype, char* out, int64_t i, int64_t v) {
 
 int ec_random(int kind, int dtype, int64_t n, ec_ptr out_addr, uint64_t seed, uint64_t offset,
               double p0, double p1, int64_t i0, int64_t i1) {
+    EC_REQUIRE_BASE_DTYPE("random", dtype);
     if (!ec_valid_dtype(dtype) || n < 0 || kind < 0 || kind > EC_RNG_GEOMETRIC)
         return ec_fail(EC_ERR_INVALID, "random: bad arguments");
     ecr_args a = {p0, p1, (uint64_t)i0, (uint64_t)i1 - (uint64_t)i0, per_counter(kind, dtype),
@@ -84,6 +85,8 @@ int ec_random(int kind, int dtype, int64_t n, ec_ptr out_addr, uint64_t seed, ui
 
 int ec_bernoulli_tensor(int dtype, int p_dtype, int64_t n, ec_ptr out_addr, ec_ptr p_addr,
                         uint64_t seed, uint64_t offset) {
+    EC_REQUIRE_BASE_DTYPE("bernoulli_tensor", dtype);
+    EC_REQUIRE_BASE_DTYPE("bernoulli_tensor", p_dtype);
     void* out = (void*)out_addr;
     const void* p = (const void*)p_addr;
     if (!ec_valid_dtype(dtype) || !ec_valid_dtype(p_dtype) || !ec_is_float(p_dtype))
@@ -138,6 +141,7 @@ static double load_weight(int dtype, const char* p, int64_t i) {
 
 int ec_multinomial(int dtype, int64_t rows, int64_t cats, ec_ptr weights_addr, int64_t num_samples,
                    int replacement, ec_ptr out_addr, uint64_t seed, uint64_t offset) {
+    EC_REQUIRE_BASE_DTYPE("multinomial", dtype);
     const void* weights = (const void*)weights_addr;
     int64_t* out = (int64_t*)out_addr;
     if (!ec_is_float(dtype) || rows < 0 || cats <= 0 || num_samples < 0)

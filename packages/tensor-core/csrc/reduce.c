@@ -546,6 +546,8 @@ static void reduce_output(const rdesc* d, const rspace* r, int ndim_out, const i
 
 int ec_reduce(int op, int dtype, int out_dtype, int ndim_out, int ndim_red, const int64_t* layout,
               ec_ptr out_addr, ec_ptr idx_addr, ec_ptr x_addr, double p0) {
+    EC_REQUIRE_BASE_DTYPE("reduce", dtype);
+    EC_REQUIRE_BASE_DTYPE("reduce", out_dtype);
     void* out = (void*)out_addr;
     void* idx = (void*)idx_addr;
     const void* x = (const void*)x_addr;
@@ -634,6 +636,8 @@ int ec_reduce(int op, int dtype, int out_dtype, int ndim_out, int ndim_red, cons
 
 int ec_scan(int op, int dtype, int out_dtype, int ndim, int dim, const int64_t* layout, ec_ptr out_addr,
             ec_ptr idx_addr, ec_ptr x_addr) {
+    EC_REQUIRE_BASE_DTYPE("scan", dtype);
+    EC_REQUIRE_BASE_DTYPE("scan", out_dtype);
     void* out = (void*)out_addr;
     void* idx = (void*)idx_addr;
     const void* x = (const void*)x_addr;

@@ -55,6 +55,7 @@ static void store_seq(int dtype, char* out, int64_t i, double v, int64_t iv, int
 
 int ec_arange(int dtype, int64_t n, ec_ptr out_addr, double start, double step, int64_t istart,
               int64_t istep) {
+    EC_REQUIRE_BASE_DTYPE("arange", dtype);
     void* out = (void*)out_addr;
     if (!ec_valid_dtype(dtype) || n < 0) return ec_fail(EC_ERR_INVALID, "arange: bad arguments");
     int use_int = !ec_is_float(dtype);
@@ -67,6 +68,7 @@ int ec_arange(int dtype, int64_t n, ec_ptr out_addr, double start, double step, 
 }
 
 int ec_linspace(int dtype, int64_t n, ec_ptr out_addr, double start, double end) {
+    EC_REQUIRE_BASE_DTYPE("linspace", dtype);
     void* out = (void*)out_addr;
     if (!ec_valid_dtype(dtype) || n < 0) return ec_fail(EC_ERR_INVALID, "linspace: bad arguments");
     if (n == 0) return EC_OK;

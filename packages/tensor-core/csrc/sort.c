@@ -376,6 +376,7 @@ static void* sort_buf(const linectx* c, void* a, void* tmp, int64_t n) {
 
 int ec_sort(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t x_st, int64_t v_st,
             int64_t i_st, ec_ptr values, ec_ptr indices, ec_ptr x, int descending) {
+    EC_REQUIRE_BASE_DTYPE("sort", dtype);
     if (!ec_valid_dtype(dtype) || ndim < 0 || ndim > EC_MAX_DIMS || n < 0)
         return ec_fail(EC_ERR_INVALID, "sort: bad arguments");
     if (n > 0xffffffffll && !wide_key(dtype))
@@ -527,6 +528,7 @@ static void select_buf(const linectx* c, void* a, void* tmp, int64_t n, int64_t 
 int ec_topk(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t k, int64_t x_st,
             int64_t v_st, int64_t i_st, ec_ptr values, ec_ptr indices, ec_ptr x, int largest,
             int sorted) {
+    EC_REQUIRE_BASE_DTYPE("topk", dtype);
     if (!ec_valid_dtype(dtype) || ndim < 0 || ndim > EC_MAX_DIMS || k < 0 || k > n)
         return ec_fail(EC_ERR_INVALID, "topk: bad arguments");
     if (n > 0xffffffffll && !wide_key(dtype))
@@ -610,6 +612,7 @@ int ec_topk(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t k, in
  * of the non-NaN elements (NaN, at index 0, when all are NaN). */
 int ec_kthvalue(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t k, int64_t x_st,
                 int64_t v_st, int64_t i_st, ec_ptr values, ec_ptr indices, ec_ptr x, int mode) {
+    EC_REQUIRE_BASE_DTYPE("kthvalue", dtype);
     if (!ec_valid_dtype(dtype) || ndim < 0 || ndim > EC_MAX_DIMS || n < 1 || k < 0 || k >= n)
         return ec_fail(EC_ERR_INVALID, "kthvalue: bad arguments");
     if (n > 0xffffffffll && !wide_key(dtype))
@@ -684,6 +687,7 @@ int ec_kthvalue(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t k
  * ones) and the index of its last occurrence. */
 int ec_mode(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t x_st, int64_t v_st,
             int64_t i_st, ec_ptr values, ec_ptr indices, ec_ptr x) {
+    EC_REQUIRE_BASE_DTYPE("mode", dtype);
     if (!ec_valid_dtype(dtype) || ndim < 0 || ndim > EC_MAX_DIMS || n < 1)
         return ec_fail(EC_ERR_INVALID, "mode: bad arguments");
     if (n > 0xffffffffll && !wide_key(dtype))
@@ -782,6 +786,7 @@ static inline int64_t load_int(int dtype, const char* p) {
 int ec_searchsorted(int dtype, int64_t rows, int64_t nseq, ec_ptr seq_addr, int64_t seq_rs,
                     int64_t nval, ec_ptr vals, ec_ptr out, int out_int32, int right,
                     ec_ptr sorter, int64_t sorter_rs) {
+    EC_REQUIRE_BASE_DTYPE("searchsorted", dtype);
     if (!ec_valid_dtype(dtype) || rows < 0 || nseq < 0 || nval < 0)
         return ec_fail(EC_ERR_INVALID, "searchsorted: bad arguments");
     int isz = ec_itemsize[dtype];
@@ -814,6 +819,8 @@ int ec_searchsorted(int dtype, int64_t rows, int64_t nseq, ec_ptr seq_addr, int6
 
 int ec_bincount(int64_t n, ec_ptr x, ec_ptr w, int w_dtype, ec_ptr out, int out_dtype,
                 int64_t nbins) {
+    if (w) EC_REQUIRE_BASE_DTYPE("bincount", w_dtype);
+    EC_REQUIRE_BASE_DTYPE("bincount", out_dtype);
     const int64_t* xi = (const int64_t*)x;
     if (n < 0 || nbins < 0 || (w && !ec_valid_dtype(w_dtype)))
         return ec_fail(EC_ERR_INVALID, "bincount: bad arguments");
@@ -838,6 +845,7 @@ int ec_bincount(int64_t n, ec_ptr x, ec_ptr w, int w_dtype, ec_ptr out, int out_
 }
 
 int ec_histc(int dtype, int64_t n, ec_ptr x, ec_ptr out, int64_t bins, double lo, double hi) {
+    EC_REQUIRE_BASE_DTYPE("histc", dtype);
     if (!ec_is_float(dtype) || n < 0 || bins < 1)
         return ec_fail(EC_ERR_INVALID, "histc: bad arguments");
     int64_t* counts = calloc((size_t)bins, sizeof(int64_t));

@@ -81,7 +81,10 @@ def test_info_namespace():
     assert (
         d["real floating"] is xp.float32 and d["integral"] is xp.int64 and d["indexing"] is xp.int64
     )
-    assert set(info.dtypes()) == set(DTYPES)
+    wide = {"uint16", "uint32", "uint64", "complex64", "complex128"}
+    assert set(info.dtypes()) == set(DTYPES) | wide
+    assert set(info.dtypes(kind="complex floating")) == {"complex64", "complex128"}
+    assert info.default_dtypes()["complex floating"] is xp.complex64
     assert set(info.dtypes(kind="signed integer")) == {"int8", "int16", "int32", "int64"}
     assert set(info.dtypes(kind=("bool", "real floating"))) == {"bool", "float32", "float64"}
 
@@ -339,6 +342,14 @@ def test_clip_and_complex_helpers():
     same(xp.real(y), np.real(f))
     same(xp.conj(y), np.conj(f))
     same(xp.imag(y), np.zeros_like(f))
+    c = np.array([1 + 2j, -3j], dtype=np.complex64)
+    z = xp.asarray(c)
+    assert z.dtype is xp.complex64
+    same(xp.real(z), c.real)
+    same(xp.imag(z), c.imag)
+    same(xp.conj(z), np.conj(c))
+    same(xp.multiply(z, 1j), c * 1j)
+    assert xp.result_type(xp.float64, 1j) is xp.complex128
 
 
 # -------------------------------------------------------- statistical etc.

@@ -7,8 +7,11 @@ dtype ember has, 0-d and empty arrays, broadcasting, nan/inf/-0.0) must match in
 value, dtype and shape; errors the standard requires must be raised.
 
 Skipped on purpose, each with its reason here (missing names: UNSUPPORTED):
-- uint16/uint32/uint64 and complex64/complex128: ember has no such dtypes, so
-  the ``fft`` extension and complex-only behaviour are out too;
+- uint16/uint32/uint64 and complex64/complex128 are checked by the data type functions (promotion,
+  can_cast, isdtype, finfo/iinfo, the inspection namespace) only: the wide
+  unsigned integers have PyTorch's few kernels, so the value tests below run
+  over the other dtypes; the ``fft`` extension is checked against the
+  reference's values in test_fft_extension;
 - the array object's ``size`` attribute: ember's Tensor follows PyTorch, whose
   ``size`` is a method (``x.size()``);
 - where the array object (ember's PyTorch-compatible Tensor) follows PyTorch
@@ -41,14 +44,7 @@ API_VERSION = "2024.12"
 xp = ec.ones(1).__array_namespace__(api_version=API_VERSION)
 
 # name -> why ember cannot provide it
-UNSUPPORTED = {
-    "uint16": "ember has no uint16",
-    "uint32": "ember has no uint32",
-    "uint64": "ember has no uint64",
-    "complex64": "ember has no complex dtypes",
-    "complex128": "ember has no complex dtypes",
-    "fft": "the fft extension needs complex dtypes",
-}
+UNSUPPORTED = {}
 # array-api-strict's own helpers, not part of the standard
 STRICT_ONLY = {
     "ArrayAPIStrictFlags",
@@ -63,6 +59,8 @@ DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "float32", "float6
 INTS = ["int8", "int16", "int32", "int64", "uint8"]
 FLOATS = ["float32", "float64"]
 NUMERIC = INTS + FLOATS
+# every dtype of the standard: the data type functions' tests
+ALL_DTYPES = DTYPES + ["uint16", "uint32", "uint64", "complex64", "complex128"]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -289,6 +287,7 @@ def test_info():
         "unsigned integer",
         "integral",
         "real floating",
+        "complex floating",
         "numeric",
         ("bool", "real floating"),
     ]
@@ -297,7 +296,6 @@ def test_info():
         got = info.dtypes(kind=kind)
         assert set(got) == want, kind
         assert all(got[k] is getattr(xp, k) for k in got)
-    assert info.dtypes(kind="complex floating") == {}
     with pytest.raises(ValueError):
         info.dtypes(kind="floating")
     with pytest.raises(ValueError):
@@ -307,8 +305,8 @@ def test_info():
 # --- data type functions ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("a", DTYPES)
-@pytest.mark.parametrize("b", DTYPES)
+@pytest.mark.parametrize("a", ALL_DTYPES)
+@pytest.mark.parametrize("b", ALL_DTYPES)
 def test_result_type_and_can_cast(a, b):
     ea, eb, sa, sb = getattr(xp, a), getattr(xp, b), getattr(s, a), getattr(s, b)
     try:
@@ -320,8 +318,8 @@ def test_result_type_and_can_cast(a, b):
     assert xp.can_cast(ea, eb) == s.can_cast(sa, sb)
 
 
-@pytest.mark.parametrize("a", DTYPES)
-@pytest.mark.parametrize("scalar", [True, 3, 2.5])
+@pytest.mark.parametrize("a", ALL_DTYPES)
+@pytest.mark.parametrize("scalar", [True, 3, 2.5, 1j])
 def test_result_type_with_python_scalars(a, scalar):
     try:
         want = dname(s.result_type(getattr(s, a), scalar))
@@ -331,7 +329,7 @@ def test_result_type_with_python_scalars(a, scalar):
         assert dname(xp.result_type(getattr(xp, a), scalar)) == want
 
 
-@pytest.mark.parametrize("a", DTYPES)
+@pytest.mark.parametrize("a", ALL_DTYPES)
 def test_isdtype_finfo_iinfo(a):
     kinds = [
         "bool",
@@ -344,7 +342,7 @@ def test_isdtype_finfo_iinfo(a):
     ]
     for k in kinds + [("integral", "bool")]:
         assert xp.isdtype(getattr(xp, a), k) == s.isdtype(getattr(s, a), k), k
-    if a in FLOATS:
+    if a in FLOATS or a.startswith("complex"):
         f, g = xp.finfo(getattr(xp, a)), s.finfo(getattr(s, a))
         assert (f.bits, f.eps, f.max, f.min, f.smallest_normal) == (
             g.bits,
@@ -354,7 +352,7 @@ def test_isdtype_finfo_iinfo(a):
             g.smallest_normal,
         )
         assert f.dtype is getattr(xp, a)
-    elif a in INTS:
+    elif a in INTS or a.startswith("uint"):
         f, g = xp.iinfo(getattr(xp, a)), s.iinfo(getattr(s, a))
         assert (f.bits, f.max, f.min) == (g.bits, g.max, g.min)
         assert f.dtype is getattr(xp, a)
@@ -1240,3 +1238,39 @@ def test_getitem_setitem(data):
     check_same(e, r)
     with pytest.raises(IndexError):
         x[0][3]
+
+
+# --- the fft extension ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["fft", "ifft", "hfft", "irfft", "rfft", "ihfft"])
+@pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
+def test_fft_extension(name, norm):
+    rng = np.random.default_rng(0)
+    real = name in ("rfft", "ihfft")
+    a = rng.standard_normal((3, 8)) + (0 if real else 1j * rng.standard_normal((3, 8)))
+    got = getattr(xp.fft, name)(xp.asarray(a), n=6, axis=0 if name != "fft" else -1, norm=norm)
+    want = getattr(s.fft, name)(s.asarray(a), n=6, axis=0 if name != "fft" else -1, norm=norm)
+    np.testing.assert_allclose(np.asarray(got.numpy()), np.asarray(want), rtol=1e-10, atol=1e-12)
+    with pytest.raises(TypeError):  # the wrong kind of input, as the reference
+        getattr(xp.fft, name)(xp.asarray(a.real if not real else a + 1j))
+
+
+def test_fft_extension_n_dim_and_helpers():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((4, 6)) + 1j * rng.standard_normal((4, 6))
+    for name in ("fftn", "ifftn", "irfftn"):
+        got = getattr(xp.fft, name)(xp.asarray(a), s=(4, 6), axes=(0, 1))
+        want = getattr(s.fft, name)(s.asarray(a), s=(4, 6), axes=(0, 1))
+        np.testing.assert_allclose(got.numpy(), np.asarray(want), rtol=1e-10, atol=1e-12)
+    got = xp.fft.rfftn(xp.asarray(a.real))
+    np.testing.assert_allclose(got.numpy(), np.asarray(s.fft.rfftn(s.asarray(a.real))), atol=1e-12)
+    f = xp.fft.fftfreq(8, d=0.5, dtype=xp.float64)
+    np.testing.assert_allclose(f.numpy(), np.asarray(s.fft.fftfreq(8, d=0.5)))
+    np.testing.assert_allclose(
+        xp.fft.rfftfreq(9, dtype=xp.float64).numpy(), np.asarray(s.fft.rfftfreq(9))
+    )
+    x = xp.asarray(np.arange(12.0).reshape(3, 4))
+    y = s.asarray(np.arange(12.0).reshape(3, 4))
+    np.testing.assert_array_equal(xp.fft.fftshift(x, axes=1).numpy(), s.fft.fftshift(y, axes=1))
+    np.testing.assert_array_equal(xp.fft.ifftshift(x).numpy(), s.fft.ifftshift(y))

@@ -13,6 +13,7 @@ tensor([2., 4.])
 
 import ember_core as _ec
 from ember_autograd import _derivatives as _derivatives  # noqa: F401 - fills the table
+from ember_autograd import _derivatives_complex as _derivatives_complex  # noqa: F401 - complex, fft
 from ember_autograd import _derivatives_conv as _derivatives_conv  # noqa: F401 - conv/pool/pad/resample
 from ember_autograd import _derivatives_indexing as _derivatives_indexing  # noqa: F401 - indexing, sorting
 from ember_autograd import _derivatives_linalg as _derivatives_linalg  # noqa: F401 - linalg

@@ -124,7 +124,7 @@ def run_node(node, grads):
         raise
     if state.anomaly_check_nan:
         for i, g in enumerate(result):
-            if g is not None and g.dtype.is_floating_point and bool(g.isnan().any()):
+            if g is not None and g.dtype.differentiable and bool(g.isnan().any()):
                 where = _where(node)
                 raise RuntimeError(
                     f"Function '{node.name()}' returned nan values in its {i}th output.{where}"

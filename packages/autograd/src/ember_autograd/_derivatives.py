@@ -31,6 +31,21 @@ def _zero(like):
     return z
 
 
+def _cj(t):
+    """The conjugate of a local derivative (Note [Complex gradients]): the chain
+    rule of PyTorch's convention multiplies by conj(f'(z)); real tensors as they are."""
+    return t.conj() if t._dtype.is_complex else t
+
+
+def _cj_number(v):
+    return v.conjugate() if isinstance(v, complex) else v
+
+
+def _cj_any(v):
+    """_cj of a tensor or a Python number."""
+    return _cj(v) if isinstance(v, ec.Tensor) else _cj_number(v)
+
+
 def _masked(mask, g):
     return ec.where(mask, g, _zero(g))
 
@@ -71,7 +86,7 @@ def _(grad):
 
 @derivative("abs")
 def _(grad, input):
-    return grad * input.sign()
+    return grad * input.sgn()
 
 
 @derivative("sign")
@@ -81,122 +96,122 @@ def _(grad):
 
 @derivative("square")
 def _(grad, input):
-    return grad * input * 2
+    return grad * _cj(input * 2)
 
 
 @derivative("reciprocal")
 def _(grad, result):
-    return -grad * result * result
+    return -grad * _cj(result * result)
 
 
 @derivative("sqrt")
 def _(grad, result):
-    return grad / (result * 2)
+    return grad / _cj(result * 2)
 
 
 @derivative("rsqrt")
 def _(grad, result):
-    return grad * result.pow(3) * -0.5
+    return grad * _cj(result.pow(3) * -0.5)
 
 
 @derivative("exp")
 def _(grad, result):
-    return grad * result
+    return grad * _cj(result)
 
 
 @derivative("exp2")
 def _(grad, result):
-    return grad * result * math.log(2.0)
+    return grad * _cj(result * math.log(2.0))
 
 
 @derivative("expm1")
 def _(grad, result):
-    return grad * (result + 1)
+    return grad * _cj(result + 1)
 
 
 @derivative("log")
 def _(grad, input):
-    return grad / input
+    return grad / _cj(input)
 
 
 @derivative("log2")
 def _(grad, input):
-    return grad / (input * math.log(2.0))
+    return grad / _cj(input * math.log(2.0))
 
 
 @derivative("log10")
 def _(grad, input):
-    return grad / (input * math.log(10.0))
+    return grad / _cj(input * math.log(10.0))
 
 
 @derivative("log1p")
 def _(grad, input):
-    return grad / (input + 1)
+    return grad / _cj(input + 1)
 
 
 @derivative("sin")
 def _(grad, input):
-    return grad * input.cos()
+    return grad * _cj(input.cos())
 
 
 @derivative("cos")
 def _(grad, input):
-    return -grad * input.sin()
+    return -grad * _cj(input.sin())
 
 
 @derivative("tan")
 def _(grad, result):
-    return grad * (result * result + 1)
+    return grad * _cj(result * result + 1)
 
 
 @derivative("asin")
 def _(grad, input):
-    return grad / (1 - input * input).sqrt()
+    return grad / _cj((1 - input * input).sqrt())
 
 
 @derivative("acos")
 def _(grad, input):
-    return -grad / (1 - input * input).sqrt()
+    return -grad / _cj((1 - input * input).sqrt())
 
 
 @derivative("atan")
 def _(grad, input):
-    return grad / (input * input + 1)
+    return grad / _cj(input * input + 1)
 
 
 @derivative("sinh")
 def _(grad, input):
-    return grad * input.cosh()
+    return grad * _cj(input.cosh())
 
 
 @derivative("cosh")
 def _(grad, input):
-    return grad * input.sinh()
+    return grad * _cj(input.sinh())
 
 
 @derivative("tanh")
 def _(grad, result):
-    return grad * (1 - result * result)
+    return grad * _cj(1 - result * result)
 
 
 @derivative("asinh")
 def _(grad, input):
-    return grad / (input * input + 1).sqrt()
+    return grad / _cj((input * input + 1).sqrt())
 
 
 @derivative("acosh")
 def _(grad, input):
-    return grad / (input * input - 1).sqrt()
+    return grad / _cj((input * input - 1).sqrt())
 
 
 @derivative("atanh")
 def _(grad, input):
-    return grad / (1 - input * input)
+    return grad / _cj(1 - input * input)
 
 
 @derivative("sigmoid")
 def _(grad, result):
-    return grad * result * (1 - result)
+    return grad * _cj(result * (1 - result))
 
 
 @derivative("relu")
@@ -294,7 +309,7 @@ def _(grad):
 def _(grad, input):
     px = input * math.pi
     d = (px.cos() * px - px.sin()) / (px * input)
-    return grad * ec.where(input == 0, _zero(input), d)
+    return grad * _cj(ec.where(input == 0, _zero(input), d))
 
 
 @derivative("mish")
@@ -370,25 +385,25 @@ def _(grad, input):
 
 @derivative("add", inputs=("input", "other"))
 def _(grad, alpha):
-    return grad, (grad if alpha == 1 else grad * alpha)
+    return grad, (grad if alpha == 1 else grad * _cj_number(alpha))
 
 
 @derivative("sub", inputs=("input", "other"))
 def _(grad, alpha):
-    return grad, (-grad if alpha == 1 else grad * -alpha)
+    return grad, (-grad if alpha == 1 else grad * -_cj_number(alpha))
 
 
 @derivative("rsub", inputs=("input", "other"))
 def _(grad, alpha):
-    return (-grad if alpha == 1 else grad * -alpha), grad
+    return (-grad if alpha == 1 else grad * -_cj_number(alpha)), grad
 
 
 @derivative(
     "mul", inputs=("input", "other"), save_only_for={"input": ("other",), "other": ("input",)}
 )
 def _(grad, input, other, needs):
-    ga = grad * other if needs[0] else None
-    gb = grad * input if len(needs) > 1 and needs[1] else None
+    ga = grad * _cj_any(other) if needs[0] else None
+    gb = grad * _cj_any(input) if len(needs) > 1 and needs[1] else None
     return ga, gb
 
 
@@ -396,10 +411,10 @@ def _(grad, input, other, needs):
 def _(grad, input, other, rounding_mode, needs):
     if rounding_mode is not None:
         return ec.zeros_like(grad), (ec.zeros_like(grad) if isinstance(other, ec.Tensor) else None)
-    ga = grad / other if needs[0] else None
+    ga = grad / _cj_any(other) if needs[0] else None
     gb = None
     if isinstance(other, ec.Tensor) and needs[-1]:
-        gb = -grad * input / (other * other)
+        gb = -grad * _cj(input / (other * other))
     return ga, gb
 
 
@@ -427,18 +442,25 @@ def _(grad, input, exponent, needs):
     ga = gb = None
     if isinstance(input, ec.Tensor) and needs[0]:
         if isinstance(exponent, ec.Tensor):
-            ga = grad * exponent * input.pow(exponent - 1)
+            ga = grad * _cj(exponent * input.pow(exponent - 1))
             ga = ec.where(exponent == 0, _zero(ga), ga)
         elif exponent == 0:
             ga = ec.zeros_like(grad)
         else:
-            ga = grad * exponent * input.pow(exponent - 1)
+            ga = grad * _cj(input.pow(exponent - 1) * exponent)
     if isinstance(exponent, ec.Tensor) and needs[-1]:
         base = (
             input if isinstance(input, ec.Tensor) else ec.full((), float(input), dtype=grad.dtype)
         )
         zero = _zero(grad)
-        gb = grad * base.pow(exponent) * ec.where((base == 0) & (exponent >= 0), zero, base.log())
+        if base._dtype.is_complex or exponent._dtype.is_complex:
+            gb = grad * _cj(base.pow(exponent) * base.log())
+        else:
+            gb = (
+                grad
+                * base.pow(exponent)
+                * ec.where((base == 0) & (exponent >= 0), zero, base.log())
+            )
     return ga, gb
 
 
@@ -502,7 +524,7 @@ def _(grad, input, other):
 
 @derivative("logaddexp", inputs=("input", "other"))
 def _(grad, input, other, result):
-    return grad * (input - result).exp(), grad * (other - result).exp()
+    return grad * _cj((input - result).exp()), grad * _cj((other - result).exp())
 
 
 @derivative("logaddexp2", inputs=("input", "other"))
@@ -522,18 +544,18 @@ def _(grad, condition):
 @derivative("lerp", inputs=("input", "end", "weight"))
 def _(grad, input, end, weight):
     if isinstance(weight, ec.Tensor):
-        return grad * (1 - weight), grad * weight, grad * (end - input)
-    return grad * (1 - weight), grad * weight, None
+        return grad * _cj(1 - weight), grad * _cj(weight), grad * _cj(end - input)
+    return grad * _cj_any(1 - weight), grad * _cj_any(weight), None
 
 
 @derivative("addcmul", inputs=("input", "tensor1", "tensor2"))
 def _(grad, tensor1, tensor2, value):
-    return grad, grad * tensor2 * value, grad * tensor1 * value
+    return grad, grad * _cj(tensor2 * value), grad * _cj(tensor1 * value)
 
 
 @derivative("addcdiv", inputs=("input", "tensor1", "tensor2"))
 def _(grad, tensor1, tensor2, value):
-    return grad, grad * value / tensor2, -grad * value * tensor1 / (tensor2 * tensor2)
+    return grad, grad * _cj(value / tensor2), -grad * _cj(value * tensor1 / (tensor2 * tensor2))
 
 
 # ------------------------------------------------------------ copies/fills
@@ -771,7 +793,7 @@ def _mat_grads(grad, a, b, needs):
 
 @derivative("matmul", inputs=("input", "other"))
 def _(grad, input, other, needs):
-    return _mat_grads(grad, input, other, needs)
+    return _mat_grads(grad, _cj(input), _cj(other), needs)
 
 
 def _transposed(t):
@@ -799,32 +821,35 @@ def _mm_mat2_grad(grad, mat1, mat2):
 @derivative("mm", inputs=("input", "mat2"))
 def _(grad, input, mat2, needs):
     return (
-        _mm_mat1_grad(grad, mat2, input) if needs[0] else None,
-        _mm_mat2_grad(grad, input, mat2) if needs[1] else None,
+        _mm_mat1_grad(grad, _cj(mat2), input) if needs[0] else None,
+        _mm_mat2_grad(grad, _cj(input), mat2) if needs[1] else None,
     )
 
 
 @derivative("bmm", inputs=("input", "mat2"))
 def _(grad, input, mat2, needs):
     return (
-        grad.bmm(mat2.transpose(1, 2)) if needs[0] else None,
-        input.transpose(1, 2).bmm(grad) if needs[1] else None,
+        grad.bmm(_cj(mat2).transpose(1, 2)) if needs[0] else None,
+        _cj(input).transpose(1, 2).bmm(grad) if needs[1] else None,
     )
 
 
 @derivative("mv", inputs=("input", "vec"))
 def _(grad, input, vec, needs):
-    return (grad.outer(vec) if needs[0] else None, input.t().mv(grad) if needs[1] else None)
+    return (
+        grad.outer(_cj(vec)) if needs[0] else None,
+        _cj(input).t().mv(grad) if needs[1] else None,
+    )
 
 
 @derivative("dot", inputs=("input", "other"))
 def _(grad, input, other):
-    return grad * other, grad * input
+    return grad * _cj(other), grad * _cj(input)
 
 
 @derivative("outer", inputs=("input", "vec2"))
 def _(grad, input, vec2):
-    return grad.mv(vec2), grad.t().mv(input)
+    return grad.mv(_cj(vec2)), grad.t().mv(_cj(input))
 
 
 @derivative("addmm", inputs=("input", "mat1", "mat2"))
@@ -878,14 +903,14 @@ def _(grad, input, dim, keepdim, result):
     r = _unsqueeze_to(result, input.shape, dims, keepdim)
     zeros = input == 0
     if not bool(zeros.any()):
-        return g * r / input
+        return g * _cj(r / input)
     # with zeros: the product of the other elements, computed directly
     if len(dims) == input.dim() and input.dim() > 1:
         flat = input.reshape(-1)
-        return _prod_others(flat, 0).reshape(input.shape) * g
+        return _cj(_prod_others(flat, 0).reshape(input.shape)) * g
     if len(dims) == 0:
         return g
-    return _prod_others(input, dims[0]) * g
+    return _cj(_prod_others(input, dims[0])) * g
 
 
 def _prod_others(x, d):
@@ -1047,7 +1072,7 @@ def _(grad, input, dim, result):
         return grad
     d = dim % input.dim()
     if not bool((input == 0).any()):
-        return _rev_cumsum(grad * result, d) / input
+        return _rev_cumsum(grad * _cj(result), d) / _cj(input)
     # zero-safe: d out_j / d x_i = prod_{k<=j, k!=i} x_k, summed with g_j over j >= i
     n = input.shape[d]
     pieces = []
@@ -1055,7 +1080,7 @@ def _(grad, input, dim, result):
         others = input.clone()
         others.select(d, i).fill_(1)
         cp = others.cumprod(d)
-        contrib = (grad * cp).narrow(d, i, n - i).sum(d)
+        contrib = (grad * _cj(cp)).narrow(d, i, n - i).sum(d)
         pieces.append(contrib)
     return ec.stack(pieces, d)
 

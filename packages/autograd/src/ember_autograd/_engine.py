@@ -19,7 +19,7 @@ accumulation and its post-accumulate-grad hooks), Node post-hooks.
 
 import ember_core as ec
 from ember_autograd import _anomaly, _grad_mode, _native
-from ember_autograd._formula import OpNode, sum_to
+from ember_autograd._formula import OpNode, real_grad, sum_to
 from ember_autograd._handler import _edge
 from ember_autograd._node import AccumulateGrad, accumulator
 from ember_core import _creation as _core_creation
@@ -66,10 +66,7 @@ def make_grads(outputs, grads):
                         f"output[{i}] has a shape of {tuple(t._shape)}."
                     )
                 g = g.reshape(t._shape)
-            if (
-                g._dtype is not t._dtype
-                and g._dtype.is_floating_point != t._dtype.is_floating_point
-            ):
+            if g._dtype is not t._dtype and g._dtype.differentiable != t._dtype.differentiable:
                 raise RuntimeError(
                     f"Function backward: grad_output[{i}] has dtype {g.dtype}, but output[{i}] is "
                     f"{t.dtype}"
@@ -263,7 +260,7 @@ def _accumulate(var, g, create_graph, owned):
     if g._shape != var._shape:
         g = g.reshape(var._shape) if g._numel == var._numel else g.expand(var._shape)
     if g._dtype is not var._dtype:
-        g = g.to(var._dtype)
+        g = real_grad(g, var._dtype)
     if old is None:
         # a new .grad is laid out like its tensor (PyTorch's layout contract)
         # and never aliases a tensor someone else holds
@@ -314,6 +311,7 @@ def _dense(t):
 _native.setup_engine(
     OpNode=OpNode,
     sum_to=sum_to,
+    real_grad=real_grad,
     zeros_for_missing=_zeros_for_missing,
     pre_hooks=_pre_hooks,
     post_hooks=_post_hooks,

@@ -163,6 +163,18 @@ def _prod(shape):
     return n
 
 
+def real_grad(g, dtype):
+    """g in an input's dtype.  Note [Complex gradients]: ember follows PyTorch's
+    convention -- the gradient of a real loss L with respect to a complex z is
+    dL/d(re z) + i dL/d(im z), the conjugate Wirtinger derivative times two, so
+    a formula's chain rule multiplies the incoming gradient by the conjugate of
+    the local derivative (``grad * other.conj()`` for ``mul``) -- and where a
+    real input met a complex computation its gradient is the real part."""
+    if g._dtype.is_complex and not dtype.is_complex:
+        g = ec.real(g)
+    return g.to(dtype)
+
+
 def sum_to(g, shape):
     """Sum g down to ``shape`` (the inverse of broadcasting)."""
     if g._shape == shape:

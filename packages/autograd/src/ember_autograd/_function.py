@@ -217,7 +217,7 @@ def _connect(cls, ctx, args, outputs):
             metas.append(None)
             continue
         metas.append((o._shape, o._dtype, o._storage._device))
-        if id(o) in non_diff or not o._dtype.is_floating_point:
+        if id(o) in non_diff or not o._dtype.differentiable:
             continue
         if id(o) in inputs and id(o) not in dirty:
             o = outs[i] = _alias_output(o)  # never re-parent an input's history
@@ -275,7 +275,7 @@ def once_differentiable(fn):
 
         wrapped = []
         for o in outs:
-            if isinstance(o, Tensor) and o._dtype.is_floating_point:
+            if isinstance(o, Tensor) and o._dtype.differentiable:
                 o = _alias_output(o)
                 _attach(o, err, 0)
             wrapped.append(o)

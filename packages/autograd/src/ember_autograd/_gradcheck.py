@@ -6,6 +6,13 @@ The numerical Jacobian perturbs each input element in place through a NumPy
 view of the input's memory (no version bump, no graph), evaluates ``func``
 twice and takes the central difference; the analytical one runs one backward
 per output element.  Both are dense: meant for the small inputs of tests.
+
+Complex inputs and outputs are checked as pairs of reals (their view_as_real):
+Note [Complex gradients] makes the gradient of a real loss L with respect to
+z = a + ib the number dL/da + i dL/db, so the backward of grad_output 1 (for
+the real part of an output element) or 1j (for its imaginary part) gives one
+row of the real Jacobian, as re and im of each input gradient -- the check
+PyTorch's gradcheck makes of complex functions.
 """
 
 import warnings
@@ -32,15 +39,36 @@ def _as_tuple(x):
 
 
 def _differentiable_outputs(out):
-    return tuple(o for o in _as_tuple(out) if isinstance(o, Tensor) and o._dtype.is_floating_point)
+    return tuple(o for o in _as_tuple(out) if isinstance(o, Tensor) and o._dtype.differentiable)
+
+
+def _real_numpy(t):
+    """t's values as a NumPy array of reals: (re, im) pairs for complex tensors."""
+    t = t.detach()
+    if t._dtype.is_complex:
+        t = ec.view_as_real(t)
+    return np.asarray(t.numpy())
+
+
+def _numel(t):
+    """The number of real components of t."""
+    return t.numel() * (2 if t._dtype.is_complex else 1)
 
 
 def _float64_values(outputs):
     with no_grad():
-        return [
-            np.array(o.detach().to(ec.float64).numpy(), dtype=np.float64).reshape(-1)
-            for o in outputs
-        ]
+        return [np.array(_real_numpy(o), dtype=np.float64).reshape(-1) for o in outputs]
+
+
+def _unit_grad(out, k):
+    """The grad_output selecting real component k of out (1, or 1j for an
+    imaginary part)."""
+    v = ec.zeros(out.shape, dtype=out.dtype)
+    if out._dtype.is_complex:
+        v.view(-1)[k // 2] = 1j if k % 2 else 1.0
+    else:
+        v.view(-1)[k] = 1.0
+    return v
 
 
 def _element_index(shape, j):
@@ -56,9 +84,9 @@ def numerical_jacobian(func, inputs, eps=1e-6):
         if not (isinstance(t, Tensor) and t.requires_grad):
             jac.append(None)
             continue
-        cols = [np.zeros((o.numel(), t.numel())) for o in outs]
-        values = t.data.numpy()  # shares t's memory, strides and all
-        for j in range(t.numel()):
+        cols = [np.zeros((_numel(o), _numel(t))) for o in outs]
+        values = _real_numpy(t.data)  # shares t's memory, strides and all
+        for j in range(values.size):
             idx = _element_index(values.shape, j)
             orig = values[idx].item()
             values[idx] = orig + eps
@@ -91,32 +119,32 @@ def analytical_jacobian(func, inputs, check_grad_dtypes=False, nondet_tol=0.0):
     outs = _differentiable_outputs(func(*inputs))
     diff = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
     jac = [
-        [np.zeros((o.numel(), t.numel())) for o in outs] if i in diff else None
+        [np.zeros((_numel(o), _numel(t))) for o in outs] if i in diff else None
         for i, t in enumerate(inputs)
     ]
     targets = [inputs[i] for i in diff]
     for o, out in enumerate(outs):
         if not out.requires_grad:
             continue
-        for k in range(out.numel()):
-            v = ec.zeros(out.shape, dtype=out.dtype)
-            v.view(-1)[k] = 1.0
+        for k in range(_numel(out)):
+            v = _unit_grad(out, k)
             grads = _api.grad(out, targets, v, retain_graph=True, allow_unused=True)
             for i, g in zip(diff, grads):
                 if g is not None:
                     _check_grad_attributes(g, inputs[i], i, check_grad_dtypes)
-                    jac[i][o][k, :] = np.asarray(g.detach().to(ec.float64).numpy()).reshape(-1)
+                    jac[i][o][k, :] = _real_numpy(g).astype(np.float64).reshape(-1)
         # reentrancy: backward must give the same gradient every time
         if out.numel():
             rng = np.random.default_rng(o)
-            w = rng.standard_normal(out.numel())
-            v = ec.tensor(w.reshape(tuple(out.shape)), dtype=out.dtype)
+            w = rng.standard_normal(_numel(out))
+            wv = w[0::2] + 1j * w[1::2] if out._dtype.is_complex else w
+            v = ec.tensor(wv.reshape(tuple(out.shape)), dtype=out.dtype)
             grads = _api.grad(out, targets, v, retain_graph=True, allow_unused=True)
             for i, g in zip(diff, grads):
                 got = (
-                    np.zeros(inputs[i].numel())
+                    np.zeros(_numel(inputs[i]))
                     if g is None
-                    else np.asarray(g.detach().to(ec.float64).numpy()).reshape(-1)
+                    else _real_numpy(g).astype(np.float64).reshape(-1)
                 )
                 want = w @ jac[i][o]
                 if not np.allclose(
@@ -143,19 +171,19 @@ def forward_jacobian(func, inputs):
             jac.append(None)
             continue
         cols = None
-        for j in range(t.numel()):
-            tangent = ec.zeros(t.shape, dtype=t.dtype)
-            tangent.view(-1)[j] = 1.0
+        for j in range(_numel(t)):
+            # a complex input's real components: 1 for a real part, 1j for an imaginary one
+            tangent = _unit_grad(t, j)
             with forward_ad.dual_level():
                 args = list(inputs)
                 args[i] = forward_ad.make_dual(t.detach(), tangent)
                 outs = _differentiable_outputs(func(*args))
                 if cols is None:
-                    cols = [np.zeros((o.numel(), t.numel())) for o in outs]
+                    cols = [np.zeros((_numel(o), _numel(t))) for o in outs]
                 for col, o in zip(cols, outs):
                     tan = forward_ad.unpack_dual(o).tangent
                     if tan is not None:
-                        col[:, j] = np.asarray(tan.detach().to(ec.float64).numpy()).reshape(-1)
+                        col[:, j] = _real_numpy(tan).astype(np.float64).reshape(-1)
         jac.append(cols if cols is not None else [])
     return jac
 
@@ -177,7 +205,8 @@ def _compare(num, ana, atol, rtol, inputs, kind):
         return None
     _, i, o, k, j, n, a = worst
     out_idx = int(k)
-    in_idx = list(_element_index(tuple(inputs[i].shape), int(j)))
+    shape = tuple(inputs[i].shape) + ((2,) if inputs[i]._dtype.is_complex else ())
+    in_idx = list(_element_index(shape, int(j)))
     return (
         f"Jacobian mismatch for output {o} with respect to input {i} ({kind}),\n"
         f"worst at output element {out_idx} (flat), input element {in_idx}: numerical "
@@ -207,7 +236,8 @@ def gradcheck(
 ):
     """Check the gradients of ``func`` at ``inputs`` against finite differences.
 
-    Inputs that require grad should be float64.  Returns True, or raises
+    Inputs that require grad should be float64 (or complex128: checked as
+    pairs of reals, PyTorch's convention).  Returns True, or raises
     GradcheckError (or returns False with ``raise_exception=False``) naming the
     worst element.  ``check_forward_ad=True`` checks forward-mode AD too.
 
@@ -222,7 +252,7 @@ def gradcheck(
             "them have requires_grad=True."
         )
     for i, t in enumerate(inputs):
-        if isinstance(t, Tensor) and t.requires_grad and t.dtype is not ec.float64:
+        if isinstance(t, Tensor) and t.requires_grad and t.dtype not in (ec.float64, ec.complex128):
             warnings.warn(
                 f"Input #{i} requires gradient and is not a double precision floating point "
                 f"({t.dtype}). This check will likely fail if all the inputs are not of double "
@@ -276,7 +306,10 @@ def gradgradcheck(
         gen = ec.Generator().manual_seed(0)
         grad_outputs = []
         for o in outs:
-            g = ec.rand(o.shape, dtype=o.dtype, generator=gen) * 2 - 1
+            rd = o.dtype.to_real()
+            g = ec.rand(o.shape, dtype=rd, generator=gen) * 2 - 1
+            if o.dtype.is_complex:
+                g = ec.complex(g, ec.rand(o.shape, dtype=rd, generator=gen) * 2 - 1)
             if gen_non_contig_grad_outputs and o.dim():
                 wide = ec.zeros(tuple(o.shape[:-1]) + (o.shape[-1] * 2,), dtype=o.dtype)
                 wide[..., ::2] = g

@@ -235,7 +235,7 @@ class ZeroGradNode(Node):
 
 def _record_nondifferentiable(op, target, call, args):
     result = _run_below(call, args)
-    if not target._dtype.is_floating_point:
+    if not target._dtype.differentiable:
         return result
     name = "".join(p[:1].upper() + p[1:] for p in op.name.split("_") if p) + "Backward0"
     node = named_node_class(ZeroGradNode, name)(name, _edge(target) if target._rg else (None, 0))
@@ -354,7 +354,7 @@ def _record(op, info, args, call):
 
     if not f.multi_grad and not inplace:  # the common case: one output
         o = result[f.outputs[0]] if isinstance(result, tuple) else result  # (namedtuples too)
-        if not (isinstance(o, Tensor) and o._dtype.is_floating_point) or o is first:
+        if not (isinstance(o, Tensor) and o._dtype.differentiable) or o is first:
             return result  # not differentiable, or contiguous()/to() returning the input
         cls = f.node_cls if f.node_cls_for is None else f.node_cls_for(args)
         node = cls(f, tuple(edges), values, metas, 1)
@@ -380,7 +380,7 @@ def _record(op, info, args, call):
         for k, i in enumerate(f.outputs)
         if i < len(outs)
         and isinstance(outs[i], Tensor)
-        and outs[i]._dtype.is_floating_point
+        and outs[i]._dtype.differentiable
         and (inplace or outs[i] is not first)
     ]
     if not diff:

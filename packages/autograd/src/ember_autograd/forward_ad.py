@@ -102,7 +102,7 @@ def make_dual(tensor, tangent, *, level=None):
             f"make_dual: expected tangent to have the primal's shape {tuple(tensor.shape)}, got "
             f"{tuple(getattr(tangent, 'shape', ()))}"
         )
-    if not tensor.dtype.is_floating_point:
+    if not tensor.dtype.differentiable:
         raise ValueError("make_dual: the primal must be a floating point tensor")
     out = _alias(tensor)
     out._fw = {lvl: tangent}
@@ -193,6 +193,15 @@ def _handle(op, args, kwargs, call):
     finally:
         _fw.below -= 1
     out = args[0] if inplace else (result[0] if isinstance(result, tuple) else result)
+    if (
+        rule is None
+        and isinstance(out, Tensor)
+        and not out._dtype.is_complex
+        and any(isinstance(v, Tensor) and v._dtype.is_complex for v in values.values())
+    ):
+        # Note [Complex tangents]: a real result of complex values (abs, angle) is
+        # not holomorphic; its backward formula cannot give the tangent
+        raise RuntimeError(f"forward-mode AD of '{name}' on complex tensors is not implemented yet")
     _fw.below += 1
     try:
         if rule is not None:
@@ -201,7 +210,7 @@ def _handle(op, args, kwargs, call):
             tangent = _from_formula(formula, tangents, values, out)
     finally:
         _fw.below -= 1
-    if tangent is None or not isinstance(out, Tensor) or not out._dtype.is_floating_point:
+    if tangent is None or not isinstance(out, Tensor) or not out._dtype.differentiable:
         return result
     _fw.below += 1
     try:
@@ -275,11 +284,17 @@ def _write_tangent(out, new, lvl):
 
 
 def _from_formula(f, tangents, values, result):
+    # Note [Complex tangents]: a formula gives grad * conj(f'(z)) (Note [Complex
+    # gradients]); for the holomorphic pointwise ops with a complex result the
+    # tangent f'(z) t is therefore conj(formula(conj(t)))
+    cplx = isinstance(result, Tensor) and result._dtype.is_complex
     total = None
     for i, name in enumerate(f.inputs):
         t = tangents.get(name)
         if t is None:
             continue
+        if cplx:
+            t = t.conj()
         kwargs = {}
         for n in f.uses:
             kwargs[n] = values[n]
@@ -299,6 +314,8 @@ def _from_formula(f, tangents, values, result):
         g = out[i] if isinstance(out, tuple) else out
         if g is None:
             continue
+        if cplx:
+            g = g.conj()
         total = g if total is None else total + g
     return total
 

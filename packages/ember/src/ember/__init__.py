@@ -74,6 +74,8 @@ from ember.amp import (  # noqa: E402
 )
 
 linalg = _alias_module("ember.linalg", "ember_core.linalg")
+# torch.fft is ember_core.fft (``import ember.fft`` works too)
+fft = _alias_module("ember.fft", "ember_core.fft")
 
 with contextlib.suppress(ImportError):  # a dependency; tolerate a partial install
     from ember import multiprocessing  # noqa: E402

@@ -18,6 +18,7 @@ from ember_core import (  # noqa: F401 - they fill the op table
     _activation,
     _attention,
     _calculus,
+    _complex,
     _conv,
     _copy,
     _creation,
@@ -40,9 +41,11 @@ from ember_core import (  # noqa: F401 - they fill the op table
     _softmax,
     _special,
     _statistics,
+    _stft,
     _storage,
     _views,
     _windows,
+    fft,
     linalg,
 )
 
@@ -74,6 +77,8 @@ from ember_core._dtype import (
     bfloat16,
     bool_,
     can_cast,
+    complex64,
+    complex128,
     dtype,
     finfo,
     float16,
@@ -89,6 +94,9 @@ from ember_core._dtype import (
     result_type,
     set_default_dtype,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from ember_core._interop import from_numpy, is_tensor
 from ember_core._lib import lib as _lib_c
@@ -134,6 +142,8 @@ double = float64
 long = int64
 int = int32  # noqa: A001
 short = int16
+cfloat = complex64
+cdouble = complex128
 
 # math constants, and NumPy's newaxis
 pi = _math.pi
@@ -193,10 +203,10 @@ Tensor.new_empty_strided = _creation.new_empty_strided
 Tensor.new = _creation.new
 Tensor.T = property(_views.T)
 Tensor.mT = property(_views.mT)
-Tensor.H = property(_views.T)
-Tensor.mH = property(_views.mT)
-Tensor.real = property(_views.real)
-Tensor.imag = property(_views.imag)
+Tensor.H = property(lambda self: _views.T(self).conj())
+Tensor.mH = property(lambda self: _views.mT(self).conj())
+Tensor.real = property(_complex.real)
+Tensor.imag = property(_complex.imag)
 Tensor.is_nested = property(lambda self: False)
 Tensor.is_sparse_csr = property(lambda self: False)
 Tensor.__getitem__ = _idx.getitem
@@ -346,6 +356,17 @@ for _name in (
 
 # CUDA devices, streams, events and memory (ember.cuda re-exports it)
 from ember_core import cuda  # noqa: E402
+
+
+def __getattr__(name):
+    # complex32 (chalf) is the one PyTorch dtype ember does not have: say so
+    if name in ("complex32", "chalf"):
+        raise AttributeError(
+            f"ember has no {name} (complex32) dtype: complex numbers with float16 parts are not "
+            "supported; use complex64 (ember.cfloat)"
+        )
+    raise AttributeError(f"module 'ember_core' has no attribute {name!r}")
+
 
 # (`cuda` is a submodule: a star import of ember_core must not shadow the
 # importer's own, e.g. the umbrella's ember.cuda)

@@ -509,6 +509,14 @@ def index_put(t, key, value):
 
 def accumulate_key(t, key, values):
     """t[key] += values, repeated indices accumulating (no version bump: t is fresh)."""
+    if t._dtype.is_complex and t._shape:
+        # complex sums are the parts' sums: accumulate into the real views, the key
+        # followed by the whole pair dim
+        from ember_core._complex import as_real_view
+
+        pair_key = (key if isinstance(key, tuple) else (key,)) + (slice(None),)
+        accumulate_key(as_real_view(t), pair_key, as_real_view(values.to(t._dtype)))
+        return
     view, indices = apply_key(t, key)
     if not indices:
         from ember_core._copy import copy_into

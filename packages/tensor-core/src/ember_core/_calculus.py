@@ -13,7 +13,7 @@ from ember_core._tensor import Tensor
 
 
 def _float_of(t):
-    return t if t.dtype.is_floating_point else t.to(D.get_default_dtype())
+    return t if t.dtype.category >= 2 else t.to(D.get_default_dtype())
 
 
 # ------------------------------------------------------------------ integration
@@ -141,7 +141,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
             raise RuntimeError(
                 "torch.gradient expected each dimension size to be at least edge_order+1"
             )
-    f = input if input.is_floating_point() else input.to(D.get_default_dtype())
+    f = input if input.dtype.category >= 2 else input.to(D.get_default_dtype())
     out = []
     for d, h in zip(dims, hs, strict=True):
         if isinstance(h, Tensor) and h.dim() == 0:

@@ -28,6 +28,10 @@ def copy_into(dst, src, non_blocking=False):
                 f"copy_: the source of shape {list(src._shape)} must be broadcastable to the "
                 f"destination of shape {list(dst._shape)}"
             )
+    if src._dtype.is_complex and not dst._dtype.is_complex:
+        warnings.warn(
+            "Casting complex values to real discards the imaginary part", UserWarning, stacklevel=3
+        )
     if overlaps(dst, src):
         src = clone(src)
     n = dst._numel
@@ -343,6 +347,8 @@ TYPE_METHODS = {
     "char": D.int8,
     "byte": D.uint8,
     "bool": D.bool_,
+    "cfloat": D.complex64,
+    "cdouble": D.complex128,
 }
 
 _TYPE_NAMES = {
@@ -356,6 +362,11 @@ _TYPE_NAMES = {
     D.int8: "CharTensor",
     D.uint8: "ByteTensor",
     D.bool_: "BoolTensor",
+    D.complex64: "ComplexFloatTensor",
+    D.complex128: "ComplexDoubleTensor",
+    D.uint16: "UInt16Tensor",
+    D.uint32: "UInt32Tensor",
+    D.uint64: "UInt64Tensor",
 }
 
 

@@ -53,6 +53,14 @@ def _finish(t, requires_grad):
 def fill_values(t, value):
     """Fill every element of t (any strides) with a Python number (no version bump)."""
     dt = t._dtype
+    if dt.is_complex:
+        z = complex(value)
+        k = t._storage._device._k
+        lay = layout(t._shape, t._stride)
+        check(k.ec_fill_complex(len(t._shape), lay, t._ptr, dt.code, z.real, z.imag), "fill_")
+        return t
+    if isinstance(value, (complex, np.complexfloating)):
+        raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow")
     if dt.category == 2:
         f, i = float(value), 0
     elif dt is D.bool_:
@@ -64,6 +72,8 @@ def fill_values(t, value):
         if not dt.min <= i <= dt.max:
             raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow")
         f = float(i)
+        if i >= 2**63:  # uint64 above int64: the same bits
+            i -= 2**64
     k = t._storage._device._k
     check(k.ec_fill(len(t._shape), layout(t._shape, t._stride), t._ptr, dt.code, f, i), "fill_")
     return t
@@ -414,7 +424,12 @@ def _infer_numpy(data):
     if kind == "b":
         inferred = D.bool_
     elif kind in "iu":
-        if arr.dtype == np.uint64 and arr.size and arr.max() > D.int64.max:
+        if (
+            arr.dtype == np.uint64
+            and _is_python_data(data)
+            and arr.size
+            and arr.max() > D.int64.max
+        ):
             raise ValueError(_OVERFLOW)
         inferred = (
             D.NUMPY_TO_DTYPE.get(arr.dtype, D.int64) if not _is_python_data(data) else D.int64
@@ -424,7 +439,11 @@ def _infer_numpy(data):
             D.NUMPY_TO_DTYPE[arr.dtype] if not _is_python_data(data) else D.get_default_dtype()
         )
     elif kind == "c":
-        raise TypeError("ember has no complex dtypes")
+        inferred = (
+            D.NUMPY_TO_DTYPE.get(arr.dtype, D.complex128)
+            if not _is_python_data(data)
+            else D.default_complex_dtype()
+        )
     else:
         raise TypeError(f"tensor(): cannot make a tensor from elements of type {arr.dtype}")
     return arr, inferred
@@ -543,8 +562,6 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         or isinstance(data, numbers.Number)
         and not isinstance(data, np.ndarray)
     ):
-        if isinstance(data, complex):
-            raise TypeError("ember has no complex dtypes")
         if data.__class__ is int and not D.int64.min <= data <= D.int64.max:
             raise ValueError(f"{_OVERFLOW} ({data})")
         if isinstance(data, np.generic):
@@ -557,8 +574,10 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         return _finish(_pinned(t, pin_memory), requires_grad)
     arr, inferred = _infer_numpy(data)
     target = dt or inferred
-    if arr.dtype.itemsize > 8:  # float128 and the like
+    if arr.dtype.kind == "f" and arr.dtype.itemsize > 8:  # float128 and the like
         arr = arr.astype(np.float64)
+    elif arr.dtype.kind == "c" and arr.dtype.itemsize > 16:
+        arr = arr.astype(np.complex128)
     return _finish(_pinned(from_array(arr, target, dev), pin_memory), requires_grad)
 
 

@@ -107,6 +107,7 @@ class Op:
         "autocast",
         "star_keyword",
         "rejects",
+        "complex_error",
         "array_api",
         "module",
         "__weakref__",
@@ -344,6 +345,7 @@ def defop(
     autocast=None,
     star_keyword=None,
     rejects=None,
+    complex_error=None,
     array_api=None,
 ):
     """Declare an op (Note [Op table]) on its implementation::
@@ -367,8 +369,11 @@ def defop(
     "promote"), or a function of the canonical args returning one (or None).
     star_keyword: the keyword PyTorch takes for the op's ``*args``.  rejects:
     (PyTorch's kernel name, dtypes) the op has no kernel for -- calling it on
-    them raises PyTorch's NotImplementedError.  array_api: the op's name in the
-    array API standard when it differs.
+    them raises PyTorch's NotImplementedError.  complex_error: PyTorch's error
+    for complex inputs where it is not the generic kernel message: a message
+    (NotImplementedError) or (exception class, message); which ops take complex
+    tensors at all is the C complex list's (Note [CPU-only dtypes]).
+    array_api: the op's name in the array API standard when it differs.
     """
     if callable(signature):  # bare @defop
         return defop()(signature)
@@ -412,6 +417,7 @@ def defop(
         op.autocast = autocast
         op.star_keyword = star_keyword
         op.rejects = rejects
+        op.complex_error = complex_error
         op.array_api = array_api
         op.module = impl.__module__
         op_var, impl_var = f"_op_{name}", f"_impl_{name}"

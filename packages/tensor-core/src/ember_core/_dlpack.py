@@ -55,7 +55,7 @@ class DLDeviceType(enum.IntEnum):
 
 
 # DLDataTypeCode values, and ember's dtype for each (code, bits).
-_kDLInt, _kDLUInt, _kDLFloat, _kDLBfloat, _kDLBool = 0, 1, 2, 4, 6
+_kDLInt, _kDLUInt, _kDLFloat, _kDLBfloat, _kDLComplex, _kDLBool = 0, 1, 2, 4, 5, 6
 _FROM_DL = {
     (_kDLBool, 8): D.bool_,
     (_kDLUInt, 8): D.uint8,
@@ -67,14 +67,19 @@ _FROM_DL = {
     (_kDLBfloat, 16): D.bfloat16,
     (_kDLFloat, 32): D.float32,
     (_kDLFloat, 64): D.float64,
+    (_kDLUInt, 16): D.uint16,
+    (_kDLUInt, 32): D.uint32,
+    (_kDLUInt, 64): D.uint64,
+    (_kDLComplex, 64): D.complex64,
+    (_kDLComplex, 128): D.complex128,
 }
 _CODE_NAMES = {
     _kDLInt: "int",
     _kDLUInt: "uint",
     _kDLFloat: "float",
     _kDLBfloat: "bfloat",
+    _kDLComplex: "complex",
     _kDLBool: "bool",
-    5: "complex",
 }
 
 _i64p = ctypes.POINTER(ctypes.c_int64)
@@ -333,6 +338,8 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
             f"from_dlpack: ember has no dtype for DLPack {kind}{bits}"
             + (f" with {lanes} lanes" if lanes != 1 else "")
         )
+    if not dt.base and dev.type != "cpu":  # Note [CPU-only dtypes]
+        raise BufferError(f"from_dlpack: ember has no {dt.name} tensors on {dev} yet")
     n = info[lib.EC_DLPACK_NDIM]
     shape = tuple(shape_buf[:n])
     if info[lib.EC_DLPACK_HAS_STRIDES]:
@@ -473,8 +480,8 @@ def from_cuda_array_interface(obj, desc=None, op="as_tensor"):
     except TypeError:
         npdt = None
     dt = D.NUMPY_TO_DTYPE.get(npdt) if npdt is not None and npdt.isnative else None
-    if dt is None:
-        raise TypeError(f"{op}: the CUDA array's type {typestr!r} has no ember dtype")
+    if dt is None or not dt.base:  # Note [CPU-only dtypes]: none on CUDA
+        raise TypeError(f"{op}: the CUDA array's type {typestr!r} has no ember dtype on CUDA")
     shape = tuple(int(s) for s in desc["shape"])
     if any(s < 0 for s in shape):
         raise ValueError(f"{op}: the CUDA array has a negative size in its shape {list(shape)}")

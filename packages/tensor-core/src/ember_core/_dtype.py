@@ -25,19 +25,27 @@ class dtype:
         "numpy",
         "min",
         "max",
+        "is_complex",
+        "base",
+        "differentiable",
     )
-    is_complex = False
 
     def __init__(self, name, code, itemsize, category, is_signed, numpy_dtype, lo, hi):
         self.name = name
         self.code = code
         self.itemsize = itemsize
-        self.category = category  # 0 bool, 1 integer, 2 floating
+        self.category = category  # 0 bool, 1 integer, 2 floating, 3 complex
         self.is_floating_point = category == 2
         self.is_signed = is_signed
         self.numpy = numpy_dtype
         self.min = lo
         self.max = hi
+        self.is_complex = category == 3
+        self.differentiable = category >= 2  # autograd's dtypes: floating and complex
+        # Note [CPU-only dtypes]: every kernel family and device has the ten base
+        # dtypes; the wide unsigned integers and complex dtypes have CPU kernels
+        # only, and only where PyTorch has the op (fast paths skip them)
+        self.base = code <= lib.EC_FLOAT64
 
     def __repr__(self):
         return f"ember.{self.name}"
@@ -46,10 +54,22 @@ class dtype:
         return (_by_name, (self.name,))
 
     def to_real(self):
-        return self
+        """The real dtype of a complex one's parts (float32 for complex64); others as they are."""
+        return _REAL_OF.get(self, self)
 
     def to_complex(self):
-        raise TypeError(f"ember has no complex dtypes (asked for the complex form of {self})")
+        """The complex dtype whose parts are this float dtype (complex64 for float32)."""
+        c = _COMPLEX_OF.get(self)
+        if c is None:
+            if self is float16:
+                raise TypeError(
+                    "ember has no complex32 (chalf) dtype: complex numbers with float16 parts "
+                    "are not supported; use complex64"
+                )
+            if self.is_complex:
+                return self
+            raise RuntimeError(f"Unknown Complex ScalarType for {_torch_name(self)}")
+        return c
 
 
 def _by_name(name):
@@ -94,7 +114,26 @@ float64 = dtype(
     float(np.finfo(np.float64).max),
 )
 
-ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+# The wide unsigned integers (PyTorch 2.3+: storage, casts, comparisons, bitwise
+# ops, a few reductions; most arithmetic raises there and here).
+uint16 = dtype("uint16", lib.EC_UINT16, 2, 1, False, np.dtype(np.uint16), 0, 2**16 - 1)
+uint32 = dtype("uint32", lib.EC_UINT32, 4, 1, False, np.dtype(np.uint32), 0, 2**32 - 1)
+uint64 = dtype("uint64", lib.EC_UINT64, 8, 1, False, np.dtype(np.uint64), 0, 2**64 - 1)
+# Complex dtypes: category 3, parts of float32 / float64 (CPU kernels only).
+complex64 = dtype("complex64", lib.EC_COMPLEX64, 8, 3, True, np.dtype(np.complex64), None, None)
+complex128 = dtype(
+    "complex128", lib.EC_COMPLEX128, 16, 3, True, np.dtype(np.complex128), None, None
+)
+_REAL_OF = {complex64: float32, complex128: float64}
+_COMPLEX_OF = {float32: complex64, float64: complex128, bfloat16: complex64}
+WIDE_UINTS = (uint16, uint32, uint64)
+COMPLEX_DTYPES = (complex64, complex128)
+
+ALL_DTYPES = (
+    (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+    + WIDE_UINTS
+    + COMPLEX_DTYPES
+)
 DTYPES_BY_CODE = {d.code: d for d in ALL_DTYPES}
 DTYPES_BY_NAME = {d.name: d for d in ALL_DTYPES}
 # PyTorch's aliases.
@@ -106,6 +145,8 @@ ALIASES = {
     "int": int32,
     "short": int16,
     "bool": bool_,
+    "cfloat": complex64,
+    "cdouble": complex128,
 }
 DTYPES_BY_NAME.update(ALIASES)
 NUMPY_TO_DTYPE = {d.numpy: d for d in ALL_DTYPES if d.numpy is not None}
@@ -113,9 +154,57 @@ NUMPY_TO_DTYPE = {d.numpy: d for d in ALL_DTYPES if d.numpy is not None}
 # ------------------------------------------------------------- promotion
 
 
+_TORCH_NAMES = {
+    "float32": "Float",
+    "float64": "Double",
+    "float16": "Half",
+    "bfloat16": "BFloat16",
+    "int64": "Long",
+    "int32": "Int",
+    "int16": "Short",
+    "int8": "Char",
+    "uint8": "Byte",
+    "bool": "Bool",
+    "uint16": "UInt16",
+    "uint32": "UInt32",
+    "uint64": "UInt64",
+    "complex64": "ComplexFloat",
+    "complex128": "ComplexDouble",
+}
+
+
+def _torch_name(d):
+    """PyTorch's C++ name of a dtype, as its error messages spell it ('Float')."""
+    return _TORCH_NAMES[d.name]
+
+
+class _PromotionError:
+    """What promoting a pair PyTorch refuses gives: raised when looked up."""
+
+    def __init__(self, exc):
+        self.exc = exc
+
+
 def _promote_pair(a, b):
     if a is b:
         return a
+    if a in WIDE_UINTS or b in WIDE_UINTS:
+        # PyTorch 2.3+ promotes the wide unsigned integers with the real floating
+        # dtypes only (to the float)
+        if a.category == 2 or b.category == 2:
+            return a if a.category == 2 else b
+        return _PromotionError(
+            RuntimeError(
+                "Promotion for uint16, uint32, uint64 types is not supported, attempted to "
+                f"promote {_torch_name(a)} and {_torch_name(b)}"
+            )
+        )
+    if a.category == 3 or b.category == 3:
+        # complex with anything: complex parts as wide as the wider float involved
+        c, o = (a, b) if a.category == 3 else (b, a)
+        if o.category == 3 or o.category < 2:
+            return c if o.category < 3 or c.itemsize >= o.itemsize else o
+        return complex128 if float64 in (o, c.to_real()) else c
     if a.category != b.category:
         return a if a.category > b.category else b
     if a.category == 2:
@@ -133,7 +222,17 @@ def _promote_pair(a, b):
     return a
 
 
-_PROMOTE = {(a, b): _promote_pair(a, b) for a in ALL_DTYPES for b in ALL_DTYPES}
+class _PromotionTable(dict):
+    """(a, b) -> promoted dtype; a refused pair raises PyTorch's error on lookup."""
+
+    def __getitem__(self, key):
+        r = dict.__getitem__(self, key)
+        if r.__class__ is _PromotionError:
+            raise r.exc
+        return r
+
+
+_PROMOTE = _PromotionTable(((a, b), _promote_pair(a, b)) for a in ALL_DTYPES for b in ALL_DTYPES)
 
 
 def promote_types(type1, type2):
@@ -141,6 +240,8 @@ def promote_types(type1, type2):
 
     >>> promote_types(uint8, int8)
     ember.int16
+    >>> promote_types(complex64, float64)
+    ember.complex128
     """
     return _PROMOTE[type1, type2]
 
@@ -156,6 +257,11 @@ def get_default_dtype():
     return _default.value
 
 
+def default_complex_dtype():
+    """complex64 while the default dtype is float32, complex128 with float64."""
+    return complex128 if _default.value is float64 else complex64
+
+
 def set_default_dtype(d):
     if not isinstance(d, dtype) or not d.is_floating_point:
         raise TypeError(f"set_default_dtype: only floating point dtypes are supported, got {d!r}")
@@ -169,6 +275,14 @@ def _combine(higher, lower):
         return lower
     if lower is None:
         return higher
+    if higher.category == 3:
+        return higher
+    if lower.category == 3:
+        # a complex number or 0-d tensor with real tensors: complex parts as
+        # wide as the tensors' floats (float16 would need complex32: an error)
+        if higher.category == 2:
+            return higher.to_complex()
+        return lower
     if higher.category == 2:
         return higher
     if higher is bool_ or lower.category == 2:
@@ -184,12 +298,16 @@ def scalar_dtype(value):
         return int64
     if isinstance(value, float):
         return _default.value
+    if isinstance(value, complex):
+        return default_complex_dtype()
     # NumPy scalars count as Python numbers (PyTorch reads them as such): np.integer
     # as int, np.floating -- and, as in PyTorch, np.bool_ -- as float.
     if isinstance(value, np.integer):
         return int64
     if isinstance(value, (np.floating, np.bool_)):
         return _default.value
+    if isinstance(value, np.complexfloating):
+        return default_complex_dtype()
     raise TypeError(f"expected a Tensor or a Python number, got {type(value).__name__}")
 
 
@@ -225,7 +343,7 @@ def result_type(*operands):
 
 def can_cast(from_, to):
     """Whether an in-place op may store values of ``from_`` into ``to``: no lowering
-    of category (float -> int, int -> bool)."""
+    of category (complex -> float, float -> int, int -> bool)."""
     return from_.category <= to.category
 
 
@@ -241,9 +359,17 @@ def to_dtype(value):
         return int64
     if value is bool:
         return bool_
+    if value is complex:
+        return default_complex_dtype()
     if isinstance(value, str):
+        name = value.removeprefix("ember.").removeprefix("torch.")
+        if name in ("complex32", "chalf"):
+            raise TypeError(
+                "ember has no complex32 (chalf) dtype: complex numbers with float16 parts are "
+                "not supported; use complex64"
+            )
         try:
-            return DTYPES_BY_NAME[value.removeprefix("ember.").removeprefix("torch.")]
+            return DTYPES_BY_NAME[name]
         except KeyError:
             raise TypeError(f"unknown dtype name {value!r}") from None
     name = getattr(value, "name", None)  # a torch.dtype-like object or np.dtype
@@ -280,6 +406,8 @@ class finfo:
 
     def __init__(self, type=None):
         dt = type if type is not None else get_default_dtype()
+        if isinstance(dt, dtype) and dt.is_complex:
+            dt = dt.to_real()  # as PyTorch: finfo of a complex dtype is its parts'
         if not isinstance(dt, dtype) or not dt.is_floating_point:
             raise TypeError(f"finfo(): argument 'type' must be a floating point dtype, not {dt}")
         if dt is bfloat16:
@@ -316,7 +444,7 @@ class iinfo:
     """Limits of an integer dtype."""
 
     def __init__(self, type):
-        if not isinstance(type, dtype) or type.is_floating_point or type is bool_:
+        if not isinstance(type, dtype) or type.category != 1:
             raise TypeError(f"iinfo(): argument 'type' must be an integer dtype, not {type}")
         info = np.iinfo(type.numpy)
         self.dtype, self.bits = type, int(info.bits)

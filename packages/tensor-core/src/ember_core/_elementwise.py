@@ -109,18 +109,7 @@ def finish_out(out, target, needs_copy, op):
 
 
 def _tname(d):
-    return {
-        "float32": "Float",
-        "float64": "Double",
-        "float16": "Half",
-        "bfloat16": "BFloat16",
-        "int64": "Long",
-        "int32": "Int",
-        "int16": "Short",
-        "int8": "Char",
-        "uint8": "Byte",
-        "bool": "Bool",
-    }[d.name]
+    return D._torch_name(d)
 
 
 def overlaps(a, b):
@@ -181,10 +170,12 @@ FLOAT_ONLY = 5  # floating point inputs only (activations: PyTorch has no intege
 BOOL_AS_LONG = 6  # like SAME, but bool computes in int64 (square, as pow(x, 2))
 
 
-def _unary_dtypes(op, rule, xd):
+def _unary_dtypes(op, rule, xd, code=None):
     r = _rejects(op)
     if r is not None and xd in r[1]:
         raise not_implemented(op.rstrip("_"), xd)
+    if not xd.base:
+        return _cpu_only_unary(op, rule, xd, code)
     if rule == FLOAT:
         cd = xd if xd.category == 2 else D.get_default_dtype()
         return cd, cd
@@ -208,7 +199,7 @@ def unary(op, code, rule, x, out=None, p0=0.0, p1=0.0):
     """Run unary kernel ``code`` on tensor ``x``; returns the result tensor."""
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
-    cd, od = _unary_dtypes(op, rule, x._dtype)
+    cd, od = _unary_dtypes(op, rule, x._dtype, code)
     if x._dtype is not cd:
         x = cast(x, cd)
     dev = x._storage._device
@@ -232,7 +223,7 @@ def unary(op, code, rule, x, out=None, p0=0.0, p1=0.0):
 
 def unary_(op, code, rule, x, p0=0.0, p1=0.0):
     """In place: x = f(x)."""
-    cd, od = _unary_dtypes(op, rule, x._dtype)
+    cd, od = _unary_dtypes(op, rule, x._dtype, code)
     if od is not x._dtype:
         raise RuntimeError(
             f"{op}: result type {_tname(od)} can't be cast to the desired output type "
@@ -246,14 +237,59 @@ def unary_(op, code, rule, x, p0=0.0, p1=0.0):
     return x
 
 
+# Note [CPU-only dtypes] in Python: the complex dtypes run an op where the C
+# complex list (csrc/cpu_only_ops.h) has a loop for it -- exactly the ops PyTorch
+# has on complex tensors -- and raise PyTorch's error otherwise; the wide
+# unsigned integers run the few ops PyTorch 2.3+ has for them.
+# unary ops of the wide unsigned integers: float results (computed in the
+# default float dtype) and predicates; PyTorch has no other unary kernel
+_UINT_UNARY_RULES = (FLOAT, BOOL_OUT)
+
+
+def complex_unsupported(op, dtype):
+    """PyTorch's exception for an op it has no complex kernel for: the op's
+    ``complex_error`` fact, else the generic kernel message."""
+    name = op.rstrip("_")
+    entry = OPS.get(name)
+    err = entry.complex_error if entry is not None else None
+    if err is None:
+        return not_implemented(name, dtype)
+    if isinstance(err, tuple):
+        return err[0](err[1])
+    return NotImplementedError(err)
+
+
+def _cpu_only_unary(op, rule, xd, code):
+    if xd.is_complex:
+        if code is None or not lib.ec_unary_has_kernel(code, xd.code):
+            raise complex_unsupported(op, xd)
+        if rule == BOOL_OUT:
+            return xd, _bool
+        if code in (lib.EC_U_ABS, lib.EC_U_ANGLE):
+            return xd, xd.to_real()
+        return xd, xd
+    if rule not in _UINT_UNARY_RULES or op.startswith("signbit"):
+        raise not_implemented(op.rstrip("_"), xd)
+    if rule == BOOL_OUT:
+        return D.int64, _bool  # values below 2**64 wrap; nan/inf/zero tests are unaffected
+    cd = D.get_default_dtype()
+    return cd, cd
+
+
 # The unary ops of the C kernel's list (csrc/elementwise_ops.h): name (its
 # EC_U_ code is lib.EC_U_<NAME>, from the C enum), dtype rule, whether it has an
-# in-place form, other names, and the dtypes PyTorch has no kernel for.
+# in-place form, other names, the dtypes PyTorch has no kernel for, and (where
+# PyTorch words it specially) its error for complex inputs.
+_NO_COMPLEX_CLAMP = "clamp is not supported for complex types"
+_NO_COMPLEX_SIGN = (
+    "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+    "torch.sgn instead."
+)
 _NO_BOOL = ("_vml_cpu", _BOOL)
 UNARY_OPS = [
     ("neg", NOT_BOOL, True, ("negative",), None),
     ("abs", NOT_BOOL, True, ("absolute",), ("abs_cpu", _BOOL)),
-    ("sign", SAME, True, (), None),
+    ("sign", SAME, True, (), None, _NO_COMPLEX_SIGN),
     ("square", BOOL_AS_LONG, True, (), None),
     ("reciprocal", FLOAT, True, (), None),
     ("sqrt", FLOAT, True, (), None),
@@ -278,19 +314,47 @@ UNARY_OPS = [
     ("acosh", FLOAT, True, ("arccosh",), None),
     ("atanh", FLOAT, True, ("arctanh",), None),
     ("sigmoid", FLOAT, True, (), None),
-    ("relu", NOT_BOOL, True, (), None),
+    ("relu", NOT_BOOL, True, (), None, _NO_COMPLEX_CLAMP),
     ("silu", FLOAT_ONLY, True, (), ("silu_cpu", _NON_FLOAT)),
     ("erf", FLOAT, True, (), None),
     ("erfc", FLOAT, True, (), None),
     ("erfinv", FLOAT, True, (), None),
-    ("floor", SAME, True, (), ("floor_vml_cpu", _BOOL)),
-    ("ceil", SAME, True, (), ("ceil_vml_cpu", _BOOL)),
-    ("trunc", SAME, True, ("fix",), ("trunc_vml_cpu", _BOOL)),
+    (
+        "floor",
+        SAME,
+        True,
+        (),
+        ("floor_vml_cpu", _BOOL),
+        "floor is not supported for complex inputs",
+    ),
+    ("ceil", SAME, True, (), ("ceil_vml_cpu", _BOOL), "ceil is not supported for complex inputs"),
+    (
+        "trunc",
+        SAME,
+        True,
+        ("fix",),
+        ("trunc_vml_cpu", _BOOL),
+        "trunc is not supported for complex inputs",
+    ),
     ("frac", SAME, True, (), ("frac_cpu", _NON_FLOAT)),
     ("lgamma", FLOAT, True, (), None),
     ("digamma", FLOAT, True, (), None),
-    ("deg2rad", FLOAT, True, (), None),
-    ("rad2deg", FLOAT, True, (), None),
+    (
+        "deg2rad",
+        FLOAT,
+        True,
+        (),
+        None,
+        (RuntimeError, "deg2rad is not supported for complex tensors."),
+    ),
+    (
+        "rad2deg",
+        FLOAT,
+        True,
+        (),
+        None,
+        (RuntimeError, "rad2deg is not supported for complex tensors."),
+    ),
     ("sinc", FLOAT, True, (), None),
     ("mish", FLOAT_ONLY, True, (), ("mish_cpu", _NON_FLOAT)),
     ("selu", FLOAT_ONLY, True, (), ("elu_cpu", _NON_FLOAT)),
@@ -301,7 +365,7 @@ UNARY_OPS = [
     ("isnan", BOOL_OUT, False, (), None),
     ("isinf", BOOL_OUT, False, (), None),
     ("isfinite", BOOL_OUT, False, (), None),
-    ("signbit", BOOL_OUT, False, (), None),
+    ("signbit", BOOL_OUT, False, (), None, "signbit is not implemented for complex tensors."),
     ("logical_not", BOOL_OUT, False, (), None),
     ("bitwise_not", INT_ONLY, True, (), ("bitwise_not_cpu", _FLOATS)),
 ]
@@ -321,7 +385,7 @@ def _make_unary(name, code, rule):
     return impl, impl_
 
 
-for _name, _rule, _has_inplace, _aliases, _rejected in UNARY_OPS:
+for _name, _rule, _has_inplace, _aliases, _rejected, *_complex_error in UNARY_OPS:
     _impl, _impl_ = _make_unary(_name, getattr(lib, "EC_U_" + _name.upper()), _rule)
     _doc = f"Elementwise {_name}. See torch.{_name}."
     _diff = _rule not in (BOOL_OUT, INT_ONLY)
@@ -333,6 +397,7 @@ for _name, _rule, _has_inplace, _aliases, _rejected in UNARY_OPS:
         aliases=_aliases,
         tags=_tags,
         rejects=_rejected,
+        complex_error=_complex_error[0] if _complex_error else None,
     )(_impl)
     if _has_inplace:
         globals()[_name + "_"] = defop(
@@ -425,7 +490,12 @@ def _clamp_dtype(input, min, max):
     return D.result_type(input, *scalars)
 
 
-@defop(rejects=("clamp_cpu", _BOOL), aliases=("clip",), tags=("pointwise",))
+@defop(
+    rejects=("clamp_cpu", _BOOL),
+    complex_error=_NO_COMPLEX_CLAMP,
+    aliases=("clip",),
+    tags=("pointwise",),
+)
 def clamp(input, min=None, max=None, *, out=None):
     """Limit values to [min, max]; NaN stays NaN.  Bounds may be tensors."""
     if isinstance(min, Tensor) or isinstance(max, Tensor):
@@ -524,13 +594,6 @@ def isposinf(input):
 
 
 @defop(composite=True, tags=("pointwise",))
-def isreal(input):
-    from ember_core._creation import ones_like
-
-    return ones_like(input, dtype=_bool)
-
-
-@defop(composite=True, tags=("pointwise",))
 def positive(input):
     if input._dtype is _bool:
         raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
@@ -547,11 +610,13 @@ FLOATFN = 4  # like TRUEDIV (atan2, copysign, xlogy)
 FLOAT_ONLY_BINARY = 5  # compute in result_type, which must be floating (hypot, logaddexp)
 
 
-def _binary_dtypes(op, kind, a, b):
+def _binary_dtypes(op, kind, a, b, code=None):
     if a.__class__ is Tensor and b.__class__ is Tensor and a._dtype is b._dtype:
         rt = a._dtype  # fast path: same dtype needs no promotion
     else:
         rt = D.result_type(a, b)
+    if not rt.base:
+        return _cpu_only_binary(op, kind, rt, code)
     if kind == ARITH:
         return rt, rt
     if kind == COMPARE:
@@ -564,13 +629,52 @@ def _binary_dtypes(op, kind, a, b):
         if rt.category != 2:
             raise not_implemented(op.rstrip("_"), rt)
         return rt, rt
-    cd = rt if rt.category == 2 else D.get_default_dtype()
+    cd = rt if rt.category >= 2 else D.get_default_dtype()
     return cd, cd
+
+
+# binary ops PyTorch 2.3+ has for the wide unsigned integers (ember's C int
+# loops cover them; everything else raises as there)
+_UINT_BINARY = frozenset(
+    {
+        "mul",
+        "multiply",
+        "div",
+        "divide",
+        "true_divide",
+        "eq",
+        "ne",
+        "bitwise_and",
+        "bitwise_or",
+        "bitwise_xor",
+        "__and__",
+        "__or__",
+        "__xor__",
+    }
+)
+
+
+def _cpu_only_binary(op, kind, rt, code):
+    name = op.rstrip("_")
+    if rt.is_complex:
+        if kind == BITWISE or code is None or not lib.ec_binary_has_kernel(code, rt.code):
+            raise complex_unsupported(op, rt)
+        return rt, (_bool if kind == COMPARE else rt)
+    if name not in _UINT_BINARY:
+        raise not_implemented(name, rt)
+    if kind in (TRUEDIV, FLOATFN):
+        cd = D.get_default_dtype()
+        return cd, cd
+    return rt, (_bool if kind == COMPARE else rt)
+
+
+def _is_complex_number(s):
+    return isinstance(s, (complex, np.complexfloating))
 
 
 def _scalar_args(s, dtype):
     """(double, int64) forms of a Python number for a kernel computing in dtype."""
-    if dtype.category == 2:
+    if dtype.category >= 2:
         return float(s), 0
     if isinstance(s, (float, np.floating)):
         if s != s or s in (math.inf, -math.inf):
@@ -625,7 +729,7 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
         dt = a._dtype
         bc = b.__class__
         # the kinds that compute in the operands' own dtype
-        same = kind in (ARITH, COMPARE) or (dt.category == 2 and kind != BITWISE)
+        same = dt.base and (kind in (ARITH, COMPARE) or (dt.category == 2 and kind != BITWISE))
         if bc is Tensor or (bc is not float and bc is not int and isinstance(b, Tensor)):
             if same and b._dtype is dt and b._storage._device is a._storage._device:
                 r_dt = _bool if kind == COMPARE else dt
@@ -681,7 +785,17 @@ def binary(op, code, kind, a, b, out=None, p0=1.0):
             raise TypeError(
                 f"{op}(): argument '{name}' must be Tensor or Number, not {type(x).__name__}"
             )
-    cd, od = _binary_dtypes(op, kind, a, b)
+    cd, od = _binary_dtypes(op, kind, a, b, code)
+    if (a_scalar and _is_complex_number(a)) or (b_scalar and _is_complex_number(b)):
+        # a complex number goes to the kernel as a 0-d tensor (the scalar path
+        # passes a real double)
+        from ember_core._creation import full
+
+        dev = (b if a_scalar else a)._storage._device
+        if a_scalar:
+            a, a_scalar = full((), a, dtype=cd, device=dev), False
+        else:
+            b, b_scalar = full((), b, dtype=cd, device=dev), False
     if not (a_scalar or b_scalar) and a._storage._device is not b._storage._device:
         # a 0-d CPU tensor with a tensor on another device is taken as a number
         if b._storage._device is CPU and not b._shape and a._storage._device is not CPU:
@@ -769,6 +883,7 @@ def binary_(op, code, kind, a, b, p0=1.0):
             b._dtype is dt
             and b._shape == a._shape
             and b._storage is not a._storage
+            and dt.base
             and (kind == ARITH or (dt.category == 2 and kind != BITWISE and kind != COMPARE))
             and (b._contig or is_contig(b))
             and b._storage._device is a._storage._device
@@ -780,7 +895,7 @@ def binary_(op, code, kind, a, b, p0=1.0):
             if st:
                 raise error(st, op)
             return a
-    cd, od = _binary_dtypes(op, kind, a, b)
+    cd, od = _binary_dtypes(op, kind, a, b, code)
     if od is not a._dtype and not D.can_cast(od, a._dtype):
         raise RuntimeError(
             f"{op}: result type {_tname(od)} can't be cast to the desired output type "
@@ -847,40 +962,59 @@ def _alpha(op, alpha, a, b):
         raise RuntimeError(
             f"{op}: For integral input tensors, argument alpha must not be a floating point number."
         )
+    if _is_complex_number(alpha):
+        if D.result_type(a, b).category < 3:
+            raise RuntimeError(
+                f"{op}: For non-complex input tensors, argument alpha must not be a complex number."
+            )
+        return complex(alpha)
     return float(alpha)
+
+
+def _scaled(other, alpha):
+    """(other, p0) for a kernel whose p0 is a real double: a complex alpha is
+    multiplied in first."""
+    if alpha.__class__ is complex:
+        return mul(other, alpha), 1.0
+    return other, alpha
 
 
 @defop(tags=("pointwise",))
 def add(input, other, *, alpha=1, out=None):
     """input + alpha * other, broadcast and promoted."""
-    return binary("add", lib.EC_B_ADD, ARITH, input, other, out, _alpha("add", alpha, input, other))
+    other, p0 = _scaled(other, _alpha("add", alpha, input, other))
+    return binary("add", lib.EC_B_ADD, ARITH, input, other, out, p0)
 
 
 @defop(inplace_of="add", tags=("pointwise",))
 def add_(input, other, *, alpha=1):
-    return binary_("add_", lib.EC_B_ADD, ARITH, input, other, _alpha("add_", alpha, input, other))
+    other, p0 = _scaled(other, _alpha("add_", alpha, input, other))
+    return binary_("add_", lib.EC_B_ADD, ARITH, input, other, p0)
 
 
 @defop(aliases=("subtract",), tags=("pointwise",))
 def sub(input, other, *, alpha=1, out=None):
     """input - alpha * other."""
     _no_bool_sub("sub", input, other)
-    return binary("sub", lib.EC_B_SUB, ARITH, input, other, out, _alpha("sub", alpha, input, other))
+    other, p0 = _scaled(other, _alpha("sub", alpha, input, other))
+    return binary("sub", lib.EC_B_SUB, ARITH, input, other, out, p0)
 
 
 @defop(inplace_of="sub", tags=("pointwise",))
 def sub_(input, other, *, alpha=1):
     _no_bool_sub("sub_", input, other)
-    return binary_("sub_", lib.EC_B_SUB, ARITH, input, other, _alpha("sub_", alpha, input, other))
+    other, p0 = _scaled(other, _alpha("sub_", alpha, input, other))
+    return binary_("sub_", lib.EC_B_SUB, ARITH, input, other, p0)
 
 
 @defop(tags=("pointwise",))
 def rsub(input, other, *, alpha=1):
     """other - alpha * input."""
     _no_bool_sub("rsub", input, other)
-    return binary(
-        "rsub", lib.EC_B_RSUB, ARITH, input, other, None, _alpha("rsub", alpha, input, other)
-    )
+    alpha = _alpha("rsub", alpha, input, other)
+    if alpha.__class__ is complex:
+        return sub(other, mul(input, alpha))
+    return binary("rsub", lib.EC_B_RSUB, ARITH, input, other, None, alpha)
 
 
 @defop(aliases=("multiply",), tags=("pointwise",))
@@ -979,6 +1113,10 @@ def fmod_(input, other):
 def _pow_scalar_exponent(input, exponent, out):
     # x ** c: a unary kernel, no broadcast machinery; integers need c >= 0
     dt = D.result_type(input, exponent)
+    if _is_complex_number(exponent) or not dt.base:
+        # a complex exponent, or a complex / wide unsigned input: the binary kernel
+        # (or its error)
+        return binary("pow", lib.EC_B_POW, ARITH, input, exponent, out)
     if dt.category < 2:
         if exponent < 0:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
@@ -1002,7 +1140,7 @@ def pow(input, exponent, *, out=None):
         return _pow_scalar_exponent(input, exponent, out)
     if is_scalar(input) and isinstance(exponent, Tensor):
         dt = D.result_type(input, exponent)
-        if dt.category == 2:
+        if dt.category == 2 and not _is_complex_number(input):
             return unary(
                 "pow", lib.EC_U_RPOW_SCALAR, SAME, cast(exponent, dt), out, float(input), 0.0
             )
@@ -1071,7 +1209,9 @@ def float_power_(input, exponent):
     return pow_(input, exponent)
 
 
-def _binary_family(name, code, kind, inplace=True, doc=None, aliases=(), rejects=None):
+def _binary_family(
+    name, code, kind, inplace=True, doc=None, aliases=(), rejects=None, complex_error=None
+):
     def impl(input, other, out=None):
         return binary(name, code, kind, input, other, out)
 
@@ -1092,6 +1232,7 @@ def _binary_family(name, code, kind, inplace=True, doc=None, aliases=(), rejects
         aliases=aliases,
         tags=tags,
         rejects=rejects,
+        complex_error=complex_error,
     )(impl)
     if inplace:
 
@@ -1113,10 +1254,24 @@ def _binary_family(name, code, kind, inplace=True, doc=None, aliases=(), rejects
 # The binary ops declared as a family: name (EC_B_<NAME> is its kernel code), dtype
 # rule, whether it has an in-place form, other names, dtypes without a kernel.
 _BINARY_OPS = [
-    ("maximum", ARITH, False, (), None),
-    ("minimum", ARITH, False, (), None),
-    ("fmax", ARITH, False, (), None),
-    ("fmin", ARITH, False, (), None),
+    (
+        "maximum",
+        ARITH,
+        False,
+        (),
+        None,
+        (RuntimeError, "maximum not implemented for complex tensors."),
+    ),
+    (
+        "minimum",
+        ARITH,
+        False,
+        (),
+        None,
+        (RuntimeError, "minimum not implemented for complex tensors."),
+    ),
+    ("fmax", ARITH, False, (), None, (RuntimeError, "fmax not implemented for complex tensors.")),
+    ("fmin", ARITH, False, (), None, (RuntimeError, "fmin not implemented for complex tensors.")),
     ("atan2", FLOATFN, True, ("arctan2",), None),
     ("hypot", FLOAT_ONLY_BINARY, True, (), ("hypot_cpu", _NON_FLOAT)),
     ("copysign", FLOATFN, True, (), None),
@@ -1140,7 +1295,7 @@ _BINARY_OPS = [
     ("bitwise_right_shift", BITWISE, True, (), ("rshift_cpu", _FLOATS | _BOOL)),
 ]
 _KERNEL_NAMES = {"bitwise_left_shift": "LSHIFT", "bitwise_right_shift": "RSHIFT"}
-for _name, _kind, _inpl, _aliases, _rejected in _BINARY_OPS:
+for _name, _kind, _inpl, _aliases, _rejected, *_complex_error in _BINARY_OPS:
     _binary_family(
         _name,
         getattr(lib, "EC_B_" + _KERNEL_NAMES.get(_name, _name.upper())),
@@ -1149,10 +1304,33 @@ for _name, _kind, _inpl, _aliases, _rejected in _BINARY_OPS:
         doc=f"Elementwise {_name}, broadcast. See torch.{_name}.",
         aliases=_aliases,
         rejects=_rejected,
+        complex_error=_complex_error[0] if _complex_error else None,
     )
 
 
 # ---------------------------------------------------------------- ternary
+
+
+def _ternary_cpu_only(op, a, b, c, out, p0, rt):
+    # complex lerp/addcmul/addcdiv as binary kernels (PyTorch has them; the C
+    # ternary loops do not); clamp and the wide unsigned integers raise
+    name = op.rstrip("_")
+    if not rt.is_complex:
+        raise not_implemented(name, rt)
+    if name == "lerp":
+        r = add(a, mul(c, sub(b, a)))
+    elif name == "addcmul":
+        r = add(a, mul(mul(b, c), p0))
+    elif name == "addcdiv":
+        r = add(a, mul(div(b, c), p0))
+    else:
+        raise complex_unsupported(name, rt)
+    if out is None:
+        return r
+    written(out, op)
+    from ember_core._copy import copy_into
+
+    return copy_into(out, r)
 
 
 def ternary(op, code, a, b, c, out=None, p0=1.0, cond=False):
@@ -1164,6 +1342,9 @@ def ternary(op, code, a, b, c, out=None, p0=1.0, cond=False):
         # lerp's weight may be a float for any input; the inputs decide
         rt = D.result_type(a, b) if op.startswith("lerp") else D.result_type(a, b, c)
         _supported(op.rstrip("_"), rt)
+        rt = D.result_type(a, b, c)
+        if not rt.base:
+            return _ternary_cpu_only(op, a, b, c, out, p0, rt)
     if cond:
         if not isinstance(a, Tensor) or a._dtype is not _bool:
             raise RuntimeError(

@@ -341,12 +341,28 @@ def scatter_(input, dim, index, src=None, value=None, *, reduce=None):
     return scatter_into(op, input, dim, index, values, mode)
 
 
+def _scatter_add_into(op, self, dim, index, src):
+    if not self._dtype.is_complex:
+        return scatter_into(op, self, dim, index, src, L.EC_INDEX_ADD)
+    # complex sums are the parts' sums: scatter the real views, the index repeated
+    # for both parts (Note [CPU-only dtypes])
+    from ember_core._complex import as_real_view
+
+    d = _shape.normalize_dim(dim, len(self._shape), op) if self._shape else 0
+    pairs = index._shape + (2,)
+    index2 = index.unsqueeze(-1).expand(pairs) if index._shape else index.reshape(1, 1)
+    x = self if self._shape else self.reshape(1)
+    s = src if src._shape else src.reshape(1)
+    scatter_into(op, as_real_view(x), d, index2, as_real_view(s), L.EC_INDEX_ADD)
+    return self
+
+
 @defop
 def scatter_add(input, dim, index, src):
     """A copy of input with src added at index along dim (duplicates accumulate)."""
     index = _index_arg("scatter_add", index)
     _same_dtype("scatter_add", input, _tensor_arg("scatter_add", "src", src))
-    return scatter_into("scatter_add", _clone(input), dim, index, src, L.EC_INDEX_ADD)
+    return _scatter_add_into("scatter_add", _clone(input), dim, index, src)
 
 
 @defop(inplace_of="scatter_add")
@@ -354,7 +370,7 @@ def scatter_add_(input, dim, index, src):
     index = _index_arg("scatter_add_", index)
     _same_dtype("scatter_add_", input, _tensor_arg("scatter_add_", "src", src))
     written(input, "scatter_add_")
-    return scatter_into("scatter_add_", input, dim, index, src, L.EC_INDEX_ADD)
+    return _scatter_add_into("scatter_add_", input, dim, index, src)
 
 
 def _identity(reduce, dtype):
@@ -460,6 +476,15 @@ def index_into(op, self, dim, index, values, mode, alpha=1.0):
         return self
     if values._shape and values._shape != shape:
         values = values.reshape(shape)
+    if mode == L.EC_INDEX_ADD and x._dtype.is_complex:
+        # complex sums are the parts' sums: the kernels add the real views
+        from ember_core._complex import as_real_view
+
+        values = values.to(x._dtype)
+        if isinstance(alpha, complex):
+            values, alpha = values * alpha, 1.0
+        values = values.expand(shape).contiguous()
+        x, values, shape = as_real_view(x), as_real_view(values), shape + (2,)
     p = _dim_plan(x, dim, index, shape)
     put_plan(x, p, values, mode, op, alpha, runtime_error=True)  # both, as in PyTorch
     return self
@@ -558,6 +583,12 @@ def index_put_into(op, self, indices, values, accumulate):
         raise IndexError(
             f"too many indices for tensor of dimension {len(self._shape)} (got {len(key)})"
         )
+    if accumulate and self._dtype.is_complex and self._shape:
+        # complex sums are the parts' sums: accumulate into the real views
+        from ember_core._complex import as_real_view
+
+        index_put_into(op, as_real_view(self), indices, as_real_view(values), True)
+        return self
     view, idx = apply_key(self, key)
     if not idx:
         from ember_core._copy import copy_into
@@ -802,6 +833,12 @@ def take_along_dim(input, indices, dim=None, *, out=None):
     return _finish_out(op, gather(x, d, idx), out)
 
 
+def _arange2(like):
+    from ember_core._creation import arange
+
+    return arange(2, dtype=like._dtype, device=like._storage._device)
+
+
 def put_into(op, self, index, source, accumulate):
     index = _index_arg(op, index)
     _tensor_arg(op, "source", source)
@@ -816,6 +853,21 @@ def put_into(op, self, index, source, accumulate):
             "the same scalar type"
         )
     if index._numel == 0:
+        return self
+    if accumulate and self._dtype.is_complex:
+        # complex sums are the parts' sums: element k's parts are reals 2k and 2k+1
+        # of the real view of a contiguous copy
+        from ember_core._complex import as_real_view
+
+        flat = self.reshape(-1).contiguous()
+        k = index.reshape(-1)
+        k = k + (k < 0).to(k._dtype) * flat._numel  # negative indices count from the end
+        pairs = (k * 2).unsqueeze(-1) + _arange2(k)
+        put_into(op, as_real_view(flat), pairs, as_real_view(source.reshape(-1)), True)
+        if flat._storage is not self._storage:
+            from ember_core._copy import copy_into
+
+            copy_into(self, flat.reshape(self._shape))
         return self
     contig = is_contig(self)
     x = (

@@ -65,7 +65,8 @@ def wrap_numpy(arr):
     if dt is None:
         raise TypeError(
             f"can't convert np.ndarray of type {arr.dtype}. The only supported types are: "
-            "float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
+            "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, "
+            "uint64, uint32, uint16, uint8, and bool."
         )
     isz = dt.itemsize
     for s in arr.strides:
@@ -142,6 +143,9 @@ _ITEM_TYPES = {
     D.int16: "int16_t*",
     D.int8: "int8_t*",
     D.uint8: "uint8_t*",
+    D.uint16: "uint16_t*",
+    D.uint32: "uint32_t*",
+    D.uint64: "uint64_t*",
 }
 
 
@@ -159,6 +163,9 @@ def item(self):
         return ffi.cast(ctype, self._ptr)[0]
     if dt is D.bool_:
         return ffi.cast("uint8_t*", self._ptr)[0] != 0
+    if dt.is_complex:
+        parts = ffi.cast("float*" if dt is D.complex64 else "double*", self._ptr)
+        return complex(parts[0], parts[1])
     if dt is D.bfloat16:
         bits = ffi.cast("uint16_t*", self._ptr)[0]
         return float(np.frombuffer(int(bits << 16).to_bytes(4, "little"), dtype=np.float32)[0])

@@ -72,6 +72,16 @@ def error(status, op):
     if status == lib.EC_ERR_NOMEM:
         return MemoryError(f"{op}: {detail}")
     if status == lib.EC_ERR_DTYPE:  # no kernel for a dtype: PyTorch's NotImplementedError
+        import re
+
+        from ember_core._dtype import DTYPES_BY_CODE
+
+        # the kernels count dtypes by code: name them
+        detail = re.sub(
+            r"dtype code (\d+)",
+            lambda m: f"dtype {getattr(DTYPES_BY_CODE.get(int(m[1])), 'name', m[1])}",
+            detail,
+        )
         return NotImplementedError(f"{op}: {detail}")
     return RuntimeError(f"{op}: {detail}")
 

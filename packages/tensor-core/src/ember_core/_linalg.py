@@ -27,6 +27,8 @@ def _same_dtype(op, a, b):
     if a._dtype is D.bool_:
         kernel = "addmm_cuda" if a._storage._device.type == "cuda" else "addmm_impl_cpu_"
         raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool' ({op})")
+    if a._dtype in D.WIDE_UINTS:  # PyTorch has no product kernel for them
+        raise NotImplementedError(f"\"addmm_impl_cpu_\" not implemented for '{_tname(a._dtype)}'")
 
 
 def _gemm(op, a, b, c, batch, m, n, k, a_st, b_st, c_st, alpha=1.0, beta=0.0):
@@ -292,7 +294,8 @@ def dot(input, other, *, out=None):
 
 @defop(composite=True)
 def vdot(input, other):
-    return dot(input, other)
+    """sum(conj(input) * other) of two 1-D tensors."""
+    return dot(input.conj(), other)
 
 
 @defop(composite=True)

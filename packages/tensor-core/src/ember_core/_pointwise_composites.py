@@ -8,12 +8,10 @@ the ops they call); the integer ones (gcd, lcm) and frexp's exponent run in
 NumPy on the tensor's memory and are not differentiable, as in PyTorch.
 """
 
-import math
-
 import numpy as np
 
 from ember_core import _dtype as D
-from ember_core._creation import full_like, tensor, zeros_like
+from ember_core._creation import tensor
 from ember_core._dispatch import defop
 from ember_core._elementwise import _tname, exp2, where
 from ember_core._interop import from_numpy
@@ -33,7 +31,7 @@ def _values(t):
 
 
 def _float_of(t):
-    return t if t.dtype.is_floating_point else t.to(D.get_default_dtype())
+    return t if t.dtype.category >= 2 else t.to(D.get_default_dtype())
 
 
 # ------------------------------------------------------------------ elementwise
@@ -165,27 +163,6 @@ def frexp(input, *, out=None):
     return _frexp(mantissa, exponent)
 
 
-@defop(composite=True, tags=("pointwise",))
-def sgn(input, *, out=None):
-    """sign for real tensors (x / |x| for complex ones, which ember does not have)."""
-    return input.sign() if out is None else out.copy_(input.sign())
-
-
-@defop(composite=True, inplace_of="sgn", tags=("pointwise",))
-def sgn_(input):
-    return input.sign_()
-
-
-@defop(composite=True, tags=("pointwise", "float-result"))
-def angle(input, *, out=None):
-    """The argument of each element: for real input pi where negative, 0 elsewhere
-    (NaN kept)."""
-    x = _float_of(input)
-    r = where(x < 0, full_like(x, math.pi), zeros_like(x))
-    r = where(x.isnan(), x, r)
-    return out.copy_(r) if out is not None else r
-
-
 # ------------------------------------------------------------------ closeness
 
 
@@ -196,7 +173,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         other = tensor(other, dtype=input.dtype)
     if input.dtype is not other.dtype:
         raise RuntimeError(f"{input.dtype} did not match {other.dtype}")
-    if not input.dtype.is_floating_point:
+    if input.dtype.category < 2:  # integers and bools: exact
         return input == other
     close = (input - other).abs() <= atol + rtol * other.abs()
     close = close | (input == other)  # equal infinities

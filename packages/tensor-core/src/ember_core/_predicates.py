@@ -24,7 +24,7 @@ def is_floating_point(input):
 
 @defop(method=False, composite=True, differentiable=False)
 def is_complex(input):
-    """False: ember has no complex dtypes."""
+    """Whether input's dtype is complex64 or complex128."""
     return _tensor_arg("is_complex", input).is_complex()
 
 
@@ -40,7 +40,7 @@ def get_device(input):
     return _tensor_arg("get_device", input).get_device()
 
 
-# Real tensors are never conjugated or negated views (ember has no complex dtypes).
+# ember's tensors are never conjugated or negated views (Note [Eager conjugation]).
 
 
 @defop(composite=True, differentiable=False)

@@ -127,6 +127,25 @@ class _Formatter:
         return " " * (self.max_width - len(s)) + s
 
 
+class _ComplexFormatter:
+    """PyTorch's complex form: the real parts and the imaginary parts each get a
+    _Formatter of their own; an element is ``real+imagj`` (``1.+2.j``)."""
+
+    def __init__(self, values, dtype):
+        real = dtype.to_real()
+        self.re = _Formatter(np.ascontiguousarray(values.real), real)
+        self.im = _Formatter(np.ascontiguousarray(values.imag), real)
+
+    def width(self):
+        return self.re.width() + self.im.width() + 1
+
+    def format(self, v):
+        v = complex(v)
+        imag = (self.im.format(v.imag) + "j").lstrip()
+        sign = "" if imag[0] in "+-" else "+"
+        return self.re.format(v.real) + sign + imag
+
+
 def _special(v):
     if isinstance(v, float):
         if math.isnan(v):
@@ -189,7 +208,7 @@ def _values(t):
 def tensor_repr(t, prefix="tensor("):
     indent = len(prefix)
     suffixes = []
-    default = t._dtype in (D.get_default_dtype(), D.int64, D.bool_)
+    default = t._dtype in (D.get_default_dtype(), D.default_complex_dtype(), D.int64, D.bool_)
     if t._numel == 0:
         if len(t._shape) != 1:
             suffixes.append(f"size={tuple(t._shape)}")
@@ -200,7 +219,7 @@ def tensor_repr(t, prefix="tensor("):
         a = _values(t)
         summarize = t._numel > PRINT_OPTS.threshold
         shown = _summarize_array(a) if summarize else a
-        fmt = _Formatter(shown, t._dtype)
+        fmt = (_ComplexFormatter if t._dtype.is_complex else _Formatter)(shown, t._dtype)
         body = _tensor_str(a, indent, summarize, fmt)
     if t._storage._device.type != "cpu":
         suffixes.append(f"device='{t._storage._device}'")

@@ -17,6 +17,7 @@ for the same call, so one sequence of calls gives the same numbers on the CPU
 and on a GPU, bit for bit (Note [Bit-identical random numbers], csrc/philox.h).
 """
 
+import math
 import os
 import struct
 import threading
@@ -175,6 +176,16 @@ def _gen(generator, dev=None):
 
 def _fill_random(t, kind, generator, p0=0.0, p1=0.0, i0=0, i1=0, op="random"):
     """Fill tensor t (any layout) from the generator's stream."""
+    if t._dtype.is_complex:
+        # both parts from the real stream; a standard complex normal has variance
+        # 1 in total (1/2 per part), as in PyTorch
+        if kind not in (lib.EC_RNG_UNIFORM, lib.EC_RNG_NORMAL):
+            raise NotImplementedError(f"{op}: not implemented for complex tensors")
+        from ember_core._complex import as_real_view
+
+        scale = math.sqrt(0.5) if kind == lib.EC_RNG_NORMAL else 1.0
+        _fill_random(as_real_view(t), kind, generator, p0, p1 * scale, i0, i1, op)
+        return t
     g = _gen(generator, t._storage._device)
     n = t._numel
     seed, offset = g.take(lib.ec_random_counters(kind, t._dtype.code, n))

@@ -395,7 +395,7 @@ def vander(x, N=None, increasing=False):
     n = x.shape[0] if N is None else N
     if n < 0:
         raise RuntimeError("N must be non-negative.")
-    dt = D.int64 if not x.dtype.is_floating_point else x.dtype
+    dt = D.int64 if x.dtype.category < 2 else x.dtype
     xs = x.to(dt)
     if n == 0:
         return _pub("empty")(x.shape[0], 0, dtype=dt, device=x.device)

@@ -70,6 +70,8 @@ def _plan(x, dims):
 
 def reduce(op, code, x, dims, keepdim, out_dtype, p0=0.0, want_idx=False, out=None):
     """Reduce x over ``dims`` (a tuple of normalised dims) with kernel ``code``."""
+    if not x._dtype.base:
+        return _reduce_cpu_only(op, code, x, dims, keepdim, out_dtype, p0, want_idx, out)
     nd = len(x._shape)
     if not nd:
         dims = ()  # a 0-d tensor reduces over "dim 0" to itself
@@ -126,6 +128,85 @@ def reduce(op, code, x, dims, keepdim, out_dtype, p0=0.0, want_idx=False, out=No
     return (r, idx) if want_idx else r
 
 
+# Note [CPU-only dtypes] in reductions: complex sums and means reduce the real
+# view (view_as_real: the parts are independent sums); products multiply
+# pairwise (log2(n) complex multiplications of halves); the predicates and
+# counts reduce ``x != 0``; var/std add the parts' variances.  The wide
+# unsigned integers sum and multiply in int64, as PyTorch.
+def _reduce_cpu_only(op, code, x, dims, keepdim, out_dtype, p0, want_idx, out):
+    from ember_core._complex import as_complex_view, as_real_view
+    from ember_core._elementwise import complex_unsupported, ne, not_implemented
+
+    nd = len(x._shape)
+    if not nd:
+        dims = ()
+    if code in (R.EC_R_ALL, R.EC_R_ANY, R.EC_R_COUNT_NONZERO):
+        return reduce(op, code, ne(x, 0), dims, keepdim, out_dtype, p0, want_idx, out)
+    if not x._dtype.is_complex:
+        if code not in (R.EC_R_SUM, R.EC_R_PROD, R.EC_R_NANSUM):
+            raise not_implemented(op, x._dtype)
+        return reduce(op, code, cast(x, D.int64), dims, keepdim, out_dtype, p0, want_idx, out)
+    if code in (R.EC_R_SUM, R.EC_R_MEAN, R.EC_R_NANSUM) and out_dtype.is_complex:
+        real = reduce(op, code, as_real_view(x), dims, keepdim, out_dtype.to_real(), p0)
+        r = as_complex_view(real)
+    elif code == R.EC_R_PROD and out_dtype.is_complex:
+        r = _complex_prod(cast(x, out_dtype), dims, keepdim)
+    elif code in (R.EC_R_VAR, R.EC_R_STD):
+        rv = as_real_view(x)
+        rd = x._dtype.to_real()  # the variance of complex values is real
+        parts = [reduce(op, R.EC_R_VAR, rv.select(-1, k), dims, keepdim, rd, p0) for k in (0, 1)]
+        r = parts[0] + parts[1]
+        if code == R.EC_R_STD:
+            r = r.sqrt()
+    elif code == R.EC_R_NORM:
+        rd = x._dtype.to_real()
+        return reduce(op, code, x.abs(), dims, keepdim, rd, p0, want_idx, out)
+    else:
+        raise complex_unsupported(op, x._dtype)
+    if out is not None:
+        return write_out(out, r, op)
+    return r
+
+
+def _complex_prod(x, dims, keepdim):
+    from ember_core._creation import ones
+    from ember_core._joining import cat
+
+    nd = len(x._shape)
+    kept = [d for d in range(nd) if d not in dims]
+    out_shape = tuple(x._shape[d] for d in kept)
+    y = x.permute(*kept, *dims).reshape(*out_shape, -1)
+    n = y._shape[-1]
+    if n == 0:
+        r = ones(out_shape, dtype=x._dtype)
+    else:
+        while n > 1:
+            h = n // 2
+            z = y[..., :h] * y[..., h : 2 * h]
+            y = cat([z, y[..., 2 * h :]], -1) if n % 2 else z
+            n = y._shape[-1]
+        r = y[..., 0].contiguous()
+    if keepdim:
+        r = _keepdim_view(r, x._shape, tuple(sorted(dims)))
+    return r
+
+
+def _complex_cumprod(x, dim, op):
+    """Running products of complex values: log2(n) rounds, each multiplying every
+    element by the one 2**k before it (Hillis-Steele)."""
+    from ember_core._joining import cat
+
+    if not x._shape:
+        return x.clone()
+    d = _shape.normalize_dim(dim, len(x._shape), op)
+    y = x.movedim(d, -1).contiguous()
+    n, k = y._shape[-1], 1
+    while k < n:
+        y = cat([y[..., :k], y[..., k:] * y[..., : n - k]], -1)
+        k *= 2
+    return y.movedim(-1, d).contiguous()
+
+
 def _workspace(dev, nbytes):
     """Note [Reduction workspace] (csrc/cuda/reduce_launch.c): device scratch
     of ``nbytes`` for the next reduction or scan launch of this thread (None
@@ -159,6 +240,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
 
 @defop(tags=("reduction", "linear"))
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    if input._dtype.is_complex:
+        raise RuntimeError("nansum on CPU does not support complex inputs")
     od = _sum_dtype(input, dtype)
     if input._dtype.category < 2:
         return sum(input, dim, keepdim, dtype=dtype)
@@ -417,6 +500,27 @@ def count_nonzero(input, dim=None, *, out=None):
 
 
 def scan(op, code, x, dim, out_dtype, want_idx=False, out=None):
+    if not x._dtype.base:
+        from ember_core._complex import as_complex_view, as_real_view
+        from ember_core._elementwise import complex_unsupported, not_implemented
+
+        if x._dtype.is_complex and code == R.EC_S_CUMSUM and out_dtype.is_complex:
+            # the parts' running sums (the appended pair dim is last)
+            d = _shape.normalize_dim(dim, len(x._shape), op) if x._shape else 0
+            xr = as_real_view(x if x._shape else x.reshape(1))
+            r = as_complex_view(scan(op, code, xr, d, out_dtype.to_real()))
+            r = r if x._shape else r.reshape(())
+            return write_out(out, r, op) if out is not None else r
+        if x._dtype.is_complex and code == R.EC_S_CUMPROD and out_dtype.is_complex:
+            r = _complex_cumprod(cast(x, out_dtype), dim, op)
+            return write_out(out, r, op) if out is not None else r
+        if not x._dtype.is_complex and code in (R.EC_S_CUMSUM, R.EC_S_CUMPROD):
+            return scan(op, code, cast(x, D.int64), dim, out_dtype, want_idx, out)
+        raise (
+            complex_unsupported(op, x._dtype)
+            if x._dtype.is_complex
+            else not_implemented(op, x._dtype)
+        )
     nd = len(x._shape)
     if nd == 0:
         x = x.reshape(1)

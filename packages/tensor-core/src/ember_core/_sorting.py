@@ -90,8 +90,23 @@ def _copy_out(op, result, out):
 # ------------------------------------------------------------------- sort
 
 
+def _uint_key(x):
+    """An int64 tensor ordered as the wide unsigned integers x are: uint16/32
+    widen; uint64's bits are read as int64 with the sign bit flipped."""
+    if x._dtype is not D.uint64:
+        return x.to(D.int64)
+    from ember_core._views import _view_dtype
+
+    return _view_dtype(x.contiguous(), D.int64).bitwise_xor(-(2**63))
+
+
 def sort_lines(x, d, descending, want_values=True):
     """(values, indices) of x sorted along dim d (values None unless wanted)."""
+    if not x._dtype.base:
+        if x._dtype.is_complex:
+            raise RuntimeError("Sort does not support complex dtypes on CPU")
+        _, indices = sort_lines(_uint_key(x), d, descending, want_values=False)
+        return (x.gather(d, indices) if want_values else None), indices
     dev = x._storage._device
     values = empty(x._shape, x._dtype, dev) if want_values else None
     indices = empty(x._shape, D.int64, dev)

@@ -32,7 +32,7 @@ def _values(t):
 
 
 def _float_of(t):
-    return t if t.dtype.is_floating_point else t.to(D.get_default_dtype())
+    return t if t.dtype.category >= 2 else t.to(D.get_default_dtype())
 
 
 # ------------------------------------------------------------------ quantiles

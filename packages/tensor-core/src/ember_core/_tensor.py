@@ -179,7 +179,7 @@ class Tensor:
         return self._dtype.is_floating_point
 
     def is_complex(self):
-        return False
+        return self._dtype.is_complex
 
     def is_signed(self):
         return self._dtype.is_signed
@@ -253,7 +253,7 @@ class Tensor:
         # (the first time only: ember_autograd's form calls this one afterwards)
         if requires_grad and _autograd_loader.loads_now(Tensor, "requires_grad_"):
             return self.requires_grad_(requires_grad)
-        if requires_grad and not self._dtype.is_floating_point:
+        if requires_grad and not self._dtype.differentiable:
             raise RuntimeError(
                 "only Tensors of floating point and complex dtype can require gradients"
             )
@@ -489,6 +489,8 @@ def empty(shape, dtype, dev=CPU):
     n = 1
     for s in shape:
         n *= s
+    if dev is not CPU and not dtype.base:
+        _cpu_only_dtype(dtype, dev)
     storage = _storage.allocate(n * dtype.itemsize, dev)
     t = _new(Tensor)
     t._storage = storage
@@ -500,6 +502,15 @@ def empty(shape, dtype, dev=CPU):
     t._numel = n
     t._contig = True
     return t
+
+
+def _cpu_only_dtype(dtype, dev):
+    # Note [CPU-only dtypes]: no kernel of another device knows these dtypes, so
+    # no tensor of them is made there
+    raise NotImplementedError(
+        f"{dtype} tensors are not implemented for device '{dev}' yet (ember runs complex and "
+        "uint16/32/64 tensors on the CPU only); move the data with .cpu()"
+    )
 
 
 def view_of(base, shape, stride, offset, numel=None, contig=None):

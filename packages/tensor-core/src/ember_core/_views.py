@@ -792,6 +792,22 @@ def unbind_copy(input, dim=0, *, out=None):
 
 
 @defop(method=False, composite=True, tags=("linear",))
+def view_as_real_copy(input, *, out=None):
+    """view_as_real, returning a new tensor instead of a view."""
+    from ember_core._complex import view_as_real
+
+    return _copied(view_as_real(input), out)
+
+
+@defop(method=False, composite=True, tags=("linear",))
+def view_as_complex_copy(input, *, out=None):
+    """view_as_complex, returning a new tensor instead of a view."""
+    from ember_core._complex import view_as_complex
+
+    return _copied(view_as_complex(input), out)
+
+
+@defop(method=False, composite=True, tags=("linear",))
 def unfold_copy(input, dimension, size, step, *, out=None):
     """unfold, returning a new tensor instead of a view."""
     return _copied(unfold(input, dimension, size, step), out)
@@ -848,13 +864,13 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
     return _scatter_into(input, src, lambda r: as_strided(r, size, stride, storage_offset))
 
 
-# ------------------------------------------------ complex API on real tensors
-# ember has no complex dtypes: a real tensor is its own conjugate and real part.
+# ------------------------------------------------ adjoint (the complex API: _complex.py)
 
 
 @defop(composite=True, tags=("linear",))
 def adjoint(input):
-    """The conjugate transpose of the last two dims (a view)."""
+    """The conjugate transpose of the last two dims (a view for real tensors; complex
+    ones are conjugated eagerly, Note [Eager conjugation])."""
     if input.dim() == 0:  # PyTorch returns a 0-d tensor itself, with a deprecation warning
         warnings.warn(
             "adjoint() is deprecated on 0-D tensors. Consider using x.conj().",
@@ -862,41 +878,6 @@ def adjoint(input):
             stacklevel=2,
         )
         return input
+    if input._dtype.is_complex:
+        return transpose(input, -2, -1).conj()
     return transpose(input, -2, -1)
-
-
-@defop(composite=True)
-def conj(input):
-    """Real tensors are their own conjugate (the very tensor, as PyTorch)."""
-    return input
-
-
-@defop(composite=True)
-def conj_physical(input, *, out=None):
-    return out.copy_(input) if out is not None else input
-
-
-@defop(composite=True, inplace_of="conj_physical")
-def conj_physical_(input):
-    return input
-
-
-@defop(composite=True)
-def resolve_conj(input):
-    return input
-
-
-@defop(composite=True)
-def resolve_neg(input):
-    return input
-
-
-@defop(method=False, composite=True)
-def real(input):
-    """The real part: a real tensor itself (Tensor.real is a property)."""
-    return input
-
-
-def imag(self):
-    """Tensor.imag: real tensors have no imaginary part (PyTorch raises too)."""
-    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")

@@ -112,6 +112,10 @@ def _require_float(op, A, kernel=None):
         if kernel is None:
             raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {_tname(dt)}")
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_tname(dt)}'")
+    if dt.is_complex:  # PyTorch has them; ember's LAPACK calls are real-only so far
+        raise NotImplementedError(
+            f"{op}: complex matrices ({_tname(dt)}) are not supported by ember's linalg yet"
+        )
     raise RuntimeError(
         f"{op}: Expected a floating point or complex tensor as input. Got {_tname(dt)}"
     )

@@ -10,8 +10,10 @@ ember tensors.
 As far as ember's ops reach, checked against array-api-strict by
 tests/test_array_api_conformance.py.  What cannot conform:
 
-- no complex dtypes and no unsigned integers wider than uint8, so no ``fft``
-  extension; the ``linalg`` extension covers real floating dtypes;
+- complex64/complex128 and uint16/32/64 are there; the wide unsigned integers
+  have the few kernels PyTorch has for them (mul, ==, !=, bitwise and/or/xor,
+  sort), so most arithmetic on them raises; the ``fft`` extension is
+  ember_core.fft's; the ``linalg`` extension covers real floating dtypes;
 - the array object is ember's PyTorch-compatible Tensor, so where PyTorch
   and the standard part ways it follows PyTorch: ``size`` is a method rather
   than an attribute; an operator between an array and a 0-d array of another
@@ -24,6 +26,7 @@ tests/test_array_api_conformance.py.  What cannot conform:
 import math as _math
 
 from ember_core import _dtype as _D
+from ember_core.array_api import fft as fft
 from ember_core.array_api import linalg as linalg
 from ember_core.array_api._creation import *  # noqa: F403
 from ember_core.array_api._creation import __all__ as _creation
@@ -54,8 +57,13 @@ int16 = _D.int16
 int32 = _D.int32
 int64 = _D.int64
 uint8 = _D.uint8
+uint16 = _D.uint16
+uint32 = _D.uint32
+uint64 = _D.uint64
 float32 = _D.float32
 float64 = _D.float64
+complex64 = _D.complex64
+complex128 = _D.complex128
 
 # constants
 e = _math.e
@@ -74,13 +82,19 @@ __all__ = sorted(
         "int32",
         "int64",
         "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
         "float32",
         "float64",
+        "complex64",
+        "complex128",
         "e",
         "inf",
         "nan",
         "pi",
         "newaxis",
+        "fft",
         "linalg",
     ]
     + _creation

@@ -6,7 +6,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ember_core import _dtype as D
-from ember_core.array_api._helpers import Array, check_array, device_arg, dtype_arg
+from ember_core.array_api._helpers import (
+    Array,
+    check_array,
+    device_arg,
+    dtype_arg,
+    standard_promotion,
+)
 
 
 def astype(x, dtype, /, *, copy=True, device=None):
@@ -26,8 +32,17 @@ def _dtype_of(v):
 def can_cast(from_, to, /):
     """Whether from_ (a dtype or array) promotes to ``to`` under the standard's rules."""
     f, t = _dtype_of(from_), dtype_arg(to)
-    # the standard's promotion table never crosses kinds (bool, integer, floating)
-    return f.category == t.category and D.promote_types(f, t) is t
+    if f is t:
+        return True
+    # the standard's table never crosses kinds, except real to complex floating
+    if f.category == 2 and t.category == 3:
+        return D.promote_types(f, t) is t
+    if f.category != t.category:
+        return False
+    try:
+        return standard_promotion(f, t) is t
+    except (TypeError, RuntimeError):
+        return False
 
 
 def result_type(*arrays_and_dtypes):
@@ -38,7 +53,7 @@ def result_type(*arrays_and_dtypes):
         raise ValueError("result_type: at least one array or dtype is required")
     dt = dtypes[0]
     for d in dtypes[1:]:
-        dt = D.promote_types(dt, d)
+        dt = standard_promotion(dt, d)
     for s in scalars:
         if isinstance(s, builtins.bool):
             continue
@@ -48,6 +63,9 @@ def result_type(*arrays_and_dtypes):
         elif isinstance(s, float):
             if dt.category < 2:
                 dt = D.get_default_dtype()
+        elif isinstance(s, complex):
+            if dt.category < 3:
+                dt = (dt if dt.category == 2 else D.get_default_dtype()).to_complex()
         else:
             raise TypeError(f"result_type: unsupported operand {s!r}")
     return dt
@@ -75,8 +93,12 @@ _BFLOAT16 = D.BFLOAT16_LIMITS
 
 
 def finfo(type, /):
-    """Machine limits of a floating dtype (or of an array's dtype)."""
+    """Machine limits of a floating dtype (or of an array's dtype); a complex
+    dtype's are its parts' (with the complex dtype as ``dtype``)."""
     dt = _dtype_of(type)
+    if dt.is_complex:
+        f = finfo(dt.to_real())
+        return finfo_object(f.bits, f.eps, f.max, f.min, f.smallest_normal, dt)
     if dt.category != 2:
         raise TypeError(f"finfo: {dt} is not a floating point dtype")
     if dt is D.bfloat16:
@@ -102,7 +124,7 @@ _KINDS = {
     "unsigned integer": lambda d: d.category == 1 and not d.is_signed,
     "integral": lambda d: d.category == 1,
     "real floating": lambda d: d.category == 2,
-    "complex floating": lambda d: False,
+    "complex floating": lambda d: d.is_complex,
     "numeric": lambda d: d.category >= 1,
 }
 

@@ -118,6 +118,8 @@ def _make_binary(name, fn):
 
 
 def _scalar_dtype(s, dtype):
+    if isinstance(s, complex) and not dtype.is_complex:
+        return (dtype if dtype.category == 2 else D.get_default_dtype()).to_complex()
     if isinstance(s, float) and dtype.category < 2:
         return D.get_default_dtype()
     if isinstance(s, int) and not isinstance(s, bool) and dtype is D.bool_:
@@ -137,18 +139,19 @@ def positive(x, /):
 
 
 def conj(x, /):
-    """The complex conjugate; ember's arrays are real, so x itself."""
-    return check_array(x)
+    """The complex conjugate (x itself for real arrays)."""
+    return ec.conj(check_array(x))
 
 
 def real(x, /):
-    """The real part; ember's arrays are real, so x itself."""
-    return check_array(x)
+    """The real part (x itself for real arrays)."""
+    return ec.real(check_array(x))
 
 
 def imag(x, /):
-    """The imaginary part; ember's arrays are real, so zeros."""
-    return ec.zeros_like(check_array(x))
+    """The imaginary part (zeros for real arrays)."""
+    x = check_array(x)
+    return ec.imag(x) if x.dtype.is_complex else ec.zeros_like(x)
 
 
 def clip(x, /, min=None, max=None):

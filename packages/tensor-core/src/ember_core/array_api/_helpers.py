@@ -53,6 +53,28 @@ def axes_arg(axis, ndim):
     return tuple(out)
 
 
+_SIGNED_OF_BITS = {8: D.int8, 16: D.int16, 32: D.int32, 64: D.int64}
+
+
+def standard_promotion(a, b):
+    """The standard's promotion of two dtypes: PyTorch's, except that it promotes
+    the unsigned integers wider than uint8 with the other integers (uint16 with
+    int16 is int32) where PyTorch refuses; uint64 with a signed integer, and
+    integers with floats, have no promotion there."""
+    if a is b:
+        return a
+    if a.category == 1 and b.category == 1 and (a in D.WIDE_UINTS or b in D.WIDE_UINTS):
+        if a.is_signed == b.is_signed:
+            return a if a.itemsize >= b.itemsize else b
+        u, s = (a, b) if not a.is_signed else (b, a)
+        if s.itemsize > u.itemsize:
+            return s
+        if u is D.uint64:
+            raise TypeError(f"{u} and {s} have no promoted dtype in the array API standard")
+        return _SIGNED_OF_BITS[16 * u.itemsize]
+    return D.promote_types(a, b)
+
+
 def promote(x1, x2):
     """x1 and x2 ready for a binary function under the standard's rules: two
     arrays of different dtypes are converted to their promoted dtype (a 0-d array
@@ -61,12 +83,12 @@ def promote(x1, x2):
     a1, a2 = isinstance(x1, Array), isinstance(x2, Array)
     if a1 and a2:
         if x1.dtype is not x2.dtype:
-            dt = D.promote_types(x1.dtype, x2.dtype)
+            dt = standard_promotion(x1.dtype, x2.dtype)
             x1, x2 = x1.to(dt), x2.to(dt)
         return x1, x2
     if not (a1 or a2):
         raise TypeError("expected at least one array argument")
     scalar = x2 if a1 else x1
-    if not isinstance(scalar, (builtins.bool, int, float)):
+    if not isinstance(scalar, (builtins.bool, int, float, complex)):
         raise TypeError(f"expected an array or a Python scalar, got {type(scalar).__name__}")
     return x1, x2

@@ -13,18 +13,36 @@ _DTYPES = {
     "int32": D.int32,
     "int64": D.int64,
     "uint8": D.uint8,
+    "uint16": D.uint16,
+    "uint32": D.uint32,
+    "uint64": D.uint64,
     "float32": D.float32,
     "float64": D.float64,
+    "complex64": D.complex64,
+    "complex128": D.complex128,
 }
 
 _KIND = {
     "bool": ("bool",),
     "signed integer": ("int8", "int16", "int32", "int64"),
-    "unsigned integer": ("uint8",),
-    "integral": ("int8", "int16", "int32", "int64", "uint8"),
+    "unsigned integer": ("uint8", "uint16", "uint32", "uint64"),
+    "integral": ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"),
     "real floating": ("float32", "float64"),
-    "complex floating": (),
-    "numeric": ("int8", "int16", "int32", "int64", "uint8", "float32", "float64"),
+    "complex floating": ("complex64", "complex128"),
+    "numeric": (
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float32",
+        "float64",
+        "complex64",
+        "complex128",
+    ),  # fmt: skip
 }
 
 
@@ -43,7 +61,7 @@ class Info:
         device_arg(device)
         return {
             "real floating": D.get_default_dtype(),
-            "complex floating": None,
+            "complex floating": D.default_complex_dtype(),
             "integral": D.int64,
             "indexing": D.int64,
         }

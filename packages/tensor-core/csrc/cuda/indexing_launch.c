@@ -46,6 +46,7 @@ int ecu_index(int mode, int dtype, int ndim, const int64_t* layout, ec_ptr value
               int nidx, const ec_ptr* idx, const int64_t* sizes, const int64_t* xstrides,
               const int64_t* dims, double alpha) {
     (void)dims; /* the device's error word carries the index and the size only */
+    EC_REQUIRE_BASE_DTYPE("index", dtype); /* the CUDA kernels' dtypes (dtype_lists.h) */
     if (!ec_valid_dtype(dtype) || ndim < 0 || ndim > EC_MAX_DIMS || nidx < 1 ||
         nidx > EC_MAX_DIMS || mode < EC_INDEX_GET || mode > EC_INDEX_MIN)
         return ec_fail(EC_ERR_INVALID, "index: bad arguments (%d dims, %d indices)", ndim, nidx);
@@ -107,6 +108,7 @@ int ecu_index(int mode, int dtype, int ndim, const int64_t* layout, ec_ptr value
 static int masked_launch(int scatter, int dtype, int ndim, const int64_t* layout, ec_ptr x,
                          ec_ptr mask, ec_ptr buf, int64_t n) {
     const char* op = scatter ? "masked_scatter" : "masked_select";
+    EC_REQUIRE_BASE_DTYPE(op, dtype);
     if (!ec_valid_dtype(dtype) || ndim < 0 || ndim > EC_MAX_DIMS)
         return ec_fail(EC_ERR_INVALID, "%s: bad arguments", op);
     int st = ecu_ready();
@@ -139,6 +141,7 @@ int ecu_masked_scatter(int dtype, int ndim, const int64_t* layout, ec_ptr self, 
 
 int ecu_nonzero(int dtype, int ndim, const int64_t* layout, ec_ptr out, int64_t st_n,
                 int64_t st_d, ec_ptr x, int64_t n) {
+    EC_REQUIRE_BASE_DTYPE("nonzero", dtype);
     if (!ec_valid_dtype(dtype) || ndim < 0 || ndim > ECU_NZ_MAX_DIMS)
         return ec_fail(EC_ERR_INVALID, "nonzero: bad arguments");
     int st = ecu_ready();

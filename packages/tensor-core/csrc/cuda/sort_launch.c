@@ -64,6 +64,7 @@ static unsigned grid_of(int64_t items) {
 static int sort_lines(const char* op, int out, int dtype, int ndim, const int64_t* layout,
                       int64_t n, int64_t k, int64_t x_st, int64_t v_st, int64_t i_st, ec_ptr values,
                       ec_ptr indices, ec_ptr x, int desc, int kth_mode) {
+    EC_REQUIRE_BASE_DTYPE(op, dtype); /* the CUDA kernels' dtypes (dtype_lists.h) */
     if (!ec_valid_dtype(dtype) || ndim < 0 || ndim > EC_MAX_DIMS || n < 0)
         return ec_fail(EC_ERR_INVALID, "%s: bad arguments", op);
     int st = ecu_ready();
@@ -180,6 +181,7 @@ enum { OP_SEARCHSORTED = 1, OP_BINCOUNT = 2, OP_HISTC = 3 };
 int ecu_searchsorted(int dtype, int64_t rows, int64_t nseq, ec_ptr seq, int64_t seq_rs,
                      int64_t nval, ec_ptr vals, ec_ptr out, int out_int32, int right,
                      ec_ptr sorter, int64_t sorter_rs) {
+    EC_REQUIRE_BASE_DTYPE("searchsorted", dtype);
     if (!ec_valid_dtype(dtype) || rows < 0 || nseq < 0 || nval < 0)
         return ec_fail(EC_ERR_INVALID, "searchsorted: bad arguments");
     int st = ecu_ready();
@@ -197,6 +199,7 @@ int ecu_searchsorted(int dtype, int64_t rows, int64_t nseq, ec_ptr seq, int64_t 
 
 int ecu_bincount(int64_t n, ec_ptr x, ec_ptr w, int w_dtype, ec_ptr out, int out_dtype,
                  int64_t nbins) {
+    if (w) EC_REQUIRE_BASE_DTYPE("bincount", w_dtype);
     if (n < 0 || nbins < 0 || (w && !ec_valid_dtype(w_dtype)) ||
         (w ? (out_dtype != EC_FLOAT32 && out_dtype != EC_FLOAT64) : out_dtype != EC_INT64))
         return ec_fail(EC_ERR_INVALID, "bincount: bad arguments");

@@ -66,8 +66,8 @@ TEST_ENVS := $(PACKAGES) data-ember
 test: wheels
 	$(BIN)/tox run -e $(subst $(space),$(comma),$(TEST_ENVS))
 
-# CUDA without a GPU: every test marked `cuda` of allocator, tensor-core and autograd
-# runs on a CPU emulation of the CUDA driver that builds ember's kernels with g++
+# CUDA without a GPU: every test marked `cuda` of allocator, tensor-core, autograd, nn
+# and ember runs on a CPU emulation of the CUDA driver that builds ember's kernels with g++
 # (packages/tensor-core/tests/cuda_emu; tensor-core's README, "Testing CUDA code
 # without a GPU"). Kernel builds are cached under ~/.cache/ember/kernels/emu.
 # `make test` runs the emulator's own tests and the allocator's CUDA tests on it;

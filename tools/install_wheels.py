@@ -5,7 +5,10 @@
 First installs each package with its declared dependencies (siblings from the
 wheelhouse, everything else from PyPI), which proves the package installs on its
 own; then force-reinstalls the ember wheels without dependencies, so a rebuilt
-wheel with an unchanged version number still replaces the installed one.
+wheel with an unchanged version number still replaces the installed one; then
+resolves once more against the refreshed wheels' metadata, so a dependency added
+since the environment was made (pip saw the old wheel as already satisfied) is
+installed too.
 """
 
 import pathlib
@@ -51,6 +54,7 @@ def main(argv):
             *ember,
         ]
     )
+    subprocess.check_call([*pip, "--find-links", str(wheelhouse), *names])
 
 
 if __name__ == "__main__":

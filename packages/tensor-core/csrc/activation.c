@@ -1,25 +1,14 @@
 /* Activations: hardshrink/softshrink forward and the fused backward of the
- * activation family (ec_activation*).  Loops run through ec_iterate, so any
- * strides work and large tensors split across threads. */
+ * activation family (ec_activation*), expanded from the expression lists of
+ * activation_ops.h (shared with the CUDA kernels of cuda/nn_act.cuh).  Loops
+ * run through ec_iterate, so any strides work and large tensors split across
+ * threads. */
 #include "nn.h"
 
 #define P0 ((CT)prm->p0)
 #define P1 ((CT)prm->p1)
 
-/* F(KIND, forward expression in x) */
-#define ACT_FORWARD_LIST(F)                                  \
-    F(HARDSHRINK, (x >= -P0 && x <= P0) ? (CT)0 : x)         \
-    F(SOFTSHRINK, x > P0 ? x - P0 : (x < -P0 ? x + P0 : x * (CT)0)) /* NaN stays NaN */
-
-/* B(KIND, gradient expression in g and x) */
-#define ACT_BACKWARD_LIST(B)                                               \
-    B(HARDSHRINK, (x >= -P0 && x <= P0) ? (CT)0 : g)                       \
-    B(SOFTSHRINK, (x >= -P0 && x <= P0) ? (CT)0 : g)                       \
-    B(LEAKY_RELU, x > 0 ? g : g * P0)                                      \
-    B(ELU, x > 0 ? g * P1 : g * P1 * P0 * exp(x))                          \
-    B(CELU, x > 0 ? g : g * exp(x / P0))                                   \
-    B(HARDTANH, (x <= P0 || x >= P1) ? (CT)0 : g)                          \
-    B(THRESHOLD, x <= P0 ? (CT)0 : g)
+#include "activation_ops.h"
 
 #define DEFINE_FWD(KIND, EXPR)                                                             \
     static void fwd_##KIND##_f32(int64_t n, char** p, const int64_t* s, ec_params* prm) {  \

@@ -46,6 +46,7 @@ SOURCES += [
 ]
 # DLPack capsules (uses the Python C API, see dlpack.c)
 SOURCES += ["dlpack.c"]
+SOURCES += ["pyfast.c"]  # CPython-level fast paths (Note [C empty])
 # LAPACK-backed factorizations and solvers
 SOURCES += ["linalg.c"]
 # grid_sample and the CTC loss
@@ -68,6 +69,9 @@ SOURCES += [
 ]
 # indexing, masks, sorting, selection and counting (cudaidx)
 SOURCES += ["cuda/indexing_launch.c", "cuda/sort_launch.c"]
+# the nn kernels on CUDA (losses, norms, pooling, embedding, optimizer steps)
+# and mixed precision's gradient check (both devices)
+SOURCES += ["amp.c", "cuda/nn_launch.c"]
 
 # Note [Embedded kernel sources]: the CUDA kernels are compiled by NVRTC at
 # run time from sources built into the extension, so the kernels always match
@@ -76,6 +80,8 @@ SOURCES += ["cuda/indexing_launch.c", "cuda/sort_launch.c"]
 CUDA_SHARED_HEADERS = ["ember_codes.h", "dtype_lists.h", "special.h", "elementwise_ops.h"]
 CUDA_SHARED_HEADERS += ["philox.h"]  # random numbers (Note [Bit-identical random numbers])
 CUDA_SHARED_HEADERS += ["random_dist.h"]  # the per-element samplers (cudaidx)
+CUDA_SHARED_HEADERS += ["activation_ops.h"]  # the activation family (cuda/nn_act.cuh)
+CUDA_SHARED_HEADERS += ["index_map.h"]  # padding and nearest maps (cuda/nn_resample.cuh)
 CUDA_SOURCES_C = CSRC / "cuda" / "_kernel_sources.c"
 
 
@@ -156,13 +162,15 @@ ffibuilder.cdef(
                                                 uint64_t* nbytes);
     const char* ecu_source(const char* name);
     const char* ecu_source_name(int i);
+    int ec_py_install(void);
     """
 )
 ffibuilder.set_source(
     "ember_core._C",
     KEEP_GIL
     + '#include "ember_core.h"\n#include "ember_cuda.h"\n'
-    + "const char* ecu_source(const char* name);\nconst char* ecu_source_name(int i);\n",
+    + "const char* ecu_source(const char* name);\nconst char* ecu_source_name(int i);\n"
+    + "int ec_py_install(void);\n",
     sources=[_rel(CSRC / s) for s in SOURCES],
     # headers and *.inc templates: a change to one rebuilds the extension
     depends=sorted(
@@ -171,6 +179,8 @@ ffibuilder.set_source(
     include_dirs=[_rel(CSRC), scipy_openblas32.get_include_dir()],
     library_dirs=[scipy_openblas32.get_lib_dir()],
     libraries=[scipy_openblas32.get_library(), "m", "dl"],
+    # pyfast.c uses the full (version-specific) CPython API (member descriptors)
+    py_limited_api=False,
     # Portable flags only: no -march=native in what ships.  -fwrapv makes integer
     # overflow wrap (PyTorch's semantics) instead of being undefined.
     extra_compile_args=[

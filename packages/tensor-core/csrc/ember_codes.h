@@ -201,6 +201,27 @@ enum ec_scan_op {
     EC_NUM_SCAN,
 };
 
+/* The nn kernels' kinds that CUDA sources need too (shared with ember_core.h's
+ * kernels): the activation family (activation_ops.h) and the index maps of
+ * padding and nearest interpolation (index_map.h). */
+enum ec_activation_kind {
+    EC_ACT_HARDSHRINK, /* p0: lambda */
+    EC_ACT_SOFTSHRINK, /* p0: lambda */
+    EC_ACT_LEAKY_RELU, /* p0: negative slope */
+    EC_ACT_ELU,        /* p0: alpha, p1: scale (elu: scale 1; selu's constants) */
+    EC_ACT_CELU,       /* p0: alpha */
+    EC_ACT_HARDTANH,   /* p0: min, p1: max */
+    EC_ACT_THRESHOLD,  /* p0: threshold */
+    EC_NUM_ACT,
+};
+enum ec_map_kind {
+    EC_MAP_REFLECT,
+    EC_MAP_REPLICATE,
+    EC_MAP_CIRCULAR,
+    EC_MAP_NEAREST,
+    EC_MAP_NEAREST_EXACT,
+};
+
 /* cdef:end */
 
 #endif

@@ -272,13 +272,7 @@ int ec_index_gather(int dtype, int64_t planes, int64_t in_vol, int64_t out_vol, 
  * the user's scale factor, <= 0 for none; `in_double`: compute in double, as
  * PyTorch does for float64, else in float).  `maps` holds the D, H and W maps
  * back to back.  The gather moves elements of any dtype by item size. */
-enum ec_map_kind {
-    EC_MAP_REFLECT,
-    EC_MAP_REPLICATE,
-    EC_MAP_CIRCULAR,
-    EC_MAP_NEAREST,
-    EC_MAP_NEAREST_EXACT,
-};
+/* kinds: enum ec_map_kind (ember_codes.h) */
 int ec_index_map(int kind, int64_t in, int64_t out, int64_t before, double scale, int in_double,
                  ec_ptr map);
 int ec_map_gather(int itemsize, int64_t planes, const int64_t* in3, const int64_t* out3,
@@ -378,16 +372,7 @@ int ec_cross_entropy_backward(int dtype, int64_t n, int64_t c, int reduction, in
  * (hardshrink, softshrink), and one fused backward for the family:
  * grad_in = grad * f'(x).  Strided; layout: shape, then the strides of the
  * output, grad (backward only) and x. */
-enum ec_activation_kind {
-    EC_ACT_HARDSHRINK, /* p0: lambda */
-    EC_ACT_SOFTSHRINK, /* p0: lambda */
-    EC_ACT_LEAKY_RELU, /* p0: negative slope */
-    EC_ACT_ELU,        /* p0: alpha, p1: scale (elu: scale 1; selu's constants) */
-    EC_ACT_CELU,       /* p0: alpha */
-    EC_ACT_HARDTANH,   /* p0: min, p1: max */
-    EC_ACT_THRESHOLD,  /* p0: threshold */
-    EC_NUM_ACT,
-};
+/* kinds: enum ec_activation_kind (ember_codes.h) */
 int ec_activation(int kind, int dtype, int ndim, const int64_t* layout, ec_ptr out, ec_ptr x,
                   double p0, double p1);
 int ec_activation_backward(int kind, int dtype, int ndim, const int64_t* layout, ec_ptr grad_in,
@@ -400,6 +385,12 @@ int ec_dropout(int dtype, int64_t n, double p, ec_ptr out, ec_ptr keep, ec_ptr x
 /* out = keep ? x * scale : 0 (strided; layout: shape, strides of out, x, keep). */
 int ec_masked_scale(int dtype, int ndim, const int64_t* layout, ec_ptr out, ec_ptr x, ec_ptr keep,
                     double scale);
+
+/* GradScaler's check (amp.c): each of the n gradients (addresses, element
+ * counts; one float dtype) *= inv_scale[0]; any non-finite element sets
+ * found_inf[0] = 1.  Both scalars float32. */
+int ec_amp_unscale(int dtype, int64_t n, const uint64_t* grads, const int64_t* numels,
+                   ec_ptr found_inf, ec_ptr inv_scale);
 
 /* Embedding rows: out (n, dim) = weight[idx] (weight rows of row stride
  * w_rs, unit column stride; idx int64 or int32 by idx_is_i32). */

@@ -34,7 +34,8 @@ enum ecu_family {
     ECU_FAM_SOFTMAX = 7,  /* op: 0 forward, 1 backward; dtype: float32/float64 */
     ECU_FAM_RANDOM = 8,   /* op: EC_RNG_* (dtype 0) or ECU_RNG_* below */
     ECU_FAM_SEQUENCE = 9, /* op: ECU_SEQ_*; triangle: dtype of the item size */
-    ECU_NUM_FAMILIES = 10
+    ECU_FAM_NN = 10,      /* op: ECU_NN_* (the nn kernels, cuda/nn_*.cuh); dtype: float */
+    ECU_NUM_FAMILIES = 11
 };
 enum ecu_variant { ECU_VAR_C = 0, ECU_VAR_S32 = 1, ECU_VAR_S64 = 2 };
 /* Reduction and scan kernels (Note [CUDA reductions] in cuda/reduce_launch.c). */
@@ -212,6 +213,205 @@ int ecu_standard_gamma_grad(int dtype, int64_t n, ec_ptr alpha, ec_ptr x, ec_ptr
 int ecu_poisson(int dtype, int64_t n, ec_ptr rate, ec_ptr out, uint64_t seed, uint64_t offset);
 int ecu_binomial(int dtype, int64_t n, ec_ptr count, ec_ptr prob, ec_ptr out, uint64_t seed,
                  uint64_t offset);
+/* --- nn kernels (cuda/nn_launch.c, cuda/nn_*.cuh) ------------------------ */
+
+/* The kernels of family ECU_FAM_NN (one compile group each, per dtype). */
+enum ecu_nn_op {
+    ECU_NN_NLL = 0,
+    ECU_NN_NLL_BWD = 1,
+    ECU_NN_CE_ROWS = 2,
+    ECU_NN_CE_REDUCE = 3,
+    ECU_NN_CE_COEF = 4,
+    ECU_NN_CE_BWD_ROWS = 5,
+    ECU_NN_MT_SGD = 6,
+    ECU_NN_MT_ADAM = 7,
+    ECU_NN_MT_UNSCALE = 8,
+    ECU_NN_ACT_FWD = 9, /* dtype2: the EC_ACT_* kind; variant S32/S64 */
+    ECU_NN_ACT_BWD = 10,
+    ECU_NN_EMBEDDING = 11, /* dtype: of the item size (uint8, int16, int32, int64) */
+    ECU_NN_EMBEDDING_BWD = 12,
+    ECU_NN_ROW_NORM = 13,
+    ECU_NN_ROW_NORM_BWD = 14,
+    ECU_NN_ROW_NORM_COLS = 15,
+    ECU_NN_BATCH_NORM = 16,
+    ECU_NN_BATCH_NORM_BWD = 17,
+    ECU_NN_GROUP_NORM = 18,
+    ECU_NN_GROUP_NORM_BWD = 19,
+    ECU_NN_GROUP_NORM_WGRAD = 20,
+    ECU_NN_MAX_POOL = 21,
+    ECU_NN_AVG_POOL = 22,
+    ECU_NN_AVG_POOL_BWD = 23,
+    ECU_NN_ADAPTIVE_POOL = 24,
+    ECU_NN_ADAPTIVE_AVG_BWD = 25,
+    ECU_NN_INDEX_SCATTER_ADD = 26,
+    ECU_NN_INDEX_GATHER = 27,
+    ECU_NN_IM2COL = 28,
+    ECU_NN_COL2IM = 29,
+    ECU_NN_FILL_BIAS = 30,
+    ECU_NN_BIAS_GRAD = 31,
+    ECU_NN_DW_CONV = 32,
+    ECU_NN_DW_CONV_BWD_DATA = 33,
+    ECU_NN_DW_CONV_BWD_WEIGHT = 34,
+    ECU_NN_INDEX_MAP = 35,
+    ECU_NN_MAP_GATHER = 36, /* dtype: of the item size */
+    ECU_NN_MAP_SCATTER_ADD = 37,
+    ECU_NN_UPSAMPLE_LINEAR = 38,
+    ECU_NN_UPSAMPLE_LINEAR_BWD = 39,
+    ECU_NN_UPSAMPLE_BICUBIC = 40,
+    ECU_NN_UPSAMPLE_BICUBIC_BWD = 41,
+    ECU_NN_EMBEDDING_BAG = 42,
+    ECU_NN_EMBEDDING_BAG_BWD = 43,
+    ECU_NN_EMBEDDING_BAG_PSW = 44,
+    ECU_NN_EMBEDDING_RENORM = 45,
+    ECU_NN_RNN_BIAS = 46,
+    ECU_NN_RNN_COL_SUM = 47,
+    ECU_NN_LSTM_POINT = 48,
+    ECU_NN_LSTM_POINT_BWD = 49,
+    ECU_NN_GRU_POINT = 50,
+    ECU_NN_GRU_POINT_BWD = 51
+};
+int ecu_embedding(int dtype, int64_t num, int64_t dim, ec_ptr out, ec_ptr weight, int64_t w_rs,
+                  ec_ptr idx, int idx_is_i32, int64_t n);
+/* scale_by_freq is refused (no CUDA kernel yet). */
+int ecu_embedding_backward(int dtype, int64_t num, int64_t dim, ec_ptr grad_weight, ec_ptr grad,
+                           ec_ptr idx, int idx_is_i32, int64_t n, int64_t padding_idx,
+                           int scale_by_freq);
+/* Bags: bad indices and offsets are reported at the next synchronisation;
+ * scale_grad_by_freq is refused. */
+int ecu_embedding_bag(int dtype, int64_t num, int64_t dim, int mode, ec_ptr out,
+                      ec_ptr offset2bag, ec_ptr bag_size, ec_ptr max_idx, ec_ptr weight,
+                      int64_t w_rs, ec_ptr idx, int64_t n, ec_ptr offsets, int64_t bags,
+                      ec_ptr psw, int64_t padding_idx);
+int ecu_embedding_bag_backward(int dtype, int64_t num, int64_t dim, int mode, ec_ptr grad_weight,
+                               ec_ptr grad_psw, ec_ptr grad, ec_ptr weight, int64_t w_rs,
+                               ec_ptr idx, int64_t n, ec_ptr offset2bag, ec_ptr bag_size,
+                               ec_ptr max_idx, int64_t bags, ec_ptr psw, int64_t padding_idx,
+                               int scale_by_freq);
+/* float32/float64 weights. */
+int ecu_embedding_renorm(int dtype, int64_t num, int64_t dim, ec_ptr weight, int64_t w_rs,
+                         ec_ptr idx, int idx_is_i32, int64_t n, double max_norm,
+                         double norm_type);
+int ecu_row_norm(int dtype, int rms, int64_t rows, int64_t cols, double eps, ec_ptr out,
+                 ec_ptr mean, ec_ptr rstd, ec_ptr x, ec_ptr weight, ec_ptr bias);
+int ecu_row_norm_backward(int dtype, int rms, int64_t rows, int64_t cols, ec_ptr grad_in,
+                          ec_ptr grad_weight, ec_ptr grad_bias, ec_ptr grad, ec_ptr x,
+                          ec_ptr mean, ec_ptr rstd, ec_ptr weight);
+int ecu_batch_norm(int dtype, int running_dtype, int64_t n, int64_t c, int64_t s, int training,
+                   double momentum, double eps, ec_ptr out, ec_ptr save_mean, ec_ptr save_invstd,
+                   ec_ptr x, ec_ptr weight, ec_ptr bias, ec_ptr running_mean,
+                   ec_ptr running_var);
+int ecu_batch_norm_backward(int dtype, int64_t n, int64_t c, int64_t s, int training,
+                            ec_ptr grad_in, ec_ptr grad_weight, ec_ptr grad_bias, ec_ptr grad,
+                            ec_ptr x, ec_ptr save_mean, ec_ptr save_invstd, ec_ptr weight);
+int ecu_group_norm(int dtype, int64_t n, int64_t c, int64_t s, int64_t g, double eps, ec_ptr out,
+                   ec_ptr mean, ec_ptr rstd, ec_ptr x, ec_ptr weight, ec_ptr bias);
+int ecu_group_norm_backward(int dtype, int64_t n, int64_t c, int64_t s, int64_t g,
+                            ec_ptr grad_in, ec_ptr grad_weight, ec_ptr grad_bias, ec_ptr grad,
+                            ec_ptr x, ec_ptr mean, ec_ptr rstd, ec_ptr weight);
+int ecu_activation(int kind, int dtype, int ndim, const int64_t* layout, ec_ptr out, ec_ptr x,
+                   double p0, double p1);
+int ecu_activation_backward(int kind, int dtype, int ndim, const int64_t* layout, ec_ptr grad_in,
+                            ec_ptr grad, ec_ptr x, double p0, double p1);
+int ecu_nll_loss(int dtype, int64_t n, int64_t c, int64_t s, int reduction, int64_t ignore_index,
+                 ec_ptr out, ec_ptr total_weight, ec_ptr x, ec_ptr target, ec_ptr weight);
+int ecu_nll_loss_backward(int dtype, int64_t n, int64_t c, int64_t s, int reduction,
+                          int64_t ignore_index, ec_ptr grad_in, ec_ptr grad, ec_ptr target,
+                          ec_ptr weight);
+int ecu_cross_entropy(int dtype, int64_t n, int64_t c, int reduction, int64_t ignore_index,
+                      ec_ptr out, ec_ptr total_weight, ec_ptr lse, ec_ptr x, ec_ptr target,
+                      ec_ptr weight);
+int ecu_cross_entropy_backward(int dtype, int64_t n, int64_t c, int reduction,
+                               int64_t ignore_index, ec_ptr grad_in, ec_ptr grad, ec_ptr lse,
+                               ec_ptr x, ec_ptr target, ec_ptr weight);
+/* Multi-tensor optimizer steps (Note [Multi-tensor launches]): the parameters
+ * of ember_nn's fused CPU steps en_sgd / en_adam (packages/nn/csrc/ember_nn.h);
+ * the address arrays and the step counters are host memory, the tensors
+ * device memory; nthreads is unused. */
+int ecu_optim_sgd(int dtype, int nthreads, int64_t n, const uint64_t* params,
+                  const uint64_t* grads, const uint64_t* bufs, const uint8_t* first_step,
+                  const int64_t* numels, double lr, double momentum, double dampening,
+                  double weight_decay, int nesterov, int maximize);
+int ecu_optim_adam(int dtype, int nthreads, int64_t n, const uint64_t* params,
+                   const uint64_t* grads, const uint64_t* exp_avgs, const uint64_t* exp_avg_sqs,
+                   const uint64_t* max_sqs, const uint64_t* steps, int sdt, const int64_t* numels,
+                   double lr, double beta1, double beta2, double eps, double weight_decay,
+                   int amsgrad, int maximize, int decoupled);
+/* GradScaler: grads (n tensors of `dtype`, any float) *= inv_scale[0]; a
+ * non-finite element sets found_inf[0] = 1 (both float32 device scalars). */
+int ecu_amp_unscale(int dtype, int64_t n, const uint64_t* grads, const int64_t* numels,
+                    ec_ptr found_inf, ec_ptr inv_scale);
+
+/* Pooling and convolution (cuda/nn_spatial.cuh).  The GEMM convolution runs
+ * its products on cuBLAS (Note [CUDA convolution without cuDNN]). */
+int ecu_max_pool_forward(int dtype, int64_t planes, const int64_t* geom, ec_ptr x, ec_ptr y,
+                         ec_ptr idx);
+int ecu_avg_pool_forward(int dtype, int64_t planes, const int64_t* geom, int count_include_pad,
+                         int64_t divisor, ec_ptr x, ec_ptr y);
+int ecu_avg_pool_backward(int dtype, int64_t planes, const int64_t* geom, int count_include_pad,
+                          int64_t divisor, ec_ptr gy, ec_ptr gx);
+int ecu_adaptive_pool_forward(int dtype, int is_max, int64_t planes, const int64_t* in3,
+                              const int64_t* out3, ec_ptr x, ec_ptr y, ec_ptr idx);
+int ecu_adaptive_avg_pool_backward(int dtype, int64_t planes, const int64_t* in3,
+                                   const int64_t* out3, ec_ptr gy, ec_ptr gx);
+int ecu_index_scatter_add(int dtype, int64_t planes, int64_t in_vol, int64_t out_vol, ec_ptr gy,
+                          ec_ptr idx, ec_ptr gx);
+int ecu_index_gather(int dtype, int64_t planes, int64_t in_vol, int64_t out_vol, ec_ptr x,
+                     ec_ptr idx, ec_ptr y);
+int ecu_im2col(int dtype, int64_t n, int64_t c, const int64_t* geom, ec_ptr x, ec_ptr col);
+int ecu_col2im(int dtype, int64_t n, int64_t c, const int64_t* geom, ec_ptr col, ec_ptr x);
+int ecu_conv_bias_grad(int dtype, int64_t n, int64_t c, int64_t l, ec_ptr gy, ec_ptr gb);
+int ecu_conv_forward(int dtype, int64_t n, int64_t ci, int64_t co, int64_t groups,
+                     const int64_t* geom, ec_ptr x, ec_ptr w, ec_ptr bias, ec_ptr y, ec_ptr work,
+                     int par);
+int ecu_conv_backward_data(int dtype, int64_t n, int64_t ci, int64_t co, int64_t groups,
+                           const int64_t* geom, ec_ptr gy, ec_ptr w, ec_ptr gx, ec_ptr work,
+                           int par);
+int ecu_conv_backward_weight(int dtype, int64_t n, int64_t ci, int64_t co, int64_t groups,
+                             const int64_t* geom, ec_ptr x, ec_ptr gy, ec_ptr gw, ec_ptr work,
+                             int par);
+int ecu_conv_depthwise_forward(int dtype, int64_t n, int64_t ci, int64_t co, const int64_t* geom,
+                               ec_ptr x, ec_ptr w, ec_ptr bias, ec_ptr y);
+int ecu_conv_depthwise_backward_data(int dtype, int64_t n, int64_t ci, int64_t co,
+                                     const int64_t* geom, ec_ptr gy, ec_ptr w, ec_ptr gx);
+int ecu_conv_depthwise_backward_weight(int dtype, int64_t n, int64_t ci, int64_t co,
+                                       const int64_t* geom, ec_ptr x, ec_ptr gy, ec_ptr gw,
+                                       ec_ptr work);
+
+/* Padding modes and interpolation (cuda/nn_resample.cuh): the index maps
+ * are computed on the device. */
+int ecu_index_map(int kind, int64_t in, int64_t out, int64_t before, double scale, int in_double,
+                  ec_ptr map);
+int ecu_map_gather(int itemsize, int64_t planes, const int64_t* in3, const int64_t* out3,
+                   ec_ptr maps, ec_ptr x, ec_ptr y);
+int ecu_map_scatter_add(int dtype, int64_t planes, const int64_t* in3, const int64_t* out3,
+                        ec_ptr maps, ec_ptr gy, ec_ptr gx);
+int ecu_upsample_linear(int dtype, int backward, int64_t planes, const int64_t* in3,
+                        const int64_t* out3, int align_corners, const double* scales, ec_ptr src,
+                        ec_ptr dst);
+int ecu_upsample_bicubic(int dtype, int backward, int64_t planes, const int64_t* in3,
+                         const int64_t* out3, int align_corners, const double* scales, ec_ptr src,
+                         ec_ptr dst);
+
+/* Recurrent cells (cuda/nn_rnn.cuh): gate GEMMs on cuBLAS, one fused gate
+ * kernel each way. */
+int ecu_lstm_cell(int dtype, int64_t b, int64_t i, int64_t h, ec_ptr hy, ec_ptr cy, ec_ptr ws,
+                  ec_ptr x, int64_t x_rs, ec_ptr hx, int64_t h_rs, ec_ptr cx, int64_t c_rs,
+                  ec_ptr w_ih, int64_t wih_rs, ec_ptr w_hh, int64_t whh_rs, ec_ptr b_ih,
+                  ec_ptr b_hh);
+int ecu_lstm_cell_backward(int dtype, int64_t b, int64_t i, int64_t h, ec_ptr grad_x,
+                           ec_ptr grad_hx, ec_ptr grad_cx, ec_ptr grad_w_ih, ec_ptr grad_w_hh,
+                           ec_ptr grad_b, ec_ptr dgates, ec_ptr grad_hy, ec_ptr grad_cy,
+                           ec_ptr ws, ec_ptr cx, int64_t c_rs, ec_ptr cy, ec_ptr x, int64_t x_rs,
+                           ec_ptr hx, int64_t h_rs, ec_ptr w_ih, int64_t wih_rs, ec_ptr w_hh,
+                           int64_t whh_rs);
+int ecu_gru_cell(int dtype, int64_t b, int64_t i, int64_t h, ec_ptr hy, ec_ptr ws, ec_ptr x,
+                 int64_t x_rs, ec_ptr hx, int64_t h_rs, ec_ptr w_ih, int64_t wih_rs, ec_ptr w_hh,
+                 int64_t whh_rs, ec_ptr b_ih, ec_ptr b_hh);
+int ecu_gru_cell_backward(int dtype, int64_t b, int64_t i, int64_t h, ec_ptr grad_x,
+                          ec_ptr grad_hx, ec_ptr grad_w_ih, ec_ptr grad_w_hh, ec_ptr grad_b_ih,
+                          ec_ptr grad_b_hh, ec_ptr dgates, ec_ptr grad_hy, ec_ptr ws, ec_ptr x,
+                          int64_t x_rs, ec_ptr hx, int64_t h_rs, ec_ptr w_ih, int64_t wih_rs,
+                          ec_ptr w_hh, int64_t whh_rs);
 
 /* --- matrix products on cuBLAS (Note [cuBLAS], cuda/blas_launch.c) ------- */
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 
 #include "spatial.h"
+/* after spatial.h: the shared map formula needs core.h's types and codes */
+#include "index_map.h"
 
 #define T float
 #define F(name) name##_f32
@@ -31,37 +33,9 @@ int ec_index_map(int kind, int64_t in, int64_t out, int64_t before, double scale
     float sf = scale > 0 ? (float)(1.0 / scale) : (float)in / (float)out;
     double sd = scale > 0 ? 1.0 / scale : (double)in / (double)out;
     for (int64_t o = 0; o < out; o++) {
-        int64_t i = o - before;
-        switch (kind) {
-            case EC_MAP_REFLECT:
-                if (i < 0) i = -i;
-                if (i >= in) i = 2 * (in - 1) - i;
-                if (i < 0 || i >= in)
-                    return ec_fail(EC_ERR_INVALID, "reflection padding wider than the input");
-                break;
-            case EC_MAP_REPLICATE:
-                i = i < 0 ? 0 : (i >= in ? in - 1 : i);
-                break;
-            case EC_MAP_CIRCULAR:
-                i = ((i % in) + in) % in;
-                break;
-            case EC_MAP_NEAREST:
-                i = in_double ? (int64_t)floor(sd * (double)o) : (int64_t)floorf(sf * (float)o);
-                if (i > in - 1) i = in - 1;
-                break;
-            case EC_MAP_NEAREST_EXACT:
-                if (in_double) {
-                    double r = sd * ((double)o + 0.5) - 0.5;
-                    i = (int64_t)floor((r < 0 ? 0 : r) + 0.5);
-                } else {
-                    float r = sf * ((float)o + 0.5f) - 0.5f;
-                    i = (int64_t)floorf((r < 0 ? 0 : r) + 0.5f);
-                }
-                if (i > in - 1) i = in - 1;
-                break;
-            default:
-                return ec_fail(EC_ERR_INVALID, "index map: unknown kind %d", kind);
-        }
+        int64_t i = ec_index_map_at(kind, in, before, sf, sd, in_double, o);
+        if (i == -1) return ec_fail(EC_ERR_INVALID, "reflection padding wider than the input");
+        if (i < 0) return ec_fail(EC_ERR_INVALID, "index map: unknown kind %d", kind);
         map[o] = i;
     }
     return EC_OK;

@@ -22,6 +22,7 @@ import test_cuda_elementwise as EW
 import test_cuda_indexing as IX
 import test_cuda_linalg as LI
 import test_cuda_nn as NN
+import test_cuda_nn_training as NT
 import test_cuda_random as RA
 import test_cuda_reduction as RE
 import test_cuda_sorting as SO
@@ -62,7 +63,6 @@ BACKWARD_BY_AUTOGRAD = {
 }
 # Ops without a CUDA test yet, and why.
 NOT_COVERED = {
-    "_max_pool_double_backward": "double backward of max pooling: no CUDA double-backward test",
     "_standard_gamma_grad": "reparameterised gamma gradient (distributions): no CUDA test yet",
     "frombuffer": "a tensor over a Python buffer's host memory: CPU only, as in PyTorch",
     "apply_": "calls a Python function per element: CPU tensors only, as in PyTorch",
@@ -78,6 +78,7 @@ TABLES = [
     LI.matmul_cases,
     LI.linalg_cases,
     NN.nn_cases,
+    NT.training_cases,
     EW.inplace_cases,
     CO.composite_cases,
 ]

@@ -685,18 +685,11 @@ def test_copy_between_devices_waits_for_the_source():
 @needs_cxx
 def test_matrix_products_on_the_emulated_cublas():
     # ember's cuBLAS path (Note [cuBLAS] in csrc/cuda/blas_launch.c) on the
-    # emulator's cuBLAS (Note [Emulated cuBLAS] in driver.c); _cuda_blas.load()
-    # refuses under EMBER_CUDA_EMULATE=1 until its owner lifts that, so the load
-    # runs without it here
+    # emulator's cuBLAS (Note [Emulated cuBLAS] in driver.c), which
+    # _cuda_blas.load() finds by soname under EMBER_CUDA_EMULATE=1
     r = run_emulated(
         """
-        import ctypes, os, numpy as np, ember_core as ec
-        from ember_core import _cuda_blas
-        os.environ["EMBER_CUDA_EMULATE"] = "0"
-        try:
-            _cuda_blas.load()
-        finally:
-            os.environ["EMBER_CUDA_EMULATE"] = "1"
+        import ctypes, numpy as np, ember_core as ec
         rng = np.random.default_rng(0)
         def t(shape, dt):
             return ec.from_numpy(rng.standard_normal(shape)).to(dt)

@@ -84,16 +84,23 @@ def host_allocator():
     return get_allocator("cpu")
 
 
-def host_fast_path():
+def host_fast_path(addresses=False):
     """``(malloc, free)``: the default host allocator's one-argument C entry points,
     for hot paths such as tensor creation.  ``malloc(nbytes)`` returns an address
     (0 on failure: raise ``host_allocator().allocation_error(nbytes)``, the
     matching exception, without allocating again); ``free(address)`` returns 0,
     or a non-zero status for an address it did not hand out.  Every address must
-    be freed exactly once."""
-    from ember_allocator._lib import lib
+    be freed exactly once.  ``addresses=True``: the two C functions' addresses
+    (ints) instead, for callers in C -- ``uintptr_t malloc(uint64_t nbytes)`` and
+    ``int free(uintptr_t address)``."""
+    from ember_allocator._lib import ffi, lib
 
     host_allocator()
+    if addresses:
+        return tuple(
+            int(ffi.cast("uintptr_t", ffi.addressof(lib, name)))
+            for name in ("ea_default_malloc", "ea_default_free")
+        )
     return lib.ea_default_malloc, lib.ea_default_free
 
 

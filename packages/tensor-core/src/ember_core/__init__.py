@@ -16,6 +16,7 @@ import math as _math
 # attention, recurrent cells).
 from ember_core import (  # noqa: F401 - they fill the op table
     _activation,
+    _amp,
     _attention,
     _calculus,
     _complex,

@@ -69,7 +69,7 @@ def scaled_dot_product_attention(
     neg_inf = full((), -math.inf, dtype=scores.dtype)
     if is_causal:
         # every causal row keeps at least its first column: no row is fully masked
-        causal = ones((L, S), dtype=D.bool_).tril(0)
+        causal = ones((L, S), dtype=D.bool_, device=scores._storage._device).tril(0)
         scores = where(causal, scores, neg_inf)
     if attn_mask is not None:
         if attn_mask.dtype is D.bool_:
@@ -78,12 +78,10 @@ def scaled_dot_product_attention(
             scores = scores + attn_mask
     if attn_mask is not None:
         # softmax of a row of -inf is NaN; PyTorch gives such rows zero weights
+        # (without reading back whether there is one: no host synchronisation)
         dead = (scores == neg_inf).all(-1, keepdim=True)
-        if dead.any().item():
-            zero = zeros((), dtype=scores.dtype)
-            attn = where(dead, zero, softmax(where(dead, zero, scores), -1))
-        else:
-            attn = softmax(scores, -1)
+        zero = zeros((), dtype=scores.dtype, device=scores._storage._device)
+        attn = where(dead, zero, softmax(where(dead, zero, scores), -1))
     else:
         attn = softmax(scores, -1)
     if dropout_p > 0.0:

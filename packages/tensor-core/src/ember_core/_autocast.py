@@ -1,5 +1,5 @@
-"""CPU autocast: the thread-local state, PyTorch's per-op cast policies, and the
-dispatch handler that applies them.
+"""Autocast (CPU and CUDA): the thread-local state, PyTorch's per-op cast
+policies, and the dispatch handler that applies them.
 
 Note [Autocast]
 Inside an autocast region each op on PyTorch's CPU lists runs in a chosen
@@ -8,7 +8,12 @@ floating-point tensor arguments to the region's dtype (bfloat16 by default),
 "fp32" ops (losses, linalg, reductions that lose precision) cast them to
 float32, and "promote" ops (cat, stack, index_copy) cast them to the widest
 of float32 / the region's dtype among them.  Every other op runs on what it is
-given.  Only float32/float16/bfloat16 CPU tensors are cast (float64 stays).
+given.  Only float32/float16/bfloat16 tensors on a device whose region is
+enabled are cast, to that device's dtype (float64 stays): a 'cuda' region
+(float16 by default) casts CUDA tensors, a 'cpu' region CPU tensors, as
+PyTorch's separate AutocastCPU/AutocastCUDA keys do.  Both use the policy of
+the op's declaration; PyTorch's CUDA lists differ from its CPU lists in a few
+ops, which ember does not distinguish yet.
 The casts are ordinary ``_to_copy`` calls made before the op, so autograd
 records them and gradients reach float32 parameters as float32.  While a listed
 op runs, nested op calls are not cast again (PyTorch excludes its autocast key
@@ -61,7 +66,7 @@ class _State(threading.local):
 
 _state = _State()
 
-# The handler is registered while any thread has CPU autocast on.
+# The handler is registered while any thread has autocast on for some device.
 _lock = threading.Lock()
 _threads_on = 0
 
@@ -84,7 +89,7 @@ def set_autocast_enabled(device_type, enabled):
     st = _state
     was = st.enabled[device_type]
     st.enabled[device_type] = enabled
-    if device_type != "cpu" or was == enabled:
+    if was == enabled:
         return
     with _lock:
         _threads_on += 1 if enabled else -1
@@ -140,33 +145,37 @@ def autocast_decrement_nesting():
 # ------------------------------------------------------------------- casting
 
 
-def _eligible(a):
-    # Floating-point CPU tensors other than float64 (PyTorch's is_autocast_eligible).
+def _region(a, st):
+    """The device type whose enabled region casts ``a`` (PyTorch's
+    is_autocast_eligible: a floating-point tensor other than float64), or None."""
     d = getattr(a, "_dtype", None)
-    return (
-        d is not None
-        and d.is_floating_point
-        and d is not _dtype.float64
-        and a._storage._device.type == "cpu"
-    )
+    if d is None or not d.is_floating_point or d is _dtype.float64:
+        return None
+    kind = a._storage._device.type
+    return kind if st.enabled.get(kind) else None
 
 
 def _cast(t, target, st):
-    if t._dtype is target or not _eligible(t):
+    kind = _region(t, st)
+    if kind is None:
+        return t
+    if target is None:  # the lower precision of the tensor's own region
+        target = st.dtype[kind]
+    if t._dtype is target:
         return t
     from ember_core import _copy
 
     device = t._storage._device
     if (
         st.cache_enabled
-        and target is st.dtype["cpu"]
+        and target is st.dtype[kind]
         and t._dtype is _dtype.float32
         and t._rg
         and t.grad_fn is None
         and t._base is None
     ):
         hit = st.cache.get(id(t))
-        if hit is not None and hit[0] is t:
+        if hit is not None and hit[0] is t and hit[1]._dtype is target:
             return hit[1]
         cast = _copy._to_op(t, target, device)
         st.cache[id(t)] = (t, cast)
@@ -174,14 +183,16 @@ def _cast(t, target, st):
     return _copy._to_op(t, target, device)
 
 
-def _promote_target(args, current):
+def _promote_target(args, current, st):
     # PyTorch's prioritize(): float32 wins over the lower dtype, float64 is
     # ignored, and another low-precision dtype is an error.
     for a in args:
         if isinstance(a, (list, tuple)):
-            current = _promote_target(a, current)
-        elif _eligible(a) and a._dtype is not _dtype.float64:
+            current = _promote_target(a, current, st)
+        elif (kind := _region(a, st)) is not None:
             d = a._dtype
+            if current is None:
+                current = st.dtype[kind]
             if current is _dtype.float32 or d is _dtype.float32:
                 current = _dtype.float32
             elif d is not current:
@@ -212,19 +223,24 @@ def _policy(op, args):
 def cast_args(policy, args, st=None):
     """``args`` with their eligible tensors cast as ``policy`` says."""
     st = st or _state
-    lower = st.dtype["cpu"]
     if policy == LOWER:
-        target = lower
+        target = None  # each tensor to its region's dtype
     elif policy == FP32:
         target = _dtype.float32
     else:
-        target = _promote_target(args, lower)
+        target = _promote_target(args, None, st)
+        if target is None:
+            return tuple(args)
     return _cast_all(args, target, st)
+
+
+def _on(st):
+    return st.enabled["cpu"] or st.enabled["cuda"]
 
 
 def _handler(op, args, kwargs, call):
     st = _state
-    if st.excluded or not st.enabled["cpu"]:
+    if st.excluded or not _on(st):
         return call(args, kwargs)
     policy = _policy(op, args)
     if policy is None:
@@ -241,7 +257,7 @@ def call_composite(op, args):
     """Run a listed composite op under autocast (generated wrappers call this
     when the ``_ac`` flag is up)."""
     st = _state
-    if st.excluded or not st.enabled["cpu"]:
+    if st.excluded or not _on(st):
         return op.impl(*args)
     policy = _policy(op, args)
     if policy is None:

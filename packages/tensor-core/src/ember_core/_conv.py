@@ -20,6 +20,8 @@ parallel when there are several and enough work; a stride-1 backward data
 runs as a forward convolution with the flipped weight (``backward_data``).
 """
 
+import warnings
+
 from ember_core import _dtype as D
 from ember_core import _spatial as S
 from ember_core._dispatch import defop
@@ -34,7 +36,35 @@ _PARALLEL_MACS = 1 << 20
 
 
 def _fn(name, macs, dev):
+    if dev.type != "cpu":
+        _cuda_ready()
     return getattr(dev._kn if macs > _NOGIL_MACS else dev._k, name)
+
+
+_warned_no_cudnn = []
+
+
+def _cuda_ready():
+    """Note [CUDA convolution without cuDNN] (csrc/cuda/nn_launch.c): the CUDA
+    kernels run the same GEMM convolution as the CPU, its products on cuBLAS
+    (loaded here); ember says once that cuDNN is not used."""
+    from ember_core import _cuda_blas
+
+    if not _cuda_blas.loaded:
+        _cuda_blas.load()
+    if not _warned_no_cudnn:
+        _warned_no_cudnn.append(True)
+        warnings.warn(
+            "ember: convolutions on CUDA run as im2col + cuBLAS GEMMs (and direct depthwise "
+            "kernels); cuDNN is not used yet",
+            stacklevel=4,
+        )
+
+
+def _par(p, dev):
+    """Images in flight at once: the CPU's threads; one on CUDA (the device
+    parallelises within an image, and one column buffer suffices)."""
+    return p.par() if dev.type == "cpu" else 1
 
 
 class _Plain:
@@ -101,7 +131,7 @@ def plain_forward(p, x, w, bias, y):
         fn = _fn("ec_conv_depthwise_forward", p.macs(), x._storage._device)
         check(fn(dt, p.n, p.ci, p.co, p.geom, x._ptr, w._ptr, bptr, y._ptr), "convolution")
         return y
-    par = p.par()
+    par = _par(p, x._storage._device)
     work = _workspace(par * p.col_slot(), x._dtype, x._storage._device)
     fn = _fn("ec_conv_forward", p.macs(), x._storage._device)
     check(
@@ -118,7 +148,7 @@ def plain_backward_data(p, gy, w, gx):
         fn = _fn("ec_conv_depthwise_backward_data", p.macs(), gy._storage._device)
         check(fn(dt, p.n, p.ci, p.co, p.geom, gy._ptr, w._ptr, gx._ptr), "convolution_backward")
         return gx
-    par = p.par()
+    par = _par(p, gy._storage._device)
     work = _workspace(par * p.col_slot(), gy._dtype, gy._storage._device)
     fn = _fn("ec_conv_backward_data", p.macs(), gy._storage._device)
     check(
@@ -165,14 +195,16 @@ def plain_backward_weight(p, x, gy, gw):
     dt = x._dtype.code
     dev = x._storage._device
     if p.depthwise:
-        work = _workspace(lib.ec_get_num_threads() * p.kvol, D.float64, dev)
+        work = _workspace(
+            lib.ec_get_num_threads() * p.kvol if dev.type == "cpu" else 1, D.float64, dev
+        )
         fn = _fn("ec_conv_depthwise_backward_weight", p.macs(), x._storage._device)
         check(
             fn(dt, p.n, p.ci, p.co, p.geom, x._ptr, gy._ptr, gw._ptr, work._ptr),
             "convolution_backward",
         )
         return gw
-    par = min(p.par(), max(p.n, 1))
+    par = min(_par(p, dev), max(p.n, 1))
     wsize = p.co * (p.ci // p.groups) * p.kvol
     work = _workspace(par * p.col_slot() + (par - 1) * wsize, x._dtype, dev)
     fn = _fn("ec_conv_backward_weight", p.macs(), x._storage._device)

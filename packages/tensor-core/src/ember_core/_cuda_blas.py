@@ -41,12 +41,11 @@ def load():
     with _lock:
         if loaded:
             return
-        if os.environ.get("EMBER_CUDA_EMULATE") == "1":
-            raise NotImplementedError(
-                "matrix products on CUDA run on cuBLAS, which the CUDA emulator "
-                "(EMBER_CUDA_EMULATE=1) does not provide"
-            )
-        path = _library_path()
+        # under the CUDA emulator (EMBER_CUDA_EMULATE=1) the soname finds its
+        # cuBLAS first on the library path (Note [Emulated cuBLAS]), never a
+        # wheel's real one
+        emulated = os.environ.get("EMBER_CUDA_EMULATE") == "1"
+        path = None if emulated else _library_path()
         if lib.ecu_blas_load(path.encode() if path else ffi.NULL):
             raise RuntimeError(f"matmul on CUDA: {last_message()}")
         loaded = True

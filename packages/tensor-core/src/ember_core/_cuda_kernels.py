@@ -12,6 +12,7 @@ compile test (tests/test_cuda_compile.py) walks ``all_groups()``.
 import dataclasses
 import re
 
+from ember_core import _cuda_nn_kernels
 from ember_core._lib import ffi, lib
 
 
@@ -385,6 +386,7 @@ FAMILIES = {
     lib.ECU_FAM_SEQUENCE: _sequence,
     lib.ECU_FAM_INDEX: _index,
     lib.ECU_FAM_SORT: _sort,
+    lib.ECU_FAM_NN: _cuda_nn_kernels.nn_group,
 }
 
 
@@ -437,6 +439,7 @@ def all_groups():
     ]
     out += [group(lib.ECU_FAM_SEQUENCE, lib.ECU_SEQ_TRIANGLE, dt, 0) for dt in _TRIANGLE_DTYPES]
     out += index_groups()
+    out += _cuda_nn_kernels.nn_groups()
     return out
 
 

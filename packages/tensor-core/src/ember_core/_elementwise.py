@@ -982,13 +982,19 @@ def _scaled(other, alpha):
 @defop(tags=("pointwise",))
 def add(input, other, *, alpha=1, out=None):
     """input + alpha * other, broadcast and promoted."""
-    other, p0 = _scaled(other, _alpha("add", alpha, input, other))
+    if alpha == 1:  # nearly every call: no helper frames
+        p0 = 1.0
+    else:
+        other, p0 = _scaled(other, _alpha("add", alpha, input, other))
     return binary("add", lib.EC_B_ADD, ARITH, input, other, out, p0)
 
 
 @defop(inplace_of="add", tags=("pointwise",))
 def add_(input, other, *, alpha=1):
-    other, p0 = _scaled(other, _alpha("add_", alpha, input, other))
+    if alpha == 1:
+        p0 = 1.0
+    else:
+        other, p0 = _scaled(other, _alpha("add_", alpha, input, other))
     return binary_("add_", lib.EC_B_ADD, ARITH, input, other, p0)
 
 
@@ -996,7 +1002,10 @@ def add_(input, other, *, alpha=1):
 def sub(input, other, *, alpha=1, out=None):
     """input - alpha * other."""
     _no_bool_sub("sub", input, other)
-    other, p0 = _scaled(other, _alpha("sub", alpha, input, other))
+    if alpha == 1:
+        p0 = 1.0
+    else:
+        other, p0 = _scaled(other, _alpha("sub", alpha, input, other))
     return binary("sub", lib.EC_B_SUB, ARITH, input, other, out, p0)
 
 

@@ -32,7 +32,12 @@ _openblas = ctypes.CDLL(
 )
 _openblas.scipy_openblas_set_num_threads(1)  # Note [BLAS threads]
 
+import ember_core._C as _C  # noqa: E402
 from ember_core._C import ffi, lib  # noqa: E402
+
+# the CPython-level fast paths join the module once (Note [C empty] in csrc/pyfast.c)
+if not hasattr(_C, "empty") and lib.ec_py_install() != 0:
+    raise ImportError("ember_core._C: its CPython functions could not be installed")
 
 
 class ZeroDivisionRuntimeError(RuntimeError, ZeroDivisionError):

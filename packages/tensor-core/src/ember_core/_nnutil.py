@@ -55,6 +55,17 @@ def fn(name, nbytes, dev):
     return getattr(dev._kn if nbytes > NOGIL_THRESHOLD else dev._k, name)
 
 
+def gemm_fn(name, nbytes, dev):
+    """``fn`` for a kernel whose CUDA launcher runs cuBLAS GEMMs itself (the
+    recurrent cells): cuBLAS is loaded first (Note [cuBLAS])."""
+    if dev.type != "cpu":
+        from ember_core import _cuda_blas
+
+        if not _cuda_blas.loaded:
+            _cuda_blas.load()
+    return fn(name, nbytes, dev)
+
+
 def require_float(op, t, what="input"):
     if not isinstance(t, Tensor):
         raise TypeError(f"{op}(): argument '{what}' must be Tensor, not {type(t).__name__}")

@@ -224,6 +224,10 @@ def _dims(x, dim, op):
     return _shape.normalize_dims(dim, len(x._shape), op)
 
 
+_ALL_DIMS = tuple(tuple(range(n)) for n in range(17))  # every dim of an n-d tensor
+_int64 = D.int64
+
+
 def _sum_dtype(x, dtype):
     if dtype is not None:
         return D.to_dtype(dtype)
@@ -233,6 +237,14 @@ def _sum_dtype(x, dtype):
 @defop(tags=("reduction", "linear", "unchecked-overlap"))
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum over dim(s) (all by default); integers and bools sum to int64."""
+    if dim is None and dtype is None:
+        # the common call (a loss, x.sum()): what _sum_dtype and _dims give, without
+        # their frames (Note [Op overhead] in _elementwise.py)
+        dt, nd = input._dtype, len(input._shape)
+        dims = _ALL_DIMS[nd] if nd < len(_ALL_DIMS) else tuple(range(nd))
+        return reduce(
+            "sum", R.EC_R_SUM, input, dims, keepdim, _int64 if dt.category < 2 else dt, out=out
+        )
     od = _sum_dtype(input, dtype)
     x = cast(input, od) if dtype is not None and od.category == 2 else input
     return reduce("sum", R.EC_R_SUM, x, _dims(input, dim, "sum"), keepdim, od, out=out)

@@ -75,7 +75,7 @@ def _lstm_cell(input, hx, cx, w_ih, w_hh, b_ih=None, b_hh=None):
     hy, cy = empty((b, h), kd, dev), empty((b, h), kd, dev)
     ws = empty((b, 4 * h), kd, dev)
     check(
-        U.fn("ec_lstm_cell", b * 4 * h * (i + h) * kd.itemsize, hy._storage._device)(
+        U.gemm_fn("ec_lstm_cell", b * 4 * h * (i + h) * kd.itemsize, hy._storage._device)(
             kd.code,
             b,
             i,
@@ -137,7 +137,7 @@ def _lstm_cell_backward(grad_hy, grad_cy, input, hx, cx, w_ih, w_hh, workspace, 
     ghy = None if grad_hy is None else U.compute(grad_hy, kd)
     gcy = None if grad_cy is None else U.compute(grad_cy, kd)
     check(
-        U.fn("ec_lstm_cell_backward", b * 4 * h * (i + h) * kd.itemsize, dg._storage._device)(
+        U.gemm_fn("ec_lstm_cell_backward", b * 4 * h * (i + h) * kd.itemsize, dg._storage._device)(
             kd.code,
             b,
             i,
@@ -185,7 +185,7 @@ def _gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     hy = empty((b, h), kd, dev)
     ws = empty((b, 4 * h), kd, dev)
     check(
-        U.fn("ec_gru_cell", b * 3 * h * (i + h) * kd.itemsize, hy._storage._device)(
+        U.gemm_fn("ec_gru_cell", b * 3 * h * (i + h) * kd.itemsize, hy._storage._device)(
             kd.code,
             b,
             i,
@@ -239,7 +239,7 @@ def _gru_cell_backward(grad_hy, input, hx, w_ih, w_hh, workspace, output_mask):
     gbh = empty((3 * h,), kd, dev) if mbh else None
     dg = empty((b, 6 * h), kd, dev)
     check(
-        U.fn("ec_gru_cell_backward", b * 3 * h * (i + h) * kd.itemsize, dg._storage._device)(
+        U.gemm_fn("ec_gru_cell_backward", b * 3 * h * (i + h) * kd.itemsize, dg._storage._device)(
             kd.code,
             b,
             i,

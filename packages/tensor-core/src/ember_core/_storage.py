@@ -56,12 +56,13 @@ class UntypedStorage:
 
 
 class _HostStorage(UntypedStorage):
-    """Memory of the default host allocator (the hot path of every CPU tensor)."""
+    """Memory of the default host allocator (the hot path of every CPU tensor).
+
+    Its memory is freed by a C finalizer (``_host_free(self._ptr)``), installed
+    when ember_core._tensor configures ember_core._C (Note [Host storage
+    finalizer] in csrc/pyfast.c)."""
 
     __slots__ = ()
-
-    def __del__(self):
-        _host_free(self._ptr)
 
 
 class _BlockStorage(UntypedStorage):

@@ -8,8 +8,10 @@ Computations are not defined here: they are ops declared in the op table
 import operator
 import warnings
 
+import ember_allocator
 from ember_core import _autograd_loader, _dispatch, _dtype, _shape, _storage
 from ember_core._device import CPU
+from ember_core._lib import _C
 
 _new = object.__new__
 _MAX_NUMEL = (1 << 63) - 1
@@ -484,8 +486,11 @@ def make(storage, shape, stride, offset, dtype, numel, contig):
     return t
 
 
-def empty(shape, dtype, dev=CPU):
-    """A contiguous uninitialised tensor; ``shape`` must be a tuple of ints."""
+def _empty_py(shape, dtype, dev=CPU):
+    """A contiguous uninitialised tensor; ``shape`` must be a tuple of ints.
+
+    The reference of ``empty``, which is C (Note [C empty] in csrc/pyfast.c) and
+    calls this for every case but a CPU tensor from the default host allocator."""
     n = 1
     for s in shape:
         n *= s
@@ -511,6 +516,23 @@ def _cpu_only_dtype(dtype, dev):
         f"{dtype} tensors are not implemented for device '{dev}' yet (ember runs complex and "
         "uint16/32/64 tensors on the CPU only); move the data with .cpu()"
     )
+
+
+def _host_oom(nbytes):
+    raise _storage._host_allocator.allocation_error(nbytes)
+
+
+_C.configure(
+    Tensor,
+    _storage._HostStorage,
+    CPU,
+    _storage._allocators,
+    (_strides_cache, contiguous_strides),
+    ember_allocator.host_fast_path(addresses=True),
+    _host_oom,
+    _empty_py,
+)
+empty = _C.empty  # empty(shape, dtype, dev=CPU): what _empty_py does, in C
 
 
 def view_of(base, shape, stride, offset, numel=None, contig=None):

@@ -80,17 +80,22 @@ class GradScaler:
     def is_enabled(self):
         return self._enabled
 
-    def _lazy_init(self):
+    def _lazy_init(self, device=None):
+        # the scale and the growth tracker live on the device of the first
+        # scaled outputs (as PyTorch's), so neither check nor update reads them
+        # back to the host
         if self._scale is None:
-            self._scale = ec.full((), float(self._init_scale), dtype=ec.float32)
-            self._growth_tracker = ec.full((), self._init_growth_tracker, dtype=ec.int32)
+            self._scale = ec.full((), float(self._init_scale), dtype=ec.float32, device=device)
+            self._growth_tracker = ec.full(
+                (), self._init_growth_tracker, dtype=ec.int32, device=device
+            )
 
     def scale(self, outputs):
         """outputs * scale (tensors, or any nesting of lists/tuples of them)."""
         if not self._enabled:
             return outputs
-        self._lazy_init()
         if isinstance(outputs, ec.Tensor):
+            self._lazy_init(outputs.device)
             return (
                 outputs * self._scale.to(outputs.dtype)
                 if outputs.dtype is not ec.float32
@@ -100,6 +105,7 @@ class GradScaler:
             return type(outputs)(self.scale(o) for o in outputs)
         if hasattr(outputs, "__iter__"):
             return map(self.scale, outputs)
+        self._lazy_init()
         raise ValueError("outputs must be a Tensor or an iterable of Tensors")
 
     def _check_initialised(self, where):
@@ -121,20 +127,30 @@ class GradScaler:
             )
         if state["stage"] == _STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
-        inv_scale = 1.0 / float(self._scale.double().item())
-        found = False
+        # one pass per device and dtype, on the device
+        # (_amp_foreach_non_finite_check_and_unscale_): nothing is read back here
+        inv_scale = self._scale.double().reciprocal().float()
+        found = {}
+        per_device = {}
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                if g.dtype is ec.float16:
+                    raise ValueError("Attempting to unscale FP16 gradients.")
+                per_device.setdefault(g.device, []).append(g)
         with ag.no_grad():
-            for group in optimizer.param_groups:
-                for p in group["params"]:
-                    g = p.grad
-                    if g is None:
-                        continue
-                    if g.dtype is ec.float16:
-                        raise ValueError("Attempting to unscale FP16 gradients.")
-                    g.mul_(inv_scale)
-                    if not found and not bool(g.isfinite().all()):
-                        found = True
-        state["found_inf"] = 1.0 if found else 0.0
+            for device, grads in per_device.items():
+                f = found[device] = ec.zeros((), dtype=ec.float32, device=device)
+                inv = inv_scale.to(device)
+                dense = [g for g in grads if g.is_contiguous()]
+                ec._amp_foreach_non_finite_check_and_unscale_(dense, f, inv)
+                for g in grads:
+                    if not g.is_contiguous():  # rare: the same with ops
+                        g.mul_(inv)
+                        f.copy_(ec.maximum(f, g.isfinite().all().logical_not().float()))
+        state["found_inf"] = found
         state["stage"] = _UNSCALED
 
     def step(self, optimizer, *args, **kwargs):
@@ -150,7 +166,8 @@ class GradScaler:
         if state["stage"] == _READY:
             self.unscale_(optimizer)
         retval = None
-        if not state["found_inf"]:
+        # the step's one synchronisation: whether any device saw inf/NaN
+        if not sum(float(v.item()) for v in state["found_inf"].values()):
             retval = optimizer.step(*args, **kwargs)
         state["stage"] = _STEPPED
         return retval
@@ -172,21 +189,24 @@ class GradScaler:
                 self._scale.fill_(float(new_scale))
         else:
             found = [
-                s["found_inf"]
+                v.to(self._scale.device)
                 for s in self._per_optimizer_states.values()
                 if s["found_inf"] is not None
+                for v in s["found_inf"].values()
             ]
             if not found:
                 raise AssertionError("No inf checks were recorded prior to update.")
-            if sum(found) > 0:
-                self._scale.mul_(self._backoff_factor)
-                self._growth_tracker.fill_(0)
-            else:
-                tracker = int(self._growth_tracker.item()) + 1
-                if tracker == self._growth_interval:
-                    self._scale.mul_(self._growth_factor)
-                    tracker = 0
-                self._growth_tracker.fill_(tracker)
+            total = found[0]
+            for v in found[1:]:
+                total = total + v
+            ec._amp_update_scale_(
+                self._scale,
+                self._growth_tracker,
+                total,
+                self._growth_factor,
+                self._backoff_factor,
+                self._growth_interval,
+            )
         self._per_optimizer_states = defaultdict(_fresh_state)
 
     def get_scale(self):

@@ -9,6 +9,7 @@ from ember_nn._lib import check, ffi, lib
 from ember_nn.optim.optimizer import (
     Optimizer,
     addresses,
+    fused_step,
     grads_of,
     kernel_dtype,
     mark_written,
@@ -125,7 +126,7 @@ class SGD(Optimizer):
             if momentum != 0
             else [True] * len(params)
         )
-        code = kernel_dtype(group, params, grads)
+        code = kernel_dtype(group, params, grads, "sgd")
         if code is None:
             self._reference(group, params, grads, states, first)
             return
@@ -134,24 +135,24 @@ class SGD(Optimizer):
                 if f:
                     s["momentum_buffer"] = ec.empty_like(p)
         bufs = addresses([s["momentum_buffer"] for s in states]) if momentum != 0 else ffi.NULL
-        check(
-            lib.en_sgd(
-                code,
-                ec.get_num_threads(),
-                len(params),
-                addresses(params),
-                addresses(grads),
-                bufs,
-                ffi.new("uint8_t[]", first),
-                numels(params),
-                _lr(group),
-                momentum,
-                group["dampening"],
-                group["weight_decay"],
-                group["nesterov"],
-                group["maximize"],
-            ),
+        fused_step(
+            params,
+            "sgd",
             "SGD.step",
+            code,
+            ec.get_num_threads(),
+            len(params),
+            addresses(params),
+            addresses(grads),
+            bufs,
+            ffi.new("uint8_t[]", first),
+            numels(params),
+            _lr(group),
+            momentum,
+            group["dampening"],
+            group["weight_decay"],
+            group["nesterov"],
+            group["maximize"],
         )
         mark_written(params, "SGD.step")
 
@@ -220,35 +221,35 @@ class Adam(Optimizer):
             init["max_exp_avg_sq"] = _zeros
         states = [_state(self, p, **init) for p in params]
         beta1, beta2 = group["betas"]
-        code = kernel_dtype(group, params, grads)
+        code = kernel_dtype(group, params, grads, "adam")
         steps = _steps(states) if code is not None else None
         if steps is None:
             self._reference(group, params, grads, states)
             return
         maxs = addresses([s["max_exp_avg_sq"] for s in states]) if amsgrad else ffi.NULL
-        check(
-            lib.en_adam(
-                code,
-                ec.get_num_threads(),
-                len(params),
-                addresses(params),
-                addresses(grads),
-                addresses([s["exp_avg"] for s in states]),
-                addresses([s["exp_avg_sq"] for s in states]),
-                maxs,
-                steps[0],
-                steps[1],
-                numels(params),
-                _lr(group),
-                beta1,
-                beta2,
-                group["eps"],
-                group["weight_decay"],
-                amsgrad,
-                group["maximize"],
-                group["decoupled_weight_decay"],
-            ),
+        fused_step(
+            params,
+            "adam",
             type(self).__name__ + ".step",
+            code,
+            ec.get_num_threads(),
+            len(params),
+            addresses(params),
+            addresses(grads),
+            addresses([s["exp_avg"] for s in states]),
+            addresses([s["exp_avg_sq"] for s in states]),
+            maxs,
+            steps[0],
+            steps[1],
+            numels(params),
+            _lr(group),
+            beta1,
+            beta2,
+            group["eps"],
+            group["weight_decay"],
+            amsgrad,
+            group["maximize"],
+            group["decoupled_weight_decay"],
         )
         mark_written(params, type(self).__name__ + ".step")
 

@@ -10,7 +10,13 @@ ember ops operation for operation as torch.optim's single-tensor code, which
 the tests compare the kernels against.  ``fused=True`` demands the kernel.
 ``differentiable=True`` also takes the reference path, run with grad mode on so
 that autograd records the update (the parameters are then usually non-leaf
-tensors, e.g. in meta-learning)."""
+tensors, e.g. in meta-learning).
+
+On CUDA the fused step is ember_core's multi-tensor launcher of the same
+parameters (``ec_optim_<name>`` of the device's kernel namespace, Note
+[Multi-tensor launches] in csrc/cuda/nn_launch.c): a few launches per group,
+no host synchronisation.  Optimizers without one (CUDA_STEPS) take the
+reference path there, whose ember ops run on the device."""
 
 import copy
 import functools
@@ -19,6 +25,7 @@ from itertools import chain
 
 import ember_autograd as ag
 import ember_core as ec
+from ember_core import _lib as core_lib
 from ember_core import _tensor as core_tensor
 from ember_nn._lib import check, ffi, lib  # noqa: F401 - check is re-exported for the algorithms
 
@@ -386,34 +393,57 @@ def numels(tensors):
     return ffi.new("int64_t[]", [t._numel for t in tensors])
 
 
-def kernel_dtype(group, params, grads):
+# the optimizers whose fused step has a CUDA launcher (ecu_optim_<name>)
+CUDA_STEPS = ("sgd", "adam")
+
+
+def fused_step(params, name, op, *args):
+    """Run the fused step ``name`` for the parameters' device: ember_nn's C loop
+    en_<name> on the CPU, ember_core's multi-tensor launcher on CUDA (its status
+    turned into an exception by ember_core, whose message it is)."""
+    dev = params[0]._storage._device
+    if dev.type == "cpu":
+        check(getattr(lib, "en_" + name)(*args), op)
+    else:
+        core_lib.check(getattr(dev._k, "ec_optim_" + name)(*args), op)
+
+
+def kernel_dtype(group, params, grads, name=None):
     """The kernel's dtype code when the fused path applies to these tensors, else
-    None (see Note [Fused and reference steps])."""
+    None (see Note [Fused and reference steps]); ``name``: the optimizer's
+    fused step, for the device check."""
     fused = group.get("fused")
     if (group.get("foreach") is False and not fused) or group.get("differentiable"):
         return None
     dt = params[0]._dtype
     code = _KERNEL_DTYPES.get(dt)
-    if params[0]._storage._device.type != "cpu":
-        # the fused kernels are ember_nn's C loops over host memory; tensors on
-        # a GPU take the reference step (ember ops, which run there)
+    dev = params[0]._storage._device
+    if dev.type != "cpu" and name not in CUDA_STEPS:
+        # no multi-tensor kernel on this device: the reference step's ember ops
+        # run there
         if fused:
             raise RuntimeError(
-                f"`fused=True`: ember's fused optimizer kernels run on the CPU only, and the "
-                f"params are on {params[0]._storage._device}; leave fused unset"
+                f"`fused=True`: ember has no fused {name or 'step'} kernel for {dev} yet; "
+                "leave fused unset"
             )
         return None
     ok = code is not None
     if ok:
         for p, g in zip(params, grads):
-            if p._dtype is not dt or g._dtype is not dt or not core_tensor.is_contig(p):
+            if (
+                p._dtype is not dt
+                or g._dtype is not dt
+                or not core_tensor.is_contig(p)
+                or p._storage._device is not dev
+                or g._storage._device is not dev
+            ):
                 ok = False
                 break
     if not ok:
         if fused:
             raise RuntimeError(
                 "`fused=True` requires all the params to be contiguous float32 or float64 "
-                "tensors of one dtype "
+                "tensors of one dtype and device "
                 "with gradients of that dtype"
             )
         return None

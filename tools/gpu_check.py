@@ -53,10 +53,12 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 WHEEL_DIR = ROOT / ".gpu" / "wheels"
 # Every package under packages/ (a new one is picked up by itself); the ones with
-# a setup.py have C code.  Build order does not matter (each is built alone,
-# --no-deps); tests run tensor-core and autograd first.
+# a csrc/ have C code (every package has a setup.py: Note [One version]).  Build
+# order does not matter (each is built alone, --no-deps; tensor-core's stubs
+# import the allocator from packages/allocator/build, built long before
+# tensor-core's C is compiled); tests run tensor-core and autograd first.
 _ALL = sorted(p.name for p in (ROOT / "packages").iterdir() if (p / "pyproject.toml").exists())
-C_PACKAGES = [p for p in _ALL if (ROOT / "packages" / p / "setup.py").exists()]
+C_PACKAGES = [p for p in _ALL if (ROOT / "packages" / p / "csrc").is_dir()]
 C_PACKAGES.sort(key=lambda p: p != "tensor-core")  # the longest build starts first
 PY_PACKAGES = [p for p in _ALL if p not in C_PACKAGES]
 _FIRST = ["tensor-core", "autograd"]

@@ -32,6 +32,9 @@ def main(argv):
         sys.exit(__doc__)
     wheelhouse, package_dirs = pathlib.Path(argv[0]).resolve(), argv[1:]
     names = [dist_name(d) for d in package_dirs]
+    for name in names:  # a one-line hint rather than pip's resolver traceback
+        if not list(wheelhouse.glob(f"{name.replace('-', '_')}-*.whl")):
+            sys.exit(f"install_wheels: no {name} wheel in {wheelhouse}: run `make wheels` first")
     pip = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     subprocess.check_call([*pip, "--find-links", str(wheelhouse), *names])
     # Refresh every ember distribution now installed (the requested ones and the

@@ -9,6 +9,8 @@ CUDA and shared memory.
 >>> del b   # the memory returns to the cache with the last reference
 """
 
+from importlib import metadata as _metadata
+
 from ember_allocator._allocator import Block, CachingAllocator
 from ember_allocator._cupy import cupy_allocator
 from ember_allocator._default import (
@@ -37,7 +39,12 @@ from ember_allocator._lib import (
     format_bytes,
 )
 
-__version__ = "0.1.0"
+# the installed distribution's version (Note [One version], VERSION); none while
+# tensor-core's build imports the package from its build directory (Note [Stubs])
+try:
+    __version__ = _metadata.version("ember-allocator")
+except _metadata.PackageNotFoundError:
+    __version__ = "0+unknown"
 
 __all__ = [
     "AllocatorError",

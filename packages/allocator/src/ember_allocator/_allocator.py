@@ -1,5 +1,9 @@
 """CachingAllocator and Block: the Python face of the C caching core."""
 
+from __future__ import annotations
+
+from typing import Any
+
 from ember_allocator import _lib
 from ember_allocator._lib import ffi, lib
 
@@ -37,7 +41,7 @@ _SINGLE_STATS = ("oversize_allocations", "oversize_segments")
 _FIELDS = ("current", "peak", "allocated", "freed")
 
 
-def _stream_id(stream):
+def _stream_id(stream: object) -> int:
     """Accept None, an int, or any object with an int `.ptr` (cupy) or `.cuda_stream`."""
     if stream is None:
         return 0
@@ -61,23 +65,28 @@ class Block:
     """
 
     __slots__ = ("ptr", "nbytes")
+    ptr: int
+    nbytes: int
+    device: str
+    stream: int
+    allocator: CachingAllocator
 
-    def free(self):
+    def free(self) -> None:
         """Return the memory now; freeing a Block twice raises InvalidPointerError."""
         self.allocator.free(self)
 
-    def record_stream(self, stream):
+    def record_stream(self, stream: object) -> None:
         """Mark the memory as used on another stream (see CachingAllocator.record_stream)."""
         self.allocator.record_stream(self, stream)
 
     @property
-    def freed(self):
+    def freed(self) -> bool:
         return self.ptr == 0
 
-    def __int__(self):
+    def __int__(self) -> int:
         return self.ptr
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "freed" if self.ptr == 0 else f"ptr=0x{self.ptr:x}"
         return f"Block({state}, nbytes={self.nbytes}, device='{self.device}', stream={self.stream})"
 
@@ -87,7 +96,7 @@ class _AnyBlock(Block):
 
     __slots__ = ("device", "stream", "allocator")
 
-    def __del__(self):
+    def __del__(self) -> None:
         ptr = self.ptr
         if ptr:
             self.ptr = 0
@@ -102,9 +111,9 @@ class _DefaultBlock(Block):
     __slots__ = ()
     device = "cpu"
     stream = 0
-    allocator = None  # set by CachingAllocator.make_default
+    allocator: CachingAllocator = None  # type: ignore[assignment] # set by make_default
 
-    def __del__(self):
+    def __del__(self) -> None:
         ptr = self.ptr
         if ptr:
             self.ptr = 0
@@ -141,13 +150,13 @@ class CachingAllocator:
 
     def __init__(
         self,
-        kind="host",
-        device=0,
-        memory_limit=None,
-        max_split_size=None,
-        expandable_segments=False,
-        history=0,
-    ):
+        kind: str = "host",
+        device: int = 0,
+        memory_limit: int | float | None = None,
+        max_split_size: int | None = None,
+        expandable_segments: bool = False,
+        history: int = 0,
+    ) -> None:
         if kind not in _lib.RAW_KINDS:
             raise ValueError(
                 f"unknown allocator kind {kind!r}; use one of {sorted(_lib.RAW_KINDS)}"
@@ -177,7 +186,7 @@ class CachingAllocator:
 
     # ---------------------------------------------------------------- core
 
-    def allocate(self, nbytes, stream=None):
+    def allocate(self, nbytes: int, stream: object = None) -> Block:
         """Return a Block of at least ``nbytes`` bytes on ``stream`` (None = default)."""
         sid = 0 if stream is None else _stream_id(stream)
         try:
@@ -194,7 +203,7 @@ class CachingAllocator:
         block.allocator = self
         return block
 
-    def _allocate_default(self, nbytes, stream=None):
+    def _allocate_default(self, nbytes: int, stream: object = None) -> Block:
         # allocate() of the default allocator (see make_default): the hot path of
         # every CPU tensor, so it is kept to one C call and one small object.
         if stream is None:
@@ -210,16 +219,16 @@ class CachingAllocator:
             raise self._alloc_failure(nbytes)
         return CachingAllocator.allocate(self, nbytes, stream)
 
-    def make_default(self):
+    def make_default(self) -> None:
         """Make this the process's default host allocator: its stream-0 blocks then
         take the fast one-argument path.  Called once by host_allocator()."""
         if self.kind != "host":
             raise ValueError(f"{self.name}: only a host allocator can be the default")
         _lib.ensure(lib.ea_set_default(self._handle), self.name)
         _DefaultBlock.allocator = self
-        self.allocate = self._allocate_default
+        self.allocate = self._allocate_default  # type: ignore[method-assign]
 
-    def free(self, block):
+    def free(self, block: Block) -> None:
         """Return a Block's memory to the cache now."""
         ptr = block.ptr
         if not ptr:
@@ -233,14 +242,14 @@ class CachingAllocator:
         if status != _EA_OK:
             raise _lib.error(status, self.name)
 
-    def free_ptr(self, ptr):
+    def free_ptr(self, ptr: int) -> None:
         """Free by raw address (for adapters such as cupy's); foreign or freed
         addresses raise InvalidPointerError."""
         status = _free(self._handle, int(ptr))
         if status != _EA_OK:
             raise _lib.error(status, self.name)
 
-    def malloc_ptr(self, nbytes, stream=None):
+    def malloc_ptr(self, nbytes: int, stream: object = None) -> int:
         """Allocate and return the raw address; pair with free_ptr."""
         sid = _stream_id(stream)
         try:
@@ -251,13 +260,13 @@ class CachingAllocator:
             raise self._alloc_failure(nbytes)
         return ptr
 
-    def record_stream(self, block, stream):
+    def record_stream(self, block: Block | int, stream: object) -> None:
         """Declare that ``block`` is used on ``stream`` too: when freed it is not
         reused until the work queued on that stream so far has finished."""
         ptr = block if isinstance(block, int) else block.ptr
         _lib.ensure(lib.ea_record_stream(self._handle, ptr, _stream_id(stream)), self.name)
 
-    def _bad_size(self, nbytes):
+    def _bad_size(self, nbytes: object) -> Exception:
         if isinstance(nbytes, int) and not isinstance(nbytes, bool) and nbytes < 0:
             return ValueError(f"{self.name}: allocate: nbytes must be >= 0, got {nbytes}")
         if isinstance(nbytes, int) and not isinstance(nbytes, bool):
@@ -266,7 +275,7 @@ class CachingAllocator:
             f"{self.name}: allocate: nbytes must be an int, not {type(nbytes).__name__}"
         )
 
-    def _oom_for(self, nbytes):
+    def _oom_for(self, nbytes: int) -> Exception:
         # Sizes beyond 64 bits cannot even be passed to C; report them as OOM.
         return _lib.OutOfMemoryError(
             f"{self.name}: out of memory: tried to allocate {nbytes} bytes, more than any "
@@ -274,13 +283,13 @@ class CachingAllocator:
             requested=nbytes,
         )
 
-    def allocation_error(self, nbytes):
+    def allocation_error(self, nbytes: int) -> Exception:
         """The exception for this thread's last failed allocation of ``nbytes`` bytes
         (for callers of a fast path such as ``host_fast_path()``'s malloc, which
         returns 0 instead of raising; asking again would count a second OOM)."""
         return self._alloc_failure(nbytes)
 
-    def _alloc_failure(self, nbytes):
+    def _alloc_failure(self, nbytes: int) -> Exception:
         status = lib.ea_last_status()
         if status == _ERR_OOM:
             return _lib.oom_error(self.name)
@@ -288,15 +297,15 @@ class CachingAllocator:
 
     # ------------------------------------------------------------- control
 
-    def empty_cache(self):
+    def empty_cache(self) -> None:
         """Return every unused cached segment (and unused mapped page) to the system."""
         _lib.ensure(lib.ea_empty_cache(self._handle), self.name)
 
-    def synchronize(self):
+    def synchronize(self) -> None:
         """Wait for all streams and release blocks that were waiting on them."""
         _lib.ensure(lib.ea_synchronize(self._handle), self.name)
 
-    def set_memory_limit(self, limit):
+    def set_memory_limit(self, limit: int | float | None) -> None:
         """Cap reserved memory: an int of bytes, a float fraction in (0, 1], or None."""
         if limit is None:
             nbytes = 0
@@ -316,17 +325,17 @@ class CachingAllocator:
         _lib.ensure(lib.ea_set_memory_limit(self._handle, nbytes), self.name)
 
     @property
-    def memory_limit(self):
+    def memory_limit(self) -> int | None:
         stats = ffi.new("ea_stats*")
         lib.ea_get_stats(self._handle, stats)
         return stats.memory_limit or None
 
-    def set_max_split_size(self, nbytes):
+    def set_max_split_size(self, nbytes: int | None) -> None:
         _lib.ensure(
             lib.ea_set_max_split_size(self._handle, self._check_max_split(nbytes)), self.name
         )
 
-    def _check_max_split(self, nbytes):
+    def _check_max_split(self, nbytes: int | None) -> int:
         if nbytes is None:
             return 0
         if not isinstance(nbytes, int) or nbytes <= _lib.SMALL_SIZE:
@@ -335,33 +344,40 @@ class CachingAllocator:
             )
         return nbytes
 
-    def device_memory(self):
+    def device_memory(self) -> tuple[int, int]:
         """(free, total) bytes as the raw allocator sees them; (0, 0) when unknown."""
         free, total = ffi.new("uint64_t*"), ffi.new("uint64_t*")
         _lib.ensure(lib.ea_device_memory(self._handle, free, total), self.name)
         return free[0], total[0]
 
-    def _stress_threads(self, threads=8, iterations=10_000, max_bytes=1 << 20, streams=1, seed=0):
+    def _stress_threads(
+        self,
+        threads: int = 8,
+        iterations: int = 10_000,
+        max_bytes: int = 1 << 20,
+        streams: int = 1,
+        seed: int = 0,
+    ) -> None:
         """Self-test: ``threads`` C threads allocate and free at once (Python
         threads cannot: the GIL serialises them), each checking that no block it
         holds is written by anyone else.  Raises AllocatorError on a failure."""
         status = lib.ea_stress_threads(self._handle, threads, iterations, max_bytes, streams, seed)
         _lib.ensure(status, f"{self.name}: stress_threads")
 
-    def sim_complete(self, stream):
+    def sim_complete(self, stream: object) -> None:
         """Simulated device only: finish the work queued on ``stream``."""
         _lib.ensure(lib.ea_sim_complete(self._handle, _stream_id(stream)), self.name)
 
     # --------------------------------------------------------------- stats
 
-    def memory_stats(self):
+    def memory_stats(self) -> dict[str, int]:
         """Statistics in PyTorch's flat layout (``torch.cuda.memory_stats``), keys
         sorted, e.g. ``'allocated_bytes.all.peak'``.  ``max_split_size`` is -1 when
         unset, as in PyTorch; ``cache_hits``, ``cache_misses``, ``num_maps``,
         ``num_unmaps`` and ``memory_limit`` (0 = none) are ember's additions."""
         s = ffi.new("ea_stats*")
         lib.ea_get_stats(self._handle, s)
-        out = {}
+        out: dict[str, int] = {}
         for name in _POOLED_STATS:
             arr = getattr(s, name)
             for i, pool in enumerate(_POOLS):
@@ -377,41 +393,41 @@ class CachingAllocator:
         out["max_split_size"] = s.max_split_size or -1
         return dict(sorted(out.items()))
 
-    def memory_allocated(self):
+    def memory_allocated(self) -> int:
         return self.memory_stats()["allocated_bytes.all.current"]
 
-    def memory_reserved(self):
+    def memory_reserved(self) -> int:
         return self.memory_stats()["reserved_bytes.all.current"]
 
-    def max_memory_allocated(self):
+    def max_memory_allocated(self) -> int:
         return self.memory_stats()["allocated_bytes.all.peak"]
 
-    def max_memory_reserved(self):
+    def max_memory_reserved(self) -> int:
         return self.memory_stats()["reserved_bytes.all.peak"]
 
-    def reset_peak_stats(self):
+    def reset_peak_stats(self) -> None:
         lib.ea_reset_peak_stats(self._handle)
 
-    def reset_accumulated_stats(self):
+    def reset_accumulated_stats(self) -> None:
         lib.ea_reset_accumulated_stats(self._handle)
 
-    def memory_snapshot(self):
+    def memory_snapshot(self) -> list[dict[str, Any]]:
         """Every segment and its blocks, as a list of dicts (PyTorch's layout)."""
         from ember_allocator import _snapshot
 
         return _snapshot.snapshot(self)
 
-    def block_info(self, ptr):
+    def block_info(self, ptr: int) -> tuple[dict[str, Any], dict[str, Any]]:
         """The block and segment holding address ``ptr`` (dicts), e.g. to share it."""
         from ember_allocator import _snapshot
 
         return _snapshot.block_info(self, ptr)
 
-    def record_history(self, capacity=100_000):
+    def record_history(self, capacity: int = 100_000) -> None:
         """Keep the last ``capacity`` allocation events (0 turns recording off)."""
         _lib.ensure(lib.ea_set_history(self._handle, capacity), self.name)
 
-    def history(self):
+    def history(self) -> list[dict[str, Any]]:
         """The recorded events, oldest first, as dicts."""
         from ember_allocator import _snapshot
 
@@ -419,10 +435,10 @@ class CachingAllocator:
 
     # ------------------------------------------------------------- lifetime
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<CachingAllocator {self.kind} device={self.device!r}>"
 
-    def __del__(self):
+    def __del__(self) -> None:
         # Never release memory that blocks still point at: at interpreter
         # shutdown, finalisers run in any order, and unmapping segments under live
         # tensors would turn their last frees into segfaults.  The OS reclaims it.

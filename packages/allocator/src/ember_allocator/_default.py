@@ -2,17 +2,23 @@
 the EMBER_ALLOC_CONF environment variable, e.g.
 ``EMBER_ALLOC_CONF="max_split_size_mb:256,expandable_segments:True"``."""
 
+from __future__ import annotations
+
 import os
 import threading
+from collections.abc import Callable
+from typing import Any
 
 from ember_allocator._allocator import CachingAllocator
 
-_defaults = {}
+# A device: 'cpu', 'cuda:N', 'pinned', 'shm', or a (kind, index) pair.
+Device = str | tuple[str, int]
+_defaults: dict[tuple[str, int], CachingAllocator] = {}
 _lock = threading.Lock()
 
 
-def _parse_conf(text):
-    options = {}
+def _parse_conf(text: str) -> dict[str, Any]:
+    options: dict[str, Any] = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
         key, sep, value = item.partition(":")
         if not sep:
@@ -36,21 +42,21 @@ def _parse_conf(text):
     return options
 
 
-def _parse_device(device):
+def _parse_device(device: Device) -> tuple[str, int]:
     """'cpu' -> ('host', 0); 'cuda' / 'cuda:1' -> ('cuda', 1); also ('pinned', 0) etc."""
     if isinstance(device, tuple):
         return device
     text = str(device)
     kind, _, index = text.partition(":")
-    index = int(index) if index else 0
+    number = int(index) if index else 0
     if kind == "cpu":
         return ("host", 0)
     if kind in ("cuda", "pinned", "shm", "host"):
-        return (kind, index)
+        return (kind, number)
     raise ValueError(f"unknown device {device!r}: use 'cpu', 'cuda[:N]', 'pinned' or 'shm'")
 
 
-def get_allocator(device="cpu"):
+def get_allocator(device: Device = "cpu") -> CachingAllocator:
     """The process-wide CachingAllocator for a device ('cpu', 'cuda:0', 'pinned', 'shm')."""
     key = _parse_device(device)
     allocator = _defaults.get(key)
@@ -68,7 +74,7 @@ def get_allocator(device="cpu"):
     return allocator
 
 
-def _after_fork_in_child():
+def _after_fork_in_child() -> None:
     # Shared-memory segments stay shared after fork: a child that kept carving
     # blocks from its copy of the parent's bookkeeping would hand out memory the
     # parent also hands out.  The child starts a fresh shm allocator; blocks it
@@ -79,12 +85,12 @@ def _after_fork_in_child():
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def host_allocator():
+def host_allocator() -> CachingAllocator:
     """The process-wide allocator of pageable host memory."""
     return get_allocator("cpu")
 
 
-def host_fast_path(addresses=False):
+def host_fast_path(addresses: bool = False) -> tuple[Any, ...]:
     """``(malloc, free)``: the default host allocator's one-argument C entry points,
     for hot paths such as tensor creation.  ``malloc(nbytes)`` returns an address
     (0 on failure: raise ``host_allocator().allocation_error(nbytes)``, the
@@ -104,7 +110,7 @@ def host_fast_path(addresses=False):
     return lib.ea_default_malloc, lib.ea_default_free
 
 
-def fast_path(device):
+def fast_path(device: Device) -> tuple[Callable[[int, int], int], Callable[[int], int]]:
     """``(malloc, free)`` of the default allocator of ``device`` ('cuda:0', ...):
     its C entry points bound to it, for hot paths such as CUDA tensor creation.
     ``malloc(nbytes, stream)`` returns an address, or 0 on failure (then call
@@ -122,17 +128,17 @@ def fast_path(device):
     )
 
 
-def memory_stats(device="cpu"):
+def memory_stats(device: Device = "cpu") -> dict[str, int]:
     return get_allocator(device).memory_stats()
 
 
-def memory_snapshot(device="cpu"):
+def memory_snapshot(device: Device = "cpu") -> list[dict[str, Any]]:
     return get_allocator(device).memory_snapshot()
 
 
-def empty_cache(device="cpu"):
+def empty_cache(device: Device = "cpu") -> None:
     get_allocator(device).empty_cache()
 
 
-def reset_peak_stats(device="cpu"):
+def reset_peak_stats(device: Device = "cpu") -> None:
     get_allocator(device).reset_peak_stats()

@@ -23,6 +23,6 @@ class OutOfMemoryError(MemoryError, RuntimeError):
     free, the largest free block and the limit; the same figures are attributes.
     """
 
-    def __init__(self, message, **figures):
+    def __init__(self, message: str, **figures: int) -> None:
         super().__init__(message)
         self.__dict__.update(figures)

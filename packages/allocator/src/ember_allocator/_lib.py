@@ -1,6 +1,8 @@
 """The one module that calls the C library: argument checks and status -> exception."""
 
-from ember_allocator import _C
+from __future__ import annotations
+
+from ember_allocator import _C  # type: ignore[attr-defined] # the cffi extension
 from ember_allocator._errors import (
     AllocatorError,
     InvalidPointerError,
@@ -46,7 +48,7 @@ EVENT_KINDS = {
 }
 
 
-def format_bytes(n):
+def format_bytes(n: float) -> str:
     """1536 -> '1.50 KiB'."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
@@ -55,11 +57,11 @@ def format_bytes(n):
     raise AssertionError("unreachable")
 
 
-def last_message():
+def last_message() -> str:
     return ffi.string(lib.ea_last_message()).decode("utf-8", "replace")
 
 
-def error(status, context):
+def error(status: int, context: str) -> Exception:
     """The exception for a failed C call (status != EA_OK)."""
     message = f"{context}: {last_message()}"
     if status == lib.EA_ERR_NOT_ALLOCATED:
@@ -71,12 +73,12 @@ def error(status, context):
     return AllocatorError(message)
 
 
-def ensure(status, context):
+def ensure(status: int, context: str) -> None:
     if status != lib.EA_OK:
         raise error(status, context)
 
 
-def oom_error(name):
+def oom_error(name: str) -> OutOfMemoryError:
     """Build the OutOfMemoryError of the calling thread's last failed allocation."""
     info = ffi.new("ea_oom_info*")
     lib.ea_last_oom(info)

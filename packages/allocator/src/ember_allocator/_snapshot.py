@@ -1,11 +1,18 @@
 """Snapshots of segments and blocks, block lookup, and the event history as
 plain dicts (the layout PyTorch's memory_snapshot uses, so tools carry over)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from ember_allocator import _lib
 from ember_allocator._lib import ffi, lib
 
+if TYPE_CHECKING:
+    from ember_allocator._allocator import CachingAllocator
 
-def _segment_dict(s, allocator):
+
+def _segment_dict(s: Any, allocator: CachingAllocator) -> dict[str, Any]:
     return {
         "device": allocator.device,
         "address": s.address,
@@ -22,7 +29,7 @@ def _segment_dict(s, allocator):
     }
 
 
-def _block_dict(b):
+def _block_dict(b: Any) -> dict[str, Any]:
     return {
         "address": b.address,
         "size": b.size,
@@ -32,7 +39,7 @@ def _block_dict(b):
     }
 
 
-def _mapped_ranges(segment):
+def _mapped_ranges(segment: dict[str, Any]) -> list[dict[str, Any]]:
     """An expandable segment as PyTorch reports one: a segment per contiguous
     mapped range, without the unmapped address space, so that the segments'
     total sizes add up to the reserved bytes."""
@@ -57,7 +64,7 @@ def _mapped_ranges(segment):
     return out
 
 
-def snapshot(allocator):
+def snapshot(allocator: CachingAllocator) -> list[dict[str, Any]]:
     n_seg, n_blk = ffi.new("int64_t*"), ffi.new("int64_t*")
     cap_seg, cap_blk = 64, 1024
     while True:
@@ -77,7 +84,7 @@ def snapshot(allocator):
     return out
 
 
-def block_info(allocator, ptr):
+def block_info(allocator: CachingAllocator, ptr: int) -> tuple[dict[str, Any], dict[str, Any]]:
     blk = ffi.new("ea_block_info*")
     seg = ffi.new("ea_segment_info*")
     _lib.ensure(lib.ea_block_of(allocator._handle, int(ptr), blk, seg), allocator.name)
@@ -86,7 +93,7 @@ def block_info(allocator, ptr):
     return _block_dict(blk), segment
 
 
-def history(allocator):
+def history(allocator: CachingAllocator) -> list[dict[str, Any]]:
     cap = 1 << 16
     while True:
         events = ffi.new("ea_event[]", cap)

@@ -11,6 +11,8 @@ then walks that graph in reverse.
 tensor([2., 4.])
 """
 
+from importlib import metadata as _metadata
+
 import ember_core as _ec
 from ember_autograd import _derivatives as _derivatives  # noqa: F401 - fills the table
 from ember_autograd import _derivatives_complex as _derivatives_complex  # noqa: F401 - complex, fft
@@ -53,7 +55,8 @@ from ember_autograd._node import Node, RemovableHandle
 from ember_autograd._tensor_api import is_inference
 from ember_autograd.variable import Variable
 
-__version__ = "0.1.0"
+# the installed distribution's version (Note [One version], VERSION)
+__version__ = _metadata.version("ember-autograd")
 
 
 _tensor_api.install()

@@ -9,6 +9,8 @@ ember_core is installed (``ember.utils.data`` is this package).
 ...     pass
 """
 
+from importlib import metadata as _metadata
+
 from ember_data import _utils, dataloader, dataset, distributed, sampler  # noqa: F401
 from ember_data._utils.collate import numpy_collate, torch_collate
 from ember_data.dataloader import (
@@ -38,7 +40,8 @@ from ember_data.sampler import (
     WeightedRandomSampler,
 )
 
-__version__ = "0.1.0"
+# the installed distribution's version (Note [One version], VERSION)
+__version__ = _metadata.version("ember-data")
 
 __all__ = [
     "BatchSampler",

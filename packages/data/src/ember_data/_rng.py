@@ -16,7 +16,7 @@ import numpy as np
 try:
     import ember_core as _ec
 except ImportError:  # NumPy-only install
-    _ec = None
+    _ec = None  # type: ignore[assignment]
 
 _MAX_SEED = 2**63 - 1
 

@@ -51,6 +51,8 @@ import signal
 import time
 import warnings
 import weakref
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from ember_data import _rng
 from ember_data._utils import pin_memory as _pin
@@ -123,25 +125,25 @@ class DataLoader:
 
     def __init__(
         self,
-        dataset,
-        batch_size=1,
-        shuffle=None,
-        sampler=None,
-        batch_sampler=None,
-        num_workers=0,
-        collate_fn=None,
-        pin_memory=False,
-        drop_last=False,
-        timeout=0,
-        worker_init_fn=None,
-        multiprocessing_context=None,
-        generator=None,
+        dataset: Any,
+        batch_size: int | None = 1,
+        shuffle: bool | None = None,
+        sampler: Sampler[Any] | Iterable[Any] | None = None,
+        batch_sampler: Sampler[list[Any]] | Iterable[list[Any]] | None = None,
+        num_workers: int = 0,
+        collate_fn: Callable[[list[Any]], Any] | None = None,
+        pin_memory: bool = False,
+        drop_last: bool = False,
+        timeout: float = 0,
+        worker_init_fn: Callable[[int], None] | None = None,
+        multiprocessing_context: Any = None,
+        generator: Any = None,
         *,
-        prefetch_factor=None,
-        persistent_workers=False,
-        pin_memory_device="",
-        in_order=True,
-    ):
+        prefetch_factor: int | None = None,
+        persistent_workers: bool = False,
+        pin_memory_device: str = "",
+        in_order: bool = True,
+    ) -> None:
         if not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(
                 "num_workers option should be non-negative; use num_workers=0 to disable "
@@ -232,18 +234,18 @@ class DataLoader:
         self.collate_fn = collate_fn
         self.persistent_workers = persistent_workers
         self.__initialized = True
-        self._IterableDataset_len_called = None
-        self._iterator = None
+        self._IterableDataset_len_called: int | None = None
+        self._iterator: Any = None
         self._progress = None  # the current epoch's, shared with its iterator
         self._pending_state = None
         self.check_worker_number_rationality()
 
     @property
-    def multiprocessing_context(self):
+    def multiprocessing_context(self) -> Any:
         return self.__multiprocessing_context
 
     @multiprocessing_context.setter
-    def multiprocessing_context(self, multiprocessing_context):
+    def multiprocessing_context(self, multiprocessing_context: Any) -> None:
         if multiprocessing_context is not None:
             if self.num_workers > 0:
                 if isinstance(multiprocessing_context, str):
@@ -268,7 +270,7 @@ class DataLoader:
                 )
         self.__multiprocessing_context = multiprocessing_context
 
-    def __setattr__(self, attr, val):
+    def __setattr__(self, attr: str, val: Any) -> None:
         if self.__initialized and attr in (
             "batch_size",
             "batch_sampler",
@@ -299,7 +301,7 @@ class DataLoader:
         self.check_worker_number_rationality()
         return _MultiProcessingDataLoaderIter(self)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         if self.persistent_workers and self.num_workers > 0:
             if self._iterator is None or self._iterator._shutdown:
                 self._iterator = self._get_iterator()
@@ -308,7 +310,7 @@ class DataLoader:
             return self._iterator
         return self._get_iterator()
 
-    def __len__(self):
+    def __len__(self) -> int:
         if self._dataset_kind == _DatasetKind.Iterable:
             length = self._IterableDataset_len_called = len(self.dataset)
             if self.batch_size is not None:
@@ -319,7 +321,7 @@ class DataLoader:
             return length
         return len(self._index_sampler)
 
-    def check_worker_number_rationality(self):
+    def check_worker_number_rationality(self) -> None:
         """Warn when more workers are asked for than there are CPUs to run them."""
         if self.num_workers == 0:
             return
@@ -336,7 +338,7 @@ class DataLoader:
 
     # ---------------------------------------------------- resumable state
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         """Where the current epoch stands.  A DataLoader built the same way that
         loads it (``load_state_dict``) continues that epoch with the same
         remaining batches -- the same data, and the same random transforms,
@@ -356,7 +358,7 @@ class DataLoader:
             },
         }
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Resume from ``state_dict()``: the next ``iter(loader)`` continues the
         saved epoch."""
         if not isinstance(state_dict, dict) or state_dict.get("_version") != _STATE_VERSION:
@@ -505,8 +507,8 @@ class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
 # Iterators with live workers, shut down at interpreter exit (protocol step 4),
 # and the main-process ends of their sockets, closed in any forked child so that
 # a worker's end-of-file is not held open by its siblings.
-_live_iterators = weakref.WeakSet()
-_parent_sockets = weakref.WeakSet()
+_live_iterators: weakref.WeakSet[Any] = weakref.WeakSet()
+_parent_sockets: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def _close_parent_sockets_in_child():

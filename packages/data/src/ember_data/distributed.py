@@ -1,8 +1,12 @@
 """DistributedSampler: each of ``num_replicas`` processes sees its own share of
 the dataset (as ``torch.utils.data.distributed``)."""
 
+from __future__ import annotations
+
 import math
 import os
+from collections.abc import Iterator, Sized
+from typing import Any
 
 from ember_data import _rng
 from ember_data.sampler import _ResumableSampler
@@ -10,7 +14,7 @@ from ember_data.sampler import _ResumableSampler
 __all__ = ["DistributedSampler"]
 
 
-def _from_process_group(what):
+def _from_process_group(what: str) -> int | None:
     """The default process group's world size or rank, where ember_distributed is
     installed and initialised (as PyTorch's sampler asks torch.distributed)."""
     try:
@@ -22,17 +26,17 @@ def _from_process_group(what):
     return dist.get_world_size() if what == "num_replicas" else dist.get_rank()
 
 
-def _from_environment(name, what):
+def _from_environment(name: str, what: str) -> int:
     value = _from_process_group(what)
     if value is not None:
         return value
-    value = os.environ.get(name)
-    if value is None:
+    text = os.environ.get(name)
+    if text is None:
         raise RuntimeError(
             f"DistributedSampler: {what} was not given and no distributed process group is "
             f"running (environment variable {name} is not set); pass {what}= explicitly"
         )
-    return int(value)
+    return int(text)
 
 
 class DistributedSampler(_ResumableSampler):
@@ -48,8 +52,14 @@ class DistributedSampler(_ResumableSampler):
     """
 
     def __init__(
-        self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False
-    ):
+        self,
+        dataset: Sized,
+        num_replicas: int | None = None,
+        rank: int | None = None,
+        shuffle: bool = True,
+        seed: int = 0,
+        drop_last: bool = False,
+    ) -> None:
         if num_replicas is None:
             num_replicas = _from_environment("WORLD_SIZE", "num_replicas")
         if rank is None:
@@ -73,7 +83,7 @@ class DistributedSampler(_ResumableSampler):
         self.shuffle = shuffle
         self.seed = seed
 
-    def _epoch(self, state):
+    def _epoch(self, state: dict[str, Any] | None) -> tuple[dict[str, Any], Iterator[int]]:
         if state is not None:
             self.epoch = state["epoch"]
         n = len(self.dataset)
@@ -95,9 +105,9 @@ class DistributedSampler(_ResumableSampler):
             )
         return {"epoch": self.epoch}, iter(indices[self.rank : self.total_size : self.num_replicas])
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.num_samples
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         """Sets the epoch of the shuffle (call it before each epoch's iterator)."""
         self.epoch = epoch

@@ -15,9 +15,12 @@ epochs after it follow as they would have).  See Note [Resumable samplers].
 True
 """
 
+from __future__ import annotations
+
 import itertools
 import warnings
-from typing import Generic, TypeVar
+from collections.abc import Iterable, Iterator, Sequence, Sized
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -39,7 +42,7 @@ class Sampler(Generic[T_co]):
     """Base class: subclasses define ``__iter__`` over dataset keys (and usually
     ``__len__``)."""
 
-    def __init__(self, data_source=None):
+    def __init__(self, data_source: Sized | None = None) -> None:
         if data_source is not None:
             warnings.warn(
                 "`data_source` argument is not used and will be removed in 2.2.0."
@@ -47,7 +50,7 @@ class Sampler(Generic[T_co]):
                 stacklevel=2,
             )
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[T_co]:
         raise NotImplementedError
 
 
@@ -63,19 +66,19 @@ class Sampler(Generic[T_co]):
 # (taken right after iter(), count 0) and skips whole batches itself.
 
 
-class _ResumableSampler(Sampler):
+class _ResumableSampler(Sampler[Any]):
     """Shared machinery of Note [Resumable samplers].  Subclasses define
     ``_epoch(state)`` -> (epoch state, iterator of this epoch's items), where
     ``state`` is None for a fresh epoch or a previously returned epoch state."""
 
-    _epoch_state = None
+    _epoch_state: dict[str, Any] | None = None
     _yielded = 0
-    _resume = None
+    _resume: dict[str, Any] | None = None
 
-    def _epoch(self, state):
+    def _epoch(self, state: dict[str, Any] | None) -> tuple[dict[str, Any], Iterator[Any]]:
         raise NotImplementedError
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         resume, self._resume = self._resume, None
         if resume is not None and resume.get("epoch") is not None:
             self._epoch_state, items = self._epoch(resume["epoch"])
@@ -92,17 +95,17 @@ class _ResumableSampler(Sampler):
         self._yielded = 0
         return self._counting(items)
 
-    def _counting(self, items):
+    def _counting(self, items: Iterable[Any]) -> Iterator[Any]:
         for item in items:
             self._yielded += 1
             yield item
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         """Where the current epoch stands: load it into a sampler built the same
         way and iterate to get the rest of the epoch."""
         return {"epoch": self._epoch_state, "yielded": self._yielded}
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         if not isinstance(state_dict, dict) or "yielded" not in state_dict:
             raise ValueError(
                 f"{type(self).__name__}.load_state_dict: expected a dict from state_dict(), "
@@ -115,7 +118,9 @@ class _RandomSource:
     """Epoch states for samplers with a ``generator`` attribute: a fresh seed from
     the default source when it is None, else the generator's state."""
 
-    def _epoch_generator(self, state):
+    generator: Any
+
+    def _epoch_generator(self, state: dict[str, Any] | None) -> tuple[dict[str, Any], Any]:
         if self.generator is None:
             seed = _rng.random_seed(None) if state is None else state["seed"]
             return {"seed": seed}, _rng.new_generator(seed)
@@ -127,13 +132,13 @@ class _RandomSource:
 class SequentialSampler(_ResumableSampler):
     """``0, 1, ..., len(data_source) - 1``."""
 
-    def __init__(self, data_source):
+    def __init__(self, data_source: Sized) -> None:
         self.data_source = data_source
 
-    def _epoch(self, state):
+    def _epoch(self, state: dict[str, Any] | None) -> tuple[dict[str, Any], Iterator[Any]]:
         return {}, iter(range(len(self.data_source)))
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.data_source)
 
 
@@ -144,7 +149,13 @@ class RandomSampler(_RandomSource, _ResumableSampler):
     other.  ``generator=None`` draws one seed per epoch from the default source
     (``ember.manual_seed`` governs it; NumPy's global state without ember)."""
 
-    def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
+    def __init__(
+        self,
+        data_source: Sized,
+        replacement: bool = False,
+        num_samples: int | None = None,
+        generator: Any = None,
+    ) -> None:
         self.data_source = data_source
         self.replacement = replacement
         self._num_samples = num_samples
@@ -160,17 +171,17 @@ class RandomSampler(_RandomSource, _ResumableSampler):
             )
 
     @property
-    def num_samples(self):
+    def num_samples(self) -> int:
         # the dataset may change size after construction
         if self._num_samples is None:
             return len(self.data_source)
         return self._num_samples
 
-    def _epoch(self, state):
+    def _epoch(self, state: dict[str, Any] | None) -> tuple[dict[str, Any], Iterator[Any]]:
         state, generator = self._epoch_generator(state)
         return state, self._draws(len(self.data_source), self.num_samples, generator)
 
-    def _draws(self, n, num_samples, generator):
+    def _draws(self, n: int, num_samples: int, generator: Any) -> Iterator[int]:
         # Drawn lazily, chunk by chunk, as PyTorch does (a shared generator sees
         # the same sequence of calls).
         if self.replacement:
@@ -183,28 +194,28 @@ class RandomSampler(_RandomSource, _ResumableSampler):
             if num_samples % n:
                 yield from _rng.randperm(n, generator)[: num_samples % n]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.num_samples
 
 
 class SubsetRandomSampler(_RandomSource, _ResumableSampler):
     """The given indices in a random order (a new permutation each epoch)."""
 
-    def __init__(self, indices, generator=None):
+    def __init__(self, indices: Sequence[int], generator: Any = None) -> None:
         self.indices = indices
         self.generator = _rng.check_generator(generator, "SubsetRandomSampler")
 
-    def _epoch(self, state):
+    def _epoch(self, state: dict[str, Any] | None) -> tuple[dict[str, Any], Iterator[Any]]:
         state, generator = self._epoch_generator(state)
 
-        def items():
+        def items() -> Iterator[Any]:
             indices = self.indices
             for i in _rng.randperm(len(indices), generator):
                 yield indices[i]
 
         return state, items()
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.indices)
 
 
@@ -212,7 +223,13 @@ class WeightedRandomSampler(_RandomSource, _ResumableSampler):
     """``num_samples`` indices in ``[0, len(weights))`` drawn with probabilities
     proportional to ``weights`` (with or without replacement)."""
 
-    def __init__(self, weights, num_samples, replacement=True, generator=None):
+    def __init__(
+        self,
+        weights: Sequence[float] | Any,
+        num_samples: int,
+        replacement: bool = True,
+        generator: Any = None,
+    ) -> None:
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
             raise ValueError(
                 f"num_samples should be a positive integer value, but got num_samples={num_samples}"
@@ -233,21 +250,21 @@ class WeightedRandomSampler(_RandomSource, _ResumableSampler):
         self.replacement = replacement
         self.generator = _rng.check_generator(generator, "WeightedRandomSampler")
 
-    def _epoch(self, state):
+    def _epoch(self, state: dict[str, Any] | None) -> tuple[dict[str, Any], Iterator[Any]]:
         state, generator = self._epoch_generator(state)
 
-        def items():
+        def items() -> Iterator[Any]:
             yield from _rng.multinomial(
                 self._weights, self.num_samples, self.replacement, generator
             )
 
         return state, items()
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.num_samples
 
 
-class BatchSampler(Sampler):
+class BatchSampler(Sampler[list[Any]]):
     """Groups another sampler's indices into lists of ``batch_size`` (the last one
     shorter unless ``drop_last``).
 
@@ -255,20 +272,22 @@ class BatchSampler(Sampler):
     [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
     """
 
-    def __init__(self, sampler, batch_size, drop_last):
+    def __init__(
+        self, sampler: Sampler[Any] | Iterable[Any], batch_size: int, drop_last: bool
+    ) -> None:
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
             raise ValueError(
                 f"batch_size should be a positive integer value, but got batch_size={batch_size}"
             )
         if not isinstance(drop_last, bool):
             raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
-        self.sampler = sampler
+        self.sampler: Any = sampler
         self.batch_size = batch_size
         self.drop_last = drop_last
         self._yielded = 0
-        self._resume = None
+        self._resume: dict[str, Any] | None = None
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[list[Any]]:
         resume, self._resume = self._resume, None
         inner_stateful = callable(getattr(self.sampler, "load_state_dict", None))
         done = skip = 0
@@ -284,29 +303,29 @@ class BatchSampler(Sampler):
         self._yielded = done
         return self._counting(batches)
 
-    def _batches(self, sampler_iter):
+    def _batches(self, sampler_iter: Iterator[Any]) -> Iterator[list[Any]]:
         if self.drop_last:
-            for batch in zip(*[sampler_iter] * self.batch_size):
-                yield [*batch]
+            for group in zip(*[sampler_iter] * self.batch_size):
+                yield [*group]
         else:
             batch = [*itertools.islice(sampler_iter, self.batch_size)]
             while batch:
                 yield batch
                 batch = [*itertools.islice(sampler_iter, self.batch_size)]
 
-    def _counting(self, batches):
+    def _counting(self, batches: Iterable[list[Any]]) -> Iterator[list[Any]]:
         for batch in batches:
             self._yielded += 1
             yield batch
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         """The inner sampler's state when it has one (it is then at a batch
         boundary), else the number of batches yielded (enough for a
         deterministic inner sampler)."""
         state = getattr(self.sampler, "state_dict", None)
         return {"sampler": state() if callable(state) else None, "yielded": self._yielded}
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         if not isinstance(state_dict, dict) or "yielded" not in state_dict:
             raise ValueError(
                 "BatchSampler.load_state_dict: expected a dict from state_dict(), "
@@ -314,7 +333,7 @@ class BatchSampler(Sampler):
             )
         self._resume = dict(state_dict)
 
-    def __len__(self):
+    def __len__(self) -> int:
         if self.drop_last:
             return len(self.sampler) // self.batch_size
         return (len(self.sampler) + self.batch_size - 1) // self.batch_size

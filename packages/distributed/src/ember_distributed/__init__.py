@@ -11,6 +11,7 @@ torchrun-like launcher (``python -m ember_distributed.run``, also
 """
 
 import os
+from importlib import metadata as _metadata
 
 from ember_distributed import _mpi
 from ember_distributed._store import FileStore, HashStore, PrefixStore, Store, TCPStore
@@ -63,6 +64,9 @@ from ember_distributed.distributed_c10d import (
     scatter_object_list,
     send,
 )
+
+# the installed distribution's version (Note [One version], VERSION)
+__version__ = _metadata.version("ember-distributed")
 
 __all__ = [
     "Backend",

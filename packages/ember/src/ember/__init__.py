@@ -85,8 +85,6 @@ from ember import func, jit  # noqa: E402
 
 vmap = func.vmap
 
-__version__ = "0.1.0"
-
 
 def compiled_with_cxx11_abi():
     """How this build's C++ is compiled (PyTorch's question about its libtorch):

@@ -2,6 +2,8 @@
 built with.  ``__version__`` compares with strings and tuples as PyTorch's
 ``TorchVersion`` does (``ember.__version__ >= (0, 1)``)."""
 
+from importlib import metadata as _metadata
+
 __all__ = ["TorchVersion", "__version__", "cuda", "debug", "git_version", "hip", "rocm", "xpu"]
 
 
@@ -65,7 +67,8 @@ class TorchVersion(str):
     __hash__ = str.__hash__
 
 
-__version__ = TorchVersion("0.1.0")
+# the installed distribution's version (Note [One version], VERSION)
+__version__ = TorchVersion(_metadata.version("ember"))
 # No CUDA/ROCm/XPU toolkit is compiled into this build (ember.cuda.is_available() says
 # whether one is usable at run time).
 cuda = None

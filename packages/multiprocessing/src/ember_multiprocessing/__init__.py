@@ -10,8 +10,13 @@ Everything from the standard library's multiprocessing is re-exported;
 importing this package registers the tensor reductions (_reductions.py).
 """
 
+from __future__ import annotations
+
 import contextlib
 import multiprocessing as _mp
+import typing as _typing
+from collections import abc as _abc
+from importlib import metadata as _metadata
 from multiprocessing import *  # noqa: F403 - the standard API, as torch.multiprocessing
 
 from ember_core import _storage as _core_storage
@@ -35,25 +40,29 @@ from ember_multiprocessing._spawn import (
     start_processes,
 )
 
-__version__ = "0.1.0"
+if _typing.TYPE_CHECKING:
+    import ember_allocator as _ember_allocator
+
+# the installed distribution's version (Note [One version], VERSION)
+__version__ = _metadata.version("ember-multiprocessing")
 
 init_reductions()
 
 
-def shared_allocator():
+def shared_allocator() -> _ember_allocator.CachingAllocator:
     """The allocator of reference-counted shared memory (Note [Shared blocks]);
     its ``memory_stats()`` are ember_allocator's "shm" allocator's."""
     return _shared_memory.allocator()
 
 
-def use_shared_memory(enabled=True):
+def use_shared_memory(enabled: bool = True) -> None:
     """From now on, make new CPU tensors of this process in shared memory (or
     stop, with False): sending them then copies nothing."""
     _core_storage.set_allocator(_shared_memory.allocator() if enabled else None, "cpu")
 
 
 @contextlib.contextmanager
-def shared_memory():
+def shared_memory() -> _abc.Iterator[None]:
     """Within the block, new CPU tensors are created directly in shared memory.
 
     >>> with ember_multiprocessing.shared_memory():
@@ -74,15 +83,15 @@ class _DataLoaderTransport:
     as the batches ember_data stacks into its own segments) are left to
     ember_data, which passes those segments itself."""
 
-    def worker_setup(self):
+    def worker_setup(self) -> None:
         use_shared_memory(True)
 
-    def workers_exited(self, pids):
+    def workers_exited(self, pids: _abc.Iterable[int]) -> None:
         """The DataLoader's workers ``pids`` are gone: release the segments of
         theirs this process keeps mapped for reuse (its Note [Transport hook])."""
         _segments.retire(pids)
 
-    def reducer_override(self, obj):
+    def reducer_override(self, obj: object) -> _typing.Any:
         if isinstance(obj, _reductions.Tensor):
             storage = obj._storage
             if storage._device.type == "cpu" and (
@@ -92,7 +101,7 @@ class _DataLoaderTransport:
         return NotImplemented
 
 
-def dataloader_transport():
+def dataloader_transport() -> _DataLoaderTransport:
     """The object ember_data's DataLoader uses to move tensors between its
     worker processes and the main process."""
     return _DataLoaderTransport()

@@ -28,6 +28,7 @@ import os
 import threading
 import weakref
 from multiprocessing import reduction
+from typing import Any
 
 import ember_core
 from ember_core import _dtype as core_dtype
@@ -132,7 +133,9 @@ class _ReceivedNamed:
             pass
 
 
-_storages = weakref.WeakValueDictionary()  # Note [Storage identity]
+_storages: weakref.WeakValueDictionary[Any, Any] = (
+    weakref.WeakValueDictionary()
+)  # Note [Storage identity]
 _lock = threading.Lock()
 
 

@@ -35,6 +35,7 @@ import socket
 import struct
 import threading
 import uuid
+from typing import Any
 
 from ember_multiprocessing import _lib
 
@@ -60,10 +61,14 @@ class Mapping:
 IDLE_MAX = 32  # unused small segments kept mapped
 IDLE_SEGMENT_MAX = 2 << 20  # ember_allocator's small-block segments
 
-_local = {}  # inode -> (base, size, fd): this process's own segments it has sent
-_mapped = {}  # inode -> Mapping: other processes' segments mapped here (idle ones too)
-_idle = collections.OrderedDict()  # inode -> Mapping without users, oldest first
-_retired = set()  # pids whose segments are not kept idle (retire())
+_local: dict[int, Any] = {}  # inode -> (base, size, fd): this process's own segments it has sent
+_mapped: dict[
+    int, Any
+] = {}  # inode -> Mapping: other processes' segments mapped here (idle ones too)
+_idle: collections.OrderedDict[int, Any] = (
+    collections.OrderedDict()
+)  # inode -> Mapping without users, oldest first
+_retired: set[int] = set()  # pids whose segments are not kept idle (retire())
 _lock = threading.Lock()
 
 

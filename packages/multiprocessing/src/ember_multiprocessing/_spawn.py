@@ -7,6 +7,8 @@ a pipe would block a child with a long traceback until the parent read it, and
 the parent reads only after the child has exited.
 """
 
+from __future__ import annotations
+
 import contextlib
 import multiprocessing
 import multiprocessing.connection
@@ -17,16 +19,18 @@ import tempfile
 import time
 import traceback
 import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
 
 
 class ProcessException(Exception):
-    def __init__(self, msg, error_index, pid):
+    def __init__(self, msg: str, error_index: int, pid: int) -> None:
         super().__init__(msg)
         self.msg = msg
         self.error_index = error_index
         self.pid = pid
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return type(self), (self.msg, self.error_index, self.pid)
 
 
@@ -37,16 +41,23 @@ class ProcessRaisedException(ProcessException):
 class ProcessExitedException(ProcessException):
     """A child exited with a non-zero status or was killed by a signal."""
 
-    def __init__(self, msg, error_index, error_pid, exit_code, signal_name=None):
+    def __init__(
+        self,
+        msg: str,
+        error_index: int,
+        error_pid: int,
+        exit_code: int,
+        signal_name: str | None = None,
+    ) -> None:
         super().__init__(msg, error_index, error_pid)
         self.exit_code = exit_code
         self.signal_name = signal_name
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return type(self), (self.msg, self.error_index, self.pid, self.exit_code, self.signal_name)
 
 
-def _wrap(fn, i, args, error_file):
+def _wrap(fn: Callable[..., Any], i: int, args: Sequence[Any], error_file: str) -> None:
     try:
         fn(i, *args)
     except KeyboardInterrupt:
@@ -60,15 +71,15 @@ def _wrap(fn, i, args, error_file):
 class ProcessContext:
     """The processes started by start_processes(join=False)."""
 
-    def __init__(self, processes, error_files):
+    def __init__(self, processes: list[Any], error_files: list[str]) -> None:
         self.processes = processes
         self.error_files = error_files
         self.sentinels = {p.sentinel: i for i, p in enumerate(processes)}
 
-    def pids(self):
+    def pids(self) -> list[int]:
         return [int(p.pid) for p in self.processes]
 
-    def join(self, timeout=None, grace_period=None):
+    def join(self, timeout: float | None = None, grace_period: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds for a process to end.  Returns True when
         all have ended well, False while some still run.  When one failed, the
         others are stopped (SIGTERM, then after ``grace_period`` seconds SIGKILL)
@@ -117,7 +128,7 @@ class ProcessContext:
         msg = f"\n\n-- Process {error_index} terminated with the following error:\n{original}"
         raise ProcessRaisedException(msg, error_index, failed.pid)
 
-    def _stop_others(self, grace_period):
+    def _stop_others(self, grace_period: float | None) -> None:
         for p in self.processes:
             if p.is_alive():
                 p.terminate()
@@ -128,13 +139,20 @@ class ProcessContext:
                 p.kill()
                 p.join()
 
-    def _remove_error_files(self):
+    def _remove_error_files(self) -> None:
         for path in self.error_files:
             with contextlib.suppress(OSError):
                 os.unlink(path)
 
 
-def start_processes(fn, args=(), nprocs=1, join=True, daemon=False, start_method="spawn"):
+def start_processes(
+    fn: Callable[..., Any],
+    args: Sequence[Any] = (),
+    nprocs: int = 1,
+    join: bool = True,
+    daemon: bool = False,
+    start_method: str = "spawn",
+) -> ProcessContext | None:
     """Start nprocs processes running fn(i, *args) with the given start method;
     with join=True wait for all of them (re-raising the first failure), else
     return their ProcessContext."""
@@ -145,7 +163,9 @@ def start_processes(fn, args=(), nprocs=1, join=True, daemon=False, start_method
             fd, path = tempfile.mkstemp(prefix="ember-spawn-error-")
             os.close(fd)
             error_files.append(path)
-            p = ctx.Process(target=_wrap, args=(fn, i, args, path), daemon=daemon)
+            p = ctx.Process(  # type: ignore[attr-defined] # a context has Process
+                target=_wrap, args=(fn, i, args, path), daemon=daemon
+            )
             p.start()
             processes.append(p)
     except BaseException:
@@ -163,7 +183,14 @@ def start_processes(fn, args=(), nprocs=1, join=True, daemon=False, start_method
     return None
 
 
-def spawn(fn, args=(), nprocs=1, join=True, daemon=False, start_method="spawn"):
+def spawn(
+    fn: Callable[..., Any],
+    args: Sequence[Any] = (),
+    nprocs: int = 1,
+    join: bool = True,
+    daemon: bool = False,
+    start_method: str = "spawn",
+) -> ProcessContext | None:
     """Run fn(i, *args) for i in range(nprocs), each in a new process (as
     torch.multiprocessing.spawn).
 

@@ -8,6 +8,8 @@ learning-rate schedulers for ember tensors (ember.nn / ember.optim).
 
 # ruff: noqa: F401 - this module re-exports names
 
+from importlib import metadata as _metadata
+
 from ember_nn import (  # torch.nn.attention, torch.nn.grad
     attention,
     functional,
@@ -20,7 +22,8 @@ from ember_nn.modules import *  # noqa: F403 - the layer namespace, as torch.nn
 from ember_nn.modules import __dict__ as _modules_dict
 from ember_nn.parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
-__version__ = "0.1.0"
+# the installed distribution's version (Note [One version], VERSION)
+__version__ = _metadata.version("ember-nn")
 
 __all__ = sorted(
     [k for k in _modules_dict if not k.startswith("_") and k[0].isupper()]

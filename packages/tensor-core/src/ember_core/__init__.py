@@ -8,6 +8,7 @@
 
 import builtins as _builtins
 import math as _math
+from importlib import metadata as _metadata
 
 # The modules that declare ops (their defop declarations fill the op table):
 # elementwise math, views and joining, creation, reductions and statistics,
@@ -133,7 +134,12 @@ from ember_core._storage import (
 from ember_core._tensor import Size, Tensor
 from ember_core._views import broadcast_shapes
 
-__version__ = "0.1.0"
+# the installed distribution's version (Note [One version], VERSION); none while
+# tensor-core's build imports the package from its build directory (Note [Stubs])
+try:
+    __version__ = _metadata.version("ember-tensor-core")
+except _metadata.PackageNotFoundError:
+    __version__ = "0+unknown"
 
 # PyTorch's dtype aliases
 bool = bool_  # noqa: A001 - the public name is torch.bool
@@ -372,3 +378,19 @@ def __getattr__(name):
 # (`cuda` is a submodule: a star import of ember_core must not shadow the
 # importer's own, e.g. the umbrella's ember.cuda)
 __all__ = sorted({k for k, v in globals().items() if not k.startswith("_") and k != "cuda"})
+
+
+# Note [Generated docstrings] (_opdoc.py): every op's docstring in PyTorch's layout,
+# generated with the stubs when the wheel is built (absent from a source tree).
+def _apply_generated_docstrings():
+    import json
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), "_opdocs.json")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            for name, doc in json.load(f).items():
+                _public[name].__doc__ = doc
+
+
+_apply_generated_docstrings()

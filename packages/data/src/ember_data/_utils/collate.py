@@ -27,6 +27,7 @@ import collections
 import copy
 import re
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -413,7 +414,7 @@ def torch_collate(batch):
     return collate(batch, collate_fn_map=torch_collate_fn_map)
 
 
-torch_collate_fn_map = {}  # filled on first use: torch is imported only then
+torch_collate_fn_map: dict[Any, Any] = {}  # filled on first use: torch is imported only then
 
 
 def _to_torch(numpy_fn):

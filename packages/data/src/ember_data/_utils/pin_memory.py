@@ -5,10 +5,11 @@ noted once per process."""
 import collections
 import copy
 import warnings
+from typing import Any
 
 from ember_data import _rng
 
-_noted = []
+_noted: list[Any] = []
 
 
 def available():

@@ -22,6 +22,7 @@ import itertools
 import mmap
 import os
 import tempfile
+from typing import Any
 
 import numpy as np
 
@@ -129,7 +130,7 @@ class Segment:
 
 # Segments made for arrays of the batch being built in this process, by address,
 # until the transport sends (or drops) them.
-_registry = {}
+_registry: dict[Any, Any] = {}
 
 
 def empty(shape, dtype):

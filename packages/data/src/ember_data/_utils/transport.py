@@ -41,6 +41,7 @@ import os
 import pickle
 import socket
 import struct
+from typing import Any
 
 import numpy as np
 
@@ -58,7 +59,7 @@ _SEGMENT_FRAME = b"S"
 _LEN = struct.Struct("<Q")
 _HLEN = struct.Struct("<I")
 
-_hook = []
+_hook: list[Any] = []
 
 
 def transport_hook():

@@ -1,0 +1,1 @@
+../../tools/ember_release.py

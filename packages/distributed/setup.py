@@ -1,0 +1,12 @@
+# Metadata lives in pyproject.toml; setup.py adds the version, the pins between
+# ember packages and the classifiers (Note [One version], ember_release.py).
+import pathlib
+import sys
+
+from setuptools import setup
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import ember_release  # noqa: E402
+
+setup(**ember_release.setup_kwargs(HERE))

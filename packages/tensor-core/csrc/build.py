@@ -67,6 +67,8 @@ SOURCES += [
     "cuda/random_launch.c",
     "cuda/sequence_launch.c",
 ]
+# indexing, masks, sorting, selection and counting (cudaidx)
+SOURCES += ["cuda/indexing_launch.c", "cuda/sort_launch.c"]
 # the nn kernels on CUDA (losses, norms, pooling, embedding, optimizer steps)
 # and mixed precision's gradient check (both devices)
 SOURCES += ["amp.c", "cuda/nn_launch.c"]
@@ -77,6 +79,7 @@ SOURCES += ["amp.c", "cuda/nn_launch.c"]
 # kernels share with them.
 CUDA_SHARED_HEADERS = ["ember_codes.h", "dtype_lists.h", "special.h", "elementwise_ops.h"]
 CUDA_SHARED_HEADERS += ["philox.h"]  # random numbers (Note [Bit-identical random numbers])
+CUDA_SHARED_HEADERS += ["random_dist.h"]  # the per-element samplers (cudaidx)
 CUDA_SHARED_HEADERS += ["activation_ops.h"]  # the activation family (cuda/nn_act.cuh)
 CUDA_SHARED_HEADERS += ["index_map.h"]  # padding and nearest maps (cuda/nn_resample.cuh)
 CUDA_SOURCES_C = CSRC / "cuda" / "_kernel_sources.c"

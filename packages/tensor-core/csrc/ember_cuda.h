@@ -168,6 +168,51 @@ int ecu_linspace(int dtype, int64_t n, ec_ptr out, double start, double end);
 int ecu_triangle(int dtype, int ndim, const int64_t* layout, ec_ptr out, ec_ptr x,
                  int64_t diagonal, int upper);
 
+/* --- indexing, sorting and counting (cuda/indexing_launch.c, cuda/sort_launch.c) */
+
+/* Their kernel families (numbered apart from the list above), and the ops of
+ * the index family besides ec_index's modes (EC_INDEX_*). */
+enum ecu_family_indexing { ECU_FAM_INDEX = 20, ECU_FAM_SORT = 21 };
+enum ecu_index_op { ECU_IX_MASKED_SELECT = 8, ECU_IX_MASKED_SCATTER = 9, ECU_IX_NONZERO = 10 };
+/* threads of the one block that compacts (Note [Ordered compaction]) */
+#define ECU_COMPACT_BLOCK 1024
+
+int ecu_index(int mode, int dtype, int ndim, const int64_t* layout, ec_ptr values, ec_ptr x,
+              int nidx, const ec_ptr* idx, const int64_t* sizes, const int64_t* xstrides,
+              const int64_t* dims, double alpha);
+int ecu_masked_select(int dtype, int ndim, const int64_t* layout, ec_ptr out, ec_ptr x,
+                      ec_ptr mask);
+int ecu_masked_scatter(int dtype, int ndim, const int64_t* layout, ec_ptr self, ec_ptr mask,
+                       ec_ptr src, int64_t src_numel);
+int ecu_nonzero(int dtype, int ndim, const int64_t* layout, ec_ptr out, int64_t st_n,
+                int64_t st_d, ec_ptr x, int64_t n);
+/* Note [CUDA sort] (cuda/sort.cuh): topk, kthvalue and mode of lines longer
+ * than a tile need a workspace of this many bytes (0: none), set with
+ * ecu_set_workspace just before the call. */
+uint64_t ecu_sort_workspace(int64_t lines, int64_t n);
+int ecu_sort(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t x_st, int64_t v_st,
+             int64_t i_st, ec_ptr values, ec_ptr indices, ec_ptr x, int descending);
+int ecu_topk(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t k, int64_t x_st,
+             int64_t v_st, int64_t i_st, ec_ptr values, ec_ptr indices, ec_ptr x, int largest,
+             int sorted);
+int ecu_kthvalue(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t k, int64_t x_st,
+                 int64_t v_st, int64_t i_st, ec_ptr values, ec_ptr indices, ec_ptr x, int mode);
+int ecu_mode(int dtype, int ndim, const int64_t* layout, int64_t n, int64_t x_st, int64_t v_st,
+             int64_t i_st, ec_ptr values, ec_ptr indices, ec_ptr x);
+int ecu_searchsorted(int dtype, int64_t rows, int64_t nseq, ec_ptr seq, int64_t seq_rs,
+                     int64_t nval, ec_ptr vals, ec_ptr out, int out_int32, int right,
+                     ec_ptr sorter, int64_t sorter_rs);
+int ecu_bincount(int64_t n, ec_ptr x, ec_ptr w, int w_dtype, ec_ptr out, int out_dtype,
+                 int64_t nbins);
+int ecu_histc(int dtype, int64_t n, ec_ptr x, ec_ptr out, int64_t bins, double lo, double hi);
+int ecu_multinomial(int dtype, int64_t rows, int64_t cats, ec_ptr weights, int64_t num_samples,
+                    int replacement, ec_ptr out, uint64_t seed, uint64_t offset);
+int ecu_standard_gamma(int dtype, int64_t n, ec_ptr alpha, ec_ptr out, uint64_t seed,
+                       uint64_t offset);
+int ecu_standard_gamma_grad(int dtype, int64_t n, ec_ptr alpha, ec_ptr x, ec_ptr out);
+int ecu_poisson(int dtype, int64_t n, ec_ptr rate, ec_ptr out, uint64_t seed, uint64_t offset);
+int ecu_binomial(int dtype, int64_t n, ec_ptr count, ec_ptr prob, ec_ptr out, uint64_t seed,
+                 uint64_t offset);
 /* --- nn kernels (cuda/nn_launch.c, cuda/nn_*.cuh) ------------------------ */
 
 /* The kernels of family ECU_FAM_NN (one compile group each, per dtype). */

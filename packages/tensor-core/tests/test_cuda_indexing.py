@@ -357,7 +357,9 @@ def test_indexing_large(dtype):
             "index_put",
         ),
     ]
-    tol = {ec.float32: (1e-5, 1e-4), ec.bfloat16: (2e-2, 5e-2)}
+    # sums of duplicate indices add in an unspecified order on CUDA (atomics, as in
+    # PyTorch), each step rounding to bfloat16: a few ulps of the largest partial sum
+    tol = {ec.float32: (1e-5, 1e-4), ec.bfloat16: (2e-2, 1e-1)}
     run_table(f"large indexing on CUDA ({dtype})", cases, dtype, tol=tol)
 
 

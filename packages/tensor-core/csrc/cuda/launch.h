@@ -54,6 +54,10 @@ ecu_CUstream ecu_stream(void);
 int ecu_device(void);
 ecu_CUdeviceptr ecu_error_word(void);
 
+/* The workspace Python set for this thread's next launch (Note [Reduction
+ * workspace]); taking it clears the slot.  For launchers outside reduce_launch.c. */
+void ecu_take_workspace(char** ws, uint64_t* nbytes);
+
 /* Whether every launch waits for its work (EMBER_LAUNCH_BLOCKING=1). */
 int ecu_launch_is_blocking(void);
 

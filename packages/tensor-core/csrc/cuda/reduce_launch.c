@@ -76,6 +76,8 @@ static void take_workspace(char** ws, uint64_t* nbytes) {
     tls_ws.nbytes = 0;
 }
 
+void ecu_take_workspace(char** ws, uint64_t* nbytes) { take_workspace(ws, nbytes); }
+
 static int check_workspace(uint64_t need, uint64_t have, const char* op) {
     if (need <= have) return EC_OK;
     return ec_fail(EC_ERR_INVALID,

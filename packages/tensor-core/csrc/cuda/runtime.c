@@ -297,10 +297,18 @@ static int device_errors(int dev) {
     long long a = (long long)w[2] | ((long long)w[3] << 32);
     long long b = (long long)w[4] | ((long long)w[5] << 32);
     w[0] = 0;
+    /* Python raises it as a DeviceIndexError: an IndexError and a RuntimeError
+     * (as PyTorch's device-side asserts are); the message prefix tells it apart */
     if (code == EC_ERR_INDEX)
         return ec_fail(EC_ERR_INDEX,
                        "CUDA kernel error (reported at this synchronisation, by a kernel queued "
                        "earlier): index %lld is out of bounds for a dimension of size %lld", a, b);
+    if (code == EC_ERR_VALUE) /* e.g. multinomial's weights (detail: the row) */
+        return ec_fail(EC_ERR_CUDA,
+                       "CUDA kernel error (reported at this synchronisation, by a kernel queued "
+                       "earlier): invalid input values (multinomial: weights must be finite, "
+                       "non-negative and have a positive sum, and enough non-zero categories "
+                       "without replacement; row %lld)", a);
     return ec_fail(EC_ERR_CUDA, "CUDA kernel error (reported at this synchronisation, by a "
                                 "kernel queued earlier): code %d (%lld, %lld)", code, a, b);
 }

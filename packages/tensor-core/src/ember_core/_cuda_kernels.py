@@ -272,6 +272,107 @@ def _sequence(op, dtype, dtype2):
     raise RuntimeError(f"no CUDA sequence kernel {op} for dtype code {dtype}")
 
 
+# ------------------- indexing, masks, sorting (indexing.cuh, sort.cuh; cudaidx)
+
+_INDEX_HEADERS = ("prelude.cuh", "ember_codes.h", "dtype_lists.h", "store.cuh", "indexing.cuh")
+_INDEX_SOURCE = "".join(f'#include "{h}"\n' for h in _INDEX_HEADERS)
+INDEX_MODES = tuple(range(lib.EC_INDEX_GET, lib.EC_INDEX_MIN + 1))
+_MASKED = {lib.ECU_IX_MASKED_SELECT: "false", lib.ECU_IX_MASKED_SCATTER: "true"}
+
+
+def _index(op, dtype, dtype2):
+    sfx = DTYPES[dtype][1]
+    if op in INDEX_MODES:
+        return Group(
+            f"INDEX_{op}_{sfx}",
+            _INDEX_SOURCE,
+            _INDEX_HEADERS,
+            _strided("ecu_index_k", f"ecu_dt_{sfx}", f", {op}"),
+        )
+    if op in _MASKED and dtype in _TRIANGLE_DTYPES:  # bits: one kernel per item size
+        t = _TRIANGLE_DTYPES[dtype]
+        return Group(
+            f"MASKED_{op}_{t}",
+            _INDEX_SOURCE,
+            _INDEX_HEADERS,
+            _strided("ecu_masked_k", t, f", {_MASKED[op]}"),
+        )
+    if op == lib.ECU_IX_NONZERO:
+        return Group(
+            f"NONZERO_{sfx}", _INDEX_SOURCE, _INDEX_HEADERS, ((0, f"ecu_nonzero_k<ecu_dt_{sfx}>"),)
+        )
+    raise RuntimeError(f"no CUDA index kernel {op} for dtype code {dtype}")
+
+
+_SORT_HEADERS = ("prelude.cuh", "ember_codes.h", "dtype_lists.h", "store.cuh", "sort.cuh")
+_SORT_SOURCE = "".join(f'#include "{h}"\n' for h in _SORT_HEADERS)
+# variants (cuda/sort_launch.c): one tile per line, tiles of long lines, a wide
+# step of a long line's merge, writing the results of long lines
+_SORT_KERNELS = ("ecu_sort_small_k", "ecu_sort_tiles_k", "ecu_sort_step_k", "ecu_sort_finish_k")
+
+
+_SEARCH_HEADERS = _INDEX_HEADERS + ("search.cuh",)
+_SEARCH_SOURCE = "".join(f'#include "{h}"\n' for h in _SEARCH_HEADERS)
+# ops of the sort family besides sorting (cuda/sort_launch.c)
+SORT_OPS = {"SORT": 0, "SEARCHSORTED": 1, "BINCOUNT": 2, "HISTC": 3, "MULTINOMIAL": 4, "RDIST": 5}
+# the per-element samplers (random_dist.h): gamma, its derivative, poisson, binomial
+RDIST_KINDS = (0, 1, 2, 3)
+_RDIST_HEADERS = ("prelude.cuh", "ember_codes.h", "special.h", "random_dist.h", "random_dist.cuh")
+_RDIST_SOURCE = "".join(f'#include "{h}"\n' for h in _RDIST_HEADERS)
+# multinomial draws Philox numbers as the CPU does (Note [Bit-identical random numbers])
+_MULTINOMIAL_HEADERS = _INDEX_HEADERS + ("philox.h", "multinomial.cuh")
+_MULTINOMIAL_SOURCE = "".join(f'#include "{h}"\n' for h in _MULTINOMIAL_HEADERS)
+
+
+def _sort(op, dtype, dtype2):
+    sfx = DTYPES[dtype][1]
+    if op == SORT_OPS["SORT"]:
+        kernels = tuple((v, f"{k}<ecu_dt_{sfx}>") for v, k in enumerate(_SORT_KERNELS))
+        return Group(f"SORT_{sfx}", _SORT_SOURCE, _SORT_HEADERS, kernels)
+    if op == SORT_OPS["SEARCHSORTED"]:
+        kernels = ((0, f"ecu_searchsorted_k<ecu_dt_{sfx}>"),)
+        return Group(f"SEARCHSORTED_{sfx}", _SEARCH_SOURCE, _SEARCH_HEADERS, kernels)
+    if (
+        op == SORT_OPS["BINCOUNT"]
+        and dtype2 in DTYPES
+        and (dtype in _NN_FLOATS or (dtype == lib.EC_INT64 and dtype2 == lib.EC_BOOL))
+    ):
+        w = DTYPES[dtype2][1]
+        kernels = ((0, f"ecu_bincount_k<ecu_dt_{sfx}, ecu_dt_{w}>"),)
+        return Group(f"BINCOUNT_{sfx}_{w}", _SEARCH_SOURCE, _SEARCH_HEADERS, kernels)
+    if op == SORT_OPS["HISTC"] and dtype in FLOATS:
+        k = "ecu_histc_small_k" if dtype in (lib.EC_FLOAT16, lib.EC_BFLOAT16) else "ecu_histc_k"
+        kernels = ((int(k == "ecu_histc_small_k"), f"{k}<ecu_dt_{sfx}>"),)
+        return Group(f"HISTC_{sfx}", _SEARCH_SOURCE, _SEARCH_HEADERS, kernels)
+    if op == SORT_OPS["MULTINOMIAL"] and dtype in FLOATS:
+        kernels = ((0, f"ecu_multinomial_k<ecu_dt_{sfx}>"),)
+        return Group(
+            f"MULTINOMIAL_{sfx}", _MULTINOMIAL_SOURCE, _MULTINOMIAL_HEADERS, kernels, _NO_FMA
+        )
+    if op == SORT_OPS["RDIST"] and dtype in _NN_FLOATS and dtype2 in RDIST_KINDS:
+        t = DTYPES[dtype][2]
+        kernels = ((0, f"ecu_rdist_k<{dtype2}, {t}>"),)
+        return Group(f"RDIST_{dtype2}_{sfx}", _RDIST_SOURCE, _RDIST_HEADERS, kernels, _NO_FMA)
+    raise RuntimeError(f"no CUDA sort-family kernel {op} for dtype codes {dtype}/{dtype2}")
+
+
+def index_groups():
+    """Every indexing and sorting group (csrc/cuda/indexing.cuh, sort.cuh)."""
+    out = [group(lib.ECU_FAM_INDEX, m, dt, 0) for m in INDEX_MODES for dt in DTYPES]
+    out += [group(lib.ECU_FAM_INDEX, op, dt, 0) for op in _MASKED for dt in _TRIANGLE_DTYPES]
+    out += [group(lib.ECU_FAM_INDEX, lib.ECU_IX_NONZERO, dt, 0) for dt in DTYPES]
+    out += [group(lib.ECU_FAM_SORT, 0, dt, 0) for dt in DTYPES]
+    out += [group(lib.ECU_FAM_SORT, SORT_OPS["SEARCHSORTED"], dt, 0) for dt in DTYPES]
+    out.append(group(lib.ECU_FAM_SORT, SORT_OPS["BINCOUNT"], lib.EC_INT64, lib.EC_BOOL))
+    out += [group(lib.ECU_FAM_SORT, SORT_OPS["BINCOUNT"], o, w) for o in _NN_FLOATS for w in DTYPES]
+    out += [group(lib.ECU_FAM_SORT, SORT_OPS["HISTC"], dt, 0) for dt in FLOATS]
+    out += [group(lib.ECU_FAM_SORT, SORT_OPS["MULTINOMIAL"], dt, 0) for dt in FLOATS]
+    out += [
+        group(lib.ECU_FAM_SORT, SORT_OPS["RDIST"], dt, k) for dt in _NN_FLOATS for k in RDIST_KINDS
+    ]
+    return out
+
+
 FAMILIES = {
     lib.ECU_FAM_UNARY: _unary,
     lib.ECU_FAM_BINARY: _binary,
@@ -283,6 +384,8 @@ FAMILIES = {
     lib.ECU_FAM_SOFTMAX: _softmax,
     lib.ECU_FAM_RANDOM: _random,
     lib.ECU_FAM_SEQUENCE: _sequence,
+    lib.ECU_FAM_INDEX: _index,
+    lib.ECU_FAM_SORT: _sort,
     lib.ECU_FAM_NN: _cuda_nn_kernels.nn_group,
 }
 
@@ -335,6 +438,7 @@ def all_groups():
         group(lib.ECU_FAM_SEQUENCE, op, 0, 0) for op in (lib.ECU_SEQ_ARANGE, lib.ECU_SEQ_LINSPACE)
     ]
     out += [group(lib.ECU_FAM_SEQUENCE, lib.ECU_SEQ_TRIANGLE, dt, 0) for dt in _TRIANGLE_DTYPES]
+    out += index_groups()
     out += _cuda_nn_kernels.nn_groups()
     return out
 

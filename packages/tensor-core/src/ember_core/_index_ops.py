@@ -401,13 +401,13 @@ def scatter_reduce_into(op, self, dim, index, src, reduce, include_self):
         from ember_core._creation import full, ones
         from ember_core._elementwise import clamp, div
 
-        count = full(self._shape, 1 if include_self else 0, dtype=self._dtype)
+        count = full(self._shape, 1 if include_self else 0, dtype=self._dtype, device=self.device)
         scatter_into(
             op,
             count,
             dim,
             index,
-            ones(index._shape, dtype=self._dtype),
+            ones(index._shape, dtype=self._dtype, device=self.device),
             L.EC_INDEX_ADD,
             check_src=False,
         )

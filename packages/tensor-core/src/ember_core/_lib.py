@@ -48,6 +48,17 @@ def last_message():
     return ffi.string(lib.ec_last_message()).decode("utf-8", "replace")
 
 
+class DeviceIndexError(RuntimeError, IndexError):
+    """An index out of range found by a CUDA kernel and reported at a later
+    synchronisation (Note [Device-side errors] in csrc/cuda/runtime.c): a
+    RuntimeError like PyTorch's device-side assert, and an IndexError like the
+    check of the CPU kernels."""
+
+
+# runtime.c's message for errors a kernel recorded in the device's error word
+_DEVICE_ERROR_PREFIX = "CUDA kernel error"
+
+
 def error(status, op):
     if status == lib.EC_ERR_CUDA_COMPILE:  # the compile callback raised (see _cuda.py)
         from ember_core import _cuda
@@ -60,6 +71,8 @@ def error(status, op):
     if status == lib.EC_ERR_ZERO_DIV:
         return ZeroDivisionRuntimeError(f"{op}: ZeroDivisionError: {detail}")
     if status == lib.EC_ERR_INDEX:
+        if detail.startswith(_DEVICE_ERROR_PREFIX):
+            return DeviceIndexError(f"{op}: {detail}")
         return IndexError(f"{op}: {detail}")
     if status == lib.EC_ERR_NOMEM:
         return MemoryError(f"{op}: {detail}")

@@ -496,7 +496,8 @@ def multilabel_margin_loss(input, target, reduction=0):
     # targets before the first -1 count
     valid = (y >= 0).to(D.int64).cumprod(1).to(D.bool_)
     idx = where(valid, y, zeros((), dtype=y.dtype))
-    is_target = zeros((n, c), dtype=x.dtype).scatter_add_(1, idx, valid.to(x.dtype)).clamp_max(1)
+    is_target = zeros((n, c), dtype=x.dtype, device=x.device)
+    is_target = is_target.scatter_add_(1, idx, valid.to(x.dtype)).clamp_max(1)
     x_t = x.gather(1, idx)  # (n, c): the score of each listed target
     margins = (1 - x_t.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0)  # (n, target j, class i)
     margins = margins * valid.to(x.dtype).unsqueeze(2) * (1 - is_target).unsqueeze(1)

@@ -40,9 +40,6 @@ def _work(op, t, kernel_name):
     """t as a contiguous float32/float64 tensor (half types compute in float32)."""
     if not isinstance(t, Tensor):
         raise TypeError(f"{op}(): argument must be a Tensor, not {type(t).__name__}")
-    dev = t._storage._device
-    if dev.type != "cpu":  # the kernels are C loops over host memory
-        raise RuntimeError(f"{op}: only CPU tensors are supported, got a tensor on {dev}")
     dt = t._dtype
     if not dt.is_floating_point:  # float dtypes never reach the lookup below
         name = _TORCH_NAMES.get(dt.name, dt.name)
@@ -61,7 +58,7 @@ def _standard_gamma(input, generator=None):
     """Gamma(input, 1) samples, one per element of ``input`` (the shapes)."""
     a = _work("_standard_gamma", input, "gamma_cpu")
     out = _empty(a._shape, a._dtype, a._storage._device)
-    seed, offset = _gen(generator).take(a._numel)
+    seed, offset = _gen(generator, a._storage._device).take(a._numel)
     n = a._numel
     check(
         _fn("ec_standard_gamma", n, a._storage._device)(
@@ -108,7 +105,7 @@ def poisson(input, generator=None):
     """Poisson samples with rates ``input`` (same shape and dtype)."""
     r = _work("poisson", input, "poisson_cpu")
     out = _empty(r._shape, r._dtype, r._storage._device)
-    seed, offset = _gen(generator).take(r._numel)
+    seed, offset = _gen(generator, r._storage._device).take(r._numel)
     n = r._numel
     check(
         _fn("ec_poisson", n, r._storage._device)(r._dtype.code, n, r._ptr, out._ptr, seed, offset),
@@ -134,7 +131,7 @@ def binomial(count, prob, generator=None):
     c = _work("binomial", count.expand(shape), "binomial_cpu")
     p = _work("binomial", prob.expand(shape), "binomial_cpu").to(c._dtype)
     out = _empty(c._shape, c._dtype, c._storage._device)
-    seed, offset = _gen(generator).take(c._numel)
+    seed, offset = _gen(generator, c._storage._device).take(c._numel)
     n = c._numel
     check(
         _fn("ec_binomial", n, c._storage._device)(

@@ -49,6 +49,18 @@ def _fn(name, x):
     return getattr(dev._kn if x._numel * x._dtype.itemsize > NOGIL_THRESHOLD else dev._k, name)
 
 
+def _line_workspace(x, lines, n):
+    """Note [CUDA sort] (csrc/cuda/sort.cuh): device scratch a CUDA topk,
+    kthvalue or mode of long lines needs (None on the CPU, or when none is
+    needed); kept alive by the caller until the kernels are queued."""
+    dev = x._storage._device
+    if dev.type == "cpu":
+        return None
+    from ember_core._reduction import _workspace
+
+    return _workspace(dev, dev._k.ec_sort_workspace(lines, n))
+
+
 def _reduced_shape(shape, d, keepdim):
     return shape[:d] + ((1,) if keepdim else ()) + shape[d + 1 :]
 
@@ -195,6 +207,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     indices = empty(shape, D.int64, dev)
     if values._numel:
         lay, nd = _lines(input, d, values, indices)
+        ws = _line_workspace(input, values._numel // k, n)  # noqa: F841 (kept for the launch)
         check(
             _fn("ec_topk", input)(
                 input._dtype.code,
@@ -226,6 +239,7 @@ def _select_lines(op, x, d, k, mode, keepdim):
     indices = empty(shape, D.int64, dev)
     if values._numel:
         lay, nd = _lines(x, d, values, indices)
+        ws = _line_workspace(x, values._numel, x._shape[d])  # noqa: F841 (kept for the launch)
         check(
             _fn("ec_kthvalue", x)(
                 x._dtype.code,
@@ -317,6 +331,7 @@ def mode(input, dim=-1, keepdim=False):
     indices = empty(shape, D.int64, dev)
     if values._numel:
         lay, nd = _lines(x, d, values, indices)
+        ws = _line_workspace(x, values._numel, x._shape[d])  # noqa: F841 (kept for the launch)
         check(
             _fn("ec_mode", x)(
                 x._dtype.code,
@@ -352,7 +367,10 @@ def _runs(n, starts_mask):
 
     ids = cumsum(starts_mask, 0) - 1
     starts = nonzero(starts_mask, as_tuple=True)[0]
-    ends = cat([starts[1:], full((1,), n, dtype=D.int64)]) if starts._numel else starts
+    if starts._numel:
+        ends = cat([starts[1:], full((1,), n, dtype=D.int64, device=starts_mask.device)])
+    else:
+        ends = starts
     return ids, ends - starts
 
 
@@ -367,7 +385,7 @@ def _consecutive(op, x, sort_first, return_inverse, return_counts, dim):
             vals, perm = sort_lines(flat, 0, False)
         else:
             vals, perm = flat, None
-        starts = ones((n,), dtype=D.bool_)
+        starts = ones((n,), dtype=D.bool_, device=x.device)
         if n > 1:
             starts[1:] = vals[1:] != vals[:-1]
         uniq = vals[starts]
@@ -381,7 +399,7 @@ def _consecutive(op, x, sort_first, return_inverse, return_counts, dim):
         if sort_first and n > 1:
             perm = _lexsort_rows(rows)
             rows = rows.index_select(0, perm)
-        starts = ones((n,), dtype=D.bool_)
+        starts = ones((n,), dtype=D.bool_, device=x.device)
         if n > 1 and rows._shape[1]:
             starts[1:] = (rows[1:] != rows[:-1]).any(1)
         elif n > 1:
@@ -393,7 +411,7 @@ def _consecutive(op, x, sort_first, return_inverse, return_counts, dim):
         ids, counts = _runs(n, starts)
         if return_inverse:
             if perm is not None:
-                inv = zeros((n,), dtype=D.int64)
+                inv = zeros((n,), dtype=D.int64, device=x.device)
                 inv.index_copy_(0, perm, ids)
             else:
                 inv = ids
@@ -416,7 +434,7 @@ def _lexsort_rows(rows):
     if perm is None:
         from ember_core._creation import arange
 
-        perm = arange(n)
+        perm = arange(n, device=rows.device)
     return perm
 
 

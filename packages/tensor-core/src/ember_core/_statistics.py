@@ -51,8 +51,9 @@ def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):
             f"Got {interpolation}"
         )
     scalar_q = not isinstance(q, Tensor)
-    qt = tensor([builtins.float(q)] if scalar_q else q, dtype=input.dtype)
-    if not scalar_q:
+    if scalar_q:
+        qt = tensor([builtins.float(q)], dtype=input.dtype, device=input.device)
+    else:
         if q.dim() > 1:
             raise RuntimeError(f"{op}() q must be a scalar or 1D tensor")
         if q.dtype != input.dtype:
@@ -82,7 +83,7 @@ def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):
     if ignore_nan:
         valid = (~nan_mask).sum(-1, keepdim=True).to(input.dtype)
     else:
-        valid = full(x.shape[:-1] + (1,), builtins.float(n), dtype=input.dtype)
+        valid = full(x.shape[:-1] + (1,), builtins.float(n), dtype=input.dtype, device=input.device)
     rank = qt * (valid - 1).clamp(min=0)  # (..., nq)
     if interpolation == "lower":
         rank = rank.floor()

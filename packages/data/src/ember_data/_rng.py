@@ -16,7 +16,7 @@ import numpy as np
 try:
     import ember_core as _ec
 except ImportError:  # NumPy-only install
-    _ec = None  # type: ignore[assignment]
+    _ec = None  # type: ignore[assignment, unused-ignore]  # (unused when ember_core is not found)
 
 _MAX_SEED = 2**63 - 1
 

@@ -167,7 +167,7 @@ GPU_PLATFORM := --only-binary=:all: --python-version 3.12 --implementation cp --
 	--platform manylinux2014_x86_64
 gpu-wheels:
 	rm -rf $(GPU_WHEELS) && mkdir -p $(GPU_WHEELS)
-	$(PYTHON) -m pip download -q --no-deps $(GPU_PLATFORM) -d $(GPU_WHEELS) "cffi>=1.17" \
+	$(PYTHON) -m pip download -q --no-deps $(GPU_PLATFORM) -d $(GPU_WHEELS) "cffi>=1.17" "ducc0>=0.34" \
 		"scipy-openblas32>=0.3.27"
 	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: -d $(GPU_WHEELS) \
 		pycparser "setuptools>=77" wheel

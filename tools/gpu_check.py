@@ -4,7 +4,7 @@
 
 Made for a GPU machine without network access and without a virtual
 environment: `python3` there has numpy, pytest, hypothesis, torch (CUDA), cupy
-and NVIDIA's CUDA wheels, but not cffi, pycparser or scipy-openblas32, which
+and NVIDIA's CUDA wheels, but not cffi, pycparser, scipy-openblas32 or ducc0, which
 ember needs to build; `make gpu-wheels` (run where PyPI is reachable) puts their
 wheels into .gpu/wheels/, which travels with the checkout.  The steps:
 

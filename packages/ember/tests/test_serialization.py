@@ -51,13 +51,48 @@ def roundtrip(obj, tmp_path):
         ember.int8,
         ember.uint8,
         ember.bool,
+        ember.uint16,
+        ember.uint32,
+        ember.uint64,
+        ember.complex64,
+        ember.complex128,
     ],
 )
 def test_tensor_dtypes_round_trip(tmp_path, dtype):
     t = (ember.randn(3, 4) * 10).to(dtype)
+    if dtype.is_complex:
+        t = t + 1j * ember.randn(3, 4).to(dtype)
     back = roundtrip(t, tmp_path)
     assert back.dtype is dtype and back.shape == (3, 4)
     np.testing.assert_array_equal(arr(back), arr(t))
+
+
+UNSIGNED_EXTREMES = {
+    ember.uint16: [0, 1, 2**15, 2**16 - 1],
+    ember.uint32: [0, 1, 2**31, 2**32 - 1],
+    ember.uint64: [0, 1, 2**63, 2**64 - 1],
+}
+
+
+@pytest.mark.parametrize("dtype", list(UNSIGNED_EXTREMES))
+def test_unsigned_tensors_are_untyped_storages_as_torch_writes(tmp_path, dtype):
+    values = UNSIGNED_EXTREMES[dtype]
+    base = ember.tensor(np.array(values * 3, dtype=dtype.numpy)).reshape(3, 4)
+    obj = {"base": base, "col": base[:, 3], "tail": base[1:, ::2]}
+    ember.save(obj, tmp_path / "u.pt")
+    raw = zipfile.ZipFile(tmp_path / "u.pt").read("u/data.pkl")
+    ops = [(op.name, arg) for op, arg, _ in pickletools.genops(raw)]
+    # Note [Untyped storages]: one UntypedStorage counted in bytes, dtype in the rebuild
+    assert ("GLOBAL", "torch._utils _rebuild_tensor_v3") in ops
+    assert ("GLOBAL", "torch.storage UntypedStorage") in ops
+    assert ("GLOBAL", f"torch {dtype.name}") in ops
+    assert ("BININT1", 12 * dtype.itemsize) in ops  # the storage's size in bytes
+    back = ember.load(tmp_path / "u.pt")
+    assert back["base"].dtype is dtype and back["base"].tolist() == [values] * 3
+    assert back["col"].tolist() == [values[3]] * 3
+    assert back["tail"].tolist() == [[values[0], values[2]]] * 2
+    assert back["tail"].data_ptr() == back["base"].data_ptr() + 4 * dtype.itemsize
+    assert back["col"].data_ptr() == back["base"].data_ptr() + 3 * dtype.itemsize
 
 
 def test_shapes_views_and_sharing(tmp_path):
@@ -574,6 +609,33 @@ def test_torch_load_reads_embers_checkpoints_with_weights_only(tmp_path):
     torch.save(back, tmp_path / "t.pt")
     again = ember.load(tmp_path / "t.pt")
     assert again["view"].tolist() == back["view"].tolist() and again["tags"] == {"a", "b"}
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("dtype", list(UNSIGNED_EXTREMES))
+def test_unsigned_and_complex_tensors_cross_load_with_torch(tmp_path, dtype):
+    torch = pytest.importorskip("torch")
+    values = UNSIGNED_EXTREMES[dtype]
+    tdtype = getattr(torch, dtype.name)
+    tbase = torch.tensor([values] * 3, dtype=tdtype)
+    tcomplex = torch.tensor([1 + 2j, -3.5j], dtype=torch.complex128)
+    torch.save(
+        {"base": tbase, "tail": tbase[1:, ::2], "z": tcomplex, "zf": tcomplex.to(torch.complex64)},
+        tmp_path / "t.pt",
+    )
+    back = ember.load(tmp_path / "t.pt")
+    assert back["base"].dtype is dtype and back["base"].tolist() == [values] * 3
+    assert back["tail"].tolist() == [[values[0], values[2]]] * 2
+    assert back["tail"].data_ptr() == back["base"].data_ptr() + 4 * dtype.itemsize
+    assert back["z"].dtype is ember.complex128 and back["z"].tolist() == [1 + 2j, -3.5j]
+    assert back["zf"].dtype is ember.complex64 and back["zf"].tolist() == [1 + 2j, -3.5j]
+    ember.save(back, tmp_path / "e.pt")
+    again = torch.load(tmp_path / "e.pt", weights_only=True)
+    assert again["base"].dtype == tdtype and again["base"].tolist() == [values] * 3
+    assert again["tail"].tolist() == [[values[0], values[2]]] * 2
+    assert again["tail"].untyped_storage().data_ptr() == again["base"].untyped_storage().data_ptr()
+    assert again["z"].dtype == torch.complex128 and again["z"].tolist() == [1 + 2j, -3.5j]
+    assert again["zf"].dtype == torch.complex64 and again["zf"].tolist() == [1 + 2j, -3.5j]
 
 
 @pytest.mark.parity

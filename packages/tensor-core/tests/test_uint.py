@@ -110,3 +110,44 @@ def test_promotion():
         ec.promote_types(ec.uint32, ec.int64)
     with pytest.raises(RuntimeError, match="Promotion for uint16, uint32, uint64"):
         ec.promote_types(ec.uint8, ec.uint16)
+
+
+@pytest.mark.parametrize("dt, npdt", UINTS)
+def test_python_ints_up_to_the_dtypes_max(dt, npdt):
+    # values above int64 (uint64) or int32 (uint32) from Python lists, as from NumPy
+    top = int(np.iinfo(npdt).max)
+    values = [0, 1, top // 2, top // 2 + 1, top - 1, top]
+    t = ec.tensor(values, dtype=dt)
+    assert t.dtype is dt and t.tolist() == values
+    assert t.numpy().tolist() == np.array(values, dtype=npdt).tolist()
+    assert ec.tensor([values, values[::-1]], dtype=dt).tolist() == [values, values[::-1]]
+    assert ec.tensor(top, dtype=dt).item() == top
+    assert ec.tensor([True, top], dtype=dt).tolist() == [1, top]
+
+
+def test_python_ints_beyond_uint64_or_mixed_with_negatives_overflow():
+    for bad in ([2**64], [-1, 2**64 - 1], [2**64 - 1, 1.5], [[2**63], [-1]]):
+        with pytest.raises(ValueError, match="Overflow.*uint64"):
+            ec.tensor(bad, dtype=ec.uint64)
+    with pytest.raises(ValueError, match="Overflow"):
+        ec.tensor(2**64, dtype=ec.uint64)
+    for dt in (None, ec.int64, ec.uint32, ec.uint8):
+        with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+            ec.tensor([2**63], dtype=dt)
+    with pytest.raises(ValueError, match="Overflow"):
+        ec.tensor([-1, 2**64 - 1])  # NumPy would make these float64; PyTorch refuses them
+    # floating dtypes take any int, rounded, as in PyTorch
+    assert ec.tensor([2**63, -1], dtype=ec.float64).tolist() == [2.0**63, -1.0]
+    assert ec.tensor([2**64 - 1, 0.5], dtype=ec.float64).tolist() == [2.0**64, 0.5]
+    assert ec.tensor([2**70], dtype=ec.complex128).tolist() == [complex(2**70)]
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("dt, npdt", UINTS)
+def test_python_ints_as_pytorch_reads_them(dt, npdt):
+    torch = pytest.importorskip("torch")
+    top = int(np.iinfo(npdt).max)
+    values = [[0, top // 2 + 1], [top - 1, top]]
+    expected = torch.tensor(values, dtype=getattr(torch, dt.name))
+    assert ec.tensor(values, dtype=dt).tolist() == expected.tolist()
+    assert ec.tensor(top, dtype=dt).item() == torch.tensor(top, dtype=expected.dtype).item()

@@ -40,6 +40,10 @@ DTYPE_CODES = {
     ec.int16: "I16",
     ec.int32: "I32",
     ec.int64: "I64",
+    ec.uint16: "U16",  # U16/U32/U64/C64: what the safetensors package (0.4+) writes
+    ec.uint32: "U32",
+    ec.uint64: "U64",
+    ec.complex64: "C64",
     ec.float16: "F16",
     ec.bfloat16: "BF16",
     ec.float32: "F32",
@@ -74,7 +78,11 @@ def serialize(tensors, metadata=None):
         if not isinstance(t, ec.Tensor):
             raise TypeError(f"safetensors: {name!r} is a {type(t).__name__}, not a Tensor")
         if t.dtype not in DTYPE_CODES:
-            raise TypeError(f"safetensors: {name!r} has dtype {t.dtype}, which ember cannot store")
+            known = ", ".join(d.name for d in DTYPE_CODES)
+            raise TypeError(
+                f"safetensors: {name!r} has dtype {t.dtype}, which the safetensors format "
+                f"cannot store (it stores {known})"
+            )
         data = contiguous_bytes(t)
         header[name] = {
             "dtype": DTYPE_CODES[t.dtype],

@@ -59,6 +59,14 @@ _STORAGE_DTYPES = dict(_STORAGE_NAMES)
 _STORAGE_DTYPES["UntypedStorage"] = ec.uint8
 _STORAGE_OF_DTYPE = {dtype: name for name, dtype in _STORAGE_NAMES}
 
+# Note [Untyped storages]
+# Dtypes newer than torch's typed storage classes (uint16/32/64, PyTorch 2.3+) are
+# saved by torch.save as an UntypedStorage (persistent id numel: its size in
+# bytes) rebuilt by ``_rebuild_tensor_v3(storage, offset, size, stride,
+# requires_grad, hooks, dtype)``, the dtype last; offset, size and stride count
+# elements of that dtype.  ember writes and reads them the same way.
+_UNTYPED_DTYPES = {ec.uint16, ec.uint32, ec.uint64}
+
 ALIGNMENT = 64
 _RECORD_DATE = (1980, 1, 1, 0, 0, 0)  # fixed, so one object always gives the same bytes
 
@@ -113,12 +121,15 @@ class _Storages:
                     f"dtypes ({entry[1]} and {t.dtype}), as in PyTorch; save a .clone() of one"
                 )
             return entry[4]
-        name = _STORAGE_OF_DTYPE.get(t.dtype)
-        if name is None:
-            raise TypeError(f"ember.save: tensors of dtype {t.dtype} cannot be saved yet")
         key = str(len(self.by_storage))
         numel = storage.nbytes() // t.dtype.itemsize
-        ref = _StorageRef(("storage", _torch("torch", name), key, str(t.device), numel))
+        if t.dtype in _UNTYPED_DTYPES:  # Note [Untyped storages]
+            kind, count = _torch("torch.storage", "UntypedStorage"), numel * t.dtype.itemsize
+        elif t.dtype in _STORAGE_OF_DTYPE:
+            kind, count = _torch("torch", _STORAGE_OF_DTYPE[t.dtype]), numel
+        else:
+            raise TypeError(f"ember.save: tensors of dtype {t.dtype} cannot be saved yet")
+        ref = _StorageRef(("storage", kind, key, str(t.device), count))
         self.by_storage[id(storage)] = (key, t.dtype, numel, t, ref)
         return ref
 
@@ -179,6 +190,8 @@ class _Pickler(pickle._Pickler):
             bool(t.requires_grad),
             hooks,
         )
+        if t.dtype in _UNTYPED_DTYPES:  # Note [Untyped storages]
+            return (_torch("torch._utils", "_rebuild_tensor_v3"), (*args, t.dtype))
         return (_torch("torch._utils", "_rebuild_tensor_v2"), args)
 
     def save_global(self, obj, name=None):
@@ -271,6 +284,23 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=Fals
     return t
 
 
+def _rebuild_tensor_v3(
+    storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype, *_metadata
+):
+    """A tensor of ``dtype`` over an UntypedStorage's bytes (Note [Untyped storages])."""
+    if not isinstance(dtype, ec.dtype):
+        raise pickle.UnpicklingError(f"ember.load: _rebuild_tensor_v3 got a dtype {dtype!r}")
+    if storage.dtype is not dtype:
+        nbytes = storage.numel() * storage.dtype.itemsize
+        if nbytes % dtype.itemsize:
+            raise pickle.UnpicklingError(
+                f"ember.load: a storage of {nbytes} bytes cannot hold {dtype} elements "
+                f"({dtype.itemsize} bytes each)"
+            )
+        storage = storage.view(dtype)
+    return _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad)
+
+
 def _rebuild_tensor(storage, storage_offset, size, stride):
     return storage.as_strided(tuple(size), tuple(stride), storage_offset)
 
@@ -286,6 +316,7 @@ def _torch_global(module, name):
     if module == "torch._utils":
         return {
             "_rebuild_tensor_v2": _rebuild_tensor_v2,
+            "_rebuild_tensor_v3": _rebuild_tensor_v3,
             "_rebuild_tensor": _rebuild_tensor,
             "_rebuild_parameter": _rebuild_parameter,
             "_rebuild_parameter_with_state": _rebuild_parameter,

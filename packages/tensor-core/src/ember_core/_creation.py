@@ -398,8 +398,33 @@ def fill(input, value):
 # ----------------------------------------------------------- from data
 
 
-def _infer_numpy(data):
-    """A NumPy array holding Python data, and the ember dtype PyTorch would infer."""
+def _fits_target(value, target):
+    """Whether a Python int beyond int64 may go into a tensor of dtype ``target``:
+    uint64 holds up to 2**64 - 1, and floating/complex dtypes take any int (rounded),
+    as in PyTorch; every other dtype overflows as int64 does."""
+    if target is D.uint64:
+        return 0 <= value <= D.uint64.max
+    return target is not None and (target.is_floating_point or target.is_complex)
+
+
+def _wide_ints(data, target):
+    """Python data with ints beyond int64 that NumPy kept as objects (mixed with
+    negatives, bools or floats, or beyond uint64), as an array of ``target``'s
+    kind, or None where those ints overflow ``target``."""
+    values = list(_flat(data))
+    if not all(isinstance(v, (int, float)) for v in values):
+        return None
+    if target is D.uint64 and all(isinstance(v, int) and 0 <= v <= D.uint64.max for v in values):
+        return np.array(data, dtype=np.uint64)
+    if target is not None and (target.is_floating_point or target.is_complex):
+        return np.array(data, dtype=np.complex128 if target.is_complex else np.float64)
+    return None
+
+
+def _infer_numpy(data, target=None):
+    """A NumPy array holding Python data, and the ember dtype PyTorch would infer.
+    ``target`` (the requested dtype, or None) decides whether Python ints beyond
+    int64 are an overflow (_fits_target)."""
     if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flatten_first(data)):
         data = _tensors_to_lists(data)
     try:
@@ -411,12 +436,26 @@ def _infer_numpy(data):
     check_byte_order(arr, "tensor")
     if arr.dtype == object:
         if any(isinstance(v, int) and not D.int64.min <= v <= D.int64.max for v in _flat(data)):
-            raise ValueError(_OVERFLOW)
+            wide = _wide_ints(data, target)
+            if wide is None:
+                raise ValueError(_overflow(target))
+            return wide, target
         raise TypeError(
             f"tensor(): could not infer dtype of {type(data).__name__} (ragged nesting or "
             "unsupported element types)"
         )
     kind = arr.dtype.kind
+    if (
+        kind == "f"
+        and isinstance(data, (list, tuple))
+        and arr.size
+        and np.abs(arr).max() >= 2.0**63
+        and any(isinstance(v, int) and not D.int64.min <= v <= D.int64.max for v in _flat(data))
+    ):  # NumPy made floats of ints beyond int64 mixed with negatives or floats
+        wide = _wide_ints(data, target)
+        if wide is None:
+            raise ValueError(_overflow(target))
+        return wide, target
     if kind in "iuf" and isinstance(data, (list, tuple)):
         mixed = _sequence_dtype(data)
         if mixed is not None:
@@ -429,8 +468,9 @@ def _infer_numpy(data):
             and _is_python_data(data)
             and arr.size
             and arr.max() > D.int64.max
+            and not _fits_target(int(arr.max()), target)
         ):
-            raise ValueError(_OVERFLOW)
+            raise ValueError(_overflow(target))
         inferred = (
             D.NUMPY_TO_DTYPE.get(arr.dtype, D.int64) if not _is_python_data(data) else D.int64
         )
@@ -450,6 +490,13 @@ def _infer_numpy(data):
 
 
 _OVERFLOW = "tensor(): Overflow when unpacking long long (a value does not fit int64)"
+
+
+def _overflow(target):
+    """PyTorch's message, and the dtype the values were meant for when one was given."""
+    if target is None or target is D.int64:
+        return _OVERFLOW
+    return f"{_OVERFLOW[:-1]}, nor dtype {target.name} as given)"
 
 
 def _flat(data):
@@ -562,8 +609,12 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         or isinstance(data, numbers.Number)
         and not isinstance(data, np.ndarray)
     ):
-        if data.__class__ is int and not D.int64.min <= data <= D.int64.max:
-            raise ValueError(f"{_OVERFLOW} ({data})")
+        if (
+            data.__class__ is int
+            and not D.int64.min <= data <= D.int64.max
+            and not _fits_target(data, dt)
+        ):
+            raise ValueError(f"{_overflow(dt)} ({data})")
         if isinstance(data, np.generic):
             nd = np.dtype(type(data))
             inferred = D.NUMPY_TO_DTYPE.get(nd) or (D.int64 if nd.kind in "iu" else D.float64)
@@ -572,7 +623,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         t = _empty((), dt or inferred, dev)
         fill_values(t, data)
         return _finish(_pinned(t, pin_memory), requires_grad)
-    arr, inferred = _infer_numpy(data)
+    arr, inferred = _infer_numpy(data, dt)
     target = dt or inferred
     if arr.dtype.kind == "f" and arr.dtype.itemsize > 8:  # float128 and the like
         arr = arr.astype(np.float64)

@@ -8,7 +8,8 @@ their keys, which any safetensors reader (``safetensors.numpy.load_file``,
 
 The format (8-byte header length, JSON header, raw little-endian bytes) is ember's
 own reader and writer (ember/_safetensors.py, shared with ember.load), so every
-ember dtype, bfloat16 included, round-trips without NumPy.  A file is written
+dtype the safetensors package stores (bfloat16, uint16/32/64 and complex64 included)
+round-trips without NumPy; complex128, which the format has no code for, raises.  A file is written
 atomically (temporary file, fsync, rename), mode 0644 less the umask.  Tensors that
 share memory are written as separate copies: the format has no views.
 """

@@ -142,6 +142,17 @@ def test_python_ints_beyond_uint64_or_mixed_with_negatives_overflow():
     assert ec.tensor([2**70], dtype=ec.complex128).tolist() == [complex(2**70)]
 
 
+def test_negative_python_ints_into_unsigned_dtypes():
+    # PyTorch wraps them into uint8/16/32 but refuses them for uint64 (OverflowError;
+    # ember raises ValueError for every overflow); NumPy data wraps
+    for dt, npdt in ((ec.uint8, np.uint8), (ec.uint16, np.uint16), (ec.uint32, np.uint32)):
+        assert ec.tensor([-1], dtype=dt).tolist() == [int(np.iinfo(npdt).max)]
+    for bad in (-1, [-1], [[1], [-2]]):
+        with pytest.raises(ValueError, match="negative int to unsigned"):
+            ec.tensor(bad, dtype=ec.uint64)
+    assert ec.tensor(np.array([-1]), dtype=ec.uint64).tolist() == [2**64 - 1]
+
+
 @pytest.mark.parity
 @pytest.mark.parametrize("dt, npdt", UINTS)
 def test_python_ints_as_pytorch_reads_them(dt, npdt):

@@ -489,6 +489,9 @@ def _infer_numpy(data, target=None):
     return arr, inferred
 
 
+# PyTorch wraps negative Python ints into uint8/16/32 but refuses them for uint64 (an
+# OverflowError there; a ValueError here, as every overflow: Note [Argument errors])
+_NEGATIVE_UINT64 = "tensor(): can't convert negative int to unsigned (dtype uint64)"
 _OVERFLOW = "tensor(): Overflow when unpacking long long (a value does not fit int64)"
 
 
@@ -615,6 +618,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
             and not _fits_target(data, dt)
         ):
             raise ValueError(f"{_overflow(dt)} ({data})")
+        if dt is D.uint64 and data.__class__ is int and data < 0:
+            raise ValueError(_NEGATIVE_UINT64)
         if isinstance(data, np.generic):
             nd = np.dtype(type(data))
             inferred = D.NUMPY_TO_DTYPE.get(nd) or (D.int64 if nd.kind in "iu" else D.float64)
@@ -625,6 +630,14 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         return _finish(_pinned(t, pin_memory), requires_grad)
     arr, inferred = _infer_numpy(data, dt)
     target = dt or inferred
+    if (
+        dt is D.uint64
+        and arr.dtype.kind == "i"
+        and arr.size
+        and arr.min() < 0
+        and _is_python_data(data)
+    ):
+        raise ValueError(_NEGATIVE_UINT64)
     if arr.dtype.kind == "f" and arr.dtype.itemsize > 8:  # float128 and the like
         arr = arr.astype(np.float64)
     elif arr.dtype.kind == "c" and arr.dtype.itemsize > 16:

@@ -76,6 +76,8 @@ from ember.amp import (  # noqa: E402
 linalg = _alias_module("ember.linalg", "ember_core.linalg")
 # torch.fft is ember_core.fft (``import ember.fft`` works too)
 fft = _alias_module("ember.fft", "ember_core.fft")
+# torch.sparse is ember_core.sparse (Note [Sparse layouts])
+sparse = _alias_module("ember.sparse", "ember_core.sparse")
 
 with contextlib.suppress(ImportError):  # a dependency; tolerate a partial install
     from ember import multiprocessing  # noqa: E402

@@ -32,7 +32,7 @@ import zipfile
 import zlib
 
 import ember_core as ec
-from ember_core import _interop
+from ember_core import _interop, _sparse
 
 from . import _unpickling
 from ._checkpoint_errors import fail
@@ -173,9 +173,14 @@ class _Pickler(pickle._Pickler):
             return (_torch("torch", "Size"), (tuple(obj),))
         if kind is ec.device:
             return (_torch("torch", "device"), (str(obj),))
+        if kind is ec.layout:
+            return (_torch("torch.serialization", "_get_layout"), (f"torch.{obj.name}",))
         return NotImplemented
 
     def _reduce_tensor(self, t):
+        if t.layout is not ec.strided:  # its components are saved as dense tensors
+            data = _sparse.torch_sparse_data(t)
+            return (_torch("torch._utils", "_rebuild_sparse_tensor"), (t.layout, data))
         hooks = collections.OrderedDict()
         if type(t).__name__ == "Parameter":
             data = t.detach()
@@ -320,7 +325,10 @@ def _torch_global(module, name):
             "_rebuild_tensor": _rebuild_tensor,
             "_rebuild_parameter": _rebuild_parameter,
             "_rebuild_parameter_with_state": _rebuild_parameter,
+            "_rebuild_sparse_tensor": _sparse.rebuild_sparse,
         }.get(name)
+    if module == "torch.serialization" and name == "_get_layout":
+        return _layout_by_name
     if module in ("torch", "torch.storage") and name in _STORAGE_DTYPES:
         return _StorageType(name)
     if module == "torch":
@@ -332,6 +340,14 @@ def _torch_global(module, name):
         if isinstance(dtype, ec.dtype):
             return dtype
     return None
+
+
+def _layout_by_name(name):
+    """torch.serialization._get_layout: 'torch.sparse_coo' -> ember.sparse_coo."""
+    layout = getattr(ec, name.rpartition(".")[2], None)
+    if not isinstance(layout, ec.layout):
+        raise pickle.UnpicklingError(f"ember.load: unknown tensor layout {name!r}")
+    return layout
 
 
 class _TorchUnpickler(_unpickling.Unpickler):

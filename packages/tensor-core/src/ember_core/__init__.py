@@ -41,6 +41,7 @@ from ember_core import (  # noqa: F401 - they fill the op table
     _sampling,
     _settings,
     _softmax,
+    _sparse,
     _special,
     _statistics,
     _stft,
@@ -49,6 +50,7 @@ from ember_core import (  # noqa: F401 - they fill the op table
     _windows,
     fft,
     linalg,
+    sparse,
 )
 
 # Indexing, sorting and set ops (advanced indexing, index/scatter/gather family, sort...).
@@ -103,6 +105,15 @@ from ember_core._dtype import (
 from ember_core._interop import from_numpy, is_tensor
 from ember_core._lib import lib as _lib_c
 from ember_core._linalg import get_float32_matmul_precision, set_float32_matmul_precision
+from ember_core._layout import (
+    layout,
+    sparse_bsc,
+    sparse_bsr,
+    sparse_coo,
+    sparse_csc,
+    sparse_csr,
+    strided,
+)
 from ember_core._printing import set_printoptions
 from ember_core._random import (
     Generator,
@@ -377,7 +388,9 @@ def __getattr__(name):
 
 # (`cuda` is a submodule: a star import of ember_core must not shadow the
 # importer's own, e.g. the umbrella's ember.cuda)
-__all__ = sorted({k for k, v in globals().items() if not k.startswith("_") and k != "cuda"})
+__all__ = sorted(
+    {k for k, v in globals().items() if not k.startswith("_") and k not in ("cuda", "sparse")}
+)
 
 
 # Note [Generated docstrings] (_opdoc.py): every op's docstring in PyTorch's layout,

@@ -75,10 +75,16 @@ _ns["_autocast_call"] = None  # set by _autocast.py, which uses this module
 
 
 def _bad_argument(op, args, exc):
-    """Note [Argument errors] (in _argcheck.py, imported only when one happens)."""
+    """Note [Argument errors] (in _argcheck.py, imported only when one happens);
+    a sparse tensor's missing dense memory is Note [Sparse layouts] (_sparse.py):
+    its error carries the op's sparse implementation, or raises naming the op."""
+    fallback = getattr(exc, "layout_fallback", None)
+    if fallback is not None:
+        return fallback(op, args)
     from ember_core import _argcheck
 
     _argcheck.bad_argument(op, args, exc)
+    raise exc
 
 
 _ns["_bad_argument"] = _bad_argument
@@ -234,8 +240,7 @@ def _argument_handler(op_var, tuple_src):
     # Note [Argument errors]: free unless something is raised
     return (
         "    except (AttributeError, KeyError, OverflowError) as _e:\n"
-        f"        _bad_argument({op_var}, {tuple_src}, _e)\n"
-        "        raise\n"
+        f"        return _bad_argument({op_var}, {tuple_src}, _e)\n"
     )
 
 

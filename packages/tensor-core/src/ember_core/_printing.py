@@ -205,6 +205,17 @@ def _values(t):
     return np.asarray(_ArrayView(src, readonly=True))
 
 
+def tensor_body(t, indent):
+    """The bracketed values of dense ``t`` as they print after ``indent`` columns."""
+    if t._numel == 0:
+        return "[]"
+    a = _values(t)
+    summarize = t._numel > PRINT_OPTS.threshold
+    shown = _summarize_array(a) if summarize else a
+    fmt = (_ComplexFormatter if t._dtype.is_complex else _Formatter)(shown, t._dtype)
+    return _tensor_str(a, indent, summarize, fmt)
+
+
 def tensor_repr(t, prefix="tensor("):
     indent = len(prefix)
     suffixes = []
@@ -214,13 +225,7 @@ def tensor_repr(t, prefix="tensor("):
             suffixes.append(f"size={tuple(t._shape)}")
         # no elements tell int64 from the default dtype: always say it
         default = t._dtype is D.get_default_dtype()
-        body = "[]"
-    else:
-        a = _values(t)
-        summarize = t._numel > PRINT_OPTS.threshold
-        shown = _summarize_array(a) if summarize else a
-        fmt = (_ComplexFormatter if t._dtype.is_complex else _Formatter)(shown, t._dtype)
-        body = _tensor_str(a, indent, summarize, fmt)
+    body = tensor_body(t, indent)
     if t._storage._device.type != "cpu":
         suffixes.append(f"device='{t._storage._device}'")
     if not default:

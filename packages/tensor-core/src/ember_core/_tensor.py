@@ -9,7 +9,7 @@ import operator
 import warnings
 
 import ember_allocator
-from ember_core import _autograd_loader, _dispatch, _dtype, _shape, _storage
+from ember_core import _autograd_loader, _dispatch, _dtype, _layout, _shape, _storage
 from ember_core._device import CPU
 from ember_core._lib import _C
 
@@ -134,7 +134,7 @@ class Tensor:
 
     @property
     def layout(self):
-        return "strided"
+        return _layout.strided
 
     @property
     def ndim(self):

@@ -455,7 +455,9 @@ def _sparse_repr(t):
 
 def _index_tensor(op, x, what):
     if not isinstance(x, Tensor):
-        x = _as_tensor(x, dtype=D.int64)
+        x = _as_tensor(x)
+        if x._numel == 0:
+            x = x.long()
     if isinstance(x, _SparseBase):
         raise TypeError(f"{op}(): {what} must be a dense (strided) tensor")
     if x._dtype is not D.int64:

@@ -31,10 +31,9 @@ import math
 import sys
 
 from ember_core import _dtype as D
-from ember_core import _layout, _printing
+from ember_core import _dispatch, _layout, _printing
 from ember_core._creation import tensor as _as_tensor
 from ember_core._creation import zeros
-from ember_core._dispatch import defop
 from ember_core._elementwise import is_scalar
 from ember_core._tensor import Size, Tensor
 
@@ -535,7 +534,7 @@ def _make_coo(op, indices, values, size, is_coalesced=None, dtype=None, device=N
     return _coo(indices, values, shape, is_coalesced)
 
 
-@defop(
+@_dispatch.defop(
     "sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, "
     "pin_memory=False, requires_grad=False, check_invariants=None, is_coalesced=None)",
     method=False,
@@ -613,7 +612,7 @@ def _make_csr(op, crow, col, values, size, dtype=None, device=None):
     return _csr(crow, col, values, shape)
 
 
-@defop(
+@_dispatch.defop(
     "sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, "
     "device=None, pin_memory=False, requires_grad=False, check_invariants=None)",
     method=False,
@@ -687,7 +686,7 @@ def _coo_to_dense(s, dtype=None):
     return out.index_put(tuple(s._sp_indices[d] for d in range(sd)), values, accumulate=True)
 
 
-@defop(function=False, composite=True)
+@_dispatch.defop(function=False, composite=True)
 def to_dense(input, dtype=None, *, masked_grad=None):
     """A dense (strided) tensor of a sparse one's values, duplicates summed; a
     dense tensor is returned as it is.
@@ -721,7 +720,7 @@ def _dense_to_coo(x, sparse_dim):
     return _coo(idx, values, x.shape, True)
 
 
-@defop(function=False, composite=True)
+@_dispatch.defop(function=False, composite=True)
 def to_sparse(input, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
     """This tensor in a sparse layout (COO by default; ``layout=ember.sparse_csr``):
     its nonzero elements (or nonzero slices over the first ``sparse_dim`` dims).
@@ -754,7 +753,7 @@ def to_sparse(input, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=
     raise NotImplementedError(f"to_sparse: layout {layout} is not supported")
 
 
-@defop(function=False, composite=True)
+@_dispatch.defop(function=False, composite=True)
 def to_sparse_coo(input):
     """This tensor as a sparse COO tensor (``to_sparse()``)."""
     return to_sparse(input)
@@ -775,7 +774,7 @@ def _cat(ts, dim=0):
     return cat(ts, dim)
 
 
-@defop(function=False, composite=True)
+@_dispatch.defop(function=False, composite=True)
 def to_sparse_csr(input, dense_dim=None):
     """This 2-D tensor as a sparse CSR matrix.
 
@@ -825,7 +824,7 @@ def _coalesce(s):
     return _coo(new_indices, summed, s._shape, True)
 
 
-@defop(function=False, composite=True)
+@_dispatch.defop(function=False, composite=True)
 def coalesce(input):
     """This sparse COO tensor with its indices sorted and duplicates summed.
 
@@ -838,14 +837,14 @@ def coalesce(input):
     return _coalesce(input)
 
 
-@defop(function=False, composite=True)
+@_dispatch.defop(function=False, composite=True)
 def is_coalesced(input):
     """Whether this sparse COO tensor is known to be coalesced (sorted, no duplicates)."""
     _require_coo("is_coalesced", input)
     return input._sp_coalesced
 
 
-@defop(function=False, composite=True)
+@_dispatch.defop(function=False, composite=True)
 def indices(input):
     """The indices (sparse_dim x nnz) of a coalesced sparse COO tensor."""
     _require_coo("indices", input)
@@ -856,7 +855,7 @@ def indices(input):
     return input._sp_indices
 
 
-@defop(function=False, composite=True)
+@_dispatch.defop(function=False, composite=True)
 def values(input):
     """The values of a coalesced sparse COO tensor, or of a CSR tensor."""
     if isinstance(input, SparseCsrTensor):
@@ -877,21 +876,21 @@ def _require_csr(op, x):
         )
 
 
-@defop(function=False, composite=True)
+@_dispatch.defop(function=False, composite=True)
 def crow_indices(input):
     """The compressed row pointers (rows + 1) of a CSR tensor."""
     _require_csr("crow_indices", input)
     return input._sp_crow
 
 
-@defop(function=False, composite=True)
+@_dispatch.defop(function=False, composite=True)
 def col_indices(input):
     """The column of each stored element of a CSR tensor."""
     _require_csr("col_indices", input)
     return input._sp_col
 
 
-@defop(function=False, composite=True)
+@_dispatch.defop(function=False, composite=True)
 def sparse_dim(input):
     """The number of sparse dims (0 for a dense tensor)."""
     if isinstance(input, SparseTensor):
@@ -899,7 +898,7 @@ def sparse_dim(input):
     return 2 if isinstance(input, SparseCsrTensor) else 0
 
 
-@defop(function=False, composite=True)
+@_dispatch.defop(function=False, composite=True)
 def dense_dim(input):
     """The number of dense dims (all of a dense tensor's)."""
     if isinstance(input, _SparseBase):
@@ -1102,7 +1101,8 @@ def _zero_preserving(op, input, *rest):
     if not isinstance(input, _SparseBase) or (rest and rest[-1] is not None):
         raise _not_implemented(op, [s.layout for s in _sparse_args((input, *rest))])
     s = _coalesce(input) if isinstance(input, SparseTensor) else input
-    return s._with_values(getattr(s._sp_values, op)(*rest[:-1]))
+    params = _dispatch.OPS[op].params[1:-1]  # after input, before out
+    return s._with_values(_dispatch.public_function(op)(s._sp_values, **dict(zip(params, rest))))
 
 
 @_sparse_impl("pow")

@@ -35,6 +35,7 @@ from ember_core import _dispatch, _layout, _printing
 from ember_core._creation import tensor as _as_tensor
 from ember_core._creation import zeros
 from ember_core._elementwise import is_scalar
+from ember_core._embedding import embedding_bag
 from ember_core._tensor import Size, Tensor
 
 # The Tensor slots that describe dense memory: a sparse tensor leaves them unset.
@@ -1240,9 +1241,23 @@ def _spmm(op, s, d):
             f"{op}: expected mat1 and mat2 to have the same dtype, but got: "
             f"{vals._dtype} != {d._dtype}"
         )
-    out = zeros((n, d.shape[1]), dtype=d.dtype, device=d.device)
     if vals.shape[0] == 0:
+        out = zeros((n, d.shape[1]), dtype=d.dtype, device=d.device)
         return out if not (vals.requires_grad or d.requires_grad) else out + (d.sum() * 0)
+    if d._dtype.is_floating_point:
+        # Each output row is a bag of rows of d weighted by the stored values:
+        # embedding_bag's fused kernel (and its derivatives for the weights and the
+        # table) runs it in one pass, without an nnz x k temporary.
+        if isinstance(s, SparseCsrTensor):
+            offsets = s._sp_crow[:-1]
+        else:
+            if not s._sp_coalesced:  # bags need their elements grouped by row
+                order = rows.argsort(stable=True)
+                rows, cols, vals = rows[order], cols[order], vals[order]
+            counts = rows.bincount(minlength=n)
+            offsets = counts.cumsum(0) - counts
+        return embedding_bag(d, cols, offsets, False, 0, False, vals, False, None)[0]
+    out = zeros((n, d.shape[1]), dtype=d.dtype, device=d.device)
     contrib = d.index_select(0, cols) * vals.unsqueeze(1)
     return out.index_add(0, rows, contrib)
 

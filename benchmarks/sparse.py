@@ -46,7 +46,10 @@ def rows_for(label, n, m, nnz, k, seed=0):
     dense = rng.standard_normal((m, k)).astype(np.float32)
     libs = [ember] + ([torch] if torch else [])
     made = {ns: _both(ns, idx, val, (n, m), dense) for ns in libs}
-    other = {ns: ns.sparse_coo_tensor(ns.tensor(idx[:, ::-1].copy()), ns.tensor(val), (n, m)) for ns in libs}
+    other = {
+        ns: ns.sparse_coo_tensor(ns.tensor(idx[:, ::-1].copy()), ns.tensor(val), (n, m))
+        for ns in libs
+    }
 
     def spmm(ns):
         s, d = made[ns]

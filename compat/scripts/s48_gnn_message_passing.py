@@ -61,7 +61,11 @@ sage = SAGELayer(8, 3)
 with torch.no_grad():
     for m in (gcn, sage):
         for i, p in enumerate(m.parameters()):
-            p.copy_(torch.tensor(np.random.RandomState(i + 7).randn(*p.shape) * 0.3, dtype=torch.float32))
+            p.copy_(
+                torch.tensor(
+                    np.random.RandomState(i + 7).randn(*p.shape) * 0.3, dtype=torch.float32
+                )
+            )
 opt = torch.optim.Adam(list(gcn.parameters()) + list(sage.parameters()), lr=0.05)
 for step in range(30):
     opt.zero_grad()

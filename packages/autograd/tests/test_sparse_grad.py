@@ -22,8 +22,7 @@ def spm(ns, values, size=(3, 4)):
 def leaves(*shapes, seed=0):
     rng = np.random.default_rng(seed)
     return tuple(
-        ec.tensor(rng.uniform(-1.5, 1.5, s), dtype=ec.float64, requires_grad=True)
-        for s in shapes
+        ec.tensor(rng.uniform(-1.5, 1.5, s), dtype=ec.float64, requires_grad=True) for s in shapes
     )
 
 

@@ -103,8 +103,6 @@ from ember_core._dtype import (
     uint64,
 )
 from ember_core._interop import from_numpy, is_tensor
-from ember_core._lib import lib as _lib_c
-from ember_core._linalg import get_float32_matmul_precision, set_float32_matmul_precision
 from ember_core._layout import (
     layout,
     sparse_bsc,
@@ -114,6 +112,8 @@ from ember_core._layout import (
     sparse_csr,
     strided,
 )
+from ember_core._lib import lib as _lib_c
+from ember_core._linalg import get_float32_matmul_precision, set_float32_matmul_precision
 from ember_core._printing import set_printoptions
 from ember_core._random import (
     Generator,

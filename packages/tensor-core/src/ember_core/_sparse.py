@@ -30,8 +30,8 @@ import builtins
 import math
 import sys
 
-from ember_core import _dtype as D
 from ember_core import _dispatch, _layout, _printing
+from ember_core import _dtype as D
 from ember_core._creation import tensor as _as_tensor
 from ember_core._creation import zeros
 from ember_core._elementwise import is_scalar
@@ -962,10 +962,14 @@ def _add(op, input, other, alpha, out=None):
         both = input._sp_coalesced and other._sp_coalesced
         return _coalesce(r) if both else r
     if isinstance(input, SparseTensor):
-        raise RuntimeError(f"{op}(sparse, dense) is not supported. Use {op}(dense, sparse) instead.")
+        raise RuntimeError(
+            f"{op}(sparse, dense) is not supported. Use {op}(dense, sparse) instead."
+        )
     # dense + sparse: a dense result
     if not isinstance(input, Tensor):
-        raise RuntimeError(f"{op}(sparse, dense) is not supported. Use {op}(dense, sparse) instead.")
+        raise RuntimeError(
+            f"{op}(sparse, dense) is not supported. Use {op}(dense, sparse) instead."
+        )
     _same_size(op, input, other)
     dt = D.promote_types(input._dtype, other._dtype)
     v = other._sp_values if alpha == 1 else other._sp_values * alpha
@@ -1287,9 +1291,7 @@ def _spspmm(op, a, b):
     from ember_core._creation import arange
 
     left = arange(counts.shape[0], device=a.device).repeat_interleave(counts)
-    offsets = arange(total, device=a.device) - (counts.cumsum(0) - counts).repeat_interleave(
-        counts
-    )
+    offsets = arange(total, device=a.device) - (counts.cumsum(0) - counts).repeat_interleave(counts)
     right = start.repeat_interleave(counts) + offsets
     idx = _stack_rows(a._sp_indices[0][left], b._sp_indices[1][right])
     vals = a._sp_values[left] * b._sp_values[right]
@@ -1315,8 +1317,10 @@ def _mm_impl(op, input, mat2, out=None):
 @_sparse_impl("matmul")
 def _matmul_impl(op, input, other, out=None):
     _no_out(op, out)
-    if isinstance(input, _SparseBase) and len(input._shape) == 2 and not isinstance(
-        other, _SparseBase
+    if (
+        isinstance(input, _SparseBase)
+        and len(input._shape) == 2
+        and not isinstance(other, _SparseBase)
     ):
         if other.dim() == 1:
             return _spmm(op, input, other.unsqueeze(1)).squeeze(1)

@@ -148,6 +148,11 @@ def _tensors(x, depth=0):
 
 
 def _within_storage(t):
+    if t.layout is not ec.strided:  # a sparse tensor: its components are dense
+        parts = (t._indices(), t._values())
+        if not t.is_sparse:
+            parts = (t.crow_indices(), t.col_indices(), t.values())
+        return all(_within_storage(p) for p in parts)
     if t.numel() == 0:
         return True
     low = high = t.storage_offset()

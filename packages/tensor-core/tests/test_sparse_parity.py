@@ -91,6 +91,7 @@ OPS = {
     "csr_to_coo": lambda ns, a, b: a.to_sparse_csr().to_sparse(),
     "csr_mm": lambda ns, a, b: a.to_sparse_csr() @ ns.arange(8.0).reshape(4, 2),
     "csr_mul": lambda ns, a, b: a.to_sparse_csr() * 2,
+    "sparse_mask": lambda ns, a, b: ns.arange(12.0).reshape(3, 4).sparse_mask(a),
 }
 
 

@@ -907,6 +907,31 @@ def dense_dim(input):
     return input.dim()
 
 
+@_dispatch.defop(function=False, composite=True)
+def sparse_mask(input, mask):
+    """A sparse COO tensor with the (coalesced) indices of sparse ``mask`` and the
+    values of this tensor there.
+
+    >>> import ember_core as ec
+    >>> m = ec.sparse_coo_tensor([[1]], [True], (3,))
+    >>> ec.tensor([5.0, 6.0, 7.0]).sparse_mask(m).to_dense().tolist()
+    [0.0, 6.0, 0.0]
+    """
+    if not isinstance(mask, SparseTensor):
+        raise RuntimeError(
+            f"sparse_mask expects mask to be a sparse COO tensor, got layout {mask.layout}"
+        )
+    if isinstance(input, _SparseBase):
+        input = to_dense(input)
+    if tuple(input.shape) != tuple(mask.shape):
+        raise RuntimeError(
+            f"sparse_mask(): operands have incompatible sizes; self has size "
+            f"{list(input.shape)} but mask has size {list(mask.shape)}"
+        )
+    m = _coalesce(mask)
+    return _coo(m._sp_indices, input[_index_tuple(m)], m._shape, True)
+
+
 # ------------------------------------------- sparse implementations of ops
 
 

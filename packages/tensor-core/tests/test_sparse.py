@@ -261,6 +261,8 @@ def test_clone_detach_to():
         assert r.is_sparse and r.to_dense().tolist() == a.to_dense().tolist()
     assert a.double().dtype is ec.float64 and a.to(ec.float32) is a
     assert a.clone()._values() is not a._values()
+    assert a.type() == "torch.sparse.FloatTensor" and a.type(ec.float64).dtype is ec.float64
+    assert a.type("torch.sparse.DoubleTensor").dtype is ec.float64
 
 
 def test_csr():

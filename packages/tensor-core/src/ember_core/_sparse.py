@@ -235,6 +235,19 @@ class _SparseBase(Tensor):
     def type_as(self, other):
         return self.to(other.dtype)
 
+    def type(self, dtype=None, non_blocking=False):
+        """PyTorch's legacy type name ('torch.sparse.FloatTensor'), or a conversion."""
+        from ember_core._copy import _TYPE_NAMES
+
+        if dtype is None:
+            if self.layout is not _layout.sparse_coo:  # (PyTorch has no legacy CSR types)
+                raise RuntimeError(f"Unimplemented backend {_LAYOUT_WORDS[self.layout]}CPU")
+            cuda = "cuda." if self.is_cuda else ""
+            return f"torch.{cuda}sparse.{_TYPE_NAMES[self._dtype]}"
+        if isinstance(dtype, str):
+            return self._with_values(self._sp_values.type(dtype.replace(".sparse", "")))
+        return self.to(getattr(dtype, "dtype", dtype))
+
     def _nnz(self):
         return self._sp_values.shape[0]
 
@@ -909,8 +922,8 @@ def dense_dim(input):
 
 @_dispatch.defop(function=False, composite=True)
 def sparse_mask(input, mask):
-    """A sparse COO tensor with the (coalesced) indices of sparse ``mask`` and the
-    values of this tensor there.
+    """A sparse COO tensor with the indices of sparse ``mask`` and the values of
+    this tensor there.
 
     >>> import ember_core as ec
     >>> m = ec.sparse_coo_tensor([[1]], [True], (3,))
@@ -928,8 +941,7 @@ def sparse_mask(input, mask):
             f"sparse_mask(): operands have incompatible sizes; self has size "
             f"{list(input.shape)} but mask has size {list(mask.shape)}"
         )
-    m = _coalesce(mask)
-    return _coo(m._sp_indices, input[_index_tuple(m)], m._shape, True)
+    return _coo(mask._sp_indices, input[_index_tuple(mask)], mask._shape, mask._sp_coalesced)
 
 
 # ------------------------------------------- sparse implementations of ops

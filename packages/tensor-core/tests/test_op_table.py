@@ -119,7 +119,7 @@ NOT_OP_FACTS = {
     ("_index_ops.py", "sum"): "scatter_reduce's reduce modes",
     ("_index_ops.py", "prod"): "index_reduce's reduce modes",
     ("_sorting.py", "sort"): "the torch.return_types classes of the (values, indices) ops",
-    ("_sparse.py", "abs"): "the elementwise ops with sparse implementations (PyTorch's)",
+    ("_sparse_ops.py", "abs"): "the elementwise ops with sparse implementations (PyTorch's)",
     ("sparse.py", "addmm"): "torch.sparse's function names (its __all__)",
     ("array_api/_elementwise.py", "add"): "the array API's function names",
     ("array_api/_elementwise.py", "clip"): "the array API's function names",

@@ -42,6 +42,8 @@ from ember_core import (  # noqa: F401 - they fill the op table
     _settings,
     _softmax,
     _sparse,
+    _sparse_ops,
+    _sparse_products,
     _special,
     _statistics,
     _stft,

@@ -10,7 +10,7 @@ namespace as in PyTorch; this namespace holds the functions PyTorch keeps here.
 [[2.0], [3.0]]
 """
 
-from ember_core import _sparse
+from ember_core import _sparse_ops, _sparse_products
 
 __all__ = ["addmm", "log_softmax", "mm", "softmax", "sum"]
 
@@ -18,25 +18,25 @@ __all__ = ["addmm", "log_softmax", "mm", "softmax", "sum"]
 def mm(mat1, mat2):
     """The product of a sparse matrix and a dense (or sparse) one; gradients
     reach the sparse operand's values and the dense operand."""
-    return _sparse.sparse_mm("sparse.mm", mat1, mat2)
+    return _sparse_products.sparse_mm("sparse.mm", mat1, mat2)
 
 
 def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):
     """beta * mat + alpha * (mat1 @ mat2) for sparse ``mat1`` and dense ``mat``, ``mat2``."""
-    return _sparse.sparse_addmm(mat, mat1, mat2, beta=beta, alpha=alpha)
+    return _sparse_products.sparse_addmm(mat, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def sum(input, dim=None, dtype=None):  # noqa: A001 - PyTorch's name
     """The sum of a sparse tensor over ``dim`` (every dim by default): dense when
     every sparse dim is summed, else sparse."""
-    return _sparse.sparse_sum(input, dim, dtype)
+    return _sparse_ops.sparse_sum(input, dim, dtype)
 
 
 def softmax(input, dim, dtype=None):
     """A softmax along ``dim`` over the stored elements; unstored ones stay zero."""
-    return _sparse.sparse_softmax(input, dim, dtype)
+    return _sparse_products.sparse_softmax(input, dim, dtype)
 
 
 def log_softmax(input, dim, dtype=None):
     """The log of ``softmax`` over the stored elements along ``dim``."""
-    return _sparse.sparse_log_softmax(input, dim, dtype)
+    return _sparse_products.sparse_log_softmax(input, dim, dtype)

@@ -161,7 +161,7 @@ from ember import distributions  # noqa: E402 - needs the namespace above comple
 __all__.append("distributions")
 
 # --- profiler, distributed, tensorboard and small namespaces ---
-from ember import accelerator, distributed, mps, onnx, profiler, version  # noqa: E402
+from ember import accelerator, distributed, hub, mps, onnx, profiler, version  # noqa: E402
 from ember.utils import hooks as _utils_hooks  # noqa: E402,F401 - ember.utils.hooks
 
 
@@ -185,6 +185,7 @@ def get_device_module(device=None):
 
 __version__ = version.__version__  # compares with tuples, as torch's TorchVersion
 __all__ = sorted(
-    {*__all__, "accelerator", "distributed", "get_device_module", "mps", "onnx", "profiler"}
+    {*__all__, "accelerator", "distributed", "get_device_module", "hub", "mps", "onnx"}
+    | {"profiler"}
     | {"version"}
 )

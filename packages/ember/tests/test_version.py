@@ -99,3 +99,11 @@ def test_get_device_module():
         ember.get_device_module("meta")
     with pytest.raises(RuntimeError, match="Invalid value of device"):
         ember.get_device_module(3)
+
+
+def test_xpu_without_one():
+    assert ember.xpu.is_available() is False and ember.xpu.device_count() == 0
+    ember.xpu.manual_seed_all(0)
+    ember.xpu.empty_cache()
+    with pytest.raises(RuntimeError, match="no XPU backend"):
+        ember.xpu.synchronize()

@@ -161,7 +161,7 @@ from ember import distributions  # noqa: E402 - needs the namespace above comple
 __all__.append("distributions")
 
 # --- profiler, distributed, tensorboard and small namespaces ---
-from ember import accelerator, distributed, hub, mps, onnx, profiler, version  # noqa: E402
+from ember import accelerator, distributed, hub, mps, onnx, profiler, version, xpu  # noqa: E402
 from ember.utils import hooks as _utils_hooks  # noqa: E402,F401 - ember.utils.hooks
 
 
@@ -175,7 +175,7 @@ def get_device_module(device=None):
         kind = _core.device(device).type
     else:
         raise RuntimeError(f"Invalid value of device '{device}', expect torch.device, str, or None")
-    module = {"cpu": cpu, "cuda": cuda, "mps": mps}.get(kind)
+    module = {"cpu": cpu, "cuda": cuda, "mps": mps, "xpu": xpu}.get(kind)
     if module is None:
         raise RuntimeError(
             f"Device '{kind}' does not have a corresponding module registered as 'torch.{kind}'."
@@ -186,6 +186,5 @@ def get_device_module(device=None):
 __version__ = version.__version__  # compares with tuples, as torch's TorchVersion
 __all__ = sorted(
     {*__all__, "accelerator", "distributed", "get_device_module", "hub", "mps", "onnx"}
-    | {"profiler"}
-    | {"version"}
+    | {"profiler", "version", "xpu"}
 )

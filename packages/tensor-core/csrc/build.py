@@ -4,7 +4,7 @@ The cdef is read from csrc/ember_codes.h, csrc/ember_core.h and
 csrc/ember_cuda.h between their cdef markers, so the C API is declared exactly
 once.  BLAS comes from the scipy-openblas32 wheel: its headers
 at build time, its shared library at run time (found through an rpath relative to
-this extension, and preloaded by ember_core._lib as a fallback).
+this extension, and preloaded by ember_core._base.lib as a fallback).
 """
 
 import os
@@ -128,7 +128,7 @@ SOURCES += ["cuda/_kernel_sources.c"]
 
 # Kernels are short for small tensors: the wrappers keep the GIL rather than pay
 # ~100 ns to release and re-take it on every call.  Long-running calls go through
-# function pointers instead (see ember_core._lib.nogil), which release it.
+# function pointers instead (see ember_core._base.lib.nogil), which release it.
 KEEP_GIL = """
 #undef Py_BEGIN_ALLOW_THREADS
 #undef Py_END_ALLOW_THREADS
@@ -152,7 +152,7 @@ ffibuilder.cdef(read_cdef(CODES_HEADER))
 ffibuilder.cdef(read_cdef(HEADER))
 ffibuilder.cdef(read_cdef(CUDA_HEADER))
 # The CUDA runtime calls back into Python to compile a kernel it lacks (see
-# ember_core/_cuda.py) and to allocate cuBLAS's workspaces (_cuda_blas.py), and
+# ember_core/_cuda/runtime.py) and to allocate cuBLAS's workspaces (_cuda_blas.py), and
 # Python reads the embedded kernel sources.
 ffibuilder.cdef(
     """

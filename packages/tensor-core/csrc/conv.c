@@ -1,6 +1,6 @@
 /* Convolution kernels: im2col/col2im with BLAS GEMMs (Note [GEMM convolution]),
  * a direct depthwise path (Note [Depthwise convolution]) and the bias gradient.
- * Python (ember_core._conv) chooses the path, checks every shape and allocates
+ * Python (ember_core._ops.nn.conv) chooses the path, checks every shape and allocates
  * outputs and workspaces; these entry points only check what keeps memory
  * safe.  The per-type bodies live in conv_tmpl.h. */
 #include <stdlib.h>

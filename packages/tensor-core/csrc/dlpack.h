@@ -1,5 +1,5 @@
 /* The DLPack entry points of dlpack.c.  They take and return Python objects,
- * which cffi cannot express, so they are not part of the cdef: ember_core._dlpack
+ * which cffi cannot express, so they are not part of the cdef: ember_core._interop.dlpack
  * calls them through ctypes.PyDLL.  Their constants (EC_DLPACK_*) are in
  * ember_core.h, where Python reads them. */
 #ifndef EMBER_CORE_DLPACK_H

@@ -461,11 +461,11 @@ int ecu_matmul(int dtype, int64_t batch, int64_t m, int64_t n, int64_t k, double
 
 /* cdef:end */
 
-/* Implemented by the Python side (cffi extern "Python+C", ember_core/_cuda.py):
+/* Implemented by the Python side (cffi extern "Python+C", ember_core/_cuda/runtime.py):
  * compile and register the kernel (family, op, dtype, dtype2, variant) on `device`. */
 int ecu_py_compile(int device, int family, int op, int dtype, int dtype2, int variant);
 /* Allocate cuBLAS's workspace for (device, stream) from ember_allocator (Note
- * [cuBLAS], ember_core/_cuda_blas.py); *nbytes 0 leaves cuBLAS its own. */
+ * [cuBLAS], ember_core/_cuda/blas.py); *nbytes 0 leaves cuBLAS its own. */
 int ecu_py_blas_workspace(int device, uint64_t stream, uint64_t* ptr, uint64_t* nbytes);
 
 #endif

@@ -1,6 +1,6 @@
 /* Pooling kernels: max (with indices), average, adaptive average and max, and
  * the index scatter/gather that max pooling's backward and double backward
- * use.  Python (ember_core._pool) checks shapes, computes output sizes and
+ * use.  Python (ember_core._ops.nn.pool) checks shapes, computes output sizes and
  * allocates outputs; the per-type bodies live in pool_tmpl.h. */
 #include "spatial.h"
 

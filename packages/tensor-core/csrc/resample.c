@@ -1,7 +1,7 @@
 /* Resampling kernels: index maps with their gather and scatter-add (the
  * reflect/replicate/circular padding modes and nearest interpolation), and
  * linear/bilinear/trilinear and bicubic interpolation.  Python
- * (ember_core._resample) checks shapes and allocates outputs; the per-type
+ * (ember_core._ops.nn.resample) checks shapes and allocates outputs; the per-type
  * bodies live in resample_tmpl.h. */
 #include <stdlib.h>
 

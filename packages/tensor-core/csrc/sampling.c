@@ -1,6 +1,6 @@
 /* Sampling kernels: grid_sample (bilinear, nearest and bicubic over 2-D
  * inputs, bilinear and nearest over 3-D ones; Note [Grid sample coordinates])
- * and the CTC loss (Note [CTC in log space]).  Python (ember_core._sampling)
+ * and the CTC loss (Note [CTC in log space]).  Python (ember_core._ops.nn.sampling)
  * checks shapes and allocates outputs; the per-type bodies live in
  * sampling_tmpl.h. */
 #include <stdlib.h>

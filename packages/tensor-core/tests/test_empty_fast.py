@@ -7,7 +7,8 @@ import pytest
 
 import ember_allocator
 import ember_core as ec
-from ember_core import _storage, _tensor
+from ember_core._tensor import storage as _storage
+from ember_core._tensor import tensor as _tensor
 
 SLOTS = ("_shape", "_stride", "_offset", "_dtype", "_numel", "_contig")
 

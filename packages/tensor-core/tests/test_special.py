@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ember_core as ec
-from ember_core import _special as S
+from ember_core._ops.pointwise import special as S
 
 sp = pytest.importorskip("scipy.special")
 

@@ -290,7 +290,7 @@ def _check_map_location(map_location):
         targets = list(map_location.values())
     for target in targets:
         if isinstance(target, (str, ec.device)) and ec.device(target).type != "cpu":
-            from ember_core import _cuda
+            from ember_core._cuda import runtime as _cuda
 
             _cuda.unavailable(f"ember.load(map_location={map_location!r})")
 

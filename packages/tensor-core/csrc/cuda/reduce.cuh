@@ -5,7 +5,7 @@
  *
  * Needs store.cuh (dtype descriptors and stores) before it.
  *
- * Names the launchers ask for (ember_core/_cuda_kernels.py builds them):
+ * Names the launchers ask for (ember_core/_cuda/kernels.py builds them):
  * ecu_red_inner<R_SUM<ecu_dt_f32> >, ecu_red_outer<...>, ecu_red_final<...>,
  * ecu_scan_seq<S_CUMSUM<ecu_dt_i64> >, ... */
 #ifndef EMBER_CUDA_REDUCE_CUH

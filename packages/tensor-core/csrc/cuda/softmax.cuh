@@ -7,7 +7,7 @@
  * rows that fit) and written once.  Results follow the CPU kernel's: a NaN or
  * an infinite maximum makes the row NaN, a row of -inf is NaN.
  *
- * Names the launcher asks for (ember_core/_cuda_kernels.py):
+ * Names the launcher asks for (ember_core/_cuda/kernels.py):
  * ecu_softmax_rows<float, false>, ecu_softmax_cols<double, true>, ... */
 #ifndef EMBER_CUDA_SOFTMAX_CUH
 #define EMBER_CUDA_SOFTMAX_CUH

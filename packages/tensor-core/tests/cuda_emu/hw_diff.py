@@ -12,7 +12,7 @@ then compare two such runs bit for bit.
     python tests/cuda_emu/hw_diff.py run gpu.npz
     python tests/cuda_emu/hw_diff.py compare emu.npz gpu.npz
 
-Kernels are compiled by NVRTC (ember_core/_cuda_compile.py, loaded by path) or,
+Kernels are compiled by NVRTC (ember_core/_cuda/compile.py, loaded by path) or,
 under EMBER_CUDA_EMULATE=1, by the emulation compiler, in batches of kernels of
 one source.  The comparison reports, per kernel, the elements that differ: for
 integer and boolean outputs and for the ops IEEE rounds exactly (casts, +, -,

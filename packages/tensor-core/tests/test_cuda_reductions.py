@@ -86,7 +86,7 @@ def test_row_and_column_reductions_pick_their_kernels():
     [((3,), (0,)), ((127, 129), (0,)), ((127, 129), (1,)), ((16383,), (0,)), ((4, 4095), (0, 1))],
 )
 def test_no_workspace_below_the_split_minimum(shape, dims):
-    # _reduction.py skips the workspace query below ECU_RED_SPLIT_MIN elements
+    # _ops/reduction/reduction.py skips the workspace query below ECU_RED_SPLIT_MIN elements
     assert np.prod(shape) < lib.ECU_RED_SPLIT_MIN
     p = reduce_plan(shape, dims, sms=1000)
     assert p["gy"] == 1 and p["ws"] == 0

@@ -1,4 +1,4 @@
-"""_tensor.empty, C (Note [C empty] in csrc/pyfast.c), against its Python
+"""_tensor.empty, C (Note [C empty] in csrc/cpu/runtime/pyfast.c), against its Python
 reference _tensor._empty_py: the same tensor for every case, the same errors,
 and every case it does not handle itself handed to the reference."""
 

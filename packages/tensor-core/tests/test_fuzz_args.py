@@ -1,4 +1,4 @@
-"""Bad arguments get clear errors (Note [Argument errors] in _argcheck.py): every op
+"""Bad arguments get clear errors (Note [Argument errors] in _base/argcheck.py): every op
 in the table (ember_core._base.dispatch.OPS), called with arguments of every kind --
 tensors of several dtypes and layouts, ints from -2**63 to 2**64, NaN and inf,
 strings, sequences, dtypes, None, arbitrary objects -- either works or raises

@@ -1,4 +1,4 @@
-"""torch.special's kernels (_special.py, csrc/special_fn.c) against scipy.special
+"""torch.special's kernels (_ops/pointwise/special.py, csrc/cpu/pointwise/special_fn.c) against scipy.special
 over wide ranges, edge cases included (0, negatives, inf, NaN, poles), and the
 dtype rules (integers compute in the default float dtype, float32 stays)."""
 

@@ -1,4 +1,4 @@
-/* Reductions and scans on CUDA: the ops of csrc/reduce.c as device structs
+/* Reductions and scans on CUDA: the ops of csrc/cpu/reduction/reduce.c as device structs
  * (a state, how one element folds into it, how two states merge, how the
  * result is stored), and the kernel templates that run them over any layout
  * (Note [CUDA reductions], cuda/reduce_launch.c, chooses among them).

@@ -1,5 +1,5 @@
 /* softmax and log_softmax on CUDA, forward and backward (the ops of
- * csrc/softmax.c), over the middle dim of x viewed as (outer, dim, inner),
+ * csrc/cpu/nn/softmax.c), over the middle dim of x viewed as (outer, dim, inner),
  * contiguous, in float32 or float64 (Note [nn kernel dtypes]).
  *
  * Forward keeps an online maximum and sum (m, s) -- exp(m) * s is the sum of

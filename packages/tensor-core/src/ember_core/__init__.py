@@ -380,7 +380,7 @@ def __getattr__(name):
 __all__ = sorted({k for k, v in globals().items() if not k.startswith("_") and k != "cuda"})
 
 
-# Note [Generated docstrings] (_opdoc.py): every op's docstring in PyTorch's layout,
+# Note [Generated docstrings] (_codegen/opdoc.py): every op's docstring in PyTorch's layout,
 # generated with the stubs when the wheel is built (absent from a source tree).
 def _apply_generated_docstrings():
     import json

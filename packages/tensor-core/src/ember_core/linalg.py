@@ -1,4 +1,4 @@
-"""ember_core.linalg: PyTorch's ``torch.linalg`` on LAPACK (csrc/linalg.c).
+"""ember_core.linalg: PyTorch's ``torch.linalg`` on LAPACK (csrc/cpu/linalg/linalg.c).
 
 Factorizations and solvers run LAPACK from the scipy-openblas32 wheel over
 batches of matrices (leading dims are batch dims, float32 and float64; other
@@ -153,7 +153,7 @@ def _fn(name, flops, dev):
 
 def _fortran(A, batch=None, rows=None):
     """A fresh copy of A (broadcast to ``batch``) laid out for LAPACK: each
-    matrix column-major (Note [LAPACK layout] in csrc/linalg.c).  Returned as
+    matrix column-major (Note [LAPACK layout] in csrc/cpu/linalg/linalg.c).  Returned as
     the row-major (..., cols, rows) tensor holding that memory; ``.mT`` of it
     is the matrix.  ``rows`` pads each column to that many rows (lstsq)."""
     b = A._shape[:-2] if batch is None else tuple(batch)

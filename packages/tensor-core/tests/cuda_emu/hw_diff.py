@@ -229,7 +229,7 @@ def _compiler():
         import ember_cuda_emu
 
         return lambda g, arch: ember_cuda_emu._build([g], arch)[0]
-    spec = importlib.util.spec_from_file_location("_cuda_compile", SRC / "_cuda_compile.py")
+    spec = importlib.util.spec_from_file_location("_cuda_compile", SRC / "_cuda" / "compile.py")
     cc = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cc)
     return lambda g, arch: cc.compile_source(g, arch)

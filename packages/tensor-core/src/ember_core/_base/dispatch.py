@@ -14,7 +14,7 @@ in-place form are bound under each), its ``tags`` (``pointwise``,
 and its name in the array API standard where that differs.  Lists of op names
 kept elsewhere are queries of this table (``ops_tagged``, ``op.autocast``).
 The kernels an op runs come from its tensors' device (Note [Kernel interface
-per device] in _device.py), so the declaration is the same for every device.
+per device] in _tensor/device.py), so the declaration is the same for every device.
 
 From the declaration ``defop`` generates the public function, with the
 declared signature, which becomes ``ember_core.<name>`` and, for methods,
@@ -64,18 +64,18 @@ TAGS = frozenset(
         "unchecked-overlap",
     }
 )
-# Autocast policies (Note [Autocast] in _autocast.py).
+# Autocast policies (Note [Autocast] in _base/autocast.py).
 AUTOCAST_POLICIES = ("lower_precision_fp", "fp32", "promote")
 
 # The namespace every generated function runs in: `_h` is the one check.
 _ns = {"_h": False, "inf": float("inf"), "nan": float("nan")}
-# Autocast (Note [Autocast] in _autocast.py): `_ac` is up while a region is active.
+# Autocast (Note [Autocast] in _base/autocast.py): `_ac` is up while a region is active.
 _ns["_ac"] = False
-_ns["_autocast_call"] = None  # set by _autocast.py, which uses this module
+_ns["_autocast_call"] = None  # set by _base/autocast.py, which uses this module
 
 
 def _bad_argument(op, args, exc):
-    """Note [Argument errors] (in _argcheck.py, imported only when one happens)."""
+    """Note [Argument errors] (in _base/argcheck.py, imported only when one happens)."""
     from ember_core._base import argcheck as _argcheck
 
     _argcheck.bad_argument(op, args, exc)

@@ -35,7 +35,7 @@ _openblas.scipy_openblas_set_num_threads(1)  # Note [BLAS threads]
 import ember_core._C as _C  # noqa: E402
 from ember_core._C import ffi, lib  # noqa: E402
 
-# the CPython-level fast paths join the module once (Note [C empty] in csrc/pyfast.c)
+# the CPython-level fast paths join the module once (Note [C empty] in csrc/cpu/runtime/pyfast.c)
 if not hasattr(_C, "empty") and lib.ec_py_install() != 0:
     raise ImportError("ember_core._C: its CPython functions could not be installed")
 
@@ -60,7 +60,7 @@ _DEVICE_ERROR_PREFIX = "CUDA kernel error"
 
 
 def error(status, op):
-    if status == lib.EC_ERR_CUDA_COMPILE:  # the compile callback raised (see _cuda.py)
+    if status == lib.EC_ERR_CUDA_COMPILE:  # the compile callback raised (see _cuda/runtime.py)
         from ember_core._cuda import runtime as _cuda
 
         cause = _cuda.take_pending_error()

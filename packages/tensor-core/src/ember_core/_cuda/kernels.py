@@ -272,7 +272,7 @@ def _sequence(op, dtype, dtype2):
     raise RuntimeError(f"no CUDA sequence kernel {op} for dtype code {dtype}")
 
 
-# ------------------- indexing, masks, sorting (indexing.cuh, sort.cuh; cudaidx)
+# ------------------------- indexing, masks, sorting (indexing.cuh, sort.cuh)
 
 _INDEX_HEADERS = ("prelude.cuh", "ember_codes.h", "dtype_lists.h", "store.cuh", "indexing.cuh")
 _INDEX_SOURCE = "".join(f'#include "{h}"\n' for h in _INDEX_HEADERS)

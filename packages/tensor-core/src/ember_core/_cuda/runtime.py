@@ -3,9 +3,9 @@ namespaces, memory, and the compile-on-first-use callback.
 
 The launch path is C (csrc/cuda/): an op's Python code calls a kernel entry
 point of its device's namespace (Note [Kernel interface per device] in
-_device.py); the C launcher finds the compiled kernel in its table, or calls
+_tensor/device.py); the C launcher finds the compiled kernel in its table, or calls
 back into ``ecu_py_compile`` below, which compiles the kernel's group with
-NVRTC (_cuda_compile.py), loads it and registers it (Note [Kernel table]).
+NVRTC (_cuda/compile.py), loads it and registers it (Note [Kernel table]).
 """
 
 import os

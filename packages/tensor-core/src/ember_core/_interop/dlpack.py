@@ -10,7 +10,7 @@ ember speaks DLPack 1.x ("dltensor_versioned" capsules, whose flags carry
 read-only and is-copied) when the consumer passes ``max_version=(1, ...)``, and
 the legacy "dltensor" capsule otherwise.  Strides are exported as they are
 (negative, zero and size-1 ones included).  The capsule machinery lives in
-csrc/dlpack.c (it must hold the GIL and keep in-flight exceptions in deleters);
+csrc/cpu/runtime/dlpack.c (it must hold the GIL and keep in-flight exceptions in deleters);
 it takes Python objects, so it is reached through ctypes.PyDLL rather than cffi.
 
 Note [DLPack streams]

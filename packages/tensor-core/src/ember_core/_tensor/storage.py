@@ -60,7 +60,7 @@ class _HostStorage(UntypedStorage):
 
     Its memory is freed by a C finalizer (``_host_free(self._ptr)``), installed
     when ember_core._tensor.tensor configures ember_core._C (Note [Host storage
-    finalizer] in csrc/pyfast.c)."""
+    finalizer] in csrc/cpu/runtime/pyfast.c)."""
 
     __slots__ = ()
 

@@ -493,7 +493,7 @@ def make(storage, shape, stride, offset, dtype, numel, contig):
 def _empty_py(shape, dtype, dev=CPU):
     """A contiguous uninitialised tensor; ``shape`` must be a tuple of ints.
 
-    The reference of ``empty``, which is C (Note [C empty] in csrc/pyfast.c) and
+    The reference of ``empty``, which is C (Note [C empty] in csrc/cpu/runtime/pyfast.c) and
     calls this for every case but a CPU tensor from the default host allocator."""
     n = 1
     for s in shape:

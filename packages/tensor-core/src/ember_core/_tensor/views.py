@@ -865,7 +865,7 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
     return _scatter_into(input, src, lambda r: as_strided(r, size, stride, storage_offset))
 
 
-# ------------------------------------------------ adjoint (the complex API: _complex.py)
+# ---------------------------- adjoint (the complex API: _ops/pointwise/complex.py)
 
 
 @defop(composite=True, tags=("linear",))

@@ -1,5 +1,5 @@
 """The CUDA generators' seeds (torch.cuda's manual_seed, manual_seed_all,
-seed, seed_all, initial_seed): Note [Generators per device] in _random.py."""
+seed, seed_all, initial_seed): Note [Generators per device] in _ops/random/random.py."""
 
 from ember_core._ops.random import random as _random
 

@@ -2,7 +2,7 @@
 fill/put, masked_fill/select/scatter, take, take_along_dim, put, nonzero, argwhere,
 nonzero_static, and index_reduce (a scatter_reduce along one dim).
 
-All of them are one kernel, ec_index (Note [Index iteration] in csrc/index.c),
+All of them are one kernel, ec_index (Note [Index iteration] in csrc/cpu/indexing/index.c),
 run over a Plan from _advanced_index: the iteration shape, x's strides over it
 (0 along the indexed dim) and the index tensor's strides over it.
 """

@@ -1,10 +1,10 @@
 """Activations beyond the elementwise table: leaky_relu, elu, celu, hardtanh,
 threshold, hardshrink, softshrink (with in-place forms where PyTorch has them),
 glu, prelu and rrelu, plus one fused backward op for the family
-(_activation_backward, csrc/activation.c).
+(_activation_backward, csrc/cpu/nn/activation.c).
 
 relu, sigmoid, tanh, silu, selu, mish, hardsigmoid, hardswish, softsign and
-logsigmoid are elementwise ops (_elementwise.py); gelu and softplus come with
+logsigmoid are elementwise ops (_ops/pointwise/elementwise.py); gelu and softplus come with
 them too.
 """
 
@@ -16,7 +16,7 @@ from ember_core._ops.pointwise.elementwise import layout
 from ember_core._tensor import dtype as D
 from ember_core._tensor.tensor import Tensor, empty
 
-# The kernels of csrc/activation.c, by the name _activation_backward takes.
+# The kernels of csrc/cpu/nn/activation.c, by the name _activation_backward takes.
 KINDS = {
     "hardshrink": lib.EC_ACT_HARDSHRINK,
     "softshrink": lib.EC_ACT_SOFTSHRINK,

@@ -1,7 +1,7 @@
 """Dropout (torch.dropout, torch.native_dropout and their feature / alpha
 variants).  The keep-mask comes from the default generator's Philox stream,
 so results are reproducible under manual_seed and independent of the thread
-count (csrc/dropout.c)."""
+count (csrc/cpu/nn/dropout.c)."""
 
 import math
 

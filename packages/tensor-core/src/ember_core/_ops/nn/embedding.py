@@ -1,5 +1,5 @@
 """Embedding lookups (torch.embedding, torch.embedding_bag, embedding_renorm_,
-one_hot) with a scatter-add backward (csrc/embedding.c).
+one_hot) with a scatter-add backward (csrc/cpu/nn/embedding.c).
 
 torch.nn.functional.embedding / embedding_bag (argument normalisation,
 max_norm, 2-D bags) live in ember_nn.functional and call these."""

@@ -1,4 +1,4 @@
-"""Losses: nll_loss (a C kernel each way, csrc/loss.c), cross_entropy
+"""Losses: nll_loss (a C kernel each way, csrc/cpu/nn/loss.c), cross_entropy
 (log_softmax + nll_loss, or class probabilities), binary_cross_entropy(_with_logits)
 with PyTorch's gradients, the pointwise losses as compositions, and the margin and
 ranking losses (margin_ranking, hinge_embedding, cosine_embedding, triplet_margin,

@@ -2,7 +2,7 @@
 _dropout, _embedding, _attention, _rnn).
 
 The nn kernels compute in float32 or float64 on contiguous memory (Note [nn
-kernel dtypes] in csrc/nn.h); ``compute`` prepares an operand for them and
+kernel dtypes] in csrc/cpu/nn/nn.h); ``compute`` prepares an operand for them and
 ``restore`` gives a result the caller's dtype back.
 """
 

@@ -1,6 +1,6 @@
 """Normalization: layer_norm, batch_norm, group_norm, instance_norm and rms_norm
 (torch's names and signatures).  The native_* ops run one fused C kernel each
-way (csrc/norm.c) and return the statistics their backward ops reuse; the
+way (csrc/cpu/nn/norm.c) and return the statistics their backward ops reuse; the
 public ops are thin composites over them, as in PyTorch."""
 
 import operator

@@ -4,7 +4,7 @@ area), pixel_shuffle and pixel_unshuffle.
 
 Core ops: ``constant_pad_nd`` (its own adjoint with the pads negated),
 ``_pad_mode`` and the nearest modes gather through index maps (Note [Index
-maps] in csrc/resample.c) whose scatter-add is their backward, and
+maps] in csrc/cpu/nn/resample.c) whose scatter-add is their backward, and
 ``_upsample_linear``/``_upsample_bicubic`` with C backward kernels.  Each
 backward op is the adjoint of its forward op, so double backward is the
 forward op again.

@@ -1,5 +1,5 @@
 """Recurrent cells: lstm_cell and gru_cell (torch's signatures) as one fused op
-each way (csrc/rnn.c: gate GEMMs through BLAS, gate nonlinearities and the
+each way (csrc/cpu/nn/rnn.c: gate GEMMs through BLAS, gate nonlinearities and the
 state update in one pass), and the plain RNN cells as compositions."""
 
 from ember_core._base.dispatch import defop

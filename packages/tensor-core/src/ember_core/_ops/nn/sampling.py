@@ -1,5 +1,5 @@
 """Sampling ops: grid_sampler (bilinear, nearest, bicubic; C kernels both ways,
-csrc/sampling.c), affine_grid_generator (a composite of matmuls), max_unpool
+csrc/cpu/nn/sampling.c), affine_grid_generator (a composite of matmuls), max_unpool
 (a composite scatter; max_unpool1d/2d/3d take the pooling's geometry) and the
 CTC loss (forward-backward in log space in C).
 
@@ -498,7 +498,7 @@ def _ctc_loss_backward(
     zero_infinity=False,
 ):
     """The gradient of _ctc_loss w.r.t. log_probs, PyTorch's (Note [CTC in log
-    space], csrc/sampling_tmpl.h): grad (N,) or one value for all."""
+    space], csrc/cpu/nn/sampling_tmpl.h): grad (N,) or one value for all."""
     tmax, n, c, smax, tg, off, il, tl = _ctc_prepare(
         log_probs, targets, input_lengths, target_lengths, blank
     )

@@ -1,6 +1,6 @@
 """softmax and log_softmax along one dim (torch.softmax, torch.log_softmax),
 with their backward ops (torch._softmax_backward_data and
-torch._log_softmax_backward_data), one fused C kernel each (csrc/softmax.c)."""
+torch._log_softmax_backward_data), one fused C kernel each (csrc/cpu/nn/softmax.c)."""
 
 from ember_core._base.dispatch import defop
 from ember_core._base.lib import check

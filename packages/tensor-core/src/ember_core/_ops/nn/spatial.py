@@ -1,5 +1,5 @@
 """What the convolution, pooling and resampling ops share: normalising their size
-arguments the way PyTorch does, packing Note [Spatial geometry] (csrc/spatial.h) for
+arguments the way PyTorch does, packing Note [Spatial geometry] (csrc/cpu/nn/spatial.h) for
 the C kernels, and running float16/bfloat16/integer inputs through the float
 kernels.
 """

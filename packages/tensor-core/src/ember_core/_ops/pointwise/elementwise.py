@@ -238,7 +238,7 @@ def unary_(op, code, rule, x, p0=0.0, p1=0.0):
 
 
 # Note [CPU-only dtypes] in Python: the complex dtypes run an op where the C
-# complex list (csrc/cpu_only_ops.h) has a loop for it -- exactly the ops PyTorch
+# complex list (csrc/cpu/pointwise/cpu_only_ops.h) has a loop for it -- exactly the ops PyTorch
 # has on complex tensors -- and raise PyTorch's error otherwise; the wide
 # unsigned integers run the few ops PyTorch 2.3+ has for them.
 # unary ops of the wide unsigned integers: float results (computed in the

@@ -14,7 +14,7 @@ def _tensor_arg(op, input):
     return input
 
 
-# Tensor has these as methods of its own class (_tensor.py): functions only here.
+# Tensor has these as methods of its own class (_tensor/tensor.py): functions only here.
 
 
 @defop(method=False, composite=True, differentiable=False)

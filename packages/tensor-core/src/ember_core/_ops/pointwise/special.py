@@ -1,4 +1,4 @@
-"""The elementwise kernels behind torch.special (csrc/special_fn.c): Bessel and
+"""The elementwise kernels behind torch.special (csrc/cpu/pointwise/special_fn.c): Bessel and
 Airy functions, error-function relatives, incomplete gamma, Hurwitz zeta,
 polygamma, entropy and the orthogonal polynomials; plus the top-level torch ops
 among them (i0, polygamma, igamma, igammac, mvlgamma) with their in-place forms.
@@ -162,7 +162,7 @@ def _make_unary(name, code):
 
 
 # Legendre's and Laguerre's recurrences run n steps over values that stay finite
-# (the others overflow to NaN, or have closed forms, csrc/special_fn.c): a degree
+# (the others overflow to NaN, or have closed forms, csrc/cpu/pointwise/special_fn.c): a degree
 # past this would take minutes per element (PyTorch's loop runs on), so it raises.
 MAX_RECURRENCE_DEGREE = 1 << 24
 _LONG_RECURRENCES = (S.EC_SP_LEGENDRE_P, S.EC_SP_LAGUERRE_L)

@@ -1,4 +1,4 @@
-"""Samplers with per-element parameters (csrc/random_dist.c): ``_standard_gamma``
+"""Samplers with per-element parameters (csrc/cpu/random/random_dist.c): ``_standard_gamma``
 (Marsaglia-Tsang), its derivative w.r.t. the shape ``_standard_gamma_grad``
 (implicit reparameterisation; the formula lives in ember_autograd),
 ``_sample_dirichlet``, ``poisson`` and ``binomial``.

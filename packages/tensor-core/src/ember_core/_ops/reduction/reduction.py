@@ -239,7 +239,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum over dim(s) (all by default); integers and bools sum to int64."""
     if dim is None and dtype is None:
         # the common call (a loss, x.sum()): what _sum_dtype and _dims give, without
-        # their frames (Note [Op overhead] in _elementwise.py)
+        # their frames (Note [Op overhead] in _ops/pointwise/elementwise.py)
         dt, nd = input._dtype, len(input._shape)
         dims = _ALL_DIMS[nd] if nd < len(_ALL_DIMS) else tuple(range(nd))
         return reduce(

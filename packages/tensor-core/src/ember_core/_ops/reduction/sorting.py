@@ -2,7 +2,7 @@
 mode), set ops (unique, unique_consecutive, isin), binary search (searchsorted,
 bucketize) and counting (bincount, histc).
 
-The kernels (csrc/sort.c) work on "lines" along one dim; Note [Sort keys] there
+The kernels (csrc/cpu/reduction/sort.c) work on "lines" along one dim; Note [Sort keys] there
 says how elements are ordered: stably, NaN as the largest value.
 """
 

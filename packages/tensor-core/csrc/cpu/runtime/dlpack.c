@@ -6,7 +6,7 @@
  * run from arbitrary places (a consumer's dealloc, another thread, during
  * exception unwinding), so they must take the GIL and preserve any exception in
  * flight, which only C can do reliably.  cffi cannot pass PyObject*, so Python
- * reaches the two entry points below through ctypes.PyDLL (see _dlpack.py);
+ * reaches the two entry points below through ctypes.PyDLL (see _interop/dlpack.py);
  * the layout of the structs follows dlpack.h (DLPack 1.0), which ember does
  * not vendor.
  *

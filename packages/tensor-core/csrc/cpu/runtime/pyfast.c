@@ -13,7 +13,7 @@
  * what the Python path accepts) calls the Python version, _tensor._empty_py,
  * which stays the reference: the two must make the same tensor.  ec_py_install
  * adds ``configure`` and ``empty`` to the module ember_core._C once, at import
- * (_tensor.py calls configure with the classes and entry points). */
+ * (_tensor/tensor.py calls configure with the classes and entry points). */
 
 #include <Python.h>
 #include <structmember.h> /* PyMemberDef, T_OBJECT_EX */

@@ -1,5 +1,5 @@
-"""torch.special's kernels (_ops/pointwise/special.py, csrc/cpu/pointwise/special_fn.c) against scipy.special
-over wide ranges, edge cases included (0, negatives, inf, NaN, poles), and the
+"""torch.special's kernels (_ops/pointwise/special.py, csrc/cpu/pointwise/special_fn.c)
+against scipy.special over wide ranges, edge cases included (0, negatives, inf, NaN, poles), and the
 dtype rules (integers compute in the default float dtype, float32 stays)."""
 
 import math

@@ -40,6 +40,7 @@ list); it is then a function of the op's canonical arguments.
 import threading
 
 from ember_core._base import dispatch as _dispatch
+from ember_core._tensor import copy as _copy
 from ember_core._tensor import dtype as _dtype
 
 LOWER = "lower_precision_fp"
@@ -164,7 +165,6 @@ def _cast(t, target, st):
         target = st.dtype[kind]
     if t._dtype is target:
         return t
-    from ember_core._tensor import copy as _copy
 
     device = t._storage._device
     if (

@@ -14,6 +14,7 @@ import re
 import threading
 
 from ember_core._base.lib import ffi, last_message, lib
+from ember_core._cuda import runtime as _cuda
 
 _lock = threading.Lock()
 loaded = False  # read by _linalg on every CUDA product: load() once before the first
@@ -84,7 +85,6 @@ def _on_workspace_error(exc_type, exc, tb):
 @ffi.def_extern(onerror=_on_workspace_error)
 def ecu_py_blas_workspace(device, stream, ptr, nbytes):
     """Called by the C launcher the first time a (device, stream) runs a product."""
-    from ember_core._cuda import runtime as _cuda
 
     major = ffi.new("int*")
     capability_major = 75  # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR

@@ -104,6 +104,8 @@ def supported_archs():
 
 def arch_of(device):
     """The compute capability of a CUDA device as an int, e.g. 90."""
+    # here, not at the top: tests/cuda_emu/hw_diff.py loads this module by path
+    # on a machine where ember_core is not built
     from ember_core._base.lib import ffi, lib
 
     v = ffi.new("int*")

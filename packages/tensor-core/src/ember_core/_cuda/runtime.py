@@ -13,9 +13,13 @@ import sys
 import threading
 
 import ember_allocator
-from ember_core._base.lib import ffi, last_message, lib
+from ember_core._base.dispatch import _GENERATED
+from ember_core._base.lib import error, ffi, last_message, lib
 from ember_core._cuda import compile as _cuda_compile
 from ember_core._cuda import kernels as _cuda_kernels
+from ember_core._tensor import storage as _storage
+from ember_core._tensor.device import CPU
+from ember_core._tensor.tensor import contiguous_strides, make
 
 _lock = threading.Lock()
 _status = []  # [] until the first check; then [None] when usable, [reason] when not
@@ -87,8 +91,6 @@ def require(dev, op):
 
 def check(status, op):
     if status:
-        from ember_core._base.lib import error
-
         raise error(status, op)
 
 
@@ -114,7 +116,6 @@ def current_stream_handle(index):
 
 def _current_op():
     """The op being run (from the generated function's frame), for messages."""
-    from ember_core._base.dispatch import _GENERATED
 
     frame = sys._getframe(2)
     while frame is not None:
@@ -270,9 +271,6 @@ def is_pinned(storage):
 
 def pinned_empty(shape, dtype):
     """An uninitialised contiguous CPU tensor in page-locked memory."""
-    from ember_core._tensor import storage as _storage
-    from ember_core._tensor.device import CPU
-    from ember_core._tensor.tensor import contiguous_strides, make
 
     n = 1
     for s in shape:

@@ -32,10 +32,13 @@ import enum
 
 from ember_core import _C
 from ember_core._base.lib import ffi, last_message, lib
+from ember_core._cuda import runtime as _cuda
 from ember_core._tensor import dtype as D
 from ember_core._tensor import storage as _storage
-from ember_core._tensor.device import CPU, to_device
-from ember_core._tensor.tensor import Tensor, make
+from ember_core._tensor.copy import clone, to_dtype_copy, type_
+from ember_core._tensor.device import CPU, device, to_device
+from ember_core._tensor.device import device as _device
+from ember_core._tensor.tensor import Tensor, contiguous_strides, make
 
 
 class DLDeviceType(enum.IntEnum):
@@ -128,7 +131,6 @@ def stream_wait(index, waiter, producer):
     ``producer`` so far (both of cuda:index; an event between them)."""
     if waiter == producer:
         return
-    from ember_core._cuda import runtime as _cuda
 
     prev = lib.ecu_get_device()
     if prev != index:
@@ -148,7 +150,6 @@ def stream_wait(index, waiter, producer):
 
 def _require_cuda(index, op, what):
     """BufferError (the protocol's error) when CUDA device ``index`` is unusable."""
-    from ember_core._cuda import runtime as _cuda
 
     why = _cuda._why_unavailable()
     if why is None and not 0 <= index < _cuda.device_count():
@@ -171,8 +172,6 @@ def _moved_for_export(t, dl_device, copy):
     if kind == DLDeviceType.kDLCPU and index == 0:
         target = CPU
     elif kind == DLDeviceType.kDLCUDA:
-        from ember_core._tensor.device import device
-
         _require_cuda(index, "__dlpack__", f"DLPack device {(kind, index)}")
         target = device("cuda", index)
     else:
@@ -180,7 +179,6 @@ def _moved_for_export(t, dl_device, copy):
             f"__dlpack__: ember cannot export to DLPack device {(kind, index)}; it exports to "
             "the CPU (1, 0) and to CUDA devices (2, index)"
         )
-    from ember_core._tensor.copy import to_dtype_copy
 
     return to_dtype_copy(t, t._dtype, target), True
 
@@ -210,8 +208,6 @@ def to_dlpack(t, *, stream=None, max_version=None, dl_device=None, copy=None):
     if dl_device is not None:
         t, moved = _moved_for_export(t, dl_device, copy)
     if copy and not moved:
-        from ember_core._tensor.copy import to_dtype_copy
-
         t = to_dtype_copy(t, t._dtype)
     if copy or moved:
         readonly = False
@@ -318,8 +314,6 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
     if kind in (DLDeviceType.kDLCPU, DLDeviceType.kDLCUDAHost):  # host memory either way
         dev = CPU
     elif kind == DLDeviceType.kDLCUDA:
-        from ember_core._tensor.device import device as _device
-
         _require_cuda(index, "from_dlpack", f"the capsule's memory ({_device_name(kind, index)})")
         dev = _device("cuda", index)
     else:
@@ -346,8 +340,6 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
     if info[lib.EC_DLPACK_HAS_STRIDES]:
         stride = tuple(stride_buf[:n])
     else:
-        from ember_core._tensor.tensor import contiguous_strides
-
         stride = contiguous_strides(shape)
     if any(s < 0 for s in shape):
         raise BufferError(
@@ -377,8 +369,6 @@ def _placed(t, device, copy, copied, op):
     move (BufferError with copy=False)."""
     target = to_device(device)
     if target is not None and target.index is None and target.type == "cuda":
-        from ember_core._cuda import runtime as _cuda
-
         target = to_device(f"cuda:{_cuda.current_device()}")
     if target is not None and target != t._storage._device:
         if copy is False:
@@ -386,12 +376,9 @@ def _placed(t, device, copy, copied, op):
                 f"{op}: the memory is on {t._storage._device}; device={target} needs a copy, "
                 "and copy=False"
             )
-        from ember_core._tensor.copy import to_dtype_copy
 
         return to_dtype_copy(t, t._dtype, target)
     if copy and not copied:
-        from ember_core._tensor.copy import clone
-
         return clone(t)
     return t
 
@@ -418,8 +405,6 @@ def cuda_array_interface(t):
     is contiguous, as PyTorch reports them."""
     dev = t._storage._device
     if dev.type != "cuda":
-        from ember_core._tensor.copy import type_
-
         raise AttributeError(
             f"Can't get __cuda_array_interface__ on non-CUDA tensor type: {type_(t)} If CUDA "
             "data is required use tensor.cuda() to copy tensor to device memory."
@@ -467,8 +452,6 @@ def from_cuda_array_interface(obj, desc=None, op="as_tensor"):
     waits for the producer's ``stream`` (v3)."""
     import numpy as np
 
-    from ember_core._cuda import runtime as _cuda
-
     if desc is None:
         desc = obj.__cuda_array_interface__
     if desc.get("mask") is not None:
@@ -491,8 +474,6 @@ def from_cuda_array_interface(obj, desc=None, op="as_tensor"):
     isz = dt.itemsize
     byte_strides = desc.get("strides")
     if byte_strides is None:
-        from ember_core._tensor.tensor import contiguous_strides
-
         stride = contiguous_strides(shape)
     else:
         if any(int(s) % isz for s in byte_strides):
@@ -526,7 +507,6 @@ def from_cuda_array_interface(obj, desc=None, op="as_tensor"):
         stream_wait(index, lib.ecu_current_stream(index), _stream_handle(int(stream)))
     low = sum((s - 1) * st for s, st in zip(shape, stride) if st < 0) if numel else 0
     high = sum((s - 1) * st for s, st in zip(shape, stride) if st > 0) if numel else -1
-    from ember_core._tensor.device import device as _device
 
     storage = _storage.external(
         ptr + low * isz,

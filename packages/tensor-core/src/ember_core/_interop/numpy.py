@@ -11,6 +11,7 @@ from ember_core._base.lib import ffi
 from ember_core._interop.dlpack import from_dlpack
 from ember_core._tensor import dtype as D
 from ember_core._tensor import storage as _storage
+from ember_core._tensor.copy import contiguous, to_dtype_copy
 from ember_core._tensor.creation import tensor
 from ember_core._tensor.device import CPU, to_device
 from ember_core._tensor.tensor import Tensor, empty, is_contig, make
@@ -154,8 +155,6 @@ def item(self):
     if self._numel != 1:
         raise RuntimeError(f"a Tensor with {self._numel} elements cannot be converted to Scalar")
     if self._storage._device.type != "cpu":  # the value is read on the host
-        from ember_core._tensor.copy import to_dtype_copy
-
         self = to_dtype_copy(self, self._dtype, CPU)
     dt = self._dtype
     ctype = _ITEM_TYPES.get(dt)
@@ -174,7 +173,6 @@ def item(self):
 
 def tolist(self):
     """Nested Python lists of Python numbers."""
-    from ember_core._tensor.copy import to_dtype_copy
 
     t = self
     if t._dtype is D.bfloat16:
@@ -200,7 +198,6 @@ def _rebuild(data, dtype_name, shape, requires_grad):
 
 def reduce_tensor(t, protocol):
     """Pickle support: the values are copied into the pickle (contiguous bytes)."""
-    from ember_core._tensor.copy import contiguous, to_dtype_copy
 
     if t._storage._device.type != "cpu":  # pickled as its values (loaded on the CPU)
         t = to_dtype_copy(t, t._dtype, CPU)

@@ -8,9 +8,11 @@ import warnings
 from ember_core._base import shape as _shape
 from ember_core._base.dispatch import defop
 from ember_core._base.lib import NOGIL_THRESHOLD, check
+from ember_core._cuda import runtime as _cuda
 from ember_core._ops.pointwise.elementwise import layout, overlaps
 from ember_core._tensor import dtype as D
 from ember_core._tensor import storage as _storage
+from ember_core._tensor.creation import full
 from ember_core._tensor.device import CPU, to_device
 from ember_core._tensor.tensor import Tensor, empty, is_contig, make, written
 
@@ -58,7 +60,6 @@ def _copy_between_devices(dst, src, non_blocking):
     """dst[...] = src across devices (host <-> GPU, GPU <-> GPU): the source's
     values are made dense on its own device, moved as bytes, and converted (dtype,
     strides, broadcasting) on the destination's device."""
-    from ember_core._cuda import runtime as _cuda
 
     if dst._shape != src._shape:
         shape = _shape.broadcast_shapes(dst._shape, src._shape, op="copy_")
@@ -92,8 +93,6 @@ def to_device_copy(t, dev, non_blocking=False):
 def copy_(input, src, non_blocking=False):
     """Copy src's values into input in place (broadcast and converted)."""
     if not isinstance(src, Tensor):
-        from ember_core._tensor.creation import full
-
         src = full((), src, dtype=input._dtype)
     if (
         src._storage is input._storage
@@ -303,8 +302,6 @@ def _parse_to(args, kwargs):
 def _resolve(dev):
     """'cuda' (no index) means the current CUDA device."""
     if dev.type == "cuda" and dev.index is None:
-        from ember_core._cuda import runtime as _cuda
-
         _cuda.require(0, "to")
         return to_device(_cuda.current_device())
     return dev

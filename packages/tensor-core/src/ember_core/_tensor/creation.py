@@ -10,10 +10,13 @@ import numpy as np
 from ember_core._base import shape as _shape
 from ember_core._base.dispatch import defop
 from ember_core._base.lib import check
-from ember_core._ops.pointwise.elementwise import layout
+from ember_core._cuda import runtime as _cuda
+from ember_core._ops.pointwise.elementwise import _tname, layout
+from ember_core._ops.pointwise.elementwise import pow as _pow
 from ember_core._tensor import dtype as D
+from ember_core._tensor import storage as _storage
 from ember_core._tensor.device import CPU, to_device
-from ember_core._tensor.tensor import Tensor, make, written
+from ember_core._tensor.tensor import Size, Tensor, make, written
 from ember_core._tensor.tensor import empty as _empty
 
 
@@ -32,7 +35,6 @@ def _alloc(shape, dt, device, pin_memory=False):
     if pin_memory:
         if dev.type != "cpu":
             raise RuntimeError(f"pin_memory=True: only CPU memory can be pinned, not {dev}")
-        from ember_core._cuda import runtime as _cuda
 
         if not _cuda.is_available():
             raise RuntimeError("Cannot access accelerator device when none is available.")
@@ -114,7 +116,6 @@ def empty_like_class(cls, size, dtype=None, device=None, requires_grad=False):
 )
 def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
     """An uninitialised tensor with the given strides."""
-    from ember_core._tensor import storage as _storage
 
     shape = _shape.as_shape(size, "empty_strided")
     stride = tuple(int(s) for s in stride)
@@ -142,8 +143,6 @@ def creation_out(op, out, shape, dtype):
         raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
     dt = D.to_dtype(dtype)
     if dt is not None and dt is not out._dtype:
-        from ember_core._ops.pointwise.elementwise import _tname
-
         raise RuntimeError(
             f"{op}: dtype {_tname(dt)} does not match dtype of out parameter ({_tname(out._dtype)})"
         )
@@ -317,7 +316,6 @@ def new(self, *args, device=None):
     """Tensor.new, the legacy constructor: an uninitialized tensor of self's dtype
     (on self's device unless given) of the given size, or holding the given data,
     or (given a tensor) a view of that tensor."""
-    from ember_core._tensor.tensor import Size
 
     device = device or self._storage._device
     if not args:
@@ -766,7 +764,6 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
 )
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     """base ** linspace(start, end, steps)."""
-    from ember_core._ops.pointwise.elementwise import pow as _pow
 
     dt = D.to_dtype(dtype) or D.get_default_dtype()
     exps = linspace(start, end, steps, dtype=D.float64, device=device)

@@ -13,6 +13,8 @@ touching callers, and a kernel a backend lacks raises NotImplementedError naming
 the op and the device.
 """
 
+from ember_core._base.lib import lib, nogil
+
 
 class device:
     """``device('cpu')``, ``device('cuda:0')`` or ``device('cuda', 0)``.
@@ -81,8 +83,6 @@ class device:
 
 def _kernels_for(kind, index):
     if kind == "cpu":
-        from ember_core._base.lib import lib, nogil
-
         return lib, nogil
     if kind == "cuda":
         from ember_core._cuda import runtime as _cuda

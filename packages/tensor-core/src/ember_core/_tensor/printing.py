@@ -6,7 +6,9 @@ import math
 
 import numpy as np
 
+from ember_core._interop.numpy import _ArrayView
 from ember_core._tensor import dtype as D
+from ember_core._tensor.copy import to_dtype_copy
 from ember_core._tensor.device import CPU
 
 
@@ -193,14 +195,11 @@ def _tensor_str(a, indent, summarize, fmt):
 
 
 def _values(t):
-    from ember_core._tensor.copy import to_dtype_copy
-
     src = t
     if t._dtype is D.bfloat16:
         src = to_dtype_copy(t, D.float32, CPU)
     elif t._storage._device is not CPU:  # printing reads the values on the host
         src = to_dtype_copy(t, t._dtype, CPU)
-    from ember_core._interop.numpy import _ArrayView
 
     return np.asarray(_ArrayView(src, readonly=True))
 

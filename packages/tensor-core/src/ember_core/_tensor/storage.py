@@ -14,6 +14,7 @@ import weakref
 
 import ember_allocator
 from ember_core._base import settings as _settings
+from ember_core._base.lib import lib, nogil
 from ember_core._tensor.device import CPU, device
 
 _host_malloc, _host_free = ember_allocator.host_fast_path()
@@ -208,8 +209,6 @@ def _cuda_setup(dev):
 
 
 def _current_stream(index):
-    from ember_core._base.lib import lib
-
     global _current_stream
     _current_stream = lib.ecu_current_stream
     return _current_stream(index)
@@ -283,8 +282,6 @@ def share_(storage, allocator=None, tensor=None, caller_refs=0):
     shm = allocator or shared_allocator()
     block = _alloc_block(shm, max(storage._nbytes, 1), CPU)
     if storage._nbytes:
-        from ember_core._base.lib import lib, nogil
-
         fn = nogil.ec_copy_contig if storage._nbytes > (1 << 18) else lib.ec_copy_contig
         fn(storage._nbytes, block.ptr, 1, storage._ptr, 1)  # uint8 copy
     old_cls, old_ptr, old_owner = type(storage), storage._ptr, storage._owner

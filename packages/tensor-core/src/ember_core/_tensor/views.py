@@ -14,6 +14,7 @@ import warnings
 from ember_core._base import shape as _shape
 from ember_core._base.dispatch import defop, star_keyword
 from ember_core._base.shape import normalize_dim
+from ember_core._ops.pointwise.complex import view_as_complex, view_as_real
 from ember_core._tensor import dtype as D
 from ember_core._tensor import tensor as _tensor
 from ember_core._tensor.tensor import Tensor, contiguous_strides, is_contig, view_of
@@ -795,7 +796,6 @@ def unbind_copy(input, dim=0, *, out=None):
 @defop(method=False, composite=True, tags=("linear",))
 def view_as_real_copy(input, *, out=None):
     """view_as_real, returning a new tensor instead of a view."""
-    from ember_core._ops.pointwise.complex import view_as_real
 
     return _copied(view_as_real(input), out)
 
@@ -803,7 +803,6 @@ def view_as_real_copy(input, *, out=None):
 @defop(method=False, composite=True, tags=("linear",))
 def view_as_complex_copy(input, *, out=None):
     """view_as_complex, returning a new tensor instead of a view."""
-    from ember_core._ops.pointwise.complex import view_as_complex
 
     return _copied(view_as_complex(input), out)
 

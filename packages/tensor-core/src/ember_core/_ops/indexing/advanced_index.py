@@ -26,7 +26,13 @@ import warnings
 
 from ember_core._base import shape as _shape
 from ember_core._base.lib import NOGIL_THRESHOLD, check, error, ffi, lib
+from ember_core._ops.pointwise.complex import as_real_view
+from ember_core._ops.pointwise.elementwise import _tname as tn
+from ember_core._ops.pointwise.elementwise import add, ternary
+from ember_core._ops.reduction.reduction import reduce
 from ember_core._tensor import dtype as D
+from ember_core._tensor.copy import clone, copy_into, to_dtype_copy
+from ember_core._tensor.creation import fill_values, full, tensor, zeros
 from ember_core._tensor.tensor import Tensor, empty, view_of, written
 
 INDEX_TYPE_ERROR = "tensors used as indices must be long, int, byte or bool tensors"
@@ -97,7 +103,6 @@ def key_items(key):
 
 def as_index_tensor(obj):
     """A list, tuple or array used as an index, as a tensor (int64 when empty)."""
-    from ember_core._tensor.creation import tensor
 
     try:
         t = tensor(obj)
@@ -116,7 +121,6 @@ def _is_mask(t):
 
 def _bool_index(value):
     """The index tensor a Python bool (or 0-d mask) indexes its new size-1 dim with."""
-    from ember_core._tensor.creation import zeros
 
     return zeros((1 if value else 0,), dtype=D.int64)
 
@@ -255,8 +259,6 @@ def apply_key(t, key):
 
 
 def _to_int64(t):
-    from ember_core._tensor.copy import to_dtype_copy
-
     return to_dtype_copy(t, D.int64)
 
 
@@ -266,7 +268,6 @@ def _to_int64(t):
 def count_nonzero_all(t):
     if t._numel == 0:
         return 0
-    from ember_core._ops.reduction.reduction import reduce
 
     r = reduce("nonzero", lib.EC_R_COUNT_NONZERO, t, tuple(range(len(t._shape))), False, D.int64)
     if r._storage._device.type != "cpu":  # the count is read on the host
@@ -399,7 +400,6 @@ def put_plan(view, p, values, mode, op, alpha=1.0, runtime_error=False):
                 f"shape mismatch: value tensor of shape {list(values._shape)} cannot be broadcast "
                 f"to indexing result of shape {list(p.shape)}"
             )
-    from ember_core._tensor.copy import clone
 
     if values._storage is view._storage:
         values = clone(values)
@@ -460,8 +460,6 @@ def _index_1d(view, idx):
 
 
 def _value_tensor(value, dtype, dev):
-    from ember_core._tensor.creation import full
-
     if isinstance(value, Tensor):
         return value
     return full((), value, dtype=dtype, device=dev)
@@ -469,8 +467,6 @@ def _value_tensor(value, dtype, dev):
 
 def index_put(t, key, value):
     """t[key] = value for a key with advanced items."""
-    from ember_core._tensor.copy import copy_into
-    from ember_core._tensor.creation import fill_values
 
     items = key_items(key)
     # x[mask] = scalar (or 0-d tensor), the mask covering x's leading dims: masked fill
@@ -497,7 +493,6 @@ def index_put(t, key, value):
                     f"{_tname(t._dtype)} for the destination and {_tname(value._dtype)} for the "
                     "source."
                 )
-            from ember_core._tensor.copy import to_dtype_copy
 
             value = to_dtype_copy(value, t._dtype)
     else:
@@ -512,30 +507,23 @@ def accumulate_key(t, key, values):
     if t._dtype.is_complex and t._shape:
         # complex sums are the parts' sums: accumulate into the real views, the key
         # followed by the whole pair dim
-        from ember_core._ops.pointwise.complex import as_real_view
 
         pair_key = (key if isinstance(key, tuple) else (key,)) + (slice(None),)
         accumulate_key(as_real_view(t), pair_key, as_real_view(values.to(t._dtype)))
         return
     view, indices = apply_key(t, key)
     if not indices:
-        from ember_core._ops.pointwise.elementwise import add
-        from ember_core._tensor.copy import copy_into
-
         copy_into(view, add(view, values))
         return
     put_plan(view, plan(view, indices), values, lib.EC_INDEX_ADD, "index_put_")
 
 
 def _tname(d):
-    from ember_core._ops.pointwise.elementwise import _tname as tn
-
     return tn(d)
 
 
 def masked_fill_into(t, mask, value):
     """t[mask] = value in place, the mask covering t's leading dims (counts as t's write)."""
-    from ember_core._ops.pointwise.elementwise import ternary
 
     k = len(mask._shape)
     if mask._shape != t._shape[:k]:
@@ -547,12 +535,8 @@ def masked_fill_into(t, mask, value):
         extra = len(t._shape) - k
         mask = view_of(mask, mask._shape + (1,) * extra, mask._stride + (0,) * extra, mask._offset)
     if mask._dtype is not D.bool_:
-        from ember_core._tensor.copy import to_dtype_copy
-
         mask = to_dtype_copy(mask, D.bool_)
     v = _value_tensor(value, t._dtype, t._storage._device)
     if v._dtype is not t._dtype:
-        from ember_core._tensor.copy import to_dtype_copy
-
         v = to_dtype_copy(v, t._dtype)
     ternary("masked_fill_", lib.EC_T_WHERE, mask, v, t, out=t, cond=True)

@@ -21,11 +21,14 @@ from ember_core._ops.indexing.advanced_index import (
     nonzero_matrix,
     plan,
     put_plan,
+    run_plan,
 )
-from ember_core._ops.pointwise.elementwise import _tname, layout, ternary
+from ember_core._ops.pointwise.complex import as_real_view
+from ember_core._ops.pointwise.elementwise import _tname, add, clamp, div, layout, lt, mul, ternary
 from ember_core._ops.shape.joining import cat
 from ember_core._tensor import dtype as D
-from ember_core._tensor.creation import full
+from ember_core._tensor.copy import clone, contiguous, copy_into, resize_, to_dtype_copy
+from ember_core._tensor.creation import arange, full
 from ember_core._tensor.tensor import Tensor, empty, is_contig, view_of, written
 
 L = lib
@@ -46,8 +49,6 @@ def _index_arg(op, index, allow_int32=True):
     if index._dtype is D.int64:
         return index
     if allow_int32 and index._dtype is D.int32:
-        from ember_core._tensor.copy import to_dtype_copy
-
         return to_dtype_copy(index, D.int64)
     raise RuntimeError(f"{op}(): Expected dtype int64 for index, but got {index._dtype}")
 
@@ -58,8 +59,6 @@ def _same_dtype(op, self, src, what="src"):
 
 
 def _scalar_tensor(value, dtype, dev):
-    from ember_core._tensor.creation import full
-
     return full((), value, dtype=dtype, device=dev)
 
 
@@ -69,8 +68,6 @@ def _as_1d(t):
 
 
 def _clone(t):
-    from ember_core._tensor.copy import clone
-
     return clone(t)
 
 
@@ -166,7 +163,6 @@ def index_select(input, dim, index, *, out=None):
 def _finish_out(op, r, out):
     if out is None:
         return r
-    from ember_core._tensor.copy import copy_into, resize_
 
     if out._shape != r._shape:
         resize_(out, *r._shape)
@@ -229,8 +225,6 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
         return _finish_out(op, r, out)
     r = empty(index._shape, input._dtype, input._storage._device)
     if r._numel:
-        from ember_core._ops.indexing.advanced_index import run_plan
-
         run_plan(
             L.EC_INDEX_GET,
             _along_plan(input, d, index),
@@ -295,7 +289,6 @@ def scatter_into(op, self, dim, index, values, mode, check_src=True):
     if vals._storage is x._storage:
         vals = _clone(vals)
         vs = list(vals._stride) if vals._shape else vs
-    from ember_core._ops.indexing.advanced_index import run_plan
 
     run_plan(mode, p, x, vals, vs, op, runtime_error=True)
     return self
@@ -346,7 +339,6 @@ def _scatter_add_into(op, self, dim, index, src):
         return scatter_into(op, self, dim, index, src, L.EC_INDEX_ADD)
     # complex sums are the parts' sums: scatter the real views, the index repeated
     # for both parts (Note [CPU-only dtypes])
-    from ember_core._ops.pointwise.complex import as_real_view
 
     d = _shape.normalize_dim(dim, len(self._shape), op) if self._shape else 0
     pairs = index._shape + (2,)
@@ -397,8 +389,6 @@ def scatter_reduce_into(op, self, dim, index, src, reduce, include_self):
         scatter_into(op, self, dim, index, ident, L.EC_INDEX_PUT)
     scatter_into(op, self, dim, index, src, _SCATTER_REDUCE_OPS[reduce])
     if reduce == "mean":
-        from ember_core._ops.pointwise.elementwise import clamp, div
-        from ember_core._tensor.copy import copy_into
         from ember_core._tensor.creation import full, ones
 
         count = full(self._shape, 1 if include_self else 0, dtype=self._dtype, device=self.device)
@@ -478,7 +468,6 @@ def index_into(op, self, dim, index, values, mode, alpha=1.0):
         values = values.reshape(shape)
     if mode == L.EC_INDEX_ADD and x._dtype.is_complex:
         # complex sums are the parts' sums: the kernels add the real views
-        from ember_core._ops.pointwise.complex import as_real_view
 
         values = values.to(x._dtype)
         if isinstance(alpha, complex):
@@ -529,8 +518,6 @@ def _fill_value(op, input, value):
                 f"{len(value._shape)} dimension(s)."
             )
         if value._dtype is not input._dtype:
-            from ember_core._tensor.copy import to_dtype_copy
-
             value = to_dtype_copy(value, input._dtype)
         return value
     return _scalar_tensor(value, input._dtype, input._storage._device)
@@ -585,17 +572,12 @@ def index_put_into(op, self, indices, values, accumulate):
         )
     if accumulate and self._dtype.is_complex and self._shape:
         # complex sums are the parts' sums: accumulate into the real views
-        from ember_core._ops.pointwise.complex import as_real_view
 
         index_put_into(op, as_real_view(self), indices, as_real_view(values), True)
         return self
     view, idx = apply_key(self, key)
     if not idx:
-        from ember_core._tensor.copy import copy_into
-
         if accumulate:
-            from ember_core._ops.pointwise.elementwise import add
-
             copy_into(view, add(view, values))
         else:
             copy_into(view, values)
@@ -659,8 +641,6 @@ def _masked_value(op, input, value):
                 f"{len(value._shape)} dimension(s)."
             )
         if value._dtype is not input._dtype:
-            from ember_core._tensor.copy import to_dtype_copy
-
             value = to_dtype_copy(value, input._dtype)
         return value
     return _scalar_tensor(value, input._dtype, input._storage._device)
@@ -672,7 +652,6 @@ def masked_fill(input, mask, value):
     _tensor_arg("masked_fill", "input", input)
     mask = _bool_mask("masked_fill_", mask)
     shape = _shape.broadcast_shapes(input._shape, mask._shape, op="masked_fill")
-    from ember_core._tensor.copy import copy_into
 
     r = empty(shape, input._dtype, input._storage._device)
     copy_into(r, input)
@@ -725,7 +704,6 @@ def masked_scatter_into(op, self, mask, source):
     m = _mask_to(op, mask, self._shape)
     if m._storage is self._storage:  # the writes would change the mask under the kernel
         m = _clone(m)
-    from ember_core._tensor.copy import contiguous
 
     src = contiguous(source)
     if src._storage is self._storage:
@@ -747,7 +725,6 @@ def masked_scatter(input, mask, source):
     shape = _shape.broadcast_shapes(
         input._shape, _tensor_arg("masked_scatter", "mask", mask)._shape, op="masked_scatter"
     )
-    from ember_core._tensor.copy import copy_into
 
     r = empty(shape, input._dtype, input._storage._device)
     copy_into(r, input)
@@ -770,7 +747,6 @@ def masked_scatter_(input, mask, source):
 
 def _flat(t):
     """t as a 1-d view of its elements in row-major order (a contiguous copy if needed)."""
-    from ember_core._tensor.copy import contiguous
 
     c = contiguous(t)
     return view_of(c, (c._numel,), (1,), c._offset, c._numel, True)
@@ -827,15 +803,11 @@ def take_along_dim(input, indices, dim=None, *, out=None):
                 f"with size {size}"
             )
         if lo < 0:
-            from ember_core._ops.pointwise.elementwise import add, lt, mul
-
             idx = add(idx, mul(lt(idx, 0), size))
     return _finish_out(op, gather(x, d, idx), out)
 
 
 def _arange2(like):
-    from ember_core._tensor.creation import arange
-
     return arange(2, dtype=like._dtype, device=like._storage._device)
 
 
@@ -857,7 +829,6 @@ def put_into(op, self, index, source, accumulate):
     if accumulate and self._dtype.is_complex:
         # complex sums are the parts' sums: element k's parts are reals 2k and 2k+1
         # of the real view of a contiguous copy
-        from ember_core._ops.pointwise.complex import as_real_view
 
         flat = self.reshape(-1).contiguous()
         k = index.reshape(-1)
@@ -865,8 +836,6 @@ def put_into(op, self, index, source, accumulate):
         pairs = (k * 2).unsqueeze(-1) + _arange2(k)
         put_into(op, as_real_view(flat), pairs, as_real_view(source.reshape(-1)), True)
         if flat._storage is not self._storage:
-            from ember_core._tensor.copy import copy_into
-
             copy_into(self, flat.reshape(self._shape))
         return self
     contig = is_contig(self)
@@ -887,8 +856,6 @@ def put_into(op, self, index, source, accumulate):
     p.dims = [0]
     put_plan(x, p, src, L.EC_INDEX_ADD if accumulate else L.EC_INDEX_PUT, op)
     if not contig:
-        from ember_core._tensor.copy import copy_into
-
         copy_into(self, x.reshape(self._shape))
     return self
 

@@ -12,8 +12,9 @@ import operator
 from ember_core._base.dispatch import defop
 from ember_core._ops.indexing import advanced_index as _advanced_index
 from ember_core._ops.indexing.advanced_index import IndexKey
+from ember_core._ops.indexing.index_ops import nonzero as nz
 from ember_core._tensor.copy import copy_into
-from ember_core._tensor.creation import fill_values
+from ember_core._tensor.creation import fill_values, zeros
 from ember_core._tensor.tensor import Tensor, view_of, written
 
 
@@ -184,7 +185,6 @@ def _setitem(input, key, value):
 def _getitem_backward(gradient, input_shape, key):
     """The gradient of input[key]: zeros of input's shape with ``gradient`` added at
     key (repeated indices accumulate)."""
-    from ember_core._tensor.creation import zeros
 
     z = zeros(input_shape, dtype=gradient._dtype, device=gradient._storage._device)
     _advanced_index.accumulate_key(z, key, gradient)
@@ -209,6 +209,5 @@ def setitem(self, key, value):
 
 def nonzero(input, *, out=None, as_tuple=False):
     """See ember_core.nonzero (kept here for where(cond), which looks it up here)."""
-    from ember_core._ops.indexing.index_ops import nonzero as nz
 
     return nz(input, out=out, as_tuple=as_tuple)

@@ -11,7 +11,10 @@ import math
 
 import numpy as np
 
+from ember_core import linalg as L
 from ember_core._base.dispatch import defop
+from ember_core._base.lib import check
+from ember_core._base.shape import broadcast_shapes
 from ember_core._tensor import dtype as D
 from ember_core._tensor.tensor import Tensor
 
@@ -222,9 +225,6 @@ _GEQRF = collections.namedtuple("geqrf", ["a", "tau"])
 
 
 def _geqrf_impl(input, out=None):
-    from ember_core import linalg as L
-    from ember_core._base.lib import check
-
     op = "geqrf"
     L._require_matrix(op, input, square=False)
     L._require_float(op, input, "geqrf_cpu")
@@ -317,8 +317,6 @@ _LDL = collections.namedtuple("linalg_ldl_factor", ["LD", "pivots"])
 def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     """(LD, pivots, info): Bunch-Kaufman A = L D L^T of a symmetric matrix (its
     lower triangle is read), LAPACK's compact form (sytrf) with 1-based pivots."""
-    from ember_core import linalg as L
-    from ember_core._base.lib import check
 
     op = "torch.linalg.ldl_factor_ex"
     if not isinstance(A, Tensor) or A.dim() < 2 or A.shape[-1] != A.shape[-2]:
@@ -371,9 +369,6 @@ def ldl_factor(A, *, hermitian=False, out=None):
 
 def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     """X with A X = B, from ldl_factor's (LD, pivots); batches broadcast."""
-    from ember_core import linalg as L
-    from ember_core._base.lib import check
-    from ember_core._base.shape import broadcast_shapes
 
     op = "torch.linalg.ldl_solve"
     if LD.dim() < 2 or LD.shape[-1] != LD.shape[-2]:

@@ -12,9 +12,11 @@ from ember_core._base.dispatch import defop
 from ember_core._base.lib import NOGIL_THRESHOLD, check, lib
 from ember_core._base.shape import normalize_dim
 from ember_core._cuda import blas as _cuda_blas
-from ember_core._ops.pointwise.elementwise import _tname, check_device
+from ember_core._ops.pointwise.elementwise import _tname, check_device, mul
+from ember_core._ops.reduction.reduction import sum as _sum
 from ember_core._ops.shape.joining import stack as _stack
 from ember_core._tensor import dtype as D
+from ember_core._tensor.copy import contiguous, copy_into, resize_, write_out
 from ember_core._tensor.tensor import Tensor, empty, view_of, written
 from ember_core._tensor.views import broadcast_to as _broadcast_to
 
@@ -76,8 +78,6 @@ def _dense_operand(t, batch, rows, cols, st, fill):
     view = view_of(t, shape, tuple(view_st), t._offset)
     d = empty(shape, t._dtype, t._storage._device)
     if fill:
-        from ember_core._tensor.copy import copy_into
-
         copy_into(d, view)
     return d, dense_st, view
 
@@ -109,8 +109,6 @@ def _gemm_cuda(op, dev, a, b, c, batch, m, n, k, a_st, b_st, c_st, alpha, beta):
         op,
     )  # fmt: skip
     if target is not None:
-        from ember_core._tensor.copy import copy_into
-
         copy_into(target, c)
 
 
@@ -127,7 +125,6 @@ def _flat_batch(t, batch_shape):
     ok = all(dims[i][1] == dims[i + 1][1] * dims[i + 1][0] for i in range(len(dims) - 1))
     if ok:
         return t, (dims[-1][1] if dims else 0)
-    from ember_core._tensor.copy import contiguous
 
     c = contiguous(t)
     return c, c._shape[-1] * c._shape[-2]
@@ -144,8 +141,6 @@ def _mm_out(op, shape, dtype, dev, out):
         )
     written(out, op)
     if out._shape != shape:
-        from ember_core._tensor.copy import resize_
-
         resize_(out, shape)
     return out
 
@@ -236,8 +231,6 @@ def matmul(input, other, *, out=None):
         c._shape = result_shape
         c._stride = _shape.contiguous_strides(result_shape)
     if out is not None:
-        from ember_core._tensor.copy import write_out
-
         return write_out(out, c, op)
     return c
 
@@ -310,7 +303,6 @@ def inner(input, other):
 def outer(input, vec2, *, out=None):
     """Outer product of two vectors (an elementwise product of a column and a
     row, so dtypes promote and bool works, as in PyTorch)."""
-    from ember_core._ops.pointwise.elementwise import mul
 
     _check_dims("outer", input, 1, "self")
     _check_dims("outer", vec2, 1, "vec2")
@@ -339,8 +331,6 @@ def _addmm_like(op, input, a, b, beta, alpha, out):
     shape = batch + (m, n)
     c = _mm_out(op, shape, a._dtype, dev, out)
     if beta != 0:
-        from ember_core._tensor.copy import copy_into
-
         try:
             copy_into(c, input.expand(shape))
         except RuntimeError:
@@ -632,7 +622,6 @@ def einsum(equation, *operands):
     >>> ec.einsum('ij,j->i', ec.ones(2, 3), ec.arange(3.0)).tolist()
     [3.0, 3.0]
     """
-    from ember_core._ops.reduction.reduction import sum as _sum
 
     if isinstance(equation, Tensor):
         equation, operands = _einsum_sublist((equation,) + operands)

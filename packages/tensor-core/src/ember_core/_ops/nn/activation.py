@@ -10,10 +10,12 @@ them too.
 
 from ember_core._base.dispatch import defop
 from ember_core._base.lib import check, lib
+from ember_core._base.shape import normalize_dim
 from ember_core._ops.nn import nnutil as U
 from ember_core._ops.pointwise import elementwise as E
 from ember_core._ops.pointwise.elementwise import layout
 from ember_core._tensor import dtype as D
+from ember_core._tensor.creation import empty_like, full
 from ember_core._tensor.tensor import Tensor, empty
 
 # The kernels of csrc/cpu/nn/activation.c, by the name _activation_backward takes.
@@ -135,8 +137,6 @@ def threshold_(input, threshold, value):
 
 
 def _scalar_like(value, like):
-    from ember_core._tensor.creation import full
-
     return full((), value, dtype=like._dtype, device=like._storage._device)
 
 
@@ -208,7 +208,6 @@ def glu(input, dim=-1):
     """a * sigmoid(b) where a and b are the halves of input along dim."""
     if not input._shape:
         raise RuntimeError("glu does not support scalars because halving size must be even")
-    from ember_core._base.shape import normalize_dim
 
     d = normalize_dim(dim, len(input._shape), "glu")
     size = input._shape[d]
@@ -245,7 +244,6 @@ def rrelu(input, lower=0.125, upper=0.3333333333333333, training=False, generato
     _float_only("rrelu", input)
     if not training:
         return leaky_relu(input, (lower + upper) / 2)
-    from ember_core._tensor.creation import empty_like
 
     noise = empty_like(input).uniform_(lower, upper, generator=generator)
     one = _scalar_like(1, noise)

@@ -24,7 +24,9 @@ import warnings
 
 from ember_core._base.dispatch import defop
 from ember_core._base.lib import check, lib
+from ember_core._cuda import blas as _cuda_blas
 from ember_core._ops.nn import spatial as S
+from ember_core._ops.nn.resample import constant_pad_nd
 from ember_core._ops.pointwise.elementwise import _tname, check_device
 from ember_core._tensor import dtype as D
 from ember_core._tensor.tensor import Tensor, empty
@@ -48,7 +50,6 @@ def _cuda_ready():
     """Note [CUDA convolution without cuDNN] (csrc/cuda/nn_launch.c): the CUDA
     kernels run the same GEMM convolution as the CPU, its products on cuBLAS
     (loaded here); ember says once that cuDNN is not used."""
-    from ember_core._cuda import blas as _cuda_blas
 
     if not _cuda_blas.loaded:
         _cuda_blas.load()
@@ -480,7 +481,6 @@ def _same_padding(op, input, weight, stride, dilation, k):
         pads = []
         for e in reversed(extra):
             pads += [0, e]
-        from ember_core._ops.nn.resample import constant_pad_nd
 
         input = constant_pad_nd(input, pads, 0)
     return input, tuple(left)

@@ -11,6 +11,7 @@ from ember_core._ops.nn import nnutil as U
 from ember_core._ops.pointwise.elementwise import layout
 from ember_core._ops.random.random import default_generator_for
 from ember_core._tensor import dtype as D
+from ember_core._tensor.creation import ones
 from ember_core._tensor.tensor import Tensor, empty
 
 _ALPHA = 1.7580993408473766  # SELU's -scale * alpha: where alpha dropout sends dropped units
@@ -29,8 +30,6 @@ def native_dropout(input, p, train):
     U.require_float("native_dropout", input)
     _check_p("native_dropout", p)
     if train is False or p == 0:
-        from ember_core._tensor.creation import ones
-
         return input.clone(), ones(input._shape, dtype=D.bool_, device=input._storage._device)
     x = U.compute(input)
     dev = x._storage._device

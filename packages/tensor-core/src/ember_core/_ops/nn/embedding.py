@@ -8,7 +8,8 @@ from ember_core._base.dispatch import defop
 from ember_core._base.lib import check
 from ember_core._ops.nn import nnutil as U
 from ember_core._tensor import dtype as D
-from ember_core._tensor.tensor import Tensor, empty
+from ember_core._tensor.creation import arange
+from ember_core._tensor.tensor import Tensor, empty, written
 
 _MODES = {"sum": 0, "mean": 1, "max": 2, 0: 0, 1: 1, 2: 2}
 
@@ -104,7 +105,6 @@ def _embedding_dense_backward(grad_output, indices, num_weights, padding_idx, sc
 def embedding_renorm_(weight, indices, max_norm, norm_type):
     """Rescale in place every row referenced by ``indices`` whose norm_type-norm
     exceeds max_norm to norm max_norm (each row once)."""
-    from ember_core._tensor.tensor import written
 
     idx = _indices("embedding_renorm_", indices)
     w, w_rs = _table("embedding_renorm_", weight)
@@ -306,7 +306,6 @@ def one_hot(tensor, num_classes=-1):
             raise RuntimeError("Class values must be smaller than num_classes.")
     elif num_classes == -1:
         raise RuntimeError("Can not infer total number of classes from empty tensor.")
-    from ember_core._tensor.creation import arange
 
     classes = arange(num_classes, device=tensor._storage._device)
     return (tensor.unsqueeze(-1) == classes).to(D.int64)

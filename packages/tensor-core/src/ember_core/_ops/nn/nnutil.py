@@ -7,6 +7,7 @@ kernel dtypes] in csrc/cpu/nn/nn.h); ``compute`` prepares an operand for them an
 """
 
 from ember_core._base.lib import NOGIL_THRESHOLD
+from ember_core._cuda import blas as _cuda_blas
 from ember_core._tensor import dtype as D
 from ember_core._tensor.copy import copy_into
 from ember_core._tensor.tensor import Tensor, empty, is_contig
@@ -58,11 +59,8 @@ def fn(name, nbytes, dev):
 def gemm_fn(name, nbytes, dev):
     """``fn`` for a kernel whose CUDA launcher runs cuBLAS GEMMs itself (the
     recurrent cells): cuBLAS is loaded first (Note [cuBLAS])."""
-    if dev.type != "cpu":
-        from ember_core._cuda import blas as _cuda_blas
-
-        if not _cuda_blas.loaded:
-            _cuda_blas.load()
+    if dev.type != "cpu" and not _cuda_blas.loaded:
+        _cuda_blas.load()
     return fn(name, nbytes, dev)
 
 

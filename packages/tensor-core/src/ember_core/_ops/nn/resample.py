@@ -14,10 +14,13 @@ import math
 
 from ember_core._base.dispatch import defop
 from ember_core._base.lib import check, lib
+from ember_core._ops.nn import pool as _pool
+from ember_core._ops.nn import resample_aa as _resample_aa
 from ember_core._ops.nn import spatial as S
 from ember_core._ops.pointwise.elementwise import _tname
 from ember_core._tensor import dtype as D
 from ember_core._tensor.copy import copy_into
+from ember_core._tensor.creation import full, zeros
 from ember_core._tensor.tensor import empty
 
 _NOGIL_ELEMS = 1 << 16
@@ -81,7 +84,6 @@ def constant_pad_nd(input, pad, value=0):
     pad = _ints(pad, op, "pad")
     _check_pad_length(op, input, pad)
     shape = _padded_shape(op, input._shape, pad)
-    from ember_core._tensor.creation import full
 
     out = full(shape, value, dtype=input._dtype, device=input._storage._device)
     # the overlap of input and output: input cropped by negative pads, placed
@@ -261,8 +263,6 @@ def _pad_mode_backward(grad_output, input_size, pad, mode):
             f"{list(grad_output._shape)}"
         )
     if 0 in out_sp:
-        from ember_core._tensor.creation import zeros
-
         return zeros(input_size, dtype=grad_output._dtype, device=grad_output._storage._device)
     cropped = list(input_size)
     for d, _, length in crops:
@@ -596,8 +596,6 @@ def interpolate(
     output_size = tuple(output_size)
     scales = tuple(scale_factors) if scale_factors is not None else None
     if antialias:
-        from ember_core._ops.nn import resample_aa as _resample_aa
-
         return _resample_aa.interpolate_antialias(input, output_size, mode, align_corners, scales)
     if mode in ("nearest", "nearest-exact"):
         if dim > 3:
@@ -606,8 +604,6 @@ def interpolate(
             )
         return _upsample_nearest(input, output_size, scales, mode == "nearest-exact")
     if mode == "area":
-        from ember_core._ops.nn import pool as _pool
-
         return (
             _pool._adaptive_nd(f"adaptive_avg_pool{dim}d", dim, input, output_size, False)
             if dim <= 3

@@ -4,6 +4,7 @@ state update in one pass), and the plain RNN cells as compositions."""
 
 from ember_core._base.dispatch import defop
 from ember_core._base.lib import check
+from ember_core._ops.linalg.products import addmm, matmul
 from ember_core._ops.nn import nnutil as U
 from ember_core._tensor.tensor import Tensor, empty
 
@@ -269,8 +270,6 @@ def _gru_cell_backward(grad_hy, input, hx, w_ih, w_hh, workspace, output_mask):
 
 
 def _linear2(input, hx, w_ih, w_hh, b_ih, b_hh):
-    from ember_core._ops.linalg.products import addmm, matmul
-
     a = addmm(b_ih, input, w_ih.t()) if b_ih is not None else matmul(input, w_ih.t())
     c = addmm(b_hh, hx, w_hh.t()) if b_hh is not None else matmul(hx, w_hh.t())
     return a + c

@@ -11,8 +11,10 @@ not differentiable themselves.
 from ember_core._base.dispatch import defop
 from ember_core._base.lib import check
 from ember_core._ops.nn import spatial as S
-from ember_core._ops.pointwise.elementwise import _tname
+from ember_core._ops.pointwise.elementwise import _tname, where
+from ember_core._ops.shape.joining import stack
 from ember_core._tensor import dtype as D
+from ember_core._tensor.creation import linspace, ones, tensor, zeros
 from ember_core._tensor.tensor import Tensor, empty
 
 _NOGIL_ELEMS = 1 << 16
@@ -205,8 +207,6 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
 
 
 def _linspace_from_neg_one(theta, steps, align_corners):
-    from ember_core._tensor.creation import linspace, zeros
-
     if steps <= 1:
         return zeros((1,), dtype=theta._dtype, device=theta._storage._device)
     r = linspace(-1.0, 1.0, steps, dtype=theta._dtype, device=theta._storage._device)
@@ -220,8 +220,6 @@ def affine_grid_generator(theta, size, align_corners):
     """The sampling grid (N, H, W, 2) (or (N, D, H, W, 3)) of the affine maps
     theta (N, 2, 3) (or (N, 3, 4)): base coordinates (x, y[, z], 1) times
     theta transposed, one batched matmul (so theta gets its gradient from it)."""
-    from ember_core._ops.shape.joining import stack
-    from ember_core._tensor.creation import ones
 
     size = tuple(int(s) for s in size)
     sp = size[2:]
@@ -270,7 +268,6 @@ def max_unpool(input, indices, output_size):
         )
     if any(s <= 0 for s in out_sp):
         raise RuntimeError(f"{op}(): output_size must be positive, got {list(out_sp)}")
-    from ember_core._tensor.creation import zeros
 
     lead = input._shape[: nd - k]
     vol = _prod(out_sp)
@@ -358,7 +355,6 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
 
 def _lengths(v, name):
     """Lengths as an int64 tensor of one dim (from a tensor or ints)."""
-    from ember_core._tensor.creation import tensor
 
     if isinstance(v, Tensor):
         if v._dtype.is_floating_point or v._dtype is D.bool_:
@@ -438,7 +434,6 @@ def _ctc_prepare(log_probs, targets, input_lengths, target_lengths, blank):
             raise RuntimeError(f"ctc_loss(): input_lengths must be non-negative, got {v}")
     if any(t < 0 for t in tls):
         raise RuntimeError("ctc_loss(): target_lengths must be non-negative")
-    from ember_core._tensor.creation import tensor
 
     off = tensor(offs, dtype=D.int64)
     return tmax, n, c, smax, tg, off, il, tl
@@ -563,7 +558,6 @@ def ctc_loss(
     C) unbatched) against targets; 'mean' divides each loss by its target
     length (at least 1) before averaging over the batch.  reduction: 'none',
     'mean', 'sum' (or PyTorch's enum 0, 1, 2)."""
-    from ember_core._ops.pointwise.elementwise import where
 
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")

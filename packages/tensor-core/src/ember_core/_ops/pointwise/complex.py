@@ -17,8 +17,11 @@ import math
 
 from ember_core._base.dispatch import defop
 from ember_core._base.lib import lib
+from ember_core._base.shape import broadcast_shapes
 from ember_core._ops.pointwise.elementwise import unary, where
 from ember_core._tensor import dtype as D
+from ember_core._tensor.copy import copy_into
+from ember_core._tensor.creation import full_like, ones_like, zeros_like
 from ember_core._tensor.tensor import Tensor, empty, view_of, written
 
 
@@ -165,8 +168,6 @@ def complex(real, imag, *, out=None):
             "Expected both inputs to be Half, Float or Double tensors but got "
             f"{D._torch_name(real._dtype)} and {D._torch_name(imag._dtype)}"
         )
-    from ember_core._base.shape import broadcast_shapes
-    from ember_core._tensor.copy import copy_into
 
     shape = broadcast_shapes(real._shape, imag._shape, op="complex")
     r = empty(shape, real._dtype.to_complex(), real._storage._device)
@@ -192,8 +193,6 @@ def angle(input, *, out=None):
     if input._dtype.is_complex:
         r = _angle(input)
     else:
-        from ember_core._tensor.creation import full_like, zeros_like
-
         x = input if input._dtype.is_floating_point else input.to(D.get_default_dtype())
         r = where(x < 0, full_like(x, math.pi), zeros_like(x))  # pi in x's own precision
         r = where(x.isnan(), x, r)
@@ -229,6 +228,5 @@ def isreal(input):
     """True where the imaginary part is zero (everywhere for real tensors)."""
     if input._dtype.is_complex:
         return imag(input) == 0
-    from ember_core._tensor.creation import ones_like
 
     return ones_like(input, dtype=D.bool_)

@@ -18,6 +18,7 @@ import math
 from ember_core._base.dispatch import defop
 from ember_core._base.lib import check, lib
 from ember_core._base.shape import broadcast_shapes
+from ember_core._ops.pointwise.elementwise import _tname
 from ember_core._tensor import dtype as D
 from ember_core._tensor.tensor import Tensor, empty
 
@@ -266,8 +267,6 @@ def _igamma_args(op, input, other):
             raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(v).__name__}")
     dt = D.result_type(input, other)
     if dt.category != 2:  # PyTorch has no integer kernel here
-        from ember_core._ops.pointwise.elementwise import _tname
-
         raise NotImplementedError(f"\"{op}_cpu\" not implemented for '{_tname(dt)}'")
 
 

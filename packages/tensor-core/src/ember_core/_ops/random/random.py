@@ -26,7 +26,11 @@ import time
 from ember_core._base import shape as _shape
 from ember_core._base.dispatch import defop
 from ember_core._base.lib import check, lib
+from ember_core._cuda import runtime as _cuda
+from ember_core._ops.pointwise.complex import as_real_view
 from ember_core._tensor import dtype as D
+from ember_core._tensor.copy import contiguous, copy_into, to
+from ember_core._tensor.creation import _dev, creation_out, tensor
 from ember_core._tensor.device import CPU
 from ember_core._tensor.device import device as _device
 from ember_core._tensor.tensor import Tensor, is_contig, written
@@ -65,7 +69,6 @@ class Generator:
 
     def get_state(self):
         """The state as a uint8 tensor (seed and offset, 16 bytes)."""
-        from ember_core._tensor.creation import tensor
 
         return tensor(list(struct.pack("<QQ", self._seed, self._offset)), dtype=D.uint8)
 
@@ -137,7 +140,6 @@ def manual_seed_cuda(seed, all_devices=False):
         for g in list(_cuda_generators.values()):
             g.manual_seed(seed)
         return
-    from ember_core._cuda import runtime as _cuda
 
     default_generator_for(_device("cuda", _cuda.current_device())).manual_seed(seed)
 
@@ -181,7 +183,6 @@ def _fill_random(t, kind, generator, p0=0.0, p1=0.0, i0=0, i1=0, op="random"):
         # 1 in total (1/2 per part), as in PyTorch
         if kind not in (lib.EC_RNG_UNIFORM, lib.EC_RNG_NORMAL):
             raise NotImplementedError(f"{op}: not implemented for complex tensors")
-        from ember_core._ops.pointwise.complex import as_real_view
 
         scale = math.sqrt(0.5) if kind == lib.EC_RNG_NORMAL else 1.0
         _fill_random(as_real_view(t), kind, generator, p0, p1 * scale, i0, i1, op)
@@ -204,15 +205,12 @@ def _fill_random(t, kind, generator, p0=0.0, p1=0.0, i0=0, i1=0, op="random"):
         ),
         op,
     )
-    from ember_core._tensor.copy import copy_into
 
     copy_into(t, tmp)
     return t
 
 
 def _new(op, size, dtype, device, requires_grad, float_only=True):
-    from ember_core._tensor.creation import _dev
-
     shape = _shape.as_shape(size, op)
     dt = D.to_dtype(dtype) or D.get_default_dtype()
     if float_only and dt.category < 2:
@@ -222,7 +220,6 @@ def _new(op, size, dtype, device, requires_grad, float_only=True):
 
 def _into_out(op, size, out, dtype, requires_grad):
     """rand/randn/normal(..., out=t): t itself (checked, resized), floating point only."""
-    from ember_core._tensor.creation import creation_out
 
     t = creation_out(op, out, _shape.as_shape(size, op), dtype)
     if t._dtype.category < 2:
@@ -293,7 +290,6 @@ def randint(
         raise RuntimeError(
             f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
         )
-    from ember_core._tensor.creation import _dev
 
     dt = D.to_dtype(dtype) or D.int64
     t = _empty(_shape.as_shape((size,), "randint"), dt, _dev(device))
@@ -311,7 +307,6 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
     n = _int_arg("randperm", "n", n)
     if n < 0:
         raise RuntimeError(f"n must be non-negative, got{n}")
-    from ember_core._tensor.creation import _dev
 
     dev = _dev(device)
     seed, offset = _gen(generator, dev).take((n + 1) // 2)
@@ -319,8 +314,6 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
     check(idx._storage._device._k.ec_randperm(n, idx._ptr, seed, offset), "randperm")
     dt = D.to_dtype(dtype) or D.int64
     if dt is not D.int64:
-        from ember_core._tensor.copy import to
-
         idx = to(idx, dt)
     return _done(idx, requires_grad)
 
@@ -373,7 +366,6 @@ def bernoulli(input, p=None, *, generator=None, out=None):
         return _fill_random(t, lib.EC_RNG_BERNOULLI, generator, float(p), op="bernoulli")
     if input._dtype.category < 2:
         raise RuntimeError(f"\"bernoulli_tensor_cpu_p_\" not implemented for '{input._dtype.name}'")
-    from ember_core._tensor.copy import contiguous
 
     probs = contiguous(input)
     t = _empty(input._shape, input._dtype, input._storage._device)
@@ -406,7 +398,6 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
         )
     if num_samples <= 0:
         raise RuntimeError("multinomial: cannot sample n_sample <= 0 samples")
-    from ember_core._tensor.copy import contiguous
 
     w = contiguous(input)
     rows = 1 if len(input._shape) == 1 else input._shape[0]

@@ -8,6 +8,7 @@ Each element draws from its own Philox stream of the generator
 reproducible under ``manual_seed`` and independent of the thread count.
 """
 
+from ember_core._base import shape as _shape
 from ember_core._base.dispatch import defop
 from ember_core._base.lib import check
 from ember_core._ops.random.random import _gen
@@ -125,7 +126,6 @@ def binomial(count, prob, generator=None):
             f"Found dtype {_TORCH_NAMES.get(prob._dtype.name, prob._dtype.name)} but expected "
             f"{_TORCH_NAMES.get(count._dtype.name, count._dtype.name)}"
         )
-    from ember_core._base import shape as _shape
 
     shape = _shape.broadcast_shapes(count._shape, prob._shape, op="binomial")
     c = _work("binomial", count.expand(shape), "binomial_cpu")

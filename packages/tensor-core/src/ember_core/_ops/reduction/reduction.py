@@ -5,9 +5,23 @@ from ember_core._base import shape as _shape
 from ember_core._base.dispatch import defop
 from ember_core._base.lib import NOGIL_THRESHOLD, check, ffi, lib
 from ember_core._base.return_types import return_type
-from ember_core._ops.pointwise.elementwise import cast, maximum, minimum
+from ember_core._ops.pointwise.complex import as_complex_view, as_real_view
+from ember_core._ops.pointwise.elementwise import (
+    _tname,
+    cast,
+    complex_unsupported,
+    div,
+    isnan,
+    logical_not,
+    maximum,
+    minimum,
+    ne,
+    not_implemented,
+)
+from ember_core._ops.shape.joining import cat
 from ember_core._tensor import dtype as D
 from ember_core._tensor.copy import write_out
+from ember_core._tensor.creation import ones
 from ember_core._tensor.tensor import Tensor, empty, is_contig
 
 
@@ -134,9 +148,6 @@ def reduce(op, code, x, dims, keepdim, out_dtype, p0=0.0, want_idx=False, out=No
 # counts reduce ``x != 0``; var/std add the parts' variances.  The wide
 # unsigned integers sum and multiply in int64, as PyTorch.
 def _reduce_cpu_only(op, code, x, dims, keepdim, out_dtype, p0, want_idx, out):
-    from ember_core._ops.pointwise.complex import as_complex_view, as_real_view
-    from ember_core._ops.pointwise.elementwise import complex_unsupported, ne, not_implemented
-
     nd = len(x._shape)
     if not nd:
         dims = ()
@@ -169,9 +180,6 @@ def _reduce_cpu_only(op, code, x, dims, keepdim, out_dtype, p0, want_idx, out):
 
 
 def _complex_prod(x, dims, keepdim):
-    from ember_core._ops.shape.joining import cat
-    from ember_core._tensor.creation import ones
-
     nd = len(x._shape)
     kept = [d for d in range(nd) if d not in dims]
     out_shape = tuple(x._shape[d] for d in kept)
@@ -194,7 +202,6 @@ def _complex_prod(x, dims, keepdim):
 def _complex_cumprod(x, dim, op):
     """Running products of complex values: log2(n) rounds, each multiplying every
     element by the one 2**k before it (Hillis-Steele)."""
-    from ember_core._ops.shape.joining import cat
 
     if not x._shape:
         return x.clone()
@@ -271,8 +278,6 @@ def _float_only(op, x, dtype):
 
 
 def _torch_name(d):
-    from ember_core._ops.pointwise.elementwise import _tname
-
     return _tname(d)
 
 
@@ -286,8 +291,6 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
 
 @defop(composite=True, tags=("reduction",))
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
-    from ember_core._ops.pointwise.elementwise import div, isnan, logical_not
-
     if not input._dtype.is_floating_point:
         raise RuntimeError(
             f"nanmean(): expected input to have floating point or complex dtype but got "
@@ -513,9 +516,6 @@ def count_nonzero(input, dim=None, *, out=None):
 
 def scan(op, code, x, dim, out_dtype, want_idx=False, out=None):
     if not x._dtype.base:
-        from ember_core._ops.pointwise.complex import as_complex_view, as_real_view
-        from ember_core._ops.pointwise.elementwise import complex_unsupported, not_implemented
-
         if x._dtype.is_complex and code == R.EC_S_CUMSUM and out_dtype.is_complex:
             # the parts' running sums (the appended pair dim is last)
             d = _shape.normalize_dim(dim, len(x._shape), op) if x._shape else 0
@@ -614,8 +614,6 @@ def cummin(input, dim):
 @defop
 def logcumsumexp(input, dim):
     if input._dtype.category != 2:
-        from ember_core._ops.pointwise.elementwise import _tname
-
         raise NotImplementedError(
             f"\"logcumsumexp_out_cpu\" not implemented for '{_tname(input._dtype)}'"
         )

@@ -16,10 +16,15 @@ from ember_core._base.lib import NOGIL_THRESHOLD, check, ffi, lib
 from ember_core._base.return_types import return_type
 from ember_core._interop.numpy import from_numpy
 from ember_core._interop.numpy import numpy as _as_numpy
-from ember_core._ops.reduction.reduction import return_types
+from ember_core._ops.indexing.index_ops import _finish_out, nonzero
+from ember_core._ops.pointwise.elementwise import _tname as tn
+from ember_core._ops.reduction.reduction import _workspace, amax, amin, cumsum, return_types
+from ember_core._ops.shape.joining import cat
 from ember_core._tensor import dtype as D
-from ember_core._tensor.creation import tensor
-from ember_core._tensor.tensor import Tensor, empty
+from ember_core._tensor.copy import clone, contiguous, copy_into, resize_, to_dtype_copy
+from ember_core._tensor.creation import arange, full, ones, tensor, zeros
+from ember_core._tensor.tensor import Tensor, empty, written
+from ember_core._tensor.views import _view_dtype
 
 L = lib
 
@@ -56,7 +61,6 @@ def _line_workspace(x, lines, n):
     dev = x._storage._device
     if dev.type == "cpu":
         return None
-    from ember_core._ops.reduction.reduction import _workspace
 
     return _workspace(dev, dev._k.ec_sort_workspace(lines, n))
 
@@ -74,8 +78,6 @@ def _copy_out(op, result, out):
     """Copy a (values, indices) result into out=(values, indices)."""
     if out is None:
         return result
-    from ember_core._tensor.copy import copy_into, resize_
-    from ember_core._tensor.tensor import written
 
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         raise TypeError(f"{op}(): out must be a tuple of two tensors (values, indices)")
@@ -95,7 +97,6 @@ def _uint_key(x):
     widen; uint64's bits are read as int64 with the sign bit flipped."""
     if x._dtype is not D.uint64:
         return x.to(D.int64)
-    from ember_core._tensor.views import _view_dtype
 
     return _view_dtype(x.contiguous(), D.int64).bitwise_xor(-(2**63))
 
@@ -151,9 +152,6 @@ def sort(input, dim=-1, descending=False, stable=False, *, out=None):
     _tensor_arg("sort", input)
     d = _sort_dim("sort", input, dim)
     if d is None:
-        from ember_core._tensor.copy import clone
-        from ember_core._tensor.creation import zeros
-
         r = return_types.sort(clone(input), zeros((), dtype=D.int64))
     else:
         r = return_types.sort(*sort_lines(input, d, descending))
@@ -166,8 +164,6 @@ def argsort(input, dim=-1, descending=False, stable=False):
     _tensor_arg("argsort", input)
     d = _sort_dim("argsort", input, dim)
     if d is None:
-        from ember_core._tensor.creation import zeros
-
         return zeros((), dtype=D.int64)
     return sort_lines(input, d, descending, want_values=False)[1]
 
@@ -193,9 +189,6 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     if k < 0 or k > n:
         raise RuntimeError("selected index k out of range")
     if d is None:
-        from ember_core._tensor.copy import clone
-        from ember_core._tensor.creation import zeros
-
         if k == 1:
             return _copy_out(op, return_types.topk(clone(input), zeros((), dtype=D.int64)), out)
         return _copy_out(
@@ -285,8 +278,6 @@ def _median(op, mode, input, dim, keepdim, out):
     if dim is None:
         x = input.reshape(-1)
         if x._numel == 0:
-            from ember_core._tensor.creation import full
-
             # nan, or what a nan becomes in an integer dtype (as PyTorch on x86)
             dt = input._dtype
             empty_value = math.nan if dt.is_floating_point else dt.min if dt.itemsize >= 4 else 0
@@ -360,10 +351,6 @@ def mode(input, dim=-1, keepdim=False):
 
 def _runs(n, starts_mask):
     """From a mask of run starts over n items: each item's run id and each run's length."""
-    from ember_core._ops.indexing.index_ops import nonzero
-    from ember_core._ops.reduction.reduction import cumsum
-    from ember_core._ops.shape.joining import cat
-    from ember_core._tensor.creation import full
 
     ids = cumsum(starts_mask, 0) - 1
     starts = nonzero(starts_mask, as_tuple=True)[0]
@@ -376,7 +363,6 @@ def _runs(n, starts_mask):
 
 def _consecutive(op, x, sort_first, return_inverse, return_counts, dim):
     """unique (sort_first) or unique_consecutive of x, flat or along dim."""
-    from ember_core._tensor.creation import ones, zeros
 
     if dim is None:
         flat = x.reshape(-1)
@@ -432,8 +418,6 @@ def _lexsort_rows(rows):
         _, order = sort_lines(col.contiguous(), 0, False, want_values=False)
         perm = order if perm is None else perm.index_select(0, order)
     if perm is None:
-        from ember_core._tensor.creation import arange
-
         perm = arange(n, device=rows.device)
     return perm
 
@@ -462,9 +446,6 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
 
 
 def _searchsorted(op, seq, values, out_int32, right, side, sorter):
-    from ember_core._tensor.copy import contiguous, to_dtype_copy
-    from ember_core._tensor.creation import full
-
     _tensor_arg(op, seq, "sorted_sequence")
     if side is not None:
         if side not in ("left", "right"):
@@ -549,8 +530,6 @@ def searchsorted(
     """
     r = _searchsorted("searchsorted", sorted_sequence, input, out_int32, right, side, sorter)
     if out is not None:
-        from ember_core._ops.indexing.index_ops import _finish_out
-
         return _finish_out("searchsorted", r, out)
     return r
 
@@ -566,8 +545,6 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
         )
     r = _searchsorted("bucketize", boundaries, input, out_int32, right, None, None)
     if out is not None:
-        from ember_core._ops.indexing.index_ops import _finish_out
-
         return _finish_out("bucketize", r, out)
     return r
 
@@ -579,9 +556,6 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
 def bincount(input, weights=None, minlength=0):
     """Counts of each value 0..max(input) of a 1-d non-negative integer tensor
     (sums of ``weights`` instead, when given); at least minlength bins."""
-    from ember_core._ops.reduction.reduction import amax, amin
-    from ember_core._tensor.copy import contiguous, to_dtype_copy
-    from ember_core._tensor.creation import zeros
 
     op = "bincount"
     _tensor_arg(op, input)
@@ -626,9 +600,6 @@ def bincount(input, weights=None, minlength=0):
 def histc(input, bins=100, min=0, max=0, *, out=None):
     """Histogram of input in ``bins`` equal bins over [min, max] (the data's range
     when both are 0); elements outside are ignored."""
-    from ember_core._ops.reduction.reduction import amax, amin
-    from ember_core._tensor.copy import contiguous
-    from ember_core._tensor.creation import zeros
 
     op = "histc"
     _tensor_arg(op, input)
@@ -650,15 +621,11 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
     r = zeros((bins,), dtype=input._dtype, device=input._storage._device)
     check(_fn("ec_histc", x)(x._dtype.code, x._numel, x._ptr, r._ptr, bins, lo, hi), op)
     if out is not None:
-        from ember_core._ops.indexing.index_ops import _finish_out
-
         return _finish_out(op, r, out)
     return r
 
 
 def _tname(d):
-    from ember_core._ops.pointwise.elementwise import _tname as tn
-
     return tn(d)
 
 

@@ -9,8 +9,9 @@ from ember_core._base.lib import check
 from ember_core._base.shape import normalize_dim
 from ember_core._ops.pointwise.elementwise import check_device, layout
 from ember_core._tensor import dtype as D
-from ember_core._tensor.copy import copy_into
-from ember_core._tensor.tensor import Tensor, empty, view_of
+from ember_core._tensor.copy import copy_into, resize_, write_out
+from ember_core._tensor.tensor import Tensor, empty, view_of, written
+from ember_core._tensor.views import atleast_3d
 
 
 def _tensors(op, tensors):
@@ -58,9 +59,6 @@ def cat(tensors, dim=0, *, out=None):
     total = sum(t._shape[d] for t in parts)
     shape = ref._shape[:d] + (total,) + ref._shape[d + 1 :]
     if out is not None:
-        from ember_core._tensor.copy import resize_
-        from ember_core._tensor.tensor import written
-
         if out._shape != shape:
             resize_(out, shape)
         written(out, "cat")
@@ -113,8 +111,6 @@ row_stack = vstack
 
 @defop(method=False, composite=True)
 def dstack(tensors):
-    from ember_core._tensor.views import atleast_3d
-
     return cat([atleast_3d(t) for t in _tensors("dstack", tensors)], 2)
 
 
@@ -204,7 +200,6 @@ def tensor_split(input, indices_or_sections, dim=0):
 def _out(out, r, op):
     if out is None:
         return r
-    from ember_core._tensor.copy import write_out
 
     return write_out(out, r, op)
 
@@ -340,15 +335,11 @@ def triu(input, diagonal=0, *, out=None):
 
 @defop(inplace_of="tril", tags=("unchecked-overlap",))
 def tril_(input, diagonal=0):
-    from ember_core._tensor.tensor import written
-
     written(input, "tril_")
     return _triangle("tril_", input, diagonal, 0, input)
 
 
 @defop(inplace_of="triu", tags=("unchecked-overlap",))
 def triu_(input, diagonal=0):
-    from ember_core._tensor.tensor import written
-
     written(input, "triu_")
     return _triangle("triu_", input, diagonal, 1, input)

@@ -4,14 +4,17 @@ transformed by ember_core.fft; istft overlap-adds the inverse transforms with
 ``index_add`` and divides by the summed squared window.  Both are differentiable
 through the ops they are made of."""
 
+from ember_core import fft
 from ember_core._base.dispatch import defop
+from ember_core._ops.nn.resample import constant_pad_nd, pad
+from ember_core._ops.pointwise.complex import view_as_real
 from ember_core._tensor import dtype as D
+from ember_core._tensor.creation import arange, ones, zeros
 from ember_core._tensor.tensor import Tensor
 
 
 def _window(op, window, win_length, n_fft, dtype, device):
     """The window (ones by default), zero-padded on both sides to n_fft."""
-    from ember_core._tensor.creation import ones
 
     if window is None:
         window = ones((win_length,), dtype=dtype, device=device)
@@ -21,8 +24,6 @@ def _window(op, window, win_length, n_fft, dtype, device):
             f"got window with size {tuple(getattr(window, 'shape', ()))}"
         )
     if win_length < n_fft:
-        from ember_core._ops.nn.resample import constant_pad_nd
-
         left = (n_fft - win_length) // 2
         window = constant_pad_nd(window, [left, n_fft - win_length - left], 0)
     return window
@@ -63,8 +64,6 @@ def stft(
     >>> ec.stft(ec.ones(16), 8, return_complex=True).shape
     (5, 9)
     """
-    from ember_core import fft
-    from ember_core._ops.nn.resample import pad
 
     x = input
     if not isinstance(x, Tensor) or x.dim() not in (1, 2):
@@ -104,8 +103,6 @@ def stft(
     if not batched:
         spec = spec.squeeze(0)
     if not return_complex:
-        from ember_core._ops.pointwise.complex import view_as_real
-
         return view_as_real(spec.contiguous())
     return spec
 
@@ -125,8 +122,6 @@ def istft(
 ):
     """The inverse of stft (torch.istft): overlap-add of the inverse transforms of
     the frames, divided by the summed squared window."""
-    from ember_core import fft
-    from ember_core._tensor.creation import arange, zeros
 
     z = input
     if not isinstance(z, Tensor) or not z.dtype.is_complex:
@@ -176,7 +171,5 @@ def istft(
         )
     y = y / envelope
     if length is not None and y.shape[-1] < length:
-        from ember_core._ops.nn.resample import constant_pad_nd
-
         y = constant_pad_nd(y, [0, int(length) - y.shape[-1]], 0)
     return y if batched else y.squeeze(0)

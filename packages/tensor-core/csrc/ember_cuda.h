@@ -7,7 +7,7 @@
  * twin here named ecu_* instead of ec_*, with the same parameters: the pointers
  * are device addresses, and the work is queued on the current stream of the
  * current device (set with ecu_set_device/ecu_set_stream) and not waited for.
- * Python picks the namespace by the tensors' device (ember_core/_kernels.py),
+ * Python picks the namespace by the tensors' device (ember_core/_tensor/device.py),
  * so an op's Python code is the same on every device.  A status is returned as
  * by the CPU kernels; errors that only the device sees (an index out of range)
  * are reported at the next synchronisation.

@@ -1,4 +1,4 @@
-"""Gradients through sparse tensors (Note [Sparse layouts] in ember_core/_sparse.py):
+"""Gradients through sparse tensors (Note [Sparse layouts] in ember_core/_tensor/sparse.py):
 to the values of a sparse tensor and to the dense operand of sparse @ dense,
 checked against finite differences (gradcheck) and against PyTorch (parity)."""
 

@@ -1,4 +1,4 @@
-"""Sparse COO and CSR tensors (Note [Sparse layouts] in _sparse.py), checked against
+"""Sparse COO and CSR tensors (Note [Sparse layouts] in _tensor/sparse.py), checked against
 dense references computed with NumPy; every op without a sparse implementation
 raises NotImplementedError naming itself and the layout."""
 
@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import ember_core as ec
-from ember_core import _dispatch, _sparse
+from ember_core._base import dispatch as _dispatch
+from ember_core._tensor import sparse as _sparse
 
 IDX = [[0, 1, 1, 0, 2], [2, 0, 2, 2, 1]]
 VAL = [3.0, 4.0, 5.0, 1.0, -2.0]
@@ -411,3 +412,20 @@ def test_every_other_op_refuses_a_sparse_tensor_by_name(arity):
             elif not isinstance(got, (TypeError, ValueError, RuntimeError, IndexError)):
                 failures.append(f"{name}: {type(got).__name__}: {got}")
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.cuda
+def test_sparse_tensors_on_cuda_match_the_cpu():
+    rng = np.random.default_rng(6)
+    s, idx, val = random_coo(rng, (5, 4), 12, dtype=ec.float32)
+    d = ec.tensor(rng.standard_normal((4, 3)), dtype=ec.float32)
+    g = s.to("cuda")
+    assert g.device.type == "cuda" and g.is_sparse
+    np.testing.assert_allclose((g @ d.cuda()).cpu().numpy(), (s @ d).numpy(), rtol=1e-5)
+    np.testing.assert_allclose(g.to_dense().cpu().numpy(), s.to_dense().numpy())
+    c = g.coalesce()
+    assert c.indices().cpu().tolist() == s.coalesce().indices().tolist()
+    np.testing.assert_allclose((g * 2 + g).to_dense().cpu().numpy(), 3 * s.to_dense().numpy())
+    np.testing.assert_allclose(
+        ec.sparse.sum(g, 0).to_dense().cpu().numpy(), s.sum(0).to_dense().numpy(), rtol=1e-6
+    )

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import ember_core as ec
-from ember_core import _sparse_ops
+from ember_core._ops.sparse import arithmetic as _sparse_ops
 
 torch = pytest.importorskip("torch")
 pytestmark = [

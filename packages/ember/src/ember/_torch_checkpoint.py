@@ -32,7 +32,8 @@ import zipfile
 import zlib
 
 import ember_core as ec
-from ember_core import _interop, _sparse
+from ember_core._interop import numpy as _interop
+from ember_core._tensor import sparse as _sparse
 
 from . import _unpickling
 from ._checkpoint_errors import fail

@@ -1,4 +1,4 @@
-"""torch.sparse: functions on sparse tensors (Note [Sparse layouts] in _sparse.py).
+"""torch.sparse: functions on sparse tensors (Note [Sparse layouts] in _tensor/sparse.py).
 
 The sparse tensors themselves, ``sparse_coo_tensor``/``sparse_csr_tensor`` and the
 Tensor methods (``to_dense``, ``coalesce``, ``indices``, ...) are in the main
@@ -10,7 +10,8 @@ namespace as in PyTorch; this namespace holds the functions PyTorch keeps here.
 [[2.0], [3.0]]
 """
 
-from ember_core import _sparse_ops, _sparse_products
+from ember_core._ops.sparse import arithmetic as _sparse_ops
+from ember_core._ops.sparse import products as _sparse_products
 
 __all__ = ["addmm", "log_softmax", "mm", "softmax", "sum"]
 

@@ -1,0 +1,3 @@
+"""The Tensor and what it is made of: storage, dtype, device, views over the
+same memory, copies and conversions, creation, printing, layouts and the sparse
+tensor types."""

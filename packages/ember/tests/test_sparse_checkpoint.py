@@ -53,3 +53,25 @@ def test_torch_loads_what_ember_saves_and_back():
     mine = tensors(ember)
     check(roundtrip(ember.save, torch.load, mine), tensors(torch))
     check(roundtrip(torch.save, ember.load, tensors(torch)), mine)
+
+
+class _Graph(ember.nn.Module):
+    def __init__(self, values):
+        super().__init__()
+        self.register_buffer("adj", ember.sparse_coo_tensor(IDX, values, (2, 3)))
+        self.lin = ember.nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.adj @ self.lin(x)
+
+
+def test_a_module_with_a_sparse_buffer_saves_loads_and_converts():
+    a, b = _Graph(VAL), _Graph([0.0, 0.0, 0.0, 0.0])
+    b.load_state_dict(roundtrip(ember.save, ember.load, a.state_dict()))
+    assert b.adj.to_dense().tolist() == a.adj.to_dense().tolist()
+    b.double()
+    assert b.adj.dtype is ember.float64 and b.adj.is_sparse
+    x = ember.ones(3, 3, dtype=ember.float64)
+    assert b(x).shape == (2, 2)
+    with pytest.raises(RuntimeError, match="between dense and sparse"):
+        ember.zeros(2, 3).copy_(a.adj)

@@ -91,6 +91,9 @@ OPS = {
     "csr_to_coo": lambda ns, a, b: a.to_sparse_csr().to_sparse(),
     "csr_mm": lambda ns, a, b: a.to_sparse_csr() @ ns.arange(8.0).reshape(4, 2),
     "csr_mul": lambda ns, a, b: a.to_sparse_csr() * 2,
+    "zeros_like": lambda ns, a, b: ns.zeros_like(a, dtype=ns.float64),
+    "empty_like": lambda ns, a, b: ns.empty_like(a).coalesce(),
+    "copy_": lambda ns, a, b: b.clone().copy_(a),
     "sparse_mask": lambda ns, a, b: ns.arange(12.0).reshape(3, 4).sparse_mask(a),
 }
 

@@ -238,6 +238,38 @@ def _clone_impl(op, input, memory_format=None):
     return _rebuild(input.layout.name, comps, input._shape, input._flags())
 
 
+@_sparse_impl("zeros_like", "empty_like")
+def _zeros_like_impl(op, input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """An empty sparse tensor of ``input``'s shape and layout (no stored elements)."""
+    if not isinstance(input, SparseTensor):
+        raise _not_implemented(op, [input.layout])
+    v = input._sp_values
+    dt = v.dtype if dtype is None else dtype
+    dev = v.device if device is None else device
+    idx = zeros((input._sp_indices.shape[0], 0), dtype=D.int64, device=dev)
+    vals = zeros((0, *v.shape[1:]), dtype=dt, device=dev, requires_grad=requires_grad)
+    return _coo(idx, vals, input._shape, True)
+
+
+@_sparse_impl("copy_")
+def _copy_impl(op, input, src, non_blocking=False):
+    """sparse.copy_(sparse): this tensor takes a copy of src's elements (in its dtype)."""
+    if not (isinstance(input, SparseTensor) and isinstance(src, SparseTensor)):
+        raise RuntimeError(
+            "copy_() between dense and sparse Tensors is not implemented! Found self layout = "
+            f"{input.layout} and src layout = {src.layout}"
+        )
+    if tuple(input.shape) != tuple(src.shape):
+        raise RuntimeError(
+            f"copy_(): sparse tensors of sizes {list(input.shape)} and {list(src.shape)} differ"
+        )
+    device = input._sp_values.device
+    input._sp_indices = src._sp_indices.to(device, copy=True)
+    input._sp_values = src._sp_values.detach().to(device, input._dtype, copy=True)
+    input._sp_coalesced = src._sp_coalesced
+    return input
+
+
 @_sparse_impl("detach")
 def _detach_impl(op, input):
     return input._with_values(input._sp_values.detach())

@@ -693,7 +693,8 @@ def _coo_to_dense(s, dtype=None):
     out = zeros(s._shape, dtype=values.dtype, device=values.device)
     if values.shape[0] == 0:
         return out if not values.requires_grad else out + values.sum() * 0
-    return out.index_put(tuple(s._sp_indices[d] for d in range(sd)), values, accumulate=True)
+    # (into the fresh zeros in place: no copy of a possibly large dense result)
+    return out.index_put_(tuple(s._sp_indices[d] for d in range(sd)), values, accumulate=True)
 
 
 @_dispatch.defop(function=False, composite=True)
@@ -806,7 +807,7 @@ def to_sparse_csr(input, dense_dim=None):
         raise NotImplementedError("to_sparse_csr: hybrid CSR tensors are not supported")
     rows = coo._sp_indices[0]
     n = coo._shape[0]
-    counts = zeros(n, dtype=D.int64, device=rows.device).index_add(0, rows, rows * 0 + 1)
+    counts = rows.bincount(minlength=n)
     crow = _cat([zeros(1, dtype=D.int64, device=rows.device), counts.cumsum(0)])
     return _csr(crow, coo._sp_indices[1].contiguous(), coo._sp_values, coo._shape)
 
@@ -830,10 +831,10 @@ def _coalesce(s):
     n = uniq.shape[0]
     if values._dtype is D.bool_:
         summed = zeros((n, *values.shape[1:]), dtype=D.int64, device=values.device)
-        summed = summed.index_add(0, inverse, values.long()) != 0
+        summed = summed.index_add_(0, inverse, values.long()) != 0
     else:
         summed = zeros((n, *values.shape[1:]), dtype=values.dtype, device=values.device)
-        summed = summed.index_add(0, inverse, values)
+        summed = summed.index_add_(0, inverse, values)
     rows = [(uniq // st) % s._shape[d] for d, st in enumerate(strides)]
     new_indices = _stack_rows(*rows) if rows else zeros((0, n), dtype=D.int64)
     return _coo(new_indices, summed, s._shape, True)

@@ -66,7 +66,7 @@ def _spmm(op, s, d):
         return embedding_bag(d, cols, offsets, False, 0, False, vals, False, None)[0]
     out = zeros((n, d.shape[1]), dtype=d.dtype, device=d.device)
     contrib = d.index_select(0, cols) * vals.unsqueeze(1)
-    return out.index_add(0, rows, contrib)
+    return out.index_add_(0, rows, contrib)
 
 
 def _spspmm(op, a, b):
@@ -175,7 +175,7 @@ def _softmax(op, s, dim, dtype, log):
     gidx = group.reshape(-1, *([1] * (values.dim() - 1))).expand(values.shape)
     peak = values.new_full(shape, -math.inf).scatter_reduce(0, gidx, values.detach(), "amax")
     shifted = values - peak.index_select(0, group)
-    total = zeros(shape, dtype=values.dtype).index_add(0, group, shifted.exp())
+    total = zeros(shape, dtype=values.dtype).index_add_(0, group, shifted.exp())
     if log:
         out = shifted - total.log().index_select(0, group)
     else:

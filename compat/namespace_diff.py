@@ -31,6 +31,7 @@ NAMESPACES = [
     "cuda",
     "distributions",
     "fft",
+    "sparse",
     "random",
     "amp",
     "jit",

@@ -157,3 +157,32 @@ def test_ops_pytorch_lacks_for_sparse_raise_not_implemented(call):
         call(torch, t)
     with pytest.raises(NotImplementedError, match="sparse_coo"):
         call(ec, e)
+
+
+@pytest.mark.parametrize(
+    ("rows", "offsets", "shape"),
+    [(3, [0, -1, 1], (3, 3)), (2, [0, 2], (3, 4)), (2, [0, -2], (4, 3)), (1, [-2], (3, 3))],
+)
+def test_spdiags_matches_pytorch(rows, offsets, shape):
+    d = np.arange(1.0, 1 + 3 * rows).reshape(rows, 3)
+    e = ec.sparse.spdiags(ec.tensor(d), ec.tensor(offsets), shape)
+    t = torch.sparse.spdiags(torch.tensor(d), torch.tensor(offsets), shape)
+    same(e, t)
+    assert e._indices().tolist() == t._indices().tolist()
+    same(
+        ec.sparse.spdiags(ec.tensor(d), ec.tensor(offsets), shape, layout=ec.sparse_csr),
+        torch.sparse.spdiags(torch.tensor(d), torch.tensor(offsets), shape, torch.sparse_csr),
+    )
+
+
+def test_sampled_addmm_matches_pytorch():
+    m1, m2 = np.arange(6.0).reshape(3, 2), np.arange(8.0).reshape(2, 4) - 3
+    x = np.array([[0.0, 1.0, 0.0, 2.0], [0.0, 0.0, 0.0, 0.0], [3.0, 0.0, 4.0, 0.0]])
+
+    def run(ns):
+        c = ns.tensor(x).to_sparse_csr()
+        return ns.sparse.sampled_addmm(c, ns.tensor(m1), ns.tensor(m2), beta=0.5, alpha=2.0)
+
+    same(run(ec), run(torch))
+    with ec.sparse.check_sparse_tensor_invariants():
+        assert ec.sparse.check_sparse_tensor_invariants.is_enabled()

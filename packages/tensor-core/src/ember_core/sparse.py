@@ -12,8 +12,18 @@ namespace as in PyTorch; this namespace holds the functions PyTorch keeps here.
 
 from ember_core._ops.sparse import arithmetic as _sparse_ops
 from ember_core._ops.sparse import products as _sparse_products
+from ember_core._tensor import sparse as _sparse
 
-__all__ = ["addmm", "log_softmax", "mm", "softmax", "sum"]
+__all__ = [
+    "addmm",
+    "check_sparse_tensor_invariants",
+    "log_softmax",
+    "mm",
+    "sampled_addmm",
+    "softmax",
+    "spdiags",
+    "sum",
+]
 
 
 def mm(mat1, mat2):
@@ -41,3 +51,45 @@ def softmax(input, dim, dtype=None):
 def log_softmax(input, dim, dtype=None):
     """The log of ``softmax`` over the stored elements along ``dim``."""
     return _sparse_products.sparse_log_softmax(input, dim, dtype)
+
+
+def spdiags(diagonals, offsets, shape, layout=None):
+    """A sparse matrix with the rows of ``diagonals`` on the diagonals ``offsets``."""
+    return _sparse.spdiags(diagonals, offsets, shape, layout)
+
+
+def sampled_addmm(input, mat1, mat2, *, beta=1.0, alpha=1.0, out=None):
+    """beta * input + alpha * (mat1 @ mat2) where the CSR matrix ``input`` stores elements."""
+    return _sparse_products.sampled_addmm(input, mat1, mat2, beta=beta, alpha=alpha, out=out)
+
+
+class check_sparse_tensor_invariants:  # noqa: N801 - PyTorch's name
+    """PyTorch's switch for checking sparse tensors' indices at construction.
+
+    ember always checks them (an index out of range would make ``to_dense`` write
+    outside its result), so this context manager / decorator changes nothing and
+    ``is_enabled()`` is always True; it exists so that programs using it run."""
+
+    def __init__(self, enable=True):
+        self.enable_ = enable
+
+    @staticmethod
+    def is_enabled():
+        return True
+
+    @staticmethod
+    def enable():
+        pass
+
+    @staticmethod
+    def disable():
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def __call__(self, fn):
+        return fn

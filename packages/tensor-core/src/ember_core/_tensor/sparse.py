@@ -655,6 +655,45 @@ def sparse_csr_tensor(
     return t
 
 
+def spdiags(diagonals, offsets, shape, layout=None):
+    """torch.sparse.spdiags: a sparse matrix of ``shape`` with row i of
+    ``diagonals`` on the diagonal ``offsets[i]`` (SciPy's convention: element j of a
+    diagonal row lands in column j)."""
+    op = "spdiags"
+    if not isinstance(diagonals, Tensor) or diagonals.dim() != 2:
+        raise RuntimeError(f"{op}: expected a 2-D tensor of diagonals")
+    offs = _index_tensor(op, offsets, "offsets")
+    if offs.dim() != 1 or offs.shape[0] != diagonals.shape[0]:
+        raise RuntimeError(
+            f"{op}: expected one offset per row of diagonals, got offsets of shape "
+            f"{list(offs.shape)} for diagonals of shape {list(diagonals.shape)}"
+        )
+    ks = offs.tolist()
+    if len(set(ks)) != len(ks):
+        raise RuntimeError(f"{op}: Offset array contains duplicate values")
+    m, n = _check_size(op, shape)
+    rows, cols, vals = [], [], []
+    for i, k in enumerate(ks):
+        j0, j1 = max(0, k), min(n, m + k, diagonals.shape[1])
+        if j1 > j0:
+            j = arange(j0, j1, device=diagonals.device)
+            rows.append(j - k)
+            cols.append(j)
+            vals.append(diagonals[i, j0:j1])
+    if rows:
+        idx = _stack_rows(_cat(rows), _cat(cols))
+        values = _cat(vals)
+    else:
+        idx = zeros((2, 0), dtype=D.int64, device=diagonals.device)
+        values = zeros(0, dtype=diagonals.dtype, device=diagonals.device)
+    out = _coo(idx, values, (m, n), values.shape[0] < 2)
+    if layout in (None, _layout.sparse_coo):
+        return out
+    if layout is _layout.sparse_csr:
+        return to_sparse_csr(out)
+    raise NotImplementedError(f"{op}: layout {layout} is not supported")
+
+
 # ------------------------------------------------------------ conversions
 
 

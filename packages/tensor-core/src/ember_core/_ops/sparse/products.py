@@ -197,3 +197,25 @@ def sparse_log_softmax(input, dim, dtype=None):
 def sparse_addmm(mat, mat1, mat2, *, beta=1, alpha=1):
     """torch.sparse.addmm: beta * mat + alpha * (mat1 @ mat2), mat1 sparse."""
     return _addmm_impl("sparse.addmm", mat, mat1, mat2, beta, alpha)
+
+
+def sampled_addmm(input, mat1, mat2, *, beta=1.0, alpha=1.0, out=None):
+    """torch.sparse.sampled_addmm: beta * input + alpha * (mat1 @ mat2), computed only
+    where the CSR matrix ``input`` stores elements (a CSR result)."""
+    op = "sampled_addmm"
+    _no_out(op, out)
+    if not isinstance(input, SparseCsrTensor):
+        raise RuntimeError(f"{op}: expected input to be a sparse CSR matrix, got {input.layout}")
+    if mat1.dim() != 2 or mat2.dim() != 2 or mat1.shape[1] != mat2.shape[0]:
+        raise RuntimeError(
+            f"{op}: mat1 and mat2 shapes cannot be multiplied ({list(mat1.shape)} and "
+            f"{list(mat2.shape)})"
+        )
+    if (mat1.shape[0], mat2.shape[1]) != tuple(input.shape):
+        raise RuntimeError(
+            f"{op}: input has shape {list(input.shape)} but mat1 @ mat2 has shape "
+            f"{[mat1.shape[0], mat2.shape[1]]}"
+        )
+    rows, cols = input._rows(), input._sp_col
+    sampled = (mat1.index_select(0, rows) * mat2.t().index_select(0, cols)).sum(1)
+    return input._with_values(input._sp_values * beta + sampled * alpha)

@@ -239,6 +239,42 @@ def grad_cases():
             [(2, 3, 9, 10), (2, 4, 5, 2)],
         ),
         (
+            "grid_sample bicubic reflection, 3-D border",
+            lambda x, g, v, h, d: (
+                ec.grid_sample(x, g * 1.1, "bicubic", "reflection", True).pow(2).sum()
+                + ec.grid_sample(v, h, "bilinear", "border", False).pow(2).sum()
+            ),
+            [(1, 2, 5, 6), (1, 3, 4, 2), (1, 2, 3, 4, 5), (1, 2, 2, 3, 3)],
+        ),
+        (
+            "affine_grid into grid_sample",
+            lambda th, x, d: ec.grid_sample(
+                x, ec.affine_grid_generator(th, (2, 3, 4, 5), False), align_corners=False
+            )
+            .pow(2)
+            .sum(),
+            [(2, 2, 3), (2, 3, 6, 7)],
+        ),
+        (
+            "max_unpool fractional_max_pool",
+            lambda x, y, z, d: (
+                ec.max_unpool2d(*ec.max_pool2d(x, 2, return_indices=True), 2).pow(2).sum()
+                + ec.max_unpool1d(*ec.max_pool1d(y, 2, return_indices=True), 2).pow(2).sum()
+                + ec.max_unpool3d(*ec.max_pool3d(z, 2, return_indices=True), 2).pow(2).sum()
+                + ec.fractional_max_pool2d(
+                    x, 2, output_size=3, _random_samples=ec.full((2, 3, 2), 0.4, device=d)
+                )
+                .pow(2)
+                .sum()
+                + ec.fractional_max_pool3d(
+                    z, 2, output_size=2, _random_samples=ec.full((1, 2, 3), 0.6, device=d)
+                )
+                .pow(2)
+                .sum()
+            ),
+            [(2, 3, 6, 6), (2, 3, 8), (1, 2, 4, 4, 4)],
+        ),
+        (
             "pad modes",
             lambda x, d: (
                 ec.pad(x, (2, 1, 1, 2), mode="reflect").pow(2).sum()

@@ -386,6 +386,12 @@ def _ctc_prepare(log_probs, targets, input_lengths, target_lengths, blank):
             f"ctc_loss(): expected targets of an integer dtype, got {targets._dtype}"
         )
     tmax, n, c = log_probs._shape
+    dev = log_probs._storage._device
+    if targets._storage._device != dev:
+        raise RuntimeError(
+            f"ctc_loss(): expected log_probs and targets on the same device, but log_probs is "
+            f"on {dev} and targets on {targets._storage._device}"
+        )
     if not (0 <= blank < c):
         raise RuntimeError("blank must be in label range")
     il, tl = _lengths(input_lengths, "input_lengths"), _lengths(target_lengths, "target_lengths")
@@ -440,8 +446,10 @@ def _ctc_prepare(log_probs, targets, input_lengths, target_lengths, blank):
         raise RuntimeError("ctc_loss(): target_lengths must be non-negative")
     from ember_core._creation import tensor
 
-    off = tensor(offs, dtype=D.int64)
-    return tmax, n, c, smax, tg, off, il, tl
+    # the kernels read offsets and lengths where they run (on CUDA, device
+    # arrays; target values out of range raise at the next synchronisation there)
+    off = tensor(offs, dtype=D.int64, device=dev)
+    return tmax, n, c, smax, tg, off, il.to(dev), tl.to(dev)
 
 
 @defop(
@@ -575,7 +583,8 @@ def ctc_loss(
     if zero_infinity:
         res = where(res == float("inf"), res.new_zeros(()), res)
     if code == 1:
-        tl = _lengths(target_lengths, "target_lengths").to(res.dtype).clamp_min(1)
+        tl = _lengths(target_lengths, "target_lengths").to(res.device).to(res.dtype)
+        tl = tl.clamp_min(1)
         return (res / tl).mean()
     if code == 2:
         return res.sum()

@@ -248,11 +248,13 @@ def grad_cases():
         ),
         (
             "affine_grid into grid_sample",
-            lambda th, x, d: ec.grid_sample(
-                x, ec.affine_grid_generator(th, (2, 3, 4, 5), False), align_corners=False
-            )
-            .pow(2)
-            .sum(),
+            lambda th, x, d: (
+                ec.grid_sample(
+                    x, ec.affine_grid_generator(th, (2, 3, 4, 5), False), align_corners=False
+                )
+                .pow(2)
+                .sum()
+            ),
             [(2, 2, 3), (2, 3, 6, 7)],
         ),
         (

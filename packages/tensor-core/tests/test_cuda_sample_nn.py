@@ -58,7 +58,9 @@ def test_grid_sample_modes_and_paddings(dtype, nd):
     rng = _rng("grid", dtype, nd)
     for mode, padding, align in GRID_2D if nd == 2 else GRID_3D:
         fn, make = _grid_case(dtype, nd, mode, padding, align, "contiguous", rng)
-        check_op(fn, make, op_name="grid_sampler", tol=TOL, where=f"{nd}-D {mode}/{padding}/{align}")
+        check_op(
+            fn, make, op_name="grid_sampler", tol=TOL, where=f"{nd}-D {mode}/{padding}/{align}"
+        )
 
 
 @pytest.mark.parametrize("dtype", [ec.float16, ec.bfloat16], ids=str)
@@ -84,7 +86,9 @@ def test_grid_sample_output_mask_and_public_form():
             where=f"output_mask {mask}",
         )
     check_op(
-        lambda x, g: ec.grid_sample(x, g, mode="bicubic", padding_mode="border", align_corners=True),
+        lambda x, g: ec.grid_sample(
+            x, g, mode="bicubic", padding_mode="border", align_corners=True
+        ),
         maker(x, g),
         op_name="grid_sample",
         tol=TOL,

@@ -335,6 +335,28 @@ def grad_cases():
             [(2, 2, 5, 4), (2, 2, 5, 4), (2, 2, 5, 4)],
         ),
         (
+            "sdpa masks, permuted heads (fused in float32)",
+            lambda q, k, v, d: (
+                ec.scaled_dot_product_attention(
+                    q.permute(0, 2, 1, 3),
+                    k.permute(0, 2, 1, 3),
+                    v.permute(0, 2, 1, 3),
+                    attn_mask=ec.ones((6, 7), dtype=ec.bool, device=d).tril(1),
+                )
+                .pow(2)
+                .sum()
+                + ec.scaled_dot_product_attention(
+                    q.permute(0, 2, 1, 3),
+                    k.permute(0, 2, 1, 3),
+                    v.permute(0, 2, 1, 3),
+                    attn_mask=ec.arange(42, dtype=q.dtype, device=d).reshape(6, 7) * 0.05,
+                )
+                .pow(2)
+                .sum()
+            ),
+            [(2, 6, 3, 4), (2, 7, 3, 4), (2, 7, 3, 5)],
+        ),
+        (
             "cat stack split",
             lambda a, b, d: (
                 ec.cat([a, b], 0).pow(2).sum()
@@ -427,6 +449,23 @@ def test_mixed_devices_in_a_graph_raise():
     (x * c.to("cuda")).sum().backward()
     assert c.grad.device.type == "cpu" and x.grad.is_cuda
     assert c.grad.tolist() == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.cuda
+def test_fused_attention_double_backward():
+    """create_graph through the fused attention writes its gradient with
+    differentiable ops (Note [Fused backward, composite double backward])."""
+    rng = np.random.default_rng(7)
+    vals = [rng.uniform(-1, 1, s) for s in ((2, 5, 4), (2, 6, 4), (2, 6, 3))]
+    res = {}
+    for dev in ("cpu", "cuda"):
+        q, k, v = (_leaf(a, ec.float32, dev) for a in vals)
+        out = ec.scaled_dot_product_attention(q, k, v, is_causal=True)
+        grads = ag.grad(out.pow(2).sum(), [q, k, v], create_graph=True)
+        sum(g.pow(2).sum() for g in grads).backward()
+        res[dev] = [_np(g) for g in grads] + [_np(x.grad) for x in (q, k, v)]
+    for i, (a, b) in enumerate(zip(res["cuda"], res["cpu"])):
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5, err_msg=f"item {i}")
 
 
 # The tensor core's backward kernels that the table above exercises (tensor-core's

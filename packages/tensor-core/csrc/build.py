@@ -73,6 +73,7 @@ SOURCES += ["cuda/indexing_launch.c", "cuda/sort_launch.c"]
 # and mixed precision's gradient check (both devices)
 SOURCES += ["amp.c", "cuda/nn_launch.c"]
 SOURCES += ["cuda/sample_launch.c"]  # grid_sample and the CTC loss on CUDA
+SOURCES += ["cuda/attention_launch.c"]  # fused attention (CUDA only)
 
 # Note [Embedded kernel sources]: the CUDA kernels are compiled by NVRTC at
 # run time from sources built into the extension, so the kernels always match

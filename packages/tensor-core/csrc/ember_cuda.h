@@ -275,7 +275,11 @@ enum ecu_nn_op {
     ECU_NN_GRID_SAMPLE_3D = 54,
     ECU_NN_GRID_SAMPLE_3D_BWD = 55,
     ECU_NN_CTC = 56,
-    ECU_NN_CTC_BWD = 57
+    ECU_NN_CTC_BWD = 57,
+    /* fused attention (cuda/attention.cuh, cuda/attention_launch.c) */
+    ECU_NN_ATTN_FWD = 58,
+    ECU_NN_ATTN_BWD_DQ = 59,
+    ECU_NN_ATTN_BWD_DKV = 60
 };
 int ecu_embedding(int dtype, int64_t num, int64_t dim, ec_ptr out, ec_ptr weight, int64_t w_rs,
                   ec_ptr idx, int idx_is_i32, int64_t n);
@@ -439,6 +443,19 @@ int ecu_ctc_loss_backward(int dtype, int64_t tmax, int64_t n, int64_t c, int64_t
                           ec_ptr target_offsets, ec_ptr input_lengths, ec_ptr target_lengths,
                           int64_t blank, ec_ptr log_alpha, ec_ptr nll, ec_ptr grad_out,
                           int64_t grad_stride, int zero_infinity, ec_ptr grad);
+
+/* Fused scaled-dot-product attention (Note [Fused attention] in
+ * cuda/attention.cuh; CUDA only, no CPU twin): float16/bfloat16/float32, head
+ * dims up to 128.  geo: N, H, L, S, E, Ev, the (n, h, row) element strides of
+ * q, k, v and the (n, h, row, column) strides of the mask; mask_kind 0 none, 1
+ * bool, 2 additive float32.  out (N, H, L, Ev) and lse (N, H, L) float32 are
+ * dense; the backward takes dense grad_out, a float32 workspace delta (N, H, L)
+ * and writes dense dq, dk, dv. */
+int ecu_attention_forward(int dtype, const int64_t* geo, double scale, int causal, int mask_kind,
+                          ec_ptr q, ec_ptr k, ec_ptr v, ec_ptr mask, ec_ptr out, ec_ptr lse);
+int ecu_attention_backward(int dtype, const int64_t* geo, double scale, int causal, int mask_kind,
+                           ec_ptr q, ec_ptr k, ec_ptr v, ec_ptr mask, ec_ptr out, ec_ptr lse,
+                           ec_ptr grad_out, ec_ptr delta, ec_ptr dq, ec_ptr dk, ec_ptr dv);
 
 /* --- matrix products on cuBLAS (Note [cuBLAS], cuda/blas_launch.c) ------- */
 

@@ -110,6 +110,15 @@ for _op, _kernel in (
 ):
     KERNELS[_op] = _single(_kernel, _SAMPLE)
 
+_ATTENTION = _BASE + ("attention.cuh",)
+_ATTN_DTYPES = (lib.EC_FLOAT16, lib.EC_BFLOAT16, lib.EC_FLOAT32)
+for _op, _kernel in (
+    (lib.ECU_NN_ATTN_FWD, "ecu_attn_fwd_k<{code}>"),
+    (lib.ECU_NN_ATTN_BWD_DQ, "ecu_attn_bwd_dq_k<{code}>"),
+    (lib.ECU_NN_ATTN_BWD_DKV, "ecu_attn_bwd_dkv_k<{code}>"),
+):
+    KERNELS[_op] = _single(_kernel, _ATTENTION, _ATTN_DTYPES)
+
 _ACT_HEADERS = _BASE + ("activation_ops.h", "nn_act.cuh")
 
 

@@ -79,14 +79,16 @@ static __device__ __forceinline__ float ecu_attn_warp_sum(float v) {
 }
 
 /* rows [r0, r0 + ECU_ATTN_TILE) of a (rows, D) operand with row stride rs into
- * shared s (zeros past `rows`); every thread of the block takes part */
+ * shared s, rows D + 1 apart (zeros past `rows`): lane j reading row j of a
+ * tile then hits bank (j (D + 1) + e) % 32, a different bank per lane even when
+ * D is a multiple of 32.  Every thread of the block takes part. */
 template <class IO>
 static __device__ __forceinline__ void ecu_attn_stage(float* s, const typename IO::T* src,
                                                       int64_t rs, int64_t r0, int64_t rows,
                                                       int64_t D) {
     for (int64_t x = threadIdx.x; x < ECU_ATTN_TILE * D; x += blockDim.x) {
         int64_t r = x / D, e = x - r * D;
-        s[x] = r0 + r < rows ? IO::ld(src[(r0 + r) * rs + e]) : 0.f;
+        s[r * (D + 1) + e] = r0 + r < rows ? IO::ld(src[(r0 + r) * rs + e]) : 0.f;
     }
 }
 
@@ -108,9 +110,10 @@ __global__ void __launch_bounds__(ECU_ATTN_WARPS * 32)
                    typename ecu_attn_io<DT>::T* out, float* lse) {
     typedef ecu_attn_io<DT> IO;
     const int64_t E = g.E, Ev = g.Ev;
-    float* ks = (float*)ecu_nn_smem; /* TILE x E */
-    float* vs = ks + ECU_ATTN_TILE * E; /* TILE x Ev */
-    float* qs = vs + ECU_ATTN_TILE * Ev; /* WARPS x E */
+    const int64_t KS = E + 1, VS = Ev + 1; /* the tiles' row strides */
+    float* ks = (float*)ecu_nn_smem;     /* TILE x KS */
+    float* vs = ks + ECU_ATTN_TILE * KS; /* TILE x VS */
+    float* qs = vs + ECU_ATTN_TILE * VS; /* WARPS x E */
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int64_t bh = blockIdx.x, n = bh / g.H, h = bh - n * g.H;
     const int64_t i0 = (int64_t)blockIdx.y * ECU_ATTN_WARPS, i = i0 + w;
@@ -136,7 +139,7 @@ __global__ void __launch_bounds__(ECU_ATTN_WARPS * 32)
             float bias = ecu_attn_bias(g, causal, mask_kind, mask, n, h, i, j);
             if (bias != -INFINITY) {
                 float d = 0.f;
-                for (int64_t e = 0; e < E; e++) d += qs[w * E + e] * ks[lane * E + e];
+                for (int64_t e = 0; e < E; e++) d += qs[w * E + e] * ks[lane * KS + e];
                 s = d * scale + bias;
             }
         }
@@ -152,7 +155,7 @@ __global__ void __launch_bounds__(ECU_ATTN_WARPS * 32)
 #pragma unroll
             for (int c = 0; c < ECU_ATTN_VPL; c++) {
                 const int64_t d = lane + 32 * c;
-                if (d < Ev) acc[c] += pr * vs[r * Ev + d];
+                if (d < Ev) acc[c] += pr * vs[r * VS + d];
             }
         }
         m = mn;
@@ -178,10 +181,11 @@ __global__ void __launch_bounds__(ECU_ATTN_WARPS * 32)
                       typename ecu_attn_io<DT>::T* dq) {
     typedef ecu_attn_io<DT> IO;
     const int64_t E = g.E, Ev = g.Ev;
-    float* ks = (float*)ecu_nn_smem;
-    float* vs = ks + ECU_ATTN_TILE * E;
-    float* qs = vs + ECU_ATTN_TILE * Ev;      /* WARPS x E */
-    float* dos = qs + ECU_ATTN_WARPS * E;     /* WARPS x Ev */
+    const int64_t KS = E + 1, VS = Ev + 1;
+    float* ks = (float*)ecu_nn_smem;      /* TILE x KS */
+    float* vs = ks + ECU_ATTN_TILE * KS;  /* TILE x VS */
+    float* qs = vs + ECU_ATTN_TILE * VS;  /* WARPS x E */
+    float* dos = qs + ECU_ATTN_WARPS * E; /* WARPS x Ev */
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int64_t bh = blockIdx.x, n = bh / g.H, h = bh - n * g.H;
     const int64_t i0 = (int64_t)blockIdx.y * ECU_ATTN_WARPS, i = i0 + w;
@@ -219,8 +223,8 @@ __global__ void __launch_bounds__(ECU_ATTN_WARPS * 32)
             float bias = ecu_attn_bias(g, causal, mask_kind, mask, n, h, i, j);
             if (bias != -INFINITY) {
                 float s = 0.f, dp = 0.f;
-                for (int64_t e = 0; e < E; e++) s += qs[w * E + e] * ks[lane * E + e];
-                for (int64_t d = 0; d < Ev; d++) dp += dos[w * Ev + d] * vs[lane * Ev + d];
+                for (int64_t e = 0; e < E; e++) s += qs[w * E + e] * ks[lane * KS + e];
+                for (int64_t d = 0; d < Ev; d++) dp += dos[w * Ev + d] * vs[lane * VS + d];
                 float p = expf(s * scale + bias - li);
                 ds = p * (dp - D);
             }
@@ -230,7 +234,7 @@ __global__ void __launch_bounds__(ECU_ATTN_WARPS * 32)
 #pragma unroll
             for (int c = 0; c < ECU_ATTN_VPL; c++) {
                 const int64_t e = lane + 32 * c;
-                if (e < E) acc[c] += dsr * ks[r * E + e];
+                if (e < E) acc[c] += dsr * ks[r * KS + e];
             }
         }
     }
@@ -253,9 +257,10 @@ __global__ void __launch_bounds__(ECU_ATTN_WARPS * 32)
                        typename ecu_attn_io<DT>::T* dk, typename ecu_attn_io<DT>::T* dv) {
     typedef ecu_attn_io<DT> IO;
     const int64_t E = g.E, Ev = g.Ev;
-    float* qs = (float*)ecu_nn_smem;         /* TILE x E */
-    float* dos = qs + ECU_ATTN_TILE * E;     /* TILE x Ev */
-    float* kr = dos + ECU_ATTN_TILE * Ev;    /* WARPS x E */
+    const int64_t QS = E + 1, DS = Ev + 1;
+    float* qs = (float*)ecu_nn_smem;       /* TILE x QS */
+    float* dos = qs + ECU_ATTN_TILE * QS;  /* TILE x DS */
+    float* kr = dos + ECU_ATTN_TILE * DS;  /* WARPS x E */
     float* vr = kr + ECU_ATTN_WARPS * E;     /* WARPS x Ev */
     float* ls = vr + ECU_ATTN_WARPS * Ev;    /* TILE */
     float* dl = ls + ECU_ATTN_TILE;          /* TILE */
@@ -293,8 +298,8 @@ __global__ void __launch_bounds__(ECU_ATTN_WARPS * 32)
             float bias = ecu_attn_bias(g, causal, mask_kind, mask, n, h, i, j);
             if (bias != -INFINITY) {
                 float s = 0.f, dp = 0.f;
-                for (int64_t e = 0; e < E; e++) s += qs[lane * E + e] * kr[w * E + e];
-                for (int64_t d = 0; d < Ev; d++) dp += dos[lane * Ev + d] * vr[w * Ev + d];
+                for (int64_t e = 0; e < E; e++) s += qs[lane * QS + e] * kr[w * E + e];
+                for (int64_t d = 0; d < Ev; d++) dp += dos[lane * DS + d] * vr[w * Ev + d];
                 p = expf(s * scale + bias - ls[lane]);
                 ds = p * (dp - dl[lane]);
             }
@@ -305,8 +310,8 @@ __global__ void __launch_bounds__(ECU_ATTN_WARPS * 32)
 #pragma unroll
             for (int c = 0; c < ECU_ATTN_VPL; c++) {
                 const int64_t x = lane + 32 * c;
-                if (x < Ev) av[c] += pr * dos[r * Ev + x];
-                if (x < E) ak[c] += dsr * qs[r * E + x];
+                if (x < Ev) av[c] += pr * dos[r * DS + x];
+                if (x < E) ak[c] += dsr * qs[r * QS + x];
             }
         }
     }

@@ -50,7 +50,9 @@ int ecu_attention_forward(int dtype, const int64_t* geo, double scale, int causa
     if ((st = ecu_get_function(ECU_FAM_NN, ECU_NN_ATTN_FWD, dtype, 0, 0, &f)) != EC_OK) return st;
     float sc = (float)scale;
     void* args[] = {&g, &sc, &causal, &mask_kind, &q, &k, &v, &mask, &out, &lse};
-    unsigned smem = (unsigned)((ATTN_TILE * (g.E + g.Ev) + ATTN_WARPS * g.E) * sizeof(float));
+    /* tiles with rows padded by one float (attention.cuh's ecu_attn_stage) */
+    unsigned smem =
+        (unsigned)((ATTN_TILE * (g.E + g.Ev + 2) + ATTN_WARPS * g.E) * sizeof(float));
     return ecu_launch(f, (unsigned)(g.N * g.H), attn_rows(g.L), 1, ATTN_WARPS * 32, 1, 1, smem,
                       args);
 }
@@ -67,7 +69,7 @@ int ecu_attention_backward(int dtype, const int64_t* geo, double scale, int caus
         return st;
     void* args[] = {&g, &sc, &causal, &mask_kind, &q, &k, &v, &mask, &out, &lse, &grad_out,
                     &delta, &dq};
-    unsigned smem = (unsigned)((ATTN_TILE * (g.E + g.Ev) + ATTN_WARPS * (g.E + g.Ev)) *
+    unsigned smem = (unsigned)((ATTN_TILE * (g.E + g.Ev + 2) + ATTN_WARPS * (g.E + g.Ev)) *
                                sizeof(float));
     st = ecu_launch(f, (unsigned)(g.N * g.H), attn_rows(g.L), 1, ATTN_WARPS * 32, 1, 1, smem,
                     args);

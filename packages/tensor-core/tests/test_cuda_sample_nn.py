@@ -199,3 +199,15 @@ def test_ctc_bad_input_raises():
         ec.ctc_loss(lp, ec.tensor([[1, 2]]), [4], [2])
     with pytest.raises(RuntimeError, match="input_lengths"):
         ec.ctc_loss(lp, ec.tensor([[1, 2]], device=CUDA), [5], [2])
+
+
+def test_max_unpool_bad_index_raises_at_the_next_synchronisation():
+    if CUDA == "cpu":
+        pytest.skip("device-side errors are CUDA's")
+    x = ec.ones(1, 1, 2, 2, device=CUDA)
+    idx = ec.tensor([[[[0, 3], [5, 40]]]], device=CUDA)
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        ec.max_unpool(x, idx, (4, 4))
+        ec.cuda.synchronize()
+    ok = ec.max_unpool(x, ec.tensor([[[[0, 3], [5, 15]]]], device=CUDA), (4, 4))
+    assert ok.sum().item() == 4.0 and ok.flatten()[15].item() == 1.0

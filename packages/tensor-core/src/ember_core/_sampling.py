@@ -275,7 +275,10 @@ def max_unpool(input, indices, output_size):
     lead = input._shape[: nd - k]
     vol = _prod(out_sp)
     flat_idx = indices.reshape(lead + (-1,))
-    if flat_idx._numel:
+    # on the CPU the indices are checked here, with PyTorch's message; a CUDA
+    # scatter checks them on the device (raised at the next synchronisation, as
+    # PyTorch's CUDA kernel asserts), so unpooling reads nothing back
+    if flat_idx._numel and flat_idx._storage._device.type == "cpu":
         lo, hi = int(flat_idx.min()), int(flat_idx.max())
         if lo < 0 or hi >= vol:
             bad = lo if lo < 0 else hi

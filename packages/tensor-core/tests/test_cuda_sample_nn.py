@@ -72,6 +72,25 @@ def test_grid_sample_half_and_strided(dtype, layout):
         check_op(fn, make, op_name="grid_sampler", tol=TOL, where=f"{nd}-D mode {mode} {layout}")
 
 
+def test_grid_sample_several_blocks():
+    # 1200 positions: several blocks of the launch, atomics from all of them
+    rng = _rng("grid-blocks")
+    x = Spec(values((2, 2, 9, 11), ec.float32, rng), ec.float32)
+    g = Spec(values((2, 20, 30, 2), ec.float32, rng, -1.1, 1.1), ec.float32)
+    gy = Spec(values((2, 2, 20, 30), ec.float32, rng), ec.float32)
+    for mode in (0, 2):
+        check_op(
+            lambda x, g, gy, mode=mode: (
+                ec.grid_sampler(x, g, mode, 0, False),
+                ec._grid_sampler_backward(gy, x, g, mode, 0, False),
+            ),
+            maker(x, g, gy),
+            op_name="grid_sampler",
+            tol=TOL,
+            where=f"mode {mode}",
+        )
+
+
 def test_grid_sample_output_mask_and_public_form():
     rng = _rng("grid-mask")
     x = Spec(values((1, 2, 4, 4), ec.float32, rng), ec.float32, "transposed")

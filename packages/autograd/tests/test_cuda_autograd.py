@@ -468,6 +468,40 @@ def test_fused_attention_double_backward():
         np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5, err_msg=f"item {i}")
 
 
+@pytest.mark.cuda
+def test_fused_attention_forward_mode():
+    """jvp through scaled_dot_product_attention where CUDA runs the fused kernel,
+    against central differences of the CPU's float64 result."""
+    from ember_autograd import forward_ad as fwAD
+
+    rng = np.random.default_rng(8)
+    shapes = ((2, 5, 4), (2, 6, 4), (2, 6, 3))
+    vals = [rng.uniform(-1, 1, s) for s in shapes]
+    tans = [rng.uniform(-1, 1, s) for s in shapes]
+    mask = rng.random((5, 6)) < 0.7
+
+    def f(xs, dev="cpu", dtype=ec.float64):
+        q, k, v = (ec.tensor(a, dtype=dtype, device=dev) for a in xs)
+        m = ec.tensor(mask, device=dev)
+        return ec.scaled_dot_product_attention(q, k, v, attn_mask=m)
+
+    h = 1e-6
+    plus = f([a + h * t for a, t in zip(vals, tans)]).numpy()
+    minus = f([a - h * t for a, t in zip(vals, tans)]).numpy()
+    want = (plus - minus) / (2 * h)
+    with fwAD.dual_level():
+        q, k, v = (
+            fwAD.make_dual(
+                ec.tensor(a, dtype=ec.float32, device="cuda"),
+                ec.tensor(t, dtype=ec.float32, device="cuda"),
+            )
+            for a, t in zip(vals, tans)
+        )
+        out = ec.scaled_dot_product_attention(q, k, v, attn_mask=ec.tensor(mask, device="cuda"))
+        got = _np(fwAD.unpack_dual(out).tangent)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
 # The tensor core's backward kernels that the table above exercises (tensor-core's
 # test_cuda_coverage.py counts them as covered by this file).  Runs on the CPU.
 BACKWARD_KERNELS = {

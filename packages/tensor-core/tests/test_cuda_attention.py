@@ -1,5 +1,5 @@
 """The fused attention kernel on CUDA (csrc/cuda/attention.cuh,
-_attention_fused.py): scaled_dot_product_attention on CUDA against the CPU's
+_ops/nn/attention_fused.py): scaled_dot_product_attention on CUDA against the CPU's
 math path (causal, bool and additive masks, rows with no key, several key
 tiles, 2-D to 4-D inputs, permuted heads, head dims at the lane boundaries,
 float32/float16/bfloat16), the output's logsumexp and the backward op's
@@ -13,7 +13,7 @@ import pytest
 from cuda_helpers import CUDA, Spec, check_op, maker, values
 
 import ember_core as ec
-from ember_core import _attention_fused
+from ember_core._ops.nn import attention_fused as _attention_fused
 
 SELFTEST_OK = True
 pytestmark = pytest.mark.cuda

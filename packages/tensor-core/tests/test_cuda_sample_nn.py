@@ -1,5 +1,5 @@
 """grid_sample and the CTC loss on CUDA (csrc/cuda/sample_launch.c,
-nn_sample.cuh) against the CPU kernels (csrc/sampling.c), forward and the
+nn_sample.cuh) against the CPU kernels (csrc/cpu/nn/sampling.c), forward and the
 backward ops called directly: every interpolation and padding mode with and
 without align_corners, 2-D and 3-D, non-contiguous inputs, float16/bfloat16
 (computed in float32 on both devices); CTC with padded and concatenated

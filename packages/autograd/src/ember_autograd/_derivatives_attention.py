@@ -1,4 +1,4 @@
-"""Backward formula of the fused attention op (ember_core._attention_fused,
+"""Backward formula of the fused attention op (ember_core._ops.nn.attention_fused,
 Note [Fused attention]): its fused backward recomputes the probabilities from
 the saved logsumexp.  When the backward must itself be differentiable (Note
 [Fused backward, composite double backward] in _derivatives_nn), the same

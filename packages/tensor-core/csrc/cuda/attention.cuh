@@ -1,5 +1,5 @@
 /* Fused scaled-dot-product attention on CUDA (Note [Fused attention]),
- * launched by attention_launch.c; ember_core._attention_fused decides when it
+ * launched by attention_launch.c; ember_core._ops.nn.attention_fused decides when it
  * applies (scaled_dot_product_attention takes the math path otherwise).
  *
  * Note [Fused attention]

@@ -1,7 +1,7 @@
 /* CUDA launchers of the fused attention kernels (attention.cuh, Note [Fused
  * attention]; compile groups of family ECU_FAM_NN).  There is no CPU twin:
  * scaled_dot_product_attention takes the math path on the CPU, and
- * ember_core._attention_fused calls these only for CUDA tensors.  geo: N, H,
+ * ember_core._ops.nn.attention_fused calls these only for CUDA tensors.  geo: N, H,
  * L, S, E, Ev, then the element strides (n, h, row) of q, k and v and (n, h,
  * row, column) of the mask; out, lse, grad_out, delta and the gradients are
  * dense. */

@@ -1,9 +1,9 @@
-/* grid_sample and the CTC loss on CUDA: the kernels of sampling.c, launched by
+/* grid_sample and the CTC loss on CUDA: the kernels of cpu/nn/sampling.c, launched by
  * sample_launch.c with the CPU kernels' parameters.
  *
  * grid_sample: a thread per output position (n, [od,] oh, ow) computes the
  * source coordinates once and loops over the channels, as the CPU does; the
- * coordinate helpers below are the device twins of sampling_tmpl.h's (Note
+ * coordinate helpers below are the device twins of cpu/nn/sampling_tmpl.h's (Note
  * [Grid sample coordinates]), with the same float/double operations so that
  * both devices agree to rounding.  The backward adds into gx with atomics
  * (several outputs read one input pixel) and writes each position's grid

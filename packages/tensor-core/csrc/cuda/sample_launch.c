@@ -1,4 +1,4 @@
-/* CUDA launchers of the sampling kernels (sampling.c's ec_grid_sample_* and
+/* CUDA launchers of the sampling kernels (cpu/nn/sampling.c's ec_grid_sample_* and
  * ec_ctc_loss_*, same parameters; kernels in nn_sample.cuh, compile groups of
  * family ECU_FAM_NN).  float32/float64 compute (float16/bfloat16 arrive as
  * float32, as on the CPU).  The CTC loss's targets, offsets and lengths are

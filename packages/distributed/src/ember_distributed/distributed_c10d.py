@@ -490,7 +490,12 @@ def _default():
 
 
 def _group(group):
-    g = _default() if group is None else group
+    if group is None:
+        g = _World.default
+        if g is not None:  # the common case first: collectives run it every call
+            return g
+        raise ValueError(NOT_INITIALIZED)
+    g = group
     if g is _World.default or g == GroupMember.NON_GROUP_MEMBER:
         return g
     if not isinstance(g, ProcessGroup):
@@ -614,7 +619,7 @@ def _check_list(ts, name):
 
 
 def _skip(g, what):
-    if g == GroupMember.NON_GROUP_MEMBER:
+    if type(g) is not ProcessGroup and g == GroupMember.NON_GROUP_MEMBER:
         warnings.warn(
             f"Running {what} on global rank {_default()._rank} which does not belong to the "
             "given group.",
@@ -715,7 +720,8 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
         return None
     b = g.backend_for(tensor, "all_reduce")
     _mpi.check_op(op, tensor.dtype, "all_reduce")
-    _fingerprint(g, b, "all_reduce", tensor, extra=(op,))
+    if _World.debug:
+        _fingerprint(g, b, "all_reduce", tensor, extra=(op,))
     return b.allreduce(tensor, op, async_op)
 
 

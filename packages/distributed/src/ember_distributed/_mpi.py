@@ -40,6 +40,8 @@ process leaves with ``os._exit`` rather than hang in MPI_Finalize on
 communication that will never complete.
 """
 
+from __future__ import annotations
+
 import atexit
 import contextlib
 import os
@@ -55,7 +57,7 @@ from ember_distributed._types import DistBackendError, ReduceOp
 from ember_distributed._work import CompletedWork, ThreadWork
 
 _MPI = None
-_broken_groups = []
+_broken_groups: list[ProcessGroupMPI] = []  # groups whose collective timed out
 
 
 def mpi():

@@ -229,9 +229,20 @@ class ProcessGroupMPI:
             h = _lib.handle
             self._c_comm = h(MPI, comm)
             self._c_in_place = _lib.in_place(MPI)
-            self._c_ops = {op: h(MPI, getattr(MPI, name)) for op, name in _OP_NAMES.items()}
-            self._c_bool_ops = {op: h(MPI, getattr(MPI, name)) for op, name in _BOOL_OPS.items()}
-            self._c_types = {dt: h(MPI, mt) for dt, mt in self.types.items() if mt is not None}
+            # dtype -> (datatype handle, [op handle by ReduceOp value]): lists indexed by
+            # the op's value, as hashing an Enum member runs Python code every call
+            n_ops = max(op.value for op in ReduceOp.RedOpType) + 1
+            ops: list[int | None] = [None] * n_ops
+            bool_ops: list[int | None] = [None] * n_ops
+            for op, name in _OP_NAMES.items():
+                ops[op.value] = h(MPI, getattr(MPI, name))
+            for op, name in _BOOL_OPS.items():
+                bool_ops[op.value] = h(MPI, getattr(MPI, name))
+            self._c_types = {
+                dt: (h(MPI, mt), bool_ops if dt is ec.bool_ else ops)
+                for dt, mt in self.types.items()
+                if mt is not None
+            }
 
     # -------------------------------------------------------------- helpers
 
@@ -381,11 +392,11 @@ class ProcessGroupMPI:
 
     def allreduce(self, t, op, async_op):
         if not async_op and self._c_types is not None:
-            ctype = self._c_types.get(t.dtype)
-            if ctype is not None and t.is_contiguous():
+            c = self._c_types.get(t.dtype)
+            if c is not None and t.is_contiguous():
                 n = t.numel()
                 if n <= _lib.INT_MAX:
-                    return self._allreduce_now(t, n, ctype, op)
+                    return self._allreduce_now(t, n, c[0], c[1][op._value_], op)
         c = _contig(t)
         staged, spec, mop = self.reduce_spec(c, op)
         n = self.size
@@ -409,10 +420,10 @@ class ProcessGroupMPI:
             (t, c),
         )
 
-    def _allreduce_now(self, t, n, ctype, op):
+    def _allreduce_now(self, t, n, ctype, cop, op):
         """Note [MPI fast path]: a synchronous all-reduce of a contiguous tensor."""
-        self._check()
-        cop = (self._c_bool_ops if t.dtype is ec.bool_ else self._c_ops)[op]
+        if self.broken is not None:
+            self._check()
         rc = _lib.allreduce(
             t.data_ptr(), n, ctype, cop, self._c_comm, self._c_in_place, self.timeout
         )

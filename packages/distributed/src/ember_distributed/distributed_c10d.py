@@ -175,6 +175,7 @@ class ProcessGroup:
         self._store_factory: Callable[[], Store] | None = None
         if comm is not None:
             self._mpi = _mpi.ProcessGroupMPI(comm, timeout, self._describe())
+        self._cpu_mpi = self._mpi is not None and backends.get("cpu") == "mpi"
 
     def _describe(self) -> str:
         return f"rank {self._rank} of process group {self.group_name!r} (size {self._size})"
@@ -204,6 +205,8 @@ class ProcessGroup:
     def backend_for(self, tensor: Tensor, what: str) -> Any:
         """The backend (ProcessGroupMPI or ProcessGroupNCCL) for ``tensor``'s device."""
         dev = tensor.device.type
+        if dev == "cpu" and self._cpu_mpi:  # the common case first
+            return self._mpi
         name = self._backends.get(dev)
         if name is None:
             raise RuntimeError(

@@ -130,6 +130,18 @@ for src in range(n):
     dist.reduce(t, dst=src, op=R.MAX)
     close(value(t), np.max(arrays, 0) if r == src else arrays[r], f"reduce onto {src}")
 
+# ---- reduce: every op onto the last rank (sync and async), float64, int32, bool, bfloat16
+for name in ("float64", "int32", "bool", "bfloat16"):
+    arrays = [data(k, name) for k in range(n)]
+    for op in ops_for(name):
+        for async_op in (False, True):
+            t = tensor(arrays[r], name)
+            w = dist.reduce(t, dst=n - 1, op=op, async_op=async_op)
+            if async_op:
+                w.wait()
+            if r == n - 1:
+                close(value(t), reference(op, arrays, name), f"reduce {op} {name}")
+
 # ---- all_gather (list, into one tensor: concatenated and stacked), gather, scatter
 arrays = [data(k, "float32") for k in range(n)]
 out = [ec.zeros(3, 4) for _ in range(n)]

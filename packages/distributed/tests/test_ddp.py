@@ -1,6 +1,6 @@
-"""DistributedDataParallel: workers/ddp.py under mpiexec -n 2 and -n 4 compares DDP with one process
-(MLP and CNN in float64, fused and foreach optimizers, no_sync, unused parameters, static_graph, bucket views) and checks
-that bucket all-reduces start before backward ends."""
+"""DistributedDataParallel: workers/ddp.py under mpiexec -n 2 and -n 4 compares DDP with one
+process (MLP and CNN in float64, fused and foreach optimizers, no_sync, unused parameters,
+static_graph, bucket views) and checks that bucket all-reduces start before backward ends."""
 
 import re
 

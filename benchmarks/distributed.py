@@ -202,7 +202,7 @@ def cpu():
 
     def row(name, r):
         b = f", {r['buckets']} bucket{'s' if r['buckets'] != 1 else ''}" if r["buckets"] else ""
-        return f"  {name + b + ':':<44} {r['step'] * 1e3:7.2f} ms"
+        return f"  {name + b + ':':<54} {r['step'] * 1e3:7.2f} ms"
 
     print(f"\nDDP step of the make-train CNN, global batch 128 (median of 40); {_load()}")
     print(row(f"1 process ({os.cpu_count()} threads), no DDP", one))

@@ -21,6 +21,9 @@ typedef int (*version_fn)(char *, int *);
 /* larger than any implementation's MPI_Status (MPICH: 20 bytes, Open MPI: 24) */
 #define STATUS_BYTES 256
 
+/* polls before the loop starts yielding the core (see emd_allreduce) */
+#define SPIN_POLLS 1024
+
 static void *iallreduce_sym, *test_sym, *version_sym;
 static int int_handles;
 
@@ -93,17 +96,20 @@ int emd_allreduce(uintptr_t buf, int count, uint64_t datatype, uint64_t op, uint
                          : ((test_ptr_fn)test_sym)(&req_p, &flag, status);
         if (rc != 0 || flag)
             break;
-        /* the clock is read every 256 polls; the core is offered to others (a
-         * peer process on the same core) every 4096 */
+        /* The clock is read every 256 polls.  A small all-reduce finishes within
+         * the first SPIN_POLLS polls on a machine with a free core for every
+         * process; past them the core is offered to others every few polls, so
+         * that a peer process waiting for a core (more processes than cores)
+         * gets it sooner than at the end of this one's time slice. */
         if (!(n & 255)) {
             double t = now();
             if (deadline < 0)
                 deadline = t + timeout_s;
             else if (t > deadline)
                 return EMD_TIMEOUT;
-            if (n && !(n & 4095))
-                sched_yield();
         }
+        if (n >= SPIN_POLLS && !(n & 7))
+            sched_yield();
     }
     /* MPI's error codes are positive (MPI_SUCCESS is 0) */
     return rc > 0 ? rc : rc == 0 ? EMD_OK : 1;

@@ -7,9 +7,10 @@ CPU, all in the same run (medians of repeated calls, 2 processes on this machine
 - all_reduce of float32 tensors from 4 KB to 256 MB: ember (MPI backend) vs mpi4py's own
   Allreduce on NumPy arrays vs PyTorch's gloo (when torch is installed); bus bandwidth
   = 2 (n-1)/n * bytes / time, and ember's ratio to each;
-- the `make train` CNN's DDP step (forward, backward, SGD) on 2 processes vs 1 process
-  with the same global batch, and DDP with 25 MiB buckets vs one bucket holding every
-  gradient (one all-reduce after backward): scaling efficiency and the gain from overlap.
+- the `make train` CNN's DDP step (forward, backward, SGD) on 2 processes (one thread
+  each) vs 1 process (every core) with the same global batch, and DDP with 0.1 MiB
+  buckets (all-reduces overlapping backward) vs one bucket holding every gradient (one
+  all-reduce after backward): scaling efficiency and the gain from overlap.
 GPU: NCCL all_reduce on one device (a smoke figure: a world of one copies nothing across
 GPUs) and a DDP step with backend='nccl', world size 1, vs the module without DDP.
 """
@@ -23,6 +24,7 @@ import time
 
 HERE = os.path.abspath(__file__)
 SIZES = [4 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20]
+ROUNDS = 3  # DDP configurations: each runs this many times, in turn
 
 
 def _reps(nbytes):
@@ -195,16 +197,26 @@ def cpu():
         m = bw["mpi4py"]
         us = f"{r['ember'] * 1e6:>10.1f} {r['mpi4py'] * 1e6:>10.1f}"
         print(f"{nbytes >> 10:>6}KB {e:>8.2f} {m:>8.2f} {gl_s} {e / m:>13.2f} {ratio} {us}")
-    one = _mpirun(1, "--worker", "ddp", "none")
-    default = _mpirun(2, "--worker", "ddp", "25")
-    small = _mpirun(2, "--worker", "ddp", "0.1")
-    single = _mpirun(2, "--worker", "ddp", "1000000")
+    # the configurations run in turn, ROUNDS times: a change of load on the machine
+    # touches each alike; the median of each one's medians is reported
+    configs = {"one": (1, "none"), "default": (2, "25"), "small": (2, "0.1"), "single": (2, "1e6")}
+    runs = {k: [] for k in configs}
+    for _ in range(ROUNDS):
+        for k, (n, cap) in configs.items():
+            runs[k].append(_mpirun(n, "--worker", "ddp", cap))
+    one, default, small, single = (
+        {"step": statistics.median(r["step"] for r in runs[k]), "buckets": runs[k][0]["buckets"]}
+        for k in configs
+    )
 
     def row(name, r):
         b = f", {r['buckets']} bucket{'s' if r['buckets'] != 1 else ''}" if r["buckets"] else ""
         return f"  {name + b + ':':<54} {r['step'] * 1e3:7.2f} ms"
 
-    print(f"\nDDP step of the make-train CNN, global batch 128 (median of 40); {_load()}")
+    print(
+        f"\nDDP step of the make-train CNN, global batch 128 (median of 40 steps, median of "
+        f"{ROUNDS} rounds); {_load()}"
+    )
     print(row(f"1 process ({os.cpu_count()} threads), no DDP", one))
     print(
         row("2 processes (1 thread each), DDP 25 MiB", default)

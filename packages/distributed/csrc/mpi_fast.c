@@ -59,6 +59,8 @@ int emd_mpi_bind(int handle_bytes, char *version, int len) {
     int n = 0;
     if (((version_fn)version_sym)(buf, &n) != 0)
         return -1;
+    /* the string up to its NUL (Open MPI's resultlen counts the NUL) */
+    n = (int)strnlen(buf, sizeof buf);
     if (n >= len)
         n = len - 1;
     if (n < 0)

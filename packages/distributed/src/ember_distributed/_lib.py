@@ -31,7 +31,8 @@ def bind(MPI: Any) -> bool:
                 buf = ffi.new("char[]", 8192)
                 if lib.emd_mpi_bind(widths.pop(), buf, 8192) == 0:
                     found = ffi.string(buf).decode(errors="replace").strip()
-                    _bound = found == MPI.Get_library_version().strip()
+                    # (mpi4py keeps the NUL that Open MPI counts in the length)
+                    _bound = found == MPI.Get_library_version().strip("\x00 \n")
     return _bound
 
 

@@ -232,8 +232,8 @@ class ProcessGroupMPI:
             # dtype -> (datatype handle, [op handle by ReduceOp value]): lists indexed by
             # the op's value, as hashing an Enum member runs Python code every call
             n_ops = max(op.value for op in ReduceOp.RedOpType) + 1
-            ops: list[int | None] = [None] * n_ops
-            bool_ops: list[int | None] = [None] * n_ops
+            ops = [None] * n_ops
+            bool_ops = [None] * n_ops
             for op, name in _OP_NAMES.items():
                 ops[op.value] = h(MPI, getattr(MPI, name))
             for op, name in _BOOL_OPS.items():

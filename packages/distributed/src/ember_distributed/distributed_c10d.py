@@ -1295,9 +1295,7 @@ def _object_group(group: Group) -> ProcessGroup | int:
         if "cpu" in g._backends:
             _ObjDevice.device = ec.device("cpu")
         else:
-            from ember_core import _cuda
-
-            _ObjDevice.device = ec.device("cuda", _cuda.current_device())
+            _ObjDevice.device = ec.device("cuda", ec.cuda.current_device())
     return g
 
 

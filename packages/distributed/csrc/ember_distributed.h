@@ -12,9 +12,10 @@
 
 /* cdef:begin */
 
-/* Statuses of emd_allreduce; a positive one is the error code MPI returned. */
+/* Statuses of emd_allreduce and emd_wait; a positive one is the error code MPI
+ * returned. */
 #define EMD_OK 0
-#define EMD_TIMEOUT -1  /* not finished within the timeout (the request is left pending) */
+#define EMD_PENDING -1  /* not finished within the slice: *req holds the request */
 #define EMD_UNBOUND -2  /* emd_mpi_bind has not found an MPI library */
 
 /* Find MPI_Iallreduce, MPI_Test and MPI_Get_library_version in the loaded
@@ -24,10 +25,14 @@
  * library's MPI_Get_library_version, to check it is the one mpi4py runs. */
 int emd_mpi_bind(int handle_bytes, char *version, int len);
 
-/* MPI_Iallreduce(in_place, buf, count, datatype, op, comm) polled with MPI_Test
- * until done or timeout_s seconds passed, without the GIL. */
+/* MPI_Iallreduce(in_place, buf, count, datatype, op, comm), then polled with
+ * MPI_Test until done or slice_s seconds passed (EMD_PENDING: *req holds the
+ * request, to be polled on with emd_wait).  The caller returns to Python between
+ * slices, so that signals (Ctrl-C) are seen while a peer is late; the GIL is
+ * released during the calls. */
 int emd_allreduce(uintptr_t buf, int count, uint64_t datatype, uint64_t op, uint64_t comm,
-                  intptr_t in_place, double timeout_s);
+                  intptr_t in_place, double slice_s, uint64_t *req);
+int emd_wait(uint64_t *req, double slice_s);
 
 /* cdef:end */
 

@@ -76,24 +76,14 @@ static double now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int emd_allreduce(uintptr_t buf, int count, uint64_t datatype, uint64_t op, uint64_t comm,
-                  intptr_t in_place, double timeout_s) {
-    if (!iallreduce_sym)
-        return EMD_UNBOUND;
+/* Poll *req (a request handle in the caller's memory) with MPI_Test until it is
+ * done or slice_s seconds passed; *req becomes MPI_REQUEST_NULL when done. */
+static int poll(uint64_t *req, double slice_s, unsigned spun) {
     _Alignas(16) char status[STATUS_BYTES];
-    int req_i = 0, flag = 0, rc;
-    void *req_p = NULL;
-    if (int_handles)
-        rc = ((iallreduce_int_fn)iallreduce_sym)((const void *)in_place, (void *)buf, count,
-                                                 (int)(uint32_t)datatype, (int)(uint32_t)op,
-                                                 (int)(uint32_t)comm, &req_i);
-    else
-        rc = ((iallreduce_ptr_fn)iallreduce_sym)((const void *)in_place, (void *)buf, count,
-                                                 (void *)(uintptr_t)datatype,
-                                                 (void *)(uintptr_t)op,
-                                                 (void *)(uintptr_t)comm, &req_p);
+    int req_i = (int)(uint32_t)*req, flag = 0, rc = 0;
+    void *req_p = (void *)(uintptr_t)*req;
     double deadline = -1.0;
-    for (unsigned n = 0; rc == 0; n++) {
+    for (unsigned n = spun; rc == 0; n++) {
         rc = int_handles ? ((test_int_fn)test_sym)(&req_i, &flag, status)
                          : ((test_ptr_fn)test_sym)(&req_p, &flag, status);
         if (rc != 0 || flag)
@@ -106,13 +96,43 @@ int emd_allreduce(uintptr_t buf, int count, uint64_t datatype, uint64_t op, uint
         if (!(n & 255)) {
             double t = now();
             if (deadline < 0)
-                deadline = t + timeout_s;
-            else if (t > deadline)
-                return EMD_TIMEOUT;
+                deadline = t + slice_s;
+            else if (t > deadline) {
+                *req = int_handles ? (uint64_t)(uint32_t)req_i : (uint64_t)(uintptr_t)req_p;
+                return EMD_PENDING;
+            }
         }
         if (n >= SPIN_POLLS && !(n & 7))
             sched_yield();
     }
+    *req = int_handles ? (uint64_t)(uint32_t)req_i : (uint64_t)(uintptr_t)req_p;
     /* MPI's error codes are positive (MPI_SUCCESS is 0) */
     return rc > 0 ? rc : rc == 0 ? EMD_OK : 1;
+}
+
+int emd_allreduce(uintptr_t buf, int count, uint64_t datatype, uint64_t op, uint64_t comm,
+                  intptr_t in_place, double slice_s, uint64_t *req) {
+    if (!iallreduce_sym)
+        return EMD_UNBOUND;
+    int req_i = 0, rc;
+    void *req_p = NULL;
+    if (int_handles)
+        rc = ((iallreduce_int_fn)iallreduce_sym)((const void *)in_place, (void *)buf, count,
+                                                 (int)(uint32_t)datatype, (int)(uint32_t)op,
+                                                 (int)(uint32_t)comm, &req_i);
+    else
+        rc = ((iallreduce_ptr_fn)iallreduce_sym)((const void *)in_place, (void *)buf, count,
+                                                 (void *)(uintptr_t)datatype,
+                                                 (void *)(uintptr_t)op,
+                                                 (void *)(uintptr_t)comm, &req_p);
+    if (rc != 0)
+        return rc > 0 ? rc : 1;
+    *req = int_handles ? (uint64_t)(uint32_t)req_i : (uint64_t)(uintptr_t)req_p;
+    return poll(req, slice_s, 0);
+}
+
+int emd_wait(uint64_t *req, double slice_s) {
+    if (!test_sym)
+        return EMD_UNBOUND;
+    return poll(req, slice_s, SPIN_POLLS);
 }

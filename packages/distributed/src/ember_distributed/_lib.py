@@ -11,8 +11,9 @@ try:
 except ImportError:  # built without a C compiler: everything runs through mpi4py
     ffi = lib = None
 
-# emd_allreduce's statuses; a positive one is MPI's error code
-OK, TIMEOUT = (lib.EMD_OK, lib.EMD_TIMEOUT) if lib is not None else (0, -1)
+# the statuses of emd_allreduce and emd_wait; a positive one is MPI's error code
+OK, PENDING = (lib.EMD_OK, lib.EMD_PENDING) if lib is not None else (0, -1)
+SLICE = 0.1  # seconds the C loop polls before returning to Python (signals)
 
 _bound: bool | None = None  # None: not tried yet
 INT_MAX = 2**31 - 1  # MPI's count is a C int
@@ -47,7 +48,15 @@ def in_place(MPI: Any) -> int:
     return int(MPI.IN_PLACE)
 
 
-# (ptr, count, datatype, op, comm, in_place, timeout) -> OK, TIMEOUT or MPI's error
-# code: an in-place MPI_Iallreduce polled to completion in C without the GIL.  The
-# C function itself, not a wrapper: its Python cost is what it exists to avoid.
+def new_request() -> Any:
+    """A request handle slot (uint64_t *) for allreduce and wait."""
+    return ffi.new("uint64_t *")
+
+
+# (ptr, count, datatype, op, comm, in_place, slice, request slot) -> OK, PENDING or
+# MPI's error code: an in-place MPI_Iallreduce polled in C without the GIL for up to
+# `slice` seconds.  The C function itself, not a wrapper: its Python cost is what it
+# exists to avoid.
 allreduce: Any = lib.emd_allreduce if lib is not None else None
+# (request slot, slice) -> OK, PENDING or MPI's error code: polls on
+wait: Any = lib.emd_wait if lib is not None else None

@@ -24,8 +24,10 @@ MPI is initialised with MPI_THREAD_MULTIPLE (mpi4py's default) for this.
 Note [MPI fast path]
 A synchronous all_reduce of a contiguous tensor (the common case: small
 all-reduces in training loops, metrics) skips mpi4py: one C function
-(csrc/mpi_fast.c, through _lib.py) calls MPI_Iallreduce and polls MPI_Test to
-completion or the timeout without the GIL.  What mpi4py costs around the MPI
+(csrc/mpi_fast.c, through _lib.py) calls MPI_Iallreduce and polls MPI_Test
+without the GIL until it completes -- or for 0.1 s, after which Python polls on
+in such slices up to the group's timeout, so that Ctrl-C is seen while a peer is
+late.  What mpi4py costs around the MPI
 call (buffer objects, argument parsing, a Python loop of Test calls) is about as
 much as a 4 KB all-reduce itself on one machine.  Building this needs no MPI
 header: the functions are looked up at run time in the loaded objects, the one
@@ -228,6 +230,7 @@ class ProcessGroupMPI:
         if _lib.bind(MPI):
             h = _lib.handle
             self._c_comm = h(MPI, comm)
+            self._c_req = _lib.new_request()  # the request of the running all-reduce
             self._c_in_place = _lib.in_place(MPI)
             # dtype -> (datatype handle, [op handle by ReduceOp value]): lists indexed by
             # the op's value, as hashing an Enum member runs Python code every call
@@ -424,17 +427,34 @@ class ProcessGroupMPI:
         """Note [MPI fast path]: a synchronous all-reduce of a contiguous tensor."""
         if self.broken is not None:
             self._check()
+        req = self._c_req
         rc = _lib.allreduce(
-            t.data_ptr(), n, ctype, cop, self._c_comm, self._c_in_place, self.timeout
+            t.data_ptr(), n, ctype, cop, self._c_comm, self._c_in_place, _lib.SLICE, req
         )
         if rc != _lib.OK:
-            if rc == _lib.TIMEOUT:
-                self._fail("all_reduce", f"did not finish within {self.timeout:g} s")
-            self._fail("all_reduce", f"failed in MPI: {self.MPI.Exception(rc).Get_error_string()}")
+            self._c_finish(rc, req, t)
         if op is ReduceOp.AVG:
             with ember_autograd.no_grad():
                 t.div_(self.size)
         return None
+
+    def _c_finish(self, rc, req, t):
+        """The rest of a fast-path all-reduce that did not finish in the first slice:
+        back in Python between slices (Ctrl-C is seen), up to the group's timeout."""
+        deadline = time.monotonic() + self.timeout - _lib.SLICE
+        try:
+            while rc == _lib.PENDING:
+                if time.monotonic() > deadline:
+                    self._fail("all_reduce", f"did not finish within {self.timeout:g} s")
+                rc = _lib.wait(req, _lib.SLICE)
+        except BaseException:  # a timeout, or Ctrl-C while a peer is late
+            if self.broken is None:
+                self.broken = "all_reduce interrupted"
+                _broken_groups.append(self)
+            self._pending_buffer = t  # MPI may still write into it: keep it alive
+            raise
+        if rc != _lib.OK:
+            self._fail("all_reduce", f"failed in MPI: {self.MPI.Exception(rc).Get_error_string()}")
 
     def broadcast(self, t, root, async_op):
         c = _contig(t)

@@ -108,4 +108,6 @@ class GroupMember:
 
 
 class group:  # noqa: N801 - PyTorch's name
+    """``group.WORLD``: the default process group once initialised (None before)."""
+
     WORLD: Any = None

@@ -42,22 +42,27 @@ class Work:
         raise NotImplementedError
 
     def is_success(self) -> bool:
+        """Whether the finished operation succeeded (raises if it has not finished)."""
         if not self.is_completed():
             raise RuntimeError(f"{self.what}: is_success() asked before the operation completed")
         return self._exc is None
 
     def exception(self) -> BaseException | None:
+        """What the operation raised, or None."""
         return self._exc
 
     def source_rank(self) -> int:
+        """The sender's group rank of a recv/irecv from any source (``src=None``)."""
         raise RuntimeError(
             f"{self.what}: source_rank() is only available for recv and irecv with src=None"
         )
 
     def result(self) -> list[Any]:
+        """The output tensors (empty: ember's collectives write into their arguments)."""
         return []
 
     def synchronize(self) -> None:
+        """Wait for the operation (PyTorch's older name for ``wait``)."""
         self.wait()
 
     def __repr__(self) -> str:

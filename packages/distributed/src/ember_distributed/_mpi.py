@@ -27,9 +27,9 @@ all-reduces in training loops, metrics) skips mpi4py: one C function
 (csrc/mpi_fast.c, through _lib.py) calls MPI_Iallreduce and polls MPI_Test
 without the GIL until it completes -- or for 0.1 s, after which Python polls on
 in such slices up to the group's timeout, so that Ctrl-C is seen while a peer is
-late.  What mpi4py costs around the MPI
-call (buffer objects, argument parsing, a Python loop of Test calls) is about as
-much as a 4 KB all-reduce itself on one machine.  Building this needs no MPI
+late.  What mpi4py costs around the MPI call (buffer objects, argument parsing,
+a Python loop of Test calls) is about as much as a 4 KB all-reduce itself on one
+machine.  Building this needs no MPI
 header: the functions are looked up at run time in the loaded objects, the one
 found must report the same MPI_Get_library_version as mpi4py's library, and
 MPI's handles (MPICH's ints, Open MPI's and the MPI ABI's pointers) come from
@@ -230,7 +230,10 @@ class ProcessGroupMPI:
         if _lib.bind(MPI):
             h = _lib.handle
             self._c_comm = h(MPI, comm)
-            self._c_req = _lib.new_request()  # the request of the running all-reduce
+            # the request of the running all-reduce: one slot, as MPI runs one
+            # collective at a time on a communicator (calls from several threads at
+            # once on one group are an error in MPI and PyTorch alike)
+            self._c_req = _lib.new_request()
             self._c_in_place = _lib.in_place(MPI)
             # dtype -> (datatype handle, [op handle by ReduceOp value]): lists indexed by
             # the op's value, as hashing an Enum member runs Python code every call

@@ -397,6 +397,9 @@ class ProcessGroupMPI:
     # Every method takes tensors already checked by distributed_c10d and group ranks.
 
     def allreduce(self, t, op, async_op):
+        if self.size == 1:  # every op of one process leaves t as it is (AVG: t / 1)
+            self._check()
+            return CompletedWork("all_reduce") if async_op else None
         if not async_op and self._c_types is not None:
             c = self._c_types.get(t.dtype)
             if c is not None and t.is_contiguous():
@@ -460,6 +463,9 @@ class ProcessGroupMPI:
             self._fail("all_reduce", f"failed in MPI: {self.MPI.Exception(rc).Get_error_string()}")
 
     def broadcast(self, t, root, async_op):
+        if self.size == 1:  # the root is this process: nothing moves
+            self._check()
+            return CompletedWork("broadcast") if async_op else None
         c = _contig(t)
         return self.run(
             "broadcast",

@@ -765,13 +765,21 @@ def _unflat(flat: Tensor, ts: Sequence[Tensor]) -> None:
 def all_reduce(
     tensor: Tensor, op: RedOp = ReduceOp.SUM, group: Group = None, async_op: bool = False
 ) -> Work | None:
-    """Reduce ``tensor`` over the group, in place, on every process."""
-    _check_tensor(tensor, "tensor")
+    """Reduce ``tensor`` over the group, in place, on every process.
+
+    >>> t = ember.ones(3) * (dist.get_rank() + 1)
+    >>> dist.all_reduce(t)              # with 2 processes: t is [3., 3., 3.] on both
+    """
+    # The checks are the other collectives', with the common case tested inline: a
+    # small all-reduce costs about as much as these lines (Note [MPI fast path]).
+    if not isinstance(tensor, ec.Tensor):
+        _check_tensor(tensor, "tensor")
     g = _group(group)
-    if _skip(g, "all_reduce"):
+    if type(g) is not ProcessGroup and _skip(g, "all_reduce"):
         return None
     b = g.backend_for(tensor, "all_reduce")
-    _mpi.check_op(op, tensor.dtype, "all_reduce")
+    if op is not ReduceOp.SUM:  # SUM takes every dtype
+        _mpi.check_op(op, tensor.dtype, "all_reduce")
     if _World.debug:
         _fingerprint(g, b, "all_reduce", tensor, extra=(op,))
     return b.allreduce(tensor, op, async_op)

@@ -26,14 +26,17 @@ def bind(MPI: Any) -> bool:
     global _bound
     if _bound is None:
         _bound = False
-        if lib is not None:
+        try:  # mpi4py's handle helpers (an older mpi4py may lack them)
             widths = {MPI._sizeof(k) for k in (MPI.Comm, MPI.Datatype, MPI.Op, MPI.Request)}
-            if len(widths) == 1:
-                buf = ffi.new("char[]", 8192)
-                if lib.emd_mpi_bind(widths.pop(), buf, 8192) == 0:
-                    found = ffi.string(buf).decode(errors="replace").strip()
-                    # (mpi4py keeps the NUL that Open MPI counts in the length)
-                    _bound = found == MPI.Get_library_version().strip("\x00 \n")
+            MPI._handleof(MPI.COMM_WORLD)
+        except (AttributeError, TypeError):
+            widths = set()
+        if lib is not None and len(widths) == 1:
+            buf = ffi.new("char[]", 8192)
+            if lib.emd_mpi_bind(widths.pop(), buf, 8192) == 0:
+                found = ffi.string(buf).decode(errors="replace").strip()
+                # (mpi4py keeps the NUL that Open MPI counts in the length)
+                _bound = found == MPI.Get_library_version().strip("\x00 \n")
     return _bound
 
 

@@ -41,7 +41,7 @@ def test_construction_and_metadata():
     assert s.is_sparse and not s.is_sparse_csr and s.layout is ec.sparse_coo
     assert isinstance(s, ec.Tensor) and s.shape == (3, 3) and s.dtype is ec.float32
     assert (s.sparse_dim(), s.dense_dim(), s._nnz(), s.numel(), s.dim()) == (2, 0, 5, 9, 2)
-    assert not s.is_coalesced() and s.device == ec.device("cpu")
+    assert not s.is_coalesced() and s.device == ec.device("cpu") and not s.is_meta
     assert ec.ones(2).layout is ec.strided and not ec.ones(2).is_sparse
     assert ec.ones(2).sparse_dim() == 0 and ec.ones(2, 3).dense_dim() == 2
 

@@ -118,6 +118,10 @@ class _SparseBase(Tensor):
     def is_cpu(self):
         return self._sp_values.is_cpu
 
+    @property
+    def is_meta(self):
+        return self._sp_values.is_meta
+
     def get_device(self):
         return self._sp_values.get_device()
 

@@ -49,6 +49,8 @@ SOURCES += ["dlpack.c"]
 SOURCES += ["pyfast.c"]  # CPython-level fast paths (Note [C empty])
 # LAPACK-backed factorizations and solvers
 SOURCES += ["linalg.c"]
+# their complex counterparts and the general eigenproblem (geev)
+SOURCES += ["linalg_complex.c"]
 # grid_sample and the CTC loss
 SOURCES += ["sampling.c"]
 # gamma, Poisson and binomial samplers

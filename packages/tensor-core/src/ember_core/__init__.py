@@ -29,6 +29,7 @@ from ember_core import (  # noqa: F401 - they fill the op table
     _dropout,
     _embedding,
     _interop,
+    _linalg_geev,
     _linalg_lu,
     _loss,
     _norm,
@@ -360,6 +361,9 @@ for _name in (
     "ldl_solve",
 ):
     setattr(linalg, _name, getattr(_linalg_lu, _name))
+# the general eigendecomposition (geev; complex results)
+for _name in ("eig", "eigvals"):
+    setattr(linalg, _name, getattr(_linalg_geev, _name))
 
 # CUDA devices, streams, events and memory (ember.cuda re-exports it)
 from ember_core import cuda  # noqa: E402

@@ -120,15 +120,15 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     P, L, U = lu_unpack(LU, pivots)
     if not left:
         # X A = B  <=>  A^H X^H = B^H
-        X = lu_solve(LU, pivots, B.mT, left=True, adjoint=not adjoint).mT
+        X = lu_solve(LU, pivots, B.mH, left=True, adjoint=not adjoint).mH
         return out.copy_(X) if out is not None else X
     st = ec.linalg.solve_triangular
     if not adjoint:
         Y = st(L, P.mT @ B, upper=False, unitriangular=True)
         X = st(U, Y, upper=True)
     else:
-        Y = st(U.mT, B, upper=False)
-        X = P @ st(L.mT, Y, upper=True, unitriangular=True)
+        Y = st(U.mH, B, upper=False)
+        X = P @ st(L.mH, Y, upper=True, unitriangular=True)
     return out.resize_(X.shape).copy_(X) if out is not None else X
 
 
@@ -212,7 +212,7 @@ def householder_product(A, tau, out=None):
     Q = ec.eye(m, n, dtype=A.dtype, device=A.device).expand(tuple(A.shape[:-2]) + (m, n))
     for i in reversed(range(k)):
         v = V[..., :, i : i + 1]  # (..., m, 1)
-        Q = Q - tau[..., i, None, None] * (v @ (v.mT @ Q))
+        Q = Q - tau[..., i, None, None] * (v @ (v.mH @ Q))
     return out.resize_(Q.shape).copy_(Q) if out is not None else Q
 
 
@@ -227,7 +227,7 @@ def _geqrf_impl(input, out=None):
 
     op = "geqrf"
     L._require_matrix(op, input, square=False)
-    L._require_float(op, input, "geqrf_cpu")
+    L._require_float(op, input, "geqrf_cpu", complex_ok=False)
     m, n = input._shape[-2], input._shape[-1]
     k = min(m, n)
     batch = input._shape[:-2]
@@ -278,10 +278,12 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     C = other
     for i in order:
         v, t = vs[i], tau[..., i, None, None]
+        if transpose:  # Q^H: H_i^H = I - conj(tau_i) v_i v_i^H
+            t = t.conj()
         if left:
-            C = C - t * (v @ (v.mT @ C))
+            C = C - t * (v @ (v.mH @ C))
         else:
-            C = C - t * ((C @ v) @ v.mT)
+            C = C - t * ((C @ v) @ v.mH)
     return out.resize_(C.shape).copy_(C) if out is not None else C
 
 
@@ -333,7 +335,7 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
         raise RuntimeError(
             f"{op}: Expected a floating point or complex tensor as input. Got {L._tname(A.dtype)}"
         )
-    L._require_float(op, A, "ldl_factor_cpu")
+    L._require_float(op, A, "ldl_factor_cpu", complex_ok=False)
     n = A.shape[-1]
     batch = tuple(A.shape[:-2])
     a = L._fortran(A)

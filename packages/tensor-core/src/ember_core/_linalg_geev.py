@@ -6,7 +6,7 @@ As in PyTorch the results are complex for real and complex input alike
 eigenvalues in LAPACK's order and the right eigenvectors as columns of unit
 norm, each with its largest component real (LAPACK's normalization, which
 PyTorch keeps).  ``_linalg_eig`` is the primitive op; its derivative formula
-is in ember_autograd (_derivatives_linalg_complex.py).
+is in ember_autograd (_derivatives_linalg_geev.py).
 """
 
 from ember_core import _dtype as D

@@ -331,7 +331,7 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
             if shape
             else f"{op}: The input tensor A must have at least 2 dimensions."
         )
-    if not A.dtype.is_floating_point:
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise RuntimeError(
             f"{op}: Expected a floating point or complex tensor as input. Got {L._tname(A.dtype)}"
         )

@@ -1351,9 +1351,13 @@ def _torch_det(input):
 
 @defop("logdet(input)", composite=True)
 def _torch_logdet(input):
-    """log(det(A)): nan for a negative determinant, -inf for zero."""
+    """log(det(A)): nan for a negative determinant, -inf for zero; for complex A
+    the complex logarithm log|det| + i arg(det)."""
     sign, logabs = _linalg_slogdet(input)
     from ember_core._elementwise import where
+
+    if sign._dtype.is_complex:
+        return sign.log() + logabs
 
     return where(sign < 0, math.nan, logabs)
 

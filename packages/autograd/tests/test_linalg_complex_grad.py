@@ -70,6 +70,10 @@ CASES = {
         lambda ns, A, B: ns.linalg.lu_solve(*ns.linalg.lu_factor(A), B),
         [_c(3, 3, shift=3), _c(3, 2)],
     ),
+    "householder_product": (
+        lambda ns, A, tau: ns.linalg.householder_product(A, tau),
+        [_c(4, 3), _c(2)],
+    ),
     "eigvals": (lambda ns, A: ns.linalg.eigvals(A), [_c(3, 3)]),
     "eig_abs": (lambda ns, A: ns.linalg.eig(A)[1].abs(), [_c(3, 3)]),
     "eig_reconstruct": (lambda ns, A: _recon(ns, *ns.linalg.eig(A)), [_c(3, 3)]),

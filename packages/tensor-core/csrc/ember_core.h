@@ -534,6 +534,9 @@ int ec_linalg_svd_complex(int dtype, int64_t batch, int64_t m, int64_t n, int jo
 int ec_linalg_lstsq_complex(int dtype, int64_t batch, int64_t m, int64_t n, int64_t nrhs,
                             int driver, double rcond, ec_ptr a, ec_ptr b, ec_ptr s, ec_ptr rank,
                             ec_ptr info);
+/* geqrf alone (torch.geqrf), as ec_linalg_geqrf. */
+int ec_linalg_geqrf_complex(int dtype, int64_t batch, int64_t m, int64_t n, ec_ptr a,
+                            ec_ptr tau, ec_ptr info);
 /* General eigendecomposition (geev) of float32/64 or complex64/128 (n x n)
  * matrices: w (n complex eigenvalues each) and, when v is not 0, the right
  * eigenvectors as complex columns (n x n), normalized as LAPACK does; a is

@@ -318,6 +318,21 @@ static lint wsize(double q, lint at_least) {
         return EC_OK;                                                                           \
     }                                                                                           \
                                                                                                 \
+    /* geqrf alone (torch.geqrf): R above the diagonal, reflectors below, tau. */              \
+    static int geqrf_##p(int64_t batch, lint m, lint n, T* a, T* tau, lint* info) {             \
+        lint lda = MAX1(m), k = m < n ? m : n, lwork = -1, i2;                                  \
+        T q = 0;                                                                                \
+        scipy_##p##geqrf_(&m, &n, a, &lda, tau, &q, &lwork, &i2);                               \
+        lwork = wsize(creal(q), MAX1(n));                                                       \
+        T* work = malloc(sizeof(T) * (size_t)lwork);                                            \
+        if (!work) return NOMEM("geqrf");                                                       \
+        for (int64_t b = 0; b < batch; b++)                                                     \
+            scipy_##p##geqrf_(&m, &n, a + b * (int64_t)m * n, &lda, tau + b * (int64_t)k, work, \
+                              &lwork, info + b);                                                \
+        free(work);                                                                             \
+        return EC_OK;                                                                           \
+    }                                                                                           \
+                                                                                                \
     static int geev_##p(int64_t batch, lint n, T* a, T* w, T* v, lint* info) {                  \
         lint lda = MAX1(n), ldv = MAX1(n), lwork = -1, i2;                                      \
         const char* jobvr = v ? "V" : "N";                                                      \
@@ -484,6 +499,13 @@ int ec_linalg_lstsq_complex(int dtype, int64_t batch, int64_t m, int64_t n, int6
                       (lint*)rank, (lint*)info),
               lstsq_z(batch, m, n, nrhs, driver, rcond, (ec_c128*)a, (ec_c128*)b, (double*)s,
                       (lint*)rank, (lint*)info));
+}
+
+int ec_linalg_geqrf_complex(int dtype, int64_t batch, int64_t m, int64_t n, ec_ptr a,
+                            ec_ptr tau, ec_ptr info) {
+    CDISPATCH("geqrf", fits("geqrf", m, n, m * n),
+              geqrf_c(batch, m, n, (ec_c64*)a, (ec_c64*)tau, (lint*)info),
+              geqrf_z(batch, m, n, (ec_c128*)a, (ec_c128*)tau, (lint*)info));
 }
 
 int ec_linalg_eig(int dtype, int64_t batch, int64_t n, ec_ptr a, ec_ptr w, ec_ptr v,

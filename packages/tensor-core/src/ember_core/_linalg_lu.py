@@ -227,7 +227,7 @@ def _geqrf_impl(input, out=None):
 
     op = "geqrf"
     L._require_matrix(op, input, square=False)
-    L._require_float(op, input, "geqrf_cpu", complex_ok=False)
+    L._require_float(op, input, "geqrf_cpu")
     m, n = input._shape[-2], input._shape[-1]
     k = min(m, n)
     batch = input._shape[:-2]
@@ -236,12 +236,9 @@ def _geqrf_impl(input, out=None):
     info = L._int32(batch, input)
     nb = L._numel(batch)
     if nb and m and n:
-        check(
-            a._storage._device._k.ec_linalg_geqrf(
-                input._dtype.code, nb, m, n, a._ptr, tau._ptr, info._ptr
-            ),
-            op,
-        )
+        k_ = a._storage._device._k
+        fn = k_.ec_linalg_geqrf_complex if input._dtype.is_complex else k_.ec_linalg_geqrf
+        check(fn(input._dtype.code, nb, m, n, a._ptr, tau._ptr, info._ptr), op)
     return _out(_GEQRF(a.mT, tau), out)
 
 

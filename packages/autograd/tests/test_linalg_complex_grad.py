@@ -109,8 +109,10 @@ def test_singular_det_gradient_is_the_conjugate_cofactor():
     A = ec.tensor(a).requires_grad_()
     ec.linalg.det(A).real.backward()
     cof = np.array(
-        [[(-1) ** (i + j) * np.linalg.det(np.delete(np.delete(a, i, 0), j, 1)) for j in range(3)]
-         for i in range(3)]
+        [
+            [(-1) ** (i + j) * np.linalg.det(np.delete(np.delete(a, i, 0), j, 1)) for j in range(3)]
+            for i in range(3)
+        ]
     )
     np.testing.assert_allclose(A.grad.numpy(), np.conj(cof), atol=1e-10)
 
@@ -124,19 +126,27 @@ def test_gradients_match_torch(name):
     out = fn(ec, *inputs)
     outs = out if isinstance(out, tuple) else (out,)
     ws = [
-        rng.standard_normal(tuple(o.shape)) + (1j * rng.standard_normal(tuple(o.shape))
-                                              if o.dtype.is_complex else 0)
+        rng.standard_normal(tuple(o.shape))
+        + (1j * rng.standard_normal(tuple(o.shape)) if o.dtype.is_complex else 0)
         for o in outs
     ]
     # a real loss: Re(sum(conj(w) * out))
-    total = sum(((o * ec.tensor(np.conj(w))).real.sum() if o.dtype.is_complex
-                 else (o * ec.tensor(w)).sum()) for o, w in zip(outs, ws))
+    total = sum(
+        ((o * ec.tensor(np.conj(w))).real.sum() if o.dtype.is_complex else (o * ec.tensor(w)).sum())
+        for o, w in zip(outs, ws)
+    )
     mine = ag.grad(total, inputs)
     tins = [torch.tensor(a, requires_grad=True) for a in arrays]
     tout = fn(torch, *tins)
     touts = tout if isinstance(tout, tuple) else (tout,)
-    ttotal = sum(((o * torch.tensor(np.conj(w))).real.sum() if o.is_complex()
-                  else (o * torch.tensor(w)).sum()) for o, w in zip(touts, ws))
+    ttotal = sum(
+        (
+            (o * torch.tensor(np.conj(w))).real.sum()
+            if o.is_complex()
+            else (o * torch.tensor(w)).sum()
+        )
+        for o, w in zip(touts, ws)
+    )
     theirs = torch.autograd.grad(ttotal, tins)
     for m, t in zip(mine, theirs):
         np.testing.assert_allclose(m.numpy(), t.resolve_conj().numpy(), rtol=1e-6, atol=1e-8)

@@ -99,7 +99,9 @@ def test_lu_family(dt):
     close(LA.lu_solve(LU, piv, b), np.linalg.solve(A, B), tol)
     close(LA.lu_solve(LU, piv, b, adjoint=True), np.linalg.solve(A.conj().T, B), tol)
     close(LA.lu_solve(LU, piv, b.mT, left=False), B.T @ np.linalg.inv(A), tol)
-    close(LA.lu_solve(LU, piv, b.mT, left=False, adjoint=True), B.T @ np.linalg.inv(A.conj().T), tol)
+    close(
+        LA.lu_solve(LU, piv, b.mT, left=False, adjoint=True), B.T @ np.linalg.inv(A.conj().T), tol
+    )
 
 
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 4)])
@@ -181,7 +183,11 @@ def test_matrix_exp_and_power(dt):
     w, V = np.linalg.eig(A.astype(np.complex128))
     ref = V @ np.diag(np.exp(w)) @ np.linalg.inv(V)
     close(LA.matrix_exp(ec.tensor(A)), ref, tol * 10)
-    close(LA.matrix_power(ec.tensor(A), -2), np.linalg.matrix_power(A.astype(np.complex128), -2), tol * 10)
+    close(
+        LA.matrix_power(ec.tensor(A), -2),
+        np.linalg.matrix_power(A.astype(np.complex128), -2),
+        tol * 10,
+    )
 
 
 def test_eig_complex(dt):

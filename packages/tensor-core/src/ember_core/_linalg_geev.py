@@ -29,7 +29,9 @@ def _eig_dtype(op, A):
         return D.complex128
     if dt.category == 2:
         raise NotImplementedError(f"\"linalg_eig_out_cpu\" not implemented for '{_tname(dt)}'")
-    raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {_tname(dt)}")
+    raise RuntimeError(
+        f"{op}: Expected a floating point or complex tensor as input. Got {_tname(dt)}"
+    )
 
 
 @defop(method=False, autocast="fp32")

@@ -305,9 +305,7 @@ def _linalg_slogdet(A):
     if sign is None:
         from ember_core._creation import ones, zeros
 
-        return ones(A._shape[:-2], dtype=A._dtype), zeros(
-            A._shape[:-2], dtype=A._dtype.to_real()
-        )
+        return ones(A._shape[:-2], dtype=A._dtype), zeros(A._shape[:-2], dtype=A._dtype.to_real())
     # complex: the sign is the unit number det / |det| (sgn of each pivot)
     dsign = d.sgn() if A._dtype.is_complex else d.sign()
     return dsign.prod(-1) * sign, d.abs().log().sum(-1)

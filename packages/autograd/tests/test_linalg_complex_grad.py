@@ -93,6 +93,16 @@ def test_gradcheck(name):
     assert ag.gradcheck(lambda *xs: fn(ec, *xs), tuple(inputs), eps=1e-6, atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.parametrize(
+    "name", ["inv", "solve", "det", "slogdet", "cholesky", "eigvalsh", "svdvals", "eigvals"]
+)
+def test_second_derivatives(name):
+    # create_graph=True through the formulas, against finite differences of gradients
+    fn, arrays = CASES[name]
+    inputs = _leaves(arrays)
+    assert ag.gradgradcheck(lambda *xs: fn(ec, *xs), tuple(inputs), eps=1e-6, atol=1e-4, rtol=1e-3)
+
+
 def test_phase_dependent_loss_raises():
     # the eigenvectors' phases are arbitrary: a loss that reads them has no gradient
     A = ec.tensor(_c(3, 3)).requires_grad_()

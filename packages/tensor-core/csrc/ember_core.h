@@ -537,6 +537,12 @@ int ec_linalg_lstsq_complex(int dtype, int64_t batch, int64_t m, int64_t n, int6
 /* geqrf alone (torch.geqrf), as ec_linalg_geqrf. */
 int ec_linalg_geqrf_complex(int dtype, int64_t batch, int64_t m, int64_t n, ec_ptr a,
                             ec_ptr tau, ec_ptr info);
+/* LDL of complex matrices from their lower triangle: complex symmetric (sytrf/
+ * sytrs) or, with hermitian, Hermitian (hetrf/hetrs); as ec_linalg_ldl_*. */
+int ec_linalg_ldl_factor_complex(int dtype, int64_t batch, int64_t n, int hermitian, ec_ptr a,
+                                 ec_ptr ipiv, ec_ptr info);
+int ec_linalg_ldl_solve_complex(int dtype, int64_t batch, int64_t n, int64_t nrhs, int hermitian,
+                                ec_ptr a, ec_ptr ipiv, ec_ptr x, ec_ptr info);
 /* General eigendecomposition (geev) of float32/64 or complex64/128 (n x n)
  * matrices: w (n complex eigenvalues each) and, when v is not 0, the right
  * eigenvectors as complex columns (n x n), normalized as LAPACK does; a is

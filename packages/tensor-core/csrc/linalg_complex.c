@@ -62,6 +62,17 @@ typedef int lint; /* LAPACK's integer in scipy-openblas32 */
                           const lint* ldvr, T* work, const lint* lwork, R* rwork, lint* info,   \
                           size_t l1, size_t l2);
 
+#define CLDL_DECLS(T, p, kind)                                                                  \
+    void scipy_##p##kind##trf_(const char* uplo, const lint* n, T* a, const lint* lda, lint* ipiv, \
+                               T* work, const lint* lwork, lint* info, size_t l1);              \
+    void scipy_##p##kind##trs_(const char* uplo, const lint* n, const lint* nrhs, const T* a,   \
+                               const lint* lda, const lint* ipiv, T* b, const lint* ldb,        \
+                               lint* info, size_t l1);
+CLDL_DECLS(ec_c64, c, sy)
+CLDL_DECLS(ec_c64, c, he)
+CLDL_DECLS(ec_c128, z, sy)
+CLDL_DECLS(ec_c128, z, he)
+
 CLAPACK_DECLS(ec_c64, float, c)
 CLAPACK_DECLS(ec_c128, double, z)
 
@@ -359,6 +370,37 @@ static lint wsize(double q, lint at_least) {
 CLINALG_BODIES(ec_c64, float, c)
 CLINALG_BODIES(ec_c128, double, z)
 
+/* LDL^T (complex symmetric: sytrf/sytrs) or LDL^H (Hermitian: hetrf/hetrs) of
+ * the lower triangle, as linalg_qr.c's real LDL^T; 1-based Bunch-Kaufman pivots. */
+#define CLDL_BODIES(T, p)                                                                       \
+    static int ldl_factor_##p(int64_t batch, lint n, int herm, T* a, lint* ipiv, lint* info) {  \
+        lint lda = MAX1(n), lwork = -1, i2;                                                     \
+        T q = 0;                                                                                \
+        (herm ? scipy_##p##hetrf_ : scipy_##p##sytrf_)("L", &n, a, &lda, ipiv, &q, &lwork, &i2, 1); \
+        lwork = wsize(creal(q), 1);                                                             \
+        T* work = malloc(sizeof(T) * (size_t)lwork);                                            \
+        if (!work) return NOMEM("ldl_factor");                                                  \
+        for (int64_t b = 0; b < batch; b++)                                                     \
+            (herm ? scipy_##p##hetrf_ : scipy_##p##sytrf_)("L", &n, a + b * (int64_t)n * n, &lda, \
+                                                           ipiv + b * (int64_t)n, work, &lwork, \
+                                                           info + b, 1);                        \
+        free(work);                                                                             \
+        return EC_OK;                                                                           \
+    }                                                                                           \
+    static int ldl_solve_##p(int64_t batch, lint n, lint nrhs, int herm, const T* a,            \
+                             const lint* ipiv, T* x, lint* info) {                              \
+        lint lda = MAX1(n);                                                                     \
+        for (int64_t b = 0; b < batch; b++)                                                     \
+            (herm ? scipy_##p##hetrs_ : scipy_##p##sytrs_)("L", &n, &nrhs, a + b * (int64_t)n * n, \
+                                                           &lda, ipiv + b * (int64_t)n,         \
+                                                           x + b * (int64_t)n * nrhs, &lda,     \
+                                                           info + b, 1);                        \
+        return EC_OK;                                                                           \
+    }
+
+CLDL_BODIES(ec_c64, c)
+CLDL_BODIES(ec_c128, z)
+
 /* The real geev, its results unpacked into complex eigenvalues and vectors. */
 #define RGEEV_BODY(R, C, p)                                                                     \
     static int rgeev_##p(int64_t batch, lint n, R* a, C* w, C* v, lint* info) {                 \
@@ -506,6 +548,22 @@ int ec_linalg_geqrf_complex(int dtype, int64_t batch, int64_t m, int64_t n, ec_p
     CDISPATCH("geqrf", fits("geqrf", m, n, m * n),
               geqrf_c(batch, m, n, (ec_c64*)a, (ec_c64*)tau, (lint*)info),
               geqrf_z(batch, m, n, (ec_c128*)a, (ec_c128*)tau, (lint*)info));
+}
+
+int ec_linalg_ldl_factor_complex(int dtype, int64_t batch, int64_t n, int hermitian, ec_ptr a,
+                                 ec_ptr ipiv, ec_ptr info) {
+    CDISPATCH("ldl_factor", fits("ldl_factor", n, n, n * n),
+              ldl_factor_c(batch, n, hermitian, (ec_c64*)a, (lint*)ipiv, (lint*)info),
+              ldl_factor_z(batch, n, hermitian, (ec_c128*)a, (lint*)ipiv, (lint*)info));
+}
+
+int ec_linalg_ldl_solve_complex(int dtype, int64_t batch, int64_t n, int64_t nrhs, int hermitian,
+                                ec_ptr a, ec_ptr ipiv, ec_ptr x, ec_ptr info) {
+    CDISPATCH("ldl_solve", fits("ldl_solve", n, nrhs, n * (n > nrhs ? n : nrhs)),
+              ldl_solve_c(batch, n, nrhs, hermitian, (const ec_c64*)a, (const lint*)ipiv,
+                          (ec_c64*)x, (lint*)info),
+              ldl_solve_z(batch, n, nrhs, hermitian, (const ec_c128*)a, (const lint*)ipiv,
+                          (ec_c128*)x, (lint*)info));
 }
 
 int ec_linalg_eig(int dtype, int64_t batch, int64_t n, ec_ptr a, ec_ptr w, ec_ptr v,

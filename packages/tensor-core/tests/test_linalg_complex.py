@@ -246,9 +246,15 @@ def test_geqrf_householder_ormqr(dt):
     close(ec.ormqr(a, tau, ec.ormqr(a, tau, ec.tensor(C), transpose=True)), C, tol)
 
 
-def test_complex_without_kernel_says_so():
-    with pytest.raises(NotImplementedError, match="complex"):
-        LA.ldl_factor(ec.tensor(cmat(3, 3)))
+@pytest.mark.parametrize("hermitian", [False, True])
+def test_ldl(dt, hermitian):
+    edt, ndt, tol = dt
+    A, B = cmat(2, 4, 4, dtype=ndt), cmat(2, 4, 3, dtype=ndt)
+    At = np.swapaxes(A, -1, -2)
+    M = (A + (np.conj(At) if hermitian else At)).astype(ndt)  # Hermitian or complex symmetric
+    LD, piv = LA.ldl_factor(ec.tensor(M), hermitian=hermitian)
+    assert LD.dtype is edt
+    close(LA.ldl_solve(LD, piv, ec.tensor(B), hermitian=hermitian), np.linalg.solve(M, B), tol * 10)
 
 
 def test_mixed_dtypes_raise():

@@ -110,3 +110,14 @@ def test_eig_errors_match_torch():
         with pytest.raises(Exception) as e_err:
             LA.eig(make_e())
         assert type(t_err.value) is type(e_err.value)
+
+
+@pytest.mark.parametrize("hermitian", [False, True])
+def test_ldl_factor_matches_torch(hermitian):
+    (a, ta) = pair(4, 4)
+    e = a + (a.mH if hermitian else a.mT)
+    t = ta + (ta.mH if hermitian else ta.mT)
+    LD, piv = LA.ldl_factor(e, hermitian=hermitian)
+    LDt, pivt = torch.linalg.ldl_factor(t, hermitian=hermitian)
+    same(LD, LDt, 1e-10)
+    same(piv, pivt, 0)

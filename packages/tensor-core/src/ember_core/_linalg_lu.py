@@ -315,7 +315,8 @@ _LDL = collections.namedtuple("linalg_ldl_factor", ["LD", "pivots"])
 
 def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     """(LD, pivots, info): Bunch-Kaufman A = L D L^T of a symmetric matrix (its
-    lower triangle is read), LAPACK's compact form (sytrf) with 1-based pivots."""
+    lower triangle is read), LAPACK's compact form (sytrf) with 1-based pivots;
+    complex A with hermitian=True: A = L D L^H (hetrf)."""
     from ember_core import linalg as L
     from ember_core._lib import check
 
@@ -332,7 +333,7 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
         raise RuntimeError(
             f"{op}: Expected a floating point or complex tensor as input. Got {L._tname(A.dtype)}"
         )
-    L._require_float(op, A, "ldl_factor_cpu", complex_ok=False)
+    L._require_float(op, A, "ldl_factor_cpu")
     n = A.shape[-1]
     batch = tuple(A.shape[:-2])
     a = L._fortran(A)
@@ -340,12 +341,14 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     info = L._int32(batch, A)
     nb = L._numel(batch)
     if nb and n:
-        check(
-            a._storage._device._k.ec_linalg_ldl_factor(
-                A._dtype.code, nb, n, a._ptr, piv._ptr, info._ptr
-            ),
-            op,
-        )
+        k_ = a._storage._device._k
+        if A._dtype.is_complex:  # complex symmetric, or Hermitian (LDL^H)
+            st = k_.ec_linalg_ldl_factor_complex(
+                A._dtype.code, nb, n, 1 if hermitian else 0, a._ptr, piv._ptr, info._ptr
+            )
+        else:
+            st = k_.ec_linalg_ldl_factor(A._dtype.code, nb, n, a._ptr, piv._ptr, info._ptr)
+        check(st, op)
     else:
         info.zero_()
     if check_errors and bool((info != 0).any()):
@@ -400,11 +403,23 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     info = L._int32(batch, LD)
     nb = L._numel(batch)
     if nb and n and nrhs:
-        check(
-            a._storage._device._k.ec_linalg_ldl_solve(
+        k_ = a._storage._device._k
+        if LD._dtype.is_complex:
+            st = k_.ec_linalg_ldl_solve_complex(
+                LD._dtype.code,
+                nb,
+                n,
+                nrhs,
+                1 if hermitian else 0,
+                a._ptr,
+                piv._ptr,
+                x._ptr,
+                info._ptr,
+            )
+        else:
+            st = k_.ec_linalg_ldl_solve(
                 LD._dtype.code, nb, n, nrhs, a._ptr, piv._ptr, x._ptr, info._ptr
-            ),
-            op,
-        )
+            )
+        check(st, op)
     r = x.mT
     return out.resize_(r.shape).copy_(r) if out is not None else r

@@ -101,21 +101,14 @@ def _require_tensor(op, x, name="A"):
         raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(x).__name__}")
 
 
-def _require_float(op, A, kernel=None, complex_ok=True):
-    """float32/float64 and complex64/complex128 pass.  Like PyTorch's CPU:
-    integers and bool raise a RuntimeError; float16/bfloat16 raise
-    NotImplementedError naming the CPU kernel (or, with kernel=None,
-    RuntimeError 'Low precision dtypes').  complex_ok=False: the op has no
-    complex kernel in ember (NotImplementedError)."""
+def _require_float(op, A, kernel=None):
+    """float32/float64 and complex64/complex128 pass (csrc/linalg_complex.c has
+    the complex kernels).  Like PyTorch's CPU: integers and bool raise a
+    RuntimeError; float16/bfloat16 raise NotImplementedError naming the CPU
+    kernel (or, with kernel=None, RuntimeError 'Low precision dtypes')."""
     dt = A._dtype
-    if dt is D.float32 or dt is D.float64:
+    if dt in _LAPACK_DTYPES:
         return
-    if dt.is_complex:
-        if complex_ok:
-            return
-        raise NotImplementedError(
-            f"{op}: complex matrices ({_tname(dt)}) are not supported by ember's linalg yet"
-        )
     if dt.category == 2:
         if kernel is None:
             raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {_tname(dt)}")

@@ -1,9 +1,10 @@
 /* Dense linear algebra on complex matrices, and the general eigenproblem.
  *
  * The complex counterparts (the c- and z-prefixed LAPACK routines of the same
- * scipy-openblas32 wheel) of the real kernels in linalg.c, with the same
- * entry-point signatures and the same layout (Note [LAPACK layout] in linalg.c: batches of column-major
- * matrices, overwritten in place; per-matrix info codes that Python words).
+ * scipy-openblas32 wheel) of the real kernels in linalg.c and linalg_qr.c,
+ * with the same entry-point signatures and the same layout (Note [LAPACK
+ * layout] in linalg.c: batches of column-major matrices, overwritten in place;
+ * per-matrix info codes that Python words).
  * Where LAPACK's complex routine differs from the real one it is named here:
  * orgqr -> ungqr, syevd -> heevd; heevd, gesdd, gelsy, gelsd, gelss and geev
  * take a real workspace (rwork) besides the complex one.  Eigenvalues of

@@ -28,7 +28,9 @@ class Encoder(nn.Module):
         self.proj = nn.Linear(2 * H, H)
 
     def forward(self, src, lengths):
-        packed = pack_padded_sequence(self.emb(src), lengths, batch_first=True, enforce_sorted=False)
+        packed = pack_padded_sequence(
+            self.emb(src), lengths, batch_first=True, enforce_sorted=False
+        )
         out, h = self.rnn(packed)
         out, _ = pad_packed_sequence(out, batch_first=True, total_length=src.size(1))
         return out, torch.tanh(self.proj(torch.cat([h[0], h[1]], dim=-1)))
@@ -55,7 +57,9 @@ class Decoder(nn.Module):
 seqs = [torch.tensor(rng.randint(3, V, size=n)) for n in (5, 3, 4)]
 lengths = torch.tensor([len(s) for s in seqs])
 src = pad_sequence(seqs, batch_first=True, padding_value=PAD)
-tgt = pad_sequence([torch.cat([s.flip(0), torch.tensor([EOS])]) for s in seqs], batch_first=True, padding_value=PAD)
+tgt = pad_sequence(
+    [torch.cat([s.flip(0), torch.tensor([EOS])]) for s in seqs], batch_first=True, padding_value=PAD
+)
 enc, dec = seeded(Encoder(), 1), seeded(Decoder(), 2)
 opt = torch.optim.Adam(list(enc.parameters()) + list(dec.parameters()), lr=0.03)
 mask = src != PAD

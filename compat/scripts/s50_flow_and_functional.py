@@ -8,7 +8,9 @@ from torch.distributions import MultivariateNormal, Normal, Independent, Categor
 
 torch.manual_seed(0)
 rng = np.random.RandomState(0)
-data = torch.tensor(rng.randn(64, 2) @ np.array([[1.0, 0.6], [0.0, 0.5]]) + [1.0, -2.0], dtype=torch.float32)
+data = torch.tensor(
+    rng.randn(64, 2) @ np.array([[1.0, 0.6], [0.0, 0.5]]) + [1.0, -2.0], dtype=torch.float32
+)
 
 
 class Coupling(nn.Module):
@@ -30,7 +32,9 @@ class Coupling(nn.Module):
         return y, s.sum(-1)
 
 
-flows = nn.ModuleList([Coupling(torch.tensor([1.0, 0.0]), 3), Coupling(torch.tensor([0.0, 1.0]), 4)] * 2)
+flows = nn.ModuleList(
+    [Coupling(torch.tensor([1.0, 0.0]), 3), Coupling(torch.tensor([0.0, 1.0]), 4)] * 2
+)
 base = MultivariateNormal(torch.zeros(2), torch.eye(2))
 opt = torch.optim.Adam(flows.parameters(), lr=1e-2)
 for it in range(60):
@@ -46,15 +50,38 @@ for it in range(60):
         print("CHECK nll", it, round(nll.item(), 3))
 
 n = Normal(torch.tensor([0.0, 1.0]), torch.tensor([1.0, 2.0]))
-print("CHECK normal", n.log_prob(torch.tensor([0.5, 0.5])).tolist(), n.entropy().tolist(), n.cdf(torch.tensor([0.0, 1.0])).tolist())
+print(
+    "CHECK normal",
+    n.log_prob(torch.tensor([0.5, 0.5])).tolist(),
+    n.entropy().tolist(),
+    n.cdf(torch.tensor([0.0, 1.0])).tolist(),
+)
 ind = Independent(n, 1)
-print("CHECK independent", round(ind.log_prob(torch.tensor([0.5, 0.5])).item(), 5), ind.event_shape, ind.batch_shape)
-p, q = Categorical(probs=torch.tensor([0.2, 0.3, 0.5])), Categorical(logits=torch.tensor([0.0, 1.0, -1.0]))
+print(
+    "CHECK independent",
+    round(ind.log_prob(torch.tensor([0.5, 0.5])).item(), 5),
+    ind.event_shape,
+    ind.batch_shape,
+)
+p, q = (
+    Categorical(probs=torch.tensor([0.2, 0.3, 0.5])),
+    Categorical(logits=torch.tensor([0.0, 1.0, -1.0])),
+)
 print("CHECK kl", round(kl_divergence(p, q).item(), 5), round(p.entropy().item(), 5))
-mvn = MultivariateNormal(torch.tensor([1.0, -1.0]), scale_tril=torch.tensor([[1.0, 0.0], [0.5, 2.0]]))
-print("CHECK mvn", round(mvn.log_prob(torch.tensor([0.0, 0.0])).item(), 5), mvn.covariance_matrix.tolist())
+mvn = MultivariateNormal(
+    torch.tensor([1.0, -1.0]), scale_tril=torch.tensor([[1.0, 0.0], [0.5, 2.0]])
+)
+print(
+    "CHECK mvn",
+    round(mvn.log_prob(torch.tensor([0.0, 0.0])).item(), 5),
+    mvn.covariance_matrix.tolist(),
+)
 
-f = lambda x: (x.sin() * x.pow(2)).sum()
+
+def f(x):
+    return (x.sin() * x.pow(2)).sum()
+
+
 x0 = torch.tensor([0.3, -1.2, 2.0])
 J = torch.autograd.functional.jacobian(lambda x: x.exp() * x.sum(), x0)
 Hs = torch.autograd.functional.hessian(f, x0)
@@ -71,6 +98,10 @@ print("CHECK jvp", jvp_out.round(decimals=4).tolist())
 print("CHECK logsumexp_stable", torch.logsumexp(torch.tensor([1000.0, 1000.0]), 0).item())
 print("CHECK log1p_exp", torch.nn.functional.softplus(torch.tensor([-100.0, 0.0, 100.0])).tolist())
 print("CHECK xlogy", torch.xlogy(torch.tensor([0.0, 2.0]), torch.tensor([0.0, 3.0])).tolist())
-print("CHECK cholesky_logdet", round(2 * torch.linalg.cholesky(mvn.covariance_matrix).diagonal().log().sum().item(), 5),
-      round(torch.logdet(mvn.covariance_matrix).item(), 5), round(math.log(4.0), 5))
+print(
+    "CHECK cholesky_logdet",
+    round(2 * torch.linalg.cholesky(mvn.covariance_matrix).diagonal().log().sum().item(), 5),
+    round(torch.logdet(mvn.covariance_matrix).item(), 5),
+    round(math.log(4.0), 5),
+)
 print("OK")

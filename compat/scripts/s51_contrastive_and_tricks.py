@@ -88,7 +88,11 @@ print("CHECK causal", out.shape, bool(torch.isfinite(out).all()))
 x2 = x[:1].clone()
 x2[..., -1] += 10.0
 print("CHECK causal_prefix", torch.allclose(model(x2)[..., :-1], out[..., :-1]))
-print("CHECK ema_diff", round(sum((a - b).abs().sum().item() for a, b in zip(ema.parameters(), model.parameters())), 3) > 0)
+print(
+    "CHECK ema_diff",
+    round(sum((a - b).abs().sum().item() for a, b in zip(ema.parameters(), model.parameters())), 3)
+    > 0,
+)
 sd = model.state_dict()
 print("CHECK keys", sorted(k for k in sd)[:4])
 print("OK")

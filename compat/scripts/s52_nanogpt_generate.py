@@ -23,7 +23,9 @@ class Block(nn.Module):
         self.ln1, self.ln2 = nn.LayerNorm(C), nn.LayerNorm(C)
         self.qkv = nn.Linear(C, 3 * C)
         self.proj = nn.Linear(C, C)
-        self.mlp = nn.Sequential(nn.Linear(C, 4 * C), nn.GELU(approximate="tanh"), nn.Linear(4 * C, C))
+        self.mlp = nn.Sequential(
+            nn.Linear(C, 4 * C), nn.GELU(approximate="tanh"), nn.Linear(4 * C, C)
+        )
 
     def forward(self, x):
         B, L, _ = x.shape
@@ -61,7 +63,11 @@ class GPT(nn.Module):
         for b in self.blocks:
             x = b(x)
         logits = self.head(self.ln_f(x))
-        loss = None if targets is None else F.cross_entropy(logits.view(-1, V), targets.view(-1), ignore_index=-1)
+        loss = (
+            None
+            if targets is None
+            else F.cross_entropy(logits.view(-1, V), targets.view(-1), ignore_index=-1)
+        )
         return logits, loss
 
     @torch.no_grad()
@@ -84,7 +90,12 @@ print("CHECK params", n_params)
 decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
 no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
 print("CHECK groups", len(decay), len(no_decay))
-opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}], lr=3e-3, betas=(0.9, 0.95), fused=False)
+opt = torch.optim.AdamW(
+    [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+    lr=3e-3,
+    betas=(0.9, 0.95),
+    fused=False,
+)
 cmodel = torch.compile(model)
 
 

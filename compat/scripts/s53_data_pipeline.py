@@ -4,8 +4,18 @@
 import numpy as np
 import torch
 from torch.utils.data import (
-    BatchSampler, ConcatDataset, DataLoader, Dataset, IterableDataset, RandomSampler,
-    SequentialSampler, Subset, TensorDataset, WeightedRandomSampler, get_worker_info, random_split,
+    BatchSampler,
+    ConcatDataset,
+    DataLoader,
+    Dataset,
+    IterableDataset,
+    RandomSampler,
+    SequentialSampler,
+    Subset,
+    TensorDataset,
+    WeightedRandomSampler,
+    get_worker_info,
+    random_split,
 )
 from torch.nn.utils.rnn import pad_sequence
 
@@ -56,7 +66,9 @@ class Shards(IterableDataset):
         return iter(range(wid, self.n, nw))
 
 
-seen = sorted(int(v) for batch in DataLoader(Shards(10), batch_size=2, num_workers=2) for v in batch)
+seen = sorted(
+    int(v) for batch in DataLoader(Shards(10), batch_size=2, num_workers=2) for v in batch
+)
 print("CHECK shards", seen)
 
 
@@ -72,7 +84,14 @@ class Noisy(Dataset):
         return torch.tensor([i, np.random.randint(0, 1000)])
 
 
-l2 = DataLoader(Noisy(), batch_size=2, num_workers=2, worker_init_fn=init_fn, persistent_workers=True, pin_memory=True)
+l2 = DataLoader(
+    Noisy(),
+    batch_size=2,
+    num_workers=2,
+    worker_init_fn=init_fn,
+    persistent_workers=True,
+    pin_memory=True,
+)
 e1 = torch.cat(list(l2))
 e2 = torch.cat(list(l2))
 print("CHECK persistent_ids", e1[:, 0].tolist(), e2[:, 0].tolist())

@@ -1,5 +1,5 @@
-"""ember_core.linalg on complex64/complex128 (csrc/linalg_complex.c) and the
-general eigendecomposition linalg.eig/eigvals (real and complex input), against
+"""ember_core.linalg on complex64/complex128 (csrc/cpu/linalg/linalg_complex.c)
+and the general eigendecomposition linalg.eig/eigvals (real and complex input), against
 NumPy's values; result dtypes (real eigen- and singular values, complex eig
 results for real input); errors."""
 

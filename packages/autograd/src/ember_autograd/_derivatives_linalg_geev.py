@@ -1,6 +1,6 @@
 """The derivative formula of the general eigendecomposition (``_linalg_eig``,
-ember_core/_linalg_geev.py), PyTorch's linalg_eig_backward, registered into the
-same table as _derivatives.py.
+ember_core/_ops/linalg/geev.py), PyTorch's linalg_eig_backward, registered into
+the same table as _derivatives.py.
 
 A = V diag(L) V^-1 with eigenvector columns of unit norm.  With E_ij = L_j - L_i
 (Note [Spectral gauge] in _derivatives_linalg.py: finite for distinct

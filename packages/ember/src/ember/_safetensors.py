@@ -28,7 +28,8 @@ import math
 import struct
 
 import ember_core as ec
-from ember_core import _interop
+from ember_core._interop import numpy as _interop
+from ember_core._tensor import dtype as _dtype
 
 from . import _checkpoint_errors, _unpickling
 from ._checkpoint_errors import CheckpointError
@@ -282,7 +283,7 @@ class Reader:
         if tag == "$float":
             return float(value)
         if tag == "$dtype":
-            return ec._dtype.DTYPES_BY_NAME[value]
+            return _dtype.DTYPES_BY_NAME[value]
         if tag == "$device":
             return ec.device(value)
         if tag == "$size":

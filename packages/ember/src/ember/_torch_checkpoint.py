@@ -32,7 +32,7 @@ import zipfile
 import zlib
 
 import ember_core as ec
-from ember_core import _interop
+from ember_core._interop import numpy as _interop
 
 from . import _unpickling
 from ._checkpoint_errors import fail

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from ember_core import _dtype as D
-from ember_core import _storage
+from ember_core import _graph, _storage
 from ember_core._creation import tensor
 from ember_core._device import CPU, to_device
 from ember_core._dispatch import defop
@@ -94,6 +94,8 @@ class _ArrayView:
     __slots__ = ("__array_interface__", "tensor")
 
     def __init__(self, t, readonly=False):
+        if _graph._active is not None:  # Note [Capture and replay]
+            _graph.host_read("a NumPy view of a tensor")
         isz = t._dtype.itemsize
         self.tensor = t
         _storage.exported.add(t._storage)
@@ -151,6 +153,8 @@ _ITEM_TYPES = {
 
 def item(self):
     """The value of a one-element tensor as a Python number."""
+    if _graph._active is not None:  # Note [Capture and replay]
+        _graph.host_read("Tensor.item()")
     if self._numel != 1:
         raise RuntimeError(f"a Tensor with {self._numel} elements cannot be converted to Scalar")
     if self._storage._device.type != "cpu":  # the value is read on the host
@@ -174,6 +178,8 @@ def item(self):
 
 def tolist(self):
     """Nested Python lists of Python numbers."""
+    if _graph._active is not None:  # Note [Capture and replay]
+        _graph.host_read("Tensor.tolist()")
     from ember_core._copy import to_dtype_copy
 
     t = self

@@ -54,6 +54,7 @@ from ember_core._tensor import Tensor
 from ember_nn._lib import ffi as nn_ffi
 from ember_nn.modules import module as nn_module
 from ember_nn.optim import algorithms as nn_algorithms
+from ember_nn.optim import lr_scheduler as nn_lr_scheduler
 from ember_nn.optim import optimizer as nn_optimizer
 
 CACHE_SIZE = 8
@@ -355,15 +356,25 @@ class CompiledFunction:
         return self._advance(key, args, kwargs, flat, spec)
 
     def _advance(self, key, args, kwargs, flat, spec):
-        seen, previous, tries = self._progress.get(key, (0, None, 0))
+        seen, previous, tries, restarts = self._progress.get(key, (0, None, 0, 0))
         if seen == 0:  # warm-up: eager
-            self._progress[key] = (1, None, 0)
+            self._progress[key] = (1, None, 0, 0)
             return self._fn(*args, **kwargs)
+        if previous is not None:
+            why = previous.check()
+            if why is not None:  # a guard changed since the last recording
+                previous.release()
+                previous = None
+                restarts += 1
+                if restarts > CACHE_SIZE:
+                    del self._progress[key]
+                    self._give_up(f"{why} on every call")
+                    return self._fn(*args, **kwargs)
         result, entry = self._record(flat, spec)
         if entry is None:
             return result
         if previous is None:
-            self._progress[key] = (seen + 1, entry, tries)
+            self._progress[key] = (seen + 1, entry, tries, restarts)
             return result
         same, where = _same_recording(previous.graph, entry.graph)
         previous.release()
@@ -379,7 +390,7 @@ class CompiledFunction:
                 "that changes between calls feeds a kernel"
             )
             return result
-        self._progress[key] = (seen + 1, entry, tries + 1)
+        self._progress[key] = (seen + 1, entry, tries + 1, restarts)
         return result
 
     def _record(self, flat, spec):
@@ -389,8 +400,11 @@ class CompiledFunction:
         known = self._known_leaves
         entry_grads = {k: p.grad for k, p in known.items()}
 
+        hyper_before = {}
+
         def opt_hook(opt, args, kwargs):
             optimizers[id(opt)] = opt
+            hyper_before.setdefault(id(opt), _hyperparameters(opt))
 
         def module_hook(m, args):
             modules[id(m)] = m
@@ -398,6 +412,7 @@ class CompiledFunction:
         h1 = nn_optimizer.register_optimizer_step_pre_hook(opt_hook)
         h2 = nn_module.register_module_forward_pre_hook(module_hook)
         cap = _graph.capture(_EXTRA_NAMESPACES)
+        watch = _SchedulerWatch(cap.rec)
         # Which buffers autograd may reuse depends on reference counts, which a
         # collection of reference cycles changes: recordings start from a
         # collected heap and collect nothing while they run, so two recordings
@@ -406,7 +421,7 @@ class CompiledFunction:
         gc.collect()
         gc.disable()
         try:
-            with cap as rec:
+            with cap as rec, watch:
                 # static inputs: the graph's own memory, filled without recording
                 rec.paused = True
                 statics = []
@@ -438,6 +453,12 @@ class CompiledFunction:
             for g in opt.param_groups:
                 for p in g["params"]:
                     known.setdefault(id(p), p)
+        for k, opt in optimizers.items():
+            if _hyperparameters(opt) != hyper_before[k]:
+                rec.fail(
+                    f"it changes {type(opt).__name__}'s hyperparameters (lr, ...), which a "
+                    "replay would not do"
+                )
         pool = cap.pool
         if rec.failure is not None:
             pool.close()
@@ -509,6 +530,39 @@ class CompiledFunction:
 
 
 _UNKNOWN = object()  # a leaf first seen in this recording: its entry grad is unknown
+
+
+class _SchedulerWatch:
+    """While recording, a learning-rate scheduler's step fails the capture: its
+    Python state (the epoch count behind the next lr) would not advance on a
+    replay.  Schedulers step outside compiled functions."""
+
+    def __init__(self, rec):
+        self.rec = rec
+        self.saved = []
+
+    def __enter__(self):
+        rec = self.rec
+        todo = [nn_lr_scheduler.LRScheduler]
+        while todo:
+            cls = todo.pop()
+            todo.extend(cls.__subclasses__())
+            step = cls.__dict__.get("step")
+            if step is None:
+                continue
+
+            def watched(sched, *args, _step=step, **kwargs):
+                rec.fail(f"{type(sched).__name__}.step() runs inside it (a replay would not step it)")
+                return _step(sched, *args, **kwargs)
+
+            self.saved.append((cls, step))
+            cls.step = watched
+        return self
+
+    def __exit__(self, *exc):
+        for cls, step in self.saved:
+            cls.step = step
+        return False
 
 
 def _same_recording(a, b):

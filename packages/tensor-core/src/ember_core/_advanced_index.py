@@ -25,7 +25,7 @@ import operator
 import warnings
 
 from ember_core import _dtype as D
-from ember_core import _shape
+from ember_core import _graph, _shape
 from ember_core._lib import NOGIL_THRESHOLD, check, error, ffi, lib
 from ember_core._tensor import Tensor, empty, view_of, written
 
@@ -271,6 +271,8 @@ def count_nonzero_all(t):
     r = reduce("nonzero", lib.EC_R_COUNT_NONZERO, t, tuple(range(len(t._shape))), False, D.int64)
     if r._storage._device.type != "cpu":  # the count is read on the host
         return int(r.item())
+    if _graph._active is not None:  # Note [Capture and replay]: a data-dependent size
+        _graph.host_read("counting nonzero elements (a data-dependent output shape)")
     return int(ffi.cast("int64_t*", r._ptr)[0])
 
 

@@ -39,6 +39,7 @@ and outputs -- is ``ember.compile``'s (ember/_compile.py).
 """
 
 import bisect
+import struct
 import threading
 
 from ember_core import _device, _dispatch, _random, _storage
@@ -301,7 +302,7 @@ class Recorder:
 
 
 def _dbl(x):
-    return ffi.buffer(ffi.new("double*", x))[:]
+    return struct.pack("<d", x)
 
 
 def _recording_take(self, counters):
@@ -456,6 +457,11 @@ class Graph:
     def release(self):
         self.pool.close()
 
+    def __del__(self):
+        pool = getattr(self, "pool", None)
+        if pool is not None:
+            pool.close()
+
     def words_sorted(self):
         """Every argument word and host-array value, sorted (for ``references``)."""
         vals = []
@@ -486,8 +492,11 @@ class Graph:
             args = []
             owned = {a[4] for a in c.arrays}
             internal = True
+            params = c.ctype.args
             for k, w in enumerate(c.words):
-                if k in owned:
+                if k < len(params) and params[k].cname in _FLOATS:
+                    args.append(struct.unpack("<d", w.to_bytes(8, "little"))[0])
+                elif k in owned:
                     args.append("array")
                 elif (i, k) in rng:
                     args.append("rng")

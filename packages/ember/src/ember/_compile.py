@@ -51,6 +51,7 @@ import ember_core as ec
 from ember_core import _autocast, _graph
 from ember_core import _lib as core_lib
 from ember_core._tensor import Tensor
+from ember_core._tensor import empty as _empty
 from ember_nn._lib import ffi as nn_ffi
 from ember_nn.modules import module as nn_module
 from ember_nn.optim import algorithms as nn_algorithms
@@ -143,7 +144,12 @@ def _flatten(obj, leaves):
     return None
 
 
+_POSITIONAL_TENSORS = (tuple, [(tuple, [None]), (dict, [])])  # a spec made on demand
+
+
 def _unflatten(spec, it):
+    if spec is _POSITIONAL_TENSORS:
+        return tuple(it), {}
     if spec is None:
         return next(it)
     kind, parts = spec
@@ -154,7 +160,7 @@ def _unflatten(spec, it):
 
 def _leaf_key(x):
     if isinstance(x, Tensor):
-        return (x._shape, x._stride, x._dtype, x._storage._device, x.requires_grad)
+        return (x._shape, x._stride, x._dtype, x._storage._device, x._rg)
     try:
         hash(x)
     except TypeError:
@@ -278,7 +284,7 @@ def _copy_into(dst, src):
 
 def _fresh_copy(t):
     if t._contig:
-        out = ec.empty(t._shape, dtype=t._dtype)
+        out = _empty(t._shape, t._dtype)
         _copy_into(out, t)
         return out
     with ag.no_grad():
@@ -329,9 +335,16 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if self._eager_reason is not None or _graph.capturing():
             return self._fn(*args, **kwargs)
-        flat = []
-        spec = _flatten((args, kwargs), flat)
-        key = (_global_key(), tuple(_leaf_key(x) for x in flat))
+        if not kwargs and all(type(a) is Tensor for a in args):  # the common case, quickly
+            flat, spec = args, _POSITIONAL_TENSORS
+            key = (
+                _global_key(),
+                tuple((x._shape, x._stride, x._dtype, x._storage._device, x._rg) for x in args),
+            )
+        else:
+            flat = []
+            spec = _flatten((args, kwargs), flat)
+            key = (_global_key(), tuple(_leaf_key(x) for x in flat))
         entry = self._entries.get(key)
         if entry is not None:
             why = entry.check()
@@ -430,6 +443,12 @@ class CompiledFunction:
                     if isinstance(x, Tensor):
                         if x.requires_grad:
                             rec.fail("an input requires grad (a replay builds no autograd graph)")
+                        if x._storage._device.type != "cpu":
+                            rec.fail(
+                                f"an input is on {x._storage._device} (replay covers the CPU's "
+                                "kernels; CUDA graphs are not implemented yet)"
+                            )
+                            continue
                         s = ec.empty_strided(x._shape, x._stride, dtype=x._dtype)
                         _copy_into(s, x)
                         statics.append((i, s))

@@ -70,11 +70,12 @@ def host_read(what):
 
 
 class _Block:
-    __slots__ = ("ptr", "nbytes")
+    __slots__ = ("ptr", "nbytes", "foreign")
 
-    def __init__(self, ptr, nbytes):
+    def __init__(self, ptr, nbytes, foreign=False):
         self.ptr = ptr
         self.nbytes = nbytes
+        self.foreign = foreign  # another thread's: not the graph's memory
 
 
 class GraphPool:
@@ -82,6 +83,7 @@ class GraphPool:
     afterwards (Note [Capture and replay])."""
 
     def __init__(self):
+        self.thread = threading.get_ident()
         self.blocks = []  # every block handed out, in order
         self._reusable = {}  # nbytes -> blocks freed during the capture
         self._dead = []  # blocks freed after the capture
@@ -89,6 +91,12 @@ class GraphPool:
         self.closed = False
 
     def allocate(self, nbytes, device=None, stream=None):
+        if threading.get_ident() != self.thread:
+            # another thread's tensor: ordinary memory, never reused by the graph
+            ptr = _storage._host_malloc(max(nbytes, 1))
+            if not ptr:
+                raise _storage._host_allocator.allocation_error(nbytes)
+            return _Block(ptr, nbytes, True)
         if self.recording:
             free = self._reusable.get(nbytes)
             if free:
@@ -101,7 +109,7 @@ class GraphPool:
         return block
 
     def free(self, block):
-        if self.closed:
+        if self.closed or block.foreign:
             _storage._host_free(block.ptr)
         elif self.recording:
             self._reusable.setdefault(block.nbytes, []).append(block)
@@ -337,6 +345,12 @@ def _handler(op, args, kwargs, call):
 def _see(rec, t):
     storage = getattr(t, "_storage", None)
     if storage is None:
+        return
+    if storage._device.type != "cpu":
+        rec.fail(
+            f"it runs ops on {storage._device} tensors (replay covers the CPU's kernels; "
+            "CUDA graphs are not implemented yet)"
+        )
         return
     owner = storage._owner
     if type(owner) is tuple and owner and owner[0] is rec.pool:

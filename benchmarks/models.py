@@ -460,7 +460,7 @@ def _compare_compiled(args):
         med = {lib: statistics.median(v) for lib, v in runs.items() if v}
         t = med.get("torch")
 
-        def ratio(lib):  # time relative to PyTorch eager: below 1 is faster
+        def ratio(lib, t=t, med=med):  # time relative to PyTorch eager: below 1 is faster
             return f"{t / med[lib]:.2f}" if t and lib in med else "-"
 
         rows.append(

@@ -7,9 +7,10 @@ import importlib.util
 import pathlib
 import warnings
 
+import pytest
+
 import ember
 import ember_allocator
-import pytest
 from ember import _compile
 from ember_core import _graph
 

@@ -99,7 +99,6 @@ def is_vulkan_available():
 # torch.compile: capture and replay of kernel calls (Note [ember.compile])
 from ember._compile import compile  # noqa: E402
 
-
 __all__ = sorted(
     set(_core_all)
     | set(_legacy_all)

@@ -116,9 +116,13 @@ def compile(
         )
     if model is None:
         return functools.partial(
-            compile, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+            compile,
+            fullgraph=fullgraph,
+            dynamic=dynamic,
+            backend=backend,
+            mode=mode,
             disable=disable,
-        )  # fmt: skip
+        )
     if not callable(model):
         raise RuntimeError("ember.compile: model must be callable (a function or a Module)")
     if disable or backend in ("eager", "aot_eager"):
@@ -209,8 +213,9 @@ def _describe_miss(old, new):
 class _Entry:
     """One recorded graph and everything its replay needs and checks."""
 
-    def __init__(self, graph, statics, mutated, outputs, out_spec, leaves, externals, modules,
-                 optimizers):  # fmt: skip
+    def __init__(
+        self, graph, statics, mutated, outputs, out_spec, leaves, externals, modules, optimizers
+    ):
         self.graph = graph
         self.statics = statics  # [(index in the flat inputs, static tensor)]
         self._static = dict(statics)
@@ -356,14 +361,22 @@ class CompiledFunction:
             entry.release()
             self._rerecords[key] += 1
             if self._rerecords[key] > CACHE_SIZE:
-                _warn_once(self, ("guard", why), f"ember.compile: {why}; "
-                           f"recorded {CACHE_SIZE} times already, so this call runs eagerly")  # fmt: skip
+                _warn_once(
+                    self,
+                    ("guard", why),
+                    f"ember.compile: {why}; recorded {CACHE_SIZE} times already, so this call "
+                    "runs eagerly",
+                )
                 return self._fn(*args, **kwargs)
             self._progress.pop(key, None)
         elif key not in self._progress and len(self._entries) + len(self._progress) >= CACHE_SIZE:
             why = _describe_miss(self._last_key, key) if self._last_key else "a new input"
-            _warn_once(self, ("cache", why), f"ember.compile: {why}; {CACHE_SIZE} graphs are "
-                       "recorded already (the cache is full), so this call runs eagerly")  # fmt: skip
+            _warn_once(
+                self,
+                ("cache", why),
+                f"ember.compile: {why}; {CACHE_SIZE} graphs are recorded already (the cache is "
+                "full), so this call runs eagerly",
+            )
             return self._fn(*args, **kwargs)
         self._last_key = key
         return self._advance(key, args, kwargs, flat, spec)
@@ -495,9 +508,9 @@ class CompiledFunction:
         for k, p in known.items():
             g0 = entry_grads.get(k, _UNKNOWN)
             ptr = 0
-            if g0 is not None and g0 is not _UNKNOWN:
-                if graph.references(g0._ptr, g0._storage._nbytes, words):
-                    ptr = g0._ptr
+            known_grad = g0 is not None and g0 is not _UNKNOWN
+            if known_grad and graph.references(g0._ptr, g0._storage._nbytes, words):
+                ptr = g0._ptr
             g = p.grad
             if g is not None and graph.references(g._ptr, g._storage._nbytes, words):
                 backward_ran = True
@@ -571,7 +584,9 @@ class _SchedulerWatch:
                 continue
 
             def watched(sched, *args, _step=step, **kwargs):
-                rec.fail(f"{type(sched).__name__}.step() runs inside it (a replay would not step it)")
+                rec.fail(
+                    f"{type(sched).__name__}.step() runs inside it (a replay would not step it)"
+                )
                 return _step(sched, *args, **kwargs)
 
             self.saved.append((cls, step))
@@ -625,4 +640,3 @@ class OptimizedModule(nn_module.Module):
             if name.startswith("__") or not mods or "_orig_mod" not in mods:
                 raise
             return getattr(mods["_orig_mod"], name)
-

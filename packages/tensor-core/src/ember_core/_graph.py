@@ -293,8 +293,15 @@ class Recorder:
                 return status
         if status == 0:
             self.calls.append(
-                _Call(name, fn, _address(ext_ffi, namespace, name, fn), ctype, tuple(kept), words,
-                      arrays)
+                _Call(
+                    name,
+                    fn,
+                    _address(ext_ffi, namespace, name, fn),
+                    ctype,
+                    tuple(kept),
+                    words,
+                    arrays,
+                )
             )
         return status
 
@@ -525,9 +532,7 @@ class Graph:
             for _orig, copy, n, t, _k in c.arrays:
                 if ffi.sizeof(t.item) == 8 and t.item.kind == "primitive":
                     vals = ffi.cast("uint64_t*", copy)[0 : n // 8]
-                    arrays.append(
-                        tuple("pool" if pool.locate(v) is not None else v for v in vals)
-                    )
+                    arrays.append(tuple("pool" if pool.locate(v) is not None else v for v in vals))
                 else:
                     arrays.append(bytes(ffi.buffer(copy, n)))
             out.append((c.name, tuple(args), tuple(arrays)))

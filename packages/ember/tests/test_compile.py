@@ -12,7 +12,6 @@ import pytest
 import ember
 import ember_allocator
 from ember import _compile
-from ember_core import _graph
 
 nn = ember.nn
 F = ember.nn.functional
@@ -390,15 +389,3 @@ def test_compiled_module_keeps_the_modules_attributes():
     cm = ember.compile(model)
     assert cm.weight is model.weight and cm._orig_mod is model
     assert isinstance(cm, nn.Module)
-
-
-def test_capture_records_kernels_and_replays_them():
-    x = ember.arange(4.0)
-    with _graph.capture() as rec:
-        y = (x + 1) * 3
-    g = _graph.Graph(rec)
-    assert [c.name for c in g.calls][-1].startswith("ec_binary")
-    x.fill_(10.0)
-    g.replay()
-    assert y.tolist() == [33.0] * 4
-    g.release()

@@ -325,14 +325,47 @@ def test_fullgraph_raises():
         cf(ember.ones(2))
 
 
-def test_forward_whose_backward_runs_outside_stays_eager():
+def test_compiled_module_forward_with_backward_outside():
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Dropout(0.2), nn.Linear(16, 3))
+    twin = copy.deepcopy(model)
+    cm = ember.compile(twin)
+    opt1 = ember.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    opt2 = ember.optim.SGD(twin.parameters(), lr=0.05, momentum=0.9)
+    x, y = ember.randn(10, 6), ember.randn(10, 3)
+    ember.manual_seed(3)
+    eager = []
+    for _ in range(12):
+        opt1.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt1.step()
+        eager.append(loss.item())
+    ember.manual_seed(3)
+    replayed = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(12):
+            opt2.zero_grad()
+            loss = F.mse_loss(cm(x), y)
+            loss.backward()
+            opt2.step()
+            replayed.append(loss.item())
+    assert replayed == pytest.approx(eager, rel=1e-5)
+    assert len(_graphs(cm._compiled_call)) == 1
+    for a, b in zip(model.parameters(), twin.parameters()):
+        assert ember.allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_two_forwards_before_one_backward_raise():
     model = nn.Linear(3, 2)
     cm = ember.compile(model)
     x = ember.ones(4, 3)
-    with pytest.warns(UserWarning, match="require grad"):
-        for _ in range(3):
-            cm(x).sum().backward()
-    assert model.weight.grad is not None
+    for _ in range(4):
+        cm(x).sum().backward()
+    a, b = cm(x), cm(x * 2)
+    with pytest.raises(RuntimeError, match="ran again before the backward"):
+        (a.sum() + b.sum()).backward()
 
 
 def test_memory_is_flat_across_replays():

@@ -214,9 +214,20 @@ class _Entry:
     """One recorded graph and everything its replay needs and checks."""
 
     def __init__(
-        self, graph, statics, mutated, outputs, out_spec, leaves, externals, modules, optimizers
+        self,
+        graph,
+        statics,
+        mutated,
+        outputs,
+        out_spec,
+        leaves,
+        externals,
+        modules,
+        optimizers,
+        backward=None,
     ):
         self.graph = graph
+        self.backward = backward  # a _Backward when the outputs need autograd
         self.statics = statics  # [(index in the flat inputs, static tensor)]
         self._static = dict(statics)
         self.mutated = mutated  # indices of statics the function wrote into
@@ -261,7 +272,16 @@ class _Entry:
 
     def outputs_for(self, flat):
         outs = []
+        diff = None
+        if self.backward is not None:
+            self.backward.generation += 1
+            diff = _ReplayedForward.apply(self.backward, *self.backward.leaves)
+            if isinstance(diff, Tensor):
+                diff = (diff,)
         for kind, value in self.outputs:
+            if kind == "grad":
+                outs.append(diff[value])
+                continue
             if kind == "copy":
                 outs.append(_fresh_copy(value))
             elif kind == "input":
@@ -272,6 +292,8 @@ class _Entry:
 
     def release(self):
         self.graph.release()
+        if self.backward is not None:
+            self.backward.graph.release()
 
 
 def _hyperparameters(opt):
@@ -403,6 +425,12 @@ class CompiledFunction:
             self._progress[key] = (seen + 1, entry, tries, restarts)
             return result
         same, where = _same_recording(previous.graph, entry.graph)
+        if same and (previous.backward is None) != (entry.backward is None):
+            same, where = False, "one recording has a backward, the other not"
+        elif same and entry.backward is not None:
+            same, where = _same_recording(
+                previous.backward.graph, entry.backward.graph, previous.graph, entry.graph
+            )
         previous.release()
         if same:
             del self._progress[key]
@@ -503,36 +531,37 @@ class CompiledFunction:
             self._give_up(str(e))
             return out, None
         words = graph.words_sorted()
-        leaves = []
-        backward_ran = False
+        leaves = []  # the leaves whose .grad the call computes: restored after a replay
         for k, p in known.items():
+            g = p.grad
+            if g is None or not graph.references(g._ptr, g._storage._nbytes, words):
+                continue  # the call leaves this gradient alone
             g0 = entry_grads.get(k, _UNKNOWN)
             ptr = 0
             known_grad = g0 is not None and g0 is not _UNKNOWN
             if known_grad and graph.references(g0._ptr, g0._storage._nbytes, words):
-                ptr = g0._ptr
-            g = p.grad
-            if g is not None and graph.references(g._ptr, g._storage._nbytes, words):
-                backward_ran = True
+                ptr = g0._ptr  # the call reads the gradient it finds: the same memory
             leaves.append((p, None if g0 is _UNKNOWN else g0 is None, ptr, g))
         # outputs
         out_flat = []
         out_spec = _flatten(out, out_flat)
         static_ids = {id(s._storage): i for i, s in statics}
         outputs = []
+        differentiable = [o for o in out_flat if isinstance(o, Tensor) and o.grad_fn is not None]
+        backward = None
+        if differentiable and not leaves:
+            # a forward whose backward runs outside it (a compiled module in training):
+            # record that backward too, replayed by the outputs' autograd node
+            backward = self._record_backward(rec, differentiable)
+            if backward is None:
+                graph.release()
+                return out, None
         for o in out_flat:
             if not isinstance(o, Tensor):
                 outputs.append(("same", o))
-                continue
-            if o.requires_grad and o.grad_fn is not None and not backward_ran:
-                graph.release()
-                self._give_up(
-                    "its outputs require grad but it computed no gradient (a replay builds no "
-                    "autograd graph: compile the whole training step -- forward, backward and "
-                    "optimizer step -- instead)"
-                )
-                return out, None
-            if id(o._storage) in static_ids and o._ptr == o._storage._ptr:
+            elif backward is not None and o.grad_fn is not None:
+                outputs.append(("grad", differentiable.index(o)))
+            elif id(o._storage) in static_ids and o._ptr == o._storage._ptr:
                 outputs.append(("input", static_ids[id(o._storage)]))
             elif pool.locate(o._ptr) is not None:
                 outputs.append(("copy", o.detach()))
@@ -555,13 +584,88 @@ class CompiledFunction:
             externals,
             [(m, m.training) for m in modules.values()],
             [(opt, _hyperparameters(opt)) for opt in optimizers.values()],
+            backward,
         )
         # what the eager call returns: its own values, apart from the graph's buffers
         entry.copy_back(flat)
         return _unflatten(out_spec, iter(entry.outputs_for(flat))), entry
 
+    def _record_backward(self, rec, outputs):
+        """Record the backward of a recorded forward: the gradients of ``outputs``
+        with respect to the leaves the forward used, from static gradient buffers.
+        Returns a _Backward, or None (and the function is eager) when it cannot."""
+        leaves = [t for t in rec.seen.values() if t.requires_grad and t.grad_fn is None]
+        if not leaves:
+            self._give_up("its outputs require grad but it used no leaf that requires grad")
+            return None
+        cap = _graph.capture(_EXTRA_NAMESPACES)
+        try:
+            with cap as brec:
+                brec.paused = True  # the gradient buffers are filled by each backward
+                gouts = [ec.zeros_like(o).detach() for o in outputs]
+                brec.paused = False
+                grads = ag.grad(
+                    outputs, leaves, grad_outputs=gouts, retain_graph=True, allow_unused=True
+                )
+        except BaseException:
+            cap.pool.close()
+            raise
+        if brec.failure is not None:
+            cap.pool.close()
+            self._give_up(f"its backward cannot be replayed: {brec.failure}")
+            return None
+        try:
+            graph = _graph.Graph(brec)
+        except _graph.CaptureError as e:
+            cap.pool.close()
+            self._give_up(str(e))
+            return None
+        return _Backward(graph, gouts, [g.detach() if g is not None else None for g in grads],
+                         leaves, [o.detach() for o in outputs])  # fmt: skip
+
 
 _UNKNOWN = object()  # a leaf first seen in this recording: its entry grad is unknown
+
+
+class _Backward:
+    """The recorded backward of a recorded forward (Note [ember.compile])."""
+
+    def __init__(self, graph, grad_outputs, grads, leaves, outputs):
+        self.graph = graph
+        self.grad_outputs = grad_outputs  # static buffers the incoming gradients fill
+        self.grads = grads  # static results, one per leaf (None: unused)
+        self.leaves = leaves
+        self.outputs = outputs  # the forward's static outputs that require grad
+        self.generation = 0  # forward replays so far: saved buffers hold the last one's
+
+
+class _ReplayedForward(ag.Function):
+    """Connects a replayed forward's outputs to autograd: its backward replays the
+    recorded backward (the forward's saved tensors are the graph's buffers)."""
+
+    @staticmethod
+    def forward(ctx, backward, *leaves):
+        ctx.backward = backward
+        ctx.generation = backward.generation
+        return tuple(_fresh_copy(o) for o in backward.outputs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        b = ctx.backward
+        if b.generation != ctx.generation:
+            raise RuntimeError(
+                "ember.compile: the compiled forward ran again before the backward of an "
+                "earlier call; a replay keeps one call's saved tensors, so run each backward "
+                "before the next forward (or compile the whole training step)"
+            )
+        for s, g in zip(b.grad_outputs, grads):
+            if g is None:
+                with ag.no_grad():
+                    s.zero_()
+            else:
+                _copy_into(s, g)
+        b.graph.replay()
+        return (None,) + tuple(None if g is None else _fresh_copy(g) for g in b.grads)
 
 
 class _SchedulerWatch:
@@ -599,10 +703,12 @@ class _SchedulerWatch:
         return False
 
 
-def _same_recording(a, b):
+def _same_recording(a, b, a_forward=None, b_forward=None):
     """(True, None) when two recordings ran the same kernels with the same
-    arguments, else (False, where they first differ)."""
-    ca, cb = a.canonical(), b.canonical()
+    arguments, else (False, where they first differ); a backward's recording is
+    compared with addresses in its forward's memory as the forward's."""
+    ca = a.canonical((a_forward.pool,) if a_forward else ())
+    cb = b.canonical((b_forward.pool,) if b_forward else ())
     if len(ca) != len(cb):
         return False, f"{len(ca)} kernel calls, then {len(cb)}"
     for i, (x, y) in enumerate(zip(ca, cb)):

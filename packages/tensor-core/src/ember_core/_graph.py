@@ -452,6 +452,8 @@ class Graph:
         self._failed = ffi.new("int64_t*")
 
     def replay(self):
+        if self.pool.closed:
+            raise RuntimeError("replay of a released graph (its memory is gone)")
         for t in self.takes:
             seed, offset = _real_take(t.generator, t.counters)
             for call, arg, which in t.slots:
@@ -499,14 +501,21 @@ class Graph:
         i = bisect.bisect_left(words, ptr)
         return i < len(words) and words[i] < ptr + max(nbytes, 1)
 
-    def canonical(self):
+    def canonical(self, other_pools=()):
         """The calls as they would be written again by another recording of the
         same computation: addresses inside the pool become "pool" (another
         recording's buffers are elsewhere), random counters "rng", host arrays
         their contents.  Copies between the graph's own buffers are left out:
         autograd copies or reuses a gradient depending on what else refers to
         it, which changes from call to call without changing any value."""
-        pool = self.pool
+        pools = (self.pool, *other_pools)
+
+        def where(value):  # which pool holds the address, if one does
+            for k, p in enumerate(pools):
+                if p.locate(value) is not None:
+                    return f"pool{k}"
+            return None
+
         rng = {(call, arg) for t in self.takes for call, arg, _ in t.slots}
         out = []
         for i, c in enumerate(self.calls):
@@ -521,8 +530,8 @@ class Graph:
                     args.append("array")
                 elif (i, k) in rng:
                     args.append("rng")
-                elif w >= _MIN_ADDRESS and pool.locate(w) is not None:
-                    args.append("pool")
+                elif w >= _MIN_ADDRESS and where(w) is not None:
+                    args.append(where(w))
                 else:
                     args.append(w)
                     internal = internal and w < _MIN_ADDRESS
@@ -532,7 +541,7 @@ class Graph:
             for _orig, copy, n, t, _k in c.arrays:
                 if ffi.sizeof(t.item) == 8 and t.item.kind == "primitive":
                     vals = ffi.cast("uint64_t*", copy)[0 : n // 8]
-                    arrays.append(tuple("pool" if pool.locate(v) is not None else v for v in vals))
+                    arrays.append(tuple(where(v) or v for v in vals))
                 else:
                     arrays.append(bytes(ffi.buffer(copy, n)))
             out.append((c.name, tuple(args), tuple(arrays)))

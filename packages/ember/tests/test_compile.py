@@ -197,6 +197,31 @@ def test_replaced_parameter_is_a_guard():
         assert cf(ember.ones(3)).tolist() == [5.0] * 3
 
 
+def test_replaced_parameter_data_in_a_training_step():
+    model = nn.Linear(3, 1)
+    twin = copy.deepcopy(model)
+    x, y = ember.randn(8, 3), ember.randn(8, 1)
+
+    def make(m):
+        opt = ember.optim.SGD(m.parameters(), lr=0.1)
+
+        def step():
+            opt.zero_grad()
+            F.mse_loss(m(x), y).backward()
+            opt.step()
+
+        return step
+
+    s1, s2 = make(model), ember.compile(make(twin))
+    for i in range(10):
+        if i == 6:
+            for m in (model, twin):
+                m.weight.data = ember.zeros(1, 3)
+        s1()
+        s2()
+    assert ember.equal(model.weight, twin.weight)
+
+
 def test_scheduler_lr_is_guarded():
     ember.manual_seed(0)
     model = nn.Linear(3, 1)

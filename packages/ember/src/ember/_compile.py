@@ -36,9 +36,14 @@ one-time warning saying which guard failed.
 Anything a replay cannot repeat (a value read on the host, a data-dependent
 output shape, a kernel writing a host array; see Note [Capture and replay])
 makes the function eager for good, with a one-time warning naming it -- or,
-with ``fullgraph=True``, raises.  Outputs that require grad while no leaf
-gradient was produced by the call (a compiled forward whose backward runs
-outside) also make it eager: a replay builds no autograd graph.
+with ``fullgraph=True``, raises.
+
+A call whose outputs require grad while it computes no gradient itself (a
+compiled module's forward in training, its backward run by the caller) also
+records that backward, right after the forward: ``autograd.grad`` of the
+outputs, from static gradient buffers, into the leaves the forward used.  A
+replayed forward returns its outputs through ``_ReplayedForward``, whose
+backward copies the incoming gradients into those buffers and replays it.
 """
 
 import collections
@@ -567,12 +572,8 @@ class CompiledFunction:
                 outputs.append(("copy", o.detach()))
             else:
                 outputs.append(("same", o))
-        leaf_ids = set(known)
-        externals = [
-            (t, t._ptr)
-            for t in rec.seen.values()
-            if id(t) not in leaf_ids and t._storage._device.type == "cpu"
-        ]
+        # every tensor from outside the graph that an op read: parameters too
+        externals = [(t, t._ptr) for t in rec.seen.values()]
         mutated = [i for (i, s), v in zip(statics, versions) if s._storage._version != v]
         entry = _Entry(
             graph,

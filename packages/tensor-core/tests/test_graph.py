@@ -111,6 +111,13 @@ def test_host_reads_fail_the_capture(region, why):
         _graph.Graph(rec)
 
 
+def test_reseeding_fails_the_capture():
+    with _graph.capture() as rec:
+        ec.manual_seed(0)
+        ec.rand(3)
+    assert "manual_seed" in rec.failure
+
+
 def test_captures_do_not_nest():
     with _graph.capture(), pytest.raises(_graph.CaptureError, match="nest"), _graph.capture():
         pass

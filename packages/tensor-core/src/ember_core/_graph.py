@@ -331,6 +331,24 @@ def _recording_take(self, counters):
 
 
 _real_take = _random.Generator.take
+_RESEEDS = ("manual_seed", "seed", "set_state", "__setstate__")
+_real_reseeds = {name: getattr(_random.Generator, name) for name in _RESEEDS}
+
+
+def _reseed_watch(name):
+    real = _real_reseeds[name]
+
+    def reseed(self, *args, **kwargs):
+        rec = _active
+        if rec is not None and threading.get_ident() == rec.thread:
+            # a replay takes the generator's counters as it finds them
+            rec.fail(f"Generator.{name}() runs inside it (a replay would not reseed)")
+        return real(self, *args, **kwargs)
+
+    return reseed
+
+
+_reseed_watches = {name: _reseed_watch(name) for name in _RESEEDS}
 
 
 def _handler(op, args, kwargs, call):
@@ -392,6 +410,8 @@ class capture:
             setattr(module, attr, _Proxy(real, ext_ffi, rec))
         _storage.set_allocator(self.pool, "cpu")
         _random.Generator.take = _recording_take
+        for name, watch in _reseed_watches.items():
+            setattr(_random.Generator, name, watch)
         _dispatch.register_handler(_handler)
         _active = rec
         return rec
@@ -402,6 +422,8 @@ class capture:
         try:
             _dispatch.remove_handler(_handler)
             _random.Generator.take = _real_take
+            for name, real in _real_reseeds.items():
+                setattr(_random.Generator, name, real)
             cpu = _device.CPU
             object.__setattr__(cpu, "_k", self._saved[0])
             object.__setattr__(cpu, "_kn", self._saved[1])

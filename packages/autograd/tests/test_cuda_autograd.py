@@ -423,7 +423,7 @@ BACKWARD_KERNELS = {
 
 
 def test_the_gradient_table_exercises_the_backward_kernels():
-    from ember_core import _dispatch
+    from ember_core._base import dispatch as _dispatch
 
     seen = set()
 

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.cuda
 
 
 def _gpu():
-    from ember_core import _cuda
+    from ember_core._cuda import runtime as _cuda
 
     if not _cuda.is_available():
         pytest.skip("no CUDA GPU")

@@ -216,7 +216,7 @@ def test_conversion_converts_gradients_too():
 
 
 def test_cuda_without_gpu_is_a_clear_error():
-    from ember_core import _cuda
+    from ember_core._cuda import runtime as _cuda
 
     if _cuda.is_available():
         pytest.skip("a GPU is present")

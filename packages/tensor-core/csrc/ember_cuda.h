@@ -7,7 +7,7 @@
  * twin here named ecu_* instead of ec_*, with the same parameters: the pointers
  * are device addresses, and the work is queued on the current stream of the
  * current device (set with ecu_set_device/ecu_set_stream) and not waited for.
- * Python picks the namespace by the tensors' device (ember_core/_kernels.py),
+ * Python picks the namespace by the tensors' device (ember_core/_tensor/device.py),
  * so an op's Python code is the same on every device.  A status is returned as
  * by the CPU kernels; errors that only the device sees (an index out of range)
  * are reported at the next synchronisation.
@@ -461,11 +461,11 @@ int ecu_matmul(int dtype, int64_t batch, int64_t m, int64_t n, int64_t k, double
 
 /* cdef:end */
 
-/* Implemented by the Python side (cffi extern "Python+C", ember_core/_cuda.py):
+/* Implemented by the Python side (cffi extern "Python+C", ember_core/_cuda/runtime.py):
  * compile and register the kernel (family, op, dtype, dtype2, variant) on `device`. */
 int ecu_py_compile(int device, int family, int op, int dtype, int dtype2, int variant);
 /* Allocate cuBLAS's workspace for (device, stream) from ember_allocator (Note
- * [cuBLAS], ember_core/_cuda_blas.py); *nbytes 0 leaves cuBLAS its own. */
+ * [cuBLAS], ember_core/_cuda/blas.py); *nbytes 0 leaves cuBLAS its own. */
 int ecu_py_blas_workspace(int device, uint64_t stream, uint64_t* ptr, uint64_t* nbytes);
 
 #endif

@@ -1,9 +1,9 @@
-"""Generate csrc/_graph_trampolines.inc (Note [Capture and replay]): one
+"""Generate csrc/cpu/runtime/_graph_trampolines.inc (Note [Capture and replay]): one
 trampoline per distinct signature of the kernels declared in ember_core.h.
 
 A signature is one letter per parameter: i (32-bit int), l (64-bit int:
 int64_t, uint64_t, ec_ptr), p (any pointer), d (double).  The same letters are
-computed from cffi's types at capture time (ember_core._graph.signature), so a
+computed from cffi's types at capture time (ember_core._tensor.graph.signature), so a
 kernel recorded there finds its trampoline by name.  Only kernels returning an
 int status are replayed; the others are queries."""
 
@@ -72,4 +72,4 @@ def generate(header, out):
 
 if __name__ == "__main__":
     here = pathlib.Path(__file__).resolve().parent
-    generate(here / "ember_core.h", here / "_graph_trampolines.inc")
+    generate(here / "ember_core.h", here / "cpu" / "runtime" / "_graph_trampolines.inc")

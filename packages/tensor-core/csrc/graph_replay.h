@@ -1,5 +1,5 @@
 /* Replay of recorded kernel calls (Note [Capture and replay] in
- * ember_core/_graph.py): a graph is a list of (function pointer, trampoline,
+ * ember_core/_tensor/graph.py): a graph is a list of (function pointer, trampoline,
  * argument words) that ec_graph_replay runs in order with no Python between
  * the calls.  Read by csrc/build.py as part of the cffi cdef. */
 #ifndef EMBER_GRAPH_REPLAY_H

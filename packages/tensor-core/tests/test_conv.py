@@ -1,4 +1,4 @@
-"""Convolutions (ember_core._conv) against straightforward NumPy references:
+"""Convolutions (ember_core._ops.nn.conv) against straightforward NumPy references:
 forward values over strides, paddings, dilations, groups, odd sizes and dtypes,
 the backward op against the adjoint identity and references, bad input, and
 hypothesis fuzzing of the shape arguments."""

@@ -28,7 +28,7 @@ import test_cuda_reduction as RE
 import test_cuda_sorting as SO
 
 import ember_core as ec
-from ember_core import _dispatch
+from ember_core._base import dispatch as _dispatch
 
 SELFTEST_OK = True
 pytestmark = pytest.mark.cuda

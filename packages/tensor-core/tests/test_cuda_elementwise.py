@@ -32,7 +32,7 @@ from cuda_helpers import (
 )
 
 import ember_core as ec
-from ember_core import _dispatch
+from ember_core._base import dispatch as _dispatch
 
 SELFTEST_OK = True
 pytestmark = pytest.mark.cuda

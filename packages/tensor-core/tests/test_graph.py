@@ -1,10 +1,10 @@
-"""Capture and replay of kernel calls (Note [Capture and replay], _graph.py)."""
+"""Capture and replay of kernel calls (Note [Capture and replay], _tensor/graph.py)."""
 
 import pytest
 
 import ember_core as ec
-from ember_core import _graph
-from ember_core._lib import ffi, lib
+from ember_core._base.lib import ffi, lib
+from ember_core._tensor import graph as _graph
 
 
 def _kernels():

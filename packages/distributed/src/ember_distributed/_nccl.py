@@ -208,7 +208,8 @@ class ProcessGroupNCCL:
     name = "nccl"
 
     def __init__(self, group, device):
-        from ember_core import _cuda, cuda
+        from ember_core import cuda
+        from ember_core._cuda import runtime as _cuda
 
         self.ffi, self.lib = lib()
         self.group = group

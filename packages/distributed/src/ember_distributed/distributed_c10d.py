@@ -1148,7 +1148,7 @@ def _object_group(group):
         if "cpu" in g._backends:
             _ObjDevice.device = ec.device("cpu")
         else:
-            from ember_core import _cuda
+            from ember_core._cuda import runtime as _cuda
 
             _ObjDevice.device = ec.device("cuda", _cuda.current_device())
     return g

@@ -1,6 +1,6 @@
 """``ember.compile``: run a function once eagerly while recording the kernels it
 launches, then replay them from C (Note [Capture and replay] in
-ember_core/_graph.py holds the mechanism; this module holds the policy).
+ember_core/_tensor/graph.py holds the mechanism; this module holds the policy).
 
 Note [ember.compile]
 A compiled function (or module) keeps up to ``CACHE_SIZE`` graphs, keyed by
@@ -53,10 +53,11 @@ import warnings
 
 import ember_autograd as ag
 import ember_core as ec
-from ember_core import _autocast, _graph
-from ember_core import _lib as core_lib
-from ember_core._tensor import Tensor
-from ember_core._tensor import empty as _empty
+from ember_core._base import autocast as _autocast
+from ember_core._base import lib as core_lib
+from ember_core._tensor import graph as _graph
+from ember_core._tensor.tensor import Tensor
+from ember_core._tensor.tensor import empty as _empty
 from ember_nn._lib import ffi as nn_ffi
 from ember_nn.modules import module as nn_module
 from ember_nn.optim import algorithms as nn_algorithms

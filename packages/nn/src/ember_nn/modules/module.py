@@ -427,7 +427,7 @@ class Module:
 
     def to(self, *args, **kwargs):
         """Move/convert parameters and buffers: to(dtype), to(device), to(tensor)."""
-        from ember_core._copy import _parse_to
+        from ember_core._tensor.copy import _parse_to
 
         dtype, device, _, non_blocking = _parse_to(args, dict(kwargs))
         if dtype is not None and not dtype.is_floating_point:

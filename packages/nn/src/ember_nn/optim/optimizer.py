@@ -25,8 +25,8 @@ from itertools import chain
 
 import ember_autograd as ag
 import ember_core as ec
-from ember_core import _lib as core_lib
-from ember_core import _tensor as core_tensor
+from ember_core._base import lib as core_lib
+from ember_core._tensor import tensor as core_tensor
 from ember_nn._lib import check, ffi, lib  # noqa: F401 - check is re-exported for the algorithms
 
 Tensor = ec.Tensor

@@ -13,8 +13,8 @@ needs one raises a RuntimeError saying why.
 ...     x.cpu().tolist()
 """
 
-from ember_core._cuda import OutOfMemoryError
-from ember_core._cuda import compile_all as _compile_all  # noqa: F401 - gpu-check, benchmarks
+from ember_core._cuda.runtime import OutOfMemoryError
+from ember_core._cuda.runtime import compile_all as _compile_all  # noqa: F401 - gpu-check, benchmarks
 from ember_core.cuda._devices import (
     current_device,
     device,

@@ -1,7 +1,9 @@
 """The CUDA generators' seeds (torch.cuda's manual_seed, manual_seed_all,
-seed, seed_all, initial_seed): Note [Generators per device] in _random.py."""
+seed, seed_all, initial_seed): Note [Generators per device] in _ops/random/random.py."""
 
-from ember_core import _random
+from ember_core._cuda import runtime as _cuda
+from ember_core._ops.random import random as _random
+from ember_core._tensor.device import device
 
 
 def manual_seed(seed):
@@ -30,7 +32,5 @@ def seed_all():
 
 def initial_seed():
     """The current CUDA device's generator's seed."""
-    from ember_core import _cuda
-    from ember_core._device import device
 
     return _random.default_generator_for(device("cuda", _cuda.current_device())).initial_seed()

@@ -81,6 +81,8 @@ CUDA_HOST_SOURCES = [
     "cuda/sort_launch.c",
     # the nn kernels (losses, norms, pooling, embedding, optimizer steps, amp)
     "cuda/nn_launch.c",
+    "cuda/sample_launch.c",  # grid_sample and the CTC loss
+    "cuda/attention_launch.c",  # fused attention (CUDA only)
 ]
 SOURCES = [
     *CPU_RUNTIME_SOURCES,

@@ -496,7 +496,7 @@ class CompiledFunction:
                                 "kernels; CUDA graphs are not implemented yet)"
                             )
                             continue
-                        s = ec.empty_strided(x._shape, x._stride, dtype=x._dtype)
+                        s = ec.empty_strided(x._shape, x._stride, dtype=x._dtype, device="cpu")
                         _copy_into(s, x)
                         statics.append((i, s))
                         call_flat[i] = s

@@ -64,9 +64,9 @@ def _device(target, op, map_location):
         device = ec.device(target)
     except (RuntimeError, TypeError, ValueError) as exc:
         raise RuntimeError(f"{op}(map_location={map_location!r}): {exc}") from None
-    if device.type not in ("cpu", "cuda"):
+    if device.type not in ("cpu", "cuda", "meta"):
         raise RuntimeError(
             f"{op}(map_location={map_location!r}): tensors cannot be loaded onto device type "
-            f"'{device.type}'; ember's tensors live on 'cpu' and 'cuda'"
+            f"'{device.type}'; ember's tensors live on 'cpu', 'cuda' and 'meta'"
         )
     return device

@@ -438,6 +438,12 @@ class Module:
         def convert(t):
             target = dtype if (dtype is not None and t.is_floating_point()) else t.dtype
             if device is not None:
+                if t.is_meta and device.type != "meta":
+                    raise NotImplementedError(
+                        "Cannot copy out of meta tensor; no data! Please use "
+                        "torch.nn.Module.to_empty() instead of torch.nn.Module.to() when moving "
+                        "module from meta to a different device."
+                    )
                 return t.to(device, target, non_blocking=non_blocking)
             return t.to(target)
 

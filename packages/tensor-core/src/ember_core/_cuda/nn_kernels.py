@@ -99,6 +99,26 @@ for _op, _kernel in (
 KERNELS[lib.ECU_NN_UPSAMPLE_BICUBIC] = _single("ecu_upsample_bicubic_k<{t}, false>", _RESAMPLE)
 KERNELS[lib.ECU_NN_UPSAMPLE_BICUBIC_BWD] = _single("ecu_upsample_bicubic_k<{t}, true>", _RESAMPLE)
 
+_SAMPLE = _BASE + ("nn_sample.cuh",)
+for _op, _kernel in (
+    (lib.ECU_NN_GRID_SAMPLE_2D, "ecu_grid_sample_2d_k<{t}, false>"),
+    (lib.ECU_NN_GRID_SAMPLE_2D_BWD, "ecu_grid_sample_2d_k<{t}, true>"),
+    (lib.ECU_NN_GRID_SAMPLE_3D, "ecu_grid_sample_3d_k<{t}, false>"),
+    (lib.ECU_NN_GRID_SAMPLE_3D_BWD, "ecu_grid_sample_3d_k<{t}, true>"),
+    (lib.ECU_NN_CTC, "ecu_ctc_fwd_k<{t}>"),
+    (lib.ECU_NN_CTC_BWD, "ecu_ctc_bwd_k<{t}>"),
+):
+    KERNELS[_op] = _single(_kernel, _SAMPLE)
+
+_ATTENTION = _BASE + ("attention.cuh",)
+_ATTN_DTYPES = (lib.EC_FLOAT16, lib.EC_BFLOAT16, lib.EC_FLOAT32)
+for _op, _kernel in (
+    (lib.ECU_NN_ATTN_FWD, "ecu_attn_fwd_k<{code}>"),
+    (lib.ECU_NN_ATTN_BWD_DQ, "ecu_attn_bwd_dq_k<{code}>"),
+    (lib.ECU_NN_ATTN_BWD_DKV, "ecu_attn_bwd_dkv_k<{code}>"),
+):
+    KERNELS[_op] = _single(_kernel, _ATTENTION, _ATTN_DTYPES)
+
 _ACT_HEADERS = _BASE + ("activation_ops.h", "nn_act.cuh")
 
 

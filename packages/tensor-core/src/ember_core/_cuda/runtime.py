@@ -167,18 +167,6 @@ def _on_device(fn, index):
     return call
 
 
-class NoKernels:
-    """The namespace of a device type with no kernels (``meta``)."""
-
-    def __init__(self, kind):
-        self._kind = kind
-
-    def __getattr__(self, name):
-        raise NotImplementedError(
-            f"{_current_op()}: tensors on device type '{self._kind}' hold no data to compute on"
-        )
-
-
 # ------------------------------------------------------ compile on first use
 
 _pending = []  # the exception of a failed compile, raised by _lib.error()

@@ -60,7 +60,8 @@ def _copy_between_devices(dst, src, non_blocking):
     """dst[...] = src across devices (host <-> GPU, GPU <-> GPU): the source's
     values are made dense on its own device, moved as bytes, and converted (dtype,
     strides, broadcasting) on the destination's device."""
-
+    if dst._storage._device.type == "meta" or src._storage._device.type == "meta":
+        return _copy_meta(dst, src)
     if dst._shape != src._shape:
         shape = _shape.broadcast_shapes(dst._shape, src._shape, op="copy_")
         if shape != dst._shape:
@@ -80,6 +81,16 @@ def _copy_between_devices(dst, src, non_blocking):
     _cuda.memcpy(target, s, s._numel * s._dtype.itemsize, non_blocking)
     if not direct:
         copy_into(dst, target)
+    return dst
+
+
+def _copy_meta(dst, src):
+    """Note [Meta tensors]: copying into a meta tensor checks shapes and moves
+    nothing; a meta tensor has no values to copy out."""
+    if src._storage._device.type == "meta":
+        raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+    if dst._shape != src._shape:
+        _shape.broadcast_shapes(dst._shape, src._shape, op="copy_")
     return dst
 
 

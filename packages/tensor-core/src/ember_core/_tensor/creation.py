@@ -15,13 +15,13 @@ from ember_core._ops.pointwise.elementwise import _tname, layout
 from ember_core._ops.pointwise.elementwise import pow as _pow
 from ember_core._tensor import dtype as D
 from ember_core._tensor import storage as _storage
-from ember_core._tensor.device import CPU, to_device
+from ember_core._tensor.device import CPU, default_device, to_device
 from ember_core._tensor.tensor import Size, Tensor, make, written
 from ember_core._tensor.tensor import empty as _empty
 
 
 def _dev(device):
-    dev = to_device(device) or CPU
+    dev = to_device(device) or default_device()  # Note [Default device]
     if dev.type == "cuda" and dev.index is None:  # 'cuda': the current device
         from ember_core._tensor.copy import _resolve
 
@@ -654,7 +654,7 @@ def as_tensor(data, dtype=None, device=None):
         from ember_core._tensor.copy import to
 
         return to(data, dt or data._dtype, device or data._storage._device)
-    if isinstance(data, np.ndarray) and (device is None or _dev(device) is CPU):
+    if isinstance(data, np.ndarray) and _dev(device) is CPU:
         from ember_core._interop.numpy import wrap_numpy
 
         if any(s < 0 for s in data.strides):  # PyTorch raises; ember copies

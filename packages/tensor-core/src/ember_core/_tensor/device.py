@@ -13,6 +13,8 @@ touching callers, and a kernel a backend lacks raises NotImplementedError naming
 the op and the device.
 """
 
+import threading
+
 from ember_core._base.lib import lib, nogil
 
 
@@ -80,19 +82,59 @@ class device:
     def __reduce__(self):
         return (device, (str(self),))
 
+    # ``with ember.device('meta'):`` -- factory functions called without a device
+    # inside the block make their tensors here (Note [Default device]).
+    def __enter__(self):
+        _check_default(self, "ember.device(...).__enter__")
+        stack = _default_stack()
+        stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _default_stack().pop()
+        return False
+
 
 def _kernels_for(kind, index):
     if kind == "cpu":
         return lib, nogil
-    if kind == "cuda":
-        from ember_core._cuda import runtime as _cuda
-
-        k = _cuda.CudaKernels(index)
-        return k, k
+    if kind == "meta":
+        return META_KERNELS, META_KERNELS
     from ember_core._cuda import runtime as _cuda
 
-    k = _cuda.NoKernels(kind)
+    k = _cuda.CudaKernels(index)
     return k, k
+
+
+class _MetaKernels:
+    """The kernel namespace of the meta device (Note [Meta tensors]): every kernel
+    succeeds without touching memory, since meta tensors have none.  The queries
+    that describe the kernel set rather than compute (which kernels exist, thread
+    counts, the last error message) answer as the CPU's."""
+
+    _QUERIES = frozenset(
+        {
+            "ec_binary_has_kernel",
+            "ec_unary_has_kernel",
+            "ec_last_message",
+            "ec_get_num_threads",
+            "ec_has_openmp",
+        }
+    )
+
+    def __getattr__(self, name):
+        if name in self._QUERIES:
+            return getattr(lib, name)
+        if not name.startswith("ec_"):
+            raise AttributeError(name)
+        return _meta_kernel
+
+
+def _meta_kernel(*args):
+    return 0  # EC_OK
+
+
+META_KERNELS = _MetaKernels()
 
 
 _cache = {}
@@ -119,19 +161,58 @@ def require_cpu(dev, op):
 
 
 # ------------------------------------------------------------ default device
+# Note [Default device]
+# Factory functions (empty, zeros, rand, arange, tensor, ..., and so nn layers'
+# parameters) called without a device use the default device: the innermost
+# ``with ember.device(...)`` block of this thread, else what set_default_device
+# set for this thread, else the CPU -- as PyTorch's, both are per thread.  Ops
+# on tensors keep their inputs' device.
+
+_local = threading.local()
+
+
+def _default_stack():
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    return stack
+
+
+def default_device():
+    """The device a factory function called without one uses (Note [Default device])."""
+    stack = getattr(_local, "stack", None)
+    if stack:
+        return stack[-1]
+    return getattr(_local, "default", CPU)
+
+
+def _check_default(dev, what):
+    if dev.type == "cuda":
+        from ember_core._cuda import runtime as _cuda
+
+        _cuda.require(dev, what)
 
 
 def set_default_device(device_):
-    """The device factory functions use by default.  Only the CPU can be the
-    default here: 'cpu' or None are accepted."""
-    if device_ is not None and device(device_).type != "cpu":
-        from ember_core._cuda import runtime as _cuda
+    """Factory functions called without a device make their tensors on ``device_``
+    from now on, in this thread (None: the CPU again).
 
-        _cuda.unavailable(f"ember.set_default_device({device_!r})")
+    >>> ember.set_default_device('meta')  # build a model without memory
+    """
+    dev = CPU if device_ is None else to_device(device_)
+    _check_default(dev, f"ember.set_default_device({device_!r})")
+    _local.default = dev
 
 
 def get_default_device():
-    return CPU
+    """The device factory functions use when given none (a CUDA default reads as the
+    current CUDA device, as in PyTorch)."""
+    dev = default_device()
+    if dev.type == "cuda" and dev.index is None:
+        from ember_core._cuda import runtime as _cuda
+
+        return device("cuda", _cuda.current_device())
+    return dev
 
 
 # ------------------------------------------------------ deterministic algorithms

@@ -208,7 +208,12 @@ def tensor_repr(t, prefix="tensor("):
     indent = len(prefix)
     suffixes = []
     default = t._dtype in (D.get_default_dtype(), D.default_complex_dtype(), D.int64, D.bool_)
-    if t._numel == 0:
+    meta = t._storage._device.type == "meta"
+    if meta:  # no values to show (Note [Meta tensors]): PyTorch's form
+        body = "..."
+        default = t._dtype is D.get_default_dtype()
+        suffixes += ["device='meta'", f"size={tuple(t._shape)}"]
+    elif t._numel == 0:
         if len(t._shape) != 1:
             suffixes.append(f"size={tuple(t._shape)}")
         # no elements tell int64 from the default dtype: always say it
@@ -220,7 +225,7 @@ def tensor_repr(t, prefix="tensor("):
         shown = _summarize_array(a) if summarize else a
         fmt = (_ComplexFormatter if t._dtype.is_complex else _Formatter)(shown, t._dtype)
         body = _tensor_str(a, indent, summarize, fmt)
-    if t._storage._device.type != "cpu":
+    if t._storage._device.type not in ("cpu", "meta"):
         suffixes.append(f"device='{t._storage._device}'")
     if not default:
         suffixes.append(f"dtype=ember.{t._dtype.name}")

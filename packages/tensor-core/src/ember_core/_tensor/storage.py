@@ -95,6 +95,33 @@ class _CudaStorage(UntypedStorage):
             self._owner(self._ptr)
 
 
+# Note [Meta tensors]
+# A tensor on the "meta" device has a shape, strides and a dtype but no memory:
+# its storage records a size and a null pointer.  Ops run their Python as on any
+# device (shapes, dtypes, broadcasting, autograd), and the meta device's kernel
+# namespace (device._MetaKernels) answers every kernel with success without
+# touching memory, so a model can be built and run for its shapes
+# (``with ember.device("meta"):``), then materialized with ``Module.to_empty``.
+# Values never leave: copying out (``cpu()``, ``item()``, ``tolist()``, and so any
+# op whose output shape depends on values, such as nonzero) raises.
+
+
+class _MetaStorage(UntypedStorage):
+    """The storage of a meta tensor: a size and no memory (Note [Meta tensors])."""
+
+    __slots__ = ()
+
+
+def _meta_storage(nbytes, dev):
+    s = _new(_MetaStorage)
+    s._ptr = 0
+    s._nbytes = nbytes
+    s._version = 0
+    s._owner = None
+    s._device = dev
+    return s
+
+
 class _ExternalStorage(UntypedStorage):
     """Memory owned by another object (a NumPy array, a DLPack producer)."""
 
@@ -146,6 +173,8 @@ def _alloc_block(allocator, nbytes, dev):
 
 def allocate(nbytes, dev=CPU):
     """A fresh storage of ``nbytes`` bytes (uninitialised)."""
+    if dev.type == "meta":
+        return _meta_storage(nbytes, dev)
     if nbytes > _MAX_BYTES:
         raise ember_allocator.OutOfMemoryError(
             f"cannot allocate {nbytes} bytes on {dev}: more than any address space holds"

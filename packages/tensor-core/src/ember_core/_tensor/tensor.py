@@ -126,7 +126,7 @@ class Tensor:
 
     @property
     def is_meta(self):
-        return False
+        return self._storage._device.type == "meta"
 
     @property
     def is_sparse(self):

@@ -1,11 +1,13 @@
-"""scaled_dot_product_attention as a composite: matmul (BLAS), the fused softmax
-kernel, matmul.  Its gradient comes from those ops' formulas.  A fused kernel
-(skipping the causally masked half of the work, parallel over the batch) would
-be faster: see the README's benchmark table."""
+"""scaled_dot_product_attention as a composite: on CUDA, where the fused
+kernel covers the call (attention_fused.applies: float16/bfloat16/float32,
+no dropout, head dims up to 128), one flash-style op; otherwise the math path,
+matmul (BLAS), the fused softmax kernel, matmul, whose gradient comes from
+those ops' formulas."""
 
 import math
 
 from ember_core._base.dispatch import defop
+from ember_core._ops.nn import attention_fused
 from ember_core._ops.nn.dropout import dropout
 from ember_core._ops.nn.softmax import softmax
 from ember_core._ops.pointwise.elementwise import where
@@ -65,6 +67,10 @@ def scaled_dot_product_attention(
             )
         key = _repeat_heads(key, hq // hk) if hk != hq else key
         value = _repeat_heads(value, hq // hv) if hv != hq else value
+    if attention_fused.applies(query, key, value, attn_mask, dropout_p):
+        return attention_fused._fused_attention(
+            query, key, value, attn_mask, is_causal, scale_factor
+        )[0]
     scores = (query * scale_factor).matmul(key.transpose(-2, -1))
     neg_inf = full((), -math.inf, dtype=scores.dtype)
     if is_causal:

@@ -272,7 +272,10 @@ def max_unpool(input, indices, output_size):
     lead = input._shape[: nd - k]
     vol = _prod(out_sp)
     flat_idx = indices.reshape(lead + (-1,))
-    if flat_idx._numel:
+    # on the CPU the indices are checked here, with PyTorch's message; a CUDA
+    # scatter checks them on the device (raised at the next synchronisation, as
+    # PyTorch's CUDA kernel asserts), so unpooling reads nothing back
+    if flat_idx._numel and flat_idx._storage._device.type == "cpu":
         lo, hi = int(flat_idx.min()), int(flat_idx.max())
         if lo < 0 or hi >= vol:
             bad = lo if lo < 0 else hi
@@ -382,6 +385,12 @@ def _ctc_prepare(log_probs, targets, input_lengths, target_lengths, blank):
             f"ctc_loss(): expected targets of an integer dtype, got {targets._dtype}"
         )
     tmax, n, c = log_probs._shape
+    dev = log_probs._storage._device
+    if targets._storage._device != dev:
+        raise RuntimeError(
+            f"ctc_loss(): expected log_probs and targets on the same device, but log_probs is "
+            f"on {dev} and targets on {targets._storage._device}"
+        )
     if not (0 <= blank < c):
         raise RuntimeError("blank must be in label range")
     il, tl = _lengths(input_lengths, "input_lengths"), _lengths(target_lengths, "target_lengths")
@@ -435,8 +444,10 @@ def _ctc_prepare(log_probs, targets, input_lengths, target_lengths, blank):
     if any(t < 0 for t in tls):
         raise RuntimeError("ctc_loss(): target_lengths must be non-negative")
 
-    off = tensor(offs, dtype=D.int64)
-    return tmax, n, c, smax, tg, off, il, tl
+    # the kernels read offsets and lengths where they run (on CUDA, device
+    # arrays; target values out of range raise at the next synchronisation there)
+    off = tensor(offs, dtype=D.int64, device=dev)
+    return tmax, n, c, smax, tg, off, il.to(dev), tl.to(dev)
 
 
 @defop(
@@ -569,7 +580,8 @@ def ctc_loss(
     if zero_infinity:
         res = where(res == float("inf"), res.new_zeros(()), res)
     if code == 1:
-        tl = _lengths(target_lengths, "target_lengths").to(res.dtype).clamp_min(1)
+        tl = _lengths(target_lengths, "target_lengths").to(res.device).to(res.dtype)
+        tl = tl.clamp_min(1)
         return (res / tl).mean()
     if code == 2:
         return res.sum()

@@ -103,6 +103,7 @@ class Generator:
 
 
 default_generator = Generator()
+_meta_generator = Generator("meta")
 _cuda_generators = {}  # device index -> that device's default generator
 _cuda_seed = [_DEFAULT_SEED]  # what a CUDA default generator starts from
 
@@ -111,6 +112,8 @@ def default_generator_for(dev):
     """The default generator of device ``dev`` (Note [Generators per device])."""
     if dev.type == "cpu":
         return default_generator
+    if dev.type == "meta":  # its kernels draw nothing (Note [Meta tensors])
+        return _meta_generator
     if dev.type != "cuda":
         raise NotImplementedError(f"random numbers: no generator for device type '{dev.type}'")
     index = dev.index if dev.index is not None else 0

@@ -39,19 +39,26 @@ def case(name, ember_fn, torch_fn, numpy_fn):
     ]
 
 
-def size_rows(rng, n, batch):
-    """One row per op for a batch of (n x n) float32 matrices."""
+def size_rows(rng, n, batch, dtype=np.float32):
+    """One row per op for a batch of (n x n) float32 (or complex64) matrices."""
     shape = batch + (n, n)
-    a = rng.standard_normal(shape).astype(np.float32)
-    s = a @ np.swapaxes(a, -1, -2) + n * np.eye(n, dtype=np.float32)
-    b = rng.standard_normal(batch + (n, 1)).astype(np.float32)
+    cplx = np.dtype(dtype).kind == "c"
+
+    def randn(shape):
+        x = rng.standard_normal(shape)
+        return (x + 1j * rng.standard_normal(shape) if cplx else x).astype(dtype)
+
+    a = randn(shape)
+    s = (a @ np.conj(np.swapaxes(a, -1, -2)) + n * np.eye(n)).astype(dtype)
+    b = randn(batch + (n, 1))
     A, S, B = ec.from_numpy(a), ec.from_numpy(s), ec.from_numpy(b)
     tA, tS, tB = (
         (torch.from_numpy(a), torch.from_numpy(s), torch.from_numpy(b))
         if torch
         else (None, None, None)
     )
-    label = f"{'x'.join(map(str, batch)) + ' x ' if batch else ''}{n}x{n} f32"
+    kind = "c64" if cplx else "f32"
+    label = f"{'x'.join(map(str, batch)) + ' x ' if batch else ''}{n}x{n} {kind}"
     ops = [
         ("inv", lambda: ec.linalg.inv(A), lambda: torch.linalg.inv(tA), lambda: np.linalg.inv(a)),
         (
@@ -81,6 +88,15 @@ def size_rows(rng, n, batch):
         ),
         ("qr", lambda: ec.linalg.qr(A), lambda: torch.linalg.qr(tA), lambda: np.linalg.qr(a)),
     ]
+    if not batch or n <= 32:  # the general eigenproblem (geev) is slow: small batches only
+        ops.append(
+            (
+                "eig",
+                lambda: ec.linalg.eig(A),
+                lambda: torch.linalg.eig(tA),
+                lambda: np.linalg.eig(a),
+            )
+        )
     rows = []
     for name, fe, ft, fn in ops:
         rows.append(case(f"{name} {label}", fe, ft if torch else None, fn))
@@ -98,6 +114,9 @@ def main():
     rows = []
     for n, batch in sizes:
         rows += size_rows(rng, n, batch)
+    # complex matrices (csrc/linalg_complex.c)
+    for n, batch in sizes[:2]:
+        rows += size_rows(rng, n, batch, np.complex64)
     print(table(rows, ["case", "ember", "torch", "numpy", "torch/ember", "numpy/ember"]))
 
 

@@ -180,6 +180,8 @@ _FFT_CASES = {
 }
 CASES.update(_FFT_CASES)
 CASES["polar"] = lambda L, F, m: L.polar(m((3,), 0), m((3,), 1))
+CASES["linalg_eig"] = lambda L, F, m: L.linalg.eig(m((3, 3), 0))[1]
+CASES["linalg_eigvals"] = lambda L, F, m: L.linalg.eigvals(m((3, 3), 0))
 CASES["view_as_complex"] = lambda L, F, m: L.view_as_complex(m((3, 2), 0))
 CASES["stft"] = lambda L, F, m: L.stft(m((64,), 0), 16, window=m((16,), 1), return_complex=True)
 
@@ -193,8 +195,6 @@ ABSENT = {
     "mkldnn_rnn_layer": (None, "internal: oneDNN's RNN layer"),
     "multilabel_margin_loss_forward": (None, "internal: multilabel_margin_loss's kernel"),
     "fake_quantize_per_tensor_affine": ("fake_quantize_per_tensor_affine", "no quantization"),
-    "linalg_eig": ("linalg.eig", "complex eigen-decomposition: not in ember yet"),
-    "linalg_eigvals": ("linalg.eigvals", "complex eigen-decomposition: not in ember yet"),
 }
 
 

@@ -43,6 +43,8 @@ CPU_LINALG_SOURCES = [
     "cpu/linalg/blas.c",
     "cpu/linalg/linalg.c",  # LAPACK-backed factorizations and solvers
     "cpu/linalg/linalg_qr.c",  # geqrf and LDL^T (sytrf/sytrs)
+    # the complex counterparts of both and the general eigenproblem (geev)
+    "cpu/linalg/linalg_complex.c",
 ]
 CPU_RANDOM_SOURCES = [
     "cpu/random/random.c",

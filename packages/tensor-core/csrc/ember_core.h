@@ -510,6 +510,47 @@ int ec_linalg_svd(int dtype, int64_t batch, int64_t m, int64_t n, int job, ec_pt
 int ec_linalg_lstsq(int dtype, int64_t batch, int64_t m, int64_t n, int64_t nrhs, int driver,
                     double rcond, ec_ptr a, ec_ptr b, ec_ptr s, ec_ptr rank, ec_ptr info);
 
+/* ---- the same on complex64/complex128 (csrc/cpu/linalg/linalg_complex.c):
+ * same signatures and layout; eigh's w, svd's s and lstsq's s are real (float for
+ * complex64, double for complex128). */
+int ec_linalg_lu_complex(int dtype, int64_t batch, int64_t m, int64_t n, ec_ptr a, ec_ptr ipiv,
+                         ec_ptr info);
+int ec_linalg_inv_complex(int dtype, int64_t batch, int64_t n, ec_ptr a, ec_ptr ipiv,
+                          ec_ptr info);
+int ec_linalg_solve_complex(int dtype, int64_t batch, int64_t n, int64_t nrhs, ec_ptr a,
+                            ec_ptr x, ec_ptr ipiv, ec_ptr info);
+int ec_linalg_cholesky_complex(int dtype, int64_t batch, int64_t n, int upper, ec_ptr a,
+                               ec_ptr info);
+/* trans: 0 none, 1 transpose, 2 conjugate transpose */
+int ec_linalg_solve_triangular_complex(int dtype, int64_t batch, int64_t n, int64_t nrhs,
+                                       int upper, int trans, int unit, ec_ptr a, ec_ptr x,
+                                       ec_ptr info);
+int ec_linalg_qr_complex(int dtype, int64_t batch, int64_t m, int64_t n, int64_t qcols,
+                         ec_ptr a, ec_ptr q, ec_ptr info);
+int ec_linalg_eigh_complex(int dtype, int64_t batch, int64_t n, int upper, int vectors,
+                           ec_ptr a, ec_ptr w, ec_ptr info);
+int ec_linalg_svd_complex(int dtype, int64_t batch, int64_t m, int64_t n, int job, ec_ptr a,
+                          ec_ptr s, ec_ptr u, ec_ptr vt, ec_ptr info);
+int ec_linalg_lstsq_complex(int dtype, int64_t batch, int64_t m, int64_t n, int64_t nrhs,
+                            int driver, double rcond, ec_ptr a, ec_ptr b, ec_ptr s, ec_ptr rank,
+                            ec_ptr info);
+/* geqrf alone (torch.geqrf), as ec_linalg_geqrf. */
+int ec_linalg_geqrf_complex(int dtype, int64_t batch, int64_t m, int64_t n, ec_ptr a,
+                            ec_ptr tau, ec_ptr info);
+/* LDL of complex matrices from their lower triangle: complex symmetric (sytrf/
+ * sytrs) or, with hermitian, Hermitian (hetrf/hetrs); as ec_linalg_ldl_*. */
+int ec_linalg_ldl_factor_complex(int dtype, int64_t batch, int64_t n, int hermitian, ec_ptr a,
+                                 ec_ptr ipiv, ec_ptr info);
+int ec_linalg_ldl_solve_complex(int dtype, int64_t batch, int64_t n, int64_t nrhs, int hermitian,
+                                ec_ptr a, ec_ptr ipiv, ec_ptr x, ec_ptr info);
+/* General eigendecomposition (geev) of float32/64 or complex64/128 (n x n)
+ * matrices: w (n complex eigenvalues each) and, when v is not 0, the right
+ * eigenvectors as complex columns (n x n), normalized as LAPACK does; a is
+ * overwritten.  Outputs are complex64 for float32/complex64 input, complex128
+ * otherwise. */
+int ec_linalg_eig(int dtype, int64_t batch, int64_t n, ec_ptr a, ec_ptr w, ec_ptr v,
+                  ec_ptr info);
+
 /* ------------------------------------------------------------------------
  * grid sampling and the CTC loss (csrc/cpu/nn/sampling.c).  float32/float64,
  * contiguous arrays.

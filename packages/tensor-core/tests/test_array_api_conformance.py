@@ -121,11 +121,12 @@ def check_same(e, r, *, exact=True, rtol=None, default_float=False, zero_sign=Tr
     assert dname(e.dtype) == want, (e.dtype, r.dtype)
     assert tuple(e.shape) == tuple(r.shape), (e.shape, r.shape)
     a, b = _np(e), _np(r)
-    if a.dtype.kind == "f":
+    if a.dtype.kind in "fc":
         if rtol is None:
-            rtol = 0 if exact else (1e-5 if a.dtype == np.float32 else 1e-12)
+            single = a.dtype in (np.float32, np.complex64)
+            rtol = 0 if exact else (1e-5 if single else 1e-12)
         np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * 1e-3, equal_nan=True)
-        if exact and zero_sign:
+        if exact and zero_sign and a.dtype.kind == "f":
             z = (a == 0) & (b == 0)
             assert (np.signbit(a[z]) == np.signbit(b[z])).all(), "sign of zero"
     else:
@@ -1003,6 +1004,50 @@ def test_linalg(dtype):
     rs = s.linalg.slogdet(g[1])
     check_same(sign, rs.sign, exact=False, rtol=rtol)
     check_same(logabs, rs.logabsdet, exact=False, rtol=rtol)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_linalg_complex(dtype):
+    rng = np.random.default_rng(3)
+    g = pair(rng.standard_normal((2, 3, 3)) + 1j * rng.standard_normal((2, 3, 3)), dtype)
+    r4 = pair(rng.standard_normal((4, 3)) + 1j * rng.standard_normal((4, 3)), dtype)
+    a = g[1]._array
+    hpd = pair(a @ np.conj(a.swapaxes(-1, -2)) + 3 * np.eye(3), dtype)
+    rtol = 2e-3 if dtype == "complex64" else 1e-9
+    cases = [
+        ("cholesky", (hpd,), {}),
+        ("det", (g,), {}),
+        ("inv", (g,), {}),
+        ("matrix_norm", (g,), {}),
+        ("matrix_norm", (g,), {"ord": "nuc"}),
+        ("matrix_norm", (g,), {"ord": 2}),
+        ("matrix_power", (g, -2), {}),
+        ("matrix_rank", (r4,), {}),
+        ("pinv", (r4,), {}),
+        ("solve", (g, g), {}),
+        ("svdvals", (r4,), {}),
+        ("eigvalsh", (hpd,), {}),
+        ("vector_norm", (g,), {}),
+    ]
+    for name, args, kw in cases:
+        ea = [x[0] if isinstance(x, tuple) else x for x in args]
+        sa = [x[1] if isinstance(x, tuple) else x for x in args]
+        check_same(
+            getattr(xp.linalg, name)(*ea, **kw),
+            getattr(s.linalg, name)(*sa, **kw),
+            exact=False,
+            rtol=rtol,
+        )
+    sign, logabs = xp.linalg.slogdet(g[0])
+    rs = s.linalg.slogdet(g[1])
+    check_same(sign, rs.sign, exact=False, rtol=rtol)
+    check_same(logabs, rs.logabsdet, exact=False, rtol=rtol)
+    q, r = xp.linalg.qr(r4[0])
+    np.testing.assert_allclose(_np(q @ r), _np(r4[0]), rtol=rtol, atol=rtol)
+    u, sv, vh = xp.linalg.svd(r4[0], full_matrices=False)
+    np.testing.assert_allclose(
+        _np((u * sv[..., None, :].to(u.dtype)) @ vh), _np(r4[0]), rtol=rtol, atol=rtol
+    )
 
 
 def test_linalg_rejects_integers():

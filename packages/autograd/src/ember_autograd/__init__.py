@@ -20,6 +20,7 @@ from ember_autograd import _derivatives_complex as _derivatives_complex  # noqa:
 from ember_autograd import _derivatives_conv as _derivatives_conv  # noqa: F401 - conv/pool/pad/resample
 from ember_autograd import _derivatives_indexing as _derivatives_indexing  # noqa: F401 - indexing, sorting
 from ember_autograd import _derivatives_linalg as _derivatives_linalg  # noqa: F401 - linalg
+from ember_autograd import _derivatives_linalg_geev as _derivatives_linalg_geev  # noqa: F401 - linalg.eig
 from ember_autograd import _derivatives_lu as _derivatives_lu  # noqa: F401 - lu_factor
 from ember_autograd import _derivatives_nn as _derivatives_nn  # noqa: F401 - nn ops' formulas
 from ember_autograd import _derivatives_random_dist as _derivatives_random_dist  # noqa: F401, E501 - gamma rsample

@@ -3,7 +3,8 @@ _linalg_lu_factor_ex), PyTorch's linalg_lu_backward for square matrices:
 
     A = P L U,  gA = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H
 
-with gL, gU the strictly lower and upper parts of the packed gradient."""
+with gL, gU the strictly lower and upper parts of the packed gradient (^H a
+plain transpose for real matrices)."""
 
 import ember_core as ec
 from ember_autograd._formula import derivative
@@ -20,9 +21,9 @@ def _(grad, A, result):
     P, L, U = ec.linalg.lu_unpack(LU, piv)
     gL = grad.tril(-1)
     gU = grad.triu()
-    phi = (L.mT @ gL).tril(-1) + (gU @ U.mT).triu()
+    phi = (L.mH @ gL).tril(-1) + (gU @ U.mH).triu()
     st = ec.linalg.solve_triangular
     # L^-H phi: solve L^H X = phi;  X U^-H: solve X U^H = Y
-    X = st(L.mT, phi, upper=True, unitriangular=True)
-    X = st(U.mT, X, upper=False, left=False)
+    X = st(L.mH, phi, upper=True, unitriangular=True)
+    X = st(U.mH, X, upper=False, left=False)
     return P @ X

@@ -39,6 +39,7 @@ from ember_core._ops.indexing import advanced_index as _advanced_index
 from ember_core._ops.indexing import index_ops as _index_ops
 from ember_core._ops.indexing import indexing as _idx
 from ember_core._ops.linalg import distance as _distance
+from ember_core._ops.linalg import geev as _linalg_geev
 from ember_core._ops.linalg import lu as _linalg_lu
 from ember_core._ops.linalg import products as _linalg
 from ember_core._ops.linalg.products import (
@@ -360,6 +361,9 @@ for _name in (
     "ldl_solve",
 ):
     setattr(linalg, _name, getattr(_linalg_lu, _name))
+# the general eigendecomposition (geev; complex results)
+for _name in ("eig", "eigvals"):
+    setattr(linalg, _name, getattr(_linalg_geev, _name))
 
 # CUDA devices, streams, events and memory (ember.cuda re-exports it)
 from ember_core import cuda  # noqa: E402

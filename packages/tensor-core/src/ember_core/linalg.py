@@ -106,20 +106,17 @@ def _require_tensor(op, x, name="A"):
 
 
 def _require_float(op, A, kernel=None):
-    """float32/float64 pass.  Like PyTorch's CPU: integers and bool raise a
+    """float32/float64 and complex64/complex128 pass (csrc/cpu/linalg/linalg_complex.c has
+    the complex kernels).  Like PyTorch's CPU: integers and bool raise a
     RuntimeError; float16/bfloat16 raise NotImplementedError naming the CPU
     kernel (or, with kernel=None, RuntimeError 'Low precision dtypes')."""
     dt = A._dtype
-    if dt is D.float32 or dt is D.float64:
+    if dt in _LAPACK_DTYPES:
         return
     if dt.category == 2:
         if kernel is None:
             raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {_tname(dt)}")
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_tname(dt)}'")
-    if dt.is_complex:  # PyTorch has them; ember's LAPACK calls are real-only so far
-        raise NotImplementedError(
-            f"{op}: complex matrices ({_tname(dt)}) are not supported by ember's linalg yet"
-        )
     raise RuntimeError(
         f"{op}: Expected a floating point or complex tensor as input. Got {_tname(dt)}"
     )
@@ -147,11 +144,19 @@ def _same_dtype(op, A, B):
 
 # ------------------------------------------------------------ LAPACK calls
 
+# The dtypes LAPACK computes in (complex ones through csrc/cpu/linalg/linalg_complex.c).
+_LAPACK_DTYPES = (D.float32, D.float64, D.complex64, D.complex128)
+
 # Calls doing more multiply-adds than this release the GIL.
 _NOGIL_FLOPS = 1 << 16
 
 
-def _fn(name, flops, dev):
+def _fn(name, flops, dev, dtype):
+    """The kernel ``name`` (its ``_complex`` counterpart, csrc/cpu/linalg/linalg_complex.c,
+    for complex dtypes)."""
+    if dtype.is_complex:
+        name += "_complex"
+        flops *= 4
     return getattr(dev._kn if flops > _NOGIL_FLOPS else dev._k, name)
 
 
@@ -197,6 +202,8 @@ _MESSAGES = {
     "positive-definite (the leading minor of order {code} is not positive-definite).",
     "eigh": "The algorithm failed to converge because the input matrix is ill-conditioned or "
     "has too many repeated eigenvalues (error code: {code}).",
+    "eig": "The algorithm failed to converge because the input matrix is ill-conditioned or "
+    "has too many repeated eigenvalues (error code: {code}).",
     "svd": "The algorithm failed to converge because the input matrix is ill-conditioned or "
     "has too many repeated singular values (error code: {code}).",
     "lstsq": "The least squares solution could not be computed because the input matrix does "
@@ -215,7 +222,7 @@ def _check_info(op, info, kind):
     i, code = err
     if code < 0:  # an argument LAPACK refused: a bug here, not the user's
         raise RuntimeError(f"{op}: LAPACK rejected argument {-code} (internal error)")
-    prefix = _batch_prefix(info, i) if kind not in ("eigh",) else ""
+    prefix = _batch_prefix(info, i) if kind not in ("eigh", "eig") else ""
     raise LinAlgError(f"{op}: {prefix}" + _MESSAGES[kind].format(code=code))
 
 
@@ -244,7 +251,7 @@ def _linalg_lu_factor_ex(A, check_errors=False):
     nb = _numel(batch)
     if nb and m and n:
         check(
-            _fn("ec_linalg_lu", nb * m * n * k, lu._storage._device)(
+            _fn("ec_linalg_lu", nb * m * n * k, lu._storage._device, A._dtype)(
                 A._dtype.code, nb, m, n, lu._ptr, piv._ptr, info._ptr
             ),
             op,
@@ -283,14 +290,17 @@ def _linalg_det(A):
 
 @defop(method=False)
 def _linalg_slogdet(A):
-    """(sign, log|det|) from the LU factors (log|det| sums logs: no overflow)."""
+    """(sign, log|det|) from the LU factors (log|det| sums logs: no overflow);
+    for complex A the sign is det / |det| and log|det| is real."""
     op = "linalg.slogdet"
     _require_matrix(op, A)
     _require_float(op, A)
     d, sign = _lu_det_parts(A, op)
     if sign is None:
-        return ones(A._shape[:-2], dtype=A._dtype), zeros(A._shape[:-2], dtype=A._dtype)
-    return d.sign().prod(-1) * sign, d.abs().log().sum(-1)
+        return ones(A._shape[:-2], dtype=A._dtype), zeros(A._shape[:-2], dtype=A._dtype.to_real())
+    # complex: the sign is the unit number det / |det| (sgn of each pivot)
+    dsign = d.sgn() if A._dtype.is_complex else d.sign()
+    return dsign.prod(-1) * sign, d.abs().log().sum(-1)
 
 
 @defop(method=False, autocast="fp32")
@@ -307,7 +317,7 @@ def _linalg_inv_ex(A, check_errors=False):
     if nb and n:
         piv = _int32((nb, n), A)
         check(
-            _fn("ec_linalg_inv", nb * n * n * n, x._storage._device)(
+            _fn("ec_linalg_inv", nb * n * n * n, x._storage._device, A._dtype)(
                 A._dtype.code, nb, n, x._ptr, piv._ptr, info._ptr
             ),
             op,
@@ -350,7 +360,7 @@ def _linalg_solve(A, B):
     if nb and n:
         piv = _int32((nb, n), A)
         check(
-            _fn("ec_linalg_solve", nb * n * n * (n + k), a._storage._device)(
+            _fn("ec_linalg_solve", nb * n * n * (n + k), a._storage._device, A._dtype)(
                 A._dtype.code, nb, n, k, a._ptr, x._ptr, piv._ptr, info._ptr
             ),
             op,
@@ -375,7 +385,7 @@ def _linalg_cholesky_ex(A, upper=False, check_errors=False):
     nb = _numel(batch)
     if nb and n:
         check(
-            _fn("ec_linalg_cholesky", nb * n * n * n // 3, x._storage._device)(
+            _fn("ec_linalg_cholesky", nb * n * n * n // 3, x._storage._device, A._dtype)(
                 A._dtype.code, nb, n, 1 if upper else 0, x._ptr, info._ptr
             ),
             op,
@@ -402,7 +412,7 @@ def _linalg_solve_triangular(A, B, upper, unitriangular=False):
     if nb and n and k:
         info = _int32((nb,), A)
         check(
-            _fn("ec_linalg_solve_triangular", nb * n * n * k, a._storage._device)(
+            _fn("ec_linalg_solve_triangular", nb * n * n * k, a._storage._device, A._dtype)(
                 A._dtype.code,
                 nb,
                 n,
@@ -441,7 +451,7 @@ def _linalg_qr(A, mode="reduced"):
     info = _int32(batch, A)
     if nb and m and n:
         check(
-            _fn("ec_linalg_qr", nb * m * n * k, a._storage._device)(
+            _fn("ec_linalg_qr", nb * m * n * k, a._storage._device, A._dtype)(
                 A._dtype.code, nb, m, n, qcols, a._ptr, q._ptr if q is not None else 0, info._ptr
             ),
             op,
@@ -473,11 +483,11 @@ def _linalg_eigh(A, UPLO="L", compute_v=True):
     batch = A._shape[:-2]
     nb = _numel(batch)
     a = _fortran(A)
-    w = empty(batch + (n,), A._dtype, A._storage._device)
+    w = empty(batch + (n,), A._dtype.to_real(), A._storage._device)  # real, also for complex A
     info = _int32(batch, A)
     if nb and n:
         check(
-            _fn("ec_linalg_eigh", nb * n * n * n, a._storage._device)(
+            _fn("ec_linalg_eigh", nb * n * n * n, a._storage._device, A._dtype)(
                 A._dtype.code,
                 nb,
                 n,
@@ -511,14 +521,14 @@ def _linalg_svd(A, full_matrices=True, compute_uv=True):
     dev = A._storage._device
     job = ("A" if full_matrices else "S") if compute_uv else "N"
     ucols, vrows = (m, n) if full_matrices else (k, k)
-    s = empty(batch + (k,), A._dtype, dev)
+    s = empty(batch + (k,), A._dtype.to_real(), dev)  # real, also for complex A
     u = _fortran_empty(batch, m, ucols, A) if compute_uv else None
     vt = _fortran_empty(batch, vrows, n, A) if compute_uv else None
     info = _int32(batch, A)
     if nb and m and n:
         a = _fortran(A)
         check(
-            _fn("ec_linalg_svd", nb * m * n * k, a._storage._device)(
+            _fn("ec_linalg_svd", nb * m * n * k, a._storage._device, A._dtype)(
                 A._dtype.code,
                 nb,
                 m,
@@ -546,18 +556,19 @@ def _tolerances(op, A, S_max, atol, rtol):
     """PyTorch's threshold max(atol, rtol * S_max) (rtol defaults to eps * max(m, n)
     when neither is given), as a tensor broadcasting against the singular values."""
 
+    rd = A._dtype.to_real()
+
     def as_t(v):
         if isinstance(v, Tensor):
-            return v.to(A._dtype)
+            return v.to(rd)
 
-        return full((), float(v), dtype=A._dtype)
+        return full((), float(v), dtype=rd)
 
     if rtol is None:
-        eps = 1.1920928955078125e-07 if A._dtype is D.float32 else 2.220446049250313e-16
         rtol = (
             0.0
             if (atol is not None and not _is_zero_number(atol))
-            else eps * max(A._shape[-2], A._shape[-1])
+            else _eps(A._dtype) * max(A._shape[-2], A._shape[-1])
         )
     a = as_t(0.0 if atol is None else atol)
     r = as_t(rtol)
@@ -566,6 +577,11 @@ def _tolerances(op, A, S_max, atol, rtol):
     if len(r._shape):
         r = r.unsqueeze(-1)
     return maximum(a, r * S_max)
+
+
+def _eps(dtype):
+    """Machine epsilon of dtype's real part (float32/complex64 or float64/complex128)."""
+    return 1.1920928955078125e-07 if dtype.to_real() is D.float32 else 2.220446049250313e-16
 
 
 def _is_zero_number(v):
@@ -578,7 +594,7 @@ def _linalg_pinv(A, atol=None, rtol=None, hermitian=False):
     values at or below max(atol, rtol * largest) treated as zero."""
     op = "linalg.pinv"
     _require_tensor(op, A)
-    if len(A._shape) < 2 or A._dtype not in (D.float32, D.float64):
+    if len(A._shape) < 2 or A._dtype not in _LAPACK_DTYPES:
         raise RuntimeError(
             f"{op}({_tname(A._dtype)}{list(A._shape)}): expected a tensor with 2 or more "
             "dimensions of float, double, cfloat or cdouble types"
@@ -592,11 +608,11 @@ def _linalg_pinv(A, atol=None, rtol=None, hermitian=False):
         absw = w.abs()
         tol = _tolerances(op, A, absw.amax(-1, keepdim=True), atol, rtol)
         winv = where(absw > tol, 1.0 / w, 0.0)
-        return (V * winv.unsqueeze(-2)) @ V.mT
+        return (V * winv.unsqueeze(-2).to(V._dtype)) @ V.mH
     U, sv, Vh = _linalg_svd(A, False, True)
     tol = _tolerances(op, A, sv[..., :1], atol, rtol)
     sinv = where(sv > tol, 1.0 / sv, 0.0)
-    return (Vh.mT * sinv.unsqueeze(-2)) @ U.mT
+    return (Vh.mH * sinv.unsqueeze(-2).to(Vh._dtype)) @ U.mH
 
 
 _DRIVERS = {"gels": 0, "gelsy": 1, "gelsd": 2, "gelss": 3}
@@ -623,8 +639,7 @@ def _linalg_lstsq(A, B, rcond=None, driver=None):
     batch = _shape.broadcast_shapes(A._shape[:-2], B._shape[:-2], op=op)
     dev = A._storage._device
     if rcond is None:
-        eps = 1.1920928955078125e-07 if A._dtype is D.float32 else 2.220446049250313e-16
-        rcond = eps * max(m, n)
+        rcond = _eps(A._dtype) * max(m, n)
     nb = _numel(batch)
     ldb = max(m, n)
     a = _fortran(A, batch)
@@ -633,12 +648,12 @@ def _linalg_lstsq(A, B, rcond=None, driver=None):
         x[..., m:].zero_()
     kk = min(m, n)
     want_sv = driver in ("gelsd", "gelss")
-    s = empty(batch + (kk,), A._dtype, dev) if want_sv else None
+    s = empty(batch + (kk,), A._dtype.to_real(), dev) if want_sv else None
     rank = _int32(batch, A)
     info = _int32(batch, A)
     if nb and m and n and k:
         check(
-            _fn("ec_linalg_lstsq", nb * m * n * max(m, n, k), a._storage._device)(
+            _fn("ec_linalg_lstsq", nb * m * n * max(m, n, k), a._storage._device, A._dtype)(
                 A._dtype.code,
                 nb,
                 m,
@@ -661,17 +676,18 @@ def _linalg_lstsq(A, B, rcond=None, driver=None):
         if s is not None:
             s.zero_()
     sol = x.mT[..., :n, :]
-    residuals = empty((0,), A._dtype, dev)
+    residuals = empty((0,), A._dtype.to_real(), dev)
     rank64 = rank.to(D.int64)
     if m > n and driver != "gelsy":
         full_rank = True
         if driver in ("gelsd", "gelss"):
             full_rank = bool((rank64 == n).all().item())
         if full_rank:
-            residuals = x.mT[..., n:, :].square().sum(-2)
+            r = x.mT[..., n:, :]
+            residuals = (r.abs() if r._dtype.is_complex else r).square().sum(-2)
     if driver == "gels":
         rank64 = empty((0,), D.int64, dev)
-    return sol, residuals, rank64, s if s is not None else empty((0,), A._dtype, dev)
+    return sol, residuals, rank64, s if s is not None else empty((0,), A._dtype.to_real(), dev)
 
 
 # --------------------------------------------------- the torch.linalg namespace
@@ -900,7 +916,7 @@ def lstsq(A, B, rcond=None, driver=None):
     op = "torch.linalg.lstsq"
     _require_tensor(op, A, "input")
     _require_tensor(op, B, "other")
-    if A._dtype not in (D.float32, D.float64):
+    if A._dtype not in _LAPACK_DTYPES:
         raise RuntimeError("This function doesn't handle types other than float and double")
     _same_dtype(op, A, B)
     if len(A._shape) < 2:
@@ -932,7 +948,7 @@ def matrix_rank(A, atol=None, rtol=None, hermitian=False, out=None, tol=None):
     """The number of singular values above max(atol, rtol * largest)."""
     op = "linalg.matrix_rank"
     _require_tensor(op, A)
-    if A._dtype not in (D.float32, D.float64):
+    if A._dtype not in _LAPACK_DTYPES:
         raise RuntimeError("This function doesn't handle types other than float and double")
     if tol is not None:
         atol, rtol = tol, 0.0
@@ -1009,7 +1025,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     d0, d1 = _matrix_dims(op, A, dim)
     if dtype is not None:
         A = A.to(dtype)
-    if A._dtype not in (D.float32, D.float64) and A._dtype.category != 2:
+    if A._dtype.category not in (2, 3):
         raise RuntimeError(
             f"{op}: Expected a floating point or complex tensor as input. Got {_tname(A._dtype)}"
         )
@@ -1242,11 +1258,11 @@ def matrix_exp(A):
     approximant (composite: differentiable through its matmuls and solve)."""
     op = "linalg.matrix_exp"
     _require_matrix(op, A)
-    if A._dtype.category != 2:
+    if A._dtype.category not in (2, 3):
         raise RuntimeError(
             f"{op}: Expected a floating point or complex tensor as input. Got {_tname(A._dtype)}"
         )
-    low = A._dtype not in (D.float32, D.float64)
+    low = A._dtype not in _LAPACK_DTYPES
     X = A.to(D.float32) if low else A
     n = X._shape[-1]
     if X._numel == 0:
@@ -1308,8 +1324,12 @@ def _torch_det(input):
 
 @defop("logdet(input)", composite=True)
 def _torch_logdet(input):
-    """log(det(A)): nan for a negative determinant, -inf for zero."""
+    """log(det(A)): nan for a negative determinant, -inf for zero; for complex A
+    the complex logarithm log|det| + i arg(det)."""
     sign, logabs = _linalg_slogdet(input)
+
+    if sign._dtype.is_complex:
+        return sign.log() + logabs
 
     return where(sign < 0, math.nan, logabs)
 
@@ -1346,9 +1366,9 @@ def _torch_cholesky_solve(input, input2, upper=False, out=None):
     _require_matrix(op, input2, name="A")
     _require_float(op, input2, "cholesky_solve_cpu")
     _same_dtype(op, input2, input)
-    L = input2.mT if upper else input2
+    L = input2.mH if upper else input2  # A = L L^H
     y = _linalg_solve_triangular(L, input, False)
-    return _out(_linalg_solve_triangular(L.mT, y, True), out)
+    return _out(_linalg_solve_triangular(L.mH, y, True), out)
 
 
 @defop("cholesky_inverse(input, upper=False, *, out=None)", composite=True, autocast="fp32")
@@ -1366,7 +1386,7 @@ def _torch_svd(input, some=True, compute_uv=True, out=None):
     reduced SVD; without compute_uv U and V are zero)."""
     if compute_uv:
         U, S, Vh = _linalg_svd(input, not some, True)
-        return _out(R.svd(U, S, Vh.mT), out)
+        return _out(R.svd(U, S, Vh.mH), out)
 
     S = _linalg_svd(input, False, _wants_grad(input))[1]
     m, n = input._shape[-2], input._shape[-1]

@@ -13,7 +13,8 @@ tests/test_array_api_conformance.py.  What cannot conform:
 - complex64/complex128 and uint16/32/64 are there; the wide unsigned integers
   have the few kernels PyTorch has for them (mul, ==, !=, bitwise and/or/xor,
   sort), so most arithmetic on them raises; the ``fft`` extension is
-  ember_core.fft's; the ``linalg`` extension covers real floating dtypes;
+  ember_core.fft's; the ``linalg`` extension covers the real and complex
+  floating dtypes;
 - the array object is ember's PyTorch-compatible Tensor, so where PyTorch
   and the standard part ways it follows PyTorch: ``size`` is a method rather
   than an attribute; an operator between an array and a 0-d array of another

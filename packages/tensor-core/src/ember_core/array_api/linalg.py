@@ -1,5 +1,5 @@
 """The array API standard's ``linalg`` extension (2024.12) over ember_core.linalg,
-for real floating dtypes (ember has no complex ones).
+for the real and complex floating dtypes.
 
 Functions that need a floating input raise TypeError for integer and boolean
 arrays, as the standard's reference does, rather than computing in some other
@@ -22,7 +22,7 @@ SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
 
 def _floating(x, op, name="x"):
     check_array(x, name)
-    if x.dtype.category != 2:
+    if x.dtype.category not in (2, 3):  # real or complex floating
         raise TypeError(f"linalg.{op}: {name} must have a floating-point dtype, got {x.dtype}")
     return x
 

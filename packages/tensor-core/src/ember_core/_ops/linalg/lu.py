@@ -123,15 +123,15 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     P, L, U = lu_unpack(LU, pivots)
     if not left:
         # X A = B  <=>  A^H X^H = B^H
-        X = lu_solve(LU, pivots, B.mT, left=True, adjoint=not adjoint).mT
+        X = lu_solve(LU, pivots, B.mH, left=True, adjoint=not adjoint).mH
         return out.copy_(X) if out is not None else X
     st = ec.linalg.solve_triangular
     if not adjoint:
         Y = st(L, P.mT @ B, upper=False, unitriangular=True)
         X = st(U, Y, upper=True)
     else:
-        Y = st(U.mT, B, upper=False)
-        X = P @ st(L.mT, Y, upper=True, unitriangular=True)
+        Y = st(U.mH, B, upper=False)
+        X = P @ st(L.mH, Y, upper=True, unitriangular=True)
     return out.resize_(X.shape).copy_(X) if out is not None else X
 
 
@@ -215,7 +215,7 @@ def householder_product(A, tau, out=None):
     Q = ec.eye(m, n, dtype=A.dtype, device=A.device).expand(tuple(A.shape[:-2]) + (m, n))
     for i in reversed(range(k)):
         v = V[..., :, i : i + 1]  # (..., m, 1)
-        Q = Q - tau[..., i, None, None] * (v @ (v.mT @ Q))
+        Q = Q - tau[..., i, None, None] * (v @ (v.mH @ Q))
     return out.resize_(Q.shape).copy_(Q) if out is not None else Q
 
 
@@ -236,12 +236,9 @@ def _geqrf_impl(input, out=None):
     info = L._int32(batch, input)
     nb = L._numel(batch)
     if nb and m and n:
-        check(
-            a._storage._device._k.ec_linalg_geqrf(
-                input._dtype.code, nb, m, n, a._ptr, tau._ptr, info._ptr
-            ),
-            op,
-        )
+        k_ = a._storage._device._k
+        fn = k_.ec_linalg_geqrf_complex if input._dtype.is_complex else k_.ec_linalg_geqrf
+        check(fn(input._dtype.code, nb, m, n, a._ptr, tau._ptr, info._ptr), op)
     return _out(_GEQRF(a.mT, tau), out)
 
 
@@ -278,10 +275,12 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     C = other
     for i in order:
         v, t = vs[i], tau[..., i, None, None]
+        if transpose:  # Q^H: H_i^H = I - conj(tau_i) v_i v_i^H
+            t = t.conj()
         if left:
-            C = C - t * (v @ (v.mT @ C))
+            C = C - t * (v @ (v.mH @ C))
         else:
-            C = C - t * ((C @ v) @ v.mT)
+            C = C - t * ((C @ v) @ v.mH)
     return out.resize_(C.shape).copy_(C) if out is not None else C
 
 
@@ -316,7 +315,8 @@ _LDL = collections.namedtuple("linalg_ldl_factor", ["LD", "pivots"])
 
 def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     """(LD, pivots, info): Bunch-Kaufman A = L D L^T of a symmetric matrix (its
-    lower triangle is read), LAPACK's compact form (sytrf) with 1-based pivots."""
+    lower triangle is read), LAPACK's compact form (sytrf) with 1-based pivots;
+    complex A with hermitian=True: A = L D L^H (hetrf)."""
 
     op = "torch.linalg.ldl_factor_ex"
     if not isinstance(A, Tensor) or A.dim() < 2 or A.shape[-1] != A.shape[-2]:
@@ -327,7 +327,7 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
             if shape
             else f"{op}: The input tensor A must have at least 2 dimensions."
         )
-    if not A.dtype.is_floating_point:
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise RuntimeError(
             f"{op}: Expected a floating point or complex tensor as input. Got {L._tname(A.dtype)}"
         )
@@ -339,12 +339,14 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     info = L._int32(batch, A)
     nb = L._numel(batch)
     if nb and n:
-        check(
-            a._storage._device._k.ec_linalg_ldl_factor(
-                A._dtype.code, nb, n, a._ptr, piv._ptr, info._ptr
-            ),
-            op,
-        )
+        k_ = a._storage._device._k
+        if A._dtype.is_complex:  # complex symmetric, or Hermitian (LDL^H)
+            st = k_.ec_linalg_ldl_factor_complex(
+                A._dtype.code, nb, n, 1 if hermitian else 0, a._ptr, piv._ptr, info._ptr
+            )
+        else:
+            st = k_.ec_linalg_ldl_factor(A._dtype.code, nb, n, a._ptr, piv._ptr, info._ptr)
+        check(st, op)
     else:
         info.zero_()
     if check_errors and bool((info != 0).any()):
@@ -396,11 +398,23 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     info = L._int32(batch, LD)
     nb = L._numel(batch)
     if nb and n and nrhs:
-        check(
-            a._storage._device._k.ec_linalg_ldl_solve(
+        k_ = a._storage._device._k
+        if LD._dtype.is_complex:
+            st = k_.ec_linalg_ldl_solve_complex(
+                LD._dtype.code,
+                nb,
+                n,
+                nrhs,
+                1 if hermitian else 0,
+                a._ptr,
+                piv._ptr,
+                x._ptr,
+                info._ptr,
+            )
+        else:
+            st = k_.ec_linalg_ldl_solve(
                 LD._dtype.code, nb, n, nrhs, a._ptr, piv._ptr, x._ptr, info._ptr
-            ),
-            op,
-        )
+            )
+        check(st, op)
     r = x.mT
     return out.resize_(r.shape).copy_(r) if out is not None else r

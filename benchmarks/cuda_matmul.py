@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 import ember_core as ec
-from ember_core import _cuda_blas
+from ember_core._cuda import blas as _cuda_blas
 
 CASES = [
     # name, shapes of a and b, dtype, tf32

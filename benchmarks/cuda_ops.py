@@ -187,6 +187,39 @@ def setup_tiny_add(m, requires_grad):
     return lambda: a + b
 
 
+def setup_sdpa(m, backward):
+    # GPT-2-small-like attention: batch 8, 12 heads, 1024 tokens, head dim 64,
+    # bf16, causal (ember: the fused kernel, csrc/cuda/attention.cuh)
+    F = m.nn.functional
+    shape = (8, 12, 1024, 64)
+    q, k, v = (m.randn(*shape, device="cuda", dtype=m.bfloat16) for _ in range(3))
+    if not backward:
+        return lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    for t in (q, k, v):
+        t.requires_grad_(True)
+    go = m.randn(*shape, device="cuda", dtype=m.bfloat16)
+    return lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(go)
+
+
+def setup_grid_sample(m, backward):
+    F = m.nn.functional
+    x = m.randn(8, 32, 128, 128, device="cuda", requires_grad=backward)
+    g = (m.rand(8, 128, 128, 2, device="cuda") * 2.2 - 1.1).requires_grad_(backward)
+    if not backward:
+        return lambda: F.grid_sample(x, g, align_corners=False)
+    go = m.randn(8, 32, 128, 128, device="cuda")
+    return lambda: F.grid_sample(x, g, align_corners=False).backward(go)
+
+
+def setup_ctc(m):
+    F = m.nn.functional
+    T, N, C, S = 200, 32, 40, 50
+    lp = m.randn(T, N, C, device="cuda").log_softmax(2).detach().requires_grad_(True)
+    tg = m.randint(1, C, (N, S), device="cuda")
+    il, tl = m.full((N,), T, dtype=m.int64), m.full((N,), S, dtype=m.int64)
+    return lambda: F.ctc_loss(lp, tg, il, tl).backward()
+
+
 GB = 1e9
 TFLOP = 1e12
 
@@ -278,6 +311,20 @@ CASES = [
         flops=2 * 64 * 512**3,
         target=("ratio", 0.95),
     ),
+    # issue 16's kernels without targets yet (measured as ratios to PyTorch)
+    Case(
+        "sdpa causal bf16 8x12x1024x64",
+        lambda m: setup_sdpa(m, False),
+        flops=2 * 8 * 12 * 1024 * 1024 * 64,
+    ),
+    Case(
+        "sdpa causal bf16 8x12x1024x64 fwd+bwd",
+        lambda m: setup_sdpa(m, True),
+        flops=7 * 8 * 12 * 1024 * 1024 * 64,
+    ),
+    Case("grid_sample 8x32x128x128", lambda m: setup_grid_sample(m, False)),
+    Case("grid_sample 8x32x128x128 fwd+bwd", lambda m: setup_grid_sample(m, True)),
+    Case("ctc_loss T200 N32 C40 S50 fwd+bwd", setup_ctc),
     Case(
         "pinned h2d 256MB",
         lambda m: setup_pinned(m, "h2d"),

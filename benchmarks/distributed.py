@@ -7,9 +7,10 @@ CPU, all in the same run (medians of repeated calls, 2 processes on this machine
 - all_reduce of float32 tensors from 4 KB to 256 MB: ember (MPI backend) vs mpi4py's own
   Allreduce on NumPy arrays vs PyTorch's gloo (when torch is installed); bus bandwidth
   = 2 (n-1)/n * bytes / time, and ember's ratio to each;
-- the `make train` CNN's DDP step (forward, backward, SGD) on 2 processes vs 1 process
-  with the same global batch, and DDP with 25 MiB buckets vs one bucket holding every
-  gradient (one all-reduce after backward): scaling efficiency and the gain from overlap.
+- the `make train` CNN's DDP step (forward, backward, SGD) on 2 processes (one thread
+  each) vs 1 process (every core) with the same global batch, and DDP with 0.1 MiB
+  buckets (all-reduces overlapping backward) vs one bucket holding every gradient (one
+  all-reduce after backward): scaling efficiency and the gain from overlap.
 GPU: NCCL all_reduce on one device (a smoke figure: a world of one copies nothing across
 GPUs) and a DDP step with backend='nccl', world size 1, vs the module without DDP.
 """
@@ -23,10 +24,28 @@ import time
 
 HERE = os.path.abspath(__file__)
 SIZES = [4 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20]
+ROUNDS = 3  # DDP configurations: each runs this many times, in turn
 
 
 def _reps(nbytes):
-    return 50 if nbytes <= 1 << 20 else (10 if nbytes <= 16 << 20 else 3)
+    return (
+        300 if nbytes <= 64 << 10 else 50 if nbytes <= 1 << 20 else 10 if nbytes <= 16 << 20 else 3
+    )
+
+
+def _medians(fns, reps, sync):
+    """{name: median time} of the functions, called in turn (ember, mpi4py, ember,
+    ...): a change of load on the machine touches every one alike."""
+    for fn in fns.values():
+        fn()
+    times = {k: [] for k in fns}
+    for _ in range(reps):
+        for k, fn in fns.items():
+            sync()
+            t = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t)
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def _median(fn, reps, sync):
@@ -56,10 +75,14 @@ def worker_allreduce():
         t = ec.ones(n)
         a, b = np.ones(n, np.float32), np.empty(n, np.float32)
         reps = _reps(nbytes)
-        out[nbytes] = {
-            "ember": _median(lambda t=t: dist.all_reduce(t), reps, comm.Barrier),
-            "mpi4py": _median(lambda a=a, b=b: comm.Allreduce(a, b), reps, comm.Barrier),
-        }
+        out[nbytes] = _medians(
+            {
+                "ember": lambda t=t: dist.all_reduce(t),
+                "mpi4py": lambda a=a, b=b: comm.Allreduce(a, b),
+            },
+            reps,
+            comm.Barrier,
+        )
     if comm.Get_rank() == 0:
         print("RESULT " + json.dumps(out), flush=True)
 
@@ -101,6 +124,9 @@ def gloo():
 
 
 def worker_ddp(buckets):
+    """One DDP configuration: ``none`` (no DDP: the 1-process baseline) or a
+    bucket_cap_mb.  The machine's cores are shared out: each of the world's
+    processes computes on cores // world threads (1 process: every core)."""
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "..", "examples"))
     from train_digits import CNN
 
@@ -110,12 +136,14 @@ def worker_ddp(buckets):
 
     dist.init_process_group("mpi")
     world = dist.get_world_size()
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
     torch.manual_seed(0)
     model = CNN()
     model.eval()  # no dropout: the same work in every configuration
-    if world > 1 or buckets != "none":
-        cap = 1e6 if buckets == "one" else 25
-        model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=cap)
+    n_buckets = 0
+    if buckets != "none":
+        model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=float(buckets))
+        n_buckets = len(model._buckets)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     batch = 128 // world
     x, y = torch.randn(batch, 1, 8, 8), torch.randint(0, 10, (batch,))
@@ -125,9 +153,9 @@ def worker_ddp(buckets):
         F.cross_entropy(model(x), y).backward()
         opt.step()
 
-    t = _median(step, 30, dist.barrier)
+    t = _median(step, 40, dist.barrier)
     if dist.get_rank() == 0:
-        print("RESULT " + json.dumps({"step": t}), flush=True)
+        print("RESULT " + json.dumps({"step": t, "buckets": n_buckets}), flush=True)
 
 
 def _mpirun(n, *args):
@@ -147,9 +175,18 @@ def _mpirun(n, *args):
 def cpu():
     ar = _mpirun(2, "--worker", "allreduce")
     g = gloo()
-    print("all_reduce, float32, 2 processes: bus bandwidth GB/s (median)")
-    head = ("size", "ember", "mpi4py", "gloo", "ember/mpi4py", "ember/gloo")
-    print("{:>8} {:>8} {:>8} {:>8} {:>13} {:>11}".format(*head))
+    print(f"all_reduce, float32, 2 processes: bus bandwidth GB/s (median); {_load()}")
+    head = (
+        "size",
+        "ember",
+        "mpi4py",
+        "gloo",
+        "ember/mpi4py",
+        "ember/gloo",
+        "ember us",
+        "mpi4py us",
+    )
+    print("{:>8} {:>8} {:>8} {:>8} {:>13} {:>11} {:>10} {:>10}".format(*head))
     for nbytes in SIZES:
         r = ar[str(nbytes)]
         bw = {k: nbytes / v / 1e9 for k, v in r.items()}  # 2(n-1)/n = 1 for n = 2
@@ -158,20 +195,44 @@ def cpu():
         gl_s = f"{gl:8.2f}" if gl else "       -"
         ratio = f"{e / gl:11.2f}" if gl else "          -"
         m = bw["mpi4py"]
-        print(f"{nbytes >> 10:>6}KB {e:>8.2f} {m:>8.2f} {gl_s} {e / m:>13.2f} {ratio}")
-    one = _mpirun(1, "--worker", "ddp", "none")["step"]
-    two = _mpirun(2, "--worker", "ddp", "25")["step"]
-    single = _mpirun(2, "--worker", "ddp", "one")["step"]
-    print("\nDDP step of the make-train CNN, global batch 128 (median of 30)")
-    print(f"  1 process, no DDP:             {one * 1e3:7.2f} ms")
-    print(
-        f"  2 processes, DDP 25 MiB buckets: {two * 1e3:7.2f} ms  scaling efficiency "
-        f"{one / (2 * two) * 100:.0f}% (speed-up {one / two:.2f}x)"
+        us = f"{r['ember'] * 1e6:>10.1f} {r['mpi4py'] * 1e6:>10.1f}"
+        print(f"{nbytes >> 10:>6}KB {e:>8.2f} {m:>8.2f} {gl_s} {e / m:>13.2f} {ratio} {us}")
+    # the configurations run in turn, ROUNDS times: a change of load on the machine
+    # touches each alike; the median of each one's medians is reported
+    configs = {"one": (1, "none"), "default": (2, "25"), "small": (2, "0.1"), "single": (2, "1e6")}
+    runs = {k: [] for k in configs}
+    for _ in range(ROUNDS):
+        for k, (n, cap) in configs.items():
+            runs[k].append(_mpirun(n, "--worker", "ddp", cap))
+    one, default, small, single = (
+        {"step": statistics.median(r["step"] for r in runs[k]), "buckets": runs[k][0]["buckets"]}
+        for k in configs
     )
+
+    def row(name, r):
+        b = f", {r['buckets']} bucket{'s' if r['buckets'] != 1 else ''}" if r["buckets"] else ""
+        return f"  {name + b + ':':<54} {r['step'] * 1e3:7.2f} ms"
+
     print(
-        f"  2 processes, one bucket:        {single * 1e3:7.2f} ms  gain from overlap "
-        f"{(single / two - 1) * 100:+.0f}%"
+        f"\nDDP step of the make-train CNN, global batch 128 (median of 40 steps, median of "
+        f"{ROUNDS} rounds); {_load()}"
     )
+    print(row(f"1 process ({os.cpu_count()} threads), no DDP", one))
+    print(
+        row("2 processes (1 thread each), DDP 25 MiB", default)
+        + f"  scaling efficiency {one['step'] / (2 * default['step']) * 100:.0f}%"
+        f" (speed-up {one['step'] / default['step']:.2f}x)"
+    )
+    print(row("2 processes, DDP 0.1 MiB buckets (overlap)", small))
+    print(
+        row("2 processes, one bucket (after backward)", single)
+        + f"  gain from overlap {(single['step'] / small['step'] - 1) * 100:+.0f}%"
+    )
+
+
+def _load():
+    with open("/proc/loadavg") as f:
+        return "load average " + " ".join(f.read().split()[:3])
 
 
 def gpu():

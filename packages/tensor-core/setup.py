@@ -62,7 +62,7 @@ class parallel_build_ext(build_ext):
 
 
 class build_ext_with_stubs(parallel_build_ext):
-    """Note [Stubs] (ember_core/_stubgen.py): once the extension is built, import
+    """Note [Stubs] (ember_core/_codegen/stubgen.py): once the extension is built, import
     the built package in a child process and write its type stubs next to it, so
     the wheel ships them.  ember_allocator (a run-time dependency) must be
     importable: installed (it is a build requirement for isolated builds) or
@@ -80,7 +80,7 @@ class build_ext_with_stubs(parallel_build_ext):
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
         out = build_lib / "ember_core"
         result = subprocess.run(
-            [sys.executable, "-m", "ember_core._stubgen", str(out)],
+            [sys.executable, "-m", "ember_core._codegen.stubgen", str(out)],
             env=env,
             cwd=build_lib,
             capture_output=True,

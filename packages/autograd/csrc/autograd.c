@@ -148,7 +148,7 @@ static PyObject* py_record_checked;
 static PyObject* py_handle_inplace;
 static PyObject* py_edge;         /* _handler._edge(t) */
 static PyObject* py_accumulator;  /* _node.accumulator(t) */
-static PyObject* py_alias;        /* ember_core._tensor.alias(t) */
+static PyObject* py_alias;        /* ember_core._tensor.tensor.alias(t) */
 static PyObject* py_saved_result; /* _handler._saved_result(result, diff, name, keep) */
 static PyObject* hooks_stack;     /* _node.hooks_stack */
 static PyObject* call_impl;       /* ember_core's Op.call_impl (the end of the handler chain) */

@@ -571,28 +571,28 @@ add(
     "tensor-index",
     lambda ns, x, i: x[i],
     [T(shape=(4, 2)), T(dtype="int64", values=(0, 2, 0, 3), grad=False)],
-    needs="_advanced_index",
+    needs="_ops.indexing.advanced_index",
 )
 add(
     "__getitem__",
     "list-index",
     lambda ns, x: x[[1, 1, 0]],
     [T(shape=(3, 2))],
-    needs="_advanced_index",
+    needs="_ops.indexing.advanced_index",
 )
 add(
     "__getitem__",
     "bool-mask",
     lambda ns, x, m: x[m],
     [T(), T(dtype="bool", values=((True, False, True), (False, True, True)), grad=False)],
-    needs="_advanced_index",
+    needs="_ops.indexing.advanced_index",
 )
 add(
     "__getitem__",
     "mixed",
     lambda ns, x, i: x[1:, i],
     [T(shape=(3, 4)), T(dtype="int64", values=(3, 0, 3), grad=False)],
-    needs="_advanced_index",
+    needs="_ops.indexing.advanced_index",
 )
 add(
     "__setitem__",
@@ -610,7 +610,7 @@ add(
     "tensor-index",
     lambda ns, x, i, v: _setitem(x, i, v),
     [T(shape=(4, 2)), T(dtype="int64", values=(0, 2), grad=False), T(shape=(2, 2))],
-    needs="_advanced_index",
+    needs="_ops.indexing.advanced_index",
 )
 add(
     "__setitem__",
@@ -621,7 +621,7 @@ add(
         T(dtype="bool", values=((True, False, True), (False, True, False)), grad=False),
         T(shape=()),
     ],
-    needs="_advanced_index",
+    needs="_ops.indexing.advanced_index",
 )
 
 

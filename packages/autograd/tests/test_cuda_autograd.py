@@ -239,6 +239,44 @@ def grad_cases():
             [(2, 3, 9, 10), (2, 4, 5, 2)],
         ),
         (
+            "grid_sample bicubic reflection, 3-D border",
+            lambda x, g, v, h, d: (
+                ec.grid_sample(x, g * 1.1, "bicubic", "reflection", True).pow(2).sum()
+                + ec.grid_sample(v, h, "bilinear", "border", False).pow(2).sum()
+            ),
+            [(1, 2, 5, 6), (1, 3, 4, 2), (1, 2, 3, 4, 5), (1, 2, 2, 3, 3)],
+        ),
+        (
+            "affine_grid into grid_sample",
+            lambda th, x, d: (
+                ec.grid_sample(
+                    x, ec.affine_grid_generator(th, (2, 3, 4, 5), False), align_corners=False
+                )
+                .pow(2)
+                .sum()
+            ),
+            [(2, 2, 3), (2, 3, 6, 7)],
+        ),
+        (
+            "max_unpool fractional_max_pool",
+            lambda x, y, z, d: (
+                ec.max_unpool2d(*ec.max_pool2d(x, 2, return_indices=True), 2).pow(2).sum()
+                + ec.max_unpool1d(*ec.max_pool1d(y, 2, return_indices=True), 2).pow(2).sum()
+                + ec.max_unpool3d(*ec.max_pool3d(z, 2, return_indices=True), 2).pow(2).sum()
+                + ec.fractional_max_pool2d(
+                    x, 2, output_size=3, _random_samples=ec.full((2, 3, 2), 0.4, device=d)
+                )
+                .pow(2)
+                .sum()
+                + ec.fractional_max_pool3d(
+                    z, 2, output_size=2, _random_samples=ec.full((1, 2, 3), 0.6, device=d)
+                )
+                .pow(2)
+                .sum()
+            ),
+            [(2, 3, 6, 6), (2, 3, 8), (1, 2, 4, 4, 4)],
+        ),
+        (
             "pad modes",
             lambda x, d: (
                 ec.pad(x, (2, 1, 1, 2), mode="reflect").pow(2).sum()
@@ -295,6 +333,28 @@ def grad_cases():
                 ec.scaled_dot_product_attention(q, k, v, is_causal=True).pow(2).sum()
             ),
             [(2, 2, 5, 4), (2, 2, 5, 4), (2, 2, 5, 4)],
+        ),
+        (
+            "sdpa masks, permuted heads (fused in float32)",
+            lambda q, k, v, d: (
+                ec.scaled_dot_product_attention(
+                    q.permute(0, 2, 1, 3),
+                    k.permute(0, 2, 1, 3),
+                    v.permute(0, 2, 1, 3),
+                    attn_mask=ec.ones((6, 7), dtype=ec.bool, device=d).tril(1),
+                )
+                .pow(2)
+                .sum()
+                + ec.scaled_dot_product_attention(
+                    q.permute(0, 2, 1, 3),
+                    k.permute(0, 2, 1, 3),
+                    v.permute(0, 2, 1, 3),
+                    attn_mask=ec.arange(42, dtype=q.dtype, device=d).reshape(6, 7) * 0.05,
+                )
+                .pow(2)
+                .sum()
+            ),
+            [(2, 6, 3, 4), (2, 7, 3, 4), (2, 7, 3, 5)],
         ),
         (
             "cat stack split",
@@ -391,6 +451,57 @@ def test_mixed_devices_in_a_graph_raise():
     assert c.grad.tolist() == [1.0, 1.0, 1.0]
 
 
+@pytest.mark.cuda
+def test_fused_attention_double_backward():
+    """create_graph through the fused attention writes its gradient with
+    differentiable ops (Note [Fused backward, composite double backward])."""
+    rng = np.random.default_rng(7)
+    vals = [rng.uniform(-1, 1, s) for s in ((2, 5, 4), (2, 6, 4), (2, 6, 3))]
+    res = {}
+    for dev in ("cpu", "cuda"):
+        q, k, v = (_leaf(a, ec.float32, dev) for a in vals)
+        out = ec.scaled_dot_product_attention(q, k, v, is_causal=True)
+        grads = ag.grad(out.pow(2).sum(), [q, k, v], create_graph=True)
+        sum(g.pow(2).sum() for g in grads).backward()
+        res[dev] = [_np(g) for g in grads] + [_np(x.grad) for x in (q, k, v)]
+    for i, (a, b) in enumerate(zip(res["cuda"], res["cpu"])):
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5, err_msg=f"item {i}")
+
+
+@pytest.mark.cuda
+def test_fused_attention_forward_mode():
+    """jvp through scaled_dot_product_attention where CUDA runs the fused kernel,
+    against central differences of the CPU's float64 result."""
+    from ember_autograd import forward_ad as fwAD
+
+    rng = np.random.default_rng(8)
+    shapes = ((2, 5, 4), (2, 6, 4), (2, 6, 3))
+    vals = [rng.uniform(-1, 1, s) for s in shapes]
+    tans = [rng.uniform(-1, 1, s) for s in shapes]
+    mask = rng.random((5, 6)) < 0.7
+
+    def f(xs, dev="cpu", dtype=ec.float64):
+        q, k, v = (ec.tensor(a, dtype=dtype, device=dev) for a in xs)
+        m = ec.tensor(mask, device=dev)
+        return ec.scaled_dot_product_attention(q, k, v, attn_mask=m)
+
+    h = 1e-6
+    plus = f([a + h * t for a, t in zip(vals, tans)]).numpy()
+    minus = f([a - h * t for a, t in zip(vals, tans)]).numpy()
+    want = (plus - minus) / (2 * h)
+    with fwAD.dual_level():
+        q, k, v = (
+            fwAD.make_dual(
+                ec.tensor(a, dtype=ec.float32, device="cuda"),
+                ec.tensor(t, dtype=ec.float32, device="cuda"),
+            )
+            for a, t in zip(vals, tans)
+        )
+        out = ec.scaled_dot_product_attention(q, k, v, attn_mask=ec.tensor(mask, device="cuda"))
+        got = _np(fwAD.unpack_dual(out).tangent)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
 # The tensor core's backward kernels that the table above exercises (tensor-core's
 # test_cuda_coverage.py counts them as covered by this file).  Runs on the CPU.
 BACKWARD_KERNELS = {
@@ -423,7 +534,7 @@ BACKWARD_KERNELS = {
 
 
 def test_the_gradient_table_exercises_the_backward_kernels():
-    from ember_core import _dispatch
+    from ember_core._base import dispatch as _dispatch
 
     seen = set()
 

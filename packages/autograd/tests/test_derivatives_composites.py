@@ -1,4 +1,4 @@
-"""Gradients of tensor-core's composite ops (_rearrange.py and the composites
+"""Gradients of tensor-core's composite ops (_ops/shape/rearrange.py and the composites
 of the other families): they have no formula of their own, so finite
 differences (gradcheck, float64) check that the ops they are built from give
 the right gradients."""

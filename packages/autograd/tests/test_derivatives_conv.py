@@ -265,7 +265,8 @@ def test_every_conv_op_has_a_formula():
     ops = [
         op
         for op in ec.OPS.values()
-        if op.module in ("ember_core._conv", "ember_core._pool", "ember_core._resample")
+        if op.module
+        in ("ember_core._ops.nn.conv", "ember_core._ops.nn.pool", "ember_core._ops.nn.resample")
         and op.differentiable
         and not op.composite
     ]

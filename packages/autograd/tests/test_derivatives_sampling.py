@@ -1,4 +1,4 @@
-"""Gradients of the sampling ops (ember_core._sampling, formulas in
+"""Gradients of the sampling ops (ember_core._ops.nn.sampling, formulas in
 _derivatives_sampling.py): gradcheck in float64, and PyTorch's gradients
 (parity), PyTorch's own CTC gradient convention included."""
 

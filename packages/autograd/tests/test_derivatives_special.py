@@ -6,7 +6,7 @@ import pytest
 
 import ember_autograd as ag
 import ember_core as ec
-from ember_core import _special as S
+from ember_core._ops.pointwise import special as S
 
 
 def _x(values):

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import WORKERS, env, need_mpi, run
+from helpers import WORKERS, assert_gone, env, need_mpi, run
 
 from ember_distributed import run as launcher
 
@@ -45,12 +45,25 @@ def test_environment_and_exit_code(mode, tmp_path):
         assert e["sum"] == 3.0 and e["argv"] == ["a", "--b"]
 
 
-def test_a_failing_worker_stops_the_others(tmp_path):
+@pytest.mark.parametrize("mode", ["mpiexec", "processes"])
+def test_a_failing_worker_stops_the_others(mode, tmp_path):
+    """The last rank exits with code 3 while the others wait in a barrier: the launcher
+    stops them and exits with the worker's code; no worker is left behind."""
     need_mpi()
-    res = _launch(tmp_path, "--nproc-per-node", "2", SCRIPT, "--fail")
+    res = _launch(tmp_path, "--nproc-per-node", "2", "--launcher", mode, SCRIPT, "--fail")
+    assert res.returncode == 3, res
+    assert "exited with code 3" in res.out, res
+    assert res.elapsed < 30, res
+    assert_gone([e["pid"] for e in _envs(tmp_path)])
+
+
+def test_a_killed_worker_stops_the_others(tmp_path):
+    need_mpi()
+    res = _launch(tmp_path, "--nproc-per-node", "2", SCRIPT, "--kill")
     assert res.returncode != 0, res
     assert "exited with code" in res.out, res
     assert res.elapsed < 30, res
+    assert_gone([e["pid"] for e in _envs(tmp_path)])
 
 
 def test_two_nodes_on_this_machine(tmp_path):

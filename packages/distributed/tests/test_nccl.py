@@ -13,9 +13,7 @@ pytestmark = pytest.mark.cuda
 
 
 def _gpu():
-    from ember_core import _cuda
-
-    if not _cuda.is_available():
+    if not ec.cuda.is_available():
         pytest.skip("no CUDA GPU")
     if not dist.is_nccl_available():
         pytest.skip("no libnccl (pip install 'ember-distributed[nccl]')")

@@ -222,7 +222,7 @@ def test_state_is_thread_local():
 
 
 def test_cache_reuses_one_cast_per_weight_and_is_cleared_on_exit():
-    from ember_core import _autocast
+    from ember_core._base import autocast as _autocast
 
     w = ember.randn(3, 3, requires_grad=True)
     x = ember.randn(3, 3)

@@ -4,7 +4,7 @@ torch.utils.dlpack's names."""
 
 import ember
 import ember_core as ec
-from ember_core import _cuda_blas
+from ember_core._cuda import blas as _cuda_blas
 
 
 def test_matmul_switches_are_ember_cores_and_follow_the_precision_setting():

@@ -42,10 +42,10 @@ def test_records_each_op_call_of_a_known_program():
 
 
 def test_handler_only_while_recording_and_ranges_free_without_profiler():
-    before = ember_core._dispatch.handlers()
+    before = ember_core._base.dispatch.handlers()
     with profile() as prof:
-        assert len(ember_core._dispatch.handlers()) == len(before) + 1
-    assert ember_core._dispatch.handlers() == before
+        assert len(ember_core._base.dispatch.handlers()) == len(before) + 1
+    assert ember_core._base.dispatch.handlers() == before
     # no profiler: a range records nothing and leaves nothing behind
     with record_function("idle") as rf:
         ember.ones(2) + 1

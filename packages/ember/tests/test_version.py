@@ -87,3 +87,23 @@ def test_match_torch_cpu():
     with pytest.raises(RuntimeError) as theirs:
         torch.mps.synchronize()
     assert str(mine.value) == str(theirs.value)
+
+
+def test_get_device_module():
+    assert ember.get_device_module("cuda") is ember.cuda
+    assert ember.get_device_module(ember.device("cpu")) is ember.cpu
+    assert ember.get_device_module("cuda:1") is ember.cuda
+    default = ember.cuda if ember.accelerator.is_available() else ember.cpu
+    assert ember.get_device_module() is default
+    with pytest.raises(RuntimeError, match="does not have a corresponding module"):
+        ember.get_device_module("meta")
+    with pytest.raises(RuntimeError, match="Invalid value of device"):
+        ember.get_device_module(3)
+
+
+def test_xpu_without_one():
+    assert ember.xpu.is_available() is False and ember.xpu.device_count() == 0
+    ember.xpu.manual_seed_all(0)
+    ember.xpu.empty_cache()
+    with pytest.raises(RuntimeError, match="no XPU backend"):
+        ember.xpu.synchronize()

@@ -123,6 +123,32 @@ def test_recurrent_training_on_cuda_matches_the_cpu(cell):
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
 
 
+def test_transformer_training_on_cuda_matches_the_cpu():
+    # attention with a causal float mask and a key padding mask: the fused
+    # attention kernel where scaled_dot_product_attention reaches it
+    rng = np.random.default_rng(3)
+    x = ec.from_numpy(rng.standard_normal((2, 7, 16)).astype(np.float32))
+    pad = ec.tensor([[False] * 7, [False] * 5 + [True] * 2])
+    runs = []
+    for device in ("cpu", "cuda"):
+        ec.manual_seed(0)
+        layer = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True).to(device)
+        mask = nn.Transformer.generate_square_subsequent_mask(7, device=device)
+        opt = optim.SGD(layer.parameters(), lr=0.1, momentum=0.9)
+        losses = []
+        for _ in range(5):
+            opt.zero_grad()
+            y = layer(x.to(device), src_mask=mask, src_key_padding_mask=pad.to(device))
+            loss = y.pow(2).mean()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        runs.append((losses, [p.detach().cpu().numpy() for p in layer.parameters()]))
+    np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=1e-4, atol=1e-5)
+    for got, want in zip(runs[1][1], runs[0][1]):
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
+
+
 def test_multi_tensor_step_spans_launches():
     # more tensors than one launch holds and a tensor larger than one launch's
     # chunks (Note [Multi-tensor launches]): every element is updated once

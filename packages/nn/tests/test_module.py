@@ -216,7 +216,7 @@ def test_conversion_converts_gradients_too():
 
 
 def test_cuda_without_gpu_is_a_clear_error():
-    from ember_core import _cuda
+    from ember_core._cuda import runtime as _cuda
 
     if _cuda.is_available():
         pytest.skip("a GPU is present")
@@ -628,3 +628,18 @@ def test_set_submodule_and_to_empty():
     assert m.to_empty(device="cpu") is m
     assert type(m[0].weight) is type(weight) and tuple(m[0].weight.shape) == (3, 2)
     assert m[0].weight is weight  # the Parameter object is kept, as in torch
+
+
+def test_a_model_built_on_the_meta_device_then_materialized():
+    import ember_core as ec
+
+    with ec.device("meta"):
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    assert all(p.is_meta for p in model.parameters())
+    with pytest.raises(NotImplementedError, match="to_empty"):
+        model.to("cpu")
+    source = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    model.to_empty(device="cpu")
+    model.load_state_dict(source.state_dict())
+    x = ec.randn(3, 4)
+    assert ec.equal(model(x), source(x))

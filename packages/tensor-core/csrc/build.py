@@ -4,7 +4,7 @@ The cdef is read from csrc/ember_codes.h, csrc/ember_core.h and
 csrc/ember_cuda.h between their cdef markers, so the C API is declared exactly
 once.  BLAS comes from the scipy-openblas32 wheel: its headers
 at build time, its shared library at run time (found through an rpath relative to
-this extension, and preloaded by ember_core._lib as a fallback).
+this extension, and preloaded by ember_core._base.lib as a fallback).
 """
 
 import os
@@ -17,69 +17,89 @@ CSRC = pathlib.Path(__file__).resolve().parent
 CODES_HEADER = CSRC / "ember_codes.h"
 HEADER = CSRC / "ember_core.h"
 CUDA_HEADER = CSRC / "ember_cuda.h"
-SOURCES = [
-    "iter.c",
-    "copy.c",
-    "elementwise.c",
-    "fast_exp.c",
-    "reduce.c",
-    "blas.c",
-    "random.c",
-    "shape.c",
-    # indexing, sorting and counting
-    "index.c",
-    "sort.c",
-    # convolution, pooling, padding and resampling
-    "conv.c",
-    "pool.c",
-    "resample.c",
+# The CPU kernels, one folder per op family under cpu/ (docs/design.md "Where
+# things are"); the headers they share with each other and with the CUDA
+# kernels stay at the top of csrc/.
+CPU_RUNTIME_SOURCES = [
+    "cpu/runtime/iter.c",  # the strided iterator, threading, error reporting
+    "cpu/runtime/copy.c",
+    "cpu/runtime/shape.c",
+    "cpu/runtime/dlpack.c",  # DLPack capsules (uses the Python C API)
+    "cpu/runtime/pyfast.c",  # CPython-level fast paths (Note [C empty])
 ]
-# nn kernels: softmax, norms, losses, activations, dropout, embedding, RNN cells
-SOURCES += [
-    "softmax.c",
-    "norm.c",
-    "loss.c",
-    "activation.c",
-    "dropout.c",
-    "embedding.c",
-    "rnn.c",
+CPU_POINTWISE_SOURCES = [
+    "cpu/pointwise/elementwise.c",
+    "cpu/pointwise/fast_exp.c",
+    "cpu/pointwise/special_fn.c",  # torch.special's functions
 ]
-# DLPack capsules (uses the Python C API, see dlpack.c)
-SOURCES += ["dlpack.c"]
-SOURCES += ["pyfast.c"]  # CPython-level fast paths (Note [C empty])
-# LAPACK-backed factorizations and solvers
-SOURCES += ["linalg.c"]
-# grid_sample and the CTC loss
-SOURCES += ["sampling.c"]
-# gamma, Poisson and binomial samplers
-SOURCES += ["random_dist.c"]
-# torch.special's functions; geqrf and LDL^T (sytrf/sytrs)
-SOURCES += ["special_fn.c", "linalg_qr.c"]
-# the CUDA backend's host side: driver runtime and launchers (no CUDA headers
-# or libraries are needed to build them: libcuda is opened with dlopen)
-SOURCES += ["cuda/runtime.c", "cuda/elementwise_launch.c"]
-# matrix products on cuBLAS (opened with dlopen at first use, Note [cuBLAS])
-SOURCES += ["cuda/blas_launch.c"]
-# reductions, scans, softmax, random numbers and sequences (cudared)
-SOURCES += [
+CPU_REDUCTION_SOURCES = [
+    "cpu/reduction/reduce.c",
+    "cpu/reduction/sort.c",  # sorting, selection, searching and counting
+]
+CPU_INDEXING_SOURCES = ["cpu/indexing/index.c"]
+CPU_LINALG_SOURCES = [
+    "cpu/linalg/blas.c",
+    "cpu/linalg/linalg.c",  # LAPACK-backed factorizations and solvers
+    "cpu/linalg/linalg_qr.c",  # geqrf and LDL^T (sytrf/sytrs)
+]
+CPU_RANDOM_SOURCES = [
+    "cpu/random/random.c",
+    "cpu/random/random_dist.c",  # gamma, Poisson and binomial samplers
+]
+# convolution, pooling, padding and resampling, grid_sample and the CTC loss,
+# softmax, norms, losses, activations, dropout, embedding, RNN cells and mixed
+# precision's gradient check
+CPU_NN_SOURCES = [
+    "cpu/nn/conv.c",
+    "cpu/nn/pool.c",
+    "cpu/nn/resample.c",
+    "cpu/nn/sampling.c",
+    "cpu/nn/softmax.c",
+    "cpu/nn/norm.c",
+    "cpu/nn/loss.c",
+    "cpu/nn/activation.c",
+    "cpu/nn/dropout.c",
+    "cpu/nn/embedding.c",
+    "cpu/nn/rnn.c",
+    "cpu/nn/amp.c",
+]
+# The CUDA backend's host side: the driver runtime and the launchers (no CUDA
+# headers or libraries are needed to build them: libcuda is opened with dlopen)
+CUDA_HOST_SOURCES = [
+    "cuda/runtime.c",
+    "cuda/elementwise_launch.c",
+    "cuda/blas_launch.c",  # cuBLAS, opened with dlopen at first use (Note [cuBLAS])
+    # reductions, scans, softmax, random numbers and sequences
     "cuda/reduce_launch.c",
     "cuda/softmax_launch.c",
     "cuda/random_launch.c",
     "cuda/sequence_launch.c",
+    # indexing, masks, sorting, selection and counting
+    "cuda/indexing_launch.c",
+    "cuda/sort_launch.c",
+    # the nn kernels (losses, norms, pooling, embedding, optimizer steps, amp)
+    "cuda/nn_launch.c",
+    "cuda/sample_launch.c",  # grid_sample and the CTC loss
+    "cuda/attention_launch.c",  # fused attention (CUDA only)
 ]
-# indexing, masks, sorting, selection and counting (cudaidx)
-SOURCES += ["cuda/indexing_launch.c", "cuda/sort_launch.c"]
-# the nn kernels on CUDA (losses, norms, pooling, embedding, optimizer steps)
-# and mixed precision's gradient check (both devices)
-SOURCES += ["amp.c", "cuda/nn_launch.c"]
+SOURCES = [
+    *CPU_RUNTIME_SOURCES,
+    *CPU_POINTWISE_SOURCES,
+    *CPU_REDUCTION_SOURCES,
+    *CPU_INDEXING_SOURCES,
+    *CPU_LINALG_SOURCES,
+    *CPU_RANDOM_SOURCES,
+    *CPU_NN_SOURCES,
+    *CUDA_HOST_SOURCES,
+]
 
 # Note [Embedded kernel sources]: the CUDA kernels are compiled by NVRTC at
 # run time from sources built into the extension, so the kernels always match
-# the launchers.  These are every csrc/cuda/*.cuh plus the headers the CPU
-# kernels share with them.
+# the launchers.  These are every csrc/cuda/*.cuh plus the headers (at the top
+# of csrc/) the CPU kernels share with them.
 CUDA_SHARED_HEADERS = ["ember_codes.h", "dtype_lists.h", "special.h", "elementwise_ops.h"]
 CUDA_SHARED_HEADERS += ["philox.h"]  # random numbers (Note [Bit-identical random numbers])
-CUDA_SHARED_HEADERS += ["random_dist.h"]  # the per-element samplers (cudaidx)
+CUDA_SHARED_HEADERS += ["random_dist.h"]  # the per-element samplers (cuda/random_dist.cuh)
 CUDA_SHARED_HEADERS += ["activation_ops.h"]  # the activation family (cuda/nn_act.cuh)
 CUDA_SHARED_HEADERS += ["index_map.h"]  # padding and nearest maps (cuda/nn_resample.cuh)
 CUDA_SOURCES_C = CSRC / "cuda" / "_kernel_sources.c"
@@ -128,7 +148,7 @@ SOURCES += ["cuda/_kernel_sources.c"]
 
 # Kernels are short for small tensors: the wrappers keep the GIL rather than pay
 # ~100 ns to release and re-take it on every call.  Long-running calls go through
-# function pointers instead (see ember_core._lib.nogil), which release it.
+# function pointers instead (see ember_core._base.lib.nogil), which release it.
 KEEP_GIL = """
 #undef Py_BEGIN_ALLOW_THREADS
 #undef Py_END_ALLOW_THREADS
@@ -152,7 +172,7 @@ ffibuilder.cdef(read_cdef(CODES_HEADER))
 ffibuilder.cdef(read_cdef(HEADER))
 ffibuilder.cdef(read_cdef(CUDA_HEADER))
 # The CUDA runtime calls back into Python to compile a kernel it lacks (see
-# ember_core/_cuda.py) and to allocate cuBLAS's workspaces (_cuda_blas.py), and
+# ember_core/_cuda/runtime.py) and to allocate cuBLAS's workspaces (_cuda/blas.py), and
 # Python reads the embedded kernel sources.
 ffibuilder.cdef(
     """
@@ -174,7 +194,9 @@ ffibuilder.set_source(
     sources=[_rel(CSRC / s) for s in SOURCES],
     # headers and *.inc templates: a change to one rebuilds the extension
     depends=sorted(
-        _rel(p) for pat in ("*.h", "*.inc", "cuda/*.h", "cuda/*.cuh") for p in CSRC.glob(pat)
+        _rel(p)
+        for pat in ("*.h", "cpu/*/*.h", "cpu/*/*.inc", "cuda/*.h", "cuda/*.cuh")
+        for p in CSRC.glob(pat)
     ),
     include_dirs=[_rel(CSRC), scipy_openblas32.get_include_dir()],
     library_dirs=[scipy_openblas32.get_lib_dir()],

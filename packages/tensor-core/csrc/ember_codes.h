@@ -36,7 +36,7 @@ enum ec_dtype_code {
     EC_FLOAT32,
     EC_FLOAT64,
     EC_UINT16,      /* the wide unsigned integers and the complex dtypes run on the CPU */
-    EC_UINT32,      /* kernels only (csrc/cpu_only_ops.h, core.h's EC_CPU_DTYPES); */
+    EC_UINT32,      /* kernels only (csrc/cpu/pointwise/cpu_only_ops.h, core.h's EC_CPU_DTYPES); */
     EC_UINT64,      /* the CUDA kernels' lists (dtype_lists.h) do not include them */
     EC_COMPLEX64,
     EC_COMPLEX128,

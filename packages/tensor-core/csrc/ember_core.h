@@ -138,7 +138,7 @@ int ec_arange(int dtype, int64_t n, ec_ptr out, double start, double step, int64
 int ec_linspace(int dtype, int64_t n, ec_ptr out, double start, double end);
 
 /* ---------------------------------------------------------------------------
- * Indexing, sorting and counting (csrc/index.c, csrc/sort.c).
+ * Indexing, sorting and counting (csrc/cpu/indexing/index.c, csrc/cpu/reduction/sort.c).
  * ------------------------------------------------------------------------- */
 
 /* Advanced indexing (Note [Index iteration] in index.c).  The iteration space
@@ -210,7 +210,7 @@ int ec_bincount(int64_t n, ec_ptr x, ec_ptr w, int w_dtype, ec_ptr out, int out_
 int ec_histc(int dtype, int64_t n, ec_ptr x, ec_ptr out, int64_t bins, double lo, double hi);
 /* ------------------------------------------------------------------------
  * convolution, pooling, padding and resampling (conv.c, pool.c,
- * resample.c).  Note [Spatial geometry] (csrc/spatial.h): 1 to 3 spatial dims are
+ * resample.c).  Note [Spatial geometry] (csrc/cpu/nn/spatial.h): 1 to 3 spatial dims are
  * seen as (D, H, W), leading ones of size 1.  `geom` is int64[EC_GEOM_LEN]:
  * input size[3], kernel[3], output size[3], stride[3], padding[3],
  * dilation[3].  Tensors are contiguous (N, C, D, H, W); `dtype` is
@@ -300,7 +300,7 @@ int ec_upsample_bicubic(int dtype, int backward, int64_t planes, const int64_t* 
 
 /* ------------------------------------------------------------------------
  * nn kernels: softmax, normalization, losses, activations, dropout,
- * embedding and recurrent cells (csrc/softmax.c, norm.c, loss.c,
+ * embedding and recurrent cells (csrc/cpu/nn/softmax.c, norm.c, loss.c,
  * activation.c, embedding.c, rnn.c).  Float dtypes only (float16/bfloat16
  * compute in float32).  Unless stated otherwise, arrays are contiguous.
  * ------------------------------------------------------------------------ */
@@ -521,7 +521,7 @@ int ec_linalg_lstsq(int dtype, int64_t batch, int64_t m, int64_t n, int64_t nrhs
                     double rcond, ec_ptr a, ec_ptr b, ec_ptr s, ec_ptr rank, ec_ptr info);
 
 /* ------------------------------------------------------------------------
- * grid sampling and the CTC loss (csrc/sampling.c).  float32/float64,
+ * grid sampling and the CTC loss (csrc/cpu/nn/sampling.c).  float32/float64,
  * contiguous arrays.
  * ------------------------------------------------------------------------ */
 
@@ -569,7 +569,7 @@ int ec_poisson(int dtype, int64_t n, ec_ptr rate, ec_ptr out, uint64_t seed, uin
 int ec_binomial(int dtype, int64_t n, ec_ptr count, ec_ptr prob, ec_ptr out, uint64_t seed,
                 uint64_t offset);
 
-/* torch.special's functions (csrc/special_fn.c).  Contiguous operands of
+/* torch.special's functions (csrc/cpu/pointwise/special_fn.c).  Contiguous operands of
  * one dtype (float32 or float64) and, for binary ops, one length n
  * (Note [Special kernels are contiguous]).  Unary ops first, then binary:
  * f(input, other); the polynomials take (x, n). */
@@ -618,7 +618,7 @@ enum ec_special_op {
 int ec_special_unary(int op, int dtype, int64_t n, ec_ptr out, ec_ptr x);
 int ec_special_binary(int op, int dtype, int64_t n, ec_ptr out, ec_ptr x, ec_ptr y);
 
-/* geqrf alone (csrc/linalg_qr.c), for torch.geqrf; layout as
+/* geqrf alone (csrc/cpu/linalg/linalg_qr.c), for torch.geqrf; layout as
  * Note [LAPACK layout]; a (batch of m x n) overwritten, tau (batch, min(m, n)). */
 int ec_linalg_geqrf(int dtype, int64_t batch, int64_t m, int64_t n, ec_ptr a, ec_ptr tau,
                     ec_ptr info);

@@ -7,7 +7,7 @@
  * twin here named ecu_* instead of ec_*, with the same parameters: the pointers
  * are device addresses, and the work is queued on the current stream of the
  * current device (set with ecu_set_device/ecu_set_stream) and not waited for.
- * Python picks the namespace by the tensors' device (ember_core/_kernels.py),
+ * Python picks the namespace by the tensors' device (ember_core/_tensor/device.py),
  * so an op's Python code is the same on every device.  A status is returned as
  * by the CPU kernels; errors that only the device sees (an index out of range)
  * are reported at the next synchronisation.
@@ -268,7 +268,18 @@ enum ecu_nn_op {
     ECU_NN_LSTM_POINT = 48,
     ECU_NN_LSTM_POINT_BWD = 49,
     ECU_NN_GRU_POINT = 50,
-    ECU_NN_GRU_POINT_BWD = 51
+    ECU_NN_GRU_POINT_BWD = 51,
+    /* grid_sample and the CTC loss (cuda/nn_sample.cuh, cuda/sample_launch.c) */
+    ECU_NN_GRID_SAMPLE_2D = 52,
+    ECU_NN_GRID_SAMPLE_2D_BWD = 53,
+    ECU_NN_GRID_SAMPLE_3D = 54,
+    ECU_NN_GRID_SAMPLE_3D_BWD = 55,
+    ECU_NN_CTC = 56,
+    ECU_NN_CTC_BWD = 57,
+    /* fused attention (cuda/attention.cuh, cuda/attention_launch.c) */
+    ECU_NN_ATTN_FWD = 58,
+    ECU_NN_ATTN_BWD_DQ = 59,
+    ECU_NN_ATTN_BWD_DKV = 60
 };
 int ecu_embedding(int dtype, int64_t num, int64_t dim, ec_ptr out, ec_ptr weight, int64_t w_rs,
                   ec_ptr idx, int idx_is_i32, int64_t n);
@@ -413,6 +424,39 @@ int ecu_gru_cell_backward(int dtype, int64_t b, int64_t i, int64_t h, ec_ptr gra
                           int64_t x_rs, ec_ptr hx, int64_t h_rs, ec_ptr w_ih, int64_t wih_rs,
                           ec_ptr w_hh, int64_t whh_rs);
 
+/* grid_sample (2-D bilinear/nearest/bicubic, 3-D bilinear/nearest; atomics for
+ * gx) and the CTC loss (one block per batch element; the lengths, offsets and
+ * targets are device arrays, bad ones raise at the next synchronisation) --
+ * cuda/sample_launch.c, cuda/nn_sample.cuh. */
+int ecu_grid_sample_forward(int dtype, int ndim, int64_t n, int64_t c, const int64_t* in3,
+                            const int64_t* out3, int mode, int padding, int align_corners,
+                            ec_ptr x, ec_ptr grid, ec_ptr y);
+int ecu_grid_sample_backward(int dtype, int ndim, int64_t n, int64_t c, const int64_t* in3,
+                             const int64_t* out3, int mode, int padding, int align_corners,
+                             ec_ptr gy, ec_ptr x, ec_ptr grid, ec_ptr gx, ec_ptr ggrid);
+int ecu_ctc_loss_forward(int dtype, int64_t tmax, int64_t n, int64_t c, int64_t smax,
+                         ec_ptr log_probs, ec_ptr targets, int64_t ntargets,
+                         ec_ptr target_offsets, ec_ptr input_lengths, ec_ptr target_lengths,
+                         int64_t blank, ec_ptr log_alpha, ec_ptr nll);
+int ecu_ctc_loss_backward(int dtype, int64_t tmax, int64_t n, int64_t c, int64_t smax,
+                          ec_ptr log_probs, ec_ptr targets, int64_t ntargets,
+                          ec_ptr target_offsets, ec_ptr input_lengths, ec_ptr target_lengths,
+                          int64_t blank, ec_ptr log_alpha, ec_ptr nll, ec_ptr grad_out,
+                          int64_t grad_stride, int zero_infinity, ec_ptr grad);
+
+/* Fused scaled-dot-product attention (Note [Fused attention] in
+ * cuda/attention.cuh; CUDA only, no CPU twin): float16/bfloat16/float32, head
+ * dims up to 128.  geo: N, H, L, S, E, Ev, the (n, h, row) element strides of
+ * q, k, v and the (n, h, row, column) strides of the mask; mask_kind 0 none, 1
+ * bool, 2 additive float32.  out (N, H, L, Ev) and lse (N, H, L) float32 are
+ * dense; the backward takes dense grad_out, a float32 workspace delta (N, H, L)
+ * and writes dense dq, dk, dv. */
+int ecu_attention_forward(int dtype, const int64_t* geo, double scale, int causal, int mask_kind,
+                          ec_ptr q, ec_ptr k, ec_ptr v, ec_ptr mask, ec_ptr out, ec_ptr lse);
+int ecu_attention_backward(int dtype, const int64_t* geo, double scale, int causal, int mask_kind,
+                           ec_ptr q, ec_ptr k, ec_ptr v, ec_ptr mask, ec_ptr out, ec_ptr lse,
+                           ec_ptr grad_out, ec_ptr delta, ec_ptr dq, ec_ptr dk, ec_ptr dv);
+
 /* --- matrix products on cuBLAS (Note [cuBLAS], cuda/blas_launch.c) ------- */
 
 /* Note [GEMM plan]: how C[b] = alpha A[b] B[b] + beta C[b], with ec_matmul's
@@ -461,11 +505,11 @@ int ecu_matmul(int dtype, int64_t batch, int64_t m, int64_t n, int64_t k, double
 
 /* cdef:end */
 
-/* Implemented by the Python side (cffi extern "Python+C", ember_core/_cuda.py):
+/* Implemented by the Python side (cffi extern "Python+C", ember_core/_cuda/runtime.py):
  * compile and register the kernel (family, op, dtype, dtype2, variant) on `device`. */
 int ecu_py_compile(int device, int family, int op, int dtype, int dtype2, int variant);
 /* Allocate cuBLAS's workspace for (device, stream) from ember_allocator (Note
- * [cuBLAS], ember_core/_cuda_blas.py); *nbytes 0 leaves cuBLAS its own. */
+ * [cuBLAS], ember_core/_cuda/blas.py); *nbytes 0 leaves cuBLAS its own. */
 int ecu_py_blas_workspace(int device, uint64_t stream, uint64_t* ptr, uint64_t* nbytes);
 
 #endif

@@ -1,5 +1,5 @@
-"""Advanced indexing (_advanced_index.py, _indexing.py): x[key] and x[key] = v
-against NumPy, PyTorch's placement rules, errors, and fuzzing."""
+"""Advanced indexing (_ops/indexing/advanced_index.py, _ops/indexing/indexing.py):
+x[key] and x[key] = v against NumPy, PyTorch's placement rules, errors, and fuzzing."""
 
 import warnings
 

@@ -1,4 +1,4 @@
-"""CPU autocast state and policies (ember_core._autocast), driven through the
+"""CPU autocast state and policies (ember_core._base.autocast), driven through the
 state functions directly (the region object lives in the umbrella)."""
 
 import threading
@@ -9,7 +9,8 @@ import pytest
 from conftest import round_bf16, to_np
 
 import ember_core as ec
-from ember_core import _autocast, _dispatch
+from ember_core._base import autocast as _autocast
+from ember_core._base import dispatch as _dispatch
 
 
 @contextmanager

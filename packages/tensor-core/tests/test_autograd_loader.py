@@ -6,7 +6,7 @@ import importlib.metadata
 import pytest
 
 import ember_core as ec
-from ember_core import _autograd_loader
+from ember_core._base import autograd_loader as _autograd_loader
 
 
 def test_without_autograd_backward_says_what_to_install(monkeypatch):

@@ -1,4 +1,4 @@
-"""Convolutions (ember_core._conv) against straightforward NumPy references:
+"""Convolutions (ember_core._ops.nn.conv) against straightforward NumPy references:
 forward values over strides, paddings, dilations, groups, odd sizes and dtypes,
 the backward op against the adjoint identity and references, bad input, and
 hypothesis fuzzing of the shape arguments."""
@@ -299,7 +299,7 @@ def test_batched_gemm_convolution_matches_per_image(monkeypatch, dtype, n, ci, c
     """Note [Batched GEMM convolution]: thin outputs share products across
     images; forward and both gradients equal the per-image kernels' and the
     NumPy reference's, with images in several chunks."""
-    from ember_core import _conv
+    from ember_core._ops.nn import conv as _conv
 
     x, w, b = (
         rand(n, ci, hw, hw, dtype=dtype),

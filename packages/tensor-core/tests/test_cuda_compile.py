@@ -10,7 +10,8 @@ import os
 import pytest
 
 import ember_core as ec
-from ember_core import _cuda_compile, _cuda_kernels
+from ember_core._cuda import compile as _cuda_compile
+from ember_core._cuda import kernels as _cuda_kernels
 
 try:
     _cuda_compile.nvrtc_version()

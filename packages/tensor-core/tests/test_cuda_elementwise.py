@@ -32,7 +32,7 @@ from cuda_helpers import (
 )
 
 import ember_core as ec
-from ember_core import _dispatch
+from ember_core._base import dispatch as _dispatch
 
 SELFTEST_OK = True
 pytestmark = pytest.mark.cuda
@@ -570,7 +570,12 @@ def test_op_lists_come_from_the_op_table():
     if tagged is not None:
         listed = {c.op for c in UNARY_CASES + BINARY_CASES + TERNARY_CASES}
         listed |= set(INPLACE.values())
-        missing = sorted(op.name for op in tagged("pointwise") if op.name not in listed)
+        complex_only = {"_angle"}  # takes complex tensors, which CUDA does not hold yet
+        missing = sorted(
+            op.name
+            for op in tagged("pointwise")
+            if op.name not in listed and op.name not in complex_only
+        )
         assert not missing, f"pointwise ops without an elementwise CUDA test: {missing}"
 
 

@@ -503,7 +503,7 @@ def test_emulator_catches_what_a_gpu_would_not_show_reliably():
     r = run_emulated(
         """
         import ember_core as ec, ember_cuda_emu, numpy as np, ctypes
-        from ember_core._lib import lib
+        from ember_core._base.lib import lib
         emu = ember_cuda_emu.driver()
         emu.ember_emu_counter.restype = ctypes.c_longlong
         x = ec.zeros(1 << 12, device="cuda")
@@ -774,8 +774,9 @@ def test_float16_conversions_round_like_the_hardware():
 
 @needs_cxx
 def test_lowered_names_are_nvrtcs():
-    from ember_core import _cuda_compile, _cuda_kernels
-    from ember_core._lib import lib
+    from ember_core._base.lib import lib
+    from ember_core._cuda import compile as _cuda_compile
+    from ember_core._cuda import kernels as _cuda_kernels
 
     try:
         _cuda_compile.nvrtc_version()

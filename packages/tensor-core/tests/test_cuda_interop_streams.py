@@ -1,6 +1,6 @@
 """CUDA memory shared with other libraries without copying, the protocols in
 detail (beyond test_cuda_interop.py): DLPack with kDLCUDA both ways (Note
-[DLPack], Note [DLPack streams] in ember_core/_dlpack.py), the CUDA Array
+[DLPack], Note [DLPack streams] in ember_core/_interop/dlpack.py), the CUDA Array
 Interface v3 (``Tensor.__cuda_array_interface__``, ``as_tensor`` and
 ``tensor`` of CuPy arrays), with the stream contracts of both.
 
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import ember_core as ec
-from ember_core import _dlpack
+from ember_core._interop import dlpack as _dlpack
 
 kDLCPU, kDLCUDA, kDLCUDAHost = 1, 2, 3
 
@@ -39,7 +39,7 @@ def _cuda_or_skip(request):
     if request.node.get_closest_marker("cuda") is None:
         return
     if not os.environ.get("EMBER_EXPECT_CUDA") and not ec.cuda.is_available():
-        from ember_core import _cuda
+        from ember_core._cuda import runtime as _cuda
 
         pytest.skip(f"CUDA is not available: {_cuda._why_unavailable()}")
 

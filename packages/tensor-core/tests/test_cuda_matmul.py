@@ -21,9 +21,11 @@ import pytest
 from conftest import as_dtype_np, to_np
 
 import ember_core as ec
-from ember_core import _cuda_blas, _linalg
 from ember_core import linalg as LA
-from ember_core._lib import ffi, lib
+from ember_core._base import lib as _lib
+from ember_core._base.lib import ffi, lib
+from ember_core._cuda import blas as _cuda_blas
+from ember_core._ops.linalg import products as _linalg
 
 INT32_MAX = 2**31 - 1
 
@@ -39,7 +41,7 @@ def _cuda_or_skip(request):
     if os.environ.get("EMBER_CUDA_EMULATE") == "1":
         pytest.skip("on the CUDA emulator (4 cases need matrix_power on CUDA)")
     if not os.environ.get("EMBER_EXPECT_CUDA") and not ec.cuda.is_available():
-        from ember_core import _cuda
+        from ember_core._cuda import runtime as _cuda
 
         pytest.skip(f"CUDA is not available: {_cuda._why_unavailable()}")
 
@@ -50,7 +52,7 @@ def _cuda_or_skip(request):
 def plan_of(batch, m, n, k, a_st, b_st, c_st):
     p = ffi.new("ecu_gemm_plan*")
     st = lib.ecu_gemm_plan_make(batch, m, n, k, *a_st, *b_st, *c_st, p)
-    assert st == 0, ec._lib.last_message()
+    assert st == 0, _lib.last_message()
     assert lib.ecu_gemm_copies(batch, m, n, k, *a_st, *b_st, *c_st) == p.copy
     return p
 
@@ -118,7 +120,7 @@ def _gather(buf, off, st, dims):
 
 
 def _dense(buf, off, st, dims):
-    """The Python side's copy (ember_core._linalg._dense_operand) as flat buffers."""
+    """The Python side's copy (ember_core._ops.linalg.products._dense_operand) as flat buffers."""
     vals = _gather(buf, off, st, dims)
     if st[0] == 0 or dims[0] == 1:
         return vals[0].ravel().copy(), 0, (0, dims[2], 1)
@@ -246,7 +248,7 @@ def test_gemm_plan_empty_products_and_limits():
         assert plan_of(*dims, (0, 0, 0), (0, 0, 0), (0, 0, 0)).copy == 0
     p = ffi.new("ecu_gemm_plan*")
     assert lib.ecu_gemm_plan_make(1, 2**31, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, p) != 0
-    assert "2^31" in ec._lib.last_message()
+    assert "2^31" in _lib.last_message()
     assert lib.ecu_gemm_plan_make(1, -1, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, p) != 0
 
 
@@ -387,7 +389,7 @@ def test_cublas_load_reports_a_missing_library_clearly():
         pytest.skip("cuBLAS is loaded in this process already")
     st = lib.ecu_blas_load(b"/nonexistent/libcublas.so.13")
     assert st != 0
-    msg = ec._lib.last_message()
+    msg = _lib.last_message()
     assert "cuBLAS" in msg and "/nonexistent/libcublas.so.13" in msg and "nvidia-cublas" in msg
     assert not lib.ecu_blas_loaded()
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import ember_core as ec
-from ember_core import _random
-from ember_core._device import device
+from ember_core._ops.random import random as _random
+from ember_core._tensor.device import device
 
 HAVE_CUDA = ec.cuda.is_available()
 needs_cuda = pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU")

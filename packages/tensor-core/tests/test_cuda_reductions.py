@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import ember_core as ec
-from ember_core import _cuda_kernels
-from ember_core._lib import ffi, lib
+from ember_core._base.lib import ffi, lib
+from ember_core._cuda import kernels as _cuda_kernels
 
 HAVE_CUDA = ec.cuda.is_available()
 needs_cuda = pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU")
@@ -86,7 +86,7 @@ def test_row_and_column_reductions_pick_their_kernels():
     [((3,), (0,)), ((127, 129), (0,)), ((127, 129), (1,)), ((16383,), (0,)), ((4, 4095), (0, 1))],
 )
 def test_no_workspace_below_the_split_minimum(shape, dims):
-    # _reduction.py skips the workspace query below ECU_RED_SPLIT_MIN elements
+    # _ops/reduction/reduction.py skips the workspace query below ECU_RED_SPLIT_MIN elements
     assert np.prod(shape) < lib.ECU_RED_SPLIT_MIN
     p = reduce_plan(shape, dims, sms=1000)
     assert p["gy"] == 1 and p["ws"] == 0

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import ember_core as ec
-from ember_core import _cuda_kernels
-from ember_core._lib import lib
+from ember_core._base.lib import lib
+from ember_core._cuda import kernels as _cuda_kernels
 
 HAVE_CUDA = ec.cuda.is_available()
 needs_cuda = pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU")

@@ -1,4 +1,4 @@
-"""_tensor.empty, C (Note [C empty] in csrc/pyfast.c), against its Python
+"""_tensor.empty, C (Note [C empty] in csrc/cpu/runtime/pyfast.c), against its Python
 reference _tensor._empty_py: the same tensor for every case, the same errors,
 and every case it does not handle itself handed to the reference."""
 
@@ -7,7 +7,8 @@ import pytest
 
 import ember_allocator
 import ember_core as ec
-from ember_core import _storage, _tensor
+from ember_core._tensor import storage as _storage
+from ember_core._tensor import tensor as _tensor
 
 SLOTS = ("_shape", "_stride", "_offset", "_dtype", "_numel", "_contig")
 

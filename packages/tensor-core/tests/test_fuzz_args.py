@@ -1,5 +1,5 @@
-"""Bad arguments get clear errors (Note [Argument errors] in _argcheck.py): every op
-in the table (ember_core._dispatch.OPS), called with arguments of every kind --
+"""Bad arguments get clear errors (Note [Argument errors] in _base/argcheck.py): every op
+in the table (ember_core._base.dispatch.OPS), called with arguments of every kind --
 tensors of several dtypes and layouts, ints from -2**63 to 2**64, NaN and inf,
 strings, sequences, dtypes, None, arbitrary objects -- either works or raises
 TypeError, ValueError, RuntimeError or IndexError with a message; never another
@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ember_core as ec
-from ember_core import _dispatch
+from ember_core._base import dispatch as _dispatch
 
 ALLOWED = (TypeError, ValueError, RuntimeError, IndexError)
 CALLS = int(os.environ.get("EMBER_FUZZ_ARGS", 6))

@@ -1,4 +1,4 @@
-"""Index ops (_index_ops.py) against straightforward NumPy references: index_select,
+"""Index ops (_ops/indexing/index_ops.py) against straightforward NumPy references: index_select,
 gather, scatter and its reductions, index_add/copy/fill/put, masked_fill/select/
 scatter, take, take_along_dim, put, nonzero, argwhere, where(cond)."""
 

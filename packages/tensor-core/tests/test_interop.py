@@ -10,7 +10,7 @@ import pytest
 from conftest import ALL_DTYPES, to_np
 
 import ember_core as ec
-from ember_core import _interop
+from ember_core._interop import numpy as _interop
 
 
 @pytest.mark.parametrize("dtype", [d for d in ALL_DTYPES if d is not ec.bfloat16], ids=str)

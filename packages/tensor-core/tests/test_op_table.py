@@ -1,5 +1,5 @@
 """The op table is the one source of facts about ops (Note [Op table] in
-_dispatch.py): every name an alias, a tag, a policy or an in-place form refers
+_base/dispatch.py): every name an alias, a tag, a policy or an in-place form refers
 to is an op of the table, the facts are well formed and bound as declared, and
 no list of op names is kept beside the table."""
 
@@ -9,8 +9,9 @@ import pathlib
 import pytest
 
 import ember_core as ec
-from ember_core import _autocast, _dispatch
-from ember_core._dispatch import ALIASES, AUTOCAST_POLICIES, OPS, TAGS, ops_tagged
+from ember_core._base import autocast as _autocast
+from ember_core._base import dispatch as _dispatch
+from ember_core._base.dispatch import ALIASES, AUTOCAST_POLICIES, OPS, TAGS, ops_tagged
 
 SRC = pathlib.Path(ec.__file__).parent
 
@@ -99,7 +100,7 @@ def test_functions_and_methods_are_bound_as_declared():
 
 
 def test_the_removed_side_lists_stay_removed():
-    from ember_core import _elementwise
+    from ember_core._ops.pointwise import elementwise as _elementwise
 
     assert not hasattr(_autocast, "POLICY")
     assert not hasattr(_dispatch, "STAR_KEYWORDS")
@@ -110,15 +111,33 @@ def test_the_removed_side_lists_stay_removed():
 # Literal collections of op names that are not facts about the ops they name:
 # (module, first name) -> what they are.
 NOT_OP_FACTS = {
-    ("_activation.py", "hardshrink"): "the C kernels of csrc/activation.c, by kernel name",
-    ("_elementwise.py", "floor"): "the rounding kernels integers skip (kernel detail)",
-    ("_elementwise.py", "add"): "argument parsing of the binary kernels (two numbers)",
-    ("_elementwise.py", "maximum"): "argument parsing of the binary kernels (tensors only)",
-    ("_elementwise.py", "copysign"): "argument parsing of the binary kernels (tensor first)",
-    ("_embedding.py", "sum"): "embedding_bag's mode names",
-    ("_index_ops.py", "sum"): "scatter_reduce's reduce modes",
-    ("_index_ops.py", "prod"): "index_reduce's reduce modes",
-    ("_sorting.py", "sort"): "the torch.return_types classes of the (values, indices) ops",
+    (
+        "_ops/nn/activation.py",
+        "hardshrink",
+    ): "the C kernels of csrc/cpu/nn/activation.c, by kernel name",
+    (
+        "_ops/pointwise/elementwise.py",
+        "floor",
+    ): "the rounding kernels integers skip (kernel detail)",
+    (
+        "_ops/pointwise/elementwise.py",
+        "add",
+    ): "argument parsing of the binary kernels (two numbers)",
+    (
+        "_ops/pointwise/elementwise.py",
+        "maximum",
+    ): "argument parsing of the binary kernels (tensors only)",
+    (
+        "_ops/pointwise/elementwise.py",
+        "copysign",
+    ): "argument parsing of the binary kernels (tensor first)",
+    ("_ops/nn/embedding.py", "sum"): "embedding_bag's mode names",
+    ("_ops/indexing/index_ops.py", "sum"): "scatter_reduce's reduce modes",
+    ("_ops/indexing/index_ops.py", "prod"): "index_reduce's reduce modes",
+    (
+        "_ops/reduction/sorting.py",
+        "sort",
+    ): "the torch.return_types classes of the (values, indices) ops",
     ("array_api/_elementwise.py", "add"): "the array API's function names",
     ("array_api/_elementwise.py", "clip"): "the array API's function names",
 }

@@ -1,5 +1,5 @@
 """Docstrings generated from the op table (Note [Generated docstrings],
-ember_core/_opdoc.py): every public op has one in PyTorch's layout, and every
+ember_core/_codegen/opdoc.py): every public op has one in PyTorch's layout, and every
 generated example runs."""
 
 import inspect
@@ -7,7 +7,8 @@ import inspect
 import pytest
 
 import ember_core as ec
-from ember_core import _dispatch, _opdoc
+from ember_core._base import dispatch as _dispatch
+from ember_core._codegen import opdoc as _opdoc
 
 PUBLIC = {name: op for name, op in _dispatch.OPS.items() if op.public}
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import ALL_DTYPES, to_np
 
 import ember_core as ec
-from ember_core import _dispatch
+from ember_core._base import dispatch as _dispatch
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.parity

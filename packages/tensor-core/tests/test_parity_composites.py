@@ -1,4 +1,4 @@
-"""PyTorch parity of the composite ops (the shape builders of _rearrange.py;
+"""PyTorch parity of the composite ops (the shape builders of _ops/shape/rearrange.py;
 the pointwise, statistics, calculus, distance, product and index composites),
 of reductions over empty dims, and of random_()'s ranges: values, shapes and
 dtypes, or the same exception type."""

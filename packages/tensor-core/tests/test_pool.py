@@ -1,4 +1,4 @@
-"""Pooling (ember_core._pool) against straightforward NumPy references: max
+"""Pooling (ember_core._ops.nn.pool) against straightforward NumPy references: max
 (values and indices, dilation, padding, ceil_mode, NaN), average
 (count_include_pad, divisor_override, ceil_mode), adaptive average and max;
 the backward ops; bad input; hypothesis fuzzing of the shape arguments."""

@@ -1,4 +1,4 @@
-"""_rearrange.py: ravel, splits, rot90, diff, repeat_interleave, diagonals, kron,
+"""_ops/shape/rearrange.py: ravel, splits, rot90, diff, repeat_interleave, diagonals, kron,
 block_diag, cartesian_prod, combinations, index builders, vander — against NumPy."""
 
 import itertools

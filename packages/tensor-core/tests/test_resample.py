@@ -1,4 +1,4 @@
-"""Padding and resampling (ember_core._resample) against NumPy references: pad in
+"""Padding and resampling (ember_core._ops.nn.resample) against NumPy references: pad in
 every mode (negative pads too), interpolate as per-dim interpolation matrices
 (nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area),
 pixel_shuffle/unshuffle; the backward ops as adjoints; bad input; hypothesis

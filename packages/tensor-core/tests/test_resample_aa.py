@@ -1,4 +1,4 @@
-"""Anti-aliased interpolate (ember_core._resample_aa): the weight matrices against
+"""Anti-aliased interpolate (ember_core._ops.nn.resample_aa): the weight matrices against
 hand-computed PIL-style filters, values against NumPy products, errors, and
 PyTorch parity (parity marker)."""
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ember_core as ec
-from ember_core import _resample_aa as aa
+from ember_core._ops.nn import resample_aa as aa
 
 
 def test_weights_rows_sum_to_one_and_match_filters():

@@ -1,5 +1,5 @@
 """grid_sampler, affine_grid_generator, max_unpool and the CTC loss
-(ember_core._sampling) against NumPy references, and against PyTorch (parity)."""
+(ember_core._ops.nn.sampling) against NumPy references, and against PyTorch (parity)."""
 
 import itertools
 

@@ -1,4 +1,4 @@
-"""Sorting, selection, set ops, binary search and counting (_sorting.py) against
+"""Sorting, selection, set ops, binary search and counting (_ops/reduction/sorting.py) against
 NumPy references written out here."""
 
 import collections

@@ -1,5 +1,5 @@
-"""torch.special's kernels (_special.py, csrc/special_fn.c) against scipy.special
-over wide ranges, edge cases included (0, negatives, inf, NaN, poles), and the
+"""torch.special's kernels (_ops/pointwise/special.py, csrc/cpu/pointwise/special_fn.c)
+against scipy.special over wide ranges, edge cases included (0, negatives, inf, NaN, poles), and the
 dtype rules (integers compute in the default float dtype, float32 stays)."""
 
 import math
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ember_core as ec
-from ember_core import _special as S
+from ember_core._ops.pointwise import special as S
 
 sp = pytest.importorskip("scipy.special")
 

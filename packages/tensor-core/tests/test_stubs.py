@@ -1,5 +1,5 @@
 """The type stubs generated from the op table at build time (Note [Stubs],
-ember_core/_stubgen.py): shipped in the installed package, valid Python, and
+ember_core/_codegen/stubgen.py): shipped in the installed package, valid Python, and
 naming every public function and Tensor method the table binds."""
 
 import ast
@@ -7,7 +7,7 @@ import importlib.resources
 import inspect
 
 import ember_core as ec
-from ember_core import _stubgen
+from ember_core._codegen import stubgen as _stubgen
 
 
 def _stub(name):
@@ -39,7 +39,7 @@ def test_module_stub_names_everything_public():
 
 
 def test_tensor_stub_has_every_method():
-    tree = _stub("_tensor.pyi")
+    tree = _stub("_tensor/tensor.pyi")
     (tensor,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Tensor"]
     methods = {n.name for n in tensor.body if isinstance(n, ast.FunctionDef)}
     attributes = {n.target.id for n in tensor.body if isinstance(n, ast.AnnAssign)}
@@ -71,5 +71,5 @@ def test_signatures_and_result_types_follow_the_table():
 def test_generator_is_deterministic(tmp_path):
     _stubgen.write(tmp_path)
     shipped = importlib.resources.files("ember_core")
-    for name in ("__init__.pyi", "_tensor.pyi", "_opdocs.json"):
+    for name in ("__init__.pyi", "_tensor/tensor.pyi", "_opdocs.json"):
         assert (tmp_path / name).read_text() == (shipped / name).read_text()

@@ -15,6 +15,7 @@ from importlib import metadata as _metadata
 
 import ember_core as _ec
 from ember_autograd import _derivatives as _derivatives  # noqa: F401 - fills the table
+from ember_autograd import _derivatives_attention as _derivatives_attention  # noqa: F401 - fused SDPA
 from ember_autograd import _derivatives_complex as _derivatives_complex  # noqa: F401 - complex, fft
 from ember_autograd import _derivatives_conv as _derivatives_conv  # noqa: F401 - conv/pool/pad/resample
 from ember_autograd import _derivatives_indexing as _derivatives_indexing  # noqa: F401 - indexing, sorting

@@ -1,5 +1,5 @@
 """Derivative formulas of the convolution, pooling, padding and resampling ops
-(ember_core._conv, _pool, _resample), registered into the same table as
+(ember_core._ops.nn.conv, _pool, _resample), registered into the same table as
 _derivatives.py.
 
 Every backward op here is linear in its gradient argument and is the adjoint

@@ -1,4 +1,4 @@
-"""Backward formulas of the samplers of ember_core._random_dist.
+"""Backward formulas of the samplers of ember_core._ops.random.random_dist.
 
 ``_standard_gamma``: the implicit reparameterisation gradient d sample / d alpha
 (``_standard_gamma_grad``), which makes Gamma, Chi2, Beta and Dirichlet

@@ -1,4 +1,4 @@
-"""Backward formulas of torch.special's kernels (ember_core._special), registered
+"""Backward formulas of torch.special's kernels (ember_core._ops.pointwise.special), registered
 into the same table as _derivatives.py.  They are PyTorch's (derivatives.yaml),
 written with ember ops so double backward works.  Where PyTorch has no formula
 for an input (zeta's, igamma's first argument) asking for it raises as there."""
@@ -7,7 +7,7 @@ import math
 
 import ember_core as ec
 from ember_autograd._formula import derivative
-from ember_core import _special as S
+from ember_core._ops.pointwise import special as S
 
 _SQRT_2PI = math.sqrt(2 * math.pi)
 

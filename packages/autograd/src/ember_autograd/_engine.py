@@ -22,8 +22,8 @@ from ember_autograd import _anomaly, _grad_mode, _native
 from ember_autograd._formula import OpNode, real_grad, sum_to
 from ember_autograd._handler import _edge
 from ember_autograd._node import AccumulateGrad, accumulator
-from ember_core import _creation as _core_creation
-from ember_core import _tensor as _core_tensor
+from ember_core._tensor import creation as _core_creation
+from ember_core._tensor import tensor as _core_tensor
 
 Tensor = ec.Tensor
 state = _grad_mode.state

@@ -244,7 +244,7 @@ def _connect(cls, ctx, args, outputs):
 
 
 def _alias_output(t):
-    from ember_core import _tensor as core_tensor
+    from ember_core._tensor import tensor as core_tensor
 
     return core_tensor.view_of(t, t._shape, t._stride, t._offset, t._numel, t._contig)
 

@@ -43,6 +43,7 @@ from ember_autograd._node import (
     last_write,
     named_node_class,
 )
+from ember_core._tensor import tensor as _core_tensor
 
 Tensor = ec.Tensor
 state = _grad_mode.state
@@ -541,7 +542,7 @@ _native.setup(
     handle_inplace=_handle_inplace,
     edge=_edge,
     accumulator=_accumulator,
-    alias=ec._tensor.alias,
+    alias=_core_tensor.alias,
     saved_result=_saved_result,
     hooks_stack=hooks_stack,
     call_impl=ec._dispatch.Op.call_impl,

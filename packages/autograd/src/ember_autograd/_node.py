@@ -24,7 +24,7 @@ import linecache
 import weakref
 
 from ember_autograd import _grad_mode, _native
-from ember_core import _tensor as _core_tensor
+from ember_core._tensor import tensor as _core_tensor
 
 _alias = _core_tensor.alias
 state = _grad_mode.state

@@ -338,6 +338,26 @@ def _(t, v, result):
     )
 
 
+@jvp_rule("_fused_attention")
+def _(t, v, result):
+    # out = P value with P = softmax(S), S = query key^T scale + mask:
+    # dS = (dq key^T + query dk^T) scale, dP = P (dS - rowsum(P dS))
+    from ember_autograd._derivatives_attention import _probabilities
+
+    q, k, val, scale = v["query"], v["key"], v["value"], v.get("scale", 1.0)
+    tq, tk, tv = t.get("query"), t.get("key"), t.get("value")
+    p = _probabilities(q, k, v.get("attn_mask"), v.get("is_causal", False), scale)
+    ds = _sum_terms(
+        ec.matmul(tq, k.transpose(-2, -1)) * scale if tq is not None else None,
+        ec.matmul(q, tk.transpose(-2, -1)) * scale if tk is not None else None,
+    )
+    dp = None if ds is None else p * (ds - (p * ds).sum(-1, keepdim=True))
+    return _sum_terms(
+        ec.matmul(dp, val) if dp is not None else None,
+        ec.matmul(p, tv) if tv is not None else None,
+    )
+
+
 @jvp_rule("outer")
 def _(t, v, result):
     ta, tb = t.get("input"), t.get("vec2")

@@ -10,6 +10,8 @@ torchrun-like launcher (``python -m ember_distributed.run``, also
     dist.all_reduce(t)                 # t summed over every process
 """
 
+from __future__ import annotations
+
 import os
 from importlib import metadata as _metadata
 
@@ -131,38 +133,41 @@ __all__ = [
 ]
 
 
-def is_available():
+def is_available() -> bool:
     """True: ember.distributed is built in (backends: see is_mpi_available and
     is_nccl_available)."""
     return True
 
 
-def is_mpi_available():
+def is_mpi_available() -> bool:
     """Whether mpi4py (and so an MPI library) is installed."""
     return _mpi.is_available()
 
 
-def is_nccl_available():
+def is_nccl_available() -> bool:
     """Whether libnccl can be loaded (it is not loaded by asking)."""
     from ember_distributed import _nccl
 
     return _nccl.find_library() is not None
 
 
-def is_gloo_available():
+def is_gloo_available() -> bool:
     """False: ember has no gloo (backend='gloo' runs on MPI, see init_process_group)."""
     return False
 
 
-def is_ucc_available():
+def is_ucc_available() -> bool:
+    """False: ember has no UCC backend."""
     return False
 
 
-def is_xccl_available():
+def is_xccl_available() -> bool:
+    """False: ember has no XCCL backend."""
     return False
 
 
-def is_backend_available(backend):
+def is_backend_available(backend: str) -> bool:
+    """Whether ``backend`` ('mpi', 'nccl') can run here."""
     name = str(backend).lower()
     if name == "mpi":
         return is_mpi_available()
@@ -171,13 +176,13 @@ def is_backend_available(backend):
     return False
 
 
-def is_torchelastic_launched():
+def is_torchelastic_launched() -> bool:
     """Whether this process was started by a torchrun-like launcher (ember's sets
     TORCHELASTIC_RUN_ID as torchrun does)."""
     return os.getenv("TORCHELASTIC_RUN_ID") is not None
 
 
-def get_node_local_rank(fallback_rank=None):
+def get_node_local_rank(fallback_rank: int | None = None) -> int:
     """The ``LOCAL_RANK`` a launcher set, else ``fallback_rank``, as PyTorch."""
     if "LOCAL_RANK" in os.environ:
         return int(os.environ["LOCAL_RANK"])

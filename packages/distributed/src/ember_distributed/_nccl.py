@@ -208,7 +208,7 @@ class ProcessGroupNCCL:
     name = "nccl"
 
     def __init__(self, group, device):
-        from ember_core import _cuda, cuda
+        from ember_core import cuda
 
         self.ffi, self.lib = lib()
         self.group = group
@@ -226,8 +226,8 @@ class ProcessGroupNCCL:
         raw = bytes(ffi.buffer(uid))
         raw = self._share_uid(raw)
         ffi.memmove(uid, raw, len(raw))
-        prev = _cuda.current_device()
-        _cuda.set_device(device)
+        prev = cuda.current_device()
+        cuda.set_device(device)
         try:
             comm = ffi.new("ncclComm_t*")
             self._check(
@@ -236,7 +236,7 @@ class ProcessGroupNCCL:
             self.comm = comm[0]
             self.stream = cuda.Stream(device=device)
         finally:
-            _cuda.set_device(prev)
+            cuda.set_device(prev)
 
     def _share_uid(self, raw):
         g = self.group

@@ -6,6 +6,8 @@ bytes (a str is stored UTF-8 encoded), as in PyTorch.  The TCP protocol is a
 length-prefixed list of byte strings: nothing received is unpickled.
 """
 
+from __future__ import annotations
+
 import contextlib
 import fcntl
 import os
@@ -13,7 +15,9 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable, Iterable
 from datetime import timedelta
+from typing import IO, TypeVar
 
 from ember_distributed._types import DistNetworkError, DistStoreError
 
@@ -21,8 +25,13 @@ __all__ = ["FileStore", "HashStore", "PrefixStore", "Store", "TCPStore"]
 
 _DEFAULT_TIMEOUT = timedelta(seconds=300)
 
+# what a store takes as a value (kept as bytes; a str is UTF-8 encoded)
+Value = bytes | bytearray | memoryview | str
+Timeout = timedelta | float | None
+_T = TypeVar("_T")
 
-def _seconds(timeout):
+
+def _seconds(timeout: Timeout) -> float | None:
     if timeout is None:
         return None
     if isinstance(timeout, timedelta):
@@ -30,7 +39,7 @@ def _seconds(timeout):
     return float(timeout)
 
 
-def _bytes(value):
+def _bytes(value: Value) -> bytes:
     if isinstance(value, bytes):
         return value
     if isinstance(value, (bytearray, memoryview)):
@@ -43,20 +52,54 @@ def _bytes(value):
 class Store:
     """The store interface (PyTorch's ``torch.distributed.Store``)."""
 
-    def __init__(self, timeout=_DEFAULT_TIMEOUT):
+    def __init__(self, timeout: Timeout = _DEFAULT_TIMEOUT) -> None:
         self._timeout = _seconds(timeout)
 
     @property
-    def timeout(self):
-        return timedelta(seconds=self._timeout)
+    def timeout(self) -> timedelta:
+        return timedelta.max if self._timeout is None else timedelta(seconds=self._timeout)
 
-    def set_timeout(self, timeout):
+    def set_timeout(self, timeout: Timeout) -> None:
         self._timeout = _seconds(timeout)
 
-    def _timeout_error(self, keys, limit=None):
+    # The operations every store has (each subclass defines them).
+    def set(self, key: str, value: Value) -> None:
+        """Store ``value`` (bytes; a str is encoded) under ``key``."""
+        raise NotImplementedError
+
+    def get(self, key: str) -> bytes:
+        """The value of ``key``, waiting (within the timeout) until it is set."""
+        raise NotImplementedError
+
+    def add(self, key: str, amount: int) -> int:
+        """Add ``amount`` to the integer counter ``key`` (0 if unset); the new value."""
+        raise NotImplementedError
+
+    def compare_set(self, key: str, expected_value: Value, desired_value: Value) -> bytes:
+        """Set ``key`` to ``desired_value`` if it holds ``expected_value`` (or is
+        unset and ``expected_value`` is empty); the value it holds afterwards."""
+        raise NotImplementedError
+
+    def check(self, keys: list[str]) -> bool:
+        """Whether every key is set (without waiting)."""
+        raise NotImplementedError
+
+    def wait(self, keys: list[str], timeout: Timeout = None) -> None:
+        """Block until every key is set, or raise DistStoreError after the timeout."""
+        raise NotImplementedError
+
+    def delete_key(self, key: str) -> bool:
+        """Remove ``key``; whether it was set."""
+        raise NotImplementedError
+
+    def num_keys(self) -> int:
+        """How many keys are set."""
+        raise NotImplementedError
+
+    def _timeout_error(self, keys: Iterable[str], limit: float | None = None) -> DistStoreError:
         limit = self._timeout if limit is None else limit
         return DistStoreError(
-            f"{type(self).__name__}: timed out after {limit:g} s waiting for keys "
+            f"{type(self).__name__}: timed out after {limit or 0:g} s waiting for keys "
             f"{list(keys)} (a process that should have set them did not start, died or hung)"
         )
 
@@ -64,29 +107,29 @@ class Store:
 class HashStore(Store):
     """A store inside one process (threads share it)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
-        self._data = {}
+        self._data: dict[str, bytes] = {}
         self._cond = threading.Condition()
 
-    def set(self, key, value):
+    def set(self, key: str, value: Value) -> None:
         with self._cond:
             self._data[key] = _bytes(value)
             self._cond.notify_all()
 
-    def get(self, key):
+    def get(self, key: str) -> bytes:
         self.wait([key])
         with self._cond:
             return self._data[key]
 
-    def add(self, key, amount):
+    def add(self, key: str, amount: int) -> int:
         with self._cond:
             value = int(self._data.get(key, b"0")) + int(amount)
             self._data[key] = str(value).encode()
             self._cond.notify_all()
             return value
 
-    def compare_set(self, key, expected_value, desired_value):
+    def compare_set(self, key: str, expected_value: Value, desired_value: Value) -> bytes:
         with self._cond:
             cur = self._data.get(key)
             exp = _bytes(expected_value)
@@ -96,11 +139,11 @@ class HashStore(Store):
                 return _bytes(desired_value)
             return exp if cur is None else cur
 
-    def check(self, keys):
+    def check(self, keys: list[str]) -> bool:
         with self._cond:
             return all(k in self._data for k in keys)
 
-    def wait(self, keys, timeout=None):
+    def wait(self, keys: list[str], timeout: Timeout = None) -> None:
         limit = self._timeout if timeout is None else _seconds(timeout)
         deadline = None if limit is None else time.monotonic() + limit
         with self._cond:
@@ -110,11 +153,11 @@ class HashStore(Store):
                     raise self._timeout_error(keys, limit)
                 self._cond.wait(left)
 
-    def delete_key(self, key):
+    def delete_key(self, key: str) -> bool:
         with self._cond:
             return self._data.pop(key, None) is not None
 
-    def num_keys(self):
+    def num_keys(self) -> int:
         with self._cond:
             return len(self._data)
 
@@ -122,12 +165,12 @@ class HashStore(Store):
 # ------------------------------------------------------------------ TCPStore
 
 
-def _send(sock, parts):
+def _send(sock: socket.socket, parts: list[bytes]) -> None:
     payload = b"".join(struct.pack("!I", len(p)) + p for p in parts)
     sock.sendall(struct.pack("!II", len(payload), len(parts)) + payload)
 
 
-def _recv_exact(sock, n):
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
     chunks = []
     while n:
         chunk = sock.recv(min(n, 1 << 20))
@@ -138,7 +181,7 @@ def _recv_exact(sock, n):
     return b"".join(chunks)
 
 
-def _recv(sock):
+def _recv(sock: socket.socket) -> list[bytes]:
     size, count = struct.unpack("!II", _recv_exact(sock, 8))
     payload = _recv_exact(sock, size)
     parts, pos = [], 0
@@ -152,7 +195,7 @@ def _recv(sock):
 class _TCPServer:
     """The store's server: a thread per client over one HashStore."""
 
-    def __init__(self, host, port):
+    def __init__(self, host: str, port: int) -> None:
         self.data = HashStore()
         self.data.set_timeout(None)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -170,7 +213,7 @@ class _TCPServer:
         self._closed = False
         threading.Thread(target=self._accept, name="ember-tcpstore", daemon=True).start()
 
-    def _accept(self):
+    def _accept(self) -> None:
         while not self._closed:
             try:
                 conn, _ = self.sock.accept()
@@ -179,7 +222,7 @@ class _TCPServer:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
-    def _serve(self, conn):
+    def _serve(self, conn: socket.socket) -> None:
         d = self.data
         try:
             while True:
@@ -220,7 +263,7 @@ class _TCPServer:
         finally:
             conn.close()
 
-    def close(self):
+    def close(self) -> None:
         self._closed = True
         with contextlib.suppress(OSError):
             self.sock.close()
@@ -234,20 +277,20 @@ class TCPStore(Store):
 
     def __init__(
         self,
-        host_name,
-        port,
-        world_size=None,
-        is_master=False,
-        timeout=_DEFAULT_TIMEOUT,
-        wait_for_workers=True,
-        multi_tenant=False,
-        master_listen_fd=None,
-        use_libuv=True,
-    ):
+        host_name: str,
+        port: int,
+        world_size: int | None = None,
+        is_master: bool = False,
+        timeout: Timeout = _DEFAULT_TIMEOUT,
+        wait_for_workers: bool = True,
+        multi_tenant: bool = False,
+        master_listen_fd: int | None = None,
+        use_libuv: bool = True,
+    ) -> None:
         super().__init__(timeout)
         self.host = host_name
         self._server = _TCPServer(host_name, int(port)) if is_master else None
-        self.port = self._server.port if is_master else int(port)
+        self.port = self._server.port if self._server is not None else int(port)
         self.world_size = world_size
         self._lock = threading.Lock()
         self._sock = self._connect()
@@ -258,7 +301,7 @@ class TCPStore(Store):
         elif wait_for_workers and world_size:
             self.add("__ember_store_workers__", 1)
 
-    def _connect(self):
+    def _connect(self) -> socket.socket:
         deadline = time.monotonic() + (self._timeout or 300)
         delay, last = 0.01, None
         while time.monotonic() < deadline:
@@ -271,12 +314,13 @@ class TCPStore(Store):
                 last = e
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
+        waited = self._timeout or 300
         raise DistNetworkError(
-            f"TCPStore: could not connect to {self.host}:{self.port} within {self._timeout:g} s "
+            f"TCPStore: could not connect to {self.host}:{self.port} within {waited:g} s "
             f"({last}); is the master process (rank 0) running and MASTER_ADDR/MASTER_PORT right?"
         )
 
-    def _call(self, *parts):
+    def _call(self, *parts: bytes | str | int | float) -> list[bytes]:
         with self._lock:
             try:
                 _send(self._sock, [p if isinstance(p, bytes) else str(p).encode() for p in parts])
@@ -292,14 +336,14 @@ class TCPStore(Store):
             raise DistStoreError(out[1].decode())
         return out[1:]
 
-    def _limit(self, timeout=None):
+    def _limit(self, timeout: Timeout = None) -> float:
         limit = self._timeout if timeout is None else _seconds(timeout)
         return -1 if limit is None else limit
 
-    def set(self, key, value):
+    def set(self, key: str, value: Value) -> None:
         self._call(b"set", key, _bytes(value))
 
-    def get(self, key):
+    def get(self, key: str) -> bytes:
         try:
             return self._call(b"get", key, self._limit())[0]
         except DistStoreError as e:
@@ -307,16 +351,16 @@ class TCPStore(Store):
                 raise self._timeout_error([key]) from None
             raise
 
-    def add(self, key, amount):
+    def add(self, key: str, amount: int) -> int:
         return int(self._call(b"add", key, int(amount))[0])
 
-    def compare_set(self, key, expected_value, desired_value):
+    def compare_set(self, key: str, expected_value: Value, desired_value: Value) -> bytes:
         return self._call(b"cas", key, _bytes(expected_value), _bytes(desired_value))[0]
 
-    def check(self, keys):
+    def check(self, keys: list[str]) -> bool:
         return self._call(b"check", *keys)[0] == b"1"
 
-    def wait(self, keys, timeout=None):
+    def wait(self, keys: list[str], timeout: Timeout = None) -> None:
         try:
             self._call(b"wait", self._limit(timeout), *keys)
         except DistStoreError as e:
@@ -324,7 +368,7 @@ class TCPStore(Store):
                 raise self._timeout_error(keys) from None
             raise
 
-    def wait_value(self, key, value):
+    def wait_value(self, key: str, value: int) -> None:
         """Block until the counter ``key`` reaches ``value`` (within the timeout)."""
         deadline = None if self._timeout is None else time.monotonic() + self._timeout
         while self.add(key, 0) < value:
@@ -332,19 +376,19 @@ class TCPStore(Store):
                 raise self._timeout_error([f"{key} >= {value}"])
             time.sleep(0.005)
 
-    def delete_key(self, key):
+    def delete_key(self, key: str) -> bool:
         return self._call(b"del", key)[0] == b"1"
 
-    def num_keys(self):
+    def num_keys(self) -> int:
         return int(self._call(b"num")[0])
 
-    def close(self):
+    def close(self) -> None:
         with contextlib.suppress(OSError):
             self._sock.close()
         if self._server is not None:
             self._server.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         if getattr(self, "_sock", None) is not None:
             self.close()
 
@@ -356,13 +400,13 @@ class FileStore(Store):
     """A store in a file that every process can reach (a shared file system):
     an append-only log of records under an exclusive lock."""
 
-    def __init__(self, file_name, world_size=-1):
+    def __init__(self, file_name: str, world_size: int = -1) -> None:
         super().__init__()
         self.path = file_name
         self.world_size = world_size
         open(file_name, "ab").close()
 
-    def _locked(self, fn):
+    def _locked(self, fn: Callable[[IO[bytes], dict[str, bytes]], _T]) -> _T:
         with open(self.path, "a+b") as f:
             fcntl.flock(f, fcntl.LOCK_EX)
             try:
@@ -372,8 +416,9 @@ class FileStore(Store):
                 fcntl.flock(f, fcntl.LOCK_UN)
 
     @staticmethod
-    def _parse(raw):
-        data, pos = {}, 0
+    def _parse(raw: bytes) -> dict[str, bytes]:
+        data: dict[str, bytes] = {}
+        pos = 0
         while pos + 9 <= len(raw):
             op = raw[pos : pos + 1]
             klen, vlen = struct.unpack_from("!II", raw, pos + 1)
@@ -387,32 +432,35 @@ class FileStore(Store):
         return data
 
     @staticmethod
-    def _append(f, op, key, value=b""):
+    def _append(f: IO[bytes], op: bytes, key: str, value: bytes = b"") -> None:
         k = key.encode()
         f.seek(0, os.SEEK_END)
         f.write(op + struct.pack("!II", len(k), len(value)) + k + value)
         f.flush()
 
-    def set(self, key, value):
+    def set(self, key: str, value: Value) -> None:
         self._locked(lambda f, d: self._append(f, b"s", key, _bytes(value)))
 
-    def _peek(self, key):
+    def _peek(self, key: str) -> bytes | None:
         return self._locked(lambda f, d: d.get(key))
 
-    def get(self, key):
+    def get(self, key: str) -> bytes:
         self.wait([key])
-        return self._peek(key)
+        value = self._peek(key)
+        if value is None:  # deleted since the wait saw it
+            raise self._timeout_error([key])
+        return value
 
-    def add(self, key, amount):
-        def fn(f, d):
+    def add(self, key: str, amount: int) -> int:
+        def fn(f: IO[bytes], d: dict[str, bytes]) -> int:
             value = int(d.get(key, b"0")) + int(amount)
             self._append(f, b"s", key, str(value).encode())
             return value
 
         return self._locked(fn)
 
-    def compare_set(self, key, expected_value, desired_value):
-        def fn(f, d):
+    def compare_set(self, key: str, expected_value: Value, desired_value: Value) -> bytes:
+        def fn(f: IO[bytes], d: dict[str, bytes]) -> bytes:
             cur, exp = d.get(key), _bytes(expected_value)
             if (cur is None and exp == b"") or cur == exp:
                 self._append(f, b"s", key, _bytes(desired_value))
@@ -421,10 +469,10 @@ class FileStore(Store):
 
         return self._locked(fn)
 
-    def check(self, keys):
+    def check(self, keys: list[str]) -> bool:
         return self._locked(lambda f, d: all(k in d for k in keys))
 
-    def wait(self, keys, timeout=None):
+    def wait(self, keys: list[str], timeout: Timeout = None) -> None:
         limit = self._timeout if timeout is None else _seconds(timeout)
         deadline = None if limit is None else time.monotonic() + limit
         delay = 0.002
@@ -434,8 +482,8 @@ class FileStore(Store):
             time.sleep(delay)
             delay = min(delay * 2, 0.1)
 
-    def delete_key(self, key):
-        def fn(f, d):
+    def delete_key(self, key: str) -> bool:
+        def fn(f: IO[bytes], d: dict[str, bytes]) -> bool:
             if key not in d:
                 return False
             self._append(f, b"d", key)
@@ -443,48 +491,48 @@ class FileStore(Store):
 
         return self._locked(fn)
 
-    def num_keys(self):
+    def num_keys(self) -> int:
         return self._locked(lambda f, d: len(d))
 
 
 class PrefixStore(Store):
     """``PrefixStore(prefix, store)``: every key gets ``prefix + "/"``."""
 
-    def __init__(self, prefix, store):
+    def __init__(self, prefix: str, store: Store) -> None:
         super().__init__(store.timeout)
         self.prefix = prefix
         self.underlying_store = store
 
-    def _k(self, key):
+    def _k(self, key: str) -> str:
         return f"{self.prefix}/{key}"
 
-    def set(self, key, value):
+    def set(self, key: str, value: Value) -> None:
         self.underlying_store.set(self._k(key), value)
 
-    def get(self, key):
+    def get(self, key: str) -> bytes:
         return self.underlying_store.get(self._k(key))
 
-    def add(self, key, amount):
+    def add(self, key: str, amount: int) -> int:
         return self.underlying_store.add(self._k(key), amount)
 
-    def compare_set(self, key, expected_value, desired_value):
+    def compare_set(self, key: str, expected_value: Value, desired_value: Value) -> bytes:
         return self.underlying_store.compare_set(self._k(key), expected_value, desired_value)
 
-    def check(self, keys):
+    def check(self, keys: list[str]) -> bool:
         return self.underlying_store.check([self._k(k) for k in keys])
 
-    def wait(self, keys, timeout=None):
+    def wait(self, keys: list[str], timeout: Timeout = None) -> None:
         return self.underlying_store.wait([self._k(k) for k in keys], timeout)
 
-    def delete_key(self, key):
+    def delete_key(self, key: str) -> bool:
         return self.underlying_store.delete_key(self._k(key))
 
-    def num_keys(self):
+    def num_keys(self) -> int:
         return self.underlying_store.num_keys()
 
     @property
-    def timeout(self):
+    def timeout(self) -> timedelta:
         return self.underlying_store.timeout
 
-    def set_timeout(self, timeout):
+    def set_timeout(self, timeout: Timeout) -> None:
         self.underlying_store.set_timeout(timeout)

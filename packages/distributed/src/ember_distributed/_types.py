@@ -1,7 +1,10 @@
 """The small types of torch.distributed: errors, ReduceOp, Backend, GroupMember."""
 
+from __future__ import annotations
+
 import enum
 from datetime import timedelta
+from typing import Any
 
 __all__ = [
     "Backend",
@@ -55,7 +58,7 @@ class Backend(str):
     MPI = "mpi"
     XCCL = "xccl"
 
-    def __new__(cls, name):
+    def __new__(cls, name: str) -> Backend:
         if not isinstance(name, str):
             raise ValueError(f"Backend constructor parameter must be string-ish, but got: {name!r}")
         value = getattr(Backend, name.upper(), Backend.UNDEFINED)
@@ -79,10 +82,10 @@ class ReduceOp:
         PREMUL_SUM = 8
         UNUSED = 9
 
-        def __repr__(self):
+        def __repr__(self) -> str:
             return f"<RedOpType.{self.name}: {self.value}>"
 
-        def __str__(self):
+        def __str__(self) -> str:
             return f"RedOpType.{self.name}"
 
     SUM = RedOpType.SUM
@@ -100,9 +103,11 @@ class GroupMember:
     """``GroupMember.WORLD`` is the default group once initialised (None before);
     ``NON_GROUP_MEMBER`` is what ``new_group`` returns on ranks outside it."""
 
-    WORLD = None
+    WORLD: Any = None  # a ProcessGroup once initialised
     NON_GROUP_MEMBER = -100
 
 
 class group:  # noqa: N801 - PyTorch's name
-    WORLD = None
+    """``group.WORLD``: the default process group once initialised (None before)."""
+
+    WORLD: Any = None

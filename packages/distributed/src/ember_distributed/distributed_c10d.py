@@ -19,6 +19,8 @@ Note [Forming the world]
   (pmodels/mpich#7805): start them with a launcher, or use mpich<5.
 """
 
+from __future__ import annotations
+
 import io
 import os
 import pickle
@@ -26,7 +28,9 @@ import sys
 import time
 import urllib.parse
 import warnings
+from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 import ember_autograd
 import ember_core as ec
@@ -41,6 +45,19 @@ from ember_distributed._types import (
     default_pg_timeout,
 )
 from ember_distributed._work import CompletedWork, Work
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from typing_extensions import TypeIs
+
+    from ember_distributed._store import Store
+
+    Tensor: TypeAlias = ec.Tensor
+    # a group argument: a ProcessGroup, None (the default group), or
+    # GroupMember.NON_GROUP_MEMBER, which new_group returns on the ranks outside
+    Group: TypeAlias = "ProcessGroup | int | None"
+    RedOp: TypeAlias = ReduceOp.RedOpType
 
 __all__ = [
     "ProcessGroup",
@@ -79,15 +96,15 @@ __all__ = [
 
 
 class _World:
-    default = None  # the default ProcessGroup
-    groups = []  # every group made since init (destroyed with the default)
+    default: ProcessGroup | None = None  # the default ProcessGroup
+    groups: list[ProcessGroup] = []  # every group made since init (destroyed with the default)
     store = None
     count = 0  # groups made so far (names)
     debug = False  # TORCH_DISTRIBUTED_DEBUG=DETAIL: check collectives agree across ranks
-    excepthook = None
+    excepthook: Any = None
 
 
-def _seconds(timeout):
+def _seconds(timeout: timedelta | None) -> float:
     if timeout is None:
         return default_pg_timeout.total_seconds()
     if isinstance(timeout, timedelta):
@@ -98,7 +115,7 @@ def _seconds(timeout):
 # ------------------------------------------------------------------ backends
 
 
-def _parse_backend(backend):
+def _parse_backend(backend: str | None) -> dict[str, str]:
     """{device type: backend name} for a backend argument, as PyTorch reads
     ``"cpu:gloo,cuda:nccl"``.  ``None``/``"auto"``: MPI for CPU, NCCL for CUDA."""
     if backend is None or str(backend).lower() in ("auto", "undefined"):
@@ -114,7 +131,7 @@ def _parse_backend(backend):
     return {"cuda": "nccl"} if name == "nccl" else {"cpu": "mpi"}
 
 
-def _backend_name(name, given):
+def _backend_name(name: str, given: str | None) -> str:
     if name == "gloo":
         warnings.warn(
             "ember.distributed has no gloo backend: backend 'gloo' runs on MPI "
@@ -135,7 +152,16 @@ class ProcessGroup:
     """A group of processes (PyTorch's ``ProcessGroup``): ``rank()``, ``size()``,
     and the backends its collectives run on."""
 
-    def __init__(self, ranks, rank, comm, timeout, backends, name, store):
+    def __init__(
+        self,
+        ranks: Iterable[int],
+        rank: int,
+        comm: Any,
+        timeout: float,
+        backends: dict[str, str],
+        name: str,
+        store: Store | None,
+    ) -> None:
         self._ranks = list(ranks)  # global ranks, in group-rank order
         self._rank = rank
         self._size = len(self._ranks)
@@ -144,35 +170,43 @@ class ProcessGroup:
         self.group_name = name
         self._store = store
         self._comm = comm
-        self._mpi = None
-        self._nccl = {}  # device index -> ProcessGroupNCCL
+        self._mpi: Any = None  # the ProcessGroupMPI, if the group has a CPU backend
+        self._nccl: dict[int, Any] = {}  # device index -> ProcessGroupNCCL
+        self._store_factory: Callable[[], Store] | None = None
         if comm is not None:
             self._mpi = _mpi.ProcessGroupMPI(comm, timeout, self._describe())
+        self._cpu_mpi = self._mpi is not None and backends.get("cpu") == "mpi"
 
-    def _describe(self):
+    def _describe(self) -> str:
         return f"rank {self._rank} of process group {self.group_name!r} (size {self._size})"
 
-    def rank(self):
+    def rank(self) -> int:
+        """This process's rank in the group."""
         return self._rank
 
-    def size(self):
+    def size(self) -> int:
+        """The number of processes in the group."""
         return self._size
 
-    def name(self):
+    def name(self) -> str:
+        """The backend's name ('mpi', 'nccl', or 'cpu:mpi,cuda:nccl')."""
         return self._backend_name()
 
-    def _backend_name(self):
+    def _backend_name(self) -> str:
         b = self._backends
         if len(b) == 1:
             return next(iter(b.values()))
         return ",".join(f"{k}:{v}" for k, v in sorted(b.items()))
 
     @property
-    def group_desc(self):
+    def group_desc(self) -> str:
         return self.group_name
 
-    def backend_for(self, tensor, what):
+    def backend_for(self, tensor: Tensor, what: str) -> Any:
+        """The backend (ProcessGroupMPI or ProcessGroupNCCL) for ``tensor``'s device."""
         dev = tensor.device.type
+        if dev == "cpu" and self._cpu_mpi:  # the common case first
+            return self._mpi
         name = self._backends.get(dev)
         if name is None:
             raise RuntimeError(
@@ -192,14 +226,14 @@ class ProcessGroup:
             pg = self._nccl[index] = _nccl.ProcessGroupNCCL(self, index)
         return pg
 
-    def _shutdown(self):
+    def _shutdown(self) -> None:
         for pg in self._nccl.values():
             pg.shutdown()
         self._nccl = {}
         if self._mpi is not None:
             self._mpi.shutdown()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (
             f"<ember.distributed.ProcessGroup {self.group_name!r} rank {self._rank} of "
             f"{self._size} ({self._backend_name()})>"
@@ -209,10 +243,11 @@ class ProcessGroup:
 # ------------------------------------------------------------------ rendezvous
 
 
-def _env_int(name, method):
+def _env_int(name: str, method: str) -> int:
+    """The integer in environment variable ``name``; -1 where it is not set."""
     value = os.environ.get(name)
     if value is None:
-        return None
+        return -1
     try:
         return int(value)
     except ValueError:
@@ -222,7 +257,9 @@ def _env_int(name, method):
         ) from None
 
 
-def _rendezvous(init_method, rank, world_size, timeout):
+def _rendezvous(
+    init_method: str, rank: int, world_size: int, timeout: float
+) -> tuple[int, int, Callable[[], Store]]:
     """(rank, world_size, make_store) from the init method (Note [Forming the world])."""
     url = urllib.parse.urlparse(init_method)
     query = dict(urllib.parse.parse_qsl(url.query))
@@ -235,8 +272,6 @@ def _rendezvous(init_method, rank, world_size, timeout):
             rank = _env_int("RANK", "env://")
         if world_size < 0:
             world_size = _env_int("WORLD_SIZE", "env://")
-    rank = -1 if rank is None else rank
-    world_size = -1 if world_size is None else world_size
     if (rank < 0 or world_size < 0) and _mpi.is_available() and _mpi.launched_by_mpi():
         W = _mpi.mpi().COMM_WORLD
         if rank < 0:
@@ -259,7 +294,7 @@ def _rendezvous(init_method, rank, world_size, timeout):
     if rank >= world_size:
         raise ValueError(f"init_process_group: rank {rank} is not below world_size {world_size}")
 
-    def make_store():
+    def make_store() -> Store:
         if url.scheme == "env":
             addr = os.environ.get("MASTER_ADDR")
             port = os.environ.get("MASTER_PORT")
@@ -269,6 +304,7 @@ def _rendezvous(init_method, rank, world_size, timeout):
                         "Error initializing torch.distributed using env:// rendezvous: "
                         f"environment variable {name} expected, but not set"
                     )
+            assert addr is not None and port is not None  # checked above
             return TCPStore(addr, int(port), world_size, rank == 0, timedelta(seconds=timeout))
         if url.scheme == "tcp":
             if not url.hostname or not url.port:
@@ -288,7 +324,7 @@ def _rendezvous(init_method, rank, world_size, timeout):
     return rank, world_size, make_store
 
 
-def _wait_count(store, key, value, timeout):
+def _wait_count(store: Store, key: str, value: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while store.add(key, 0) < value:
         if time.monotonic() > deadline:
@@ -299,7 +335,7 @@ def _wait_count(store, key, value, timeout):
         time.sleep(0.005)
 
 
-def _form_world(rank, world_size, get_store, timeout):
+def _form_world(rank: int, world_size: int, get_store: Callable[[], Store], timeout: float) -> Any:
     """The MPI communicator of the whole world, ordered by rank (Note [Forming the world])."""
     MPI = _mpi.mpi()
     W = MPI.COMM_WORLD
@@ -362,7 +398,7 @@ def _form_world(rank, world_size, get_store, timeout):
     return M.Split(0, rank)
 
 
-def _install_excepthook(comm):
+def _install_excepthook(comm: Any) -> None:
     """An uncaught exception in one process aborts the whole MPI job (after its
     traceback is printed), so the others stop at once instead of waiting in a
     collective until their timeout (as ``python -m mpi4py`` does)."""
@@ -370,7 +406,7 @@ def _install_excepthook(comm):
         return
     previous = sys.excepthook
 
-    def hook(exc_type, exc, tb):
+    def hook(exc_type: type[BaseException], exc: BaseException, tb: Any) -> None:
         previous(exc_type, exc, tb)
         if _World.default is not None and not issubclass(exc_type, KeyboardInterrupt):
             sys.stdout.flush()
@@ -382,16 +418,16 @@ def _install_excepthook(comm):
 
 
 def init_process_group(
-    backend=None,
-    init_method=None,
-    timeout=None,
-    world_size=-1,
-    rank=-1,
-    store=None,
-    group_name="",
-    pg_options=None,
-    device_id=None,
-):
+    backend: str | None = None,
+    init_method: str | None = None,
+    timeout: timedelta | None = None,
+    world_size: int = -1,
+    rank: int = -1,
+    store: Store | None = None,
+    group_name: str = "",
+    pg_options: Any = None,
+    device_id: ec.device | int | None = None,
+) -> None:
     """Join the default process group (PyTorch's ``init_process_group``).
 
     ``backend``: ``"mpi"`` (CPU tensors), ``"nccl"`` (CUDA tensors), or ``None``
@@ -415,13 +451,13 @@ def init_process_group(
     if store is not None:
         given = store
 
-        def get_store():
+        def get_store() -> Store:
             return given
     else:
         rank, world_size, make = _rendezvous(init_method or "env://", rank, world_size, secs)
-        cache = []
+        cache: list[Store] = []
 
-        def get_store():
+        def get_store() -> Store:
             if not cache:
                 cache.append(make())
             return cache[0]
@@ -450,12 +486,12 @@ def init_process_group(
     if comm is not None:
         _install_excepthook(comm)
     if device_id is not None:
-        dev = ec.device(device_id) if not isinstance(device_id, ec.device) else device_id
+        dev: Any = ec.device(device_id) if not isinstance(device_id, ec.device) else device_id
         if dev.type == "cuda":
             pg.backend_for(ec.empty(0, device=dev), "init_process_group(device_id=...)")
 
 
-def destroy_process_group(group=None):
+def destroy_process_group(group: Group = None) -> None:
     """Release a group (the default one: every group, and the process leaves the world)."""
     if _World.default is None:
         raise AssertionError("Process group cannot be None")
@@ -478,63 +514,76 @@ def destroy_process_group(group=None):
     _World.groups.remove(group)
 
 
-def is_initialized():
+def is_initialized() -> bool:
     """Whether the default process group exists."""
     return _World.default is not None
 
 
-def _default():
+def _default() -> ProcessGroup:
     if _World.default is None:
         raise ValueError(NOT_INITIALIZED)
     return _World.default
 
 
-def _group(group):
-    g = _default() if group is None else group
-    if g is _World.default or g == GroupMember.NON_GROUP_MEMBER:
-        return g
+def _group(group: Group) -> ProcessGroup | int:
+    """The group an argument names: a ProcessGroup, or NON_GROUP_MEMBER."""
+    if group is None:
+        g = _World.default
+        if g is not None:  # the common case first: collectives run it every call
+            return g
+        raise ValueError(NOT_INITIALIZED)
+    if isinstance(group, ProcessGroup) or group == GroupMember.NON_GROUP_MEMBER:
+        return group
+    raise TypeError(f"group must be a ProcessGroup made by new_group, got {group!r}")
+
+
+def _member_group(group: Group) -> ProcessGroup:
+    """The group, which this process must be a member of (PyTorch's error otherwise)."""
+    g = _group(group)
     if not isinstance(g, ProcessGroup):
-        raise TypeError(f"group must be a ProcessGroup made by new_group, got {g!r}")
+        raise ValueError("Invalid process group specified")
     return g
 
 
-def get_rank(group=None):
+def get_rank(group: Group = None) -> int:
     """This process's rank in ``group`` (-1 if it is not a member)."""
     g = _group(group)
-    if g == GroupMember.NON_GROUP_MEMBER:
+    if not isinstance(g, ProcessGroup):  # NON_GROUP_MEMBER
         return -1
     return g._rank
 
 
-def get_world_size(group=None):
+def get_world_size(group: Group = None) -> int:
     """The number of processes in ``group`` (-1 if this process is not a member)."""
     g = _group(group)
-    if g == GroupMember.NON_GROUP_MEMBER:
+    if not isinstance(g, ProcessGroup):  # NON_GROUP_MEMBER
         return -1
     return g._size
 
 
-def get_backend(group=None):
-    g = _group(group)
-    if g == GroupMember.NON_GROUP_MEMBER:
-        raise ValueError("Invalid process group specified")
+def get_backend(group: Group = None) -> str:
+    """The group's backend name ('mpi', 'nccl', or 'cpu:mpi,cuda:nccl')."""
+    g = _member_group(group)
     return Backend(g._backend_name())
 
 
-def get_process_group_ranks(group):
-    g = _group(group)
+def get_process_group_ranks(group: Group) -> list[int]:
+    """The global ranks of the group's members, in group-rank order."""
+    g = _member_group(group)
     return list(g._ranks)
 
 
-def get_global_rank(group, group_rank):
-    g = _group(group)
+def get_global_rank(group: Group, group_rank: int) -> int:
+    """The global rank of the group's rank ``group_rank``."""
+    g = _member_group(group)
     if not 0 <= group_rank < g._size:
         raise ValueError(f"Group rank {group_rank} is not part of group {g!r}")
     return g._ranks[group_rank]
 
 
-def get_group_rank(group, global_rank):
-    g = _group(group)
+def get_group_rank(group: Group, global_rank: int) -> int:
+    """The group rank of the process of global rank ``global_rank``."""
+    g = _member_group(group)
     try:
         return g._ranks.index(global_rank)
     except ValueError:
@@ -542,15 +591,15 @@ def get_group_rank(group, global_rank):
 
 
 def new_group(
-    ranks=None,
-    timeout=None,
-    backend=None,
-    pg_options=None,
-    use_local_synchronization=False,
-    group_desc=None,
-    device_id=None,
-    sort_ranks=True,
-):
+    ranks: Sequence[int] | None = None,
+    timeout: timedelta | None = None,
+    backend: str | None = None,
+    pg_options: Any = None,
+    use_local_synchronization: bool = False,
+    group_desc: str | None = None,
+    device_id: Any = None,
+    sort_ranks: bool = True,
+) -> ProcessGroup | int:
     """A group of some of the world's processes.  Every process calls it (unless
     ``use_local_synchronization``: then only the members); the others get
     ``GroupMember.NON_GROUP_MEMBER``."""
@@ -558,9 +607,10 @@ def new_group(
     n = world._size
     if ranks is None:
         ranks = list(range(n))
-    ranks = [int(r) for r in ranks]
+    members = [int(r) for r in ranks]
     if sort_ranks:
-        ranks = sorted(ranks)
+        members = sorted(members)
+    ranks = members
     if len(set(ranks)) != len(ranks):
         raise ValueError("ranks should be unique")
     for r in ranks:
@@ -597,7 +647,7 @@ def new_group(
 # ------------------------------------------------------------------ argument checks
 
 
-def _check_tensor(t, name):
+def _check_tensor(t: object, name: str) -> None:
     if not isinstance(t, ec.Tensor):
         raise TypeError(
             f"Invalid function argument. Expected parameter `{name}` of type torch.Tensor\n"
@@ -605,7 +655,7 @@ def _check_tensor(t, name):
         )
 
 
-def _check_list(ts, name):
+def _check_list(ts: object, name: str) -> None:
     if not isinstance(ts, (list, tuple)) or not all(isinstance(t, ec.Tensor) for t in ts):
         raise TypeError(
             f"Invalid function argument. Expected parameter `{name}` of type List[torch.Tensor]\n"
@@ -613,8 +663,9 @@ def _check_list(ts, name):
         )
 
 
-def _skip(g, what):
-    if g == GroupMember.NON_GROUP_MEMBER:
+def _skip(g: ProcessGroup | int, what: str) -> TypeIs[int]:
+    """Whether this process is outside the group (PyTorch warns and does nothing)."""
+    if type(g) is not ProcessGroup and g == GroupMember.NON_GROUP_MEMBER:
         warnings.warn(
             f"Running {what} on global rank {_default()._rank} which does not belong to the "
             "given group.",
@@ -625,7 +676,9 @@ def _skip(g, what):
     return False
 
 
-def _root(g, what, src, group_src, name="src"):
+def _root(
+    g: ProcessGroup, what: str, src: int | None, group_src: int | None, name: str = "src"
+) -> int:
     """The group rank of a collective's root, from a global rank or a group rank."""
     if group_src is not None:
         if src is not None:
@@ -645,7 +698,7 @@ def _root(g, what, src, group_src, name="src"):
     return r
 
 
-def _same(ts, ref, what):
+def _same(ts: Sequence[Tensor], ref: Tensor, what: str) -> None:
     for i, t in enumerate(ts):
         if tuple(t.shape) != tuple(ref.shape):
             raise RuntimeError(
@@ -663,14 +716,16 @@ def _same(ts, ref, what):
             )
 
 
-def _length(ts, n, what, name="output tensor list"):
+def _length(ts: Sequence[Any], n: int, what: str, name: str = "output tensor list") -> None:
     if len(ts) != n:
         raise RuntimeError(
             f"{what}: invalid {name} at index 0 (expected length {n}, got {len(ts)})"
         )
 
 
-def _fingerprint(g, backend, what, *tensors, extra=()):
+def _fingerprint(
+    g: ProcessGroup, backend: Any, what: str, *tensors: Tensor, extra: tuple[Any, ...] = ()
+) -> None:
     """TORCH_DISTRIBUTED_DEBUG=DETAIL: every rank's collective, shapes and dtypes
     must agree; a mismatch is reported by name instead of a hang or garbage."""
     if not _World.debug or backend.name != "mpi":
@@ -686,7 +741,7 @@ def _fingerprint(g, backend, what, *tensors, extra=()):
             )
 
 
-def _flat(ts, like):
+def _flat(ts: Sequence[Tensor], like: Tensor) -> Tensor:
     """One contiguous tensor holding the tensors ``ts`` one after another."""
     if not ts:
         return ec.empty(0, dtype=like.dtype, device=like.device)
@@ -694,7 +749,7 @@ def _flat(ts, like):
         return ec.cat([t.reshape(-1) for t in ts])
 
 
-def _unflat(flat, ts):
+def _unflat(flat: Tensor, ts: Sequence[Tensor]) -> None:
     """Copy the blocks of ``flat`` into the tensors ``ts`` (the inverse of _flat)."""
     with ember_autograd.no_grad():
         pos = 0
@@ -707,19 +762,36 @@ def _unflat(flat, ts):
 # ------------------------------------------------------------------ collectives
 
 
-def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
-    """Reduce ``tensor`` over the group, in place, on every process."""
-    _check_tensor(tensor, "tensor")
+def all_reduce(
+    tensor: Tensor, op: RedOp = ReduceOp.SUM, group: Group = None, async_op: bool = False
+) -> Work | None:
+    """Reduce ``tensor`` over the group, in place, on every process.
+
+    >>> t = ember.ones(3) * (dist.get_rank() + 1)
+    >>> dist.all_reduce(t)              # with 2 processes: t is [3., 3., 3.] on both
+    """
+    # The checks are the other collectives', with the common case tested inline: a
+    # small all-reduce costs about as much as these lines (Note [MPI fast path]).
+    if not isinstance(tensor, ec.Tensor):
+        _check_tensor(tensor, "tensor")
     g = _group(group)
-    if _skip(g, "all_reduce"):
+    if type(g) is not ProcessGroup and _skip(g, "all_reduce"):
         return None
     b = g.backend_for(tensor, "all_reduce")
-    _mpi.check_op(op, tensor.dtype, "all_reduce")
-    _fingerprint(g, b, "all_reduce", tensor, extra=(op,))
+    if op is not ReduceOp.SUM:  # SUM takes every dtype
+        _mpi.check_op(op, tensor.dtype, "all_reduce")
+    if _World.debug:
+        _fingerprint(g, b, "all_reduce", tensor, extra=(op,))
     return b.allreduce(tensor, op, async_op)
 
 
-def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
+def broadcast(
+    tensor: Tensor,
+    src: int | None = None,
+    group: Group = None,
+    async_op: bool = False,
+    group_src: int | None = None,
+) -> Work | None:
     """Copy ``tensor`` from ``src`` into ``tensor`` on every process."""
     _check_tensor(tensor, "tensor")
     g = _group(group)
@@ -731,7 +803,14 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
     return b.broadcast(tensor, root, async_op)
 
 
-def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
+def reduce(
+    tensor: Tensor,
+    dst: int | None = None,
+    op: RedOp = ReduceOp.SUM,
+    group: Group = None,
+    async_op: bool = False,
+    group_dst: int | None = None,
+) -> Work | None:
     """Reduce ``tensor`` over the group into ``tensor`` on ``dst``."""
     _check_tensor(tensor, "tensor")
     g = _group(group)
@@ -744,7 +823,9 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
     return b.reduce(tensor, root, op, async_op)
 
 
-def all_gather(tensor_list, tensor, group=None, async_op=False):
+def all_gather(
+    tensor_list: list[Tensor], tensor: Tensor, group: Group = None, async_op: bool = False
+) -> Work | None:
     """Every process's ``tensor`` into ``tensor_list`` (one per rank), on every process."""
     _check_list(tensor_list, "tensor_list")
     _check_tensor(tensor, "tensor")
@@ -761,7 +842,9 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     )
 
 
-def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+def all_gather_into_tensor(
+    output_tensor: Tensor, input_tensor: Tensor, group: Group = None, async_op: bool = False
+) -> Work | None:
     """Every process's ``input_tensor``, concatenated (or stacked) into
     ``output_tensor`` of size ``world_size * input_tensor.numel()``."""
     _check_tensor(output_tensor, "output_tensor")
@@ -794,7 +877,14 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     )
 
 
-def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
+def gather(
+    tensor: Tensor,
+    gather_list: list[Tensor] | None = None,
+    dst: int | None = None,
+    group: Group = None,
+    async_op: bool = False,
+    group_dst: int | None = None,
+) -> Work | None:
     """Every process's ``tensor`` into ``gather_list`` on ``dst``."""
     _check_tensor(tensor, "tensor")
     g = _group(group)
@@ -824,7 +914,14 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
     return b.gather_flat(flat, tensor, root, async_op, after)
 
 
-def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
+def scatter(
+    tensor: Tensor,
+    scatter_list: list[Tensor] | None = None,
+    src: int | None = None,
+    group: Group = None,
+    async_op: bool = False,
+    group_src: int | None = None,
+) -> Work | None:
     """Block ``rank`` of ``scatter_list`` on ``src`` into ``tensor`` on each process."""
     _check_tensor(tensor, "tensor")
     g = _group(group)
@@ -851,7 +948,13 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
     return b.scatter_flat(tensor, flat, root, async_op)
 
 
-def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
+def reduce_scatter(
+    output: Tensor,
+    input_list: list[Tensor],
+    op: RedOp = ReduceOp.SUM,
+    group: Group = None,
+    async_op: bool = False,
+) -> Work | None:
     """Reduce the lists over the group; block ``rank`` of the result into ``output``."""
     _check_tensor(output, "output")
     _check_list(input_list, "input_list")
@@ -866,7 +969,13 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     return b.reduce_scatter_flat(output, _flat(input_list, output), op, async_op, "reduce_scatter")
 
 
-def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):  # noqa: A002
+def reduce_scatter_tensor(
+    output: Tensor,
+    input: Tensor,  # noqa: A002
+    op: RedOp = ReduceOp.SUM,
+    group: Group = None,
+    async_op: bool = False,
+) -> Work | None:
     """Reduce ``input`` (world_size blocks along dim 0) over the group; block
     ``rank`` of the result into ``output``."""
     _check_tensor(output, "output")
@@ -892,13 +1001,13 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
 
 
 def all_to_all_single(
-    output,
-    input,
-    output_split_sizes=None,
-    input_split_sizes=None,
-    group=None,
-    async_op=False,  # noqa: A002
-):
+    output: Tensor,
+    input: Tensor,  # noqa: A002
+    output_split_sizes: Sequence[int] | None = None,
+    input_split_sizes: Sequence[int] | None = None,
+    group: Group = None,
+    async_op: bool = False,
+) -> Work | None:
     """Split ``input`` along dim 0 (evenly, or by ``input_split_sizes``), send
     piece ``i`` to rank ``i``, and concatenate what arrives into ``output``."""
     _check_tensor(output, "output")
@@ -913,7 +1022,7 @@ def all_to_all_single(
             f"all_to_all_single: input dtype {input.dtype} differs from output dtype {output.dtype}"
         )
 
-    def counts(t, splits, name):
+    def counts(t: Tensor, splits: Sequence[int] | None, name: str) -> list[int]:
         row = t.numel() // t.shape[0] if t.dim() and t.shape[0] else (1 if not t.dim() else 0)
         if splits is None or len(splits) == 0:
             if t.dim() == 0 or t.shape[0] % n:
@@ -936,7 +1045,12 @@ def all_to_all_single(
     return b.alltoallv_flat(output, out_counts, input, in_counts, async_op, "all_to_all_single")
 
 
-def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
+def all_to_all(
+    output_tensor_list: list[Tensor],
+    input_tensor_list: list[Tensor],
+    group: Group = None,
+    async_op: bool = False,
+) -> Work | None:
     """Send ``input_tensor_list[i]`` to rank ``i``; receive into ``output_tensor_list``."""
     _check_list(output_tensor_list, "output_tensor_list")
     _check_list(input_tensor_list, "input_tensor_list")
@@ -966,7 +1080,9 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
     )
 
 
-def barrier(group=None, async_op=False, device_ids=None):
+def barrier(
+    group: Group = None, async_op: bool = False, device_ids: list[int] | None = None
+) -> Work | None:
     """Wait until every process of the group reached the barrier."""
     g = _group(group)
     if _skip(g, "barrier"):
@@ -981,7 +1097,9 @@ def barrier(group=None, async_op=False, device_ids=None):
     return work
 
 
-def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
+def monitored_barrier(
+    group: Group = None, timeout: timedelta | None = None, wait_all_ranks: bool = False
+) -> None:
     """A barrier that names the ranks which did not arrive within ``timeout``
     (rank 0 checks in every other rank by point-to-point messages)."""
     g = _group(group)
@@ -1032,7 +1150,9 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
 # ------------------------------------------------------------------ point to point
 
 
-def _peer(g, peer, group_peer, what, name):
+def _peer(
+    g: ProcessGroup, peer: int | None, group_peer: int | None, what: str, name: str
+) -> int | None:
     if group_peer is not None:
         r = group_peer
     elif peer is None:
@@ -1054,7 +1174,13 @@ def _peer(g, peer, group_peer, what, name):
     return r
 
 
-def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
+def isend(
+    tensor: Tensor,
+    dst: int | None = None,
+    group: Group = None,
+    tag: int = 0,
+    group_dst: int | None = None,
+) -> Work | None:
     """Send ``tensor`` to ``dst`` asynchronously; returns a Work."""
     _check_tensor(tensor, "tensor")
     g = _group(group)
@@ -1066,7 +1192,13 @@ def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
     return g.backend_for(tensor, "isend").isend(tensor, r, tag)
 
 
-def irecv(tensor, src=None, group=None, tag=0, group_src=None):
+def irecv(
+    tensor: Tensor,
+    src: int | None = None,
+    group: Group = None,
+    tag: int = 0,
+    group_src: int | None = None,
+) -> Work | None:
     """Receive into ``tensor`` from ``src`` (any rank if None) asynchronously."""
     _check_tensor(tensor, "tensor")
     g = _group(group)
@@ -1076,30 +1208,51 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
     return g.backend_for(tensor, "irecv").irecv(tensor, r, tag)
 
 
-def send(tensor, dst=None, group=None, tag=0, group_dst=None):
+def send(
+    tensor: Tensor,
+    dst: int | None = None,
+    group: Group = None,
+    tag: int = 0,
+    group_dst: int | None = None,
+) -> None:
     """Send ``tensor`` to ``dst`` and wait until it is sent."""
     work = isend(tensor, dst, group, tag, group_dst)
     if work is not None:
         work.wait()
 
 
-def recv(tensor, src=None, group=None, tag=0, group_src=None):
+def recv(
+    tensor: Tensor,
+    src: int | None = None,
+    group: Group = None,
+    tag: int = 0,
+    group_src: int | None = None,
+) -> int:
     """Receive into ``tensor``; returns the sender's rank (global)."""
     work = irecv(tensor, src, group, tag, group_src)
     if work is None:
         return -1
     work.wait()
-    g = _group(group)
-    sender = work.source_rank() if src is None and group_src is None else None
-    if sender is None:
-        return src if group_src is None else g._ranks[group_src]
-    return g._ranks[sender]
+    g = _member_group(group)
+    if group_src is not None:
+        return g._ranks[group_src]
+    if src is None:
+        return g._ranks[work.source_rank()]
+    return src
 
 
 class P2POp:
     """One point-to-point operation for batch_isend_irecv."""
 
-    def __init__(self, op, tensor, peer=None, group=None, tag=0, group_peer=None):
+    def __init__(
+        self,
+        op: Callable[..., Work | None],
+        tensor: Tensor,
+        peer: int | None = None,
+        group: Group = None,
+        tag: int = 0,
+        group_peer: int | None = None,
+    ) -> None:
         if op not in (isend, irecv):
             raise ValueError(
                 "Invalid ``op``. Expected ``op`` to be of type ``torch.distributed.isend`` or "
@@ -1109,7 +1262,7 @@ class P2POp:
         self.group_peer = group_peer
 
 
-def batch_isend_irecv(p2p_op_list):
+def batch_isend_irecv(p2p_op_list: list[P2POp]) -> list[Work | None]:
     """Start every P2POp; returns their Works."""
     if not p2p_op_list or not all(isinstance(p, P2POp) for p in p2p_op_list):
         raise ValueError(
@@ -1123,10 +1276,12 @@ def batch_isend_irecv(p2p_op_list):
 
 
 class _ObjDevice:
-    device = None  # set per call: CPU where the group has a CPU backend, else the GPU
+    device: ec.device | None = (
+        None  # set per call: CPU where the group has a CPU backend, else the GPU
+    )
 
 
-def _to_bytes_tensor(obj):
+def _to_bytes_tensor(obj: object) -> tuple[Tensor, int]:
     buf = io.BytesIO()
     pickle.Pickler(buf).dump(obj)
     data = buf.getvalue()
@@ -1136,37 +1291,41 @@ def _to_bytes_tensor(obj):
     return t.to(_ObjDevice.device), len(data)
 
 
-def _from_bytes(t, n):
+def _from_bytes(t: Tensor, n: int) -> Any:
     return pickle.loads(t[:n].cpu().numpy().tobytes())
 
 
-def _object_group(group):
+def _object_group(group: Group) -> ProcessGroup | int:
     """The group; object tensors go to CPU if it has a CPU backend, else to the
     current CUDA device (as PyTorch does for NCCL)."""
     g = _group(group)
-    if g != GroupMember.NON_GROUP_MEMBER:
+    if isinstance(g, ProcessGroup):
         if "cpu" in g._backends:
             _ObjDevice.device = ec.device("cpu")
         else:
-            from ember_core import _cuda
-
-            _ObjDevice.device = ec.device("cuda", _cuda.current_device())
+            _ObjDevice.device = ec.device("cuda", ec.cuda.current_device())
     return g
 
 
-def _z(*shape, dtype):
+def _z(*shape: int, dtype: ec.dtype) -> Tensor:
     return ec.zeros(*shape, dtype=dtype, device=_ObjDevice.device)
 
 
-def _e(*shape, dtype):
+def _e(*shape: int, dtype: ec.dtype) -> Tensor:
     return ec.empty(*shape, dtype=dtype, device=_ObjDevice.device)
 
 
-def _t(values):
+def _t(values: list[int]) -> Tensor:
     return ec.tensor(values, dtype=ec.int64).to(_ObjDevice.device)
 
 
-def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
+def broadcast_object_list(
+    object_list: list[Any],
+    src: int | None = None,
+    group: Group = None,
+    device: ec.device | str | None = None,
+    group_src: int | None = None,
+) -> None:
     """Broadcast picklable objects from ``src`` into ``object_list`` (in place)."""
     g = _object_group(group)
     if _skip(g, "broadcast_object_list"):
@@ -1191,7 +1350,7 @@ def broadcast_object_list(object_list, src=None, group=None, device=None, group_
             pos += n
 
 
-def all_gather_object(object_list, obj, group=None):
+def all_gather_object(object_list: list[Any], obj: object, group: Group = None) -> None:
     """Every process's picklable ``obj`` into ``object_list`` (one per rank)."""
     g = _object_group(group)
     if _skip(g, "all_gather_object"):
@@ -1214,7 +1373,13 @@ def all_gather_object(object_list, obj, group=None):
         object_list[i] = _from_bytes(out[i * biggest : i * biggest + size], size)
 
 
-def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None):
+def gather_object(
+    obj: object,
+    object_gather_list: list[Any] | None = None,
+    dst: int | None = None,
+    group: Group = None,
+    group_dst: int | None = None,
+) -> None:
     """Every process's picklable ``obj`` into ``object_gather_list`` on ``dst``."""
     g = _object_group(group)
     if _skip(g, "gather_object"):
@@ -1238,14 +1403,18 @@ def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=
     padded[:n] = t
     outs = [_e(biggest, dtype=ec.uint8) for _ in range(g._size)] if g._rank == root else None
     gather(padded, outs, dst=g._ranks[root], group=g)
-    if g._rank == root:
+    if outs is not None and object_gather_list is not None:  # on the destination
         for i, size in enumerate(sizes):
             object_gather_list[i] = _from_bytes(outs[i], size)
 
 
 def scatter_object_list(
-    scatter_object_output_list, scatter_object_input_list=None, src=None, group=None, group_src=None
-):
+    scatter_object_output_list: list[Any],
+    scatter_object_input_list: list[Any] | None = None,
+    src: int | None = None,
+    group: Group = None,
+    group_src: int | None = None,
+) -> None:
     """Object ``rank`` of ``scatter_object_input_list`` on ``src`` into
     ``scatter_object_output_list[0]`` on each process."""
     g = _object_group(group)

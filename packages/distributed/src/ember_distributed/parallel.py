@@ -27,7 +27,11 @@ The design of Li et al., "PyTorch Distributed" (VLDB 2020):
   synchronised backward all-reduces the accumulated gradients.
 """
 
+from __future__ import annotations
+
 import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import ember_autograd
 import ember_core as ec
@@ -45,25 +49,25 @@ _BROADCAST_BUCKET_BYTES = 250 * 1024 * 1024
 class _Bucket:
     __slots__ = ("params", "indices", "offsets", "flat", "views", "ready", "work", "device")
 
-    def __init__(self, params, indices):
+    def __init__(self, params: list[ec.Tensor], indices: list[int]) -> None:
         self.params = params
         self.indices = indices
         p0 = params[0]
         total = sum(p.numel() for p in params)
         self.device = p0.device
         self.flat = ec.zeros(total, dtype=p0.dtype, device=p0.device)
-        self.offsets = []
-        self.views = []
+        self.offsets: list[int] = []
+        self.views: list[ec.Tensor] = []
         pos = 0
         for p in params:
             self.offsets.append(pos)
             self.views.append(self.flat[pos : pos + p.numel()].view(p.shape))
             pos += p.numel()
-        self.ready = set()
-        self.work = None
+        self.ready: set[int] = set()  # slots whose gradient arrived
+        self.work: Any = None  # the bucket's all-reduce Work while it runs
 
 
-def _tensors_in(obj, out):
+def _tensors_in(obj: object, out: list[ec.Tensor]) -> list[ec.Tensor]:
     if isinstance(obj, ec.Tensor):
         out.append(obj)
     elif isinstance(obj, (list, tuple)):
@@ -78,10 +82,11 @@ def _tensors_in(obj, out):
     return out
 
 
-def _reachable_leaves(outputs):
+def _reachable_leaves(outputs: object) -> set[int]:
     """ids of the leaf tensors whose AccumulateGrad nodes backward from
     ``outputs`` can reach (the parameters forward used)."""
-    seen, leaves = set(), set()
+    seen: set[int] = set()
+    leaves: set[int] = set()
     stack = [t.grad_fn for t in _tensors_in(outputs, []) if t.grad_fn is not None]
     while stack:
         node = stack.pop()
@@ -97,7 +102,7 @@ def _reachable_leaves(outputs):
     return leaves
 
 
-def _move(obj, device):
+def _move(obj: Any, device: ec.device) -> Any:
     if isinstance(obj, ec.Tensor):
         return obj.to(device)
     if isinstance(obj, tuple):
@@ -109,6 +114,11 @@ def _move(obj, device):
     return obj
 
 
+def _post_accumulate_grad_hook(p: Any, hook: Callable[[ec.Tensor], None]) -> Any:
+    # a Tensor method that ember_autograd adds (ember_core's stubs do not have it)
+    return p.register_post_accumulate_grad_hook(hook)
+
+
 class DistributedDataParallel(Module):
     """Data parallelism across processes: each process runs the module on its share
     of the batch, and backward averages the gradients over the process group
@@ -116,26 +126,26 @@ class DistributedDataParallel(Module):
 
     def __init__(
         self,
-        module,
-        device_ids=None,
-        output_device=None,
-        dim=0,
-        broadcast_buffers=True,
-        init_sync=True,
-        process_group=None,
-        bucket_cap_mb=None,
-        find_unused_parameters=False,
-        check_reduction=False,
-        gradient_as_bucket_view=False,
-        static_graph=False,
-        delay_all_reduce_named_params=None,
-        param_to_hook_all_reduce=None,
-        mixed_precision=None,
-        device_mesh=None,
-    ):
+        module: Module,
+        device_ids: list[int | str | ec.device] | None = None,
+        output_device: int | str | ec.device | None = None,
+        dim: int = 0,
+        broadcast_buffers: bool = True,
+        init_sync: bool = True,
+        process_group: c10d.ProcessGroup | None = None,
+        bucket_cap_mb: float | None = None,
+        find_unused_parameters: bool = False,
+        check_reduction: bool = False,
+        gradient_as_bucket_view: bool = False,
+        static_graph: bool = False,
+        delay_all_reduce_named_params: Any = None,
+        param_to_hook_all_reduce: Any = None,
+        mixed_precision: Any = None,
+        device_mesh: Any = None,
+    ) -> None:
         super().__init__()
         pg = c10d._group(process_group)
-        if pg == c10d.GroupMember.NON_GROUP_MEMBER:
+        if not isinstance(pg, c10d.ProcessGroup):  # NON_GROUP_MEMBER
             raise ValueError("DistributedDataParallel: this process is not in process_group")
         self.module = module
         self.process_group = pg
@@ -148,7 +158,9 @@ class DistributedDataParallel(Module):
         self.require_forward_param_sync = True
         self.world_size = pg.size()
         self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024)
-        params, names, seen = [], [], set()
+        params: list[ec.Tensor] = []
+        names: list[str] = []
+        seen: set[int] = set()
         for name, p in module.named_parameters():
             if p.requires_grad and id(p) not in seen:
                 seen.add(id(p))
@@ -166,7 +178,7 @@ class DistributedDataParallel(Module):
                     "device_ids can only be None or contain a single element (one device per "
                     "process)."
                 )
-            self.device_ids = [
+            self.device_ids: list[Any] | None = [
                 ec.device(device_ids[0])
                 if not isinstance(device_ids[0], int)
                 else ec.device("cuda", device_ids[0])
@@ -182,21 +194,24 @@ class DistributedDataParallel(Module):
             self._sync_module_states()
         self._build_buckets()
         self._hooks = [
-            p.register_post_accumulate_grad_hook(self._make_hook(i)) for i, p in enumerate(params)
+            _post_accumulate_grad_hook(p, self._make_hook(i)) for i, p in enumerate(params)
         ]
         self._iteration = 0
         self._expect_backward = False
         self._queued = False
-        self._unfinished = None
-        self._static_unused = None
-        self._locally_used = None
-        self._launch_log = []  # (iteration, bucket index): the order buckets were launched
+        self._unfinished: str | None = None  # the error the next forward raises
+        self._static_unused: list[int] | None = None
+        self._locally_used: ec.Tensor | None = None
+        self._next_bucket = 0
+        self._launch_log: list[
+            tuple[int, int]
+        ] = []  # (iteration, bucket index): the order buckets were launched
 
     # -------------------------------------------------------------- construction
 
-    def _verify_same_model(self):
+    def _verify_same_model(self) -> None:
         mine = [(tuple(p.shape), p.dtype.name) for p in self._params]
-        every = [None] * self.world_size
+        every: list[Any] = [None] * self.world_size
         c10d.all_gather_object(every, mine, group=self.process_group)
         me = self.process_group.rank()
         for r, other in enumerate(every):
@@ -213,49 +228,51 @@ class DistributedDataParallel(Module):
                         f"shape {b[0]} and dtype {b[1]}."
                     )
 
-    def _module_states(self):
+    def _module_states(self) -> list[ec.Tensor]:
         states = [p for p in self.module.parameters()]
         states += [b for b in self.module.buffers() if b is not None]
-        out, seen = [], set()
+        out: list[ec.Tensor] = []
+        seen: set[int] = set()
         for t in states:
             if id(t) not in seen:
                 seen.add(id(t))
                 out.append(t)
         return out
 
-    def _broadcast_coalesced(self, tensors):
+    def _broadcast_coalesced(self, tensors: list[ec.Tensor]) -> None:
         """Rank 0's values into ``tensors``: one broadcast per dtype and device (up to
         250 MiB each)."""
         src = c10d.get_global_rank(self.process_group, 0)
-        groups = {}
+        groups: dict[tuple[Any, Any], list[ec.Tensor]] = {}
         for t in tensors:
             groups.setdefault((t.dtype, t.device), []).append(t)
         with ember_autograd.no_grad():
             for chunk_list in groups.values():
-                chunk, size = [], 0
-                for t in [*chunk_list, None]:
-                    full = t is None or size + t.nbytes > _BROADCAST_BUCKET_BYTES
+                chunk: list[ec.Tensor] = []
+                size = 0
+                for u in [*chunk_list, None]:
+                    full = u is None or size + u.nbytes > _BROADCAST_BUCKET_BYTES
                     if chunk and full:
                         flat = ec.cat([c.reshape(-1) for c in chunk])
                         c10d.broadcast(flat, src=src, group=self.process_group)
                         c10d._unflat(flat, chunk)
                         chunk, size = [], 0
-                    if t is not None:
-                        chunk.append(t)
-                        size += t.nbytes
+                    if u is not None:
+                        chunk.append(u)
+                        size += u.nbytes
 
-    def _sync_module_states(self):
+    def _sync_module_states(self) -> None:
         self._broadcast_coalesced(self._module_states())
 
-    def _build_buckets(self):
-        self._buckets = []
-        self._where = {}  # param index -> (bucket index, slot)
+    def _build_buckets(self) -> None:
+        self._buckets: list[_Bucket] = []
+        self._where: dict[int, tuple[int, int]] = {}  # param index -> (bucket index, slot)
         order = list(range(len(self._params)))[::-1]
-        open_buckets = {}  # (dtype, device) -> (indices, bytes)
+        open_buckets: dict[tuple[Any, Any], tuple[list[int], int]] = {}  # -> (indices, bytes)
         cap = min(_FIRST_BUCKET_BYTES, self.bucket_bytes_cap)
-        pending = []
+        pending: list[list[int]] = []
 
-        def close(key):
+        def close(key: tuple[Any, Any]) -> None:
             idx, _ = open_buckets.pop(key)
             pending.append(idx)
 
@@ -279,7 +296,8 @@ class DistributedDataParallel(Module):
 
     # -------------------------------------------------------------- forward
 
-    def forward(self, *inputs, **kwargs):
+    def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        """The module's forward, preparing this iteration's gradient reduction."""
         if self._unfinished is not None:
             msg, self._unfinished = self._unfinished, None
             raise RuntimeError(msg)
@@ -298,7 +316,7 @@ class DistributedDataParallel(Module):
             self._expect_backward = False
         return out
 
-    def _prepare_for_backward(self, out):
+    def _prepare_for_backward(self, out: object) -> None:
         for b in self._buckets:
             if b.work is not None:  # a backward that never ran (e.g. an exception)
                 b.work.wait()
@@ -307,19 +325,20 @@ class DistributedDataParallel(Module):
         self._next_bucket = 0
         self._queued = False
         self._expect_backward = True
-        unused = ()
+        unused: list[int] = []
         if self.find_unused_parameters or (self.static_graph and self._static_unused is None):
             used = _reachable_leaves(out)
             unused = [i for i, p in enumerate(self._params) if id(p) not in used]
             if self.static_graph:
                 self._static_unused = unused
         elif self.static_graph:
-            unused = self._static_unused
+            unused = self._static_unused or []
         self._locally_used = None
         if self.find_unused_parameters or (self.static_graph and unused):
-            self._locally_used = ec.ones(len(self._params), dtype=ec.int32)
+            locally_used = ec.ones(len(self._params), dtype=ec.int32)
             for i in unused:
-                self._locally_used[i] = 0
+                locally_used[i] = 0
+            self._locally_used = locally_used
         with ember_autograd.no_grad():
             for i in unused:
                 bi, slot = self._where[i]
@@ -331,8 +350,8 @@ class DistributedDataParallel(Module):
 
     # -------------------------------------------------------------- backward
 
-    def _make_hook(self, index):
-        def hook(param):
+    def _make_hook(self, index: int) -> Callable[[ec.Tensor], None]:
+        def hook(param: ec.Tensor) -> None:
             if not (self.require_backward_grad_sync and self._expect_backward):
                 return
             if not self._queued:
@@ -363,7 +382,7 @@ class DistributedDataParallel(Module):
 
         return hook
 
-    def _launch_ready(self):
+    def _launch_ready(self) -> None:
         while self._next_bucket < len(self._buckets):
             b = self._buckets[self._next_bucket]
             if len(b.ready) != len(b.params):
@@ -374,7 +393,7 @@ class DistributedDataParallel(Module):
             self._launch_log.append((self._iteration, self._next_bucket))
             self._next_bucket += 1
 
-    def _finalize(self):
+    def _finalize(self) -> None:
         self._expect_backward = False
         self._iteration += 1
         missing = [
@@ -421,7 +440,7 @@ class DistributedDataParallel(Module):
     # -------------------------------------------------------------- API
 
     @contextlib.contextmanager
-    def no_sync(self):
+    def no_sync(self) -> Iterator[None]:
         """Inside, backward accumulates gradients locally without communication; the
         first synchronised backward after it averages the accumulated gradients."""
         old = self.require_backward_grad_sync
@@ -431,10 +450,10 @@ class DistributedDataParallel(Module):
         finally:
             self.require_backward_grad_sync = old
 
-    def _set_static_graph(self):
+    def _set_static_graph(self) -> None:
         self.static_graph = True
 
-    def _get_ddp_logging_data(self):
+    def _get_ddp_logging_data(self) -> dict[str, Any]:
         return {
             "world_size": self.world_size,
             "bucket_cap_bytes": self.bucket_bytes_cap,
@@ -447,5 +466,5 @@ class DistributedDataParallel(Module):
             "iteration": self._iteration,
         }
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         raise RuntimeError("DistributedDataParallel cannot be pickled; save .module instead")

@@ -19,6 +19,8 @@ reach every worker.  For several machines under MPI's own launcher instead,
 run ``mpiexec -f hostfile -n N python script.py`` (see the README).
 """
 
+from __future__ import annotations
+
 import argparse
 import contextlib
 import os
@@ -29,17 +31,20 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Sequence
+from types import FrameType
 
 __all__ = ["main", "parse_args"]
 
 
-def _free_port():
+def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
-def parse_args(argv):
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """The launcher's arguments (torchrun's flags), checked."""
     p = argparse.ArgumentParser(
         prog="python -m ember.distributed.run",
         description="Start N worker processes per node for ember.distributed (torchrun's flags).",
@@ -112,7 +117,7 @@ def parse_args(argv):
     return args
 
 
-def _find_mpiexec(given):
+def _find_mpiexec(given: str | None) -> str:
     if given:
         return given
     here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
@@ -127,7 +132,7 @@ def _find_mpiexec(given):
     return found
 
 
-def _mpi_env():
+def _mpi_env() -> dict[str, str]:
     """Variables that let MPI run as root where the MPI asks for them (Open MPI)."""
     env = {}
     if hasattr(os, "geteuid") and os.geteuid() == 0:
@@ -136,7 +141,7 @@ def _mpi_env():
     return env
 
 
-def _worker_command(args):
+def _worker_command(args: argparse.Namespace) -> list[str]:
     if args.no_python:
         return [args.training_script, *args.training_script_args]
     cmd = [sys.executable, "-u", "-m", "ember_distributed._worker"]
@@ -145,7 +150,7 @@ def _worker_command(args):
     return [*cmd, args.training_script, *args.training_script_args]
 
 
-def _stop(procs, grace=3.0):
+def _stop(procs: list[subprocess.Popen[bytes]], grace: float = 3.0) -> None:
     for p in procs:
         if p.poll() is None:
             with contextlib.suppress(ProcessLookupError):
@@ -160,7 +165,8 @@ def _stop(procs, grace=3.0):
             p.wait()
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
+    """Start the workers, wait for them; the exit code (a failed worker's)."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
     n, nodes = args.nproc_per_node, args.nnodes
     env = dict(os.environ)
@@ -179,7 +185,7 @@ def main(argv=None):
     )
     mpiexec = _find_mpiexec(args.mpiexec)
     extra = args.mpiexec_args.split()
-    procs = []
+    procs: list[subprocess.Popen[bytes]] = []
     if args.launcher == "mpiexec":
         cmd = [mpiexec, *extra, "-n", str(n), *_worker_command(args)]
         procs.append(subprocess.Popen(cmd, env=env, start_new_session=True))
@@ -189,7 +195,7 @@ def main(argv=None):
             cmd = [mpiexec, *extra, "-n", "1", *_worker_command(args)]
             procs.append(subprocess.Popen(cmd, env=wenv, start_new_session=True))
 
-    def forward(signum, frame):
+    def forward(signum: int, frame: FrameType | None) -> None:
         _stop(procs)
         sys.exit(128 + signum)
 

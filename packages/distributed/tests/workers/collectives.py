@@ -107,6 +107,23 @@ for name in DTYPES:
         close(value(t), want, f"all_reduce {op} {name} async")
         checked += 3
 
+# ---- the synchronous path's edge cases (Note [MPI fast path]): a contiguous view at an
+# offset into its storage, a 0-d tensor, an empty one
+base = ec.arange(10.0) + r
+view = base[2:7]
+dist.all_reduce(view)
+close(
+    value(base),
+    np.concatenate([np.arange(2) + r, n * np.arange(2, 7) + sum(range(n)), np.arange(7, 10) + r]),
+    "all_reduce of a view at an offset",
+)
+s0 = ec.tensor(float(r + 1))
+dist.all_reduce(s0, op=R.PRODUCT)
+close(value(s0), np.prod(np.arange(1, n + 1)), "all_reduce 0-d")
+e0 = ec.ones(0)
+dist.all_reduce(e0)
+assert e0.numel() == 0
+
 # ---- several async all-reduces in flight at once, waited in reverse
 ts = [ec.full((1000,), float(r + k)) for k in range(5)]
 works = [dist.all_reduce(t, async_op=True) for t in ts]
@@ -129,6 +146,18 @@ for src in range(n):
     t = ec.tensor(arrays[r])
     dist.reduce(t, dst=src, op=R.MAX)
     close(value(t), np.max(arrays, 0) if r == src else arrays[r], f"reduce onto {src}")
+
+# ---- reduce: every op onto the last rank (sync and async), float64, int32, bool, bfloat16
+for name in ("float64", "int32", "bool", "bfloat16"):
+    arrays = [data(k, name) for k in range(n)]
+    for op in ops_for(name):
+        for async_op in (False, True):
+            t = tensor(arrays[r], name)
+            w = dist.reduce(t, dst=n - 1, op=op, async_op=async_op)
+            if async_op:
+                w.wait()
+            if r == n - 1:
+                close(value(t), reference(op, arrays, name), f"reduce {op} {name}")
 
 # ---- all_gather (list, into one tensor: concatenated and stacked), gather, scatter
 arrays = [data(k, "float32") for k in range(n)]

@@ -1,8 +1,11 @@
-"""DistributedDataParallel against one process (run by test_ddp.py under mpiexec -n 2):
+"""DistributedDataParallel against one process (run by test_ddp.py under mpiexec -n 2 and 4):
 N ranks with per-rank batch b end with the parameters of one process with batch N*b, in
-float64 to 1e-6 -- for an MLP and a small CNN, with no_sync accumulation, unused
-parameters, static_graph, gradient_as_bucket_view; the buckets' all-reduces start before
-backward finished; buffers and parameters come from rank 0."""
+float64 to 1e-6 -- for an MLP and a small CNN, fused and foreach optimizer steps, with
+no_sync accumulation, unused parameters, static_graph, gradient_as_bucket_view; the
+buckets' all-reduces start before backward finished; buffers and parameters come from
+rank 0."""
+
+import functools
 
 import numpy as np
 
@@ -157,6 +160,15 @@ assert max_diff(ref, model) < TOL
 assert model.fc1.weight.grad.data_ptr() in {
     b.flat.data_ptr() + off * 8 for b in ddp._buckets for off in b.offsets
 }
+
+# 4b. the fused and foreach optimizer steps (one C kernel per group) on DDP's averaged grads
+for opt_cls in (
+    functools.partial(optim.Adam, fused=True),
+    functools.partial(optim.AdamW, foreach=True),
+):
+    ref, model, ddp = compare(MLP, (5,), opt_cls)
+    err_fused = max_diff(ref, model)
+    assert err_fused < TOL, err_fused
 
 # 5. unused parameters: fc_rank0 used on rank 0 only, fc_never by nobody
 ref, model = make(Branchy), make(Branchy)

@@ -4,6 +4,7 @@ waits in a collective; every process writes its pid to argv[2] first."""
 import os
 import signal
 import sys
+import threading
 import time
 from datetime import timedelta
 
@@ -21,9 +22,17 @@ if r == 1:
         raise ValueError("rank 1 failed on purpose")
     if how == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
-    if how in ("hang", "hang-async"):
+    if how in ("hang", "hang-async", "interrupt"):
         time.sleep(120)
-if how == "hang-async":
+if how == "interrupt":  # Ctrl-C reaches rank 0 while it waits for the late rank 1
+    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+    start = time.monotonic()
+    try:
+        dist.all_reduce(ec.ones(4))
+    except KeyboardInterrupt:
+        print(f"rank 0 interrupted after {time.monotonic() - start:.1f} s", flush=True)
+        raise
+elif how == "hang-async":
     work = dist.all_reduce(ec.ones(4), async_op=True)
     work.wait(timeout=timedelta(seconds=2))
 else:

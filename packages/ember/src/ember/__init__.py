@@ -161,8 +161,30 @@ from ember import distributions  # noqa: E402 - needs the namespace above comple
 __all__.append("distributions")
 
 # --- profiler, distributed, tensorboard and small namespaces ---
-from ember import accelerator, distributed, mps, onnx, profiler, version  # noqa: E402
+from ember import accelerator, distributed, hub, mps, onnx, profiler, version, xpu  # noqa: E402
 from ember.utils import hooks as _utils_hooks  # noqa: E402,F401 - ember.utils.hooks
 
+
+def get_device_module(device=None):
+    """The module of a device type (``ember.cuda`` for "cuda", ``ember.cpu``), as
+    torch.get_device_module; with no device, the current accelerator's, else ember.cpu."""
+    if device is None:
+        current = accelerator.current_accelerator()
+        kind = "cpu" if current is None else current.type
+    elif isinstance(device, (str, _core.device)):
+        kind = _core.device(device).type
+    else:
+        raise RuntimeError(f"Invalid value of device '{device}', expect torch.device, str, or None")
+    module = {"cpu": cpu, "cuda": cuda, "mps": mps, "xpu": xpu}.get(kind)
+    if module is None:
+        raise RuntimeError(
+            f"Device '{kind}' does not have a corresponding module registered as 'torch.{kind}'."
+        )
+    return module
+
+
 __version__ = version.__version__  # compares with tuples, as torch's TorchVersion
-__all__ = sorted({*__all__, "accelerator", "distributed", "mps", "onnx", "profiler", "version"})
+__all__ = sorted(
+    {*__all__, "accelerator", "distributed", "get_device_module", "hub", "mps", "onnx"}
+    | {"profiler", "version", "xpu"}
+)

@@ -176,7 +176,7 @@ class _Recorder:
         with _lock:
             if _active is not self:
                 return
-            ember_core._dispatch.remove_handler(self.handle)
+            ember_core._base.dispatch.remove_handler(self.handle)
             _active = None
             self.stopped_ns = _now_ns()
         for event in self.events:  # ranges still open when the trace stopped

@@ -28,7 +28,8 @@ import math
 import struct
 
 import ember_core as ec
-from ember_core import _interop
+from ember_core._interop import numpy as _interop
+from ember_core._tensor import dtype as _dtype
 
 from . import _checkpoint_errors, _unpickling
 from ._checkpoint_errors import CheckpointError
@@ -236,11 +237,11 @@ class _PickleFailure(Exception):
 
 
 class Reader:
-    def __init__(self, tensors, source, map_location, weights_only=True):
+    def __init__(self, tensors, source, place, weights_only=True):
         self.raw = tensors
         self.made = {}
         self.source = source
-        self.map_location = map_location
+        self.place = place  # (tensor, saved location) -> tensor: _map_location
         self.weights_only = weights_only
 
     def tensor(self, node):
@@ -250,7 +251,7 @@ class Reader:
         t = self.made.get(name)
         if t is None:
             dtype, shape, raw = self.raw[name]
-            t = make_tensor(dtype, shape, raw)
+            t = self.place(make_tensor(dtype, shape, raw), "cpu")
             if node.get("parameter"):
                 try:
                     from ember_nn import Parameter
@@ -282,7 +283,7 @@ class Reader:
         if tag == "$float":
             return float(value)
         if tag == "$dtype":
-            return ec._dtype.DTYPES_BY_NAME[value]
+            return _dtype.DTYPES_BY_NAME[value]
         if tag == "$device":
             return ec.device(value)
         if tag == "$size":
@@ -326,11 +327,11 @@ class Reader:
         return tuple(k) if isinstance(k, list) else k
 
 
-def load(data, source, map_location, weights_only):
+def load(data, source, place, weights_only):
     """The object in a safetensors-layout file: ember's format 1-2 structure, or a
     dict of tensors for a plain file."""
     meta, tensors = parse(data, source)
-    reader = Reader(tensors, source, map_location, weights_only)
+    reader = Reader(tensors, source, place, weights_only)
     structure = meta.get("ember.structure")
     if structure is None:  # a plain safetensors file: a dict of tensors
         return {name: reader.tensor({"$tensor": name}) for name in tensors}

@@ -32,7 +32,7 @@ import zipfile
 import zlib
 
 import ember_core as ec
-from ember_core import _interop
+from ember_core._interop import numpy as _interop
 
 from . import _unpickling
 from ._checkpoint_errors import fail
@@ -372,8 +372,9 @@ def _read(archive, name, source):
         fail(source, f"a damaged zip archive ({type(exc).__name__}: {exc})")
 
 
-def load(data, source, weights_only):
-    """The object in a PyTorch zip checkpoint (``data``: the file's bytes)."""
+def load(data, source, place, weights_only):
+    """The object in a PyTorch zip checkpoint (``data``: the file's bytes); each
+    storage goes where ``place(storage, saved_location)`` puts it (_map_location)."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         names = archive.namelist()
@@ -393,7 +394,7 @@ def load(data, source, weights_only):
     def storage(pid):
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
             fail(source, f"unexpected persistent id {pid!r} in data.pkl")
-        _, kind, key, _location, numel = pid
+        _, kind, key, location, numel = pid
         if not isinstance(kind, _StorageType):
             fail(source, f"unexpected storage type {kind!r} in data.pkl")
         if not isinstance(numel, int) or numel < 0:
@@ -410,7 +411,7 @@ def load(data, source, weights_only):
                     f"the storage {key!r} holds {len(raw)} bytes; {numel} {kind.name} elements "
                     f"need {nbytes}",
                 )
-            storages[key] = make_tensor(kind.dtype, (numel,), raw)
+            storages[key] = place(make_tensor(kind.dtype, (numel,), raw), str(location))
         return storages[key]
 
     pickled = _read(archive, pickles[0], source)

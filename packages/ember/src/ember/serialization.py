@@ -33,10 +33,10 @@ try:
 except ImportError:  # not POSIX: stale temporaries are not recognised (Note [Save temporaries])
     fcntl = None
 
-import ember_core as ec
 
 from . import _safetensors, _torch_checkpoint
 from ._checkpoint_errors import CheckpointError, fail
+from ._map_location import placement
 from ._unpickling import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 
 __all__ = [
@@ -259,12 +259,12 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     else:
         source = "<file>"
         data = f.read()
-    _check_map_location(map_location)
+    place = placement(map_location)
     if _safetensors.is_safetensors(data):
-        return _safetensors.load(data, source, map_location, weights_only)
+        return _safetensors.load(data, source, place, weights_only)
     if data[:2] == b"PK":
         _check_seal(data, source)
-        return _torch_checkpoint.load(data, source, weights_only)
+        return _torch_checkpoint.load(data, source, place, weights_only)
     if data[:1] == b"\x80":
         fail(
             source,
@@ -277,22 +277,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
             source,
             f"the file is {len(data)} bytes long, too short for a checkpoint header (truncated?)",
         )
-    return _safetensors.load(data, source, map_location, weights_only)  # raises, saying why
-
-
-def _check_map_location(map_location):
-    """Every tensor loads on the CPU: a map_location naming another device is an
-    error, not a silent CPU load."""
-    targets = []
-    if isinstance(map_location, (str, ec.device)):
-        targets = [map_location]
-    elif isinstance(map_location, dict):
-        targets = list(map_location.values())
-    for target in targets:
-        if isinstance(target, (str, ec.device)) and ec.device(target).type != "cpu":
-            from ember_core import _cuda
-
-            _cuda.unavailable(f"ember.load(map_location={map_location!r})")
+    return _safetensors.load(data, source, place, weights_only)  # raises, saying why
 
 
 def save_to_bytes(obj):

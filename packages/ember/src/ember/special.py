@@ -1,8 +1,8 @@
 """torch.special: special functions, elementwise (real dtypes).
 
-The kernels live in ember_core._special (csrc/special_fn.c); functions PyTorch
-also has elsewhere (erf, expit, logsumexp...) are those very ops under this
-namespace's names.
+The kernels live in ember_core._ops.pointwise.special
+(csrc/cpu/pointwise/special_fn.c); functions PyTorch also has elsewhere (erf,
+expit, logsumexp...) are those very ops under this namespace's names.
 
 >>> import ember
 >>> ember.special.ndtr(ember.tensor([0.0])).item()
@@ -10,7 +10,7 @@ namespace's names.
 """
 
 import ember_core as _ec
-from ember_core import _special as _S
+from ember_core._ops.pointwise import special as _S
 
 __all__ = [
     "airy_ai",

@@ -19,7 +19,7 @@ from collections import abc as _abc
 from importlib import metadata as _metadata
 from multiprocessing import *  # noqa: F403 - the standard API, as torch.multiprocessing
 
-from ember_core import _storage as _core_storage
+from ember_core._tensor import storage as _core_storage
 from ember_multiprocessing import _reductions, _segments, _shared_memory
 from ember_multiprocessing._reductions import (
     get_all_sharing_strategies,

@@ -31,9 +31,9 @@ from multiprocessing import reduction
 from typing import Any
 
 import ember_core
-from ember_core import _dtype as core_dtype
-from ember_core import _storage as core_storage
-from ember_core import _tensor as core_tensor
+from ember_core._tensor import dtype as core_dtype
+from ember_core._tensor import storage as core_storage
+from ember_core._tensor import tensor as core_tensor
 from ember_multiprocessing import _file_system, _lib, _segments, _shared_memory
 
 Tensor = ember_core.Tensor

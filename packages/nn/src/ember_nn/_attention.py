@@ -29,7 +29,9 @@ def canonical_mask(mask, mask_name, other_type, other_name, target_type, check_o
     if mask is None:
         return None
     if mask.dtype is ec.bool:
-        return ec.zeros(mask.shape, dtype=target_type).masked_fill_(mask, float("-inf"))
+        return ec.zeros(mask.shape, dtype=target_type, device=mask.device).masked_fill_(
+            mask, float("-inf")
+        )
     if not mask.is_floating_point():
         raise AssertionError(f"only bool and floating types of {mask_name} are supported")
     if check_other and other_type is not None and mask.dtype != other_type:
@@ -222,7 +224,7 @@ def multi_head_attention_forward(
         v = static_v
 
     if add_zero_attn:
-        zeros = ec.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype)
+        zeros = ec.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype, device=k.device)
         k = ec.cat([k, zeros], 1)
         v = ec.cat([v, zeros], 1)
         if attn_mask is not None:

@@ -33,7 +33,7 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + Tensor.__repr__(self)
 
     def __reduce_ex__(self, protocol):
-        from ember_core import _interop
+        from ember_core._interop import numpy as _interop
 
         rebuild, args = _interop.reduce_tensor(self, protocol)
         return (_rebuild_parameter, (rebuild, args, self.requires_grad))

@@ -3,7 +3,7 @@
  * Note [cuBLAS]
  * libcublas is opened with dlopen at first use, from the path Python found
  * with cuda-pathfinder (the nvidia-cublas wheel) or by soname (a system
- * toolkit); see ember_core/_cuda_blas.py.  Every thread gets one handle per
+ * toolkit); see ember_core/_cuda/blas.py.  Every thread gets one handle per
  * device (from a pool, returned when the thread exits), bound to the thread's
  * current stream before each product (cublasSetStream only when it changed).
  * Binding a stream resets cuBLAS to its own default workspace, so each
@@ -435,7 +435,7 @@ int ecu_matmul(int dtype, int64_t batch, int64_t m, int64_t n, int64_t k, double
     if (k == 0) return scale_c(dtype, batch, m, n, beta, c, c_bs, c_rs, c_cs);
     if (!ecu_blas_loaded())
         return ec_fail(EC_ERR_CUDA_UNAVAILABLE,
-                       "matmul on CUDA: cuBLAS is not loaded (ember_core._cuda_blas.load() "
+                       "matmul on CUDA: cuBLAS is not loaded (ember_core._cuda.blas.load() "
                        "loads it before the first product)");
     ecu_gemm_plan p;
     st = ecu_gemm_plan_make(batch, m, n, k, a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs,

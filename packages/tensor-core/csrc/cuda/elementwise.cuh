@@ -3,7 +3,7 @@
  * functor over a contiguous range (vectorised loads) or a strided geometry
  * (Note [CUDA geometry]).  NVRTC instantiates only the kernels a launch asks
  * for, by name: ecu_unary_c<U_EXP_f32>, ecu_binary_s<B_ADD_f16, true>, ...
- * (the names the Python side builds, ember_core/_cuda_kernels.py). */
+ * (the names the Python side builds, ember_core/_cuda/kernels.py). */
 #ifndef EMBER_CUDA_ELEMENTWISE_CUH
 #define EMBER_CUDA_ELEMENTWISE_CUH
 
@@ -49,7 +49,7 @@
     };
 
 /* A compile group expands the list of its own dtype only (its source is made by
- * ember_core/_cuda_kernels.py, e.g. UNARY_FLOAT_LIST(ECU_UNARY_FUNCTOR, EC_FLOAT32,
+ * ember_core/_cuda/kernels.py, e.g. UNARY_FLOAT_LIST(ECU_UNARY_FUNCTOR, EC_FLOAT32,
  * f32, float, float)): NVRTC then parses tens of functors, not a thousand. */
 
 /* where(cond, a, b): a select on storage values. */

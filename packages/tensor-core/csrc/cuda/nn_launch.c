@@ -7,7 +7,7 @@
  * pooling and convolution (pool.c, conv.c), padding and interpolation
  * (resample.c), recurrent cells (rnn.c).  float32/float64 compute (Note [nn
  * kernel dtypes]); the kernels are compile groups of family ECU_FAM_NN
- * (ember_core/_cuda_nn_kernels.py).  Kernels that gather use grid-stride
+ * (ember_core/_cuda/nn_kernels.py).  Kernels that gather use grid-stride
  * loops; a launcher that needs a zeroed output clears it with an async memset
  * on the current stream first. */
 #include <math.h>

@@ -1,5 +1,5 @@
 /* nll_loss and the fused cross entropy on CUDA, forward and backward (the
- * kernels of csrc/loss.c and cross_entropy.inc, same parameters through
+ * kernels of csrc/cpu/nn/loss.c and cross_entropy.inc, same parameters through
  * nn_launch.c), float32/float64 (Note [nn kernel dtypes]).
  *
  * Note [CUDA loss reductions]: a 'mean' or 'sum' loss is one value, summed in

@@ -5,7 +5,7 @@
  * as the CPU build's -ffp-contract=off).  Needs prelude.cuh, ember_codes.h,
  * dtype_lists.h, store.cuh and philox.h before it.
  *
- * Names the launchers ask for (ember_core/_cuda_kernels.py):
+ * Names the launchers ask for (ember_core/_cuda/kernels.py):
  * ecu_random_k<1>, ecu_bernoulli_p<ecu_dt_f32>, ecu_dropout_k<float>,
  * ecu_masked_scale_k<float, true>, ecu_iota_k, ecu_randperm_k. */
 #ifndef EMBER_CUDA_RANDOM_CUH

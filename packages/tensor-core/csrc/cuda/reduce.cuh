@@ -1,11 +1,11 @@
-/* Reductions and scans on CUDA: the ops of csrc/reduce.c as device structs
+/* Reductions and scans on CUDA: the ops of csrc/cpu/reduction/reduce.c as device structs
  * (a state, how one element folds into it, how two states merge, how the
  * result is stored), and the kernel templates that run them over any layout
  * (Note [CUDA reductions], cuda/reduce_launch.c, chooses among them).
  *
  * Needs store.cuh (dtype descriptors and stores) before it.
  *
- * Names the launchers ask for (ember_core/_cuda_kernels.py builds them):
+ * Names the launchers ask for (ember_core/_cuda/kernels.py builds them):
  * ecu_red_inner<R_SUM<ecu_dt_f32> >, ecu_red_outer<...>, ecu_red_final<...>,
  * ecu_scan_seq<S_CUMSUM<ecu_dt_i64> >, ... */
 #ifndef EMBER_CUDA_REDUCE_CUH

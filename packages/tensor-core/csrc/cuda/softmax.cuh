@@ -1,5 +1,5 @@
 /* softmax and log_softmax on CUDA, forward and backward (the ops of
- * csrc/softmax.c), over the middle dim of x viewed as (outer, dim, inner),
+ * csrc/cpu/nn/softmax.c), over the middle dim of x viewed as (outer, dim, inner),
  * contiguous, in float32 or float64 (Note [nn kernel dtypes]).
  *
  * Forward keeps an online maximum and sum (m, s) -- exp(m) * s is the sum of
@@ -7,7 +7,7 @@
  * rows that fit) and written once.  Results follow the CPU kernel's: a NaN or
  * an infinite maximum makes the row NaN, a row of -inf is NaN.
  *
- * Names the launcher asks for (ember_core/_cuda_kernels.py):
+ * Names the launcher asks for (ember_core/_cuda/kernels.py):
  * ecu_softmax_rows<float, false>, ecu_softmax_cols<double, true>, ... */
 #ifndef EMBER_CUDA_SOFTMAX_CUH
 #define EMBER_CUDA_SOFTMAX_CUH

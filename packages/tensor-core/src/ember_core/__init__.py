@@ -11,59 +11,84 @@ import math as _math
 from importlib import metadata as _metadata
 
 # The modules that declare ops (their defop declarations fill the op table):
-# elementwise math, views and joining, creation, reductions and statistics,
-# indexing and sorting, linear algebra, and the nn ops (convolution, pooling,
-# resampling, normalization, losses, activations, dropout, embedding,
-# attention, recurrent cells).
-from ember_core import (  # noqa: F401 - they fill the op table
-    _activation,
-    _amp,
-    _attention,
-    _calculus,
-    _complex,
-    _conv,
-    _copy,
-    _creation,
-    _dispatch,
-    _distance,
-    _dropout,
-    _embedding,
-    _interop,
-    _linalg_lu,
-    _loss,
-    _norm,
-    _pointwise_composites,
-    _pool,
-    _predicates,
-    _rearrange,
-    _resample,
-    _rnn,
-    _sampling,
-    _settings,
-    _softmax,
-    _special,
-    _statistics,
-    _stft,
-    _storage,
-    _views,
-    _windows,
-    fft,
-    linalg,
+# the Tensor's own (_tensor: views, copies, creation), and the op families of
+# _ops (pointwise, shape, indexing, reduction, linalg, random, nn, spectral);
+# docs/design.md "Where things are".  Their aliases must not shadow a
+# subpackage of ember_core (_base, _tensor, _ops, _interop, _cuda, _codegen).
+from ember_core import fft, linalg
+from ember_core._base import dispatch as _dispatch
+from ember_core._base import settings as _settings
+from ember_core._base.dispatch import OPS, Op, defop, ops_tagged, register_handler, remove_handler
+from ember_core._base.lib import lib as _lib_c
+from ember_core._base.settings import (
+    get_num_interop_threads,
+    get_num_threads,
+    init_num_threads,
+    is_warn_always_enabled,
+    set_flush_denormal,
+    set_num_interop_threads,
+    set_num_threads,
+    set_warn_always,
 )
+from ember_core._interop import numpy as _numpy_interop
+from ember_core._interop.dlpack import from_dlpack, to_dlpack  # noqa: F401 - public
+from ember_core._interop.numpy import from_numpy, is_tensor
 
 # Indexing, sorting and set ops (advanced indexing, index/scatter/gather family, sort...).
-from ember_core import _advanced_index as _advanced_index
-from ember_core import _elementwise as _ew
-from ember_core import _index_ops as _index_ops
-from ember_core import _indexing as _idx
-from ember_core import _joining as _joining
-from ember_core import _linalg as _linalg
-from ember_core import _random as _random
-from ember_core import _random_dist as _random_dist  # gamma, poisson, binomial samplers
-from ember_core import _reduction as _reduction
-from ember_core import _sorting as _sorting
-from ember_core._copy import set_default_tensor_type, typename
-from ember_core._device import (
+from ember_core._ops.indexing import advanced_index as _advanced_index
+from ember_core._ops.indexing import index_ops as _index_ops
+from ember_core._ops.indexing import indexing as _idx
+from ember_core._ops.linalg import distance as _distance
+from ember_core._ops.linalg import lu as _linalg_lu
+from ember_core._ops.linalg import products as _linalg
+from ember_core._ops.linalg.products import (
+    get_float32_matmul_precision,
+    set_float32_matmul_precision,
+)
+from ember_core._ops.nn import activation as _activation
+from ember_core._ops.nn import amp as _amp
+from ember_core._ops.nn import attention as _attention
+from ember_core._ops.nn import conv as _conv
+from ember_core._ops.nn import dropout as _dropout
+from ember_core._ops.nn import embedding as _embedding
+from ember_core._ops.nn import loss as _loss
+from ember_core._ops.nn import norm as _norm
+from ember_core._ops.nn import pool as _pool
+from ember_core._ops.nn import resample as _resample
+from ember_core._ops.nn import rnn as _rnn
+from ember_core._ops.nn import sampling as _sampling
+from ember_core._ops.nn import softmax as _softmax
+from ember_core._ops.pointwise import complex as _complex
+from ember_core._ops.pointwise import composites as _pointwise_composites
+from ember_core._ops.pointwise import elementwise as _ew
+from ember_core._ops.pointwise import predicates as _predicates
+from ember_core._ops.pointwise import special as _special
+from ember_core._ops.random import random as _random
+from ember_core._ops.random import random_dist as _random_dist  # gamma, poisson, binomial samplers
+from ember_core._ops.random.random import (
+    Generator,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    seed,
+    set_rng_state,
+)
+from ember_core._ops.reduction import calculus as _calculus
+from ember_core._ops.reduction import reduction as _reduction
+from ember_core._ops.reduction import sorting as _sorting
+from ember_core._ops.reduction import statistics as _statistics
+from ember_core._ops.reduction.reduction import return_types
+from ember_core._ops.shape import joining as _joining
+from ember_core._ops.shape import rearrange as _rearrange
+from ember_core._ops.spectral import stft as _stft
+from ember_core._ops.spectral import windows as _windows
+from ember_core._tensor import copy as _copy
+from ember_core._tensor import creation as _creation
+from ember_core._tensor import storage as _storage
+from ember_core._tensor import views as _views
+from ember_core._tensor.copy import set_default_tensor_type, typename
+from ember_core._tensor.device import (
     are_deterministic_algorithms_enabled,
     device,
     get_default_device,
@@ -73,9 +98,7 @@ from ember_core._device import (
     set_deterministic_debug_mode,
     use_deterministic_algorithms,
 )
-from ember_core._dispatch import OPS, Op, defop, ops_tagged, register_handler, remove_handler
-from ember_core._dlpack import from_dlpack, to_dlpack  # noqa: F401 - public
-from ember_core._dtype import (
+from ember_core._tensor.dtype import (
     bfloat16,
     bool_,
     can_cast,
@@ -100,39 +123,16 @@ from ember_core._dtype import (
     uint32,
     uint64,
 )
-from ember_core._interop import from_numpy, is_tensor
-from ember_core._lib import lib as _lib_c
-from ember_core._linalg import get_float32_matmul_precision, set_float32_matmul_precision
-from ember_core._printing import set_printoptions
-from ember_core._random import (
-    Generator,
-    default_generator,
-    get_rng_state,
-    initial_seed,
-    manual_seed,
-    seed,
-    set_rng_state,
-)
-from ember_core._reduction import return_types
-from ember_core._settings import (
-    get_num_interop_threads,
-    get_num_threads,
-    init_num_threads,
-    is_warn_always_enabled,
-    set_flush_denormal,
-    set_num_interop_threads,
-    set_num_threads,
-    set_warn_always,
-)
-from ember_core._storage import (
+from ember_core._tensor.printing import set_printoptions
+from ember_core._tensor.storage import (
     TypedStorage,
     UntypedStorage,
     get_allocator,
     is_storage,
     set_allocator,
 )
-from ember_core._tensor import Size, Tensor
-from ember_core._views import broadcast_shapes
+from ember_core._tensor.tensor import Size, Tensor
+from ember_core._tensor.views import broadcast_shapes
 
 # the installed distribution's version (Note [One version], VERSION); none while
 # tensor-core's build imports the package from its build directory (Note [Stubs])
@@ -191,9 +191,9 @@ for _alias, _target in _dispatch.ALIASES.items():
     if hasattr(Tensor, _target) and _dispatch.OPS[_target].method:
         setattr(Tensor, _alias, getattr(Tensor, _target))
 
-Tensor.numpy = _interop.numpy
-Tensor.item = _interop.item
-Tensor.tolist = _interop.tolist
+Tensor.numpy = _numpy_interop.numpy
+Tensor.item = _numpy_interop.item
+Tensor.tolist = _numpy_interop.tolist
 Tensor.to = _copy.to
 Tensor.type = _copy.type_
 Tensor.type_as = _copy.type_as
@@ -326,7 +326,7 @@ Tensor.__nonzero__ = Tensor.__bool__
 
 
 # ------------------------------------------------------------ memory formats
-from ember_core._copy import (  # noqa: E402, F401 - public
+from ember_core._tensor.copy import (  # noqa: E402, F401 - public
     channels_last,
     channels_last_3d,
     contiguous_format,
@@ -380,7 +380,7 @@ def __getattr__(name):
 __all__ = sorted({k for k, v in globals().items() if not k.startswith("_") and k != "cuda"})
 
 
-# Note [Generated docstrings] (_opdoc.py): every op's docstring in PyTorch's layout,
+# Note [Generated docstrings] (_codegen/opdoc.py): every op's docstring in PyTorch's layout,
 # generated with the stubs when the wheel is built (absent from a source tree).
 def _apply_generated_docstrings():
     import json

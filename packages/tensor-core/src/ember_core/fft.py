@@ -19,10 +19,16 @@ CPU only: a CUDA tensor raises (cuFFT is the planned backend).
 import ducc0
 import numpy as np
 
-from ember_core import _dtype as D
-from ember_core._device import require_cpu, to_device
-from ember_core._dispatch import defop
-from ember_core._tensor import Tensor, empty
+from ember_core._base.dispatch import defop
+from ember_core._base.settings import get_num_threads
+from ember_core._base.shape import normalize_dim
+from ember_core._interop.numpy import _ArrayView
+from ember_core._ops.nn.resample import constant_pad_nd
+from ember_core._tensor import dtype as D
+from ember_core._tensor.copy import to_dtype_copy
+from ember_core._tensor.creation import arange
+from ember_core._tensor.device import require_cpu, to_device
+from ember_core._tensor.tensor import Tensor, empty
 
 __all__ = [
     "fft",
@@ -54,14 +60,11 @@ _NONE, _BY_ROOT_N, _BY_N = 0, 1, 2
 
 def _np(t):
     """A NumPy view of tensor t's memory (writable unless t is read-only)."""
-    from ember_core._interop import _ArrayView
 
     return np.asarray(_ArrayView(t))
 
 
 def _threads():
-    from ember_core._settings import get_num_threads
-
     return get_num_threads()
 
 
@@ -98,8 +101,6 @@ def _fft_r2c(input, dim, normalization, onesided):
     _check("_fft_r2c", input)
     dim = list(dim)
     if not onesided:
-        from ember_core._copy import to_dtype_copy
-
         return _fft_c2c(to_dtype_copy(input, input._dtype.to_complex()), dim, normalization, True)
     last = dim[-1]
     shape = list(input._shape)
@@ -185,16 +186,12 @@ def _resize(x, dims, sizes, op):
         if n < have:
             x = x.narrow(d, 0, n)
         elif n > have:
-            from ember_core._resample import constant_pad_nd
-
             pad = [0, 0] * (len(x._shape) - 1 - d) + [0, n - have]
             x = constant_pad_nd(x, pad, 0)
     return x
 
 
 def _one_dim(op, x, n, dim):
-    from ember_core._shape import normalize_dim
-
     d = normalize_dim(dim, len(x._shape), op)
     size = x._shape[d] if n is None else int(n)
     return d, size
@@ -202,7 +199,6 @@ def _one_dim(op, x, n, dim):
 
 def _shape_and_dims(op, x, s, dim):
     """PyTorch's canonicalize_fft_shape_and_dim_args: (dims, sizes)."""
-    from ember_core._shape import normalize_dim
 
     nd = len(x._shape)
     if dim is not None:
@@ -555,7 +551,6 @@ def ihfft2(input, s=None, dim=(-2, -1), norm=None, out=None):
 )
 def fftfreq(n, d=1.0, dtype=None, device=None, requires_grad=False, out=None):
     """The sample frequencies of an n-point FFT: [0, 1, ..., -1] / (d * n)."""
-    from ember_core._creation import arange
 
     dt = D.to_dtype(dtype) or D.get_default_dtype()
     k = arange(n, dtype=D.int64, device=to_device(device))
@@ -573,7 +568,6 @@ def fftfreq(n, d=1.0, dtype=None, device=None, requires_grad=False, out=None):
 )
 def rfftfreq(n, d=1.0, dtype=None, device=None, requires_grad=False, out=None):
     """The non-negative sample frequencies of an n-point rfft: [0, ..., n // 2] / (d * n)."""
-    from ember_core._creation import arange
 
     dt = D.to_dtype(dtype) or D.get_default_dtype()
     r = arange(n // 2 + 1, device=to_device(device)).to(dt) / (d * n)

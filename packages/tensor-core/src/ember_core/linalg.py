@@ -1,4 +1,4 @@
-"""ember_core.linalg: PyTorch's ``torch.linalg`` on LAPACK (csrc/linalg.c).
+"""ember_core.linalg: PyTorch's ``torch.linalg`` on LAPACK (csrc/cpu/linalg/linalg.c).
 
 Factorizations and solvers run LAPACK from the scipy-openblas32 wheel over
 batches of matrices (leading dims are batch dims, float32 and float64; other
@@ -21,16 +21,20 @@ the end as composite ops, so they are ``ember_core.<name>`` and Tensor methods.
 
 import math
 
-from ember_core import _dtype as D
-from ember_core import _shape
-from ember_core._copy import copy_into
-from ember_core._device import require_cpu
-from ember_core._dispatch import defop
-from ember_core._elementwise import _tname
-from ember_core._lib import check
-from ember_core._reduction import return_types
-from ember_core._return_types import return_type
-from ember_core._tensor import Tensor, empty
+from ember_core._base import shape as _shape
+from ember_core._base.dispatch import defop
+from ember_core._base.lib import check
+from ember_core._base.return_types import return_type
+from ember_core._ops.linalg.products import matmul as _mm
+from ember_core._ops.pointwise.elementwise import _tname, maximum, where
+from ember_core._ops.reduction.reduction import return_types
+from ember_core._ops.reduction.reduction import vector_norm as _vn
+from ember_core._ops.shape.joining import stack
+from ember_core._tensor import dtype as D
+from ember_core._tensor.copy import copy_into, write_out
+from ember_core._tensor.creation import arange, eye, full, ones, zeros
+from ember_core._tensor.device import require_cpu
+from ember_core._tensor.tensor import Tensor, empty
 
 __all__ = [
     "LinAlgError",
@@ -153,7 +157,7 @@ def _fn(name, flops, dev):
 
 def _fortran(A, batch=None, rows=None):
     """A fresh copy of A (broadcast to ``batch``) laid out for LAPACK: each
-    matrix column-major (Note [LAPACK layout] in csrc/linalg.c).  Returned as
+    matrix column-major (Note [LAPACK layout] in csrc/cpu/linalg/linalg.c).  Returned as
     the row-major (..., cols, rows) tensor holding that memory; ``.mT`` of it
     is the matrix.  ``rows`` pads each column to that many rows (lstsq)."""
     b = A._shape[:-2] if batch is None else tuple(batch)
@@ -259,7 +263,6 @@ def _lu_det_parts(A, op):
     d = lu.diagonal(0, -2, -1)
     if n == 0:
         return d, None
-    from ember_core._creation import arange
 
     swaps = (piv != arange(1, n + 1, dtype=D.int32)).sum(-1)
     sign = 1 - 2 * (swaps % 2).to(A._dtype)
@@ -274,8 +277,6 @@ def _linalg_det(A):
     _require_float(op, A, "lu_cpu")
     d, sign = _lu_det_parts(A, op)
     if sign is None:
-        from ember_core._creation import ones
-
         return ones(A._shape[:-2], dtype=A._dtype)
     return d.prod(-1) * sign
 
@@ -288,8 +289,6 @@ def _linalg_slogdet(A):
     _require_float(op, A)
     d, sign = _lu_det_parts(A, op)
     if sign is None:
-        from ember_core._creation import ones, zeros
-
         return ones(A._shape[:-2], dtype=A._dtype), zeros(A._shape[:-2], dtype=A._dtype)
     return d.sign().prod(-1) * sign, d.abs().log().sum(-1)
 
@@ -448,8 +447,6 @@ def _linalg_qr(A, mode="reduced"):
             op,
         )
     elif q is not None and nb and m:  # n == 0: Q is the identity's first columns
-        from ember_core._creation import eye
-
         copy_into(q, eye(m, qcols, dtype=A._dtype).mT)
     rows = m if mode == "complete" else k
     r = a.mT[..., :rows, :].triu()
@@ -537,8 +534,6 @@ def _linalg_svd(A, full_matrices=True, compute_uv=True):
         )
         _check_info(op, info, "svd")
     elif compute_uv:  # an empty matrix: the singular vectors are identity columns
-        from ember_core._creation import eye
-
         copy_into(u, eye(m, ucols, dtype=A._dtype).mT)
         copy_into(vt, eye(vrows, n, dtype=A._dtype).mT)
     if not compute_uv:
@@ -550,12 +545,10 @@ def _linalg_svd(A, full_matrices=True, compute_uv=True):
 def _tolerances(op, A, S_max, atol, rtol):
     """PyTorch's threshold max(atol, rtol * S_max) (rtol defaults to eps * max(m, n)
     when neither is given), as a tensor broadcasting against the singular values."""
-    from ember_core._elementwise import maximum
 
     def as_t(v):
         if isinstance(v, Tensor):
             return v.to(A._dtype)
-        from ember_core._creation import full
 
         return full((), float(v), dtype=A._dtype)
 
@@ -590,12 +583,9 @@ def _linalg_pinv(A, atol=None, rtol=None, hermitian=False):
             f"{op}({_tname(A._dtype)}{list(A._shape)}): expected a tensor with 2 or more "
             "dimensions of float, double, cfloat or cdouble types"
         )
-    from ember_core._elementwise import where
 
     m, n = A._shape[-2], A._shape[-1]
     if m == 0 or n == 0:
-        from ember_core._creation import zeros
-
         return zeros(A._shape[:-2] + (n, m), dtype=A._dtype)
     if hermitian:
         w, V = _linalg_eigh(A, "L", True)
@@ -721,7 +711,6 @@ def _out(r, out, op="linalg"):
     """Copy a result (or tuple of results) into out= tensors."""
     if out is None:
         return r
-    from ember_core._copy import write_out
 
     if isinstance(r, tuple):
         if not isinstance(out, (tuple, list)) or len(out) != len(r):
@@ -994,7 +983,6 @@ def lu_factor(A, *, pivot=True, out=None):
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """The ord-norm of x's elements over dim (all dims by default)."""
-    from ember_core._reduction import vector_norm as _vn
 
     if isinstance(ord, str):
         raise RuntimeError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
@@ -1111,7 +1099,6 @@ def cross(input, other, *, dim=-1, out=None):
     bi = other._shape[d - nd + len(other._shape)] if len(other._shape) else 0
     if ai != 3 or bi != 3:
         raise RuntimeError(f"{op}: inputs dimension {dim} must have length 3. Got {ai} and {bi}")
-    from ember_core._joining import stack
 
     a0, a1, a2 = (a.select(d, i) for i in range(3))
     b0, b1, b2 = (b.select(d, i) for i in range(3))
@@ -1133,7 +1120,6 @@ def vecdot(x, y, dim=-1, out=None):
 
 def matmul(input, other, *, out=None):
     """linalg.matmul is matmul."""
-    from ember_core._linalg import matmul as _mm
 
     return _mm(input, other, out=out)
 
@@ -1150,8 +1136,6 @@ def matrix_power(A, n, *, out=None):
     if not isinstance(n, int) or isinstance(n, bool):
         raise TypeError(f"{op}(): argument 'n' must be int, not {type(n).__name__}")
     if n == 0:
-        from ember_core._creation import eye
-
         k = A._shape[-1]
         r = eye(k, dtype=A._dtype).expand(A._shape).clone()
         return _out(r, out)
@@ -1278,7 +1262,6 @@ def matrix_exp(A):
     )
     if s:
         X = X / float(2**s)
-    from ember_core._creation import eye
 
     b = _PADE13
     ident = eye(n, dtype=X._dtype)
@@ -1310,7 +1293,6 @@ def vander(x, *, N=None):
     n = x._shape[-1] if N is None else N
     if n < 1:
         raise RuntimeError("N must be greater than 1.")
-    from ember_core._creation import arange
 
     return x.unsqueeze(-1) ** arange(n, dtype=D.int64)
 
@@ -1328,7 +1310,6 @@ def _torch_det(input):
 def _torch_logdet(input):
     """log(det(A)): nan for a negative determinant, -inf for zero."""
     sign, logabs = _linalg_slogdet(input)
-    from ember_core._elementwise import where
 
     return where(sign < 0, math.nan, logabs)
 
@@ -1373,7 +1354,6 @@ def _torch_cholesky_solve(input, input2, upper=False, out=None):
 @defop("cholesky_inverse(input, upper=False, *, out=None)", composite=True, autocast="fp32")
 def _torch_cholesky_inverse(input, upper=False, out=None):
     """The inverse of A from its Cholesky factor."""
-    from ember_core._creation import eye
 
     n = input._shape[-1]
     ident = eye(n, dtype=input._dtype).expand(input._shape)
@@ -1387,7 +1367,6 @@ def _torch_svd(input, some=True, compute_uv=True, out=None):
     if compute_uv:
         U, S, Vh = _linalg_svd(input, not some, True)
         return _out(R.svd(U, S, Vh.mT), out)
-    from ember_core._creation import zeros
 
     S = _linalg_svd(input, False, _wants_grad(input))[1]
     m, n = input._shape[-2], input._shape[-1]

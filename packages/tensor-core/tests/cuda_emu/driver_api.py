@@ -1,7 +1,7 @@
 """A few CUDA driver API calls through ctypes, for tests that launch their own
 kernels: on the emulator (the emulated libcuda.so.1) or on a GPU (the real
 one), whichever this process loaded.  Kernels are compiled the way ember
-compiles its own (ember_core._cuda_compile.compile_group: NVRTC, or the
+compiles its own (ember_core._cuda.compile.compile_group: NVRTC, or the
 emulation compiler under EMBER_CUDA_EMULATE=1)."""
 
 import ctypes
@@ -89,7 +89,7 @@ class Driver:
 def file_group(name, source, files, kernels, options=(), embedded=("prelude.cuh", "ember_codes.h")):
     """A compile group whose headers are some of ember's embedded kernel
     sources and the given files (tests' own kernels)."""
-    from ember_core import _cuda_kernels
+    from ember_core._cuda import kernels as _cuda_kernels
 
     texts = {pathlib.Path(f).name: pathlib.Path(f).read_text() for f in files}
 
@@ -107,7 +107,7 @@ def file_group(name, source, files, kernels, options=(), embedded=("prelude.cuh"
 
 def compile_and_load(driver, group, device=0):
     """{name expression: CUfunction} of a group on the current device."""
-    from ember_core import _cuda_compile
+    from ember_core._cuda import compile as _cuda_compile
 
     image, lowered = _cuda_compile.compile_group(group, _cuda_compile.arch_of(device))
     module = driver.load(image)

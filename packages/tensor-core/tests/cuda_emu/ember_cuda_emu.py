@@ -7,7 +7,7 @@ C++ compiler instead of NVRTC, and runs commands in an emulated environment.
 runs a command whose ember_core sees CUDA devices emulated on the CPU.  What it
 sets (an environment must be set before ember_core loads, hence a process):
 ``LD_LIBRARY_PATH`` starts with the emulated ``libcuda.so.1``/``libcudart.so``,
-``EMBER_CUDA_EMULATE=1`` makes ``ember_core._cuda_compile.compile_group`` call
+``EMBER_CUDA_EMULATE=1`` makes ``ember_core._cuda.compile.compile_group`` call
 :func:`compile_group` here (this directory goes on ``PYTHONPATH``), and
 ``EMBER_CUDA_EMU_*`` configure the devices.
 
@@ -59,7 +59,7 @@ CXX_FLAGS = (
     "-w",
 )
 LINK_FLAGS = ("-shared", "-Wl,-Bsymbolic")
-# dtype suffixes of group names (ember_core._cuda_kernels.DTYPES)
+# dtype suffixes of group names (ember_core._cuda.kernels.DTYPES)
 _DTYPE_SUFFIX = re.compile(r"_(b|u8|i8|i16|i32|i64|f16|bf16|f32|f64)$")
 
 _lock = threading.Lock()
@@ -103,7 +103,7 @@ def _digest(paths, extra=()):
 
 
 def cache_root():
-    from ember_core import _cuda_compile
+    from ember_core._cuda import compile as _cuda_compile
 
     return pathlib.Path(_cuda_compile.cache_dir()) / "emu"
 
@@ -202,8 +202,8 @@ def compiler_id():
 def compile_group(group, arch):
     """(image, {name expression: lowered name}) of a group: from this
     process's memo, the disk cache, or the host compiler (with its dtype
-    siblings).  Called by ember_core._cuda_compile under EMBER_CUDA_EMULATE=1."""
-    from ember_core import _cuda_compile
+    siblings).  Called by ember_core._cuda.compile under EMBER_CUDA_EMULATE=1."""
+    from ember_core._cuda import compile as _cuda_compile
 
     cid = compiler_id()
     key = _cuda_compile.cache_key(group, arch, nvrtc=cid)
@@ -258,7 +258,7 @@ def _batch_for(group):
         return [group]
     if not _siblings:
         try:
-            from ember_core import _cuda_kernels
+            from ember_core._cuda import kernels as _cuda_kernels
 
             groups = _cuda_kernels.all_groups()
         except Exception:  # noqa: BLE001 - batching is an optimisation only

@@ -12,7 +12,7 @@ then compare two such runs bit for bit.
     python tests/cuda_emu/hw_diff.py run gpu.npz
     python tests/cuda_emu/hw_diff.py compare emu.npz gpu.npz
 
-Kernels are compiled by NVRTC (ember_core/_cuda_compile.py, loaded by path) or,
+Kernels are compiled by NVRTC (ember_core/_cuda/compile.py, loaded by path) or,
 under EMBER_CUDA_EMULATE=1, by the emulation compiler, in batches of kernels of
 one source.  The comparison reports, per kernel, the elements that differ: for
 integer and boolean outputs and for the ops IEEE rounds exactly (casts, +, -,
@@ -229,7 +229,7 @@ def _compiler():
         import ember_cuda_emu
 
         return lambda g, arch: ember_cuda_emu._build([g], arch)[0]
-    spec = importlib.util.spec_from_file_location("_cuda_compile", SRC / "_cuda_compile.py")
+    spec = importlib.util.spec_from_file_location("_cuda_compile", SRC / "_cuda" / "compile.py")
     cc = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cc)
     return lambda g, arch: cc.compile_source(g, arch)

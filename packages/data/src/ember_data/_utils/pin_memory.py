@@ -17,7 +17,7 @@ def available():
     ec = _rng.ember_core()
     if ec is None or not callable(getattr(ec.Tensor, "pin_memory", None)):
         return False
-    cuda = getattr(ec, "_cuda", None)
+    cuda = getattr(ec, "cuda", None)
     try:
         return bool(cuda is not None and cuda.is_available())
     except Exception:

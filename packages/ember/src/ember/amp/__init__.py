@@ -9,7 +9,7 @@ runs on the CPU as plain training.
 
 autocast: a CPU autocast region runs PyTorch's listed ops in bfloat16 (or
 float16) / float32 / the widest input type, with the state kept per thread in
-``ember_core._autocast`` (Note [Autocast] there).  An autocast region for 'cuda'
+``ember_core._base.autocast`` (Note [Autocast] there).  An autocast region for 'cuda'
 without CUDA is disabled with a warning (PyTorch does the same); a disabled
 region (``enabled=False``) is exactly the code outside it."""
 
@@ -19,8 +19,8 @@ from collections import defaultdict
 
 import ember_autograd as ag
 import ember_core as ec
-from ember_core import _autocast as _ac
-from ember_core import _cuda
+from ember_core._base import autocast as _ac
+from ember_core._cuda import runtime as _cuda
 
 __all__ = [
     "GradScaler",
@@ -302,7 +302,7 @@ class autocast:
 
     On 'cpu' the listed matmul/conv ops run in ``dtype`` (bfloat16 by default,
     float16 also accepted), losses and linalg in float32, and cat/stack in the
-    widest input type; see Note [Autocast] in ``ember_core._autocast``.  Usable
+    widest input type; see Note [Autocast] in ``ember_core._base.autocast``.  Usable
     as a context manager or a decorator; regions nest, and ``enabled=False``
     turns autocast off inside an enabled region.
 

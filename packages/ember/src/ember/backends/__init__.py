@@ -6,7 +6,8 @@ with PyTorch's defaults."""
 
 import types
 
-from ember_core import _cuda, _cuda_blas
+from ember_core._cuda import blas as _cuda_blas
+from ember_core._cuda import runtime as _cuda
 
 
 def _flag_module(name, doc, **flags):

@@ -68,6 +68,8 @@ class Graph:
         self.counter = itertools.count()
         self.constants = {}  # id(tensor) -> initializer name
         self.unmapped = {}  # id(tensor) -> what made it: a traced op's output no node gives
+        self.sharing = {}  # id(base tensor) -> the named tensors that view its memory
+        self.stale = set()  # id(tensor): changed in place through another tensor
 
     def fresh(self, hint="v"):
         return f"{hint}_{next(self.counter)}"
@@ -79,10 +81,31 @@ class Graph:
         """t is the value ``name`` from now on (an in-place op rebinds its input)."""
         self.names[id(t)] = name
         self.alive.append(t)
+        self._share(t)
+
+    def _share(self, t):
+        base = t._base if t._base is not None else t
+        self.sharing.setdefault(id(base), []).append(t)
+
+    def mutate(self, t):
+        """An in-place op is about to change t: every other named tensor sharing its
+        memory (its base, the base's views) keeps its old ONNX value, so it goes stale
+        -- using one later raises instead of exporting a wrong graph."""
+        base = t._base if t._base is not None else t
+        for other in self.sharing.get(id(base), ()):
+            if other is not t:
+                self.stale.add(id(other))
+        self.stale.discard(id(t))
 
     def name(self, t):
         """The ONNX value name of tensor t: its graph name when traced, else a new
         initializer holding its current value."""
+        if id(t) in self.stale:
+            raise UnsupportedOperatorError(
+                "ember.onnx.export: a tensor is used after an in-place op changed it through "
+                "a view or its base; ONNX values are immutable, so the export cannot follow "
+                "it (use the out-of-place op)"
+            )
         if id(t) in self.names:
             return self.names[id(t)]
         if id(t) in self.unmapped:
@@ -90,6 +113,7 @@ class Graph:
         if id(t) not in self.constants:
             self.constants[id(t)] = self.const(to_numpy(t), "const")
             self.alive.append(t)
+            self._share(t)
         return self.constants[id(t)]
 
     def const(self, value, hint="const"):

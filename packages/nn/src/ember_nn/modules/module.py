@@ -427,7 +427,7 @@ class Module:
 
     def to(self, *args, **kwargs):
         """Move/convert parameters and buffers: to(dtype), to(device), to(tensor)."""
-        from ember_core._copy import _parse_to
+        from ember_core._tensor.copy import _parse_to
 
         dtype, device, _, non_blocking = _parse_to(args, dict(kwargs))
         if dtype is not None and not dtype.is_floating_point:
@@ -438,6 +438,12 @@ class Module:
         def convert(t):
             target = dtype if (dtype is not None and t.is_floating_point()) else t.dtype
             if device is not None:
+                if t.is_meta and device.type != "meta":
+                    raise NotImplementedError(
+                        "Cannot copy out of meta tensor; no data! Please use "
+                        "torch.nn.Module.to_empty() instead of torch.nn.Module.to() when moving "
+                        "module from meta to a different device."
+                    )
                 return t.to(device, target, non_blocking=non_blocking)
             return t.to(target)
 

@@ -10,7 +10,7 @@ class DataParallel(Module):
     def __init__(self, module, device_ids=None, output_device=None, dim=0):
         super().__init__()
         if device_ids:
-            from ember_core import _cuda
+            from ember_core._cuda import runtime as _cuda
 
             _cuda.unavailable(f"DataParallel(device_ids={list(device_ids)})")
         self.module = module

@@ -3,11 +3,15 @@ matrices kept as row and column means (O(n + m) memory instead of O(n m)), a
 relative step size, and update clipping; per-tensor ember ops, operation for
 operation as PyTorch's single-tensor algorithm."""
 
+from __future__ import annotations
+
 import math
 
 import numpy as np
 
 import ember_core as ec
+from ember_core import Tensor
+from ember_nn.optim._typing import ParamsT
 from ember_nn.optim.optimizer import Optimizer, grads_of, step_tensor
 
 
@@ -30,16 +34,16 @@ class Adafactor(Optimizer):
 
     def __init__(
         self,
-        params,
-        lr=1e-2,
-        beta2_decay=-0.8,
-        eps=(None, 1e-3),
-        d=1.0,
-        weight_decay=0.0,
+        params: ParamsT,
+        lr: float | Tensor = 1e-2,
+        beta2_decay: float = -0.8,
+        eps: tuple[float | None, float] = (None, 1e-3),
+        d: float = 1.0,
+        weight_decay: float = 0.0,
         *,
-        foreach=None,
-        maximize=False,
-    ):
+        foreach: bool | None = None,
+        maximize: bool = False,
+    ) -> None:
         if isinstance(lr, ec.Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
         if not lr >= 0.0:

@@ -4,8 +4,14 @@ through the per-tensor reference path (Note [Fused and reference steps] in
 optimizer.py); both follow torch.optim's single-tensor algorithms operation
 for operation."""
 
+from __future__ import annotations
+
+from typing import Any
+
 import ember_core as ec
+from ember_core import Tensor
 from ember_nn._lib import check, ffi, lib
+from ember_nn.optim._typing import ParamsT
 from ember_nn.optim.optimizer import (
     Optimizer,
     addresses,
@@ -82,18 +88,18 @@ class SGD(Optimizer):
 
     def __init__(
         self,
-        params,
-        lr=1e-3,
-        momentum=0,
-        dampening=0,
-        weight_decay=0,
-        nesterov=False,
+        params: ParamsT,
+        lr: float | Tensor = 1e-3,
+        momentum: float = 0,
+        dampening: float = 0,
+        weight_decay: float = 0,
+        nesterov: bool = False,
         *,
-        maximize=False,
-        foreach=None,
-        differentiable=False,
-        fused=None,
-    ):
+        maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        fused: bool | None = None,
+    ) -> None:
         _common_checks(lr, weight_decay=weight_decay)
         _check(momentum >= 0.0, f"Invalid momentum value: {momentum}")
         _flags(foreach, fused, differentiable)
@@ -178,20 +184,20 @@ class Adam(Optimizer):
 
     def __init__(
         self,
-        params,
-        lr=1e-3,
-        betas=(0.9, 0.999),
-        eps=1e-8,
-        weight_decay=0,
-        amsgrad=False,
+        params: ParamsT,
+        lr: float | Tensor = 1e-3,
+        betas: tuple[float | Tensor, float | Tensor] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        amsgrad: bool = False,
         *,
-        foreach=None,
-        maximize=False,
-        capturable=False,
-        differentiable=False,
-        fused=None,
-        decoupled_weight_decay=False,
-    ):
+        foreach: bool | None = None,
+        maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
+        decoupled_weight_decay: bool = False,
+    ) -> None:
         _common_checks(lr, eps, weight_decay, betas)
         _flags(foreach, fused, differentiable)
         super().__init__(
@@ -297,19 +303,19 @@ class AdamW(Adam):
 
     def __init__(
         self,
-        params,
-        lr=1e-3,
-        betas=(0.9, 0.999),
-        eps=1e-8,
-        weight_decay=1e-2,
-        amsgrad=False,
+        params: ParamsT,
+        lr: float | Tensor = 1e-3,
+        betas: tuple[float | Tensor, float | Tensor] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+        amsgrad: bool = False,
         *,
-        maximize=False,
-        foreach=None,
-        capturable=False,
-        differentiable=False,
-        fused=None,
-    ):
+        maximize: bool = False,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
+    ) -> None:
         super().__init__(
             params,
             lr,
@@ -325,7 +331,7 @@ class AdamW(Adam):
             decoupled_weight_decay=True,
         )
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
         for group in self.param_groups:
             group["decoupled_weight_decay"] = True
@@ -334,18 +340,18 @@ class AdamW(Adam):
 class RMSprop(Optimizer):
     def __init__(
         self,
-        params,
-        lr=1e-2,
-        alpha=0.99,
-        eps=1e-8,
-        weight_decay=0,
-        momentum=0,
-        centered=False,
-        capturable=False,
-        foreach=None,
-        maximize=False,
-        differentiable=False,
-    ):
+        params: ParamsT,
+        lr: float | Tensor = 1e-2,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        momentum: float = 0,
+        centered: bool = False,
+        capturable: bool = False,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        differentiable: bool = False,
+    ) -> None:
         _common_checks(lr, eps, weight_decay)
         _check(momentum >= 0.0, f"Invalid momentum value: {momentum}")
         _check(alpha >= 0.0, f"Invalid alpha value: {alpha}")
@@ -435,18 +441,18 @@ class RMSprop(Optimizer):
 class Adagrad(Optimizer):
     def __init__(
         self,
-        params,
-        lr=1e-2,
-        lr_decay=0,
-        weight_decay=0,
-        initial_accumulator_value=0,
-        eps=1e-10,
-        foreach=None,
+        params: ParamsT,
+        lr: float | Tensor = 1e-2,
+        lr_decay: float = 0,
+        weight_decay: float = 0,
+        initial_accumulator_value: float = 0,
+        eps: float = 1e-10,
+        foreach: bool | None = None,
         *,
-        maximize=False,
-        differentiable=False,
-        fused=None,
-    ):
+        maximize: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
+    ) -> None:
         _common_checks(lr, eps, weight_decay)
         _check(lr_decay >= 0.0, f"Invalid lr_decay value: {lr_decay}")
         _check(
@@ -526,17 +532,17 @@ class Adagrad(Optimizer):
 class Adadelta(Optimizer):
     def __init__(
         self,
-        params,
-        lr=1.0,
-        rho=0.9,
-        eps=1e-6,
-        weight_decay=0,
-        foreach=None,
+        params: ParamsT,
+        lr: float | Tensor = 1.0,
+        rho: float = 0.9,
+        eps: float = 1e-6,
+        weight_decay: float = 0,
+        foreach: bool | None = None,
         *,
-        capturable=False,
-        maximize=False,
-        differentiable=False,
-    ):
+        capturable: bool = False,
+        maximize: bool = False,
+        differentiable: bool = False,
+    ) -> None:
         _common_checks(lr, eps, weight_decay)
         _check(0.0 <= rho <= 1.0, f"Invalid rho value: {rho}")
         _flags(foreach, None, differentiable)
@@ -606,17 +612,17 @@ class Adadelta(Optimizer):
 class Adamax(Optimizer):
     def __init__(
         self,
-        params,
-        lr=2e-3,
-        betas=(0.9, 0.999),
-        eps=1e-8,
-        weight_decay=0,
-        foreach=None,
+        params: ParamsT,
+        lr: float | Tensor = 2e-3,
+        betas: tuple[float | Tensor, float | Tensor] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        foreach: bool | None = None,
         *,
-        maximize=False,
-        differentiable=False,
-        capturable=False,
-    ):
+        maximize: bool = False,
+        differentiable: bool = False,
+        capturable: bool = False,
+    ) -> None:
         _common_checks(lr, eps, weight_decay, betas)
         _flags(foreach, None, differentiable)
         super().__init__(
@@ -686,19 +692,19 @@ class Adamax(Optimizer):
 class NAdam(Optimizer):
     def __init__(
         self,
-        params,
-        lr=2e-3,
-        betas=(0.9, 0.999),
-        eps=1e-8,
-        weight_decay=0,
-        momentum_decay=4e-3,
-        decoupled_weight_decay=False,
+        params: ParamsT,
+        lr: float | Tensor = 2e-3,
+        betas: tuple[float | Tensor, float | Tensor] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        momentum_decay: float = 4e-3,
+        decoupled_weight_decay: bool = False,
         *,
-        foreach=None,
-        maximize=False,
-        capturable=False,
-        differentiable=False,
-    ):
+        foreach: bool | None = None,
+        maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+    ) -> None:
         _common_checks(lr, eps, weight_decay, betas)
         _check(momentum_decay >= 0.0, f"Invalid momentum_decay value: {momentum_decay}")
         _flags(foreach, None, differentiable)
@@ -797,18 +803,18 @@ class NAdam(Optimizer):
 class RAdam(Optimizer):
     def __init__(
         self,
-        params,
-        lr=1e-3,
-        betas=(0.9, 0.999),
-        eps=1e-8,
-        weight_decay=0,
-        decoupled_weight_decay=False,
+        params: ParamsT,
+        lr: float | Tensor = 1e-3,
+        betas: tuple[float | Tensor, float | Tensor] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        decoupled_weight_decay: bool = False,
         *,
-        foreach=None,
-        maximize=False,
-        capturable=False,
-        differentiable=False,
-    ):
+        foreach: bool | None = None,
+        maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+    ) -> None:
         _common_checks(lr, eps, weight_decay, betas)
         _flags(foreach, None, differentiable)
         super().__init__(

@@ -1,7 +1,11 @@
 """ASGD: averaged stochastic gradient descent (Polyak-Ruppert averaging in the
 state's ``ax``), as torch.optim.ASGD's single-tensor algorithm."""
 
+from __future__ import annotations
+
 import ember_core as ec
+from ember_core import Tensor
+from ember_nn.optim._typing import ParamsT
 from ember_nn.optim.algorithms import _common_checks, _flags
 from ember_nn.optim.optimizer import Optimizer, _scalar_dtype, grads_of, step_tensor
 
@@ -15,17 +19,17 @@ class ASGD(Optimizer):
 
     def __init__(
         self,
-        params,
-        lr=1e-2,
-        lambd=1e-4,
-        alpha=0.75,
-        t0=1e6,
-        weight_decay=0,
-        foreach=None,
-        maximize=False,
-        differentiable=False,
-        capturable=False,
-    ):
+        params: ParamsT,
+        lr: float | Tensor = 1e-2,
+        lambd: float = 1e-4,
+        alpha: float = 0.75,
+        t0: float = 1e6,
+        weight_decay: float = 0,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        differentiable: bool = False,
+        capturable: bool = False,
+    ) -> None:
         _common_checks(lr, weight_decay=weight_decay)
         _flags(foreach, None, differentiable)
         super().__init__(

@@ -7,8 +7,15 @@ PyTorch keeps them so, so a float32 run rounds where PyTorch's does and a
 run matches PyTorch's iterates, not only its minimum.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
 import ember_autograd as ag
 import ember_core as ec
+from ember_core import Tensor
+from ember_nn.optim._typing import ParamsT
 from ember_nn.optim.optimizer import Optimizer
 
 
@@ -134,15 +141,15 @@ class LBFGS(Optimizer):
 
     def __init__(
         self,
-        params,
-        lr=1,
-        max_iter=20,
-        max_eval=None,
-        tolerance_grad=1e-7,
-        tolerance_change=1e-9,
-        history_size=100,
-        line_search_fn=None,
-    ):
+        params: ParamsT,
+        lr: float | Tensor = 1,
+        max_iter: int = 20,
+        max_eval: int | None = None,
+        tolerance_grad: float = 1e-7,
+        tolerance_change: float = 1e-9,
+        history_size: int = 100,
+        line_search_fn: str | None = None,
+    ) -> None:
         if isinstance(lr, ec.Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
         if lr < 0.0:
@@ -198,7 +205,7 @@ class LBFGS(Optimizer):
 
     # ------------------------------------------------------ the step
 
-    def step(self, closure):
+    def step(self, closure: Callable[[], Any] | None = None) -> float | None:
         """Run up to max_iter L-BFGS iterations; returns the loss closure gave first."""
         if closure is None:
             raise RuntimeError("LBFGS.step requires a closure that re-evaluates the loss")

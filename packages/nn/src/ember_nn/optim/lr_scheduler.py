@@ -8,14 +8,19 @@ forms in step(), the closed forms when an epoch is given, the same state dicts.
 ...     scheduler.step()
 """
 
+from __future__ import annotations
+
 import math
 import types
 import warnings
 from bisect import bisect_right
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
+from typing import Any
 
 import ember_core as ec
+from ember_core import Tensor
 from ember_nn.optim.optimizer import Optimizer
 
 __all__ = [
@@ -80,7 +85,7 @@ class LRScheduler:
     _get_lr_called_within_step = False
     _is_initial = False
 
-    def __init__(self, optimizer, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
@@ -112,18 +117,18 @@ class LRScheduler:
         finally:
             self._is_initial = False
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         """Everything but the optimizer."""
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.__dict__.update(state_dict)
 
-    def get_last_lr(self):
+    def get_last_lr(self) -> list[float]:
         """The learning rates the last step() set, one per group."""
         return self._last_lr
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         raise NotImplementedError
 
     def _warn_get_lr(self):
@@ -135,7 +140,7 @@ class LRScheduler:
                 stacklevel=3,
             )
 
-    def step(self, epoch=None):
+    def step(self, epoch: int | None = None) -> None:
         if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
             warnings.warn(
                 "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch "
@@ -181,7 +186,9 @@ class _LambdaState:
     """state_dict/load_state_dict of schedulers holding lr_lambdas (callable objects'
     attributes are saved; plain functions are not)."""
 
-    def state_dict(self):
+    lr_lambdas: list[Callable[[int], float]]
+
+    def state_dict(self) -> dict[str, Any]:
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
         state["lr_lambdas"] = [
             None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
@@ -189,7 +196,7 @@ class _LambdaState:
         ]
         return state
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         lambdas = state_dict.pop("lr_lambdas")
         self.__dict__.update(state_dict)
         state_dict["lr_lambdas"] = lambdas
@@ -211,12 +218,17 @@ def _lambdas(optimizer, lr_lambda):
 class LambdaLR(_LambdaState, LRScheduler):
     """lr = initial_lr * lr_lambda(epoch)."""
 
-    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
+        last_epoch: int = -1,
+    ) -> None:
         self.optimizer = optimizer
         self.lr_lambdas = _lambdas(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_get_lr()
         return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
 
@@ -224,7 +236,12 @@ class LambdaLR(_LambdaState, LRScheduler):
 class MultiplicativeLR(_LambdaState, LRScheduler):
     """lr *= lr_lambda(epoch) each step."""
 
-    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
+        last_epoch: int = -1,
+    ) -> None:
         self.optimizer = optimizer
         self.lr_lambdas = _lambdas(optimizer, lr_lambda)
         for fn in self.lr_lambdas:
@@ -232,7 +249,7 @@ class MultiplicativeLR(_LambdaState, LRScheduler):
                 raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_get_lr()
         if self._is_initial:
             return _group_values(self.optimizer, "lr")
@@ -245,12 +262,14 @@ class MultiplicativeLR(_LambdaState, LRScheduler):
 class StepLR(LRScheduler):
     """lr *= gamma every step_size epochs."""
 
-    def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
+    def __init__(
+        self, optimizer: Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1
+    ) -> None:
         self.step_size = step_size
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_get_lr()
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return _group_values(self.optimizer, "lr")
@@ -263,12 +282,18 @@ class StepLR(LRScheduler):
 class MultiStepLR(LRScheduler):
     """lr *= gamma at each milestone (counted with multiplicity)."""
 
-    def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1):
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        milestones: Iterable[int],
+        gamma: float = 0.1,
+        last_epoch: int = -1,
+    ) -> None:
         self.milestones = Counter(milestones)
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_get_lr()
         if self.last_epoch not in self.milestones:
             return _group_values(self.optimizer, "lr")
@@ -287,14 +312,20 @@ class MultiStepLR(LRScheduler):
 class ConstantLR(LRScheduler):
     """lr * factor until total_iters, then lr."""
 
-    def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1):
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        factor: float = 1.0 / 3,
+        total_iters: int = 5,
+        last_epoch: int = -1,
+    ) -> None:
         if factor > 1.0 or factor < 0:
             raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
         self.factor = factor
         self.total_iters = total_iters
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_get_lr()
         groups = self.optimizer.param_groups
         if self.last_epoch == 0:
@@ -314,8 +345,13 @@ class LinearLR(LRScheduler):
     """lr scaled linearly from start_factor to end_factor over total_iters."""
 
     def __init__(
-        self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5, last_epoch=-1
-    ):
+        self,
+        optimizer: Optimizer,
+        start_factor: float = 1.0 / 3,
+        end_factor: float = 1.0,
+        total_iters: int = 5,
+        last_epoch: int = -1,
+    ) -> None:
         if start_factor > 1.0 or start_factor <= 0:
             raise ValueError(
                 "Starting multiplicative factor expected to be greater than 0 and less or equal "
@@ -328,7 +364,7 @@ class LinearLR(LRScheduler):
         self.total_iters = total_iters
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_get_lr()
         groups = self.optimizer.param_groups
         if self.last_epoch == 0:
@@ -351,11 +387,11 @@ class LinearLR(LRScheduler):
 class ExponentialLR(LRScheduler):
     """lr *= gamma every epoch."""
 
-    def __init__(self, optimizer, gamma, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1) -> None:
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_get_lr()
         if self._is_initial:
             return _group_values(self.optimizer, "lr")
@@ -368,12 +404,14 @@ class ExponentialLR(LRScheduler):
 class PolynomialLR(LRScheduler):
     """lr decayed polynomially to 0 over total_iters."""
 
-    def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
+    def __init__(
+        self, optimizer: Optimizer, total_iters: int = 5, power: float = 1.0, last_epoch: int = -1
+    ) -> None:
         self.total_iters = total_iters
         self.power = power
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_get_lr()
         if self._is_initial or self.last_epoch > self.total_iters:
             return _group_values(self.optimizer, "lr")
@@ -393,12 +431,14 @@ class PolynomialLR(LRScheduler):
 class CosineAnnealingLR(LRScheduler):
     """Cosine annealing from initial_lr to eta_min over T_max epochs (SGDR without restarts)."""
 
-    def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):
+    def __init__(
+        self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1
+    ) -> None:
         self.T_max = T_max
         self.eta_min = eta_min
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_get_lr()
         groups = self.optimizer.param_groups
         e, T, m = self.last_epoch, self.T_max, self.eta_min
@@ -448,12 +488,14 @@ def _check_schedulers(owner, optimizer, schedulers):
 class _Composite:
     """state dicts of schedulers made of schedulers."""
 
-    def state_dict(self):
+    _schedulers: Sequence[LRScheduler]
+
+    def state_dict(self) -> dict[str, Any]:
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
         state["_schedulers"] = [s.state_dict() for s in self._schedulers]
         return state
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         schedulers = state_dict.pop("_schedulers")
         self.__dict__.update(state_dict)
         state_dict["_schedulers"] = schedulers
@@ -464,7 +506,13 @@ class _Composite:
 class SequentialLR(_Composite, LRScheduler):
     """Run schedulers one after another, switching at the milestones."""
 
-    def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        schedulers: Sequence[LRScheduler],
+        milestones: Sequence[int],
+        last_epoch: int = -1,
+    ) -> None:
         if len(schedulers) < 1:
             raise ValueError(
                 f"{type(self).__name__} expects at least one scheduler, but got no scheduler."
@@ -490,7 +538,7 @@ class SequentialLR(_Composite, LRScheduler):
         self._schedulers[idx]._initial_step()
         self._last_lr = schedulers[idx].get_last_lr()
 
-    def recursive_undo(self, sched=None):
+    def recursive_undo(self, sched: LRScheduler | None = None) -> None:
         scheds = self if sched is None else sched
         if hasattr(scheds, "_schedulers"):
             for s in scheds._schedulers:
@@ -498,7 +546,7 @@ class SequentialLR(_Composite, LRScheduler):
         elif hasattr(scheds, "last_epoch"):
             scheds.last_epoch -= 1
 
-    def step(self):
+    def step(self) -> None:  # type: ignore[override]  # no epoch argument, as in PyTorch
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[idx]
@@ -512,7 +560,9 @@ class SequentialLR(_Composite, LRScheduler):
 class ChainedScheduler(_Composite, LRScheduler):
     """Step every scheduler at once (their effects multiply)."""
 
-    def __init__(self, schedulers, optimizer=None):
+    def __init__(
+        self, schedulers: Sequence[LRScheduler], optimizer: Optimizer | None = None
+    ) -> None:
         if len(schedulers) < 1:
             raise ValueError(
                 f"{type(self).__name__} expects at least one scheduler to be chained, but got no "
@@ -524,7 +574,7 @@ class ChainedScheduler(_Composite, LRScheduler):
         self.optimizer = optimizer
         self._last_lr = _group_values(self._schedulers[-1].optimizer, "lr")
 
-    def step(self):
+    def step(self) -> None:  # type: ignore[override]  # no epoch argument, as in PyTorch
         for s in self._schedulers:
             s.step()
         self._last_lr = _group_values(self._schedulers[-1].optimizer, "lr")
@@ -535,16 +585,16 @@ class ReduceLROnPlateau(LRScheduler):
 
     def __init__(
         self,
-        optimizer,
-        mode="min",
-        factor=0.1,
-        patience=10,
-        threshold=1e-4,
-        threshold_mode="rel",
-        cooldown=0,
-        min_lr=0,
-        eps=1e-8,
-    ):
+        optimizer: Optimizer,
+        mode: str = "min",
+        factor: float = 0.1,
+        patience: int = 10,
+        threshold: float = 1e-4,
+        threshold_mode: str = "rel",
+        cooldown: int = 0,
+        min_lr: float | list[float] = 0,
+        eps: float = 1e-8,
+    ) -> None:
         if factor >= 1.0:
             raise ValueError("Factor should be < 1.0.")
         self.factor = factor
@@ -574,7 +624,9 @@ class ReduceLROnPlateau(LRScheduler):
         self.cooldown_counter = 0
         self.num_bad_epochs = 0
 
-    def step(self, metrics, epoch=None):
+    def step(  # type: ignore[override]  # the metric comes first, as in PyTorch
+        self, metrics: float | Tensor, epoch: int | None = None
+    ) -> None:
         current = float(metrics)
         if epoch is None:
             epoch = self.last_epoch + 1
@@ -615,7 +667,7 @@ class ReduceLROnPlateau(LRScheduler):
                 _set_group_value(group, "lr", new)
 
     @property
-    def in_cooldown(self):
+    def in_cooldown(self) -> bool:
         return self.cooldown_counter > 0
 
     def _is_better(self, a, best):
@@ -637,7 +689,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.threshold = threshold
         self.threshold_mode = threshold_mode
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.__dict__.update(state_dict)
         self._init_is_better(self.mode, self.threshold, self.threshold_mode)
 
@@ -647,20 +699,20 @@ class CyclicLR(LRScheduler):
 
     def __init__(
         self,
-        optimizer,
-        base_lr,
-        max_lr,
-        step_size_up=2000,
-        step_size_down=None,
-        mode="triangular",
-        gamma=1.0,
-        scale_fn=None,
-        scale_mode="cycle",
-        cycle_momentum=True,
-        base_momentum=0.8,
-        max_momentum=0.9,
-        last_epoch=-1,
-    ):
+        optimizer: Optimizer,
+        base_lr: float | list[float],
+        max_lr: float | list[float],
+        step_size_up: int = 2000,
+        step_size_down: int | None = None,
+        mode: str = "triangular",
+        gamma: float = 1.0,
+        scale_fn: Callable[[float], float] | None = None,
+        scale_mode: str = "cycle",
+        cycle_momentum: bool = True,
+        base_momentum: float | list[float] = 0.8,
+        max_momentum: float | list[float] = 0.9,
+        last_epoch: int = -1,
+    ) -> None:
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
@@ -669,10 +721,10 @@ class CyclicLR(LRScheduler):
             for lr, group in zip(base_lrs, optimizer.param_groups):
                 _set_group_value(group, "lr", lr)
         self.max_lrs = _format_param("max_lr", optimizer, max_lr)
-        step_size_up = float(step_size_up)
-        step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
-        self.total_size = step_size_up + step_size_down
-        self.step_ratio = step_size_up / self.total_size
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size
         if mode not in ["triangular", "triangular2", "exp_range"] and scale_fn is None:
             raise ValueError("mode is invalid and scale_fn is None")
         self.mode = mode
@@ -715,7 +767,7 @@ class CyclicLR(LRScheduler):
             self._scale_fn_ref = partial(self._exp_range_scale_fn, self.gamma)
             self.scale_mode = "iterations"
 
-    def scale_fn(self, x):
+    def scale_fn(self, x: float) -> float:
         if self._scale_fn_custom is not None:
             return self._scale_fn_custom(x)
         return self._scale_fn_ref(x)
@@ -732,7 +784,7 @@ class CyclicLR(LRScheduler):
     def _exp_range_scale_fn(gamma, x):
         return gamma**x
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_get_lr()
         cycle = math.floor(1 + self.last_epoch / self.total_size)
         x = 1.0 + self.last_epoch / self.total_size - cycle
@@ -756,7 +808,7 @@ class CyclicLR(LRScheduler):
                     group["momentum"] = momentum
         return lrs
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         state = super().state_dict()
         state.pop("_scale_fn_ref", None)
         fn = state.pop("_scale_fn_custom")
@@ -765,7 +817,7 @@ class CyclicLR(LRScheduler):
             state["_scale_fn_custom"] = fn.__dict__.copy()
         return state
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         fn = state_dict.pop("_scale_fn_custom")
         super().load_state_dict(state_dict)
         if fn is not None:
@@ -776,7 +828,14 @@ class CyclicLR(LRScheduler):
 class CosineAnnealingWarmRestarts(LRScheduler):
     """SGDR: cosine annealing restarted every T_i epochs (T_i grows by T_mult)."""
 
-    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        T_0: int,
+        T_mult: int = 1,
+        eta_min: float = 0.0,
+        last_epoch: int = -1,
+    ) -> None:
         if T_0 <= 0 or not isinstance(T_0, int):
             raise ValueError(f"Expected positive integer T_0, but got {T_0}")
         if T_mult < 1 or not isinstance(T_mult, int):
@@ -792,7 +851,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         self.T_cur = last_epoch
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_get_lr()
         return [
             self.eta_min
@@ -800,7 +859,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             for base in self.base_lrs
         ]
 
-    def step(self, epoch=None):
+    def step(self, epoch: int | None = None) -> None:
         if epoch is None and self.last_epoch < 0:
             epoch = 0
         if epoch is None:
@@ -839,21 +898,21 @@ class OneCycleLR(LRScheduler):
 
     def __init__(
         self,
-        optimizer,
-        max_lr,
-        total_steps=None,
-        epochs=None,
-        steps_per_epoch=None,
-        pct_start=0.3,
-        anneal_strategy="cos",
-        cycle_momentum=True,
-        base_momentum=0.85,
-        max_momentum=0.95,
-        div_factor=25.0,
-        final_div_factor=1e4,
-        three_phase=False,
-        last_epoch=-1,
-    ):
+        optimizer: Optimizer,
+        max_lr: float | list[float],
+        total_steps: int | None = None,
+        epochs: int | None = None,
+        steps_per_epoch: int | None = None,
+        pct_start: float = 0.3,
+        anneal_strategy: str = "cos",
+        cycle_momentum: bool = True,
+        base_momentum: float | list[float] = 0.85,
+        max_momentum: float | list[float] = 0.95,
+        div_factor: float = 25.0,
+        final_div_factor: float = 1e4,
+        three_phase: bool = False,
+        last_epoch: int = -1,
+    ) -> None:
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
@@ -957,7 +1016,7 @@ class OneCycleLR(LRScheduler):
     def _annealing_linear(start, end, pct):
         return (end - start) * pct + start
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_get_lr()
         step_num = self.last_epoch
         if step_num > self.total_steps:

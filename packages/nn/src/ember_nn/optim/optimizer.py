@@ -18,16 +18,24 @@ parameters (``ec_optim_<name>`` of the device's kernel namespace, Note
 no host synchronisation.  Optimizers without one (CUDA_STEPS) take the
 reference path there, whose ember ops run on the device."""
 
+from __future__ import annotations
+
 import copy
 import functools
 from collections import OrderedDict, defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
+from typing import TYPE_CHECKING, Any
 
 import ember_autograd as ag
 import ember_core as ec
-from ember_core import _lib as core_lib
-from ember_core import _tensor as core_tensor
+from ember_core._base import lib as core_lib
+from ember_core._tensor import tensor as core_tensor
 from ember_nn._lib import check, ffi, lib  # noqa: F401 - check is re-exported for the algorithms
+from ember_nn.optim._typing import ParamsT
+
+if TYPE_CHECKING:
+    from ember_nn.optim._typing import RemovableHandle
 
 Tensor = ec.Tensor
 
@@ -35,7 +43,7 @@ Tensor = ec.Tensor
 class _RequiredParameter:
     """Singleton for a required optimizer argument (PyTorch's `required`)."""
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<required parameter>"
 
 
@@ -43,11 +51,12 @@ required = _RequiredParameter()
 
 _KERNEL_DTYPES = {ec.float32: lib.EN_FLOAT32, ec.float64: lib.EN_FLOAT64}
 
-_global_step_pre_hooks = OrderedDict()
-_global_step_post_hooks = OrderedDict()
+_Hooks = OrderedDict[int, Callable[..., Any]]
+_global_step_pre_hooks: _Hooks = OrderedDict()
+_global_step_post_hooks: _Hooks = OrderedDict()
 
 
-def register_optimizer_step_pre_hook(hook):
+def register_optimizer_step_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
     """hook(optimizer, args, kwargs) before every optimizer's step."""
     from ember_nn.modules.module import _Handle
 
@@ -56,7 +65,7 @@ def register_optimizer_step_pre_hook(hook):
     return h
 
 
-def register_optimizer_step_post_hook(hook):
+def register_optimizer_step_post_hook(hook: Callable[..., Any]) -> RemovableHandle:
     from ember_nn.modules.module import _Handle
 
     h = _Handle(_global_step_post_hooks)
@@ -109,23 +118,23 @@ class Optimizer:
         if step is not None and not getattr(step, "_ember_hooked", False):
             cls.step = _step_with_hooks(step)
 
-    def __init__(self, params, defaults):
+    def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
-        self._optimizer_step_pre_hooks = OrderedDict()
-        self._optimizer_step_post_hooks = OrderedDict()
-        self._optimizer_state_dict_pre_hooks = OrderedDict()
-        self._optimizer_state_dict_post_hooks = OrderedDict()
-        self._optimizer_load_state_dict_pre_hooks = OrderedDict()
-        self._optimizer_load_state_dict_post_hooks = OrderedDict()
+        self._optimizer_step_pre_hooks: _Hooks = OrderedDict()
+        self._optimizer_step_post_hooks: _Hooks = OrderedDict()
+        self._optimizer_state_dict_pre_hooks: _Hooks = OrderedDict()
+        self._optimizer_state_dict_post_hooks: _Hooks = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks: _Hooks = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks: _Hooks = OrderedDict()
         if isinstance(params, Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or "
                 "dicts, but got "
                 f"{params.type()}"
             )
-        self.state = defaultdict(dict)
-        self.param_groups = []
-        param_groups = list(params)
+        self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
+        param_groups: list[Any] = list(params)
         if len(param_groups) == 0:
             raise ValueError("optimizer got an empty parameter list")
         if not isinstance(param_groups[0], dict):
@@ -133,10 +142,10 @@ class Optimizer:
         for group in param_groups:
             self.add_param_group(dict(group))
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         for name in (
             "_optimizer_step_pre_hooks",
@@ -154,7 +163,7 @@ class Optimizer:
                 if default is not required:
                     group.setdefault(key, default)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         s = type(self).__name__ + " ("
         for i, group in enumerate(self.param_groups):
             s += f"\nParameter Group {i}"
@@ -165,7 +174,7 @@ class Optimizer:
 
     # ----------------------------------------------------------------- groups
 
-    def add_param_group(self, param_group):
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group of parameters with its own options (defaults fill the rest)."""
         if not isinstance(param_group, dict):
             raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
@@ -218,7 +227,7 @@ class Optimizer:
                 "error; see github.com/pytorch/pytorch/issues/40967 for more information",
                 stacklevel=3,
             )
-        existing = set()
+        existing: set[int] = set()
         for group in self.param_groups:
             existing.update(id(p) for p in group["params"])
             if ("param_names" in group) != ("param_names" in param_group):
@@ -232,7 +241,7 @@ class Optimizer:
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
 
-    def zero_grad(self, set_to_none=True):
+    def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset gradients (to None by default, like PyTorch)."""
         for group in self.param_groups:
             for p in group["params"]:
@@ -248,7 +257,7 @@ class Optimizer:
 
     # ------------------------------------------------------------------ steps
 
-    def step(self, closure=None):
+    def step(self, closure: Callable[[], Any] | None = None) -> float | None:
         """Update every parameter that has a gradient; closure re-evaluates the loss."""
         loss = None
         if closure is not None:
@@ -277,33 +286,41 @@ class Optimizer:
             registry.move_to_end(h.id, last=False)
         return h
 
-    def register_step_pre_hook(self, hook):
+    def register_step_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         """hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs), before step."""
         return self._add_hook(self._optimizer_step_pre_hooks, hook)
 
-    def register_step_post_hook(self, hook):
+    def register_step_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         """hook(optimizer, args, kwargs) after step."""
         return self._add_hook(self._optimizer_step_post_hooks, hook)
 
-    def register_state_dict_pre_hook(self, hook, prepend=False):
+    def register_state_dict_pre_hook(
+        self, hook: Callable[..., Any], prepend: bool = False
+    ) -> RemovableHandle:
         return self._add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
 
-    def register_state_dict_post_hook(self, hook, prepend=False):
+    def register_state_dict_post_hook(
+        self, hook: Callable[..., Any], prepend: bool = False
+    ) -> RemovableHandle:
         return self._add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
 
-    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+    def register_load_state_dict_pre_hook(
+        self, hook: Callable[..., Any], prepend: bool = False
+    ) -> RemovableHandle:
         return self._add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
 
-    def register_load_state_dict_post_hook(self, hook, prepend=False):
+    def register_load_state_dict_post_hook(
+        self, hook: Callable[..., Any], prepend: bool = False
+    ) -> RemovableHandle:
         return self._add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
 
     # ------------------------------------------------------------- state_dict
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         """{'state': {index: state}, 'param_groups': [...]} with parameters by index."""
         for hook in self._optimizer_state_dict_pre_hooks.values():
             hook(self)
-        index = {}
+        index: dict[int, int] = {}
         start = 0
 
         def pack(group):
@@ -324,7 +341,7 @@ class Optimizer:
                 result = out
         return result
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore state saved by state_dict (the groups must have the same sizes).
         State tensors take their parameter's dtype, except step counters."""
         state_dict = dict(state_dict)
@@ -347,7 +364,7 @@ class Optimizer:
                 chain.from_iterable(g["params"] for g in groups),
             )
         )
-        state = defaultdict(dict)
+        state: defaultdict[Any, dict[str, Any]] = defaultdict(dict)
         for k, v in state_dict["state"].items():
             k = int(k) if isinstance(k, str) and k.isdigit() else k
             if k in id_map:
@@ -385,11 +402,11 @@ def _cast_state(param, value, key=None):
 # ----------------------------------------------------------- fused helpers
 
 
-def addresses(tensors):
+def addresses(tensors: Sequence[Tensor]) -> Any:
     return ffi.new("uint64_t[]", [t._ptr for t in tensors])
 
 
-def numels(tensors):
+def numels(tensors: Sequence[Tensor]) -> Any:
     return ffi.new("int64_t[]", [t._numel for t in tensors])
 
 
@@ -397,7 +414,7 @@ def numels(tensors):
 CUDA_STEPS = ("sgd", "adam")
 
 
-def fused_step(params, name, op, *args):
+def fused_step(params: Sequence[Tensor], name: str, op: str, *args: Any) -> None:
     """Run the fused step ``name`` for the parameters' device: ember_nn's C loop
     en_<name> on the CPU, ember_core's multi-tensor launcher on CUDA (its status
     turned into an exception by ember_core, whose message it is)."""
@@ -408,7 +425,12 @@ def fused_step(params, name, op, *args):
         core_lib.check(getattr(dev._k, "ec_optim_" + name)(*args), op)
 
 
-def kernel_dtype(group, params, grads, name=None):
+def kernel_dtype(
+    group: dict[str, Any],
+    params: Sequence[Tensor],
+    grads: Sequence[Tensor],
+    name: str | None = None,
+) -> int | None:
     """The kernel's dtype code when the fused path applies to these tensors, else
     None (see Note [Fused and reference steps]); ``name``: the optimizer's
     fused step, for the device check."""
@@ -433,7 +455,7 @@ def kernel_dtype(group, params, grads, name=None):
             if (
                 p._dtype is not dt
                 or g._dtype is not dt
-                or not core_tensor.is_contig(p)
+                or not core_tensor.is_contig(p)  # type: ignore[attr-defined, unused-ignore]
                 or p._storage._device is not dev
                 or g._storage._device is not dev
             ):
@@ -450,7 +472,7 @@ def kernel_dtype(group, params, grads, name=None):
     return code
 
 
-def scalar_code(tensors):
+def scalar_code(tensors: Sequence[Tensor]) -> int | None:
     """The kernel code of the 0-d step (or mu_product) tensors, or None if mixed."""
     dt = tensors[0]._dtype
     for t in tensors:
@@ -459,12 +481,12 @@ def scalar_code(tensors):
     return _KERNEL_DTYPES.get(dt)
 
 
-def mark_written(tensors, op):
+def mark_written(tensors: Iterable[Tensor], op: str) -> None:
     for t in tensors:
-        core_tensor.written(t, op)
+        core_tensor.written(t, op)  # type: ignore[attr-defined, unused-ignore]
 
 
-def step_tensor():
+def step_tensor() -> Tensor:
     return ec.zeros((), dtype=_scalar_dtype())
 
 
@@ -492,7 +514,7 @@ def _check_capturable(opt, group):
     raise AssertionError(f"If capturable=True, {tensors} must be on supported devices: {devices}.")
 
 
-def grads_of(group):
+def grads_of(group: dict[str, Any]) -> tuple[list[Tensor], list[Tensor]]:
     """(params, grads) of a group's parameters that have gradients (dense ones)."""
     params, grads = [], []
     for p in group["params"]:
@@ -500,8 +522,9 @@ def grads_of(group):
         if g is None:
             continue
         params.append(p)
-        grads.append(g if core_tensor.is_contig(g) else g.contiguous())
+        contiguous = core_tensor.is_contig(g)  # type: ignore[attr-defined, unused-ignore]
+        grads.append(g if contiguous else g.contiguous())
     return params, grads
 
 
-Optimizer.step = _step_with_hooks(Optimizer.step)
+Optimizer.step = _step_with_hooks(Optimizer.step)  # type: ignore[method-assign]

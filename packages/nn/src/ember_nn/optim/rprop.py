@@ -1,7 +1,11 @@
 """Rprop: resilient back-propagation (per-element step sizes driven by the sign
 of successive gradients), as torch.optim.Rprop's single-tensor algorithm."""
 
+from __future__ import annotations
+
 import ember_core as ec
+from ember_core import Tensor
+from ember_nn.optim._typing import ParamsT
 from ember_nn.optim.algorithms import _common_checks, _flags
 from ember_nn.optim.optimizer import Optimizer, grads_of, step_tensor
 
@@ -15,16 +19,16 @@ class Rprop(Optimizer):
 
     def __init__(
         self,
-        params,
-        lr=1e-2,
-        etas=(0.5, 1.2),
-        step_sizes=(1e-6, 50),
+        params: ParamsT,
+        lr: float | Tensor = 1e-2,
+        etas: tuple[float, float] = (0.5, 1.2),
+        step_sizes: tuple[float, float] = (1e-6, 50),
         *,
-        capturable=False,
-        foreach=None,
-        maximize=False,
-        differentiable=False,
-    ):
+        capturable: bool = False,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        differentiable: bool = False,
+    ) -> None:
         _common_checks(lr)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")

@@ -12,15 +12,22 @@ schedule, and a pass that recomputes BatchNorm statistics for the average.
 >>> update_bn(loader, swa_model)
 """
 
+from __future__ import annotations
+
 import copy
 import itertools
 import math
+from collections.abc import Iterable
+from typing import Any
 
 import ember_autograd as ag
 import ember_core as ec
+from ember_core import Tensor
 from ember_nn.modules.module import Module
 from ember_nn.modules.normalization import _BatchNorm
+from ember_nn.optim._typing import AvgFn, MultiAvgFn
 from ember_nn.optim.lr_scheduler import LRScheduler, _format_param
+from ember_nn.optim.optimizer import Optimizer
 
 __all__ = [
     "SWALR",
@@ -40,7 +47,7 @@ def _check_decay(decay):
         )
 
 
-def get_ema_multi_avg_fn(decay=0.999):
+def get_ema_multi_avg_fn(decay: float = 0.999) -> MultiAvgFn:
     """In-place exponential moving average over lists of tensors:
     ``ema = ema + (1 - decay) * (current - ema)``."""
     _check_decay(decay)
@@ -57,7 +64,7 @@ def get_ema_multi_avg_fn(decay=0.999):
     return ema_update
 
 
-def get_swa_multi_avg_fn():
+def get_swa_multi_avg_fn() -> MultiAvgFn:
     """In-place running (equal-weight) average over lists of tensors."""
 
     def swa_update(averaged_param_list, current_param_list, num_averaged):
@@ -74,7 +81,7 @@ def get_swa_multi_avg_fn():
     return swa_update
 
 
-def get_ema_avg_fn(decay=0.999):
+def get_ema_avg_fn(decay: float = 0.999) -> AvgFn:
     """Exponential moving average of one tensor (returns the new average)."""
     _check_decay(decay)
 
@@ -85,7 +92,7 @@ def get_ema_avg_fn(decay=0.999):
     return ema_update
 
 
-def get_swa_avg_fn():
+def get_swa_avg_fn() -> AvgFn:
     """Running equal-weight average of one tensor (returns the new average)."""
 
     def swa_update(averaged_param, current_param, num_averaged):
@@ -101,7 +108,14 @@ class AveragedModel(Module):
     average by default, or ``avg_fn`` / ``multi_avg_fn`` (e.g. EMA). Without
     ``use_buffers`` the buffers are copied from the latest model."""
 
-    def __init__(self, model, device=None, avg_fn=None, multi_avg_fn=None, use_buffers=False):
+    def __init__(
+        self,
+        model: Module,
+        device: str | ec.device | int | None = None,
+        avg_fn: AvgFn | None = None,
+        multi_avg_fn: MultiAvgFn | None = None,
+        use_buffers: bool = False,
+    ) -> None:
         super().__init__()
         if avg_fn is not None and multi_avg_fn is not None:
             raise AssertionError("Only one of avg_fn and multi_avg_fn should be provided")
@@ -113,7 +127,7 @@ class AveragedModel(Module):
         self.multi_avg_fn = multi_avg_fn
         self.use_buffers = use_buffers
 
-    def forward(self, *args, **kwargs):
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self.module(*args, **kwargs)
 
     def _averaged(self, model):
@@ -124,7 +138,7 @@ class AveragedModel(Module):
             )
         return list(self.parameters()), list(model.parameters())
 
-    def update_parameters(self, model):
+    def update_parameters(self, model: Module) -> None:
         """Fold ``model``'s current parameters into the average."""
         with ag.no_grad():
             ours, theirs = self._averaged(model)
@@ -136,7 +150,7 @@ class AveragedModel(Module):
                     a.copy_(p)
             elif self.multi_avg_fn is not None:
                 # tensors of one dtype go to the multi-tensor function together
-                by_dtype = {}
+                by_dtype: dict[Any, tuple[list[Tensor], list[Tensor]]] = {}
                 for a, p in zip(ours, theirs):
                     group = by_dtype.setdefault(a.dtype, ([], []))
                     group[0].append(a)
@@ -154,7 +168,9 @@ class AveragedModel(Module):
             self.n_averaged.add_(1)
 
 
-def update_bn(loader, model, device=None):
+def update_bn(
+    loader: Iterable[Any], model: Module, device: str | ec.device | int | None = None
+) -> None:
     """Recompute every BatchNorm's running statistics with one pass over loader
     (a cumulative average over all its batches); the first element of a tuple or
     list batch is the input."""
@@ -185,7 +201,14 @@ class SWALR(LRScheduler):
     """Anneal each group's learning rate to ``swa_lr`` over ``anneal_epochs``
     steps (cosine or linear), then hold it there."""
 
-    def __init__(self, optimizer, swa_lr, anneal_epochs=10, anneal_strategy="cos", last_epoch=-1):
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        swa_lr: float | list[float],
+        anneal_epochs: int = 10,
+        anneal_strategy: str = "cos",
+        last_epoch: int = -1,
+    ) -> None:
         for lr, group in zip(_format_param("swa_lr", optimizer, swa_lr), optimizer.param_groups):
             group["swa_lr"] = lr
         if anneal_strategy not in ("cos", "linear"):
@@ -216,7 +239,7 @@ class SWALR(LRScheduler):
         self._anneal_strategy = anneal_strategy
         self.anneal_func = self._cosine_anneal if anneal_strategy == "cos" else self._linear_anneal
 
-    def get_lr(self):
+    def get_lr(self) -> list[float]:
         self._warn_get_lr()
         # the group's lr may have been changed since the last step: recover the
         # schedule's starting lr from it, then take the next point of the schedule
@@ -231,9 +254,9 @@ class SWALR(LRScheduler):
         alpha = self.anneal_func(t)
         return [g["swa_lr"] * alpha + lr * (1 - alpha) for g, lr in zip(groups, prev_lrs)]
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "anneal_func")}
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.__dict__.update(state_dict)
         self._set_anneal_func(self._anneal_strategy)

@@ -5,6 +5,7 @@ from ember_nn.utils import (
     fusion,
     parametrizations,
     parametrize,
+    prune,
     rnn,
     stateless,  # functional_call
 )
@@ -48,6 +49,7 @@ __all__ = [
     "parameters_to_vector",
     "parametrizations",
     "parametrize",
+    "prune",
     "remove_spectral_norm",
     "remove_weight_norm",
     "rnn",

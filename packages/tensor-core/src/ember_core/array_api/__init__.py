@@ -25,7 +25,7 @@ tests/test_array_api_conformance.py.  What cannot conform:
 
 import math as _math
 
-from ember_core import _dtype as _D
+from ember_core._tensor import dtype as _D
 from ember_core.array_api import fft as fft
 from ember_core.array_api import linalg as linalg
 from ember_core.array_api._creation import *  # noqa: F403

@@ -5,8 +5,8 @@ import contextlib
 import numpy as np
 
 import ember_core as ec
-from ember_core import _dtype as D
-from ember_core import _interop
+from ember_core._interop import numpy as _interop
+from ember_core._tensor import dtype as D
 from ember_core.array_api._helpers import Array, check_array, device_arg, dtype_arg
 
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ember_core import _dtype as D
+from ember_core._tensor import dtype as D
 from ember_core.array_api._helpers import (
     Array,
     check_array,

@@ -6,7 +6,7 @@ PyTorch's rules for 0-d tensors and wrapped numbers never come into play.
 """
 
 import ember_core as ec
-from ember_core import _dtype as D
+from ember_core._tensor import dtype as D
 from ember_core.array_api._helpers import Array, check_array, promote
 
 

@@ -4,7 +4,7 @@ and the standard's type promotion between arrays."""
 import builtins
 
 import ember_core as ec
-from ember_core import _dtype as D
+from ember_core._tensor import dtype as D
 
 Array = ec.Tensor
 

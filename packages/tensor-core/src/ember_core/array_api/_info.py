@@ -1,7 +1,7 @@
 """The inspection namespace: ``__array_namespace_info__()``."""
 
 import ember_core as ec
-from ember_core import _dtype as D
+from ember_core._tensor import dtype as D
 from ember_core.array_api._helpers import device_arg
 
 _CPU = ec.device("cpu")

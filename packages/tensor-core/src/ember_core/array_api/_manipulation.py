@@ -1,8 +1,8 @@
 """Manipulation functions of the array API standard."""
 
 import ember_core as ec
-from ember_core import _dtype as D
-from ember_core import _shape
+from ember_core._base import shape as _shape
+from ember_core._tensor import dtype as D
 from ember_core.array_api._helpers import axes_arg, check_array
 
 

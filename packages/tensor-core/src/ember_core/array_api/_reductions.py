@@ -4,7 +4,7 @@
 import builtins as _builtins
 
 import ember_core as ec
-from ember_core import _dtype as D
+from ember_core._tensor import dtype as D
 from ember_core.array_api._helpers import axes_arg, check_array, dtype_arg
 
 

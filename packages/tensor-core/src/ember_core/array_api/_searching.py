@@ -3,7 +3,7 @@
 from collections import namedtuple
 
 import ember_core as ec
-from ember_core import _dtype as D
+from ember_core._tensor import dtype as D
 from ember_core.array_api._helpers import Array, axes_arg, check_array, promote
 
 

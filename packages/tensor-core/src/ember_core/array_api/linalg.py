@@ -9,8 +9,8 @@ dtype; results of decompositions are the standard's named tuples.
 from collections import namedtuple
 
 import ember_core as ec
-from ember_core import _dtype as D
 from ember_core import linalg as _L
+from ember_core._tensor import dtype as D
 from ember_core.array_api._helpers import check_array, dtype_arg, promote
 from ember_core.array_api._linalg import matmul, matrix_transpose, tensordot, vecdot
 

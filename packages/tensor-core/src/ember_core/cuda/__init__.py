@@ -13,8 +13,8 @@ needs one raises a RuntimeError saying why.
 ...     x.cpu().tolist()
 """
 
-from ember_core._cuda import OutOfMemoryError
-from ember_core._cuda import compile_all as _compile_all  # noqa: F401 - gpu-check, benchmarks
+from ember_core._cuda.runtime import OutOfMemoryError
+from ember_core._cuda.runtime import compile_all as _compile_all  # noqa: F401 - gpu-check, benchmarks
 from ember_core.cuda._devices import (
     current_device,
     device,
@@ -46,7 +46,17 @@ from ember_core.cuda._memory import (
     reset_peak_memory_stats,
     set_per_process_memory_fraction,
 )
-from ember_core.cuda._random import initial_seed, manual_seed, manual_seed_all, seed, seed_all
+from ember_core.cuda._random import (
+    get_rng_state,
+    get_rng_state_all,
+    initial_seed,
+    manual_seed,
+    manual_seed_all,
+    seed,
+    seed_all,
+    set_rng_state,
+    set_rng_state_all,
+)
 from ember_core.cuda._streams import (
     Event,
     ExternalStream,
@@ -75,6 +85,8 @@ __all__ = [
     "get_device_capability",
     "get_device_name",
     "get_device_properties",
+    "get_rng_state",
+    "get_rng_state_all",
     "init",
     "initial_seed",
     "is_available",
@@ -95,8 +107,10 @@ __all__ = [
     "reset_peak_memory_stats",
     "seed",
     "seed_all",
-    "set_per_process_memory_fraction",
     "set_device",
+    "set_per_process_memory_fraction",
+    "set_rng_state",
+    "set_rng_state_all",
     "set_stream",
     "stream",
     "synchronize",

@@ -2,8 +2,9 @@
 
 import collections
 
-from ember_core import _cuda
-from ember_core._lib import ffi, lib
+from ember_core._base.lib import ffi, lib
+from ember_core._cuda import runtime as _cuda
+from ember_core._tensor.device import device as device_cls
 
 is_available = _cuda.is_available
 device_count = _cuda.device_count
@@ -20,7 +21,6 @@ _ATTR_INTEGRATED = 18
 
 def _index(device, op):
     """A device argument (None, int, 'cuda:1', device) as an index."""
-    from ember_core._device import device as device_cls
 
     if device is None:
         return current_device()

@@ -1,8 +1,8 @@
 """CUDA memory: the statistics and controls of ember_allocator's CUDA pool,
 under PyTorch's names (torch.cuda.memory_allocated, memory_summary, ...)."""
 
-from ember_core import _cuda
-from ember_core._lib import ffi, lib
+from ember_core._base.lib import ffi, lib
+from ember_core._cuda import runtime as _cuda
 from ember_core.cuda._devices import _index
 
 OutOfMemoryError = _cuda.OutOfMemoryError

@@ -8,8 +8,9 @@ pool of the stream it was allocated on; using it on another stream needs
 ``Tensor.record_stream`` so the block is not reused before that stream is done.
 """
 
-from ember_core import _cuda
-from ember_core._lib import ffi, lib
+from ember_core._base.lib import ffi, lib
+from ember_core._cuda import runtime as _cuda
+from ember_core._tensor.device import device
 from ember_core.cuda._devices import _index, current_device
 
 
@@ -43,8 +44,6 @@ class Stream:
 
     @property
     def device(self):
-        from ember_core._device import device
-
         return device("cuda", self.device_index)
 
     def query(self):

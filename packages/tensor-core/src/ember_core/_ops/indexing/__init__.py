@@ -1,0 +1,1 @@
+"""Indexing (tensor[key]), advanced indexing and the index/gather/scatter ops."""

@@ -1,0 +1,1 @@
+"""Generators and the random ops, and the per-element-parameter samplers."""

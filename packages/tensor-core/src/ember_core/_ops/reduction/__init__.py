@@ -1,0 +1,1 @@
+"""Reductions and scans, statistics, sorting and selection, numerical calculus."""

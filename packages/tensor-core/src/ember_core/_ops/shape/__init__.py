@@ -1,0 +1,1 @@
+"""Joining, splitting and rearranging tensors (views live in _tensor.views)."""

@@ -1,0 +1,2 @@
+"""Spectral analysis: the short-time Fourier transform and window functions
+(the FFTs are ember_core.fft)."""

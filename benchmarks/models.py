@@ -254,8 +254,9 @@ def build(T, name):
     raise ValueError(name)
 
 
-def throughput(T, name, repeat, warmup=3):
-    """Samples/s of training steps of model `name` built with library T (median step)."""
+def throughput(T, name, repeat, warmup=3, compiled=False):
+    """Samples/s of training steps of model `name` built with library T (median step);
+    ``compiled``: the whole step (forward, backward, optimizer) through T.compile."""
     model, batch, loss_fn = build(T, name)
     opt = T.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
@@ -265,19 +266,99 @@ def throughput(T, name, repeat, warmup=3):
         loss.backward()
         opt.step()
 
+    if compiled:  # ember.compile: one eager call, two recordings, then replays
+        step = T.compile(step)
+        warmup += 3
     for _ in range(warmup):
         step()
     return batch / median_time(step, number=1, repeat=repeat, min_time=0)
 
 
+# JAX's jit, for `--compile`: the MLP and NCF steps written in JAX (same sizes,
+# SGD with momentum 0.9), compiled by XLA as a whole.
+JAX_MODELS = ("mlp", "ncf")
+
+
+def jax_throughput(name, repeat, warmup=3):
+    import jax
+    import jax.numpy as jnp
+
+    key = jax.random.PRNGKey(0)
+
+    def linear(key, fan_in, fan_out):
+        k1, k2 = jax.random.split(key)
+        bound = 1 / fan_in**0.5
+        return (
+            jax.random.uniform(k1, (fan_in, fan_out), minval=-bound, maxval=bound),
+            jax.random.uniform(k2, (fan_out,), minval=-bound, maxval=bound),
+        )
+
+    def mlp(params, h):
+        for i, (w, b) in enumerate(params):
+            h = h @ w + b
+            if i < len(params) - 1:
+                h = jax.nn.relu(h)
+        return h
+
+    keys = jax.random.split(key, 8)
+    if name == "mlp":
+        batch, sizes = 128, (784, 256, 256, 10)
+        params = {"mlp": [linear(keys[i], a, b) for i, (a, b) in enumerate(zip(sizes, sizes[1:]))]}
+        x = jax.random.normal(keys[5], (batch, 784))
+        y = jax.random.randint(keys[6], (batch,), 0, 10)
+
+        def loss_fn(p):
+            logits = mlp(p["mlp"], x)
+            return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], 1))
+
+    elif name == "ncf":
+        batch, dim, sizes = 1024, 64, (128, 128, 64, 1)
+        params = {
+            "u": jax.random.normal(keys[0], (10000, dim)),
+            "i": jax.random.normal(keys[1], (10000, dim)),
+            "mlp": [linear(keys[2 + i], a, b) for i, (a, b) in enumerate(zip(sizes, sizes[1:]))],
+        }
+        u = jax.random.randint(keys[5], (batch,), 0, 10000)
+        it = jax.random.randint(keys[6], (batch,), 0, 10000)
+        y = jax.random.randint(keys[7], (batch,), 0, 2).astype(jnp.float32)
+
+        def loss_fn(p):
+            z = mlp(p["mlp"], jnp.concatenate([p["u"][u], p["i"][it]], 1))[:, 0]
+            return jnp.mean(jnp.maximum(z, 0) - z * y + jnp.log1p(jnp.exp(-jnp.abs(z))))
+
+    else:
+        raise ValueError(name)
+
+    @jax.jit
+    def step(params, mom):
+        loss, grads = jax.value_and_grad(loss_fn)(params)
+        mom = jax.tree_util.tree_map(lambda m, g: 0.9 * m + g, mom, grads)
+        params = jax.tree_util.tree_map(lambda p, m: p - 0.01 * m, params, mom)
+        return params, mom, loss
+
+    state = [params, jax.tree_util.tree_map(jnp.zeros_like, params)]
+
+    def run():
+        state[0], state[1], loss = step(state[0], state[1])
+        loss.block_until_ready()
+
+    for _ in range(warmup):
+        run()
+    return batch / median_time(run, number=1, repeat=repeat, min_time=0)
+
+
 def _worker(library, name, repeat, threads):
     """Run in a child process: one library only, so neither library's idle worker
-    threads (OpenMP, OpenBLAS spin-waits) steal cores from the other's kernels."""
+    threads (OpenMP, OpenBLAS spin-waits) steal cores from the other's kernels.
+    ``library``: ember, torch, ember-compile (ember.compile) or jax (jit)."""
     import json
 
-    T = __import__(library)
+    if library == "jax":
+        print(json.dumps(jax_throughput(name, repeat)))
+        return
+    T = __import__(library.split("-")[0])
     T.set_num_threads(threads)
-    print(json.dumps(throughput(T, name, repeat)))
+    print(json.dumps(throughput(T, name, repeat, compiled=library.endswith("-compile"))))
 
 
 def _measure(library, name, repeat, threads):
@@ -316,10 +397,18 @@ def main():
     parser.add_argument(
         "--threads", type=int, default=None, help="threads for both libraries (default: ember's)"
     )
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="also ember.compile'd steps (and JAX's jit for the MLP and NCF when installed)",
+    )
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         _worker(args.worker, args.models, args.repeat, args.threads)
+        return
+    if args.compile:
+        _compare_compiled(args)
         return
     import statistics
 
@@ -348,6 +437,46 @@ def main():
         f"{args.repeat} steps"
     )
     table(rows, ["model", "ember", "torch", "ember/torch"])
+
+
+def _compare_compiled(args):
+    """ember eager, ember.compile and JAX's jit against PyTorch eager, same run."""
+    import statistics
+
+    import ember
+
+    threads = args.threads or ember.get_num_threads()
+    has_torch = try_import("torch") is not None
+    has_jax = try_import("jax") is not None
+    libraries = ["ember", "ember-compile"] + ["torch"] * has_torch + ["jax"] * has_jax
+    rows = []
+    for name in args.models.split(","):
+        runs = {lib: [] for lib in libraries}
+        for _ in range(args.rounds):
+            for lib in libraries:
+                if lib == "jax" and name not in JAX_MODELS:
+                    continue
+                runs[lib].append(_measure(lib, name, args.repeat, threads))
+        med = {lib: statistics.median(v) for lib, v in runs.items() if v}
+        t = med.get("torch")
+
+        def ratio(lib, t=t, med=med):  # time relative to PyTorch eager: below 1 is faster
+            return f"{t / med[lib]:.2f}" if t and lib in med else "-"
+
+        rows.append(
+            [name]
+            + [f"{med[lib]:.1f}" if lib in med else "-" for lib in libraries]
+            + [ratio("ember"), ratio("ember-compile")]
+            + ([ratio("jax")] if has_jax else [])
+        )
+        print(name, {lib: [round(x, 1) for x in v] for lib, v in runs.items()}, flush=True)
+    print(
+        f"samples/s (training steps), {threads} threads, median of {args.rounds} rounds x "
+        f"{args.repeat} steps; ratios are step times relative to PyTorch eager (below 1: faster)"
+    )
+    names = {"ember": "ember", "ember-compile": "compiled", "torch": "torch", "jax": "jax jit"}
+    header = ["model"] + [names[lib] for lib in libraries] + ["eager/torch", "compiled/torch"]
+    table(rows, header + (["jax/torch"] if has_jax else []))
 
 
 if __name__ == "__main__":

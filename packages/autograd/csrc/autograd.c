@@ -17,6 +17,7 @@
 #include <structmember.h>
 
 #include "ember_autograd.h"
+#include "slots.h"
 
 static char message[256];
 
@@ -131,6 +132,13 @@ static PyObject *s__rg, *s_grad_fn, *s__output_nr, *s__base, *s__inference, *s__
     *s_wants_needs, *s_multi_grad, *s_needs, *s_name, *s_to, *s_apply, *s_release, *s__ctx,
     *s__hooks, *s__post_acc_hooks, *s__grad, *s_post_hooks, *s_clone, *s__custom_view;
 
+/* Fields read at their offsets (Note [Slot reads] in slots.h): names set by
+ * install(), descriptors and offsets by setup() from the classes it is given. */
+static SlotField F_shape = {.offset = -1}, F_dtype = {.offset = -1}, F_storage = {.offset = -1},
+                 F_stride = {.offset = -1}, F_offset = {.offset = -1}, F_version = {.offset = -1},
+                 F_device = {.offset = -1}, F_differentiable = {.offset = -1},
+                 F_impl = {.offset = -1};
+
 /* Set once by setup() (_handler.py): the Python side of the fast paths. */
 static PyTypeObject* TensorType;
 static PyObject* infos;           /* op -> OpInfo */
@@ -181,9 +189,9 @@ static inline int flag(PyObject* o, PyObject* name) {
 
 /* t._storage._version as a C integer (-1 with an exception on error). */
 static long long storage_version(PyObject* t) {
-    PyObject* st = PyObject_GetAttr(t, s__storage);
+    PyObject* st = slot_get(t, &F_storage);
     if (st == NULL) return -1;
-    PyObject* v = PyObject_GetAttr(st, s__version);
+    PyObject* v = slot_get(st, &F_version);
     Py_DECREF(st);
     if (v == NULL) return -1;
     long long x = PyLong_AsLongLong(v);
@@ -528,7 +536,7 @@ static PyObject* formula_apply(NodeObject* node, PyObject* grads) {
         PyObject* meta = PySequence_Fast_GET_ITEM(metas, i);
         PyObject *shape = PyTuple_GET_ITEM(meta, 0), *dtype = PyTuple_GET_ITEM(meta, 1);
         Py_INCREF(g);
-        PyObject* gs = PyObject_GetAttr(g, s__shape);
+        PyObject* gs = slot_get(g, &F_shape);
         if (gs == NULL) {
             Py_DECREF(g);
             goto done;
@@ -544,7 +552,7 @@ static PyObject* formula_apply(NodeObject* node, PyObject* grads) {
             Py_SETREF(g, PyObject_Vectorcall(py_sum_to, a2, 2, NULL));
             if (g == NULL) goto done;
         }
-        PyObject* gd = PyObject_GetAttr(g, s__dtype);
+        PyObject* gd = slot_get(g, &F_dtype);
         if (gd == NULL) {
             Py_DECREF(g);
             goto done;
@@ -635,11 +643,56 @@ static PyTypeObject NodeType = {
 /* The sink of a leaf (_node.AccumulateGrad): a node with the leaf tensor it
  * accumulates into.  A leaf holds its AccumulateGrad weakly (``_acc``), as in
  * PyTorch, so a new one is made for each graph that uses the leaf: cheaply, by
- * accumulator() below. */
+ * accumulator() below (Note [Accumulator refs]). */
 typedef struct {
     NodeObject node;
     PyObject* variable;
+    PyObject* ref; /* the AccRef that points to this node, or NULL */
 } AccObject;
+
+/* Note [Accumulator refs]
+ * A leaf used in an op while no graph holds its AccumulateGrad gets a new one
+ * -- in a training loop, once per leaf per step, and in a loop of small ops on
+ * leaves, once per op.  Held through a weakref.ref in the leaf's ``_acc``, each
+ * new node cost a weak reference made, one freed and a dict write.  Instead
+ * ``_acc`` holds an AccRef: a weak reference that can be re-aimed.  The node
+ * it points to keeps it alive and, when cleared or freed, empties it; the next
+ * node of the same leaf reuses it, with no allocation and no dict write.
+ * Called, an AccRef returns its node or None, as a weakref.ref does, so Python
+ * code reading ``_acc`` (which may also hold a weakref.ref there) needs no
+ * case of its own.  Only the leaf an AccRef was made for re-aims it: one
+ * found in another tensor's ``_acc`` (its dict copied) is only read. */
+typedef struct {
+    PyObject_HEAD
+    AccObject* acc; /* borrowed: the node empties it before it goes */
+    void* owner;    /* the leaf whose ``_acc`` it is (compared, never dereferenced) */
+} AccRefObject;
+
+static PyObject* accref_call(AccRefObject* r, PyObject* args, PyObject* kw) {
+    if (PyTuple_GET_SIZE(args) || (kw != NULL && PyDict_GET_SIZE(kw))) {
+        PyErr_SetString(PyExc_TypeError, "AccRef() takes no arguments");
+        return NULL;
+    }
+    PyObject* o = r->acc != NULL ? (PyObject*)r->acc : Py_None;
+    Py_INCREF(o);
+    return o;
+}
+
+static PyTypeObject AccRefType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ember_autograd._C.AccRef",
+    .tp_basicsize = sizeof(AccRefObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A leaf's weak reference to its AccumulateGrad node (Note [Accumulator refs]).",
+    .tp_call = (ternaryfunc)accref_call,
+};
+
+/* Aim ref (an AccRef) at acc. */
+static void accref_aim(PyObject* ref, AccObject* acc) {
+    AccRefObject* r = (AccRefObject*)ref;
+    r->acc = acc;
+    Py_INCREF(ref);
+    Py_XSETREF(acc->ref, ref);
+}
 
 static int acc_traverse(AccObject* n, visitproc visit, void* arg) {
     Py_VISIT(n->variable);
@@ -647,6 +700,11 @@ static int acc_traverse(AccObject* n, visitproc visit, void* arg) {
 }
 
 static int acc_clear(AccObject* n) {
+    if (n->ref != NULL) { /* empty the leaf's reference to this node */
+        AccRefObject* r = (AccRefObject*)n->ref;
+        if (r->acc == n) r->acc = NULL;
+        Py_CLEAR(n->ref);
+    }
     Py_CLEAR(n->variable);
     return node_clear(&n->node);
 }
@@ -770,7 +828,7 @@ static PyTypeObject InfoType = {
 static PyObject* call_down(PyObject* op, PyObject* call, PyObject* args, PyObject* kwargs) {
     if (call == NULL || (PyMethod_Check(call) && PyMethod_GET_FUNCTION(call) == call_impl &&
                          PyMethod_GET_SELF(call) == op && PyTuple_CheckExact(args))) {
-        PyObject* impl = PyObject_GetAttr(op, s_impl);
+        PyObject* impl = slot_get(op, &F_impl);
         if (impl == NULL) return NULL;
         PyObject* r = PyObject_Call(impl, args, NULL);
         Py_DECREF(impl);
@@ -877,11 +935,11 @@ static PyObject* location(void) {
 }
 
 static int note_write(PyObject* op_name, PyObject* t) {
-    PyObject* storage = PyObject_GetAttr(t, s__storage);
+    PyObject* storage = slot_get(t, &F_storage);
     if (storage == NULL) return -1;
     PyObject *v = NULL, *next = NULL, *where = NULL, *rec = NULL, *ref = NULL;
     int rc = -1;
-    v = PyObject_GetAttr(storage, s__version);
+    v = slot_get(storage, &F_version);
     if (v == NULL) goto out;
     next = PyNumber_Add(v, one);
     if (next == NULL) goto out;
@@ -1139,20 +1197,29 @@ static int fast_case(InfoObject* info, PyObject* args) {
 }
 
 /* The (shared) AccumulateGrad node of leaf t (_node.accumulator): the one t
- * holds weakly, or a new one. */
+ * holds weakly, or a new one (Note [Accumulator refs]). */
 static PyObject* accumulator(PyObject* t) {
     if (tv()->anomaly) return PyObject_CallOneArg(py_accumulator, t); /* records a trace */
     PyObject* d = PyObject_GenericGetDict(t, NULL);
     if (d == NULL) return NULL;
     PyObject* ref = PyDict_GetItemWithError(d, s__acc); /* borrowed */
-    if (ref != NULL && PyWeakref_Check(ref)) {
+    PyObject* reuse = NULL; /* an empty AccRef to aim at the new node */
+    if (ref != NULL && Py_IS_TYPE(ref, &AccRefType)) {
+        AccObject* live = ((AccRefObject*)ref)->acc;
+        if (live != NULL) {
+            Py_INCREF(live);
+            Py_DECREF(d);
+            return (PyObject*)live;
+        }
+        if (((AccRefObject*)ref)->owner == (void*)t) reuse = ref;
+    } else if (ref != NULL && PyWeakref_Check(ref)) { /* set by Python code */
         PyObject* acc = PyWeakref_GetObject(ref); /* borrowed */
         if (acc != Py_None) {
             Py_INCREF(acc);
             Py_DECREF(d);
             return acc;
         }
-    } else if (PyErr_Occurred()) {
+    } else if (ref == NULL && PyErr_Occurred()) {
         Py_DECREF(d);
         return NULL;
     }
@@ -1164,9 +1231,20 @@ static PyObject* accumulator(PyObject* t) {
     acc->node.next_functions = PyTuple_New(0);
     Py_INCREF(t);
     acc->variable = t;
-    PyObject* w = acc->node.next_functions ? PyWeakref_NewRef((PyObject*)acc, NULL) : NULL;
-    int rc = w == NULL ? -1 : PyDict_SetItem(d, s__acc, w);
-    Py_XDECREF(w);
+    int rc = acc->node.next_functions == NULL ? -1 : 0;
+    if (rc == 0 && reuse != NULL) {
+        accref_aim(reuse, acc);
+    } else if (rc == 0) {
+        PyObject* r = (PyObject*)PyObject_New(AccRefObject, &AccRefType);
+        if (r == NULL) {
+            rc = -1;
+        } else {
+            ((AccRefObject*)r)->owner = (void*)t;
+            accref_aim(r, acc);
+            rc = PyDict_SetItem(d, s__acc, r);
+            Py_DECREF(r);
+        }
+    }
     Py_DECREF(d);
     if (rc < 0) {
         Py_DECREF(acc);
@@ -1211,18 +1289,18 @@ static PyObject* input_edge(PyObject* a) {
 /* An input's meta, (shape, dtype); an output's, (shape, dtype, device): the
  * engine makes a missing output gradient's zeros on the output's device. */
 static PyObject* meta_of(PyObject* a, int with_device) {
-    PyObject* shape = PyObject_GetAttr(a, s__shape);
+    PyObject* shape = slot_get(a, &F_shape);
     if (shape == NULL) return NULL;
-    PyObject* dtype = PyObject_GetAttr(a, s__dtype);
+    PyObject* dtype = slot_get(a, &F_dtype);
     if (dtype == NULL) {
         Py_DECREF(shape);
         return NULL;
     }
     PyObject *m = NULL, *device = NULL;
     if (with_device) {
-        PyObject* st = PyObject_GetAttr(a, s__storage);
+        PyObject* st = slot_get(a, &F_storage);
         if (st != NULL) {
-            device = PyObject_GetAttr(st, s__device);
+            device = slot_get(st, &F_device);
             Py_DECREF(st);
         }
         if (device != NULL) m = PyTuple_Pack(3, shape, dtype, device);
@@ -1237,7 +1315,7 @@ static PyObject* meta_of(PyObject* a, int with_device) {
 
 static PyObject* shape_value(PyObject* a, long kind) {
     if (kind == 0 || kind == 3) {
-        if (is_tensor(a)) return PyObject_GetAttr(a, s__shape);
+        if (is_tensor(a)) return slot_get(a, &F_shape);
         PyObject* seq = PySequence_Fast(a, "");
         if (seq == NULL) return NULL;
         Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -1251,16 +1329,16 @@ static PyObject* shape_value(PyObject* a, long kind) {
         return out;
     }
     if (kind == 2) {
-        PyObject* st = PyObject_GetAttr(a, s__storage);
+        PyObject* st = slot_get(a, &F_storage);
         if (st == NULL) return NULL;
-        PyObject* d = PyObject_GetAttr(st, s__device);
+        PyObject* d = slot_get(st, &F_device);
         Py_DECREF(st);
         return d;
     }
-    PyObject *shape = PyObject_GetAttr(a, s__shape), *stride = NULL, *offset = NULL, *r = NULL;
+    PyObject *shape = slot_get(a, &F_shape), *stride = NULL, *offset = NULL, *r = NULL;
     if (shape == NULL) return NULL;
-    stride = PyObject_GetAttr(a, s__stride);
-    if (stride != NULL) offset = PyObject_GetAttr(a, s__offset);
+    stride = slot_get(a, &F_stride);
+    if (stride != NULL) offset = slot_get(a, &F_offset);
     if (offset != NULL) r = PyTuple_Pack(3, shape, stride, offset);
     Py_DECREF(shape);
     Py_XDECREF(stride);
@@ -1347,9 +1425,11 @@ static PyObject* saved_value(PyObject* a, PyObject* saved_by) {
 /* Is o a tensor of a differentiable dtype (floating or complex)? 1, 0, -1 on error. */
 static int floating_tensor(PyObject* o) {
     if (!is_tensor(o)) return 0;
-    PyObject* dt = PyObject_GetAttr(o, s__dtype);
+    PyObject* dt = slot_get(o, &F_dtype);
     if (dt == NULL) return -1;
-    int r = flag(dt, s_differentiable);
+    PyObject* df = slot_get(dt, &F_differentiable);
+    int r = df == NULL ? -1 : df == Py_True ? 1 : df == Py_False ? 0 : PyObject_IsTrue(df);
+    Py_XDECREF(df);
     Py_DECREF(dt);
     return r;
 }
@@ -1794,8 +1874,8 @@ static int accumulate(PyObject* var, PyObject* g, int create_graph, int owned) {
         int org = flag(old, s__rg);
         if (org < 0) goto fail;
         if (!org) {
-            PyObject *gs = PyObject_GetAttr(g, s__shape), *vs = PyObject_GetAttr(var, s__shape);
-            PyObject *gd = PyObject_GetAttr(g, s__dtype), *vd = PyObject_GetAttr(var, s__dtype);
+            PyObject *gs = slot_get(g, &F_shape), *vs = slot_get(var, &F_shape);
+            PyObject *gd = slot_get(g, &F_dtype), *vd = slot_get(var, &F_dtype);
             int same = gs && vs && gd && vd
                            ? (gs == vs ? 1 : PyObject_RichCompareBool(gs, vs, Py_EQ))
                            : -1;
@@ -2157,6 +2237,29 @@ static const char* const setup_names[] = {
 };
 #define N_SETUP (sizeof setup_names / sizeof setup_names[0])
 
+/* The classes whose slots are read at their offsets (Note [Slot reads]):
+ * Tensor, and optionally Storage (any storage class), dtype and Op. */
+static int setup_slot_fields(PyObject* kw) {
+    struct {
+        const char* cls;
+        SlotField* f;
+    } fields[] = {
+        {"Tensor", &F_shape},   {"Tensor", &F_dtype},  {"Tensor", &F_storage},
+        {"Tensor", &F_stride},  {"Tensor", &F_offset}, {"Storage", &F_version},
+        {"Storage", &F_device}, {"dtype", &F_differentiable}, {"Op", &F_impl},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        PyObject* cls = PyDict_GetItemString(kw, fields[i].cls);
+        if (cls == NULL) continue; /* read with PyObject_GetAttr */
+        if (!PyType_Check(cls)) {
+            PyErr_Format(PyExc_TypeError, "setup: %s must be a class", fields[i].cls);
+            return -1;
+        }
+        if (slot_field_init(fields[i].f, (PyTypeObject*)cls, fields[i].f->name) < 0) return -1;
+    }
+    return 0;
+}
+
 static PyObject* setup(PyObject* self, PyObject* args, PyObject* kw) {
     if (PyTuple_GET_SIZE(args) || kw == NULL) {
         PyErr_SetString(PyExc_TypeError, "setup(**objects): keywords only");
@@ -2213,6 +2316,7 @@ static PyObject* setup(PyObject* self, PyObject* args, PyObject* kw) {
     own_dirs = copies;
     n_own_dirs = nd;
     Py_XSETREF(last_write_data, data);
+    if (setup_slot_fields(kw) < 0) return NULL;
     for (size_t i = 0; i < N_SETUP; i++) {
         PyObject* v = PyDict_GetItemString(kw, setup_names[i]);
         Py_INCREF(v);
@@ -2273,6 +2377,15 @@ static int install(void) {
         intern(&s__grad, "_grad") || intern(&s_post_hooks, "post_hooks") ||
         intern(&s_clone, "clone") || intern(&s__custom_view, "_custom_view"))
         return -1;
+    F_shape.name = s__shape;
+    F_dtype.name = s__dtype;
+    F_storage.name = s__storage;
+    F_stride.name = s__stride;
+    F_offset.name = s__offset;
+    F_version.name = s__version;
+    F_device.name = s__device;
+    F_differentiable.name = s_differentiable;
+    F_impl.name = s_impl;
     one = PyLong_FromLong(1);
     no_kwargs = PyDict_New();
     if (one == NULL || no_kwargs == NULL) return -1;
@@ -2283,7 +2396,8 @@ static int install(void) {
     int rc = -1;
     if (add_type(m, &ThreadStateType, "ThreadState") || add_type(m, &NodeType, "NodeBase") ||
         add_type(m, &AccType, "AccumulateGradBase") ||
-        add_type(m, &SavedType, "SavedTensorBase") || add_type(m, &InfoType, "OpInfo"))
+        add_type(m, &SavedType, "SavedTensorBase") || add_type(m, &InfoType, "OpInfo") ||
+        add_type(m, &AccRefType, "AccRef"))
         goto out;
     apply_descr = PyDict_GetItemString(NodeType.tp_dict, "_apply_formula");
     release_descr = PyDict_GetItemString(NodeType.tp_dict, "_release_formula");

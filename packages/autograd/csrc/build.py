@@ -26,6 +26,8 @@ ffibuilder.set_source(
     "ember_autograd._C",
     '#include "ember_autograd.h"',
     sources=[os.path.relpath(CSRC / "autograd.c", CSRC.parent)],
+    # headers autograd.c includes: a change to one recompiles it
+    depends=[os.path.relpath(CSRC / h, CSRC.parent) for h in ("ember_autograd.h", "slots.h")],
     include_dirs=[os.path.relpath(CSRC, CSRC.parent)],
     # autograd.c uses the full (version-specific) CPython API
     py_limited_api=False,

@@ -7,6 +7,7 @@ at build time, its shared library at run time (found through an rpath relative t
 this extension, and preloaded by ember_core._base.lib as a fallback).
 """
 
+import importlib.util
 import os
 import pathlib
 
@@ -26,6 +27,7 @@ CPU_RUNTIME_SOURCES = [
     "cpu/runtime/shape.c",
     "cpu/runtime/dlpack.c",  # DLPack capsules (uses the Python C API)
     "cpu/runtime/pyfast.c",  # CPython-level fast paths (Note [C empty])
+    "cpu/runtime/graph_replay.c",  # replay of recorded kernel calls (Note [Capture and replay])
 ]
 CPU_POINTWISE_SOURCES = [
     "cpu/pointwise/elementwise.c",
@@ -148,6 +150,14 @@ def _c_escape(line):
 write_kernel_sources()
 SOURCES += ["cuda/_kernel_sources.c"]
 
+# replay of recorded kernel calls (Note [Capture and replay]): one trampoline per
+# kernel signature of ember_core.h, generated here for cpu/runtime/graph_replay.c
+GRAPH_HEADER = CSRC / "graph_replay.h"
+_spec = importlib.util.spec_from_file_location("graph_gen", CSRC / "graph_gen.py")
+_graph_gen = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_graph_gen)
+_graph_gen.generate(HEADER, CSRC / "cpu" / "runtime" / "_graph_trampolines.inc")
+
 # Kernels are short for small tensors: the wrappers keep the GIL rather than pay
 # ~100 ns to release and re-take it on every call.  Long-running calls go through
 # function pointers instead (see ember_core._base.lib.nogil), which release it.
@@ -173,6 +183,7 @@ ffibuilder = cffi.FFI()
 ffibuilder.cdef(read_cdef(CODES_HEADER))
 ffibuilder.cdef(read_cdef(HEADER))
 ffibuilder.cdef(read_cdef(CUDA_HEADER))
+ffibuilder.cdef(read_cdef(GRAPH_HEADER))
 # The CUDA runtime calls back into Python to compile a kernel it lacks (see
 # ember_core/_cuda/runtime.py) and to allocate cuBLAS's workspaces (_cuda/blas.py), and
 # Python reads the embedded kernel sources.
@@ -190,7 +201,7 @@ ffibuilder.cdef(
 ffibuilder.set_source(
     "ember_core._C",
     KEEP_GIL
-    + '#include "ember_core.h"\n#include "ember_cuda.h"\n'
+    + '#include "ember_core.h"\n#include "ember_cuda.h"\n#include "graph_replay.h"\n'
     + "const char* ecu_source(const char* name);\nconst char* ecu_source_name(int i);\n"
     + "int ec_py_install(void);\n",
     sources=[_rel(CSRC / s) for s in SOURCES],

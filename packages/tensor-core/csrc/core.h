@@ -144,6 +144,10 @@ void ec_unary_params(ec_params* p, double p0, double p1);
 void ec_loop_exp_f32(int64_t n, char** p, const int64_t* s, ec_params* prm);
 void ec_loop_sigmoid_f32(int64_t n, char** p, const int64_t* s, ec_params* prm);
 void ec_loop_silu_f32(int64_t n, char** p, const int64_t* s, ec_params* prm);
+/* ... and tanh, erf and GELU (Note [Fast float32 tanh and erf]). */
+void ec_loop_tanh_f32(int64_t n, char** p, const int64_t* s, ec_params* prm);
+void ec_loop_erf_f32(int64_t n, char** p, const int64_t* s, ec_params* prm);
+void ec_loop_gelu_f32(int64_t n, char** p, const int64_t* s, ec_params* prm);
 
 /* Row-major GEMM (ta/tb: operand transposed) on ember's threads when large
  * (blas.c, Note [BLAS threads]); OpenBLAS itself always runs one thread. */

@@ -232,6 +232,16 @@ int ec_conv_backward_data(int dtype, int64_t n, int64_t ci, int64_t co, int64_t 
 int ec_conv_backward_weight(int dtype, int64_t n, int64_t ci, int64_t co, int64_t groups,
                             const int64_t* geom, ec_ptr x, ec_ptr gy, ec_ptr gw, ec_ptr work,
                             int par);
+/* The same with `nb` images per GEMM (Note [Batched GEMM convolution]): groups
+ * 1, not pointwise; `work` holds nb * (ci * kvol + co) * L elements. */
+int ec_conv_forward_batched(int dtype, int64_t n, int64_t ci, int64_t co, const int64_t* geom,
+                            ec_ptr x, ec_ptr w, ec_ptr bias, ec_ptr y, ec_ptr work, int64_t nb);
+int ec_conv_backward_data_batched(int dtype, int64_t n, int64_t ci, int64_t co,
+                                  const int64_t* geom, ec_ptr gy, ec_ptr w, ec_ptr gx, ec_ptr work,
+                                  int64_t nb);
+int ec_conv_backward_weight_batched(int dtype, int64_t n, int64_t ci, int64_t co,
+                                    const int64_t* geom, ec_ptr x, ec_ptr gy, ec_ptr gw,
+                                    ec_ptr work, int64_t nb);
 /* Depthwise (groups == ci, co a multiple of ci; Note [Depthwise convolution]).
  * Backward weight's work: get_num_threads() * kvol doubles. */
 int ec_conv_depthwise_forward(int dtype, int64_t n, int64_t ci, int64_t co, const int64_t* geom,

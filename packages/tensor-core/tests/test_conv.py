@@ -285,6 +285,46 @@ def test_convolution_backward_is_the_adjoint(transposed, shape, co, groups, k, s
         np.testing.assert_allclose(_dot(gx.numpy(), e), _dot(gy, ye), rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    "n,ci,co,hw,k,s,p,d",
+    [
+        (7, 6, 5, 4, 3, 1, 1, 1),  # stride 1: backward data as a flipped forward
+        (33, 4, 8, 6, 3, 2, 1, 1),  # stride 2, images in chunks (33 = 2 * 16 + 1)
+        (5, 3, 4, 9, 3, 1, 2, 2),  # dilation
+        (6, 4, 4, 5, 1, 2, 0, 1),  # 1x1 with stride 2 (not pointwise)
+    ],
+)
+def test_batched_gemm_convolution_matches_per_image(monkeypatch, dtype, n, ci, co, hw, k, s, p, d):
+    """Note [Batched GEMM convolution]: thin outputs share products across
+    images; forward and both gradients equal the per-image kernels' and the
+    NumPy reference's, with images in several chunks."""
+    from ember_core._ops.nn import conv as _conv
+
+    x, w, b = (
+        rand(n, ci, hw, hw, dtype=dtype),
+        rand(co, ci, k, k, dtype=dtype),
+        rand(co, dtype=dtype),
+    )
+    args = ((s, s), (p, p), (d, d), False, (0, 0), 1)
+    results = []
+    for thin, side in ((_conv._THIN_L, 32), (0, 32)):  # batched (16 images per chunk), per image
+        monkeypatch.setattr(_conv, "_THIN_L", thin)
+        monkeypatch.setattr(_conv, "_SIDE_L", side)
+        y = ec.convolution(E(x), E(w), E(b), *args).numpy()
+        gy = np.cos(np.arange(y.size)).reshape(y.shape).astype(dtype)
+        grads = ec.convolution_backward(E(gy), E(x), E(w), [co], *args, (True, True, True))
+        results.append([y] + [g.numpy() for g in grads])
+    plain = _conv._Plain(n, ci, co, 1, (hw, hw), (k, k), y.shape[2:], (s, s), (p, p), (d, d))
+    monkeypatch.undo()
+    assert plain.batch(ec.device("cpu")) >= 2  # the first pass did batch
+    np.testing.assert_allclose(
+        results[0][0], conv_ref(x, w, b, (s, s), (p, p), (d, d), 1), **tol(dtype)
+    )
+    for batched, per_image in zip(*results):
+        np.testing.assert_allclose(batched, per_image, **tol(dtype))
+
+
 def test_convolution_backward_mask_and_float32_large_batch():
     x = rand(9, 8, 10, 10, dtype=np.float32)
     w = rand(16, 8, 3, 3, dtype=np.float32)

@@ -550,4 +550,8 @@ _native.setup(
     AccumulateGrad=AccumulateGrad,
     last_write=last_write,
     own_dirs=_OWN_DIRS,
+    # classes whose __slots__ C reads at their offsets (Note [Slot reads] in csrc/slots.h)
+    Storage=type(ec.empty(0)._storage),
+    dtype=type(ec.float32),
+    Op=ec._dispatch.Op,
 )

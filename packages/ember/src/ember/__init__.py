@@ -98,22 +98,8 @@ def is_vulkan_available():
     return False
 
 
-def compile(
-    model=None,
-    *,
-    fullgraph=False,
-    dynamic=None,
-    backend="inductor",
-    mode=None,
-    options=None,
-    disable=False,
-):
-    """ember runs eagerly: the model (or function) is returned unchanged, which is
-    what torch.compile(disable=True) does."""
-    if model is None:
-        return lambda m: m
-    return model
-
+# torch.compile: capture and replay of kernel calls (Note [ember.compile])
+from ember._compile import compile  # noqa: E402
 
 __all__ = sorted(
     set(_core_all)

@@ -8,7 +8,10 @@ inputs.  Here the forward runs the fused cell kernel (ember_core._lstm_cell)
 step after step without recording, keeping each step's workspace; the backward
 walks the steps in reverse through the fused cell-backward kernel and sums the
 weight gradients in place.  The arithmetic is the cell's own, so results equal
-the step-by-step recording.  When the backward must itself be differentiable
+the step-by-step recording (to rounding: the LSTM's backward keeps every step's
+gates gradient and makes the input's gradient and the weights' and bias's from
+all of them at once, one deep product each instead of one thin product per
+step).  When the backward must itself be differentiable
 (create_graph=True), it re-runs the layer step by step with recording on and
 differentiates that instead, so higher derivatives stay exact."""
 
@@ -94,6 +97,8 @@ class LSTMLayer(ag.Function):
         need = ctx.needs_input_grad
         mask = (need[0], True, True, need[3], need[4], ctx.has_bias and (need[5] or need[6]))
         n = len(ctx.steps)
+        if n and ctx.steps[0][2].dtype == x.dtype:  # the kernels' own dtype (not half)
+            return _lstm_backward_all_steps(ctx, x, w_ih, w_hh, g_out, g_hn, g_cn, mask)
         gxs = [None] * n
         gh, gc = g_hn, g_cn
         gwi = gwh = gb = None
@@ -110,6 +115,37 @@ class LSTMLayer(ag.Function):
         gbi = gb if need[5] else None
         gbh = (gb.clone() if need[5] else gb) if need[6] and gb is not None else None
         return gx, gh, gc, gwi, gwh, gbi, gbh, None
+
+
+def _lstm_backward_all_steps(ctx, x, w_ih, w_hh, g_out, g_hn, g_cn, mask):
+    """LSTMLayer.backward with the gates' gradients of every step kept: the
+    steps run only what the recurrence needs (the gradients of h and c), then
+    one product each gives the input's gradient and the weights' (sums over
+    every step's rows), and one column sum the bias's."""
+    n, b, i = x.shape
+    g4 = w_hh.shape[0]
+    need = ctx.needs_input_grad
+    dgs = ec.empty((n, b, g4), dtype=x.dtype, device=x.device)
+    step_mask = (False, True, True, False, False, False)
+    gh, gc = g_hn, g_cn
+    for t in _steps(n, not ctx.reverse):
+        h_prev, c_prev, ws, cy = ctx.steps[t]
+        ghy = g_out[t] if gh is None else g_out[t] + gh
+        _, gh, gc, _, _, _ = ec._lstm_cell_backward(
+            ghy, gc, ctx.xs[t], h_prev, c_prev, w_ih, w_hh, ws, cy, step_mask, dgs[t]
+        )
+    dg = dgs.view(n * b, g4)
+    gx = (dg @ w_ih).view(n, b, i) if mask[0] else None
+    gwi = dg.t() @ x.reshape(n * b, i) if mask[3] else None
+    gwh = None
+    if mask[4]:
+        h_prevs = ec.stack([ctx.steps[t][0] for t in range(n)], 0)
+        gwh = dg.t() @ h_prevs.view(n * b, -1)
+    gb = dg.sum(0) if mask[5] else None
+    # b_ih and b_hh enter the gates the same way: equal gradients (separate tensors)
+    gbi = gb if need[5] else None
+    gbh = (gb.clone() if need[5] else gb) if need[6] and gb is not None else None
+    return gx, gh, gc, gwi, gwh, gbi, gbh, None
 
 
 class GRULayer(ag.Function):

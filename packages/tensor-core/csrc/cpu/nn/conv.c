@@ -116,6 +116,84 @@ int ec_conv_backward_weight(int dtype, int64_t n, int64_t ci, int64_t co, int64_
                                     (double*)work, par);
 }
 
+/* Note [Batched GEMM convolution]: groups 1, not pointwise, nb >= 1 images per product. */
+static int check_batched(int dtype, int64_t n, int64_t ci, int64_t co, const int64_t* geom,
+                         int64_t nb, ec_geom* g, const char* op) {
+    int st = check_conv(dtype, n, ci, co, 1, geom, g, op);
+    if (!st) st = check_blas_sizes(ci, co, 1, g, op);
+    if (st) return st;
+    int pointwise = 1;
+    for (int i = 0; i < 3; i++) pointwise &= g->k[i] == 1 && g->s[i] == 1 && g->p[i] == 0;
+    if (pointwise || nb < 1 || nb * ec_geom_out_vol(g) > 2147483647)
+        return ec_fail(EC_ERR_INVALID, "%s: bad batching", op);
+    return EC_OK;
+}
+
+#define BATCHED_THREADS(ci, g, nb) ec_threads_for((ci) * ec_geom_k_vol(g) * ec_geom_out_vol(g) * (nb), EC_GRAIN)
+
+int ec_conv_forward_batched(int dtype, int64_t n, int64_t ci, int64_t co, const int64_t* geom,
+                            ec_ptr x, ec_ptr w, ec_ptr bias, ec_ptr y, ec_ptr work, int64_t nb) {
+    ec_geom g;
+    int st = check_batched(dtype, n, ci, co, geom, nb, &g, "conv forward");
+    if (st) return st;
+    if (n == 0 || ec_geom_out_vol(&g) == 0) return EC_OK;
+    int nt = BATCHED_THREADS(ci, &g, nb);
+    if (dtype == EC_FLOAT32) {
+        conv_args_f32 a;
+        conv_args_init_f32(&a, ci, co, 1, geom);
+        return conv_forward_batched_f32(n, &a, (const float*)x, (const float*)w,
+                                        (const float*)bias, (float*)y, (float*)work, nb, nt);
+    }
+    conv_args_f64 a;
+    conv_args_init_f64(&a, ci, co, 1, geom);
+    return conv_forward_batched_f64(n, &a, (const double*)x, (const double*)w, (const double*)bias,
+                                    (double*)y, (double*)work, nb, nt);
+}
+
+int ec_conv_backward_data_batched(int dtype, int64_t n, int64_t ci, int64_t co,
+                                  const int64_t* geom, ec_ptr gy, ec_ptr w, ec_ptr gx, ec_ptr work,
+                                  int64_t nb) {
+    ec_geom g;
+    int st = check_batched(dtype, n, ci, co, geom, nb, &g, "conv backward (input)");
+    if (st) return st;
+    if (n == 0) return EC_OK;
+    if (ec_geom_out_vol(&g) == 0) {
+        memset((void*)gx, 0, (size_t)(n * ci * ec_geom_in_vol(&g)) * ec_itemsize[dtype]);
+        return EC_OK;
+    }
+    int nt = BATCHED_THREADS(ci, &g, nb);
+    if (dtype == EC_FLOAT32) {
+        conv_args_f32 a;
+        conv_args_init_f32(&a, ci, co, 1, geom);
+        return conv_backward_data_batched_f32(n, &a, (const float*)gy, (const float*)w, (float*)gx,
+                                              (float*)work, nb, nt);
+    }
+    conv_args_f64 a;
+    conv_args_init_f64(&a, ci, co, 1, geom);
+    return conv_backward_data_batched_f64(n, &a, (const double*)gy, (const double*)w, (double*)gx,
+                                          (double*)work, nb, nt);
+}
+
+int ec_conv_backward_weight_batched(int dtype, int64_t n, int64_t ci, int64_t co,
+                                    const int64_t* geom, ec_ptr x, ec_ptr gy, ec_ptr gw,
+                                    ec_ptr work, int64_t nb) {
+    ec_geom g;
+    int st = check_batched(dtype, n, ci, co, geom, nb, &g, "conv backward (weight)");
+    if (st) return st;
+    if (ec_geom_out_vol(&g) == 0) n = 0; /* no products: the gradient is zero */
+    int nt = BATCHED_THREADS(ci, &g, nb);
+    if (dtype == EC_FLOAT32) {
+        conv_args_f32 a;
+        conv_args_init_f32(&a, ci, co, 1, geom);
+        return conv_backward_weight_batched_f32(n, &a, (const float*)x, (const float*)gy,
+                                                (float*)gw, (float*)work, nb, nt);
+    }
+    conv_args_f64 a;
+    conv_args_init_f64(&a, ci, co, 1, geom);
+    return conv_backward_weight_batched_f64(n, &a, (const double*)x, (const double*)gy,
+                                            (double*)gw, (double*)work, nb, nt);
+}
+
 int ec_conv_depthwise_forward(int dtype, int64_t n, int64_t ci, int64_t co, const int64_t* geom,
                               ec_ptr x, ec_ptr w, ec_ptr bias, ec_ptr y) {
     ec_geom g;

@@ -29,8 +29,11 @@ static inline T F(dot8)(const T* x, const T* y, int64_t n) {
 
 /* Rows [c0, c1) of the column matrix of one image: row r = (ch, a, b, e) holds,
  * for every output position, the input element under kernel tap (a, b, e) of
- * channel ch (0 in the padding).  col is (C * kvol) x L. */
-EC_VEC_CLONES static void F(im2col_rows)(const T* x, const ec_geom* g, int64_t c0, int64_t c1, T* col) {
+ * channel ch (0 in the padding).  col is (C * kvol) x L, its rows ld elements
+ * apart (ld = L, or wider when several images share it: Note [Batched GEMM
+ * convolution]). */
+EC_VEC_CLONES static void F(im2col_rows)(const T* x, const ec_geom* g, int64_t c0, int64_t c1, T* col,
+                                         int64_t ld) {
     const int64_t ID = g->in[0], IH = g->in[1], IW = g->in[2];
     const int64_t KD = g->k[0], KH = g->k[1], KW = g->k[2];
     const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2];
@@ -40,7 +43,7 @@ EC_VEC_CLONES static void F(im2col_rows)(const T* x, const ec_geom* g, int64_t c
         for (int64_t a = 0; a < KD; a++)
             for (int64_t b = 0; b < KH; b++)
                 for (int64_t e = 0; e < KW; e++) {
-                    T* row = col + (ch * kvol + (a * KH + b) * KW + e) * L;
+                    T* row = col + (ch * kvol + (a * KH + b) * KW + e) * ld;
                     int64_t woff = e * g->d[2] - g->p[2], lo, hi;
                     ec_tap_range(woff, sw, IW, OW, &lo, &hi);
                     for (int64_t od = 0; od < OD; od++) {
@@ -66,9 +69,10 @@ EC_VEC_CLONES static void F(im2col_rows)(const T* x, const ec_geom* g, int64_t c
     }
 }
 
-/* The adjoint of im2col_rows: add column rows of channels [c0, c1) back into
- * the image x (which the caller has initialised). */
-EC_VEC_CLONES static void F(col2im_rows)(const T* col, const ec_geom* g, int64_t c0, int64_t c1, T* x) {
+/* The adjoint of im2col_rows: add column rows of channels [c0, c1) (ld
+ * elements apart) back into the image x (which the caller has initialised). */
+EC_VEC_CLONES static void F(col2im_rows)(const T* col, const ec_geom* g, int64_t c0, int64_t c1, T* x,
+                                         int64_t ld) {
     const int64_t ID = g->in[0], IH = g->in[1], IW = g->in[2];
     const int64_t KD = g->k[0], KH = g->k[1], KW = g->k[2];
     const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2];
@@ -78,7 +82,7 @@ EC_VEC_CLONES static void F(col2im_rows)(const T* col, const ec_geom* g, int64_t
         for (int64_t a = 0; a < KD; a++)
             for (int64_t b = 0; b < KH; b++)
                 for (int64_t e = 0; e < KW; e++) {
-                    const T* row = col + (ch * kvol + (a * KH + b) * KW + e) * L;
+                    const T* row = col + (ch * kvol + (a * KH + b) * KW + e) * ld;
                     int64_t woff = e * g->d[2] - g->p[2], lo, hi;
                     ec_tap_range(woff, sw, IW, OW, &lo, &hi);
                     for (int64_t od = 0; od < OD; od++) {
@@ -103,11 +107,11 @@ EC_VEC_CLONES static void F(col2im_rows)(const T* col, const ec_geom* g, int64_t
 /* im2col of one image, channels split across nt threads. */
 static void F(im2col)(const T* x, int64_t c, const ec_geom* g, T* col, int nt) {
     if (nt <= 1 || c < 2) {
-        F(im2col_rows)(x, g, 0, c, col);
+        F(im2col_rows)(x, g, 0, c, col, ec_geom_out_vol(g));
         return;
     }
 #pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t ch = 0; ch < c; ch++) F(im2col_rows)(x, g, ch, ch + 1, col);
+    for (int64_t ch = 0; ch < c; ch++) F(im2col_rows)(x, g, ch, ch + 1, col, ec_geom_out_vol(g));
 }
 
 /* x = col2im(col) for one image (x is overwritten), channels split across nt threads. */
@@ -115,13 +119,13 @@ static void F(col2im)(const T* col, int64_t c, const ec_geom* g, T* x, int nt) {
     const int64_t ivol = ec_geom_in_vol(g);
     if (nt <= 1 || c < 2) {
         memset(x, 0, sizeof(T) * (size_t)(c * ivol));
-        F(col2im_rows)(col, g, 0, c, x);
+        F(col2im_rows)(col, g, 0, c, x, ec_geom_out_vol(g));
         return;
     }
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t ch = 0; ch < c; ch++) {
         memset(x + ch * ivol, 0, sizeof(T) * (size_t)ivol);
-        F(col2im_rows)(col, g, ch, ch + 1, x);
+        F(col2im_rows)(col, g, ch, ch + 1, x, ec_geom_out_vol(g));
     }
 }
 
@@ -617,7 +621,7 @@ static int F(im2col_batch)(int64_t n, int64_t c, const ec_geom* g, const T* x, T
 #pragma omp parallel for num_threads(nt) schedule(static) collapse(2)
     for (int64_t i = 0; i < n; i++)
         for (int64_t ch = 0; ch < c; ch++)
-            F(im2col_rows)(x + i * c * ivol, g, ch, ch + 1, col + i * rows * L);
+            F(im2col_rows)(x + i * c * ivol, g, ch, ch + 1, col + i * rows * L, L);
     return EC_OK;
 }
 
@@ -628,7 +632,102 @@ static int F(col2im_batch)(int64_t n, int64_t c, const ec_geom* g, const T* col,
     for (int64_t i = 0; i < n; i++)
         for (int64_t ch = 0; ch < c; ch++) {
             memset(x + (i * c + ch) * ivol, 0, sizeof(T) * (size_t)ivol);
-            F(col2im_rows)(col + i * rows * L, g, ch, ch + 1, x + i * c * ivol);
+            F(col2im_rows)(col + i * rows * L, g, ch, ch + 1, x + i * c * ivol, L);
         }
+    return EC_OK;
+}
+
+/* -------------------------------------------------- batched GEMM convolution */
+
+/* Note [Batched GEMM convolution]
+ * With a small output volume L (a CNN's deep layers: 8x8, 4x4 outputs), the
+ * products of Note [GEMM convolution] are thin -- N = L columns -- and BLAS
+ * runs them far below its peak.  There nb images share one product instead
+ * (groups == 1, not pointwise): their column matrices side by side make
+ * col (K x nb*L), image j's in columns [j*L, (j+1)*L), and with Y the outputs
+ * side by side the same way (co x nb*L),
+ *   forward          Y = w (co x K) @ col,      then y[j] = Y[:, j*L:(j+1)*L] (+ bias)
+ *   backward data    col = w^T @ GY,            then gx[j] = col2im(col's image j)
+ *   backward weight  gw (+)= GY @ col^T         (GY: gy's images side by side)
+ * Images go nb at a time; work holds col (K x nb*L) then Y or GY (co x nb*L).
+ * The caller (ember_core._ops.nn.conv, _Plain.batch) chooses nb. */
+
+/* Image j's columns of col (rows ld apart), for images [0, m) of x. */
+static void F(im2col_side)(const T* x, int64_t m, const F(conv_args) * a, T* col, int64_t ld,
+                           int nt) {
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && m > 1)
+    for (int64_t j = 0; j < m; j++)
+        F(im2col_rows)(x + j * a->ci * a->ivol, &a->g, 0, a->ci, col + j * a->L, ld);
+}
+
+/* Y (co x m*L) <-> y (m, co, L): gather (to_side) or scatter (+ bias). */
+static void F(side_layout)(T* Y, T* y, int64_t m, int64_t co, int64_t L, const T* bias,
+                           int to_side, int nt) {
+    const int64_t ld = m * L;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && co > 1)
+    for (int64_t o = 0; o < co; o++)
+        for (int64_t j = 0; j < m; j++) {
+            T* side = Y + o * ld + j * L;
+            T* img = y + (j * co + o) * L;
+            if (to_side) {
+                memcpy(side, img, sizeof(T) * (size_t)L);
+            } else if (bias) {
+                const T b = bias[o];
+                for (int64_t l = 0; l < L; l++) img[l] = side[l] + b;
+            } else {
+                memcpy(img, side, sizeof(T) * (size_t)L);
+            }
+        }
+}
+
+static int F(conv_forward_batched)(int64_t n, const F(conv_args) * a, const T* x, const T* w,
+                                   const T* bias, T* y, T* work, int64_t nb, int nt) {
+    const int64_t K = a->K, L = a->L, co = a->co;
+    T* col = work;
+    T* Y = work + K * nb * L;
+    for (int64_t i0 = 0; i0 < n; i0 += nb) {
+        const int64_t m = n - i0 < nb ? n - i0 : nb, ld = m * L;
+        F(im2col_side)(x + i0 * a->ci * a->ivol, m, a, col, ld, nt);
+        GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, co, ld, K, 1, w, K, col, ld, 0, Y, ld);
+        F(side_layout)(Y, y + i0 * co * L, m, co, L, bias, 0, nt);
+    }
+    return EC_OK;
+}
+
+static int F(conv_backward_data_batched)(int64_t n, const F(conv_args) * a, const T* gy,
+                                         const T* w, T* gx, T* work, int64_t nb, int nt) {
+    const int64_t K = a->K, L = a->L, co = a->co, ivol = a->ivol, ci = a->ci;
+    T* col = work;
+    T* GY = work + K * nb * L;
+    for (int64_t i0 = 0; i0 < n; i0 += nb) {
+        const int64_t m = n - i0 < nb ? n - i0 : nb, ld = m * L;
+        F(side_layout)(GY, (T*)(gy + i0 * co * L), m, co, L, NULL, 1, nt);
+        GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, K, ld, co, 1, w, K, GY, ld, 0, col, ld);
+        T* gxi = gx + i0 * ci * ivol;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && m > 1)
+        for (int64_t j = 0; j < m; j++) {
+            memset(gxi + j * ci * ivol, 0, sizeof(T) * (size_t)(ci * ivol));
+            F(col2im_rows)(col + j * L, &a->g, 0, ci, gxi + j * ci * ivol, ld);
+        }
+    }
+    return EC_OK;
+}
+
+static int F(conv_backward_weight_batched)(int64_t n, const F(conv_args) * a, const T* x,
+                                           const T* gy, T* gw, T* work, int64_t nb, int nt) {
+    const int64_t K = a->K, L = a->L, co = a->co;
+    T* col = work;
+    T* GY = work + K * nb * L;
+    if (n == 0) {
+        memset(gw, 0, sizeof(T) * (size_t)(co * K));
+        return EC_OK;
+    }
+    for (int64_t i0 = 0; i0 < n; i0 += nb) {
+        const int64_t m = n - i0 < nb ? n - i0 : nb, ld = m * L;
+        F(im2col_side)(x + i0 * a->ci * a->ivol, m, a, col, ld, nt);
+        F(side_layout)(GY, (T*)(gy + i0 * co * L), m, co, L, NULL, 1, nt);
+        GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, co, K, ld, 1, GY, ld, col, ld,
+             i0 == 0 ? 0 : 1, gw, K);
+    }
     return EC_OK;
 }

@@ -70,6 +70,10 @@ static const ec_loop unary_table[EC_NUM_UNARY][EC_NUM_DTYPES] = {
     [EC_U_EXP][EC_FLOAT32] = ec_loop_exp_f32,
     [EC_U_SIGMOID][EC_FLOAT32] = ec_loop_sigmoid_f32,
     [EC_U_SILU][EC_FLOAT32] = ec_loop_silu_f32,
+    /* Note [Fast float32 tanh and erf] */
+    [EC_U_TANH][EC_FLOAT32] = ec_loop_tanh_f32,
+    [EC_U_ERF][EC_FLOAT32] = ec_loop_erf_f32,
+    [EC_U_GELU][EC_FLOAT32] = ec_loop_gelu_f32,
 };
 
 /* The output dtype: bool for predicates, the real dtype for abs/angle of complex. */

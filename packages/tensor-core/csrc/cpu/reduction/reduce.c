@@ -81,7 +81,16 @@ static inline int is_nonzero(int dtype, const char* p) {
 #define SUM_BLOCK 4096
 #define LANES 32
 
+/* The lanes are folded in halves (a vector add per step) rather than one by
+ * one: a sequential chain of LANES adds cost more than the whole sum of a
+ * short line (softmax rows, sums over a last dim of 64), and short lines skip
+ * the lanes altogether. */
 __attribute__((target_clones("avx2", "default"))) static double sum_f32(const float* x, int64_t n) {
+    if (n < LANES) {
+        float s = 0;
+        for (int64_t j = 0; j < n; j++) s += x[j];
+        return s;
+    }
     double total = 0;
     for (int64_t i = 0; i < n; i += SUM_BLOCK) {
         int64_t m = n - i < SUM_BLOCK ? n - i : SUM_BLOCK;
@@ -89,9 +98,10 @@ __attribute__((target_clones("avx2", "default"))) static double sum_f32(const fl
         int64_t j = 0;
         for (; j + LANES <= m; j += LANES)
             for (int k = 0; k < LANES; k++) acc[k] += x[i + j + k];
-        float s = 0;
+        for (int w = LANES / 2; w >= 1; w /= 2)
+            for (int k = 0; k < w; k++) acc[k] += acc[k + w];
+        float s = acc[0];
         for (; j < m; j++) s += x[i + j];
-        for (int k = 0; k < LANES; k++) s += acc[k];
         total += s;
     }
     return total;
@@ -462,6 +472,47 @@ static void out_offsets(int no, const int64_t* shape, const int64_t* ost, const 
     *in_off = io;
 }
 
+/* acc[j] += sum over the n_red reduced rows (the rspace r, from base) of row[j],
+ * j < m <= 256.  float32 rows are summed in float over blocks of VROWS rows
+ * (a vector add per 8 elements), each block's sums then added in double, as
+ * sum_f32 does along a line. */
+#define VROWS 64
+#define NEXT_ROW(idx, r)                                \
+    for (int k = (r)->nd - 1; k >= 0; k--) {            \
+        if (++idx[k] < (r)->shape[k]) break;            \
+        idx[k] = 0;                                     \
+    }
+
+__attribute__((target_clones("avx2", "default"))) static void vertical_rows_f32(
+    const char* base, const rspace* r, int64_t n_red, int64_t m, double* acc) {
+    int64_t idx[EC_MAX_DIMS] = {0};
+    float part[256];
+    for (int64_t rr = 0; rr < n_red;) {
+        int64_t rows = n_red - rr < VROWS ? n_red - rr : VROWS;
+        for (int64_t j = 0; j < m; j++) part[j] = 0;
+        for (int64_t q = 0; q < rows; q++, rr++) {
+            int64_t off = 0;
+            for (int k = 0; k < r->nd; k++) off += idx[k] * r->st[k];
+            const float* row = (const float*)(base + off);
+            for (int64_t j = 0; j < m; j++) part[j] += row[j];
+            NEXT_ROW(idx, r)
+        }
+        for (int64_t j = 0; j < m; j++) acc[j] += part[j];
+    }
+}
+
+__attribute__((target_clones("avx2", "default"))) static void vertical_rows_f64(
+    const char* base, const rspace* r, int64_t n_red, int64_t m, double* acc) {
+    int64_t idx[EC_MAX_DIMS] = {0};
+    for (int64_t rr = 0; rr < n_red; rr++) {
+        int64_t off = 0;
+        for (int k = 0; k < r->nd; k++) off += idx[k] * r->st[k];
+        const double* row = (const double*)(base + off);
+        for (int64_t j = 0; j < m; j++) acc[j] += row[j];
+        NEXT_ROW(idx, r)
+    }
+}
+
 /* Vertical SUM/MEAN of float32/float64: out[j] = sum_r x[r, j] with j contiguous. */
 static int try_vertical(const rdesc* d, int out_dtype, int no, const int64_t* oshape,
                         const int64_t* ost_b, const int64_t* ist_b, const rspace* r, char* out,
@@ -498,28 +549,54 @@ static int try_vertical(const rdesc* d, int out_dtype, int no, const int64_t* os
         }
         double acc[256];
         for (int64_t j = 0; j < m; j++) acc[j] = 0;
-        int64_t idx[EC_MAX_DIMS] = {0};
         const char* base = x + ioff + c0 * isz;
-        for (int64_t rr = 0; rr < n_red; rr++) {
-            int64_t off = 0;
-            for (int k = 0; k < r->nd; k++) off += idx[k] * r->st[k];
-            if (d->dtype == EC_FLOAT32) {
-                const float* row = (const float*)(base + off);
-                for (int64_t j = 0; j < m; j++) acc[j] += row[j];
-            } else {
-                const double* row = (const double*)(base + off);
-                for (int64_t j = 0; j < m; j++) acc[j] += row[j];
-            }
-            for (int k = r->nd - 1; k >= 0; k--) {
-                if (++idx[k] < r->shape[k]) break;
-                idx[k] = 0;
-            }
-        }
+        if (d->dtype == EC_FLOAT32) vertical_rows_f32(base, r, n_red, m, acc);
+        else vertical_rows_f64(base, r, n_red, m, acc);
         char* o = out + ooff + c0 * isz;
         if (d->dtype == EC_FLOAT32)
             for (int64_t j = 0; j < m; j++) ((float*)o)[j] = (float)(acc[j] * scale);
         else
             for (int64_t j = 0; j < m; j++) ((double*)o)[j] = acc[j] * scale;
+    }
+    return 1;
+}
+
+/* SUM/MEAN of float32/float64 over one contiguous line per output, the outputs
+ * one flat dim apart (sums over the last dim: softmax-style rows).  The
+ * general path works out every output's offsets with divisions, which cost
+ * more than summing a line of 64; here they are multiples of one stride. */
+static int try_rows(const rdesc* d, int out_dtype, int no, const int64_t* oshape,
+                    const int64_t* ost_b, const int64_t* ist_b, const rspace* r, char* out,
+                    const char* x, int64_t count, int64_t n_out) {
+    if (d->op != EC_R_SUM && d->op != EC_R_MEAN) return 0;
+    if (d->dtype != out_dtype || (d->dtype != EC_FLOAT32 && d->dtype != EC_FLOAT64)) return 0;
+    if (r->nd != 1 || r->st[0] != d->itemsize || r->shape[0] != count || count < 1) return 0;
+    int64_t so = 0, si = 0, span = 0; /* the outputs as one dim: strides, extent */
+    for (int k = no - 1; k >= 0; k--) {
+        if (oshape[k] == 1) continue;
+        if (span == 0) {
+            so = ost_b[k];
+            si = ist_b[k];
+            span = oshape[k];
+        } else if (ost_b[k] == so * span && ist_b[k] == si * span) {
+            span *= oshape[k];
+        } else {
+            return 0;
+        }
+    }
+    const int mean = d->op == EC_R_MEAN, f32 = d->dtype == EC_FLOAT32;
+    int nt = ec_threads_for(n_out * count, EC_GRAIN);
+    if (n_out < nt) return 0; /* few long lines: the general path splits each across threads */
+#pragma omp parallel for num_threads(nt > 0 ? nt : 1) schedule(static) if(nt > 1)
+    for (int64_t o = 0; o < n_out; o++) {
+        const char* line = x + o * si;
+        if (f32) {
+            double v = sum_f32((const float*)line, count);
+            *(float*)(out + o * so) = (float)(mean ? v / (double)count : v);
+        } else {
+            double v = sum_f64((const double*)line, count);
+            *(double*)(out + o * so) = mean ? v / (double)count : v;
+        }
     }
     return 1;
 }
@@ -581,6 +658,9 @@ int ec_reduce(int op, int dtype, int out_dtype, int ndim_out, int ndim_red, cons
     coalesce(&r);
     if (count > 0 && !idx &&
         try_vertical(&d, out_dtype, ndim_out, oshape, ost_b, ist_b, &r, (char*)out, (const char*)x, count))
+        return EC_OK;
+    if (!idx && try_rows(&d, out_dtype, ndim_out, oshape, ost_b, ist_b, &r, (char*)out,
+                         (const char*)x, count, n_out))
         return EC_OK;
 
     int nt = ec_threads_for(n_out * (count > 0 ? count : 1), EC_GRAIN);

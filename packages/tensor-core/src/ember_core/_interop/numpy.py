@@ -10,6 +10,7 @@ from ember_core._base.dispatch import defop
 from ember_core._base.lib import ffi
 from ember_core._interop.dlpack import from_dlpack
 from ember_core._tensor import dtype as D
+from ember_core._tensor import graph as _graph
 from ember_core._tensor import storage as _storage
 from ember_core._tensor.copy import contiguous, to_dtype_copy
 from ember_core._tensor.creation import tensor
@@ -95,6 +96,8 @@ class _ArrayView:
     __slots__ = ("__array_interface__", "tensor")
 
     def __init__(self, t, readonly=False):
+        if _graph._active is not None:  # Note [Capture and replay]
+            _graph.host_read("a NumPy view of a tensor")
         isz = t._dtype.itemsize
         self.tensor = t
         _storage.exported.add(t._storage)
@@ -152,6 +155,8 @@ _ITEM_TYPES = {
 
 def item(self):
     """The value of a one-element tensor as a Python number."""
+    if _graph._active is not None:  # Note [Capture and replay]
+        _graph.host_read("Tensor.item()")
     if self._numel != 1:
         raise RuntimeError(f"a Tensor with {self._numel} elements cannot be converted to Scalar")
     if self._storage._device.type != "cpu":  # the value is read on the host
@@ -173,6 +178,8 @@ def item(self):
 
 def tolist(self):
     """Nested Python lists of Python numbers."""
+    if _graph._active is not None:  # Note [Capture and replay]
+        _graph.host_read("Tensor.tolist()")
 
     t = self
     if t._dtype is D.bfloat16:

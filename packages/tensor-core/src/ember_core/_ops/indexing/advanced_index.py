@@ -31,6 +31,7 @@ from ember_core._ops.pointwise.elementwise import _tname as tn
 from ember_core._ops.pointwise.elementwise import add, ternary
 from ember_core._ops.reduction.reduction import reduce
 from ember_core._tensor import dtype as D
+from ember_core._tensor import graph as _graph
 from ember_core._tensor.copy import clone, copy_into, to_dtype_copy
 from ember_core._tensor.creation import fill_values, full, tensor, zeros
 from ember_core._tensor.tensor import Tensor, empty, view_of, written
@@ -272,6 +273,8 @@ def count_nonzero_all(t):
     r = reduce("nonzero", lib.EC_R_COUNT_NONZERO, t, tuple(range(len(t._shape))), False, D.int64)
     if r._storage._device.type != "cpu":  # the count is read on the host
         return int(r.item())
+    if _graph._active is not None:  # Note [Capture and replay]: a data-dependent size
+        _graph.host_read("counting nonzero elements (a data-dependent output shape)")
     return int(ffi.cast("int64_t*", r._ptr)[0])
 
 

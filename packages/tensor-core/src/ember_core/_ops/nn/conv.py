@@ -35,6 +35,12 @@ from ember_core._tensor.tensor import Tensor, empty
 # _PARALLEL_MACS run images on several threads.
 _NOGIL_MACS = 1 << 16
 _PARALLEL_MACS = 1 << 20
+# Note [Batched GEMM convolution] (csrc/cpu/nn/conv_tmpl.h): on the CPU, outputs of
+# fewer than _THIN_L positions share products, enough images for about
+# _SIDE_L columns each, within a workspace of _BATCH_ELEMS elements.
+_THIN_L = 256
+_SIDE_L = 1024
+_BATCH_ELEMS = 1 << 23
 
 
 def _fn(name, macs, dev):
@@ -119,6 +125,27 @@ class _Plain:
     def col_slot(self):
         return 0 if self.pointwise else self.ci * self.kvol * self.L
 
+    def batch(self, dev):
+        """Images per product for the batched kernels (Note [Batched GEMM
+        convolution] in csrc/cpu/nn/conv_tmpl.h), or 0 for the per-image ones: on the
+        CPU, for a thin output (few positions) of an ungrouped, non-pointwise
+        convolution of several images."""
+        if (
+            dev.type != "cpu"
+            or self.groups != 1
+            or self.depthwise
+            or self.pointwise
+            or self.n < 2
+            or not 0 < self.L < _THIN_L
+        ):
+            return 0
+        per_image = (self.ci * self.kvol + self.co) * self.L
+        nb = min(self.n, max(2, _SIDE_L // self.L), max(1, _BATCH_ELEMS // per_image))
+        return nb if nb >= 2 else 0
+
+    def batch_work(self, nb):
+        return nb * (self.ci * self.kvol + self.co) * self.L
+
 
 def _workspace(elems, dtype, dev):
     return empty((max(elems, 1),), dtype, dev)
@@ -131,6 +158,15 @@ def plain_forward(p, x, w, bias, y):
     if p.depthwise:
         fn = _fn("ec_conv_depthwise_forward", p.macs(), x._storage._device)
         check(fn(dt, p.n, p.ci, p.co, p.geom, x._ptr, w._ptr, bptr, y._ptr), "convolution")
+        return y
+    nb = p.batch(x._storage._device)
+    if nb:
+        work = _workspace(p.batch_work(nb), x._dtype, x._storage._device)
+        fn = _fn("ec_conv_forward_batched", p.macs(), x._storage._device)
+        check(
+            fn(dt, p.n, p.ci, p.co, p.geom, x._ptr, w._ptr, bptr, y._ptr, work._ptr, nb),
+            "convolution",
+        )
         return y
     par = _par(p, x._storage._device)
     work = _workspace(par * p.col_slot(), x._dtype, x._storage._device)
@@ -148,6 +184,15 @@ def plain_backward_data(p, gy, w, gx):
     if p.depthwise:
         fn = _fn("ec_conv_depthwise_backward_data", p.macs(), gy._storage._device)
         check(fn(dt, p.n, p.ci, p.co, p.geom, gy._ptr, w._ptr, gx._ptr), "convolution_backward")
+        return gx
+    nb = p.batch(gy._storage._device)
+    if nb:
+        work = _workspace(p.batch_work(nb), gy._dtype, gy._storage._device)
+        fn = _fn("ec_conv_backward_data_batched", p.macs(), gy._storage._device)
+        check(
+            fn(dt, p.n, p.ci, p.co, p.geom, gy._ptr, w._ptr, gx._ptr, work._ptr, nb),
+            "convolution_backward",
+        )
         return gx
     par = _par(p, gy._storage._device)
     work = _workspace(par * p.col_slot(), gy._dtype, gy._storage._device)
@@ -202,6 +247,15 @@ def plain_backward_weight(p, x, gy, gw):
         fn = _fn("ec_conv_depthwise_backward_weight", p.macs(), x._storage._device)
         check(
             fn(dt, p.n, p.ci, p.co, p.geom, x._ptr, gy._ptr, gw._ptr, work._ptr),
+            "convolution_backward",
+        )
+        return gw
+    nb = p.batch(dev)
+    if nb:
+        work = _workspace(p.batch_work(nb), x._dtype, dev)
+        fn = _fn("ec_conv_backward_weight_batched", p.macs(), dev)
+        check(
+            fn(dt, p.n, p.ci, p.co, p.geom, x._ptr, gy._ptr, gw._ptr, work._ptr, nb),
             "convolution_backward",
         )
         return gw

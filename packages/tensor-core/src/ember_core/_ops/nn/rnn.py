@@ -115,9 +115,14 @@ def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     method=False,
     differentiable=False,
 )
-def _lstm_cell_backward(grad_hy, grad_cy, input, hx, cx, w_ih, w_hh, workspace, cy, output_mask):
+def _lstm_cell_backward(
+    grad_hy, grad_cy, input, hx, cx, w_ih, w_hh, workspace, cy, output_mask, grad_gates=None
+):
     """(grad_input, grad_hx, grad_cx, grad_w_ih, grad_w_hh, grad_bias) of one
-    LSTM step; grad_bias is the gradient of b_ih and of b_hh alike."""
+    LSTM step; grad_bias is the gradient of b_ih and of b_hh alike.  grad_gates:
+    a contiguous (batch, 4 * hidden) tensor of the workspace's dtype that
+    receives the gates' gradient (a recurrent layer sums the weight gradients
+    of all its steps in one product from them, Note [Fused recurrent layers])."""
     b, i = input.shape
     h = w_hh.shape[1]
     kd = workspace._dtype
@@ -134,7 +139,20 @@ def _lstm_cell_backward(grad_hy, grad_cy, input, hx, cx, w_ih, w_hh, workspace, 
     gwi = empty((4 * h, i), kd, dev) if mwi else None
     gwh = empty((4 * h, h), kd, dev) if mwh else None
     gb = empty((4 * h,), kd, dev) if mb else None
-    dg = empty((b, 4 * h), kd, dev)
+    if grad_gates is None:
+        dg = empty((b, 4 * h), kd, dev)
+    else:
+        dg = grad_gates
+        if (
+            tuple(dg._shape) != (b, 4 * h)
+            or dg._dtype is not kd
+            or dg._storage._device is not dev
+            or not dg.is_contiguous()
+        ):
+            raise ValueError(
+                f"_lstm_cell_backward: grad_gates must be a contiguous ({b}, {4 * h}) "
+                f"{kd.name} tensor on {dev}, got {list(dg._shape)} {dg._dtype.name}"
+            )
     ghy = None if grad_hy is None else U.compute(grad_hy, kd)
     gcy = None if grad_cy is None else U.compute(grad_cy, kd)
     check(

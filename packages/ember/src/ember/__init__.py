@@ -149,7 +149,18 @@ from ember import distributions  # noqa: E402 - needs the namespace above comple
 __all__.append("distributions")
 
 # --- profiler, distributed, tensorboard and small namespaces ---
-from ember import accelerator, distributed, hub, mps, onnx, profiler, version, xpu  # noqa: E402
+from ember import (  # noqa: E402,F401 - _dynamo: torch._dynamo, imported for its attribute
+    _dynamo,
+    accelerator,
+    compiler,
+    distributed,
+    hub,
+    mps,
+    onnx,
+    profiler,
+    version,
+    xpu,
+)
 from ember.utils import hooks as _utils_hooks  # noqa: E402,F401 - ember.utils.hooks
 
 
@@ -174,5 +185,5 @@ def get_device_module(device=None):
 __version__ = version.__version__  # compares with tuples, as torch's TorchVersion
 __all__ = sorted(
     {*__all__, "accelerator", "distributed", "get_device_module", "hub", "mps", "onnx"}
-    | {"profiler", "version", "xpu"}
+    | {"compiler", "profiler", "version", "xpu"}
 )

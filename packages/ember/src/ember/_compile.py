@@ -50,6 +50,7 @@ import collections
 import functools
 import gc
 import warnings
+import weakref
 
 import ember_autograd as ag
 import ember_core as ec
@@ -65,6 +66,7 @@ from ember_nn.optim import lr_scheduler as nn_lr_scheduler
 from ember_nn.optim import optimizer as nn_optimizer
 
 CACHE_SIZE = 8
+_compiled = weakref.WeakSet()  # every CompiledFunction alive, for ember.compiler.reset()
 _RECORD_TRIES = 3
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 _BACKENDS = ("inductor", "cudagraphs", "eager", "aot_eager")
@@ -352,6 +354,18 @@ class CompiledFunction:
         if isinstance(fn, nn_module.Module):
             self._known_leaves = {id(p): p for p in fn.parameters()}
         functools.update_wrapper(self, fn)
+        _compiled.add(self)
+
+    def _reset(self):
+        """Forget every recording and any decision to run eagerly (compiler.reset)."""
+        for e in self._entries.values():
+            e.release()
+        self._entries.clear()
+        self._progress.clear()
+        self._rerecords.clear()
+        self._eager_reason = None
+        self._warned.clear()
+        self._last_key = None
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)

@@ -73,3 +73,11 @@ def test_generator_is_deterministic(tmp_path):
     shipped = importlib.resources.files("ember_core")
     for name in ("__init__.pyi", "_tensor/tensor.pyi", "_opdocs.json"):
         assert (tmp_path / name).read_text() == (shipped / name).read_text()
+
+
+def test_autograd_tensor_api_is_declared_without_autograd():
+    # hooks raise and queries answer as for a tensor no graph knows, until (and unless)
+    # ember_autograd loads and replaces them (Note [Autograd entry point])
+    names = ("register_hook", "retain_grad", "is_inference", "register_post_accumulate_grad_hook")
+    assert all(name in vars(ec.Tensor) or name in ec._CORE_TENSOR_MEMBERS for name in names)
+    assert {"retains_grad", "output_nr"} <= set(ec._CORE_TENSOR_MEMBERS)

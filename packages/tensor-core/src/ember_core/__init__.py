@@ -413,3 +413,8 @@ def _apply_generated_docstrings():
 
 
 _apply_generated_docstrings()
+
+# What the Tensor class holds once ember_core is complete, before ember_autograd (loaded
+# later, on demand) patches it: the stubs are generated from this, so they are the same
+# whether or not autograd has loaded in the generating process (_codegen/stubgen.py).
+_CORE_TENSOR_MEMBERS = dict(vars(Tensor))

@@ -268,7 +268,8 @@ def tensor_stub(ec):
     seen = {"__init__", "__new__", "__slots__", "__module__", "__doc__"}
     members = {}
     for klass in reversed(ec.Tensor.__mro__[:-1]):
-        members.update(vars(klass))
+        # ember_core's own Tensor, as it was before ember_autograd patched it
+        members.update(ec._CORE_TENSOR_MEMBERS if klass is ec.Tensor else vars(klass))
     # the slots: private, but other ember packages read them (t._storage)
     slots = {
         n for k in ec.Tensor.__mro__ for n in getattr(k, "__slots__", ()) if n != "__weakref__"

@@ -333,6 +333,42 @@ class Tensor:
             "install it (pip install ember-autograd, or ember)"
         )
 
+    # The rest of ember_autograd's Tensor API, declared here as backward is, so the class
+    # (and its stub) names them with or without autograd: the first use loads it (Note
+    # [Autograd entry point]); without it, hooks raise and the queries answer as for a
+    # tensor no graph knows.
+    def register_hook(self, hook):
+        if _autograd_loader.loads_now(Tensor, "register_hook"):
+            return self.register_hook(hook)
+        raise _needs_autograd("register_hook()")
+
+    def register_post_accumulate_grad_hook(self, hook):
+        if _autograd_loader.loads_now(Tensor, "register_post_accumulate_grad_hook"):
+            return self.register_post_accumulate_grad_hook(hook)
+        raise _needs_autograd("register_post_accumulate_grad_hook()")
+
+    def retain_grad(self):
+        if _autograd_loader.loads_now(Tensor, "retain_grad"):
+            return self.retain_grad()
+        raise _needs_autograd("retain_grad()")
+
+    @property
+    def retains_grad(self):
+        if _autograd_loader.loads_now(Tensor, "retains_grad"):
+            return self.retains_grad
+        return False
+
+    @property
+    def output_nr(self):
+        if _autograd_loader.loads_now(Tensor, "output_nr"):
+            return self.output_nr
+        return 0
+
+    def is_inference(self):
+        if _autograd_loader.loads_now(Tensor, "is_inference"):
+            return self.is_inference()
+        return False
+
     # ------------------------------------------------------ python protocol
 
     def __len__(self):
@@ -446,7 +482,24 @@ class Tensor:
         return t
 
 
-_autograd_loader.remember(Tensor, "requires_grad_", "backward")
+_autograd_loader.remember(
+    Tensor,
+    "requires_grad_",
+    "backward",
+    "register_hook",
+    "register_post_accumulate_grad_hook",
+    "retain_grad",
+    "retains_grad",
+    "output_nr",
+    "is_inference",
+)
+
+
+def _needs_autograd(what):
+    return RuntimeError(
+        f"{what} needs ember_autograd, which records gradients for ember_core: install it "
+        "(pip install ember-autograd, or ember)"
+    )
 
 
 class Size(tuple):

@@ -435,33 +435,37 @@ maps("triu")(_trilu(1))
 # ------------------------------------------------------------ reductions
 
 
-def _reduction(onnx_op, axes_input_from):
-    """Reduce over ``dim`` (None: all); the axes are an input from opset
-    ``axes_input_from`` on, an attribute before."""
+def _reduce_axes(input, dim):
+    if dim is None or dim == ():
+        return list(range(input.dim()))
+    return [_axis(d, input.dim()) for d in ([dim] if isinstance(dim, int) else dim)]
+
+
+def _reduce(g, onnx_op, x, axes, keepdim):
+    """onnx_op over ``axes``; the axes are an input from opset 18 on (13 for ReduceSum)."""
+    if g.opset >= (13 if onnx_op == "ReduceSum" else 18):
+        return g.node(onnx_op, [x, g.ints(axes)], keepdims=int(keepdim))
+    return g.node(onnx_op, [x], axes=axes, keepdims=int(keepdim))
+
+
+def _reduction(onnx_op):
+    """Reduce over ``dim`` (None: all)."""
 
     def fn(g, result, input, dim=None, keepdim=False, *rest):
-        if dim is None or dim == ():
-            axes = list(range(input.dim()))
-        else:
-            axes = [_axis(d, input.dim()) for d in ([dim] if isinstance(dim, int) else dim)]
         dtype = result.dtype if isinstance(result, ec.Tensor) else input.dtype
-        x = _operand(g, input, dtype)
-        if g.opset >= axes_input_from:
-            out = g.node(onnx_op, [x, g.ints(axes)], keepdims=int(keepdim))
-        else:
-            out = g.node(onnx_op, [x], axes=axes, keepdims=int(keepdim))
+        out = _reduce(g, onnx_op, _operand(g, input, dtype), _reduce_axes(input, dim), keepdim)
         if isinstance(result, ec.Tensor):
             g.bind(result, out)
-        else:  # max(input, dim) returns (values, indices): the indices have no mapping
+        else:  # max(input, dim) returns (values, indices): the indices are mapped apart
             g.bind(result[0], out)
 
     return fn
 
 
-maps("sum")(_reduction("ReduceSum", 13))
-maps("mean")(_reduction("ReduceMean", 18))
-maps("amax")(_reduction("ReduceMax", 18))
-maps("amin")(_reduction("ReduceMin", 18))
+maps("sum")(_reduction("ReduceSum"))
+maps("mean")(_reduction("ReduceMean"))
+maps("amax")(_reduction("ReduceMax"))
+maps("amin")(_reduction("ReduceMin"))
 
 
 @maps("repeat")
@@ -474,10 +478,6 @@ def _repeat(g, result, input, sizes):
 
 
 # ------------------------------------------------------------ unary math and activations
-
-
-def _const_like(g, value, dtype):
-    return g.const(np.asarray(value, dtype=dtype.numpy))
 
 
 for _name, _onnx_op in [
@@ -517,14 +517,14 @@ def _round(g, result, input, decimals=0, out=None):
     if decimals == 0:  # ONNX Round rounds half to even, as PyTorch does
         g.bind(result, g.node("Round", [x]))
         return
-    scale = _const_like(g, 10.0**decimals, input.dtype)
+    scale = _operand(g, 10.0**decimals, input.dtype)
     g.bind(result, g.node("Div", [g.node("Round", [g.node("Mul", [x, scale])]), scale]))
 
 
 @maps("trunc")
 def _trunc(g, result, input, out=None):
     x = g.name(input)
-    negative = g.node("Less", [x, _const_like(g, 0, input.dtype)])
+    negative = g.node("Less", [x, _operand(g, 0, input.dtype)])
     g.bind(result, g.node("Where", [negative, g.node("Ceil", [x]), g.node("Floor", [x])]))
 
 
@@ -536,20 +536,20 @@ def _square(g, result, input, out=None):
 
 @maps("log1p")
 def _log1p(g, result, input, out=None):
-    one = _const_like(g, 1, result.dtype)
+    one = _operand(g, 1, result.dtype)
     g.bind(result, g.node("Log", [g.node("Add", [_operand(g, input, result.dtype), one])]))
 
 
 @maps("expm1")
 def _expm1(g, result, input, out=None):
-    one = _const_like(g, 1, result.dtype)
+    one = _operand(g, 1, result.dtype)
     g.bind(result, g.node("Sub", [g.node("Exp", [_operand(g, input, result.dtype)]), one]))
 
 
 def _log_base(base):
     def fn(g, result, input, out=None):
         x = g.node("Log", [_operand(g, input, result.dtype)])
-        g.bind(result, g.node("Div", [x, _const_like(g, math.log(base), result.dtype)]))
+        g.bind(result, g.node("Div", [x, _operand(g, math.log(base), result.dtype)]))
 
     return fn
 
@@ -560,7 +560,7 @@ maps("log10")(_log_base(10.0))
 
 @maps("exp2")
 def _exp2(g, result, input, out=None):
-    two = _const_like(g, 2, result.dtype)
+    two = _operand(g, 2, result.dtype)
     g.bind(result, g.node("Pow", [two, _operand(g, input, result.dtype)]))
 
 
@@ -578,9 +578,9 @@ def _bitwise_not(g, result, input, out=None):
 def _softplus(g, result, input, beta=1.0, threshold=20.0, out=None):
     """x where beta*x > threshold (PyTorch's linear region), else log(1+exp(beta*x))/beta."""
     x = g.name(input)
-    bx = g.node("Mul", [x, _const_like(g, beta, input.dtype)])
-    soft = g.node("Div", [g.node("Softplus", [bx]), _const_like(g, beta, input.dtype)])
-    linear = g.node("Greater", [bx, _const_like(g, threshold, input.dtype)])
+    bx = g.node("Mul", [x, _operand(g, beta, input.dtype)])
+    soft = g.node("Div", [g.node("Softplus", [bx]), _operand(g, beta, input.dtype)])
+    linear = g.node("Greater", [bx, _operand(g, threshold, input.dtype)])
     g.bind(result, g.node("Where", [linear, x, soft]))
 
 
@@ -648,8 +648,8 @@ def _softshrink(g, result, input, lambd=0.5):
 @maps("threshold")
 def _threshold(g, result, input, threshold, value):
     x = g.name(input)
-    keep = g.node("Greater", [x, _const_like(g, threshold, input.dtype)])
-    g.bind(result, g.node("Where", [keep, x, _const_like(g, value, input.dtype)]))
+    keep = g.node("Greater", [x, _operand(g, threshold, input.dtype)])
+    g.bind(result, g.node("Where", [keep, x, _operand(g, value, input.dtype)]))
 
 
 # ------------------------------------------------------------ more binary and ternary
@@ -759,21 +759,8 @@ def _outer(g, result, input, vec2, out=None):
 # ------------------------------------------------------------ more reductions, sorting
 
 
-def _reduce_axes(input, dim):
-    if dim is None or dim == ():
-        return list(range(input.dim()))
-    return [_axis(d, input.dim()) for d in ([dim] if isinstance(dim, int) else dim)]
-
-
-def _reduce(g, onnx_op, x, axes, keepdim):
-    """onnx_op over ``axes``; the axes are an input from opset 18 on (13 for ReduceSum)."""
-    if g.opset >= (13 if onnx_op == "ReduceSum" else 18):
-        return g.node(onnx_op, [x, g.ints(axes)], keepdims=int(keepdim))
-    return g.node(onnx_op, [x], axes=axes, keepdims=int(keepdim))
-
-
-maps("prod")(_reduction("ReduceProd", 18))
-maps("logsumexp")(_reduction("ReduceLogSumExp", 18))
+maps("prod")(_reduction("ReduceProd"))
+maps("logsumexp")(_reduction("ReduceLogSumExp"))
 
 
 def _all_or_any(onnx_op):
@@ -804,7 +791,7 @@ def _moments(g, result, input, dim, unbiased, keepdim, correction):
     x = _operand(g, input, result.dtype)
     centred = g.node("Sub", [x, _reduce(g, "ReduceMean", x, axes, True)])
     total = _reduce(g, "ReduceSum", g.node("Mul", [centred, centred]), axes, keepdim)
-    return g.node("Div", [total, _const_like(g, max(n - correction, 0), result.dtype)])
+    return g.node("Div", [total, _operand(g, max(n - correction, 0), result.dtype)])
 
 
 @maps("var")
@@ -833,18 +820,18 @@ def _vector_norm(g, result, x, ord=2, dim=None, keepdim=False, dtype=None):
     elif ord == 0:
         nonzero = g.node(
             "Cast",
-            [g.node("Not", [g.node("Equal", [v, _const_like(g, 0, result.dtype)])])],
+            [g.node("Not", [g.node("Equal", [v, _operand(g, 0, result.dtype)])])],
             to=element_type(g.onnx, result.dtype),
         )
         out = _reduce(g, "ReduceSum", nonzero, axes, keepdim)
     else:
-        p = _const_like(g, ord, result.dtype)
+        p = _operand(g, ord, result.dtype)
         powered = g.node("Pow", [g.node("Abs", [v]), p])
         out = g.node(
             "Pow",
             [
                 _reduce(g, "ReduceSum", powered, axes, keepdim),
-                _const_like(g, 1.0 / ord, result.dtype),
+                _operand(g, 1.0 / ord, result.dtype),
             ],
         )
     g.bind(result, out)
@@ -878,7 +865,7 @@ maps("argmin")(_arg_reduce("ArgMin"))
 
 def _max_or_min_with_indices(reduce_op, arg_op, binary_op):
     """max(input), max(input, other), max(input, dim, keepdim) -> (values, indices)."""
-    reduce, binary, arg = _reduction(reduce_op, 18), _binary(binary_op), _arg_reduce(arg_op)
+    reduce, binary, arg = _reduction(reduce_op), _binary(binary_op), _arg_reduce(arg_op)
 
     def fn(g, result, input, dim=None, keepdim=False, out=None):
         if isinstance(dim, ec.Tensor):
@@ -1187,7 +1174,7 @@ def _onnx_pads(ndim, pad):
 @maps("constant_pad_nd")
 def _constant_pad(g, result, input, pad, value=0):
     pads = g.ints(_onnx_pads(input.dim(), list(pad)))
-    g.bind(result, g.node("Pad", [g.name(input), pads, _const_like(g, value, input.dtype)]))
+    g.bind(result, g.node("Pad", [g.name(input), pads, _operand(g, value, input.dtype)]))
 
 
 @maps("_pad_mode")
@@ -1286,7 +1273,7 @@ def _normalize(g, x, axes, eps, dtype):
     """(x - mean) / sqrt(var + eps) over axes, the biased variance (as the norms use)."""
     centred = g.node("Sub", [x, _reduce(g, "ReduceMean", x, axes, True)])
     var = _reduce(g, "ReduceMean", g.node("Mul", [centred, centred]), axes, True)
-    std = g.node("Sqrt", [g.node("Add", [var, _const_like(g, eps, dtype)])])
+    std = g.node("Sqrt", [g.node("Add", [var, _operand(g, eps, dtype)])])
     return g.node("Div", [centred, std])
 
 
@@ -1431,7 +1418,7 @@ def _embedding_bag(
         member = g.node("And", [member, g.node("Unsqueeze", [keep, g.ints([0])])])
     m = g.node("Cast", [member], to=element_type(g.onnx, dt))
     if mode == 2:  # max
-        lowest = _const_like(g, -np.inf, dt)
+        lowest = _operand(g, -np.inf, dt)
         spread = g.node(
             "Where",
             [
@@ -1444,15 +1431,15 @@ def _embedding_bag(
         nonempty = g.node(
             "Unsqueeze",
             [
-                g.node("Greater", [_reduce(g, "ReduceSum", m, [1], False), _const_like(g, 0, dt)]),
+                g.node("Greater", [_reduce(g, "ReduceSum", m, [1], False), _operand(g, 0, dt)]),
                 g.ints([1]),
             ],
         )
-        out = g.node("Where", [nonempty, best, _const_like(g, 0, dt)])
+        out = g.node("Where", [nonempty, best, _operand(g, 0, dt)])
     else:
         out = g.node("MatMul", [m, rows])
         if mode == 1:  # mean
-            count = g.node("Max", [_reduce(g, "ReduceSum", m, [1], True), _const_like(g, 1, dt)])
+            count = g.node("Max", [_reduce(g, "ReduceSum", m, [1], True), _operand(g, 1, dt)])
             out = g.node("Div", [out, count])
     g.bind(result[0], out)
 
@@ -1502,8 +1489,8 @@ def _bce_with_logits(g, result, input, target, weight=None, pos_weight=None, red
     """(1 - y) x + (1 + (pw - 1) y) (log1p(exp(-|x|)) + max(-x, 0)), stable for large |x|."""
     dt = result.dtype
     x, y = g.name(input), _operand(g, target, input.dtype)
-    one = _const_like(g, 1, input.dtype)
-    zero = _const_like(g, 0, input.dtype)
+    one = _operand(g, 1, input.dtype)
+    zero = _operand(g, 0, input.dtype)
     soft = g.node(
         "Add",
         [
@@ -1526,8 +1513,8 @@ def _bce_with_logits(g, result, input, target, weight=None, pos_weight=None, red
 def _bce(g, result, input, target, weight=None, reduction="mean"):
     """-(y log x + (1 - y) log(1 - x)), each log clamped at -100 as PyTorch does."""
     x, y = g.name(input), _operand(g, target, input.dtype)
-    one = _const_like(g, 1, input.dtype)
-    floor = _const_like(g, -100, input.dtype)
+    one = _operand(g, 1, input.dtype)
+    floor = _operand(g, -100, input.dtype)
     log_x = g.node("Max", [g.node("Log", [x]), floor])
     log_1mx = g.node("Max", [g.node("Log", [g.node("Sub", [one, x])]), floor])
     loss = g.node(
@@ -1557,8 +1544,8 @@ def _copy_(g, result, input, src, non_blocking=False):
 @maps("fill_")
 def _fill_(g, result, input, value):
     g.mutate(input)
-    fill = value if isinstance(value, ec.Tensor) else ec.tensor(value, dtype=input.dtype)
-    g.bind(result, g.node("Expand", [_operand(g, fill, input.dtype), g.ints(input.shape)]))
+    fill = _operand(g, value, input.dtype)  # a number or a 0-d tensor
+    g.bind(result, g.node("Expand", [fill, g.ints(input.shape)]))
 
 
 @maps("zero_")
